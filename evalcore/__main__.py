@@ -1,0 +1,3 @@
+from evalcore.cli.main import main
+
+main()

@@ -1,0 +1,143 @@
+"""Commands over the run store: import, runs, show, export, delete."""
+
+from __future__ import annotations
+
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from evalcore.cli.context import state
+from evalcore.errors import EvalcoreError
+from evalcore.export import FORMATS, export_run
+from evalcore.importer import import_recorded
+from evalcore.queries import metric_summary, runs_overview
+from evalcore.tables import _json
+
+
+def example_files() -> tuple[Path, Path]:
+    """The recorded-answers example and its questions, shipped inside the package."""
+    base = resources.files("evalcore") / "examples"
+    return Path(str(base / "recorded_answers.jsonl")), Path(str(base / "questions.yaml"))
+
+
+def import_cmd(
+    file: Optional[Path] = typer.Argument(
+        None, help="Recorded answers: .jsonl, .json, .csv or .parquet, one record per (question, method)."),
+    name: Optional[str] = typer.Option(None, "--name", "-n", help="Run name (default: the file name)."),
+    dataset: Optional[Path] = typer.Option(
+        None, "--dataset", "-d",
+        help="Question file whose questions, ground truths and gold passages are authoritative; "
+             "records then only need question_id, method and answer."),
+    method: str = typer.Option("recorded", "--method", help="Method name for records without a 'method' field."),
+    example: bool = typer.Option(False, "--example", help="Import the small example shipped with evalcore."),
+) -> None:
+    """Create a run from answers your RAG system already produced.
+
+    Fields per record: question_id, method, question, answer, ground_truth, contexts (list of
+    strings) or retrieved (list of {chunk_id, text, rank, score, rel_path, heading_path}),
+    gold_chunk_ids, citations, abstained, latency_ms, token_usage, question_type, category,
+    answerable. ragas names (user_input, response, retrieved_contexts, reference) and deepeval
+    names (input, actual_output, expected_output, retrieval_context) work unchanged.
+    Prints the new run id. A bad record stops the import and leaves the store untouched.
+    """
+    kind = "import"
+    if example:
+        if file is not None:
+            raise EvalcoreError("give either FILE or --example, not both")
+        file, example_dataset = example_files()
+        dataset = dataset or example_dataset
+        name = name or "example"
+        kind = "example"
+    if file is None:
+        raise EvalcoreError("FILE is required (or use --example)")
+    result = import_recorded(state.store(), file, name=name, dataset=dataset, method=method, kind=kind)
+    typer.echo(f"imported {result.n_records} answers to {result.n_questions} questions "
+               f"({', '.join(result.methods)}) as run:", err=True)
+    typer.echo(result.run_id)
+
+
+def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+    """List the runs in the store, newest first."""
+    df = runs_overview(state.store())
+    if as_json:
+        typer.echo(df.to_json(orient="records", date_format="iso", force_ascii=False))
+        return
+    if df.empty:
+        typer.echo(f"no runs in {state.store().root} (try: evalcore import --example)")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_lines=False)
+    for col in ("run_id", "name", "status", "methods", "n_questions", "n_responses", "n_errors", "created_at"):
+        table.add_column(col)
+    for row in df.itertuples(index=False):
+        table.add_row(row.run_id, row.name, row.status, row.methods, str(row.n_questions),
+                      str(row.n_responses), str(row.n_errors), str(row.created_at)[:19])
+    Console(markup=False, highlight=False, width=None if sys.stdout.isatty() else 200).print(table)
+
+
+def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, or 'latest'."),
+             as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Show a run's manifest and its per-method metric means (n scored / n)."""
+    store = state.store()
+    run_id = store.resolve(run)
+    manifest = store.manifest(run_id)
+    summary = metric_summary(store, run_id)
+    if as_json:
+        payload = {"manifest": json.loads(manifest.model_dump_json()),
+                   "metrics": json.loads(summary.to_json(orient="records", force_ascii=False))}
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    typer.echo(f"run {manifest.run_id}  ({manifest.name}, {manifest.kind}, {manifest.status})")
+    typer.echo(f"created {manifest.created_at:%Y-%m-%d %H:%M:%S} UTC, evalcore {manifest.evalcore_version}")
+    typer.echo(f"dataset: {_json(manifest.dataset)}")
+    typer.echo(f"methods: {', '.join(manifest.methods)}   counts: {_json(manifest.counts)}")
+    if manifest.judges:
+        typer.echo(f"judges: {', '.join(manifest.judges)}")
+    if summary.empty:
+        typer.echo("no metric values yet (score the run to add them)")
+        return
+    for row in summary.itertuples(index=False):
+        mean = "nan" if row.mean is None or row.mean != row.mean else f"{row.mean:.4f}"
+        extra = f"  not scored: {row.not_scored_reasons}" if row.not_scored_reasons else ""
+        typer.echo(f"  {row.method:<20} {row.metric:<28} {mean:>8}  ({row.n_scored}/{row.n}){extra}")
+
+
+def export_cmd(
+    run: str = typer.Argument(..., help="Run id, unique prefix, name, or 'latest'."),
+    fmt: str = typer.Option("csv", "--format", "-f", help=f"One of: {', '.join(FORMATS)}."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output file (default: stdout)."),
+) -> None:
+    """Export one row per question x method: question, ground truth, answer, one column per metric."""
+    if fmt == "parquet" and output is None:
+        raise EvalcoreError("parquet export needs -o FILE")
+    data = export_run(state.store(), run, fmt, output)
+    if data is not None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        typer.echo(f"wrote {output}", err=True)
+
+
+def delete_cmd(run: str = typer.Argument(..., help="Run id (or unique prefix/name)."),
+               yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
+    """Delete a run and everything stored for it."""
+    store = state.store()
+    run_id = store.resolve(run)
+    if not yes and not typer.confirm(f"delete run {run_id}?", default=False):
+        raise typer.Exit(1)
+    store.delete_run(run_id)
+    typer.echo(f"deleted {run_id}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("import")(import_cmd)
+    app.command("runs")(runs_cmd)
+    app.command("show")(show_cmd)
+    app.command("export")(export_cmd)
+    app.command("delete")(delete_cmd)

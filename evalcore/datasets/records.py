@@ -1,0 +1,160 @@
+"""Reading record files (JSONL / JSON / CSV / Parquet / YAML) with record numbers for errors.
+
+Each reader yields (record_number, dict). Record numbers are 1-based: the line for JSONL,
+the data row for CSV (header excluded), the position for JSON arrays, YAML lists and Parquet.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterator
+
+from evalcore.errors import InputError
+
+LIST_KEYS = ("records", "data", "results", "test_cases", "samples", "questions", "items", "examples")
+
+
+def _strict_json_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not a number JSON allows")
+
+
+def _loads(text: str) -> Any:
+    return json.loads(text, parse_constant=_strict_json_constant)
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(str(path), f"cannot open: {exc.strerror}") from exc
+    with fh:
+        lineno = 0
+        while True:
+            try:
+                line = fh.readline()
+            except UnicodeDecodeError as exc:
+                raise InputError(str(path), f"not valid UTF-8 ({exc.reason})", record=lineno + 1) from exc
+            if not line:
+                break
+            lineno += 1
+            if not line.strip():
+                continue
+            try:
+                obj = _loads(line)
+            except ValueError as exc:
+                raise InputError(str(path), f"invalid JSON: {exc}", record=lineno) from exc
+            if not isinstance(obj, dict):
+                raise InputError(str(path), f"expected a JSON object, got {type(obj).__name__}", record=lineno)
+            yield lineno, obj
+
+
+def _records_in(obj: Any, path: Path) -> list[Any]:
+    if isinstance(obj, list):
+        return obj
+    if isinstance(obj, dict):
+        for key in LIST_KEYS:
+            if isinstance(obj.get(key), list):
+                return obj[key]
+    raise InputError(str(path), "expected a list of records, or an object with one of the keys "
+                     + ", ".join(LIST_KEYS))
+
+
+def read_json(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), f"not valid UTF-8 ({exc.reason})") from exc
+    except OSError as exc:
+        raise InputError(str(path), f"cannot open: {exc.strerror}") from exc
+    try:
+        obj = _loads(text)
+    except ValueError as exc:
+        raise InputError(str(path), f"invalid JSON: {exc}") from exc
+    for i, rec in enumerate(_records_in(obj, path), start=1):
+        if not isinstance(rec, dict):
+            raise InputError(str(path), f"expected an object, got {type(rec).__name__}", record=i)
+        yield i, rec
+
+
+def read_yaml(path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(str(path), f"not valid UTF-8 ({exc.reason})") from exc
+    except yaml.YAMLError as exc:
+        raise InputError(str(path), f"invalid YAML: {exc}") from exc
+
+
+def _csv_cell(value: str) -> Any:
+    """CSV cells are text; list/object cells are JSON (e.g. a `contexts` column)."""
+    stripped = value.strip()
+    if stripped[:1] in "[{":
+        try:
+            return _loads(stripped)
+        except ValueError:
+            return value
+    return value if stripped else None
+
+
+def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        fh = open(path, encoding="utf-8-sig", newline="")
+    except OSError as exc:
+        raise InputError(str(path), f"cannot open: {exc.strerror}") from exc
+    with fh:
+        reader = csv.DictReader(fh)
+        try:
+            for i, row in enumerate(reader, start=1):
+                if None in row:
+                    raise InputError(str(path), "more cells than header columns", record=i)
+                yield i, {k: _csv_cell(v or "") for k, v in row.items() if k}
+        except UnicodeDecodeError as exc:
+            raise InputError(str(path), f"not valid UTF-8 ({exc.reason})") from exc
+        except csv.Error as exc:
+            raise InputError(str(path), f"invalid CSV: {exc}", record=reader.line_num) from exc
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def read_parquet(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises several types for a bad file
+        raise InputError(str(path), f"not a readable Parquet file: {exc}") from exc
+    i = 0
+    for batch in pf.iter_batches(batch_size=2048):
+        for row in batch.to_pylist():
+            i += 1
+            yield i, {k: _plain(v) for k, v in row.items()}
+
+
+READERS = {".jsonl": read_jsonl, ".ndjson": read_jsonl, ".json": read_json, ".csv": read_csv,
+           ".parquet": read_parquet}
+
+
+def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Records of a JSONL/JSON/CSV/Parquet file, chosen by extension."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(str(path), "no such file")
+    reader = READERS.get(path.suffix.lower())
+    if reader is None:
+        raise InputError(str(path), f"unsupported file type {path.suffix!r}: use .jsonl, .json, .csv or .parquet")
+    return reader(path)

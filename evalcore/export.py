@@ -1,0 +1,57 @@
+"""Export one run as a flat table: one row per (question, method), one column per metric."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from evalcore.errors import EvalcoreError
+from evalcore.queries import wide_results
+from evalcore.store import RunStore
+
+FORMATS = ("csv", "json", "md", "parquet")
+
+
+def _md_cell(value: object) -> str:
+    """Markdown table cell: plain text, pipes and newlines escaped so answers cannot break the table."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    text = str(value).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(text.split())
+
+
+def to_markdown(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(_md_cell(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def export_run(store: RunStore, run_ref: str, fmt: str, output: str | Path | None = None) -> bytes | None:
+    """Write the run's wide table to `output` (or return bytes when output is None)."""
+    if fmt not in FORMATS:
+        raise EvalcoreError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
+    run_id = store.resolve(run_ref)
+    df = wide_results(store, run_id)
+    if fmt == "csv":
+        data = df.to_csv(index=False).encode("utf-8")
+    elif fmt == "json":
+        records = json.loads(df.to_json(orient="records", force_ascii=False))
+        data = json.dumps({"run_id": run_id, "rows": records}, ensure_ascii=False, indent=2).encode("utf-8")
+    elif fmt == "md":
+        data = (f"# Run {run_id}\n\n" + to_markdown(df)).encode("utf-8")
+    else:
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        data = buf.getvalue()
+    if output is None:
+        return data
+    Path(output).write_bytes(data)
+    return None

@@ -1,0 +1,191 @@
+"""Import recorded answers: one record per (question, method) -> a new run in the store.
+
+Accepts our field names and, unchanged, ragas' (user_input, response, retrieved_contexts,
+reference) and deepeval's (input, actual_output, expected_output, retrieval_context).
+Unknown fields go to the question's metadata. The run is built in staging and published
+whole, so a bad record leaves the store exactly as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalcore import __version__
+from evalcore.datasets import load_questions
+from evalcore.datasets.native import question_from_record
+from evalcore.datasets.records import read_records
+from evalcore.errors import InputError, from_validation
+from evalcore.fingerprint import file_fingerprint
+from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
+from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
+
+# alias -> our field. Applied only when our own field is absent from the record.
+ALIASES: dict[str, str] = {
+    "id": "question_id", "qid": "question_id", "query_id": "question_id",
+    "user_input": "question", "input": "question", "query": "question",
+    "response": "answer", "actual_output": "answer", "output": "answer", "generated_answer": "answer",
+    "reference": "ground_truth", "expected_output": "ground_truth", "gt_answer": "ground_truth",
+    "ground_truths": "ground_truth", "expected_answer": "ground_truth",
+    "retrieved_contexts": "contexts", "retrieval_context": "contexts",
+    "reference_contexts": "gold_contexts", "context": "gold_contexts",
+    "system": "method", "method_name": "method",
+}
+RESPONSE_FIELDS = {"answer", "contexts", "retrieved", "citations", "abstained", "latency_ms",
+                   "token_usage", "timings", "error", "error_kind", "scope"}
+QUESTION_ONLY = {"question_id", "method", "gold_contexts"}
+
+
+@dataclass
+class ImportResult:
+    run_id: str
+    n_records: int
+    n_questions: int
+    methods: list[str]
+
+
+def _canonical(rec: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in rec.items() if k not in ALIASES or ALIASES[k] in rec}
+    for alias, field in ALIASES.items():
+        if alias in rec and field not in rec and field not in out:
+            out[field] = rec[alias]
+    return out
+
+
+def _question_id(rec: dict[str, Any]) -> str:
+    qid = rec.get("question_id")
+    if qid is None or (isinstance(qid, str) and not qid.strip()):
+        text = str(rec.get("question") or "")
+        return "q-" + hashlib.sha1(text.strip().encode("utf-8")).hexdigest()[:12]
+    return str(qid)
+
+
+def _retrieved(rec: dict[str, Any], file: str, recno: int) -> list[dict[str, Any]]:
+    if rec.get("retrieved") is not None:
+        items = rec["retrieved"]
+        if not isinstance(items, list):
+            raise InputError(file, "expected a list", record=recno, field="retrieved")
+        out = []
+        for i, item in enumerate(items, start=1):
+            if isinstance(item, str):
+                item = {"text": item}
+            if not isinstance(item, dict):
+                raise InputError(file, "expected an object or a string", record=recno, field=f"retrieved.{i - 1}")
+            out.append({"rank": i, **item})
+        return out
+    contexts = rec.get("contexts")
+    if contexts is None:
+        return []
+    if isinstance(contexts, str):
+        contexts = [contexts]
+    if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
+        raise InputError(file, "expected a list of strings", record=recno, field="contexts")
+    return [{"rank": i, "text": c} for i, c in enumerate(contexts, start=1)]
+
+
+def _citations(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    return [{"chunk_id": str(c)} if isinstance(c, (str, int)) else c for c in items]
+
+
+def _split(rec: dict[str, Any], file: str, recno: int, default_method: str,
+           known: dict[str, EvalQuestion], by_text: dict[str, str]) -> tuple[EvalQuestion, EvalResponse]:
+    rec = _canonical(rec)
+    qid = _question_id(rec)
+    if rec.get("question_id") is None and rec.get("question") is not None:
+        qid = by_text.get(str(rec["question"]).strip(), qid)
+    method = rec.get("method") or default_method
+    q_rec: dict[str, Any] = {"id": qid}
+    r_rec: dict[str, Any] = {"question_id": qid, "method": str(method)}
+    for key, value in rec.items():
+        if key in RESPONSE_FIELDS:
+            r_rec[key] = value
+        elif key not in QUESTION_ONLY:
+            q_rec[key] = value
+    gold_contexts = rec.get("gold_contexts")
+    if gold_contexts:
+        texts = [gold_contexts] if isinstance(gold_contexts, str) else list(gold_contexts)
+        q_rec["gold_passages"] = list(q_rec.get("gold_passages") or []) + [{"text": str(t)} for t in texts]
+    if qid in known:
+        question = known[qid]  # the dataset file is authoritative for question fields
+    elif "question" not in q_rec:
+        raise InputError(file, f"no question text, and question id {qid!r} is not in the dataset "
+                         "(pass --dataset QFILE or add a 'question' field)", record=recno, field="question")
+    else:
+        question = question_from_record(q_rec, file, recno)
+    r_rec["retrieved"] = _retrieved(r_rec, file, recno)
+    r_rec.pop("contexts", None)
+    r_rec["citations"] = _citations(r_rec.get("citations"))
+    if r_rec.get("answer") is None:
+        r_rec["answer"] = ""
+    try:
+        response = EvalResponse.model_validate(r_rec)
+    except ValidationError as exc:
+        raise from_validation(file, recno, exc) from exc
+    return question, response
+
+
+def _merge_question(old: EvalQuestion, new: EvalQuestion, file: str, recno: int) -> EvalQuestion:
+    if old.question.strip() != new.question.strip():
+        raise InputError(file, f"question id {old.id!r} was used earlier for a different question",
+                         record=recno, field="question")
+    if old.ground_truth is None and new.ground_truth is not None:
+        return new
+    return old
+
+
+def parse_recorded(path: str | Path, default_method: str = "recorded",
+                   dataset: list[EvalQuestion] | None = None) -> tuple[list[EvalQuestion], list[EvalResponse]]:
+    """Questions (deduplicated by id) and responses from a recorded-answers file.
+
+    With a dataset, its questions are authoritative and records may omit the question text.
+    """
+    file = str(path)
+    known = {q.id: q for q in dataset or []}
+    by_text = {q.question.strip(): q.id for q in known.values()}
+    questions: dict[str, EvalQuestion] = {}
+    responses: dict[tuple[str, str], EvalResponse] = {}
+    for recno, rec in read_records(path):
+        question, response = _split(rec, file, recno, default_method, known, by_text)
+        key = (response.method, response.question_id)
+        if key in responses:
+            raise InputError(file, f"second answer for question {key[1]!r} and method {key[0]!r}",
+                             record=recno, field="question_id")
+        questions[question.id] = (_merge_question(questions[question.id], question, file, recno)
+                                  if question.id in questions else question)
+        responses[key] = response
+    if not responses:
+        raise InputError(file, "no records found")
+    return list(questions.values()), list(responses.values())
+
+
+def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
+                    dataset: str | Path | None = None, method: str = "recorded",
+                    kind: str = "import") -> ImportResult:
+    path = Path(path)
+    dataset_info: dict[str, Any] = {"name": path.stem, "source": "recorded file"}
+    ds_questions = load_questions(dataset) if dataset is not None else None
+    questions, responses = parse_recorded(path, default_method=method, dataset=ds_questions)
+    if dataset is not None and ds_questions is not None:
+        dataset_info = {"name": Path(dataset).stem, "path": str(dataset),
+                        "fingerprint": file_fingerprint(dataset), "n_questions": len(ds_questions)}
+    methods = sorted({r.method for r in responses})
+    run_name = name or path.stem
+    manifest = RunManifest(
+        format_version=FORMAT_VERSION, run_id=new_run_id(run_name), name=run_name, kind=kind,
+        status="complete", evalcore_version=__version__, methods=methods, dataset=dataset_info,
+        source={"kind": "recorded", "file": path.name, "fingerprint": file_fingerprint(path)},
+        counts={"questions": len(questions), "responses": len(responses),
+                "errors": sum(1 for r in responses if r.error)},
+    )
+    manifest.finished_at = manifest.created_at
+    with store.staged_run(manifest) as writer:
+        writer.write_questions(questions)
+        writer.write_responses(responses)
+    return ImportResult(manifest.run_id, len(responses), len(questions), methods)

@@ -1,0 +1,28 @@
+"""Data contracts (pydantic v2, extra="forbid") shared by every part of evalcore."""
+
+from evalcore.schemas.dataset import Check, EvalQuestion, GoldPassage
+from evalcore.schemas.response import Citation, EvalResponse, RetrievedChunk, TokenUsage
+from evalcore.schemas.results import (
+    Annotation,
+    Claim,
+    JudgeCall,
+    JudgeId,
+    MetricValue,
+    RunManifest,
+)
+
+__all__ = [
+    "Annotation",
+    "Check",
+    "Citation",
+    "Claim",
+    "EvalQuestion",
+    "EvalResponse",
+    "GoldPassage",
+    "JudgeCall",
+    "JudgeId",
+    "MetricValue",
+    "RetrievedChunk",
+    "RunManifest",
+    "TokenUsage",
+]

@@ -1,0 +1,102 @@
+"""What a RAG method answered for one question (from a live server or a recorded file)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from evalcore.schemas.dataset import Strict
+
+ErrorKind = Literal["error", "timeout", "empty", "http", "malformed"]
+
+
+class RetrievedChunk(Strict):
+    """One retrieved context, in the target's rank order (rank 1 = first)."""
+
+    rank: int = Field(ge=1)
+    chunk_id: str | None = None
+    rel_path: str | None = None
+    heading_path: str | None = None
+    section: str | None = None
+    text: str = ""
+    score: float | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("score")
+    @classmethod
+    def _finite_score(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("score must be a finite number")
+        return value
+
+
+class Citation(Strict):
+    """A reference the answer cites: a chunk id and/or a document (+ section)."""
+
+    chunk_id: str | None = None
+    rel_path: str | None = None
+    heading_path: str | None = None
+    section: str | None = None
+    text: str | None = None
+
+
+class TokenUsage(Strict):
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    model: str | None = None
+    cost_usd: float | None = Field(default=None, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class EvalResponse(Strict):
+    """One (question, method) answer. `error` set means the target failed for this question.
+
+    Duplicate chunk ids in `retrieved` are rejected: a ranking that lists a chunk twice would
+    inflate every retrieval metric.
+    """
+
+    question_id: str
+    method: str
+    answer: str = ""
+    retrieved: list[RetrievedChunk] = Field(default_factory=list)
+    citations: list[Citation] = Field(default_factory=list)
+    abstained: bool | None = None
+    scope: list[str] | None = None
+    token_usage: TokenUsage | None = None
+    latency_ms: float | None = Field(default=None, ge=0)
+    timings: dict[str, float] = Field(default_factory=dict)
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("method")
+    @classmethod
+    def _method_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("method must not be empty")
+        return value
+
+    @field_validator("latency_ms")
+    @classmethod
+    def _finite_latency(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("latency_ms must be a finite number")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_chunk_ids(self) -> "EvalResponse":
+        seen: set[str] = set()
+        for chunk in self.retrieved:
+            if chunk.chunk_id is None:
+                continue
+            if chunk.chunk_id in seen:
+                raise ValueError(f"retrieved lists chunk_id {chunk.chunk_id!r} twice")
+            seen.add(chunk.chunk_id)
+        if self.error and not self.error_kind:
+            self.error_kind = "error"
+        return self

@@ -1,0 +1,135 @@
+"""Scores, judge calls, claims and human annotations: what scoring writes to the store."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from evalcore.schemas.dataset import Strict
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class JudgeId(Strict):
+    """Everything that determines a judge's verdicts; part of every judged value's identity."""
+
+    provider: str
+    model: str
+    prompt_id: str
+    prompt_version: str
+    temperature: float = 0.0
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}/{self.prompt_id}@{self.prompt_version}"
+
+
+class MetricValue(Strict):
+    """One metric value for one (run, method, question).
+
+    `value` is NaN only together with a `reason` (e.g. "no contexts"): a silent NaN hides
+    a bug. Judged values carry the judge label; every value carries its metric version.
+    """
+
+    run_id: str
+    method: str
+    question_id: str
+    metric: str
+    value: float
+    group: str
+    version: str = "1"
+    reason: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    judge_id: str | None = None
+    computed_at: datetime = Field(default_factory=utcnow)
+
+    @model_validator(mode="after")
+    def _nan_needs_reason(self) -> "MetricValue":
+        if math.isinf(self.value):
+            raise ValueError(f"metric {self.metric!r}: value must be finite or NaN")
+        if math.isnan(self.value) and not self.reason:
+            raise ValueError(f"metric {self.metric!r}: NaN needs a reason")
+        return self
+
+
+class JudgeCall(Strict):
+    """One call to a judge, stored whole so any verdict can be replayed or re-judged."""
+
+    run_id: str
+    call_key: str
+    judge_id: JudgeId
+    method: str | None = None
+    question_id: str | None = None
+    purpose: str
+    request: dict[str, Any]
+    response_raw: str | None = None
+    parsed: dict[str, Any] | list[Any] | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    cache_hit: bool = False
+    error: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Claim(Strict):
+    """An atomic statement and the judge's verdict on it (faithfulness, context recall...)."""
+
+    run_id: str
+    method: str
+    question_id: str
+    source: Literal["answer", "ground_truth"]
+    idx: int
+    text: str
+    verdict: str | None = None
+    reason: str | None = None
+    metric: str
+    judge_id: str | None = None
+    computed_at: datetime = Field(default_factory=utcnow)
+
+
+class Annotation(Strict):
+    """A human judgement on a verdict, claim or metric. Append-only: never overwritten."""
+
+    annotation_id: str
+    who: str
+    when: datetime = Field(default_factory=utcnow)
+    run_id: str
+    method: str | None = None
+    question_id: str | None = None
+    target_kind: Literal["claim", "context", "answer_class", "grade", "metric"]
+    target_ref: str
+    judge_label: str | None = None
+    label: str
+    note: str | None = None
+
+
+RunStatus = Literal["created", "running", "complete", "failed", "cancelled"]
+
+
+class RunManifest(Strict):
+    """`run.json`: what a run is, how it was made, and where it stands. Never holds secrets."""
+
+    format_version: int
+    run_id: str
+    name: str
+    kind: Literal["import", "live", "example"] = "import"
+    status: RunStatus = "created"
+    created_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+    evalcore_version: str
+    methods: list[str] = Field(default_factory=list)
+    dataset: dict[str, Any] = Field(default_factory=dict)
+    source: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+    judges: list[str] = Field(default_factory=list)
+    target_info: dict[str, Any] = Field(default_factory=dict)
+    counts: dict[str, int] = Field(default_factory=dict)
+    timings: dict[str, float] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)

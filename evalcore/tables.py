@@ -1,0 +1,146 @@
+"""Parquet table schemas and the model -> row conversions for the run store.
+
+Every part file of a table shares one fixed Arrow schema, so DuckDB can read them all as one
+view. Flat columns are what SQL filters and aggregates on; nested parts (retrieved contexts,
+details, judge requests) are JSON text columns, and `record` keeps the whole validated object
+so it can be read back exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from evalcore.schemas import Annotation, Claim, EvalQuestion, EvalResponse, JudgeCall, MetricValue
+
+TS = pa.timestamp("us", tz="UTC")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _json(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str, allow_nan=True)
+
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "questions": pa.schema([
+        ("run_id", pa.string()), ("question_id", pa.string()), ("question", pa.string()),
+        ("ground_truth", pa.string()), ("category", pa.string()), ("question_type", pa.string()),
+        ("difficulty", pa.string()), ("tags", pa.list_(pa.string())), ("answerable", pa.bool_()),
+        ("n_gold", pa.int32()), ("record", pa.string()), ("written_at", TS),
+    ]),
+    "responses": pa.schema([
+        ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
+        ("answer", pa.string()), ("abstained", pa.bool_()), ("latency_ms", pa.float64()),
+        ("error", pa.string()), ("error_kind", pa.string()), ("input_tokens", pa.int64()),
+        ("output_tokens", pa.int64()), ("cost_usd", pa.float64()), ("n_retrieved", pa.int32()),
+        ("record", pa.string()), ("written_at", TS),
+    ]),
+    "metrics": pa.schema([
+        ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
+        ("metric", pa.string()), ("value", pa.float64()), ("group", pa.string()),
+        ("version", pa.string()), ("reason", pa.string()), ("details", pa.string()),
+        ("judge_id", pa.string()), ("computed_at", TS),
+    ]),
+    "judge_calls": pa.schema([
+        ("run_id", pa.string()), ("call_key", pa.string()), ("judge_id", pa.string()),
+        ("judge", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
+        ("purpose", pa.string()), ("request", pa.string()), ("response_raw", pa.string()),
+        ("parsed", pa.string()), ("input_tokens", pa.int64()), ("output_tokens", pa.int64()),
+        ("cost_usd", pa.float64()), ("latency_ms", pa.float64()), ("cache_hit", pa.bool_()),
+        ("error", pa.string()), ("created_at", TS),
+    ]),
+    "claims": pa.schema([
+        ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
+        ("source", pa.string()), ("idx", pa.int32()), ("text", pa.string()),
+        ("verdict", pa.string()), ("reason", pa.string()), ("metric", pa.string()),
+        ("judge_id", pa.string()), ("computed_at", TS),
+    ]),
+}
+
+ANNOTATIONS_SCHEMA = pa.schema([
+    ("annotation_id", pa.string()), ("who", pa.string()), ("when", TS), ("run_id", pa.string()),
+    ("method", pa.string()), ("question_id", pa.string()), ("target_kind", pa.string()),
+    ("target_ref", pa.string()), ("judge_label", pa.string()), ("label", pa.string()),
+    ("note", pa.string()),
+])
+
+# Key columns per table: the store's views keep the newest row per key, so re-writing a
+# row (re-scoring, a resumed run) replaces it instead of duplicating it.
+KEYS: dict[str, tuple[str, ...]] = {
+    "questions": ("run_id", "question_id"),
+    "responses": ("run_id", "method", "question_id"),
+    "metrics": ("run_id", "method", "question_id", "metric"),
+    "judge_calls": ("run_id", "call_key"),
+}
+ORDER_COLUMN = {"questions": "written_at", "responses": "written_at", "metrics": "computed_at",
+                "judge_calls": "created_at", "claims": "computed_at"}
+
+
+def question_row(run_id: str, q: EvalQuestion) -> dict[str, Any]:
+    return {
+        "run_id": run_id, "question_id": q.id, "question": q.question, "ground_truth": q.ground_truth,
+        "category": q.category, "question_type": q.question_type, "difficulty": q.difficulty,
+        "tags": list(q.tags), "answerable": q.answerable, "n_gold": len(q.gold_passages),
+        "record": q.model_dump_json(by_alias=False), "written_at": _now(),
+    }
+
+
+def response_row(run_id: str, r: EvalResponse) -> dict[str, Any]:
+    usage = r.token_usage
+    return {
+        "run_id": run_id, "method": r.method, "question_id": r.question_id, "answer": r.answer,
+        "abstained": r.abstained, "latency_ms": r.latency_ms, "error": r.error, "error_kind": r.error_kind,
+        "input_tokens": usage.input_tokens if usage else None,
+        "output_tokens": usage.output_tokens if usage else None,
+        "cost_usd": usage.cost_usd if usage else None, "n_retrieved": len(r.retrieved),
+        "record": r.model_dump_json(), "written_at": _now(),
+    }
+
+
+def metric_row(m: MetricValue) -> dict[str, Any]:
+    row = m.model_dump()
+    row["details"] = _json(m.details) if m.details else None
+    row["value"] = float("nan") if math.isnan(m.value) else m.value
+    return row
+
+
+def judge_call_row(c: JudgeCall) -> dict[str, Any]:
+    return {
+        "run_id": c.run_id, "call_key": c.call_key, "judge_id": c.judge_id.label,
+        "judge": c.judge_id.model_dump_json(), "method": c.method, "question_id": c.question_id,
+        "purpose": c.purpose, "request": _json(c.request), "response_raw": c.response_raw,
+        "parsed": _json(c.parsed), "input_tokens": c.input_tokens, "output_tokens": c.output_tokens,
+        "cost_usd": c.cost_usd, "latency_ms": c.latency_ms, "cache_hit": c.cache_hit, "error": c.error,
+        "created_at": c.created_at,
+    }
+
+
+def claim_row(c: Claim) -> dict[str, Any]:
+    return c.model_dump()
+
+
+def annotation_row(a: Annotation) -> dict[str, Any]:
+    return a.model_dump()
+
+
+ROW_BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "metrics": metric_row,
+    "judge_calls": judge_call_row,
+    "claims": claim_row,
+}
+
+
+def to_arrow(table: str, rows: list[dict[str, Any]]) -> pa.Table:
+    """Build an Arrow table with the table's fixed schema (missing columns become null)."""
+    schema = SCHEMAS[table] if table in SCHEMAS else ANNOTATIONS_SCHEMA
+    columns = {name: [row.get(name) for row in rows] for name in schema.names}
+    return pa.Table.from_pydict(columns, schema=schema)
