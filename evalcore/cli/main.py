@@ -28,6 +28,11 @@ app = typer.Typer(
 COMMAND_MODULES = [
     "evalcore.cli.store_commands",
     "evalcore.cli.dataset_commands",
+    "evalcore.cli.score_commands",  # score, compare
+    "evalcore.cli.trec_commands",  # trec
+    "evalcore.cli.judge_commands",  # rejudge
+    "evalcore.cli.run_commands",  # run, demo, demo-server
+    "evalcore.cli.app_commands",  # app
 ]
 
 

@@ -1,0 +1,7 @@
+"""Placeholder: the score commands land with their issue."""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Adds nothing yet."""

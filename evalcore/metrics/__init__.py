@@ -1,0 +1,1 @@
+"""Metrics: one small module per group, collected by registry.METRICS."""

@@ -1,0 +1,3 @@
+"""Placeholder until the abstention metrics land (see METRICS.md)."""
+
+SPECS: list = []

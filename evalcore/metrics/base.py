@@ -1,0 +1,91 @@
+"""The metric interface every metric module implements (small, explicit, typed).
+
+A metric is a `MetricSpec`: a name as in METRICS.md (`recall@5`, `token_f1`, ...), its group,
+a version (bump it when the formula changes), what it needs from a question/response, and a
+batch function `compute(items, ctx) -> list[Score]` (one Score per item, in order).
+Most metrics are per-question pure functions wrapped with `per_item`; embedding and judge
+metrics use the batch form to share work (one encode pass, one judge call per answer).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from evalcore.schemas import EvalQuestion, EvalResponse
+
+Item = tuple[EvalQuestion, EvalResponse]
+
+# What a metric may need. Scoring leaves out metrics whose needs the run cannot meet, and
+# metrics needing "judge" run only when a judge is chosen.
+NEEDS = frozenset({"gold", "retrieved", "ground_truth", "answer", "citations", "embeddings", "judge",
+                   "keywords", "checks", "contexts"})
+
+
+@dataclass(frozen=True)
+class Score:
+    """A metric's value for one item. NaN requires a reason (stored with it)."""
+
+    value: float
+    reason: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    judge_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if math.isinf(self.value):
+            raise ValueError("metric values must be finite or NaN")
+        if math.isnan(self.value) and not self.reason:
+            raise ValueError("a NaN score needs a reason")
+
+    @staticmethod
+    def nan(reason: str, **details: Any) -> "Score":
+        return Score(float("nan"), reason=reason, details=details)
+
+
+@dataclass
+class ScoringContext:
+    """Shared state for one scoring pass: the run, options (judge, embedding model, k...),
+    and lazily built resources (an embedder, a judge client) shared by every metric."""
+
+    run_id: str
+    store: Any = None
+    writer: Any = None
+    options: dict[str, Any] = field(default_factory=dict)
+    _resources: dict[str, Any] = field(default_factory=dict)
+
+    def resource(self, name: str, factory: Callable[[], Any]) -> Any:
+        if name not in self._resources:
+            self._resources[name] = factory()
+        return self._resources[name]
+
+
+BatchFn = Callable[[list[Item], ScoringContext], list[Score]]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    group: str
+    compute: BatchFn
+    version: str = "1"
+    needs: frozenset[str] = frozenset()
+    higher_is_better: bool = True
+    binary: bool = False
+    description: str = ""
+    # Optional: estimate(items, ctx) -> {"calls": int, "input_tokens": int, "output_tokens": int}
+    estimate: Callable[[list[Item], ScoringContext], dict[str, float]] | None = None
+
+    def __post_init__(self) -> None:
+        unknown = set(self.needs) - NEEDS
+        if unknown:
+            raise ValueError(f"metric {self.name}: unknown needs {sorted(unknown)}")
+
+
+def per_item(fn: Callable[[EvalQuestion, EvalResponse], Score]) -> BatchFn:
+    """Wrap a per-question function as a batch function."""
+
+    def batch(items: list[Item], ctx: ScoringContext) -> list[Score]:
+        return [fn(q, r) for q, r in items]
+
+    return batch

@@ -1,0 +1,3 @@
+"""Placeholder until the citation metrics land (see METRICS.md)."""
+
+SPECS: list = []

@@ -1,0 +1,3 @@
+"""Placeholder until the performance metrics land (see METRICS.md)."""
+
+SPECS: list = []

@@ -1,0 +1,3 @@
+"""Placeholder until the retrieval metrics land (see METRICS.md)."""
+
+SPECS: list = []
