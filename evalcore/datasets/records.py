@@ -93,7 +93,7 @@ def read_yaml(path: Path) -> Any:
 def _csv_cell(value: str) -> Any:
     """CSV cells are text; list/object cells are JSON (e.g. a `contexts` column)."""
     stripped = value.strip()
-    if stripped[:1] in "[{":
+    if stripped[:1] in ("[", "{"):
         try:
             return _loads(stripped)
         except ValueError:

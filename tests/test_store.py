@@ -1,0 +1,139 @@
+"""Run store: layout, atomic publication, views that replace rather than duplicate, safety."""
+
+import json
+import math
+
+import pytest
+
+from evalcore.errors import StoreError
+from evalcore.queries import open_db, query_df, run_questions, run_responses, wide_results
+from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
+from evalcore.schemas.results import Annotation
+from evalcore.store import FORMAT_VERSION, RunStore, check_run_id, new_run_id
+
+
+def _manifest(run_id="r1", name="demo"):
+    return RunManifest(format_version=FORMAT_VERSION, run_id=run_id, name=name, evalcore_version="test",
+                       methods=["a", "b"])
+
+
+def _fill(writer):
+    writer.write_questions([EvalQuestion(id="q1", question="One?", ground_truth="1"),
+                            EvalQuestion(id="q2", question="Two?", ground_truth="2")])
+    writer.write_responses([EvalResponse(question_id=q, method=m, answer=f"{m}-{q}", latency_ms=10.0)
+                            for q in ("q1", "q2") for m in ("a", "b")])
+
+
+def test_layout_and_roundtrip(store):
+    writer = store.create_run(_manifest())
+    _fill(writer)
+    assert (store.root / "r1" / "run.json").is_file()
+    parts = list((store.root / "r1" / "responses").glob("*.parquet"))
+    assert len(parts) == 1
+    assert not list((store.root / "r1" / "responses").glob(".*"))  # no temp files left
+    assert [q.id for q in run_questions(store, "r1")] == ["q1", "q2"]
+    responses = run_responses(store, "r1", method="b")
+    assert [(r.method, r.question_id, r.answer) for r in responses] == [("b", "q1", "b-q1"), ("b", "q2", "b-q2")]
+
+
+def test_rewrites_replace_not_duplicate(store):
+    writer = store.create_run(_manifest())
+    _fill(writer)
+    mv = dict(run_id="r1", method="a", question_id="q1", metric="token_f1", group="lexical")
+    writer.write_metrics([MetricValue(value=0.2, **mv)])
+    writer.write_metrics([MetricValue(value=0.7, **mv)])
+    writer.write_responses([EvalResponse(question_id="q1", method="a", answer="second try")])
+    df = query_df(store, "SELECT value FROM metrics WHERE run_id = ?", ["r1"])
+    assert df["value"].tolist() == [0.7]
+    raw = query_df(store, "SELECT count(*) AS n FROM raw_metrics")
+    assert raw["n"][0] == 2  # history is kept, the view shows the newest
+    answers = query_df(store, "SELECT answer FROM responses WHERE method='a' AND question_id='q1'")
+    assert answers["answer"].tolist() == ["second try"]
+
+
+def test_nan_metric_keeps_reason_and_wide_export(store):
+    writer = store.create_run(_manifest())
+    _fill(writer)
+    writer.write_metrics([MetricValue(run_id="r1", method="a", question_id="q1", metric="context_recall",
+                                      value=float("nan"), reason="no contexts", group="judged")])
+    df = query_df(store, "SELECT value, reason FROM metrics")
+    assert math.isnan(df["value"][0]) and df["reason"][0] == "no contexts"
+    wide = wide_results(store, "r1")
+    assert set(wide.columns) >= {"question_id", "method", "question", "ground_truth", "answer", "context_recall"}
+    assert len(wide) == 4
+
+
+def test_staged_run_is_all_or_nothing(store):
+    store.create_run(_manifest("keep"))
+    with pytest.raises(RuntimeError):
+        with store.staged_run(_manifest("half")) as writer:
+            _fill(writer)
+            raise RuntimeError("crash mid-import")
+    assert store.run_ids() == ["keep"]
+    assert not list((store.root / ".staging").iterdir())
+    with store.staged_run(_manifest("whole")) as writer:
+        _fill(writer)
+    assert store.run_ids() == ["keep", "whole"]
+    assert len(run_questions(store, "whole")) == 2
+
+
+def test_views_span_runs_and_empty_store(store):
+    with open_db(store) as con:  # nothing written yet: empty, typed views
+        assert con.execute("SELECT count(*) FROM metrics").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    for rid in ("r1", "r2"):
+        _fill(store.create_run(_manifest(rid)))
+    df = query_df(store, "SELECT run_id, count(*) AS n FROM responses GROUP BY run_id ORDER BY run_id")
+    assert df.to_dict("records") == [{"run_id": "r1", "n": 4}, {"run_id": "r2", "n": 4}]
+
+
+@pytest.mark.parametrize("bad", ["../etc", "a/b", ".hidden", "_shared", "", "x" * 200, "a..b"])
+def test_run_ids_cannot_escape(store, bad):
+    with pytest.raises(StoreError):
+        check_run_id(bad)
+    with pytest.raises(StoreError):
+        store.run_dir(bad)
+
+
+def test_resolve_latest_prefix_name(store):
+    store.create_run(_manifest("alpha-1", name="first"))
+    store.create_run(_manifest("beta-1", name="second"))
+    assert store.resolve("latest") == "beta-1"
+    assert store.resolve("alp") == "alpha-1"
+    assert store.resolve("second") == "beta-1"
+    with pytest.raises(StoreError, match="no run"):
+        store.resolve("gamma")
+
+
+def test_newer_format_is_refused(store):
+    store.create_run(_manifest())
+    path = store.root / "r1" / "run.json"
+    data = json.loads(path.read_text())
+    data["format_version"] = FORMAT_VERSION + 1
+    path.write_text(json.dumps(data))
+    with pytest.raises(StoreError, match="newer"):
+        store.manifest("r1")
+
+
+def test_delete_and_annotations_append_only(store):
+    store.create_run(_manifest())
+    ann = dict(who="ann", run_id="r1", target_kind="claim", target_ref="a/q1/0", label="agree")
+    store.append_annotations([Annotation(annotation_id="1", **ann)])
+    store.append_annotations([Annotation(annotation_id="2", **{**ann, "label": "disagree"})])
+    df = query_df(store, "SELECT label FROM annotations ORDER BY annotation_id")
+    assert df["label"].tolist() == ["agree", "disagree"]
+    store.delete_run("r1")
+    assert store.run_ids() == []
+    assert query_df(store, "SELECT count(*) AS n FROM annotations")["n"][0] == 2
+
+
+def test_new_run_id_is_safe():
+    rid = new_run_id("My run: ../../etc")
+    assert check_run_id(rid) == rid and "/" not in rid
+
+
+def test_update_manifest(store):
+    writer = store.create_run(_manifest())
+    writer.update_manifest(status="complete", counts={"questions": 2})
+    m = RunStore(store.root).manifest("r1")
+    assert m.status == "complete" and m.counts == {"questions": 2}
