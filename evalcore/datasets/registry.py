@@ -2,6 +2,15 @@
 
 `load_questions(path, fmt=None)` picks the format by name or by sniffing the file, so
 `--dataset FILE` works for any supported file without the user naming its format.
+
+Sniffers are cheap on purpose: they read the first 64 KiB (or a Parquet footer) and look for
+the keys that only that format uses; they never raise. They are tried in registration order
+and the first match wins; `native` is the fallback and always stays last, whatever registers
+later (`register` moves it back to the end). The sniffers live here, side by side, so a new
+format can be checked against the others' keys in one place.
+
+Slot for TREC topics/qrels (evalcore/datasets/trec.py, another issue): add
+`register(DatasetFormat("trec", trec.load..., trec.sniff..., "..."))` after `ragchecker`.
 """
 
 from __future__ import annotations
@@ -10,9 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from evalcore.datasets import public
+from evalcore.datasets.graphrag_bench import load_graphrag_bench
+from evalcore.datasets.hotpotqa import load_hotpotqa
+from evalcore.datasets.korean_plan import load_korean_plan, looks_like_plan
 from evalcore.datasets.native import load_native
+from evalcore.datasets.ragchecker import load_ragchecker
+from evalcore.datasets.squad_v2 import load_squad_v2
 from evalcore.errors import InputError
 from evalcore.schemas import EvalQuestion
+
+HEAD_BYTES = 65536
 
 
 @dataclass(frozen=True)
@@ -31,7 +48,10 @@ FORMATS: dict[str, DatasetFormat] = {}
 
 
 def register(fmt: DatasetFormat) -> None:
+    """Add (or replace) a format; `native`, the fallback, is kept last."""
     FORMATS[fmt.name] = fmt
+    if "native" in FORMATS and fmt.name != "native":
+        FORMATS["native"] = FORMATS.pop("native")
 
 
 def load_questions(path: str | Path, fmt: str | None = None) -> list[EvalQuestion]:
@@ -42,12 +62,81 @@ def load_questions(path: str | Path, fmt: str | None = None) -> list[EvalQuestio
         if fmt not in FORMATS:
             raise InputError(str(path), f"unknown dataset format {fmt!r}; known: {', '.join(FORMATS)}")
         return FORMATS[fmt].load(path)
+    return FORMATS[detect_format(path)].load(path)
+
+
+def detect_format(path: str | Path) -> str:
+    """Name of the first format whose sniffer accepts the file (`native` when none does)."""
+    path = Path(path)
     for candidate in FORMATS.values():
-        if candidate.name != "native" and candidate.sniff(path):
-            return candidate.load(path)
-    return FORMATS["native"].load(path)
+        if candidate.name != "native" and _safe(candidate.sniff, path):
+            return candidate.name
+    return "native"
 
 
+# ---- sniffers ---------------------------------------------------------------------------
+
+def _safe(sniff: Callable[[Path], bool], path: Path) -> bool:
+    try:
+        return bool(sniff(path))
+    except Exception:  # an unreadable file is the loader's to report, with a precise message
+        return False
+
+
+def _head(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return fh.read(HEAD_BYTES).decode("utf-8", errors="ignore")
+
+
+def _columns(path: Path) -> set[str]:
+    import pyarrow.parquet as pq
+
+    return set(pq.read_schema(path).names)
+
+
+def _json_keys(path: Path, *keys: str) -> bool:
+    """A .json/.jsonl file whose head names every one of `keys` as a JSON key."""
+    if path.suffix.lower() not in {".json", ".jsonl", ".ndjson"}:
+        return False
+    head = _head(path)
+    return all(f'"{key}"' in head for key in keys)
+
+
+def sniff_korean_plan(path: Path) -> bool:
+    return path.suffix.lower() in {".yaml", ".yml"} and looks_like_plan(_head(path))
+
+
+def sniff_graphrag_bench(path: Path) -> bool:
+    keys = ("question", "answer", "evidence", "question_type", "source")
+    if path.suffix.lower() == ".parquet":
+        return set(keys) <= _columns(path)
+    return _json_keys(path, *keys)
+
+
+def sniff_hotpotqa(path: Path) -> bool:
+    return _json_keys(path, "question", "supporting_facts", "context")
+
+
+def sniff_squad_v2(path: Path) -> bool:
+    return _json_keys(path, "data", "paragraphs", "qas")
+
+
+def sniff_ragchecker(path: Path) -> bool:
+    return _json_keys(path, "query_id", "query", "gt_answer")
+
+
+# ---- the registry, in sniffing order ----------------------------------------------------
+
+register(DatasetFormat("korean_plan", load_korean_plan, sniff_korean_plan,
+                       "the Korean plan's eval_questions.yaml: categories -> questions (YAML)"))
+register(DatasetFormat("graphrag_bench", load_graphrag_bench, sniff_graphrag_bench,
+                       "GraphRAG-Bench questions (novel_questions.json / .parquet)"))
+register(DatasetFormat("hotpotqa", load_hotpotqa, sniff_hotpotqa,
+                       "HotpotQA JSON (e.g. hotpot_dev_distractor_v1.json)"))
+register(DatasetFormat("squad_v2", load_squad_v2, sniff_squad_v2,
+                       "SQuAD 2.0 / 1.1 JSON (e.g. dev-v2.0.json)"))
+register(DatasetFormat("ragchecker", load_ragchecker, sniff_ragchecker,
+                       "RAGChecker checking_inputs JSON (questions; its responses via `evalcore import`)"))
 register(DatasetFormat("native", load_native, _always,
                        "evalcore questions: JSONL / JSON / YAML / CSV / Parquet (see docs/data-formats.md)"))
 
@@ -66,3 +155,16 @@ PUBLIC_SETS: dict[str, PublicSet] = {}
 
 def register_public(item: PublicSet) -> None:
     PUBLIC_SETS[item.name] = item
+
+
+register_public(PublicSet("ragbench", public.loader("ragbench"),
+                          "RAGBench (rungalileo/ragbench; subset = covidqa, finqa, hotpotqa, ...): "
+                          "generation, retrieval"))
+register_public(PublicSet("squad_v2", public.loader("squad_v2"),
+                          "SQuAD 2.0 (rajpurkar/squad_v2): abstention, ~50% unanswerable"))
+register_public(PublicSet("hotpotqa", public.loader("hotpotqa"),
+                          "HotpotQA distractor (hotpotqa/hotpot_qa): multi-hop retrieval, generation"))
+register_public(PublicSet("msmarco", public.loader("msmarco"),
+                          "MS MARCO v2.1 (microsoft/ms_marco): passage retrieval"))
+register_public(PublicSet("qasper", public.loader("qasper"),
+                          "QASPER (allenai/qasper): evidence in long papers; may fail with datasets>=4"))
