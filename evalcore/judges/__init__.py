@@ -1,0 +1,66 @@
+"""LLM judges (and the offline heuristic judge) behind one client.
+
+    make_judge("anthropic:claude-sonnet-4-5-20250929", store)   # default real judge
+    make_judge("openai:gpt-4o-mini", store)                     # OPENAI_API_KEY
+    make_judge("openai:llama3.1@http://127.0.0.1:8000/v1")      # any OpenAI-compatible server
+    make_judge("heuristic")                                     # offline, no LLM, labelled as such
+
+A judge's identity is provider + model + prompt id/version (+ temperature): see JudgeId.
+Metrics use judges through evalcore.judges.work (shared per-question work, storage).
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit
+
+from evalcore.errors import EvalcoreError
+from evalcore.judges.backends import AnthropicBackend, OpenAIBackend
+from evalcore.judges.cache import JudgeCache
+from evalcore.judges.client import Judge, JudgeTask, LLMJudge, Outcome
+from evalcore.judges.heuristic import HeuristicJudge
+
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5-20250929"
+DEFAULT_JUDGE = f"anthropic:{DEFAULT_ANTHROPIC_MODEL}"
+
+__all__ = ["DEFAULT_JUDGE", "Judge", "JudgeTask", "LLMJudge", "HeuristicJudge", "Outcome", "make_judge"]
+
+
+def _check_url(url: str | None, what: str) -> None:
+    if not url:
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise EvalcoreError(f"{what}: {url!r} is not an http(s) URL")
+    if parts.username or parts.password:
+        raise EvalcoreError(f"{what}: credentials in the URL would be stored with every request; "
+                            "put the key in the environment variable instead")
+
+
+def make_judge(spec: str | None, store=None, *, prices: dict | None = None, concurrency: int | None = None,
+               timeout: float = 60.0, max_attempts: int = 5, backoff_base: float = 0.5) -> Judge:
+    """Build a judge from `heuristic`, `anthropic[:MODEL]` or `openai:MODEL[@BASE_URL]`.
+
+    `store` (a RunStore) enables the content-addressed cache in <store>/_shared/judge_cache.
+    Concurrency defaults to EVALCORE_JUDGE_CONCURRENCY or 8 requests in flight.
+    """
+    spec = (spec or DEFAULT_JUDGE).strip()
+    conc = int(concurrency or os.environ.get("EVALCORE_JUDGE_CONCURRENCY") or 8)
+    if spec == "heuristic":
+        return HeuristicJudge(concurrency=conc)
+    provider, _, rest = spec.partition(":")
+    cache = JudgeCache(store.shared_dir("judge_cache") if store is not None else None)
+    kw = dict(prices=prices, concurrency=conc, max_attempts=max_attempts, backoff_base=backoff_base)
+    if provider == "anthropic":
+        model = rest or DEFAULT_ANTHROPIC_MODEL
+        backend = AnthropicBackend(model, timeout=timeout)
+        _check_url(backend.base_url, "ANTHROPIC_BASE_URL")
+        return LLMJudge(backend, cache, **kw)
+    if provider == "openai":
+        model, _, base_url = rest.partition("@")
+        if not model:
+            raise EvalcoreError("openai judge needs a model: openai:MODEL[@BASE_URL]")
+        backend = OpenAIBackend(model, base_url or None, timeout=timeout)
+        _check_url(backend.base_url, "openai judge base URL")
+        return LLMJudge(backend, cache, **kw)
+    raise EvalcoreError(f"unknown judge {spec!r}: use heuristic, anthropic:MODEL or openai:MODEL[@BASE_URL]")

@@ -1,0 +1,56 @@
+"""Content-addressed judge cache in the run store (`<store>/_shared/judge_cache/`).
+
+Key = SHA-256 of the canonical JSON of the full request (provider, model, base URL, and every
+parameter sent: system text, messages, max_tokens, temperature). Same request -> same key ->
+the stored reply, so re-scoring a run with the same judge makes no calls at all, and any
+change in prompt version, model or data misses the cache as it should.
+
+Entries are one JSON file each, written atomically (temp file + rename) and never modified:
+two processes racing on one key write identical content. Only successful replies are cached;
+errors are retried next time. Nothing secret is in a request, so nothing secret is cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+
+def request_key(request: dict[str, Any]) -> str:
+    canonical = json.dumps(request, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class JudgeCache:
+    def __init__(self, directory: Path | None):
+        self.dir = Path(directory) if directory is not None else None
+
+    def _path(self, key: str) -> Path:
+        if self.dir is None:
+            raise ValueError("cache disabled")
+        return self.dir / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if self.dir is None:
+            return None
+        path = self._path(key)
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None
+
+    def contains(self, key: str) -> bool:
+        return self.dir is not None and self._path(key).is_file()
+
+    def put(self, key: str, entry: dict[str, Any]) -> None:
+        if self.dir is None:
+            return
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        tmp.write_text(json.dumps(entry, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)

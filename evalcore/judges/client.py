@@ -1,0 +1,264 @@
+"""The one judge client every judged metric goes through.
+
+Responsibilities, in the order a request meets them:
+1. render the task's versioned prompt (data fenced) and build the full request dict;
+2. content-addressed cache lookup (a hit makes no call and costs nothing);
+3. bounded concurrency (an asyncio semaphore shared by all requests of a batch);
+4. retry with exponential backoff and jitter on 429 / 5xx / timeouts, honouring Retry-After;
+5. strict JSON parsing + validation, with exactly one repair request on a bad reply;
+6. token and cost accounting; every HTTP request (or cache hit) becomes a JudgeCall row with
+   the full request and raw reply, so a verdict can be audited or re-judged later.
+Failures never raise into metric code: an Outcome carries either an output or an error
+string, and the metric turns an error into a NaN score with that reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Coroutine
+
+from evalcore.judges.backends import FatalError, TransientError
+from evalcore.judges.cache import JudgeCache, request_key
+from evalcore.judges.parsing import ParseError, parse_reply
+from evalcore.judges.pricing import cost_usd, load_prices
+from evalcore.judges.prompts import render
+from evalcore.judges.tasks import PROMPT_VERSIONS, REPAIR_VERSION, build_prompt
+from evalcore.schemas import JudgeCall, JudgeId
+
+
+@dataclass
+class JudgeTask:
+    task: str
+    inputs: dict[str, Any]
+    run_id: str
+    method: str | None = None
+    question_id: str | None = None
+    purpose: str = ""
+
+
+@dataclass
+class Outcome:
+    output: dict[str, Any] | None
+    error: str | None
+    judge_id: JudgeId
+    live_calls: int = 0
+
+
+def run_sync(coro: Coroutine) -> Any:
+    """Run a coroutine from sync code, also when the caller already runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+class Judge:
+    """Common part: identity, call log, per-question call counts, batch execution."""
+
+    kind = "llm"
+    provider = ""
+    model = ""
+    temperature: float = 0.0
+
+    def __init__(self, concurrency: int = 8):
+        self.concurrency = max(1, int(concurrency))
+        self._calls: list[JudgeCall] = []
+        self._lock = threading.Lock()
+        self.per_question: dict[tuple[str | None, str | None], int] = {}
+        self.live_calls = 0
+        self.cached_calls = 0
+
+    def judge_id(self, task: str) -> JudgeId:
+        return JudgeId(provider=self.provider, model=self.model, prompt_id=task,
+                       prompt_version=PROMPT_VERSIONS.get(task, "1"), temperature=self.temperature)
+
+    def label(self, *tasks: str) -> str:
+        """One label for a value built from several prompts: provider:model/a+b@1+1."""
+        return JudgeId(provider=self.provider, model=self.model, prompt_id="+".join(tasks),
+                       prompt_version="+".join(PROMPT_VERSIONS.get(t, "1") for t in tasks),
+                       temperature=self.temperature).label
+
+    @property
+    def spec(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    def _record(self, call: JudgeCall) -> None:
+        with self._lock:
+            self._calls.append(call)
+            key = (call.method, call.question_id)
+            self.per_question[key] = self.per_question.get(key, 0) + 1
+            if call.cache_hit:
+                self.cached_calls += 1
+            elif call.error is None or call.response_raw is not None:
+                self.live_calls += 1
+
+    def drain_calls(self) -> list[JudgeCall]:
+        with self._lock:
+            out, self._calls = self._calls, []
+        return out
+
+    def run_many(self, tasks: list[JudgeTask]) -> list[Outcome]:
+        if not tasks:
+            return []
+        return run_sync(self._run_all(tasks))
+
+    async def _run_all(self, tasks: list[JudgeTask]) -> list[Outcome]:
+        sem = asyncio.Semaphore(self.concurrency)
+        async with self._session() as session:
+            return list(await asyncio.gather(*(self._run_one(t, session, sem) for t in tasks)))
+
+    def _session(self) -> Any:
+        raise NotImplementedError
+
+    async def _run_one(self, t: JudgeTask, session: Any, sem: asyncio.Semaphore) -> Outcome:
+        raise NotImplementedError
+
+
+class _SdkSession:
+    def __init__(self, backend: Any):
+        self.backend = backend
+        self.client: Any = None
+
+    async def __aenter__(self) -> Any:
+        self.client = self.backend.open()
+        return self.client
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.client.close()
+
+
+class LLMJudge(Judge):
+    """A real model behind an official SDK backend (see backends.py)."""
+
+    def __init__(self, backend: Any, cache: JudgeCache, prices: dict | None = None, concurrency: int = 8,
+                 max_attempts: int = 5, backoff_base: float = 0.5, max_wait: float = 60.0):
+        super().__init__(concurrency)
+        self.backend = backend
+        self.provider = backend.provider
+        self.model = backend.model
+        self.temperature = backend.temperature if backend.temperature is not None else 0.0
+        self.cache = cache
+        self.prices = load_prices(prices)
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_base = backoff_base
+        self.max_wait = max_wait
+
+    def _session(self) -> Any:
+        return _SdkSession(self.backend)
+
+    def request_for(self, system: str, messages: list[dict], max_tokens: int) -> dict[str, Any]:
+        """The full, replayable request (no headers, no key): what the cache key hashes."""
+        return {"provider": self.provider, "model": self.model, "base_url": self.backend.base_url,
+                "params": self.backend.params(system, messages, max_tokens)}
+
+    def cache_key_for(self, task: str, inputs: dict[str, Any]) -> str:
+        p = build_prompt(task, inputs)
+        return request_key(self.request_for(p.system, [{"role": "user", "content": p.user}], p.max_tokens))
+
+    async def _run_one(self, t: JudgeTask, client: Any, sem: asyncio.Semaphore) -> Outcome:
+        jid = self.judge_id(t.task)
+        prompt = build_prompt(t.task, t.inputs)
+        messages = [{"role": "user", "content": prompt.user}]
+        live = 0
+        text, call, err = await self._request(t, jid, prompt.system, messages, prompt.max_tokens, client, sem,
+                                              t.purpose or t.task)
+        live += 0 if call.cache_hit else 1
+        if err is not None:
+            self._record(call)
+            return Outcome(None, f"judge call failed: {err}", jid, live)
+        try:
+            out = parse_reply(t.task, text, t.inputs)
+            call.parsed = out
+            self._record(call)
+            return Outcome(out, None, jid, live)
+        except ParseError as first:
+            call.error = f"unparseable reply: {first}"
+            self._record(call)
+        repair = render("repair", {}, REPAIR_VERSION, plain={"problem": str(first)})
+        messages2 = messages + [{"role": "assistant", "content": text or "(empty)"},
+                                {"role": "user", "content": repair.user}]
+        text2, call2, err2 = await self._request(t, jid, prompt.system, messages2, prompt.max_tokens, client, sem,
+                                                 (t.purpose or t.task) + ":repair")
+        live += 0 if call2.cache_hit else 1
+        if err2 is not None:
+            self._record(call2)
+            return Outcome(None, f"unparseable judge reply ({first}); repair call failed: {err2}", jid, live)
+        try:
+            out = parse_reply(t.task, text2, t.inputs)
+            call2.parsed = out
+            self._record(call2)
+            return Outcome(out, None, jid, live)
+        except ParseError as second:
+            call2.error = f"unparseable reply after repair: {second}"
+            self._record(call2)
+            return Outcome(None, f"unparseable judge reply after one repair: {second}", jid, live)
+
+    async def _request(self, t: JudgeTask, jid: JudgeId, system: str, messages: list[dict], max_tokens: int,
+                       client: Any, sem: asyncio.Semaphore, purpose: str) -> tuple[str | None, JudgeCall, str | None]:
+        request = self.request_for(system, messages, max_tokens)
+        key = request_key(request)
+        meta: dict[str, Any] = {"cache_key": key, "task": t.task, "prompt_id": jid.prompt_id,
+                                "prompt_version": jid.prompt_version}
+        stored = {**request, "meta": meta}
+        call = JudgeCall(run_id=t.run_id, call_key=request_key({"k": key, "m": t.method, "q": t.question_id,
+                                                                 "p": purpose})[:40],
+                         judge_id=jid, method=t.method, question_id=t.question_id, purpose=purpose, request=stored)
+        hit = self.cache.get(key)
+        if hit is not None and isinstance(hit.get("text"), str):
+            call.cache_hit = True
+            call.response_raw = hit["text"]
+            call.input_tokens = int(hit.get("input_tokens", 0))
+            call.output_tokens = int(hit.get("output_tokens", 0))
+            return hit["text"], call, None
+        async with sem:
+            waits: list[float] = []
+            start = time.perf_counter()
+            for attempt in range(1, self.max_attempts + 1):
+                try:
+                    reply = await self.backend.complete(client, request["params"])
+                    break
+                except TransientError as exc:
+                    if attempt == self.max_attempts:
+                        meta["retry_waits"] = waits
+                        call.error = f"gave up after {attempt} attempts: {exc}"
+                        call.latency_ms = (time.perf_counter() - start) * 1000
+                        return None, call, call.error
+                    wait = exc.retry_after if exc.retry_after is not None else \
+                        self.backoff_base * 2 ** (attempt - 1) * (1 + random.random())
+                    wait = min(wait, self.max_wait)
+                    waits.append(round(wait, 3))
+                    await asyncio.sleep(wait)
+                except FatalError as exc:
+                    call.error = str(exc)
+                    call.latency_ms = (time.perf_counter() - start) * 1000
+                    return None, call, call.error
+            call.latency_ms = (time.perf_counter() - start) * 1000
+        meta["retry_waits"] = waits
+        meta["stop_reason"] = reply.stop_reason
+        meta["served_model"] = reply.model
+        cost, known = cost_usd(self.prices, self.model, reply.input_tokens, reply.output_tokens)
+        meta["price_known"] = known
+        call.response_raw = reply.text
+        call.input_tokens, call.output_tokens, call.cost_usd = reply.input_tokens, reply.output_tokens, cost
+        self.cache.put(key, {"request": request, "text": reply.text, "input_tokens": reply.input_tokens,
+                             "output_tokens": reply.output_tokens, "stop_reason": reply.stop_reason,
+                             "served_model": reply.model})
+        return reply.text, call, None
