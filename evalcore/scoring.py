@@ -1,0 +1,283 @@
+"""Score a run: compute metric values for every (question, method) and store them.
+
+Two phases. Phase 1 runs the ordinary metrics over chunks of items and writes one Parquet
+part file per chunk, so an interrupted scoring keeps everything written before the
+interruption (re-running replaces values: the store's views keep the newest row per key).
+Phase 2 runs the composites (group "composite"), which read the values phase 1 just stored.
+
+Selection: named metrics and/or groups; by default every metric needing neither a judge nor
+embeddings whose needs the run can meet (e.g. no gold passages -> no retrieval metrics).
+Judge metrics join the default only when options["judge"] is set. A metric raising an
+unexpected exception does not stop the others: its values are stored as NaN with the error
+as the reason and the report lists it; EvalcoreError (bad configuration) stops the run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+from evalcore.errors import EvalcoreError
+from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
+from evalcore.queries import query_df, run_questions, run_responses
+from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue
+from evalcore.store import RunStore
+
+COMPOSITE = "composite"
+DEFAULT_CHUNK = 200
+
+
+@dataclass
+class MetricReport:
+    n: int = 0
+    n_nan: int = 0
+    reasons: Counter = field(default_factory=Counter)
+    mean: float | None = None
+    _sum: float = 0.0
+
+    def add(self, score: Score) -> None:
+        self.n += 1
+        if math.isnan(score.value):
+            self.n_nan += 1
+            self.reasons[score.reason or "?"] += 1
+        else:
+            self._sum += score.value
+            scored = self.n - self.n_nan
+            self.mean = self._sum / scored
+
+
+@dataclass
+class ScoreReport:
+    run_id: str
+    metrics: list[str]
+    skipped: dict[str, str] = field(default_factory=dict)
+    by_metric: dict[str, MetricReport] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    n_items: int = 0
+    n_values: int = 0
+    parts_written: int = 0
+    unmatched_responses: int = 0
+    dry_run: bool = False
+    estimate: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+
+def _run_has(items: list[Item]) -> set[str]:
+    """Which metric needs the run can meet (any question/response that has the thing)."""
+    have = set()
+    for q, r in items:
+        if q.gold_passages:
+            have.add("gold")
+        if r.retrieved:
+            have.add("retrieved")
+            if any(c.text for c in r.retrieved):
+                have.add("contexts")
+        if q.ground_truth or q.answers:
+            have |= {"ground_truth", "keywords"}
+        if q.expected_keywords:
+            have.add("keywords")
+        if r.answer.strip():
+            have.add("answer")
+        if r.citations:
+            have.add("citations")
+        if q.checks or q.is_correct_rule:
+            have.add("checks")
+    return have | {"judge", "embeddings"}  # availability of these is decided by options
+
+
+def _registry() -> dict[str, MetricSpec]:
+    from evalcore.metrics.registry import METRICS
+
+    return METRICS
+
+
+def select_metrics(registry: dict[str, MetricSpec], items: list[Item], metrics: Iterable[str] | None,
+                   groups: Iterable[str] | None, options: dict[str, Any],
+                   stored_names: set[str] | None = None) -> tuple[list[MetricSpec], dict[str, str]]:
+    """(selected specs, skipped {name: why}). Explicit names are checked; defaults are filtered."""
+    metrics = [m for m in (metrics or []) if m]
+    groups = [g for g in (groups or []) if g]
+    unknown = [m for m in metrics if m not in registry]
+    if unknown:
+        raise EvalcoreError(f"unknown metric(s) {', '.join(unknown)}; known: {', '.join(sorted(registry))}")
+    known_groups = sorted({s.group for s in registry.values()})
+    bad_groups = [g for g in groups if g not in known_groups]
+    if bad_groups:
+        raise EvalcoreError(f"unknown group(s) {', '.join(bad_groups)}; known: {', '.join(known_groups)}")
+    explicit = bool(metrics or groups)
+    chosen = [registry[m] for m in metrics] + [s for s in registry.values() if s.group in groups
+                                               and s.name not in metrics]
+    if not explicit:
+        chosen = list(registry.values())
+    have = _run_has(items)
+    judge = options.get("judge")
+    selected, skipped = [], {}
+    for spec in chosen:
+        if "judge" in spec.needs and not judge:
+            if spec.name in metrics:
+                raise EvalcoreError(f"metric {spec.name} needs a judge: pass --judge (e.g. --judge heuristic)")
+            skipped[spec.name] = "needs a judge (--judge)"
+            continue
+        if not explicit and "embeddings" in spec.needs:
+            skipped[spec.name] = "needs embeddings (select it or its group explicitly)"
+            continue
+        missing = set(spec.needs) - have
+        if missing and spec.name not in metrics:
+            skipped[spec.name] = f"run has no {', '.join(sorted(missing))}"
+            continue
+        selected.append(spec)
+    if not explicit:  # a composite by default only when some input will exist
+        from evalcore.metrics.composites import INPUTS
+
+        available = {s.name for s in selected if s.group != COMPOSITE} | (stored_names or set())
+        kept = []
+        for spec in selected:
+            if spec.group == COMPOSITE and not (set(INPUTS.get(spec.name, [])) & available):
+                skipped[spec.name] = "none of its input metrics is scored"
+            else:
+                kept.append(spec)
+        selected = kept
+    return selected, skipped
+
+
+def _pair(questions: list[EvalQuestion], responses: list[EvalResponse]) -> tuple[list[Item], int]:
+    by_id = {q.id: q for q in questions}
+    items = [(by_id[r.question_id], r) for r in responses if r.question_id in by_id]
+    return items, len(responses) - len(items)
+
+
+def _chunks(items: list[Item], size: int) -> Iterable[list[Item]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def _compute(spec: MetricSpec, chunk: list[Item], ctx: ScoringContext, report: ScoreReport) -> list[Score]:
+    try:
+        scores = spec.compute(chunk, ctx)
+    except EvalcoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - stored as a reasoned NaN and reported, not swallowed
+        msg = f"{type(exc).__name__}: {exc}"
+        report.errors[spec.name] = msg
+        return [Score.nan(f"metric error: {msg}") for _ in chunk]
+    if len(scores) != len(chunk):
+        raise EvalcoreError(f"metric {spec.name} returned {len(scores)} scores for {len(chunk)} items")
+    return scores
+
+
+def _values(run_id: str, spec: MetricSpec, chunk: list[Item], scores: list[Score]) -> list[MetricValue]:
+    return [MetricValue(run_id=run_id, method=r.method, question_id=q.id, metric=spec.name,
+                        value=s.value, group=spec.group, version=spec.version, reason=s.reason,
+                        details=s.details, judge_id=s.judge_id)
+            for (q, r), s in zip(chunk, scores)]
+
+
+def _estimate(specs: list[MetricSpec], items: list[Item], ctx: ScoringContext) -> dict[str, Any]:
+    from evalcore.metrics.performance import token_cost
+
+    per_metric, total = {}, Counter()
+    for spec in specs:
+        if spec.estimate is None:
+            if "judge" in spec.needs:
+                per_metric[spec.name] = {"note": "no estimate available"}
+            continue
+        est = dict(spec.estimate(items, ctx))
+        per_metric[spec.name] = est
+        for key in ("calls", "input_tokens", "output_tokens"):
+            total[key] += float(est.get(key, 0) or 0)
+    judge = ctx.options.get("judge")
+    cost = token_cost(judge, int(total["input_tokens"]), int(total["output_tokens"]),
+                      ctx.options.get("prices")) if judge else 0.0
+    return {"per_metric": per_metric, "calls": int(total["calls"]),
+            "input_tokens": int(total["input_tokens"]), "output_tokens": int(total["output_tokens"]),
+            "cost_usd": cost, "cost_note": None if cost is not None else f"no price for judge {judge!r}"}
+
+
+class _Progress:
+    """A rich progress bar, or nothing."""
+
+    def __init__(self, enabled: bool, total: int):
+        self.bar = None
+        if enabled and total:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), transient=True)
+            self.task = self.bar.add_task("scoring", total=total)
+
+    def __enter__(self) -> "_Progress":
+        if self.bar:
+            self.bar.start()
+        return self
+
+    def advance(self, n: int, label: str) -> None:
+        if self.bar:
+            self.bar.update(self.task, advance=n, description=f"scoring {label}")
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar:
+            self.bar.stop()
+
+
+def _record_in_manifest(writer: Any, specs: list[MetricSpec], options: dict[str, Any]) -> None:
+    """Keep the scoring options (weights, judge, prices) with the run, as METRICS.md asks."""
+    manifest = writer.read_manifest()
+    config = dict(manifest.config)
+    history = list(config.get("scoring") or [])
+    safe = {k: v for k, v in options.items() if "key" not in k.lower() and "token" not in k.lower()}
+    history.append({"at": datetime.now(timezone.utc).isoformat(), "metrics": [s.name for s in specs],
+                    "options": safe})
+    config["scoring"] = history[-20:]
+    judges = list(manifest.judges)
+    if options.get("judge") and options["judge"] not in judges:
+        judges.append(str(options["judge"]))
+    writer.update_manifest(config=config, judges=judges)
+
+
+def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = None,
+              groups: Iterable[str] | None = None, options: dict[str, Any] | None = None,
+              dry_run: bool = False, progress: bool = True, chunk_size: int = DEFAULT_CHUNK) -> ScoreReport:
+    """Compute and store metric values for every (question, method) of a run."""
+    started = time.monotonic()
+    options = dict(options or {})
+    run_id = store.resolve(run_ref)
+    items, unmatched = _pair(run_questions(store, run_id), run_responses(store, run_id))
+    if not items:
+        raise EvalcoreError(f"run {run_id} has no answers to score")
+    stored = query_df(store, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id])
+    specs, skipped = select_metrics(_registry(), items, metrics, groups, options, set(stored["metric"]))
+    report = ScoreReport(run_id=run_id, metrics=[s.name for s in specs], skipped=skipped,
+                         n_items=len(items), unmatched_responses=unmatched, dry_run=dry_run)
+    writer = store.open_run(run_id)
+    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options)
+    if dry_run:
+        report.estimate = _estimate(specs, items, ctx)
+        report.seconds = time.monotonic() - started
+        return report
+    phase1 = [s for s in specs if s.group != COMPOSITE]
+    phase2 = [s for s in specs if s.group == COMPOSITE]
+    with _Progress(progress, len(items) * len(specs)) as bar:
+        for phase in (phase1, phase2):
+            if not phase:
+                continue
+            if phase is phase2:
+                ctx._resources.pop("stored_metrics", None)  # read what phase 1 just wrote
+            for chunk in _chunks(items, chunk_size):
+                values: list[MetricValue] = []
+                for spec in phase:
+                    scores = _compute(spec, chunk, ctx, report)
+                    for s in scores:
+                        report.by_metric.setdefault(spec.name, MetricReport()).add(s)
+                    values.extend(_values(run_id, spec, chunk, scores))
+                    bar.advance(len(chunk), spec.name)
+                if writer.write_metrics(values):
+                    report.parts_written += 1
+                report.n_values += len(values)
+    if specs:
+        _record_in_manifest(writer, specs, options)
+    report.seconds = time.monotonic() - started
+    return report

@@ -1,0 +1,153 @@
+"""Run-level aggregates of stored metric values: what the CLI, exports and dashboard show.
+
+Every mean comes with a seeded percentile-bootstrap 95% CI, the number of questions it was
+computed on (n_scored) out of all (n), and why the rest were not scored: a mean over 12 of
+200 questions must not look like a mean over 200.
+
+Dimensions (`by`): category, question_type, difficulty, tag (a question counts in every tag
+it has), answerable, negative_check. Sums, means, counts and percentiles are SQL
+(evalcore.stats.queries); only the bootstrap runs in numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import pandas as pd
+
+from evalcore.metrics.composites import OVERALL_COMPONENTS, combine, overall_parts
+from evalcore.stats import queries as Q
+from evalcore.stats.resample import DEFAULT_BOOT, bootstrap_ci
+from evalcore.store import RunStore
+
+# Which metric decides CORRECT vs WRONG for an answer that did not abstain, per question:
+# the first of these with a value (a judge's verdict beats declarative checks beats token F1).
+CORRECT_METRICS = ("answer_correctness", "checks_pass", "token_f1")
+CORRECT_THRESHOLD = 0.5
+GRADE_BINS = ((80, "A"), (60, "B"), (40, "C"), (20, "D"))
+
+
+def summarize(store: RunStore, run_id: str, by: str | None = None, methods: Sequence[str] | None = None,
+              metrics: Sequence[str] | None = None, n_boot: int = DEFAULT_BOOT, seed: int = 0,
+              confidence: float = 0.95) -> pd.DataFrame:
+    """Per method [, bucket], metric: mean, ci_low, ci_high, sd, n_scored, n, nan_reasons."""
+    means = Q.metric_means(store, run_id, by=by, methods=methods, metrics=metrics)
+    if means.empty:
+        return means.assign(ci_low=[], ci_high=[])
+    values = Q.metric_values(store, run_id, methods=methods, metrics=metrics, by=by)
+    groups = {(m, b if isinstance(b, str) else None, k): g["value"].to_numpy()
+              for (m, b, k), g in values.groupby(["method", "bucket", "metric"], dropna=False, sort=False)}
+    lows, highs = [], []
+    for row in means.itertuples(index=False):
+        bucket = row.bucket if isinstance(row.bucket, str) else None
+        arr = groups.get((row.method, bucket, row.metric), [])
+        lo, hi = bootstrap_ci(arr, n_boot=n_boot, seed=seed, confidence=confidence)
+        lows.append(lo)
+        highs.append(hi)
+    out = means.copy()
+    out.insert(out.columns.get_loc("mean") + 1, "ci_low", lows)
+    out.insert(out.columns.get_loc("ci_low") + 1, "ci_high", highs)
+    return out
+
+
+def best_worst(store: RunStore, run_id: str, metric: str, method: str | None = None, k: int = 5) -> dict[str, pd.DataFrame]:
+    """The k highest and k lowest scored questions for a metric (NaN excluded), per method."""
+    df = Q.metric_values(store, run_id, methods=[method] if method else None, metrics=[metric])
+    df = df.dropna(subset=["value"])
+    ordered = df.sort_values(["method", "value", "question_id"], ascending=[True, False, True])
+    best = ordered.groupby("method", sort=True).head(k)
+    worst = df.sort_values(["method", "value", "question_id"]).groupby("method", sort=True).head(k)
+    cols = ["method", "question_id", "value"]
+    return {"best": best[cols].reset_index(drop=True), "worst": worst[cols].reset_index(drop=True)}
+
+
+def answer_classes(store: RunStore, run_id: str, by: str | None = None,
+                   correct_metrics: Sequence[str] = CORRECT_METRICS,
+                   threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
+    """Counts and rates of CORRECT / WRONG / DONT_KNOW per method [, bucket].
+
+    DONT_KNOW comes from the dont_know metric. Otherwise the first of `correct_metrics` with a
+    value decides (>= threshold is CORRECT); `decided_by` counts which metric decided.
+    Questions where dont_know is NaN (target error) are ERROR; with no deciding metric, UNSCORED.
+    """
+    wanted = ["dont_know", *correct_metrics]
+    df = Q.metric_values(store, run_id, metrics=wanted, by=by)
+    cols = ["method", "bucket", "n", "correct", "wrong", "dont_know", "error", "unscored",
+            "correct_rate", "wrong_rate", "dont_know_rate", "decided_by"]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    df["bucket"] = [b if isinstance(b, str) else "" for b in df["bucket"]]
+    wide = df.set_index(["method", "question_id", "bucket", "metric"])["value"].unstack("metric").reset_index()
+    rows = []
+    for (method, bucket), g in wide.groupby(["method", "bucket"], dropna=False, sort=True):
+        counts = {"correct": 0, "wrong": 0, "dont_know": 0, "error": 0, "unscored": 0}
+        decided: dict[str, int] = {}
+        for rec in g.to_dict("records"):
+            dk = rec.get("dont_know")
+            if dk is None or (isinstance(dk, float) and math.isnan(dk)):
+                counts["error"] += 1
+                continue
+            if dk >= 0.5:
+                counts["dont_know"] += 1
+                continue
+            for name in correct_metrics:
+                v = rec.get(name)
+                if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                    counts["correct" if v >= threshold else "wrong"] += 1
+                    decided[name] = decided.get(name, 0) + 1
+                    break
+            else:
+                counts["unscored"] += 1
+        n = len(g)
+        rows.append({"method": method, "bucket": bucket or None, "n": n,
+                     **counts, "correct_rate": counts["correct"] / n, "wrong_rate": counts["wrong"] / n,
+                     "dont_know_rate": counts["dont_know"] / n,
+                     "decided_by": ", ".join(f"{k}:{v}" for k, v in sorted(decided.items()))})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def grade(score_0_100: float) -> str:
+    """G-Eval style letter grade: A >= 80, B >= 60, C >= 40, D >= 20, else E."""
+    for bound, letter in GRADE_BINS:
+        if score_0_100 >= bound:
+            return letter
+    return "E"
+
+
+def grade_counts(store: RunStore, run_id: str, metric: str = "factual_accuracy") -> pd.DataFrame:
+    """Per method: counts of letter grades. Uses details.grade when the metric stored one,
+    else grades the value (0-1 values are taken as fractions of 100)."""
+    stored = Q.detail_counts(store, run_id, metric, "grade")
+    if not stored.empty:
+        return stored.rename(columns={"label": "grade"})
+    df = Q.metric_values(store, run_id, metrics=[metric]).dropna(subset=["value"])
+    if df.empty:
+        return pd.DataFrame(columns=["method", "grade", "n"])
+    scale = 100.0 if df["value"].max() <= 1.0 else 1.0
+    df["grade"] = [grade(v * scale) for v in df["value"]]
+    return df.groupby(["method", "grade"]).size().reset_index(name="n")
+
+
+def overall_score_run(means: dict[str, float], components: dict | None = None) -> dict[str, Any]:
+    """The Korean plan's overall_score on run means (its own definition: a mix of averages,
+    not an average of per-question mixes). Missing parts are renormalised and listed."""
+    parts, weights = overall_parts(means, components or OVERALL_COMPONENTS)
+    score, used, missing = combine(parts, weights)
+    return {"overall_score": score, "weights_used": used, "missing": missing}
+
+
+def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFrame:
+    """Latency p50/p95, error/timeout/empty rates and cost per method [, bucket] (SQL)."""
+    return Q.operations(store, run_id, by=by)
+
+
+def run_report(store: RunStore, run_id: str, n_boot: int = DEFAULT_BOOT, seed: int = 0) -> dict[str, Any]:
+    """Everything at run level in one dict of DataFrames/values (for exports and the app)."""
+    summary = summarize(store, run_id, n_boot=n_boot, seed=seed)
+    overall = {}
+    for method, g in summary.groupby("method"):
+        overall[method] = overall_score_run(dict(zip(g["metric"], g["mean"])))
+    return {"summary": summary, "operations": operations(store, run_id),
+            "timings": Q.timing_breakdown(store, run_id), "answer_classes": answer_classes(store, run_id),
+            "overall_score": overall}

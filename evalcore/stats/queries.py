@@ -1,0 +1,208 @@
+"""SQL for aggregates, over the store's DuckDB views (evalcore.queries.open_db).
+
+Why SQL: the dashboard calls the same functions on every page load, and DuckDB aggregates
+the Parquet parts without materialising every row in Python. Bootstrap CIs need the
+per-question values, which `metric_values` returns.
+
+Grouping columns are allow-listed (`BY`): a user-chosen dimension never becomes SQL text, and
+run ids, methods and metric names are bound parameters.
+
+NaN handling: DuckDB 2.0 folds `isnan(value)` to false when a Parquet file's column statistics
+(which ignore NaN) say there are no NaNs, so every connection here disables the
+statistics_propagation optimizer. `scored` below is therefore reliable.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
+
+import duckdb
+import pandas as pd
+
+from evalcore.errors import EvalcoreError
+from evalcore.queries import open_db
+from evalcore.store import RunStore
+
+# dimension -> (SQL expression over questions q / tag t, needs the tag unnest)
+BY: dict[str, tuple[str, bool]] = {
+    "category": ("q.category", False),
+    "question_type": ("q.question_type", False),
+    "difficulty": ("q.difficulty", False),
+    "answerable": ("CAST(q.answerable AS VARCHAR)", False),
+    "tag": ("t.tag", True),
+    "negative_check": ("json_extract_string(q.record, '$.negative_check')", False),
+}
+
+
+@contextmanager
+def connect(store: RunStore) -> Iterator[duckdb.DuckDBPyConnection]:
+    """open_db with the NaN-safe optimizer setting (see the module docstring)."""
+    with open_db(store) as con:
+        con.execute("SET disabled_optimizers = 'statistics_propagation'")
+        yield con
+
+
+def _by(by: str | None) -> tuple[str, str]:
+    """(select expression, join clause) for a grouping dimension."""
+    if by is None:
+        return "NULL::VARCHAR", ""
+    if by not in BY:
+        raise EvalcoreError(f"cannot group by {by!r}; choose one of: {', '.join(BY)}")
+    expr, needs_tag = BY[by]
+    return expr, ("CROSS JOIN unnest(q.tags) AS t(tag)" if needs_tag else "")
+
+
+def _in(column: str, values: Sequence[str] | None) -> tuple[str, list[Any]]:
+    if not values:
+        return "", []
+    return f" AND {column} IN ({', '.join('?' for _ in values)})", list(values)
+
+
+def metric_values(store: RunStore, run_id: str, methods: Sequence[str] | None = None,
+                  metrics: Sequence[str] | None = None, by: str | None = None) -> pd.DataFrame:
+    """One row per (method, question, metric[, group value]): value (NaN when not scored),
+    reason, group, and `bucket` (the grouping value, NULL without `by`)."""
+    expr, join = _by(by)
+    m_sql, m_params = _in("m.method", methods)
+    k_sql, k_params = _in("m.metric", metrics)
+    sql = f"""
+        SELECT m.method, m.question_id, m.metric, m."group" AS metric_group,
+               CASE WHEN isnan(m.value) THEN NULL ELSE m.value END AS value,
+               m.reason, {expr} AS bucket
+        FROM metrics m JOIN questions q ON q.run_id = m.run_id AND q.question_id = m.question_id
+        {join}
+        WHERE m.run_id = ?{m_sql}{k_sql}
+        ORDER BY m.method, m.metric, m.question_id
+    """
+    with connect(store) as con:
+        df = con.execute(sql, [run_id, *m_params, *k_params]).df()
+    df["value"] = df["value"].astype(float)
+    return df
+
+
+def metric_means(store: RunStore, run_id: str, by: str | None = None,
+                 methods: Sequence[str] | None = None, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per method [, bucket], metric: mean, sd, n_scored, n, and NaN reasons with counts."""
+    expr, join = _by(by)
+    m_sql, m_params = _in("m.method", methods)
+    k_sql, k_params = _in("m.metric", metrics)
+    sql = f"""
+        WITH v AS (
+            SELECT m.method, m.metric, m."group" AS metric_group, {expr} AS bucket,
+                   CASE WHEN isnan(m.value) THEN NULL ELSE m.value END AS value, m.reason
+            FROM metrics m JOIN questions q ON q.run_id = m.run_id AND q.question_id = m.question_id
+            {join}
+            WHERE m.run_id = ?{m_sql}{k_sql}
+        ), reasons AS (
+            SELECT method, metric, bucket, string_agg(reason || ' (' || n || ')', '; ' ORDER BY n DESC) AS nan_reasons
+            FROM (SELECT method, metric, bucket, reason, count(*) AS n FROM v WHERE value IS NULL
+                  GROUP BY ALL) GROUP BY ALL
+        )
+        SELECT v.method, v.bucket, v.metric, any_value(v.metric_group) AS metric_group,
+               avg(v.value) AS mean, stddev_samp(v.value) AS sd,
+               count(v.value) AS n_scored, count(*) AS n, any_value(r.nan_reasons) AS nan_reasons
+        FROM v LEFT JOIN reasons r ON r.method = v.method AND r.metric = v.metric
+             AND r.bucket IS NOT DISTINCT FROM v.bucket
+        GROUP BY v.method, v.bucket, v.metric
+        ORDER BY v.method, v.bucket NULLS FIRST, v.metric
+    """
+    with connect(store) as con:
+        return con.execute(sql, [run_id, *m_params, *k_params]).df()
+
+
+def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFrame:
+    """Per method [, bucket]: latency p50/p95/mean, error/timeout/empty rates, RAG cost from the
+    cost_usd metric (priced or reported), judge cost from judge_calls, cost per query."""
+    expr, join = _by(by)
+    sql = f"""
+        WITH r AS (
+            SELECT r.method, r.question_id, {expr} AS bucket, r.latency_ms, r.error, r.error_kind, r.answer
+            FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+            {join} WHERE r.run_id = ?
+        ), c AS (
+            SELECT method, question_id, CASE WHEN isnan(value) THEN NULL ELSE value END AS cost
+            FROM metrics WHERE run_id = ? AND metric = 'cost_usd'
+        ), j AS (
+            SELECT method, question_id, sum(cost_usd) AS judge_cost, count(*) AS judge_calls,
+                   sum(latency_ms) AS judge_ms
+            FROM judge_calls WHERE run_id = ? GROUP BY ALL
+        )
+        SELECT r.method, r.bucket, count(*) AS n,
+               quantile_cont(r.latency_ms, 0.5) AS latency_p50_ms,
+               quantile_cont(r.latency_ms, 0.95) AS latency_p95_ms,
+               avg(r.latency_ms) AS latency_mean_ms,
+               avg(CASE WHEN r.error IS NOT NULL THEN 1.0 ELSE 0.0 END) AS error_rate,
+               avg(CASE WHEN r.error_kind = 'timeout' THEN 1.0 ELSE 0.0 END) AS timeout_rate,
+               avg(CASE WHEN r.error_kind = 'empty' OR (r.error IS NULL AND trim(coalesce(r.answer, '')) = '')
+                        THEN 1.0 ELSE 0.0 END) AS empty_rate,
+               sum(c.cost) AS rag_cost_usd, count(c.cost) AS n_costed,
+               coalesce(sum(j.judge_cost), 0) AS judge_cost_usd,
+               coalesce(sum(j.judge_calls), 0) AS judge_calls,
+               CASE WHEN count(c.cost) = 0 AND count(j.judge_cost) = 0 THEN NULL
+                    ELSE (coalesce(sum(c.cost), 0) + coalesce(sum(j.judge_cost), 0)) / count(*)
+               END AS cost_per_query_usd
+        FROM r LEFT JOIN c ON c.method = r.method AND c.question_id = r.question_id
+               LEFT JOIN j ON j.method = r.method AND j.question_id = r.question_id
+        GROUP BY r.method, r.bucket ORDER BY r.method, r.bucket NULLS FIRST
+    """
+    with connect(store) as con:
+        return con.execute(sql, [run_id, run_id, run_id]).df()
+
+
+def timing_breakdown(store: RunStore, run_id: str) -> pd.DataFrame:
+    """Per method and timing stage reported by the target (scope selection, retrieval,
+    generation...): n, p50, p95, mean in ms. Empty when the target reports no timings."""
+    sql = """
+        WITH t AS (
+            SELECT method, unnest(json_keys(json_extract(record, '$.timings'))) AS stage, record
+            FROM responses WHERE run_id = ?
+        )
+        SELECT method, stage, count(*) AS n,
+               quantile_cont(CAST(json_extract(record, '$.timings."' || stage || '"') AS DOUBLE), 0.5) AS p50_ms,
+               quantile_cont(CAST(json_extract(record, '$.timings."' || stage || '"') AS DOUBLE), 0.95) AS p95_ms,
+               avg(CAST(json_extract(record, '$.timings."' || stage || '"') AS DOUBLE)) AS mean_ms
+        FROM t GROUP BY method, stage ORDER BY method, stage
+    """
+    with connect(store) as con:
+        return con.execute(sql, [run_id]).df()
+
+
+def detail_counts(store: RunStore, run_id: str, metric: str, key: str) -> pd.DataFrame:
+    """Per method: counts of a string field of a metric's details (e.g. a judge's `grade`)."""
+    if not key.replace("_", "").isalnum():
+        raise EvalcoreError(f"invalid details key {key!r}")
+    sql = f"""
+        SELECT method, json_extract_string(details, '$.{key}') AS label, count(*) AS n
+        FROM metrics WHERE run_id = ? AND metric = ? AND details IS NOT NULL
+        GROUP BY ALL HAVING label IS NOT NULL ORDER BY method, label
+    """
+    with connect(store) as con:
+        return con.execute(sql, [run_id, metric]).df()
+
+
+def paired_rows(store: RunStore, run_id: str, method: str, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """(question_id, metric, value) of one run:method, NaN as NULL, for comparisons."""
+    k_sql, k_params = _in("metric", metrics)
+    sql = f"""
+        SELECT question_id, metric, CASE WHEN isnan(value) THEN NULL ELSE value END AS value, reason
+        FROM metrics WHERE run_id = ? AND method = ?{k_sql}
+    """
+    with connect(store) as con:
+        df = con.execute(sql, [run_id, method, *k_params]).df()
+    df["value"] = df["value"].astype(float)
+    return df
+
+
+def run_methods(store: RunStore, run_id: str) -> list[str]:
+    with connect(store) as con:
+        rows = con.execute("SELECT DISTINCT method FROM responses WHERE run_id = ? ORDER BY method",
+                           [run_id]).fetchall()
+    return [r[0] for r in rows]
+
+
+def question_ids(store: RunStore, run_id: str, method: str) -> list[str]:
+    with connect(store) as con:
+        rows = con.execute("SELECT question_id FROM responses WHERE run_id = ? AND method = ? ORDER BY 1",
+                           [run_id, method]).fetchall()
+    return [r[0] for r in rows]

@@ -1,0 +1,113 @@
+"""The statistics behind aggregates and comparisons: bootstrap CIs, paired tests, Holm.
+
+Why these: evaluation sets are small (tens to hundreds of questions) and metric values are
+bounded, skewed or binary, so normal-theory intervals mislead. The percentile bootstrap makes no
+shape assumption; the paired sign-flip randomization test is exact when every 2^n sign pattern
+is enumerated (small n) and a seeded Monte Carlo estimate otherwise; binary metrics use the
+exact McNemar test (a binomial test on the discordant pairs). Holm's step-down correction
+controls the family-wise error over the metrics compared, without assuming independence.
+All randomness is seeded: the same inputs always give the same numbers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Sequence
+
+import numpy as np
+from scipy.stats import binomtest
+
+DEFAULT_BOOT = 2000
+DEFAULT_PERM = 10000
+EXACT_MAX_N = 16
+
+
+def _clean(values: Sequence[float]) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    return arr[~np.isnan(arr)]
+
+
+def bootstrap_ci(values: Sequence[float], n_boot: int = DEFAULT_BOOT, seed: int = 0,
+                 confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean (NaNs dropped). n=0 -> (nan, nan); n=1 -> (x, x)."""
+    arr = _clean(values)
+    if arr.size == 0:
+        return math.nan, math.nan
+    if arr.size == 1 or np.all(arr == arr[0]):
+        return float(arr[0]), float(arr[0])
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, arr.size, size=(n_boot, arr.size))
+    means = arr[idx].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(means, [tail, 100 - tail])
+    return float(lo), float(hi)
+
+
+def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], n_boot: int = DEFAULT_BOOT,
+                        seed: int = 0, confidence: float = 0.95) -> tuple[float, float]:
+    """CI of mean(b - a) resampling question pairs together (a and b aligned, no NaNs)."""
+    diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    return bootstrap_ci(diffs, n_boot=n_boot, seed=seed, confidence=confidence)
+
+
+def randomization_test(diffs: Sequence[float], n_perm: int = DEFAULT_PERM, seed: int = 0,
+                       exact_max_n: int = EXACT_MAX_N) -> tuple[float, str]:
+    """Two-sided paired sign-flip test of mean(diffs) = 0. Returns (p, "exact"|"monte_carlo").
+
+    Under H0 each pair's difference is equally likely to have either sign. p = share of sign
+    patterns whose |mean| is at least the observed |mean|. Zero differences cannot change sign
+    and are left out of the enumeration (they do not change any pattern's sum).
+    Exact: all 2^m patterns of the m non-zero differences when m <= exact_max_n.
+    Monte Carlo: p = (1 + hits) / (1 + n_perm), which is never 0 and is valid as a p-value.
+    """
+    d = _clean(diffs)
+    d = d[d != 0]
+    m = d.size
+    if m == 0:
+        return 1.0, "exact"
+    observed = abs(d.sum())
+    tol = 1e-12 * max(1.0, observed)
+    if m <= exact_max_n:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=m)))
+        sums = np.abs(signs @ d)
+        return float(np.mean(sums >= observed - tol)), "exact"
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for start in range(0, n_perm, 2000):
+        size = min(2000, n_perm - start)
+        signs = rng.choice((1.0, -1.0), size=(size, m))
+        hits += int(np.sum(np.abs(signs @ d) >= observed - tol))
+    return (1 + hits) / (1 + n_perm), "monte_carlo"
+
+
+def mcnemar_exact(a: Sequence[float], b: Sequence[float]) -> tuple[float, int, int]:
+    """Exact McNemar test for paired 0/1 values. Returns (p, n_a_only, n_b_only):
+    a binomial test of the discordant pairs against p = 0.5 (two-sided)."""
+    a_arr, b_arr = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    a_only = int(np.sum((a_arr == 1) & (b_arr == 0)))
+    b_only = int(np.sum((a_arr == 0) & (b_arr == 1)))
+    n = a_only + b_only
+    if n == 0:
+        return 1.0, a_only, b_only
+    return float(binomtest(a_only, n, 0.5, alternative="two-sided").pvalue), a_only, b_only
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm step-down adjusted p-values (NaN stays NaN and is not counted in the family).
+
+    Sorted ascending p_(1..m): adj_(i) = max over j <= i of min(1, (m - j + 1) * p_(j))."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, math.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    m = valid.size
+    running = 0.0
+    for rank, idx in enumerate(valid[np.argsort(p[valid], kind="stable")]):
+        running = max(running, min(1.0, (m - rank) * p[idx]))
+        out[idx] = running
+    return [float(x) for x in out]
+
+
+def is_binary(*arrays: Sequence[float]) -> bool:
+    """True when every value is 0 or 1 (McNemar applies)."""
+    return all(np.isin(np.asarray(x, dtype=float), (0.0, 1.0)).all() for x in arrays)
