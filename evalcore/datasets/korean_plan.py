@@ -22,7 +22,8 @@ Answerability of `negative` questions follows what the check expects of a good s
   question's framing is wrong (a false premise, "is the principal guaranteed?"); the right
   reply is a correcting answer, not an abstention -> answerable=True. Counting them as
   unanswerable would mark every correct correction as a hallucination.
-An explicit `answerable:` on the question always wins.
+A check on a question outside `negative` sets answerability the same way; a `negative`
+question without a check is unanswerable. An explicit `answerable:` always wins.
 """
 
 from __future__ import annotations
@@ -119,6 +120,9 @@ def plan_question(item: Any, category: str, position: int, file: str,
             raise InputError(file, "give 'expected_answer' or 'ground_truth', not both",
                              record=record, field="expected_answer")
         data["ground_truth"] = item.pop("expected_answer")
+        if data["ground_truth"] is not None and not isinstance(data["ground_truth"], str):
+            raise InputError(file, f"expected text, got {type(data['ground_truth']).__name__}",
+                             record=record, field="expected_answer")
     keywords = item.pop("expected_keywords", None)
     if keywords is not None:
         if isinstance(keywords, (str, int, float)):
@@ -132,7 +136,7 @@ def plan_question(item: Any, category: str, position: int, file: str,
             raise InputError(file, "give 'check' or 'negative_check', not both", record=record, field="check")
         data["negative_check"] = check
     check = data.get("negative_check", item.get("negative_check"))
-    if check is not None and check not in NEGATIVE_CHECKS:
+    if check is not None and (not isinstance(check, str) or check not in NEGATIVE_CHECKS):
         raise InputError(file, f"unknown check type {check!r}; known: {', '.join(NEGATIVE_CHECKS)}",
                          record=record, field="check")
     metadata = dict(item.pop("metadata", None) or {})
@@ -141,8 +145,11 @@ def plan_question(item: Any, category: str, position: int, file: str,
             metadata[key] = item.pop(key)
     defaults = defaults or {}
     data["difficulty"] = item.pop("difficulty", defaults.get("difficulty", CATEGORY_DIFFICULTY.get(category)))
-    if "answerable" not in item and category == "negative":
-        data["answerable"] = NEGATIVE_CHECKS.get(check, False) if check else False
+    if "answerable" not in item:
+        if check is not None:  # the check type decides, in whichever category it appears
+            data["answerable"] = NEGATIVE_CHECKS[check]
+        elif category == "negative":
+            data["answerable"] = False
     data.update(item)  # native fields pass through; unknown ones go to metadata in the validator
     data["metadata"] = metadata
     return question_from_record(data, file, record)  # type: ignore[arg-type]  # record may be text

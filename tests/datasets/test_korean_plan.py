@@ -90,10 +90,22 @@ def test_explicit_answerable_wins_and_missing_ids_are_generated(tmp_path):
     assert second.answerable is False and second.negative_check is None and second.id == "negative-02"
 
 
+def test_a_check_outside_negative_sets_answerability_too(tmp_path):
+    path = write(tmp_path, "inference:\n  - {id: I1, query: q, check: should_not_fabricate_data}\n"
+                 "  - {id: I2, query: r}\n")
+    first, second = load_korean_plan(path)
+    assert (first.answerable, first.negative_check) == (False, "should_not_fabricate_data")
+    assert second.answerable is True
+
+
 @pytest.mark.parametrize("body, record, field, message", [
     ("negative:\n  - id: N1\n    check: should_not_hallucinate\n", "negative #1", "question", "missing question"),
     ("single_hop:\n  - id: S1\n    query: 123\n", "single_hop #1", "question", "expected text"),
     ("negative:\n  - id: N1\n    query: q\n    check: should_be_polite\n", "negative #1", "check", "unknown check"),
+    ("negative:\n  - id: N1\n    query: q\n    check: [should_not_hallucinate]\n", "negative #1", "check",
+     "unknown check"),
+    ("negative:\n  - id: N1\n    query: q\n    expected_answer: [a, b]\n", "negative #1", "expected_answer",
+     "expected text"),
     ("single_hop:\n  - id: S1\n    query: q\n    expected_keywords: {a: 1}\n", "single_hop #1",
      "expected_keywords", "list of keywords"),
     ("single_hop:\n  - id: S1\n    query: q\n    question: q\n", "single_hop #1", "query", "not both"),
