@@ -72,7 +72,10 @@ def ragbench_question(row: dict[str, Any], source: str, record: int | str) -> Ev
     relevant = {int(m.group(1)) for key in row.get("all_relevant_sentence_keys") or []
                 if (m := _KEY_DOC.match(str(key)))}
     chosen = [i for i in range(len(documents)) if i in relevant] or list(range(len(documents)))
-    qid = str(row.get("id"))
+    qid = row.get("id")
+    if qid is None:
+        raise InputError(source, "missing field", record=record, field="id")
+    qid = str(qid)
     supported = row.get("adherence_score")
     metadata = {k: row.get(k) for k in ("dataset_name", "generation_model_name", "adherence_score",
                                          "relevance_score", "utilization_score", "response")
@@ -94,7 +97,9 @@ def msmarco_question(row: dict[str, Any], source: str, record: int | str) -> Eva
     if len(selected) != len(texts):
         raise InputError(source, "is_selected and passage_text differ in length", record=record,
                          field="passages")
-    qid = str(row.get("query_id"))
+    if row.get("query_id") is None:
+        raise InputError(source, "missing field", record=record, field="query_id")
+    qid = str(row["query_id"])
     answers = [a for a in list(row.get("wellFormedAnswers") or []) + list(row.get("answers") or [])
                if isinstance(a, str) and a.strip() and a.strip() != NO_ANSWER]
     gold = [{"chunk_id": f"{qid}#p{i}", "text": t, **({"rel_path": urls[i]} if i < len(urls) else {})}

@@ -73,10 +73,24 @@ def test_ragbench_unsupported_response_is_not_a_reference_and_no_keys_means_all_
     assert len(q.gold_passages) == 3
 
 
-def test_ragbench_missing_question_is_an_input_error():
+@pytest.mark.parametrize("name, row, field", [
+    ("ragbench", {**RAGBENCH_ROW, "id": "r2", "question": None}, "question"),
+    ("ragbench", {**RAGBENCH_ROW, "id": None}, "id"),
+    ("ragbench", {**RAGBENCH_ROW, "id": "r2", "documents": "one long text"}, "documents"),
+])
+def test_bad_hub_rows_are_input_errors(name, row, field):
     with pytest.raises(InputError) as info:
-        public.questions_from_rows("ragbench", [RAGBENCH_ROW, {**RAGBENCH_ROW, "question": None}])
-    assert info.value.record == 2 and info.value.field == "question"
+        public.questions_from_rows(name, [RAGBENCH_ROW, row])
+    assert info.value.record == 2 and info.value.field == field
+    assert info.value.file == "hf:rungalileo/ragbench"
+
+
+def test_msmarco_row_without_id_or_with_ragged_passages():
+    with pytest.raises(InputError, match="missing field"):
+        public.msmarco_question({**MSMARCO_ROW, "query_id": None}, "hf", 1)
+    ragged = {**MSMARCO_ROW, "passages": {"is_selected": [1], "passage_text": ["a", "b"], "url": []}}
+    with pytest.raises(InputError, match="differ in length"):
+        public.msmarco_question(ragged, "hf", 1)
 
 
 MSMARCO_ROW = {
