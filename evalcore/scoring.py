@@ -177,9 +177,14 @@ def _values(run_id: str, spec: MetricSpec, chunk: list[Item], scores: list[Score
 
 
 def _estimate(specs: list[MetricSpec], items: list[Item], ctx: ScoringContext) -> dict[str, Any]:
+    """Sum of each selected spec's estimate. A spec's own cost_usd is used when it gives one
+    (the judge layer prices its own calls and skips cached ones); otherwise its tokens are
+    priced with the performance price table for the chosen judge's model."""
     from evalcore.metrics.performance import token_cost
 
-    per_metric, total = {}, Counter()
+    per_metric: dict[str, Any] = {}
+    total: Counter = Counter()
+    unpriced = []
     for spec in specs:
         if spec.estimate is None:
             if "judge" in spec.needs:
@@ -187,14 +192,21 @@ def _estimate(specs: list[MetricSpec], items: list[Item], ctx: ScoringContext) -
             continue
         est = dict(spec.estimate(items, ctx))
         per_metric[spec.name] = est
-        for key in ("calls", "input_tokens", "output_tokens"):
+        for key in ("calls", "input_tokens", "output_tokens", "cached"):
             total[key] += float(est.get(key, 0) or 0)
-    judge = ctx.options.get("judge")
-    cost = token_cost(judge, int(total["input_tokens"]), int(total["output_tokens"]),
-                      ctx.options.get("prices")) if judge else 0.0
-    return {"per_metric": per_metric, "calls": int(total["calls"]),
+        if est.get("cost_usd") is not None:
+            total["cost_usd"] += float(est["cost_usd"])
+        else:
+            cost = token_cost(ctx.options.get("judge"), int(est.get("input_tokens", 0) or 0),
+                              int(est.get("output_tokens", 0) or 0), ctx.options.get("prices"))
+            if cost is None:
+                unpriced.append(spec.name)
+            else:
+                total["cost_usd"] += cost
+    return {"per_metric": per_metric, "calls": int(total["calls"]), "cached": int(total["cached"]),
             "input_tokens": int(total["input_tokens"]), "output_tokens": int(total["output_tokens"]),
-            "cost_usd": cost, "cost_note": None if cost is not None else f"no price for judge {judge!r}"}
+            "cost_usd": float(total["cost_usd"]),
+            "unpriced_metrics": unpriced}
 
 
 class _Progress:

@@ -1,7 +1,166 @@
-"""Placeholder: the score commands land with their issue."""
+"""`evalcore score` and `evalcore compare`: thin wrappers over evalcore.scoring and evalcore.stats.
+
+Exit codes: 0 ok; 1 only when --fail-on-regression finds a regression that is significant
+after Holm correction (so CI can gate on it); 2 for usage/data errors (EvalcoreError).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Optional
 
 import typer
 
+from evalcore.cli.context import state
+from evalcore.errors import EvalcoreError
+
+
+def _split(value: Optional[str]) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def _fmt(x: object, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def _print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for c in columns:
+        table.add_column(c)
+    for r in rows:
+        table.add_row(*r)
+    Console(soft_wrap=True).print(table)
+
+
+def score_cmd(
+    run: str = typer.Argument(..., help="Run id, unique prefix, name, or 'latest'."),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated metric names."),
+    group: Optional[str] = typer.Option(None, "--group", help="Comma-separated metric groups."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="Judge, e.g. heuristic or anthropic:MODEL."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only estimate judge calls, tokens and cost."),
+    spot_check: Optional[float] = typer.Option(None, "--spot-check", help="Re-judge this fraction (e.g. 0.1)."),
+    second_judge: Optional[str] = typer.Option(None, "--second-judge", help="Judge for --spot-check."),
+    embedding_model: Optional[str] = typer.Option(None, "--embedding-model", help="Embedding model name."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show a progress bar."),
+) -> None:
+    """Compute metric values for every answer of a run and store them (re-scoring replaces)."""
+    from evalcore.scoring import score_run
+
+    if spot_check is not None and not (0 < spot_check <= 1):
+        raise EvalcoreError("--spot-check takes a fraction in (0, 1], e.g. 0.1")
+    if spot_check is not None and not second_judge:
+        raise EvalcoreError("--spot-check needs --second-judge")
+    options = {}
+    if judge:
+        options["judge"] = judge
+    if embedding_model:
+        options["embedding_model"] = embedding_model
+    store = state.store()
+    report = score_run(store, run, metrics=_split(metrics), groups=_split(group), options=options,
+                       dry_run=dry_run, progress=not no_progress)
+    if dry_run:
+        est = report.estimate or {}
+        typer.echo(json.dumps({"run_id": report.run_id, "metrics": report.metrics, **est}, indent=2,
+                              ensure_ascii=False, default=str))
+        return
+    rows = []
+    for name in report.metrics:
+        m = report.by_metric.get(name)
+        if m is None:
+            continue
+        reasons = "; ".join(f"{r} ({n})" for r, n in m.reasons.most_common(2))
+        rows.append([name, _fmt(m.mean), f"{m.n - m.n_nan}/{m.n}", reasons])
+    _print_table(f"run {report.run_id}: {report.n_values} values in {report.seconds:.1f}s",
+                 ["metric", "mean", "scored", "not scored because"], rows)
+    for name, why in sorted(report.skipped.items()):
+        typer.echo(f"skipped {name}: {why}", err=True)
+    for name, msg in sorted(report.errors.items()):
+        typer.echo(f"ERROR in {name}: {msg}", err=True)
+    if spot_check is not None:
+        try:
+            from evalcore.judges.reliability import spot_check as run_spot_check
+        except ImportError as exc:
+            raise EvalcoreError(f"--spot-check is not available in this build (evalcore.judges.reliability: {exc})") from exc
+        result = run_spot_check(store, report.run_id, fraction=spot_check, second_judge=second_judge,
+                                first_judge=judge, seed=0)
+        typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+
+
+def _parse_gate(value: str) -> tuple[str, float]:
+    name, _, delta = value.partition(":")
+    try:
+        return name, float(delta) if delta else 0.0
+    except ValueError as exc:
+        raise EvalcoreError(f"--fail-on-regression {value!r}: MIN_DELTA must be a number") from exc
+
+
+def compare_cmd(
+    selections: list[str] = typer.Argument(..., help="RUN[:METHOD] ... (first = baseline)."),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated metrics (default: all shared)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    show_pareto: bool = typer.Option(False, "--pareto", help="Also show the quality/cost/latency Pareto front."),
+    fail_on_regression: Optional[list[str]] = typer.Option(
+        None, "--fail-on-regression", help="METRIC[:MIN_DELTA]; exit 1 if it regresses significantly (Holm)."),
+    seed: int = typer.Option(0, "--seed", help="Seed for bootstrap and randomization."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Significance level after Holm correction."),
+) -> None:
+    """Compare methods/runs paired on question_id: Δ, CI, p (Holm-adjusted), win/loss counts."""
+    from evalcore.stats.compare import compare, pareto, regressions
+
+    store = state.store()
+    gates = [_parse_gate(g) for g in fail_on_regression or []]
+    wanted = _split(metrics) or None
+    if wanted is not None:
+        wanted = list(dict.fromkeys(wanted + [g[0] for g in gates]))
+    result = compare(store, selections, metrics=wanted, seed=seed, alpha=alpha)
+    failures = []
+    for name, min_delta in gates:
+        bad = regressions(result, name, min_delta)
+        failures.extend(f"{r.candidate}: {name} Δ={r.delta:+.4f} (p_holm={r.p_holm:.4g})" for r in bad.itertuples())
+    front = pareto(result) if show_pareto else None
+    if as_json:
+        out = result.to_dict()
+        if front is not None:
+            out["pareto"] = {"points": json.loads(front[0].to_json(orient="records")), "dropped_axes": front[1]}
+        out["regressions"] = failures
+        typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
+    else:
+        t = result.table
+        sels = [result.baseline, *result.candidates]
+        one_run = len({x.run_id for x in sels}) == 1
+        short = {x.label: (x.method if one_run else x.label) for x in sels}
+        rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
+                 f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),
+                 f"{r.improved}/{r.regressed}/{r.unchanged}/{r.missing}", str(r.n_pairs)] for r in t.itertuples()]
+        _print_table(f"baseline {result.baseline.label}" + (" (candidates: methods of the same run)" if one_run else ""),
+                     ["candidate", "metric", "baseline", "candidate", "Δ", "95% CI", "p (Holm)",
+                      "better/worse/same/missing", "n"], rows)
+        for label, ids in result.unpaired.items():
+            if ids["only_in_baseline"] or ids["only_in_candidate"]:
+                typer.echo(f"{label}: unpaired questions: {len(ids['only_in_baseline'])} only in baseline, "
+                           f"{len(ids['only_in_candidate'])} only in candidate", err=True)
+        if front is not None:
+            df, dropped = front
+            _print_table("Pareto front (quality ↑, cost ↓, latency ↓)",
+                         ["selection", "quality", "cost", "latency p50", "on front", "dominated by"],
+                         [[short.get(p.label, p.label), _fmt(p.quality), _fmt(p.cost, 6), _fmt(p.latency, 1), str(p.on_front),
+                           p.dominated_by] for p in df.itertuples()])
+            if dropped:
+                typer.echo(f"Pareto axes dropped (missing values): {', '.join(dropped)}", err=True)
+    if failures:
+        for f in failures:
+            typer.echo(f"REGRESSION {f}", err=True)
+        raise typer.Exit(code=1)
+
 
 def register(app: typer.Typer) -> None:
-    """Adds nothing yet."""
+    app.command("score")(score_cmd)
+    app.command("compare")(compare_cmd)

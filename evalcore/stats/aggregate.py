@@ -22,8 +22,9 @@ from evalcore.stats.resample import DEFAULT_BOOT, bootstrap_ci
 from evalcore.store import RunStore
 
 # Which metric decides CORRECT vs WRONG for an answer that did not abstain, per question:
-# the first of these with a value (a judge's verdict beats declarative checks beats token F1).
-CORRECT_METRICS = ("answer_correctness", "checks_pass", "token_f1")
+# the first of these with a value (a judge's class verdict or score beats declarative checks
+# beats token F1).
+CORRECT_METRICS = ("answer_correct", "answer_correctness", "checks_pass", "token_f1")
 CORRECT_THRESHOLD = 0.5
 GRADE_BINS = ((80, "A"), (60, "B"), (40, "C"), (20, "D"))
 
