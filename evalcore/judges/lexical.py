@@ -14,7 +14,7 @@ import re
 import unicodedata
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
+_TOKEN = re.compile(rf"[{_CJK}]|\d+(?:[.,]\d+)*|[^\W\d_{_CJK}]+")
 _HANGUL = re.compile(r"[\uac00-\ud7a3]")
 _SENT = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _NUM = re.compile(r"^\d+(?:[.,]\d+)*$")
@@ -41,8 +41,15 @@ def norm(text: str | None) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text or "").casefold()).strip()
 
 
+_THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+
+
 def tokens(text: str | None) -> list[str]:
-    return [t.replace("'", "") for t in _TOKEN.findall(norm(text).replace("’", "'"))]
+    """Word tokens; digits split from letters ("1987년에" -> 1987, 년에), "1,234" -> "1234"."""
+    out = []
+    for t in _TOKEN.findall(norm(text)):
+        out.append(t.replace(",", "") if _THOUSANDS.match(t) else t)
+    return out
 
 
 def content(text: str | None, drop: set[str] | frozenset[str] = frozenset()) -> list[str]:
@@ -55,9 +62,10 @@ def content(text: str | None, drop: set[str] | frozenset[str] = frozenset()) -> 
     return out
 
 
-def sentences(text: str | None) -> list[str]:
+def sentences(text: str | None, drop_hedges: bool = True) -> list[str]:
+    """Sentences with content; "I could not find that" sentences are not claims, so dropped."""
     parts = [p.strip(" -*•\t") for p in _SENT.split(text or "")]
-    return [p for p in parts if content(p)]
+    return [p for p in parts if content(p) and not (drop_hedges and is_hedge(p))]
 
 
 def _stem(t: str) -> str:

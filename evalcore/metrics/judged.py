@@ -1,3 +1,118 @@
-"""Placeholder until the judged metrics land (see METRICS.md)."""
+"""LLM-judged metrics (METRICS.md, LLM-judged). Implementations live in evalcore.judges;
+this module only registers them. Every value carries its judge label (`heuristic:...` for
+the offline judge) and the reason when it is NaN. Docs: docs/metrics/judged.md.
 
-SPECS: list = []
+The judge comes from ScoringContext.options["judge"] (spec string or Judge object; default
+the Anthropic judge). `estimate(items, ctx)` gives calls/tokens/cost for `score --dry-run`,
+counting work shared between metrics once per ctx and cache hits as free.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from evalcore.judges import graded_metrics as g
+from evalcore.judges import ragas_metrics as rg
+from evalcore.judges.work import estimate_calls, guess_claims
+from evalcore.metrics.base import Item, MetricSpec, ScoringContext
+
+Plan = Callable[[object, object], list[tuple[str, dict]]]
+
+
+def _decompose(q, r):
+    return [("decompose", {"question": q.question, "answer": r.answer or "", "ground_truth": q.ground_truth or ""})]
+
+
+def _support(q, r):
+    ctxs = rg.contexts_of(r)
+    claims, stmts = guess_claims(r.answer), guess_claims(q.ground_truth)
+    if not ctxs or not (claims or stmts):
+        return []
+    return [("support", {"contexts": ctxs, "claims": claims, "statements": stmts,
+                         "n_claims": len(claims), "n_statements": len(stmts)})]
+
+
+def _relevance(q, r):
+    ctxs = rg.contexts_of(r)
+    return [("context_relevance", {"question": q.question, "ground_truth": q.ground_truth or "",
+                                   "contexts": ctxs, "n_contexts": len(ctxs)})] if ctxs else []
+
+
+def _questions(q, r):
+    return [("question_generation", {"answer": r.answer})] if (r.answer or "").strip() else []
+
+
+def _single(task: str) -> Plan:
+    build, needs_gt, _ = g.BUILDERS[task]
+    return lambda q, r: [] if needs_gt and not q.ground_truth else [(task, build(q, r))]
+
+
+def _grounded(q, r):
+    claims = guess_claims(r.answer)
+    return _decompose(q, r) + ([("groundedness", {"contexts": rg.contexts_of(r), "answer": r.answer,
+                                                  "claims": claims, "n_citations": len(r.citations)})]
+                               if claims else [])
+
+
+def _classes(q, r):
+    plan = []
+    if q.ground_truth:
+        plan.append(("answer_class", {"question": q.question, "ground_truth": q.ground_truth,
+                                      "answer": r.answer or ""}))
+    return plan
+
+
+def _estimator(*plans: Plan):
+    def estimate(items: list[Item], ctx: ScoringContext) -> dict[str, float]:
+        planned = [(task, r.method, q.id, inputs) for q, r in items if not r.error
+                   for plan in plans for task, inputs in plan(q, r)]
+        return estimate_calls(ctx, planned)
+    return estimate
+
+
+def _spec(name, fn, group, needs, plans, description, binary=False, higher=True):
+    return MetricSpec(name=name, group=group, compute=fn, needs=frozenset({"judge", *needs}),
+                      description=description, estimate=_estimator(*plans), binary=binary,
+                      higher_is_better=higher)
+
+
+ANS, CTX, GT = "answer", "contexts", "ground_truth"
+SPECS: list[MetricSpec] = [
+    _spec("faithfulness", rg.faithfulness, "judged", {ANS, CTX}, [_decompose, _support],
+          "Share of the answer's claims supported by the retrieved contexts (0-1)."),
+    _spec("context_precision", rg.context_precision, "judged", {CTX}, [_relevance],
+          "Mean judge relevance verdict over retrieved contexts (0-1)."),
+    _spec("context_precision_ap", rg.context_precision_ap, "judged", {CTX}, [_relevance],
+          "Rank-aware context precision: sum_k precision@k * v_k / #relevant (0-1)."),
+    _spec("context_recall", rg.context_recall, "judged", {CTX, GT}, [_decompose, _support],
+          "Share of ground-truth statements attributable to the contexts (0-1)."),
+    _spec("answer_relevance", rg.answer_relevance, "judged", {ANS}, [_questions],
+          "Mean cosine between the question and 3 questions generated from the answer (0-1)."),
+    _spec("factual_accuracy", g.factual_accuracy, "judged", {ANS, GT}, [_single("factual_accuracy")],
+          "G-Eval 0.5 correctness + 0.3 completeness + 0.2 consistency, / 100 (0-1)."),
+    _spec("factual_grade", g.factual_grade, "judged", {ANS, GT}, [_single("factual_accuracy")],
+          "Grade points of factual_accuracy: A=4 ... E=0 (letter in details)."),
+    _spec("answer_class", g.class_metric(None), "judged", {ANS}, [_classes],
+          "1 if the answer is CORRECT, 0 if WRONG or DONT_KNOW (class in details)."),
+    _spec("answer_correct", g.class_metric("CORRECT"), "judged", {ANS}, [_classes],
+          "Indicator of class CORRECT (mean = rate, sum = count).", binary=True),
+    _spec("answer_wrong", g.class_metric("WRONG"), "judged", {ANS}, [_classes],
+          "Indicator of class WRONG.", binary=True, higher=False),
+    _spec("answer_dont_know", g.class_metric("DONT_KNOW"), "judged", {ANS}, [_classes],
+          "Indicator of class DONT_KNOW.", binary=True, higher=False),
+    _spec("groundedness", g.groundedness, "judged", {ANS, CTX}, [_grounded],
+          "Judge 0-5: claims supported by contexts, 5 needs citations."),
+    _spec("groundedness_norm", g.groundedness_norm, "judged", {ANS, CTX}, [_grounded],
+          "groundedness / 5."),
+    _spec("correctness", g.correctness, "judged", {ANS}, [_single("correctness")],
+          "Judge 0-5: does the answer correctly address the question (with contexts)."),
+    _spec("correctness_norm", g.correctness_norm, "judged", {ANS}, [_single("correctness")],
+          "correctness / 5."),
+    _spec("answer_correctness", g.answer_correctness, "judged", {ANS, GT}, [_single("answer_correctness")],
+          "Judge 0-1: equivalence in meaning to the expected answer."),
+]
+for _key in ("correctness", "faithfulness", "completeness"):
+    SPECS.append(_spec(f"judge_{_key}", g.plan_metric(_key, False), "judged", {ANS}, [_single("plan_scores")],
+                       f"Korean plan {_key}, judge 1-5."))
+    SPECS.append(_spec(f"judge_{_key}_norm", g.plan_metric(_key, True), "judged", {ANS}, [_single("plan_scores")],
+                       f"judge_{_key} normalised: (score - 1) / 4."))

@@ -1,0 +1,164 @@
+"""Judge reliability: spot checks with a second judge, Cohen's kappa, judge-human agreement.
+
+Why: a judge at temperature 0 is repeatable, not right. Re-judging a seeded random sample
+with a second judge (or a second prompt version) and measuring disagreement is the cheap
+early warning that a judge drifted or that a metric is too noisy to compare methods on.
+
+Disagreement, per compared value (METRICS.md: "|delta| > 1 point or different class"):
+- binary / class metrics (answer_class, answer_correct...): the values differ;
+- point scales (groundedness, correctness 0-5; judge_* 1-5; factual_grade 0-4): |delta| > 1;
+- 0-1 scores (faithfulness, context_precision, *_norm...): |delta| > 0.2, i.e. more than one
+  point when the 0-1 range is read as a 0-5 scale.
+Kappa uses the same categories: the class, the integer point, or round(5 * value).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Any, Hashable, Sequence
+
+from evalcore.judges import make_judge
+from evalcore.metrics.base import ScoringContext
+from evalcore.queries import query_df, run_questions, run_responses
+from evalcore.schemas import MetricValue
+
+POINT_SCALES = {"groundedness", "correctness", "judge_correctness", "judge_faithfulness", "judge_completeness",
+                "factual_grade"}
+CLASS_METRICS = {"answer_class", "answer_correct", "answer_wrong", "answer_dont_know"}
+
+
+def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
+    """Cohen's kappa = (p_o - p_e) / (1 - p_e); None when undefined (both raters used one
+    and the same single category, so chance agreement is 1)."""
+    if len(a) != len(b):
+        raise ValueError("kappa needs two ratings per item")
+    n = len(a)
+    if n == 0:
+        return None
+    po = sum(x == y for x, y in zip(a, b)) / n
+    ca, cb = Counter(a), Counter(b)
+    pe = sum(ca[c] * cb[c] for c in set(ca) | set(cb)) / (n * n)
+    if pe == 1.0:
+        return None
+    return (po - pe) / (1 - pe)
+
+
+def category(metric: str, value: float) -> Hashable:
+    if metric in CLASS_METRICS:
+        return int(round(value))
+    if metric in POINT_SCALES:
+        return int(round(value))
+    return int(round(5 * value))
+
+
+def disagree(metric: str, v1: float, v2: float) -> bool:
+    if metric in CLASS_METRICS:
+        return int(round(v1)) != int(round(v2))
+    if metric in POINT_SCALES:
+        return abs(v1 - v2) > 1.0
+    return abs(v1 - v2) > 0.2 + 1e-12
+
+
+def _judge_spec(label: str) -> str:
+    return label.split("/", 1)[0]
+
+
+def spot_check(store, run_id: str, fraction: float = 0.1, second_judge: str = "heuristic",
+               first_judge: str | None = None, seed: int = 0) -> dict[str, Any]:
+    """Re-judge a seeded random `fraction` of the run's judged (method, question) pairs with
+    `second_judge`, compare with the stored values of `first_judge` (default: the judge that
+    produced most judged values), and store the result:
+    - a `judge_disagreement` metric value per sampled pair (share of its metrics that disagree),
+    - the summary under manifest.config["judge_reliability"] (a list, newest last).
+    Returns the summary dict. The first judge's stored values are never overwritten."""
+    from evalcore.metrics.judged import SPECS
+
+    specs = {s.name: s for s in SPECS}
+    run_id = store.resolve(run_id)
+    df = query_df(store, "SELECT method, question_id, metric, value, judge_id FROM metrics "
+                         "WHERE run_id = ? AND judge_id IS NOT NULL", [run_id])
+    df = df[df["metric"].isin(list(specs))]
+    if df.empty:
+        raise ValueError(f"run {run_id} has no judged metric values to spot-check")
+    df = df.assign(spec=df["judge_id"].map(_judge_spec))
+    first = first_judge or df["spec"].value_counts().idxmax()
+    df = df[df["spec"] == first]
+    if df.empty:
+        raise ValueError(f"run {run_id} has no values judged by {first!r}")
+    pairs = sorted(set(zip(df["method"], df["question_id"])))
+    k = max(1, min(len(pairs), math.ceil(fraction * len(pairs))))
+    sample = sorted(random.Random(seed).sample(pairs, k))
+    metrics = sorted(set(df["metric"]))
+
+    questions = {q.id: q for q in run_questions(store, run_id)}
+    responses = {(r.method, r.question_id): r for r in run_responses(store, run_id)}
+    items = [(questions[qid], responses[(m, qid)]) for m, qid in sample if (m, qid) in responses and qid in questions]
+    judge = make_judge(second_judge, store=store)
+    writer = store.open_run(run_id)
+    ctx = ScoringContext(run_id=run_id, store=store, writer=writer,
+                         options={"judge": judge, "judge_update_manifest": False, "judge_record_claims": False})
+    second = {m: specs[m].compute(items, ctx) for m in metrics}
+    firsts = {(r.method, r.question_id, r.metric): r.value for r in df.itertuples(index=False)}
+
+    per_metric: dict[str, dict[str, Any]] = {}
+    per_item: dict[tuple[str, str], dict[str, Any]] = {}
+    all_flags: list[bool] = []
+    for m in metrics:
+        c1, c2, flags = [], [], []
+        for (q, r), s in zip(items, second[m]):
+            v1 = firsts.get((r.method, q.id, m))
+            if v1 is None or math.isnan(v1) or math.isnan(s.value):
+                continue
+            d = disagree(m, v1, s.value)
+            flags.append(d)
+            c1.append(category(m, v1))
+            c2.append(category(m, s.value))
+            per_item.setdefault((r.method, q.id), {})[m] = {"first": v1, "second": s.value, "disagree": d}
+        all_flags += flags
+        per_metric[m] = {"n": len(flags), "disagreement_rate": (sum(flags) / len(flags)) if flags else None,
+                         "kappa": cohen_kappa(c1, c2)}
+    second_label = f"{judge.provider}:{judge.model}"
+    summary = {"first_judge": first, "second_judge": second_label, "fraction": fraction, "seed": seed,
+               "spot_check_n": len(items), "n_compared": len(all_flags),
+               "disagreement_rate": (sum(all_flags) / len(all_flags)) if all_flags else None,
+               "per_metric": per_metric, "at": datetime.now(timezone.utc).isoformat()}
+    values = [MetricValue(run_id=run_id, method=m, question_id=qid, metric="judge_disagreement",
+                          value=sum(v["disagree"] for v in d.values()) / len(d), group="reliability",
+                          details={"first_judge": first, "second_judge": second_label, "metrics": d},
+                          judge_id=second_label)
+              for (m, qid), d in sorted(per_item.items()) if d]
+    if values:
+        writer.write_metrics(values)
+    manifest = writer.read_manifest()
+    config = dict(manifest.config)
+    config["judge_reliability"] = [*config.get("judge_reliability", []), summary]
+    writer.update_manifest(config=config)
+    return summary
+
+
+def human_agreement(store, run_id: str | None = None) -> dict[str, Any]:
+    """Judge-human agreement from annotations that record the judge's label.
+
+    Returns {"n", "agreement", "kappa", "by_kind": {target_kind: {...}}}; labels compare
+    case- and space-insensitively. Annotations are append-only, so the newest annotation per
+    (run, method, question, target_kind, target_ref) is the human's current label.
+    """
+    sql = """SELECT run_id, method, question_id, target_kind, target_ref, judge_label, label FROM annotations
+             WHERE judge_label IS NOT NULL AND (? IS NULL OR run_id = ?)
+             QUALIFY row_number() OVER (PARTITION BY run_id, method, question_id, target_kind, target_ref
+                                        ORDER BY "when" DESC) = 1"""
+    df = query_df(store, sql, [run_id, run_id])
+
+    def stats(sub) -> dict[str, Any]:
+        j = [str(x).strip().casefold() for x in sub["judge_label"]]
+        h = [str(x).strip().casefold() for x in sub["label"]]
+        n = len(j)
+        return {"n": n, "agreement": (sum(a == b for a, b in zip(j, h)) / n) if n else None,
+                "kappa": cohen_kappa(j, h)}
+
+    out = stats(df)
+    out["by_kind"] = {kind: stats(sub) for kind, sub in df.groupby("target_kind")} if not df.empty else {}
+    return out
