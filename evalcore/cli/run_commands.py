@@ -1,7 +1,109 @@
-"""Placeholder: the run commands land with their issue."""
+"""Commands that collect answers live: run (against any RAG server), demo, demo-server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
 
 import typer
 
+from evalcore.cli.context import state
+from evalcore.errors import EvalcoreError
+
+
+def _print_result(result, store_root: str) -> None:
+    errors = ", ".join(f"{k}: {v}" for k, v in sorted(result.errors.items())) or "none"
+    typer.echo(f"run {result.run_id}: {result.status}; asked {result.asked} "
+               f"({len(result.methods)} method(s) x {result.n_questions} questions, errors {errors}) "
+               f"in {result.seconds:.1f}s", err=True)
+    if result.score_message:
+        typer.echo(result.score_message, err=True)
+    typer.echo(f"see it with `evalcore --store {store_root} show {result.run_id}` or `evalcore app`", err=True)
+
+
+def run_cmd(
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="An eval config (YAML): targets, methods, "
+                                          "dataset, thresholds... Flags below override it."),
+    target: Optional[str] = typer.Option(None, "--target", "--rag-url", help="RAG server URL (evalcore's default "
+                                         "contract: /health, /models/info, POST /query)."),
+    dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="Question file (any supported format)."),
+    datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma-separated public set names or files."),
+    methods: Optional[str] = typer.Option(None, "--methods", "-m", help="Comma-separated methods to ask "
+                                          "(sent as the request's `method`)."),
+    samples: Optional[int] = typer.Option(None, "--samples", "-n", help="Seeded random sample per dataset."),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Requests in flight (default 8)."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per request, total (default 60)."),
+    retries: Optional[int] = typer.Option(None, "--retries", help="Retries on 5xx/timeouts/connection errors/"
+                                          "malformed JSON (default 3)."),
+    top_k: Optional[int] = typer.Option(None, "--top-k", help="top_k sent to the server (default 10)."),
+    no_judge: bool = typer.Option(False, "--no-judge", help="Score without any judge."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="Judge for judged metrics (e.g. heuristic)."),
+    no_score: bool = typer.Option(False, "--no-score", help="Only collect answers; score later."),
+    name: Optional[str] = typer.Option(None, "--name", help="Run name."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Continue run RUN: ask only what is missing."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+) -> None:
+    """Ask a RAG server every question for every method, store the answers as they arrive, score them.
+
+    Prints the run id on stdout. Ctrl-C stops cleanly (status `cancelled`); a crash or kill loses
+    at most the batch in flight. Either way `evalcore run --resume RUN` asks only what is missing.
+    """
+    from evalcore.config import EvalConfig, load_config
+    from evalcore.runner import resume_run, run_evaluation
+
+    store = state.store()
+    progress = False if no_progress else None
+    if resume:
+        given = load_config(config) if config else None
+        result = resume_run(resume, store, config=given, concurrency=concurrency, timeout=timeout,
+                            retries=retries, progress=progress, score=False if no_score else None,
+                            judge=judge, no_judge=no_judge or None)
+    else:
+        overrides = {"target": target, "dataset": dataset, "datasets": datasets, "methods": methods,
+                     "samples": samples, "concurrency": concurrency, "timeout": timeout, "retries": retries,
+                     "top_k": top_k, "judge": judge, "no_judge": no_judge or None, "name": name,
+                     "score": False if no_score else None, "progress": progress}
+        if config:
+            cfg = load_config(config, **overrides)
+        else:
+            if not target or not (dataset or datasets):
+                raise EvalcoreError("give --config FILE, or --target URL with --dataset FILE (or --datasets)")
+            cfg = EvalConfig.model_validate({k: v for k, v in overrides.items() if v is not None})
+        result = run_evaluation(cfg, store)
+    _print_result(result, str(store.root))
+    typer.echo(result.run_id)
+
+
+def demo_cmd(
+    port: int = typer.Option(0, "--port", help="Port for the demo server on 127.0.0.1 (0 = any free port)."),
+    no_semantic: bool = typer.Option(False, "--no-semantic", help="Skip embedding metrics (faster)."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
+) -> None:
+    """The whole loop offline, no API key: demo server -> 3 methods x 40 questions -> scores -> leaderboard."""
+    from evalcore.demo.run_demo import format_leaderboard, run_demo
+
+    store = state.store()
+    demo = run_demo(store, port=port, progress=not no_progress, semantic=not no_semantic,
+                    echo=lambda s: typer.echo(s, err=True))
+    typer.echo(f"\nrun {demo.run.run_id} ({demo.run.status}) in store {store.root}\n")
+    typer.echo(format_leaderboard(demo.leaderboard))
+    for note in demo.notes:
+        typer.echo(f"note: {note}")
+    typer.echo(f"\nper-question results: evalcore --store {store.root} show {demo.run.run_id}")
+    typer.echo(f"dashboard:            evalcore --store {store.root} app")
+
+
+def demo_server_cmd(
+    port: int = typer.Option(8001, "--port", help="Port on 127.0.0.1."),
+    latency_ms: float = typer.Option(0.0, "--latency-ms", help="Fixed extra latency per query (for load tests)."),
+) -> None:
+    """Serve the demo RAG server (127.0.0.1 only) in the foreground; Ctrl-C stops it."""
+    from evalcore.demo.server import serve
+
+    serve(port, latency_ms=latency_ms)
+
 
 def register(app: typer.Typer) -> None:
-    """Adds nothing yet."""
+    app.command("run")(run_cmd)
+    app.command("demo")(demo_cmd)
+    app.command("demo-server")(demo_server_cmd)

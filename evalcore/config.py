@@ -1,0 +1,152 @@
+"""EvalConfig: everything a live run needs, from YAML (`evalcore run --config`), CLI flags or Python.
+
+One config = one dataset (or several public sets) x one or more methods. A method is a
+target plus its settings (the `method` value sent to the server, top_k, extra template
+params), so the same server asked with `local_search` and `basic_search` is two methods,
+and two different servers are two methods too; all are asked in the same pass.
+
+The snapshot stored in a run manifest (`snapshot()`) holds header *templates* such as
+`Bearer ${MY_TOKEN}`, never resolved values, so a run can be resumed from its own manifest
+with the environment supplying the secret again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evalcore.errors import InputError, from_validation
+from evalcore.targets.spec import TargetSpec
+
+
+class MethodConfig(BaseModel):
+    """One method: `name` is how results are labelled; `method` is what the server receives."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    target: str = "default"
+    method: str | None = None
+    top_k: int | None = Field(default=None, ge=1, le=1000)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def send_as(self) -> str:
+        return self.method or self.name
+
+
+class EvalConfig(BaseModel):
+    """A live evaluation. `target` may be a URL string (evalcore's default contract)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str | None = None
+    target: TargetSpec | str | None = Field(default=None, validation_alias=AliasChoices("target", "rag_server_url", "url"))
+    targets: dict[str, TargetSpec] = Field(default_factory=dict)
+    methods: list[MethodConfig] = Field(default_factory=list)
+    dataset: str | None = None
+    datasets: list[str] = Field(default_factory=list)
+    samples: int | None = Field(default=None, ge=1, validation_alias=AliasChoices("samples", "samples_per_dataset"))
+    seed: int = 0
+    top_k: int = Field(default=10, ge=1, le=1000)
+    concurrency: int = Field(default=8, ge=1, le=512)
+    timeout: float = Field(default=60.0, gt=0)
+    retries: int = Field(default=3, ge=0, le=20)
+    backoff: float = Field(default=0.5, ge=0)
+    batch_size: int = Field(default=16, ge=1, le=10_000)
+    flush_seconds: float = Field(default=2.0, gt=0)
+    score: bool = True
+    judge: str | None = None
+    no_judge: bool = False
+    metrics: list[str] | None = None
+    groups: list[str] | None = None
+    store: str | None = None
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    baseline: str | None = None
+    regression_alpha: float = Field(default=0.05, gt=0, lt=1)
+    progress: bool = True
+
+    @field_validator("methods", mode="before")
+    @classmethod
+    def _method_names(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if isinstance(value, list):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("datasets", mode="before")
+    @classmethod
+    def _dataset_names(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _targets_and_methods(self) -> "EvalConfig":
+        if isinstance(self.target, str):
+            self.target = TargetSpec(url=self.target)
+        if self.target is not None:
+            if "default" in self.targets and self.targets["default"] != self.target:
+                raise ValueError("give the default target either as `target` or as targets.default, not both")
+            self.targets = {"default": self.target.model_copy(update={"name": "default"}), **self.targets}
+            self.target = None
+        for key, spec in list(self.targets.items()):
+            if spec.name != key:
+                self.targets[key] = spec.model_copy(update={"name": key})
+        if not self.targets:
+            raise ValueError("no target: give `target` (a URL or a target config) or `targets`")
+        if not self.methods:
+            self.methods = [MethodConfig(name="default" if len(self.targets) == 1 else key, target=key)
+                            for key in self.targets]
+        names = [m.name for m in self.methods]
+        if len(set(names)) != len(names):
+            raise ValueError(f"method names must be unique, got {names}")
+        for m in self.methods:
+            if m.target not in self.targets:
+                raise ValueError(f"method {m.name!r} uses unknown target {m.target!r}; "
+                                 f"known: {', '.join(self.targets)}")
+        if not self.dataset and not self.datasets:
+            raise ValueError("no questions: give `dataset` (a file) or `datasets` (names or files)")
+        return self
+
+    @property
+    def judge_option(self) -> str | None:
+        return None if self.no_judge else self.judge
+
+    def snapshot(self) -> dict[str, Any]:
+        """The config as stored in run.json: header templates only, no resolved secrets."""
+        data = self.model_dump(mode="json", exclude={"target", "targets", "progress"})
+        data["targets"] = {k: t.public_dict() for k, t in self.targets.items()}
+        return data
+
+    @classmethod
+    def from_snapshot(cls, data: dict[str, Any]) -> "EvalConfig":
+        return cls.model_validate(data)
+
+
+def load_config(path: str | Path, **overrides: Any) -> EvalConfig:
+    """Read an EvalConfig from YAML/JSON; `overrides` (CLI flags that were given) win.
+
+    Relative dataset paths are resolved against the config file's folder.
+    """
+    from evalcore.datasets.records import read_yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(str(path), "no such file")
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise InputError(str(path), "expected a mapping of settings")
+    data = {**data, **{k: v for k, v in overrides.items() if v is not None}}
+    for key in ("dataset",):
+        if isinstance(data.get(key), str) and not Path(data[key]).is_absolute():
+            candidate = path.parent / data[key]
+            if candidate.exists():
+                data[key] = str(candidate)
+    try:
+        return EvalConfig.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation(str(path), None, exc) from exc

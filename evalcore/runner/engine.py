@@ -1,0 +1,130 @@
+"""The asking loop: every (question, method) job is sent once, with bounded concurrency,
+and its answer (or classified error) lands in the store within one small batch.
+
+Why this shape:
+* a fixed pool of `concurrency` workers pulls from a queue, so memory stays flat for large
+  runs and the server never sees more than `concurrency` requests from us at once;
+* jobs are interleaved question-major (q1/m1, q1/m2, q2/m1...) so all methods progress in
+  the same pass and a partial run still compares methods on the same questions;
+* answers are buffered and written as one atomic Parquet part file per `batch_size` answers
+  or `flush_seconds`, whichever comes first; a crash loses at most the unwritten buffer and
+  `--resume` re-asks exactly those jobs. On cancellation (Ctrl-C) the buffer is flushed
+  synchronously before the cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+from evalcore.config import EvalConfig, MethodConfig
+from evalcore.runner.progress import RunProgress
+from evalcore.schemas import EvalQuestion, EvalResponse
+from evalcore.store import RunWriter
+from evalcore.targets.client import TargetClient
+
+
+@dataclass(frozen=True)
+class Job:
+    question: EvalQuestion
+    method: MethodConfig
+
+
+@dataclass
+class AskStats:
+    asked: int = 0
+    written: int = 0
+    errors: Counter = field(default_factory=Counter)
+    seconds: float = 0.0
+
+
+def plan_jobs(questions: list[EvalQuestion], methods: list[MethodConfig],
+              done: set[tuple[str, str]]) -> list[Job]:
+    """Jobs still missing, question-major; `done` holds (method name, question id) pairs."""
+    return [Job(q, m) for q in questions for m in methods if (m.name, q.id) not in done]
+
+
+class ResponseSink:
+    """Buffers answers and writes them as part files; thread-safe, flushes never overlap."""
+
+    def __init__(self, writer: RunWriter, batch_size: int,
+                 on_flush: Callable[[int], None] | None = None):
+        self.writer = writer
+        self.batch_size = batch_size
+        self.on_flush = on_flush
+        self._buffer: list[EvalResponse] = []
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self.written = 0
+
+    def add(self, response: EvalResponse) -> bool:
+        with self._lock:
+            self._buffer.append(response)
+            return len(self._buffer) >= self.batch_size
+
+    def flush_sync(self) -> int:
+        with self._write_lock:
+            with self._lock:
+                batch, self._buffer = self._buffer, []
+            if not batch:
+                return 0
+            self.writer.write_responses(batch)
+            self.written += len(batch)
+            if self.on_flush is not None:
+                self.on_flush(self.written)
+            return len(batch)
+
+    async def flush(self) -> int:
+        return await asyncio.to_thread(self.flush_sync)
+
+
+async def _periodic_flush(sink: ResponseSink, every_s: float) -> None:
+    while True:
+        await asyncio.sleep(every_s)
+        await sink.flush()
+
+
+async def ask_jobs(jobs: list[Job], clients: dict[str, TargetClient], config: EvalConfig,
+                   sink: ResponseSink, show_progress: bool = True) -> AskStats:
+    """Ask every job once; returns counts. Cancellation flushes what was answered."""
+    stats = AskStats()
+    queue: asyncio.Queue[Job] = asyncio.Queue()
+    for job in jobs:
+        queue.put_nowait(job)
+    started = time.perf_counter()
+
+    with RunProgress(len(jobs), "asking", enabled=show_progress) as bar:
+        async def worker() -> None:
+            while True:
+                try:
+                    job = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                m = job.method
+                response = await clients[m.target].query(
+                    job.question.question, job.question.id, m.name, m.send_as,
+                    m.top_k or config.top_k, m.params)
+                stats.asked += 1
+                if response.error_kind:
+                    stats.errors[response.error_kind] += 1
+                bar.advance(sum(stats.errors.values()))
+                if sink.add(response):
+                    await sink.flush()
+
+        flusher = asyncio.create_task(_periodic_flush(sink, config.flush_seconds))
+        workers = [asyncio.create_task(worker()) for _ in range(min(config.concurrency, len(jobs)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            flusher.cancel()
+            for task in workers:
+                task.cancel()
+            # Synchronous on purpose: this also runs while a cancellation is propagating.
+            sink.flush_sync()
+            stats.written = sink.written
+            stats.seconds = time.perf_counter() - started
+    return stats

@@ -1,0 +1,227 @@
+"""run_evaluation / resume_run: a live run from config to a scored run in the store.
+
+Flow (seed 004's runner, made resumable):
+ 1. health check every target (fail before anything is written if one is down);
+ 2. snapshot GET /models/info and GET /index/stats into the manifest's `target_info`;
+ 3. create the run in place (status `running`, visible to `evalcore runs` and the app)
+    and write its questions;
+ 4. ask every missing (question, method) job (engine.py), answers in small atomic batches;
+ 5. status -> complete (or cancelled on Ctrl-C, failed on an unexpected error);
+ 6. score through evalcore.scoring.score_run when that module is installed.
+Resume reads the questions and the config snapshot back from the store and asks only the
+jobs without a stored response, so every (question, method) ends up exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from evalcore import __version__
+from evalcore.config import EvalConfig
+from evalcore.errors import EvalcoreError
+from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs
+from evalcore.runner.questions import collect_questions
+from evalcore.schemas import EvalQuestion, RunManifest
+from evalcore.store import FORMAT_VERSION, RunStore, RunWriter, new_run_id
+from evalcore.targets.client import RetryPolicy, TargetClient
+
+
+@dataclass
+class RunResult:
+    """What a live run produced; `status` is the manifest's final status."""
+
+    run_id: str
+    status: str
+    store_root: str
+    methods: list[str]
+    n_questions: int
+    asked: int
+    errors: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    scored: bool = False
+    score_message: str = ""
+    score_result: Any = None
+
+
+def _clients(config: EvalConfig) -> dict[str, TargetClient]:
+    retry = RetryPolicy(retries=config.retries, backoff_s=config.backoff)
+    return {name: TargetClient(spec, timeout_s=config.timeout, concurrency=config.concurrency, retry=retry)
+            for name, spec in config.targets.items()}
+
+
+async def _probe(clients: dict[str, TargetClient], config: EvalConfig) -> dict[str, Any]:
+    """Health-check all targets and snapshot their info/stats (raises TargetUnavailable)."""
+    info: dict[str, Any] = {}
+    for name, client in clients.items():
+        health = await client.health()
+        spec = config.targets[name]
+        info[name] = {"url": spec.public_dict()["url"], "health": health,
+                      "models_info": await client.optional_json(spec.info_path),
+                      "index_stats": await client.optional_json(spec.stats_path),
+                      "probed_at": datetime.now(timezone.utc).isoformat()}
+    first = next(iter(info.values()))
+    return {"targets": info, "url": first["url"], "models_info": first["models_info"],
+            "index_stats": first["index_stats"]}
+
+
+def _existing_done(store: RunStore, run_id: str) -> set[tuple[str, str]]:
+    from evalcore.queries import query_df
+
+    df = query_df(store, "SELECT DISTINCT method, question_id FROM responses WHERE run_id = ?", [run_id])
+    return set(zip(df["method"], df["question_id"]))
+
+
+async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuestion],
+               done: set[tuple[str, str]], probe: bool) -> tuple[AskStats, dict[str, Any] | None, int]:
+    clients = _clients(config)
+    try:
+        info = await _probe(clients, config) if probe else None
+        if probe:
+            writer.update_manifest(target_info=info)
+        jobs = plan_jobs(questions, config.methods, done)
+        expected = len(questions) * len(config.methods)
+
+        def on_flush(written: int) -> None:
+            counts = writer.read_manifest().counts
+            writer.update_manifest(counts={**counts, "responses": len(done) + written, "expected": expected})
+
+        sink = ResponseSink(writer, config.batch_size, on_flush=on_flush)
+        stats = await ask_jobs(jobs, clients, config, sink, show_progress=config.progress)
+        return stats, info, len(jobs)
+    finally:
+        for client in clients.values():
+            await client.aclose()
+
+
+def _finish(writer: RunWriter, store: RunStore, status: str, started: float, note: str | None = None) -> RunManifest:
+    from evalcore.queries import query_df
+
+    df = query_df(store, "SELECT error_kind, count(*) AS n FROM responses WHERE run_id = ? GROUP BY error_kind",
+                  [writer.run_id])
+    kinds = {str(k): int(n) for k, n in zip(df["error_kind"], df["n"]) if k is not None and k == k}
+    manifest = writer.read_manifest()
+    counts = {**manifest.counts, "responses": int(df["n"].sum()) if len(df) else 0,
+              "errors": sum(kinds.values()), **{f"errors_{k}": v for k, v in kinds.items()}}
+    timings = {**manifest.timings, "asking_s": round(manifest.timings.get("asking_s", 0.0)
+                                                      + time.perf_counter() - started, 3)}
+    notes = manifest.notes + ([note] if note else [])
+    return writer.update_manifest(status=status, counts=counts, timings=timings, notes=notes,
+                                  finished_at=datetime.now(timezone.utc) if status != "running" else None)
+
+
+def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
+             done: set[tuple[str, str]], probe: bool) -> RunResult:
+    started = time.perf_counter()
+    writer.update_manifest(status="running", finished_at=None)
+    try:
+        stats, _, _ = asyncio.run(_ask(config, writer, questions, done, probe))
+    except KeyboardInterrupt:
+        _finish(writer, store, "cancelled", started, note="cancelled by the user; continue with --resume")
+        raise
+    except BaseException as exc:
+        _finish(writer, store, "failed", started, note=f"failed: {type(exc).__name__}: {exc}")
+        raise
+    manifest = _finish(writer, store, "complete", started)
+    result = RunResult(run_id=writer.run_id, status=manifest.status, store_root=str(store.root),
+                       methods=[m.name for m in config.methods], n_questions=len(questions),
+                       asked=stats.asked, errors=dict(Counter(stats.errors)), seconds=stats.seconds)
+    if config.score:
+        _score(store, writer, config, result)
+    return result
+
+
+def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunResult) -> None:
+    """Score with evalcore.scoring when it exists; the answers are kept either way."""
+    if importlib.util.find_spec("evalcore.scoring") is None:
+        result.score_message = ("scoring skipped: evalcore.scoring is not available in this install; "
+                                f"score later with `evalcore score {result.run_id}`")
+        return
+    from evalcore import scoring
+
+    t0 = time.perf_counter()
+    try:
+        result.score_result = scoring.score_run(store, result.run_id, metrics=config.metrics,
+                                                groups=config.groups, options={"judge": config.judge_option},
+                                                progress=config.progress)
+    except EvalcoreError as exc:
+        result.score_message = f"scoring failed: {exc}; the answers are stored, retry with `evalcore score`"
+        writer.update_manifest(notes=writer.read_manifest().notes + [result.score_message])
+        return
+    timings = writer.read_manifest().timings
+    writer.update_manifest(timings={**timings, "scoring_s": round(time.perf_counter() - t0, 3)})
+    result.scored = True
+    result.score_message = "scored"
+
+
+def run_evaluation(config: EvalConfig, store: RunStore | None = None) -> RunResult:
+    """Ask every question of `config` to every method, store the answers, then score them."""
+    store = store or RunStore(config.store)
+    questions, dataset_info = collect_questions(config)
+    name = config.name or dataset_info.get("name") or "live"
+    manifest = RunManifest(format_version=FORMAT_VERSION, run_id=new_run_id(name), name=name, kind="live",
+                           status="created", evalcore_version=__version__,
+                           methods=[m.name for m in config.methods], dataset=dataset_info,
+                           source={"kind": "live", "targets": sorted(config.targets)},
+                           config=config.snapshot(),
+                           judges=[config.judge_option] if config.judge_option else [],
+                           counts={"questions": len(questions), "expected": len(questions) * len(config.methods)})
+    # Probe before creating the run, so an unreachable server leaves no empty run behind.
+    asyncio.run(_probe_only(config))
+    writer = store.create_run(manifest)
+    writer.write_questions(questions)
+    return _execute(config, store, writer, questions, set(), probe=True)
+
+
+async def _probe_only(config: EvalConfig) -> None:
+    clients = _clients(config)
+    try:
+        for client in clients.values():
+            await client.health()
+    finally:
+        for client in clients.values():
+            await client.aclose()
+
+
+def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig | None = None,
+               **overrides: Any) -> RunResult:
+    """Continue a live run: ask only the (question, method) jobs that have no stored answer.
+
+    The config comes from the run's manifest unless one is given (e.g. to supply headers);
+    `overrides` may change operational settings (concurrency, timeout, progress, score...).
+    """
+    from evalcore.queries import run_questions
+
+    store = store or RunStore()
+    run_id = store.resolve(run_ref)
+    manifest = store.manifest(run_id)
+    if manifest.kind != "live":
+        raise EvalcoreError(f"run {run_id} is a {manifest.kind} run; only live runs can be resumed")
+    base = config or EvalConfig.from_snapshot(manifest.config)
+    allowed = {"concurrency", "timeout", "retries", "backoff", "batch_size", "progress", "score",
+               "judge", "no_judge", "metrics", "groups", "flush_seconds"}
+    bad = set(k for k, v in overrides.items() if v is not None) - allowed
+    if bad:
+        raise EvalcoreError(f"cannot change {sorted(bad)} when resuming; they define the run")
+    config = base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    if [m.name for m in config.methods] != manifest.methods:
+        raise EvalcoreError(f"the config's methods {[m.name for m in config.methods]} differ from the "
+                            f"run's {manifest.methods}")
+    for spec in config.targets.values():
+        if any(v.startswith("<redacted") for v in spec.headers.values()):
+            raise EvalcoreError("this run's target used a literal secret header that was not stored; "
+                                "pass the same --config to resume (prefer ${ENV_NAME} headers)")
+    questions = run_questions(store, run_id)
+    done = _existing_done(store, run_id)
+    writer = store.open_run(run_id)
+    if manifest.status == "complete" and not plan_jobs(questions, config.methods, done):
+        return RunResult(run_id=run_id, status="complete", store_root=str(store.root),
+                         methods=manifest.methods, n_questions=len(questions), asked=0,
+                         score_message="nothing to resume: every question has an answer for every method")
+    asyncio.run(_probe_only(config))
+    return _execute(config, store, writer, questions, done, probe=not manifest.target_info)

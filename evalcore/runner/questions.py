@@ -1,0 +1,86 @@
+"""The questions of a live run: a dataset file and/or public sets by name, optionally sampled.
+
+Sampling is a seeded random sample kept in the file's order, so `--samples 20` picks the
+same questions on every machine and a resumed run asks about the same ones. With several
+datasets, ids are prefixed with the dataset name (ids only need to be unique per dataset)
+and the name is added to each question's tags.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+from pathlib import Path
+from typing import Any
+
+from evalcore.config import EvalConfig
+from evalcore.datasets import load_questions
+from evalcore.errors import EvalcoreError
+from evalcore.fingerprint import file_fingerprint
+from evalcore.schemas import EvalQuestion
+
+
+def _sample(questions: list[EvalQuestion], n: int | None, seed: int) -> list[EvalQuestion]:
+    if n is None or n >= len(questions):
+        return questions
+    keep = set(random.Random(seed).sample(range(len(questions)), n))
+    return [q for i, q in enumerate(questions) if i in keep]
+
+
+def _public(name: str, samples: int | None, seed: int) -> list[EvalQuestion]:
+    from evalcore.datasets.registry import PUBLIC_SETS
+
+    if name not in PUBLIC_SETS:
+        known = ", ".join(sorted(PUBLIC_SETS)) or "none installed"
+        raise EvalcoreError(f"dataset {name!r} is neither a file nor a known public set ({known}); "
+                            "see `evalcore datasets`")
+    load = PUBLIC_SETS[name].load
+    params = inspect.signature(load).parameters
+    kwargs: dict[str, Any] = {}
+    for key in ("samples", "limit", "n"):
+        if key in params and samples is not None:
+            kwargs[key] = samples
+            break
+    if "seed" in params:
+        kwargs["seed"] = seed
+    return list(load(**kwargs))
+
+
+def _one(ref: str, config: EvalConfig) -> tuple[list[EvalQuestion], dict[str, Any]]:
+    path = Path(ref)
+    if path.exists():
+        questions = load_questions(path)
+        info = {"name": path.stem, "path": str(path), "fingerprint": file_fingerprint(path)}
+    else:
+        questions = _public(ref, config.samples, config.seed)
+        info = {"name": ref, "source": "public"}
+    info["n_total"] = len(questions)
+    questions = _sample(questions, config.samples, config.seed)
+    info["n_questions"] = len(questions)
+    return questions, info
+
+
+def collect_questions(config: EvalConfig) -> tuple[list[EvalQuestion], dict[str, Any]]:
+    """All questions of the run and the manifest's `dataset` entry describing where they came from."""
+    refs = ([config.dataset] if config.dataset else []) + list(config.datasets)
+    if len(refs) == 1:
+        questions, info = _one(refs[0], config)
+        info.update(samples=config.samples, seed=config.seed)
+        return questions, info
+    out: list[EvalQuestion] = []
+    parts = []
+    for ref in refs:
+        questions, info = _one(ref, config)
+        prefix = info["name"]
+        for q in questions:
+            out.append(q.model_copy(update={
+                "id": f"{prefix}:{q.id}", "tags": list(dict.fromkeys([*q.tags, prefix])),
+                "metadata": {**q.metadata, "dataset": prefix, "source_id": q.id}}))
+        parts.append(info)
+    seen: set[str] = set()
+    for q in out:
+        if q.id in seen:
+            raise EvalcoreError(f"question id {q.id!r} occurs twice across datasets (same dataset given twice?)")
+        seen.add(q.id)
+    return out, {"name": "+".join(p["name"] for p in parts), "parts": parts,
+                 "samples": config.samples, "seed": config.seed, "n_questions": len(out)}

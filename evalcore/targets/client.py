@@ -1,0 +1,175 @@
+"""Async HTTP client for one RAG target: health, info, index stats, and query with retries.
+
+Why the care: a live run talks to servers that fail in every way a network can. Each query
+ends as exactly one EvalResponse, either parsed or carrying `error` + `error_kind`:
+
+  timeout    no complete answer within the per-request timeout (a total deadline, not httpx's
+             per-phase timeouts, so a server that trickles bytes cannot stall a run)
+  http       a non-2xx status (5xx and 429 are retried first; other 4xx are not)
+  malformed  2xx with a body that is not JSON or does not fit the response map (retried)
+  empty      a valid response whose answer is blank while not declaring `abstained`
+  error      connection refused/reset and anything else unexpected (connection faults retried)
+
+Retries back off exponentially with jitter. Secrets in headers are resolved once, held in
+memory only, and never put into an error message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from evalcore.schemas import EvalResponse
+from evalcore.targets.parse import MalformedResponse, parse_response
+from evalcore.targets.spec import TargetSpec, render_body
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    retries: int = 3
+    backoff_s: float = 0.5
+    max_backoff_s: float = 8.0
+
+    def delay(self, attempt: int) -> float:
+        """Full-jitter exponential backoff for the given (1-based) failed attempt."""
+        ceiling = min(self.max_backoff_s, self.backoff_s * (2 ** (attempt - 1)))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+class TargetUnavailable(Exception):
+    """The target failed its health check or could not be reached before the run started."""
+
+
+class _Attempt(Exception):
+    def __init__(self, kind: str, message: str, retry: bool):
+        super().__init__(message)
+        self.kind = kind
+        self.retry = retry
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class TargetClient:
+    """One httpx.AsyncClient per target, sized for the run's concurrency. Use as `async with`."""
+
+    def __init__(self, spec: TargetSpec, timeout_s: float = 30.0, concurrency: int = 8,
+                 retry: RetryPolicy | None = None):
+        self.spec = spec
+        self.timeout_s = timeout_s
+        self.retry = retry or RetryPolicy()
+        limits = httpx.Limits(max_connections=max(concurrency, 1) + 2,
+                              max_keepalive_connections=max(concurrency, 1) + 2)
+        self._http = httpx.AsyncClient(base_url=spec.url, headers=spec.resolved_headers(),
+                                       timeout=httpx.Timeout(timeout_s + 5.0), limits=limits,
+                                       verify=spec.verify_tls, follow_redirects=True)
+
+    async def __aenter__(self) -> "TargetClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # ---- metadata endpoints --------------------------------------------------------
+    async def _get_json(self, path: str) -> Any:
+        resp = await asyncio.wait_for(self._http.get(path), self.timeout_s)
+        resp.raise_for_status()
+        return resp.json()
+
+    async def health(self) -> dict[str, Any]:
+        """GET /health; raises TargetUnavailable with the reason when the server is not ready."""
+        if not self.spec.health_path:
+            return {"skipped": True}
+        try:
+            resp = await asyncio.wait_for(self._http.get(self.spec.health_path), self.timeout_s)
+        except (httpx.HTTPError, asyncio.TimeoutError) as exc:
+            raise TargetUnavailable(f"target {self.spec.name!r} at {self.spec.url} is not reachable "
+                                    f"({type(exc).__name__}: {_short(str(exc)) or 'no detail'})") from exc
+        if resp.status_code >= 400:
+            raise TargetUnavailable(f"target {self.spec.name!r}: GET {self.spec.health_path} returned "
+                                    f"HTTP {resp.status_code}")
+        try:
+            body = resp.json()
+        except ValueError:
+            return {"status_code": resp.status_code}
+        return body if isinstance(body, dict) else {"body": body}
+
+    async def optional_json(self, path: str | None) -> dict[str, Any] | None:
+        """GET an optional endpoint (/models/info, /index/stats); None when absent or broken."""
+        if not path:
+            return None
+        try:
+            body = await self._get_json(path)
+        except (httpx.HTTPError, asyncio.TimeoutError, ValueError):
+            return None
+        return body if isinstance(body, dict) else {"body": body}
+
+    # ---- query ---------------------------------------------------------------------
+    def _request_kwargs(self, variables: dict[str, Any]) -> dict[str, Any]:
+        body = render_body(self.spec.body, variables)
+        if self.spec.query_http_method == "GET":
+            params = body if isinstance(body, dict) else {"q": body}
+            return {"params": {k: v for k, v in params.items() if v is not None}}
+        return {"json": body}
+
+    async def _attempt(self, kwargs: dict[str, Any], question_id: str, method: str) -> EvalResponse:
+        try:
+            resp = await asyncio.wait_for(
+                self._http.request(self.spec.query_http_method, self.spec.query_path, **kwargs),
+                self.timeout_s)
+        except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
+            raise _Attempt("timeout", f"no answer within {self.timeout_s:g}s", retry=True) from exc
+        except httpx.TransportError as exc:
+            raise _Attempt("error", f"{type(exc).__name__}: {_short(str(exc)) or 'connection failed'}",
+                           retry=True) from exc
+        if resp.status_code >= 400:
+            retry = resp.status_code >= 500 or resp.status_code == 429
+            raise _Attempt("http", f"HTTP {resp.status_code}: {_short(resp.text, 200)}", retry=retry)
+        try:
+            payload = json.loads(resp.content)
+        except ValueError as exc:
+            raise _Attempt("malformed", f"body is not valid JSON ({exc}); starts with "
+                           f"{_short(resp.text, 80)!r}", retry=True) from exc
+        try:
+            return parse_response(payload, self.spec.response, question_id, method)
+        except MalformedResponse as exc:
+            raise _Attempt("malformed", str(exc), retry=True) from exc
+
+    async def query(self, question: str, question_id: str, method: str, send_method: str,
+                    top_k: int, params: dict[str, Any] | None = None) -> EvalResponse:
+        """Ask one question; always returns an EvalResponse (with error fields on failure)."""
+        variables = {"top_k": top_k, **(params or {}), "question": question,
+                     "question_id": question_id, "method": send_method}
+        kwargs = self._request_kwargs(variables)
+        attempts = 0
+        started = time.perf_counter()
+        while True:
+            attempts += 1
+            t0 = time.perf_counter()
+            try:
+                response = await self._attempt(kwargs, question_id, method)
+            except _Attempt as failure:
+                if failure.retry and attempts <= self.retry.retries:
+                    await asyncio.sleep(self.retry.delay(attempts))
+                    continue
+                return EvalResponse(
+                    question_id=question_id, method=method, error=str(failure), error_kind=failure.kind,
+                    latency_ms=(time.perf_counter() - t0) * 1000.0,
+                    raw={"attempts": attempts, "elapsed_ms": round((time.perf_counter() - started) * 1000.0, 3)})
+            latency_ms = (time.perf_counter() - t0) * 1000.0
+            update: dict[str, Any] = {"latency_ms": latency_ms,
+                                      "raw": {**response.raw, "attempts": attempts}}
+            if not response.answer.strip() and response.abstained is not True:
+                update.update(error="empty answer", error_kind="empty")
+            return response.model_copy(update=update)
