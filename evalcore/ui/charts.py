@@ -1,0 +1,6 @@
+"""Being written."""
+import streamlit as st
+
+
+def render() -> None:
+    st.title("charts")

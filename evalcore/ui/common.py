@@ -1,0 +1,171 @@
+"""What every page shares: the store, URL-backed widgets, and safe rendering of untrusted text.
+
+URL state (datasette's lesson: the URL is the state). Each widget is seeded from its query
+parameter the first time it renders in a session, then writes its value back, so copying
+the address bar reproduces the view. Every URL value is checked against an allow-list built
+from the store (run ids, methods, metrics that exist); anything else is dropped with a
+visible note instead of an exception.
+
+Untrusted text (answers, contexts, judge I/O, even run names) goes through st.text,
+st.code or st.dataframe only: never markdown, never HTML.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from typing import Any, Callable, Sequence
+
+import pandas as pd
+import streamlit as st
+
+from evalcore.errors import StoreError
+from evalcore.store import RunStore, check_run_id
+from evalcore.ui.snapshot import Snapshot, get_snapshot
+
+
+def store() -> RunStore:
+    """The store named by EVALCORE_STORE (set by `evalcore app`), else ./runs."""
+    return RunStore()
+
+
+def snapshot() -> Snapshot:
+    return get_snapshot(store())
+
+
+def header(title: str, caption: str) -> None:
+    """Page title and one line on what the page is for (our own constant text only)."""
+    st.title(title)
+    st.caption(caption)
+
+
+def _warn_dropped(param: str, value: Any, why: str) -> None:
+    st.warning(f"Ignored URL parameter {param}={str(value)[:80]!r}: {why}.")
+
+
+def valid_run_ids(values: Sequence[str], known: Sequence[str], param: str) -> list[str]:
+    """Run ids from the URL that are well-formed (store.check_run_id) and exist."""
+    out = []
+    for v in values:
+        try:
+            check_run_id(v)
+        except StoreError:
+            _warn_dropped(param, v, "not a valid run id")
+            continue
+        if v in known:
+            out.append(v)
+        else:
+            _warn_dropped(param, v, "no such run in this store")
+    return out
+
+
+def url_select(label: str, options: Sequence[Any], param: str, *, format_func: Callable[[Any], str] = str,
+               default: Any = None, help: str | None = None, container: Any = st) -> Any:
+    """A selectbox bound to query parameter `param` (validated against `options`)."""
+    options = list(options)
+    if not options:
+        return None
+    key = f"url_{param}"
+    if key not in st.session_state or st.session_state[key] not in options:
+        raw = st.query_params.get(param)
+        if raw is not None and raw not in [str(o) for o in options]:
+            _warn_dropped(param, raw, "not one of the available choices")
+            raw = None
+        by_text = {str(o): o for o in options}
+        st.session_state[key] = by_text.get(raw) if raw is not None else (
+            default if default in options else options[0])
+    value = container.selectbox(label, options, key=key, format_func=format_func, help=help)
+    # The default stays out of the URL so links stay short; reading it back gives the same view.
+    set_param(param, None if value == (default if default in options else options[0]) else value)
+    return value
+
+
+def url_multi(label: str, options: Sequence[Any], param: str, *, default: Sequence[Any] = (),
+              format_func: Callable[[Any], str] = str, help: str | None = None, container: Any = st) -> list:
+    """A multiselect bound to a repeated query parameter (`?m=a&m=b`)."""
+    options = list(options)
+    key = f"url_{param}"
+    if key not in st.session_state:
+        raw = st.query_params.get_all(param)
+        by_text = {str(o): o for o in options}
+        bad = [r for r in raw if r not in by_text]
+        if bad:
+            _warn_dropped(param, ", ".join(bad), "not available here")
+        chosen = [by_text[r] for r in raw if r in by_text] if raw else [d for d in default if d in options]
+        st.session_state[key] = list(dict.fromkeys(chosen))
+    else:
+        st.session_state[key] = [v for v in st.session_state[key] if v in options]
+    value = container.multiselect(label, options, key=key, format_func=format_func, help=help)
+    set_param(param, value)
+    return value
+
+
+def url_text(label: str, param: str, *, max_len: int = 200, help: str | None = None, container: Any = st) -> str:
+    key = f"url_{param}"
+    if key not in st.session_state:
+        st.session_state[key] = (st.query_params.get(param) or "")[:max_len]
+    value = container.text_input(label, key=key, max_chars=max_len, help=help)
+    set_param(param, value or None)
+    return value
+
+
+def url_number(label: str, param: str, *, lo: float, hi: float, default: float | None = None,
+               step: float = 0.05, help: str | None = None, container: Any = st) -> float | None:
+    """A number input bound to `param`; non-numbers and out-of-range values are dropped."""
+    key = f"url_{param}"
+    if key not in st.session_state:
+        raw = st.query_params.get(param)
+        value = default
+        if raw is not None:
+            try:
+                parsed = float(raw)
+                if not math.isfinite(parsed) or not lo <= parsed <= hi:
+                    raise ValueError
+                value = parsed
+            except ValueError:
+                _warn_dropped(param, raw, f"expected a number in [{lo}, {hi}]")
+        st.session_state[key] = value
+    value = container.number_input(label, min_value=lo, max_value=hi, step=step, key=key, help=help)
+    set_param(param, None if value is None else f"{value:g}")
+    return value
+
+
+def url_int(param: str, lo: int, hi: int, default: int = 0) -> int:
+    """An integer query parameter (e.g. the question index), clamped into [lo, hi]."""
+    raw = st.query_params.get(param)
+    try:
+        value = int(raw) if raw is not None else default
+    except ValueError:
+        _warn_dropped(param, raw, "expected an integer")
+        value = default
+    return max(lo, min(hi, value))
+
+
+def set_param(param: str, value: Any) -> None:
+    """Write one query parameter (lists become repeated keys; empty removes it)."""
+    if value is None or value == "" or value == []:
+        if param in st.query_params:
+            del st.query_params[param]
+        return
+    new = [str(v) for v in value] if isinstance(value, (list, tuple)) else str(value)
+    if st.query_params.get_all(param) != (new if isinstance(new, list) else [new]):
+        st.query_params[param] = new
+
+
+def show_table(df: pd.DataFrame, name: str, *, key: str | None = None, **kwargs: Any) -> None:
+    """A dataframe (text rendered inert) plus a CSV download of exactly what is shown."""
+    st.dataframe(df, hide_index=True, **kwargs)
+    buf = io.StringIO()
+    df.to_csv(buf, index=False)
+    st.download_button(f"Download {name} (CSV)", buf.getvalue().encode("utf-8"), file_name=f"{name}.csv",
+                       mime="text/csv", key=key or f"dl_{name}", on_click="ignore")
+
+
+def untrusted(label: str, text: Any) -> None:
+    """Show untrusted text verbatim: a fixed caption, then the text as plain text."""
+    st.caption(label)
+    st.text("" if text is None or (isinstance(text, float) and math.isnan(text)) else str(text))
+
+
+def empty_state(what: str, hint: str) -> None:
+    st.info(f"{what} {hint}")

@@ -1,0 +1,139 @@
+"""Compare page: two or more (run, method) systems paired on question_id.
+
+The first system is the baseline; each other one gets a metric table (means, Δ, CI, Holm-
+adjusted p), improved/regressed/unchanged counts that filter the question list, a word diff
+of the answers to one question, and a head-to-head scatter for one metric.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from evalcore.ui import common
+from evalcore.ui import data as D
+from evalcore.ui import data_compare as C
+from evalcore.ui.analysis import diff_text, word_diff
+
+OUTCOMES = ["regressed", "improved", "unchanged", "missing"]
+
+
+@st.cache_data(show_spinner="Paired bootstrap and tests...", max_entries=64)
+def _significance(_snap_key: str, base_key: str, cand_key: str, metrics: tuple[str, ...],
+                  _pairs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    return C.significance(_pairs)
+
+
+def _metric_table(snap, base: D.System, cand: D.System, stat_metrics: list[str]) -> pd.DataFrame:
+    table = C.delta_table(snap, base, cand)
+    if table.empty:
+        return table
+    higher = table["metric"].map(C.higher_is_better)
+    table["higher_is_better"] = higher
+    table["improved"] = table["up"].where(higher, table["down"])
+    table["regressed"] = table["down"].where(higher, table["up"])
+    table = table.drop(columns=["up", "down"])
+    chosen = [m for m in stat_metrics if m in set(table.metric)]
+    if chosen:
+        pairs = C.paired_values(snap, base, cand, chosen)
+        key = f"{snap.store.root}:{hash(tuple(sorted(snap.run_sigs.get(base.run_id, ()))))}:" \
+              f"{hash(tuple(sorted(snap.run_sigs.get(cand.run_id, ()))))}"
+        sig, why = _significance(key, base.key, cand.key, tuple(chosen), pairs)
+    else:
+        sig, why = pd.DataFrame(), "no metric chosen for tests"
+    if sig.empty:
+        st.caption(f"CI and p: {why or 'unavailable'}. Means and deltas below come from SQL.")
+        table["p_holm"] = None
+        return table
+    st.caption("CI: paired bootstrap 95% (1,000 resamples). p: exact McNemar (0/1 metrics) or paired "
+               "randomization (2,000 permutations), Holm-adjusted across the tested metrics.")
+    return table.merge(sig, on="metric", how="left")
+
+
+def _scatter(pairs: pd.DataFrame, metric: str, base: D.System, cand: D.System) -> go.Figure:
+    g = C.scatter_frame(pairs, metric)
+    fig = go.Figure(go.Scattergl(x=g["a"], y=g["b"], mode="markers", text=g["question_id"],
+                                 marker={"size": 5, "opacity": 0.5}, name="question",
+                                 hovertemplate="%{text}<br>baseline %{x:.3f}<br>candidate %{y:.3f}"))
+    if len(g):
+        lo, hi = float(min(g["a"].min(), g["b"].min())), float(max(g["a"].max(), g["b"].max()))
+        fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="no change",
+                                 line={"dash": "dot", "color": "grey"}))
+    fig.update_layout(title=f"{metric}: each question, baseline vs candidate",
+                      xaxis_title=f"baseline ({base.method})", yaxis_title=f"candidate ({cand.method})",
+                      height=420)
+    return fig
+
+
+def _question_diff(snap, base: D.System, cand: D.System, metric: str, higher: bool) -> None:
+    outcome = common.url_select("Show questions that", OUTCOMES, "out")
+    rows = C.changed_questions(snap, base, cand, metric, outcome, higher)
+    st.text(f"{len(rows)} questions {outcome} on {metric}")
+    if rows.empty:
+        return
+    common.show_table(rows, f"compare-{outcome}-{metric}", height=250)
+    qid = common.url_select("Question to diff", rows["question_id"].tolist(), "cq")
+    ans = C.answers(snap, [base, cand], qid)
+    by_sys = dict(zip(ans["system"], ans["answer"].fillna("")))
+    if len(ans):
+        common.untrusted("Question", ans["question"].iloc[0])
+        common.untrusted("Ground truth", ans["ground_truth"].iloc[0])
+    a, b = by_sys.get(base.key, ""), by_sys.get(cand.key, "")
+    c1, c2 = st.columns(2)
+    with c1:
+        common.untrusted("Baseline answer", a)
+    with c2:
+        common.untrusted("Candidate answer", b)
+    rows = word_diff(a, b)
+    st.caption("Word diff ([-only in baseline-] {+only in candidate+})")
+    st.text(diff_text(rows))
+    st.dataframe(pd.DataFrame(rows, columns=["op", "words"]), hide_index=True)
+    st.page_link("pages/questions.py", label="Open this question on the Questions page",
+                 query_params={"run": cand.run_id, "method": cand.method, "qid": qid})
+
+
+def render() -> None:
+    common.header("Compare", "Pair systems (run / method) on question_id. The first one is the baseline.")
+    snap = common.snapshot()
+    sys_df = D.systems(snap)
+    if sys_df.empty:
+        common.empty_state("No runs yet.", "Import or launch one first.")
+        return
+    labels = dict(zip(sys_df.run_id + ":" + sys_df.method, sys_df.label))
+    keys = list(labels)
+    scored = [k for k, has in zip(keys, sys_df.has_metrics) if has]
+    picked = common.url_multi("Systems (first = baseline)", keys, "sys", default=(scored or keys)[:2],
+                              format_func=lambda k: labels[k])
+    if len(picked) < 2:
+        common.empty_state("Pick at least two systems.", "The first one is the baseline.")
+        return
+    systems = [D.System.parse(k) for k in picked]
+    base, cands = systems[0], systems[1:]
+    metrics = D.metric_names(snap, list({s.run_id for s in systems}))
+    if not metrics:
+        common.empty_state("These runs have no metric values.", "Score them first (`evalcore score`).")
+        return
+    stat_metrics = common.url_multi("Metrics to test (CI, p)", metrics, "tm",
+                                    default=[m for m in D.KEY_METRICS if m in metrics][:6])
+    cand = cands[0] if len(cands) == 1 else D.System.parse(common.url_select(
+        "Candidate", [c.key for c in cands], "cand", format_func=lambda k: labels[k]))
+    table = _metric_table(snap, base, cand, stat_metrics)
+    if table.empty:
+        common.empty_state("No metric is scored on both sides.", "Pick systems scored with the same metrics.")
+        return
+    common.show_table(table, "compare-metrics")
+    totals = table[["improved", "regressed", "unchanged", "missing"]].sum()
+    st.text("Over all metrics: " + ", ".join(f"{k} {int(v)}" for k, v in totals.items()))
+
+    metric = common.url_select("Metric for questions and scatter", list(table.metric), "cm",
+                               default=stat_metrics[0] if stat_metrics else None)
+    row = table[table.metric == metric].iloc[0]
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("improved", int(row.improved))
+    c2.metric("regressed", int(row.regressed))
+    c3.metric("unchanged", int(row.unchanged))
+    c4.metric("missing", int(row.missing))
+    pairs = C.paired_values(snap, base, cand, [metric])
+    st.plotly_chart(_scatter(pairs, metric, base, cand), key="scatter")
+    _question_diff(snap, base, cand, metric, bool(row.higher_is_better))

@@ -1,0 +1,78 @@
+"""Runs page: the leaderboard of every (run, method), with filters, sorting and links onward."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from evalcore.ui import common
+from evalcore.ui import data as D
+
+SORTABLE = ["weighted_score", "created_at", "n", "cost_per_query_usd", "latency_p50_ms", "name", "method"]
+STATUSES = ["complete", "running", "created", "failed", "cancelled"]
+
+
+def _links(df):
+    """Relative links (resolved against the app's base URL) into the drill-down pages."""
+    df = df.copy()
+    df["questions"] = [f"questions?{urlencode({'run': r, 'method': m})}" for r, m in zip(df.run_id, df.method)]
+    df["charts"] = [f"charts?{urlencode({'sys': f'{r}:{m}'})}" for r, m in zip(df.run_id, df.method)]
+    return df
+
+
+def render() -> None:
+    common.header("Runs", "Every run and method in the store, ranked. Means are over scored questions.")
+    snap = common.snapshot()
+    all_metrics = D.metric_names(snap)
+    if snap.df("SELECT count(*) AS n FROM runs")["n"].iloc[0] == 0:
+        common.empty_state("The store has no runs yet.",
+                           "Start one on the Launch page, or run `evalcore import --example`.")
+        return
+    c1, c2, c3 = st.columns([2, 2, 3])
+    search = common.url_text("Search (name, run id, method, dataset)", "q", container=c1)
+    statuses = common.url_multi("Status", STATUSES, "status", container=c2)
+    defaults = [m for m in D.KEY_METRICS if m in all_metrics and m != "weighted_score"][:6]
+    metrics = common.url_multi("Metric columns", [m for m in all_metrics if m != "weighted_score"], "cols",
+                               default=defaults, container=c3)
+    c4, c5 = st.columns([2, 1])
+    sort_by = common.url_select("Sort by", SORTABLE + metrics, "sort", container=c4)
+    order = common.url_select("Order", ["descending", "ascending"], "order", container=c5)
+
+    board = D.leaderboard(snap, metrics, search=search or None, statuses=statuses or None)
+    if board.empty:
+        common.empty_state("No run matches these filters.", "Clear the search or the status filter.")
+        return
+    if sort_by in board.columns:
+        board = board.sort_values(sort_by, ascending=order == "ascending", na_position="last")
+    if "weighted_score" in board.columns and board["weighted_score"].isna().all():
+        board = board.drop(columns="weighted_score")
+        st.caption("No weighted_score in these runs: score them with the composite metrics to rank by it.")
+    board = _links(board)
+    col_cfg = {
+        "questions": st.column_config.LinkColumn("questions", display_text="open"),
+        "charts": st.column_config.LinkColumn("charts", display_text="open"),
+        "cost_usd": st.column_config.NumberColumn("cost (USD)", format="%.4f"),
+        "cost_per_query_usd": st.column_config.NumberColumn("cost/query (USD)", format="%.5f"),
+        "latency_p50_ms": st.column_config.NumberColumn("latency p50 (ms)", format="%.0f"),
+        "latency_p95_ms": st.column_config.NumberColumn("latency p95 (ms)", format="%.0f"),
+        "created_at": st.column_config.DatetimeColumn("date", format="YYYY-MM-DD HH:mm"),
+    }
+    for m in metrics + ["weighted_score"]:
+        col_cfg[m] = st.column_config.NumberColumn(m, format="%.3f")
+    st.text(f"{len(board)} run/method rows")
+    common.show_table(board, "leaderboard", column_config=col_cfg)
+
+    st.subheader("Open")
+    labels = {f"{r}:{m}": f"{n} / {m}  ({r})" for r, m, n in zip(board.run_id, board.method, board.name)}
+    keys = list(labels)
+    picked = st.multiselect("Pick rows to open (two or more to compare)", keys, default=keys[:1],
+                            format_func=labels.get, key="runs_pick")
+    if picked:
+        first_run, _, first_method = picked[0].partition(":")
+        c1, c2, c3 = st.columns(3)
+        c1.page_link("pages/questions.py", label="Questions of the first pick",
+                     query_params={"run": first_run, "method": first_method})
+        c2.page_link("pages/charts.py", label="Charts of the picks", query_params={"sys": picked})
+        c3.page_link("pages/compare.py", label="Compare the picks", query_params={"sys": picked},
+                     disabled=len(picked) < 2)
