@@ -1,0 +1,62 @@
+"""The embedding service every vector-using metric goes through.
+
+    from evalcore.embeddings import get_embedder
+    emb = get_embedder()                      # packaged all-MiniLM-L6-v2, offline
+    emb = get_embedder("path/to/model", store)  # any sentence-transformers folder or cached HF name
+    emb = get_embedder("text-embedding-3-small@https://api.openai.com/v1", store)
+    vectors = emb.encode(["a", "b"])          # float32, L2-normalised rows, shape (n, dim)
+
+With a store, vectors are cached under `store.shared_dir("embeddings")` by (model, text hash),
+so re-scoring, or scoring another method against the same ground truths, encodes nothing twice.
+Embedders are shared per (model, store) within a process, so every metric sees one loaded
+model and one in-memory cache (`reset_embedders()` forgets them, e.g. between benchmark passes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evalcore.embeddings.embedder import Embedder, SentenceTransformerBackend, l2_normalise
+from evalcore.embeddings.models import (
+    DEFAULT_MODEL_ID,
+    ModelRef,
+    ModelUnavailableError,
+    resolve_model,
+)
+from evalcore.embeddings.openai_compat import OpenAICompatibleBackend, parse_model_at_url
+
+__all__ = ["DEFAULT_MODEL_ID", "Embedder", "ModelRef", "ModelUnavailableError", "get_embedder",
+           "l2_normalise", "reset_embedders", "resolve_model", "cache_root"]
+
+_EMBEDDERS: dict[tuple[str, str | None], Embedder] = {}
+
+
+def cache_root(store: Any) -> Path | None:
+    """The store-level folder for embedding caches, or None without a store (memory only)."""
+    if store is None:
+        return None
+    return Path(store.shared_dir("embeddings"))
+
+
+def get_embedder(model: str | None = None, store: Any = None) -> Embedder:
+    """The Embedder for `model` (None = packaged all-MiniLM-L6-v2), cached in `store` if given.
+
+    Raises ModelUnavailableError (an EvalcoreError) at once when a local model cannot be found;
+    weights load lazily, on the first text that is not in the cache.
+    """
+    root = cache_root(store)
+    endpoint = parse_model_at_url(model.strip()) if isinstance(model, str) else None
+    if endpoint is not None:
+        backend: Any = OpenAICompatibleBackend(*endpoint)
+    else:
+        backend = SentenceTransformerBackend(resolve_model(model))
+    key = (backend.model_id, str(root) if root is not None else None)
+    if key not in _EMBEDDERS:
+        _EMBEDDERS[key] = Embedder(backend, cache_root=root)
+    return _EMBEDDERS[key]
+
+
+def reset_embedders() -> None:
+    """Forget the per-process embedders (their loaded models and in-memory caches)."""
+    _EMBEDDERS.clear()

@@ -1,0 +1,138 @@
+"""An append-only, multi-process-safe cache of fixed-width float32 rows keyed by a text hash.
+
+Used for sentence vectors (width = model dimension) and for BERTScore pair results (width 3).
+Layout under one namespace folder (e.g. `<store>/_shared/embeddings/vectors/<model key>/`)::
+
+    meta.json            what the rows are (model id, kind, width), for humans and sanity checks
+    part-*.npz           keys (hex sha256, S64) + rows (float32, n x width)
+
+Why part files: two processes scoring at once each write their own uniquely named file
+(temporary name, fsync, atomic rename), so nobody overwrites anybody and a reader never sees
+half a file. Duplicated keys across parts are harmless (same input -> same row). A reader
+re-scans for new parts only when it misses, so a second process's work is picked up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import uuid
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+
+def text_key(*parts: str) -> str:
+    """sha256 hex of the parts joined by NUL (exact text: no normalisation, so no false hits)."""
+    digest = hashlib.sha256()
+    for i, part in enumerate(parts):
+        if i:
+            digest.update(b"\0")
+        digest.update(part.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def namespace_dir(root: Path, kind: str, identity: str) -> Path:
+    """A folder per (kind, identity): the identity (model id + settings) is hashed into the name."""
+    return Path(root) / kind / hashlib.sha256(identity.encode("utf-8")).hexdigest()[:24]
+
+
+class ArrayCache:
+    """Rows by key, in memory, mirrored to part files when a directory is given."""
+
+    def __init__(self, directory: Path | None, width: int | None = None, meta: dict[str, Any] | None = None):
+        self.directory = Path(directory) if directory is not None else None
+        self.width = width
+        self.meta = dict(meta or {})
+        self._rows: dict[str, np.ndarray] = {}
+        self._seen_parts: set[str] = set()
+        self.parts_written = 0
+        if self.directory is not None:
+            self.refresh()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._rows
+
+    # ---- reading -------------------------------------------------------------------------
+    def refresh(self) -> int:
+        """Load part files not seen yet; returns how many rows were added."""
+        if self.directory is None or not self.directory.is_dir():
+            return 0
+        added = 0
+        for path in sorted(self.directory.glob("part-*.npz")):
+            if path.name in self._seen_parts:
+                continue
+            self._seen_parts.add(path.name)
+            try:
+                with np.load(path, allow_pickle=False) as data:
+                    keys = data["keys"]
+                    rows = np.asarray(data["rows"], dtype=np.float32)
+            except Exception as exc:  # a damaged file must not stop scoring: recompute instead
+                warnings.warn(f"skipping unreadable cache part {path}: {exc}", stacklevel=2)
+                continue
+            if rows.ndim != 2 or len(keys) != len(rows) or (self.width and rows.shape[1] != self.width):
+                warnings.warn(f"skipping cache part {path} with unexpected shape {rows.shape}", stacklevel=2)
+                continue
+            self.width = self.width or int(rows.shape[1])
+            for key, row in zip(keys, rows):
+                k = key.decode("ascii") if isinstance(key, bytes) else str(key)
+                if k not in self._rows:
+                    self._rows[k] = row
+                    added += 1
+        return added
+
+    def get(self, keys: Iterable[str], refresh_on_miss: bool = True) -> dict[str, np.ndarray]:
+        """Rows found for `keys` (missing keys are absent from the result)."""
+        keys = list(keys)
+        if refresh_on_miss and any(k not in self._rows for k in keys):
+            self.refresh()
+        return {k: self._rows[k] for k in keys if k in self._rows}
+
+    # ---- writing -------------------------------------------------------------------------
+    def put(self, keys: list[str], rows: np.ndarray) -> Path | None:
+        """Remember rows in memory and append them as one new part file."""
+        rows = np.ascontiguousarray(rows, dtype=np.float32)
+        if len(keys) != len(rows):
+            raise ValueError("keys and rows differ in length")
+        if not keys:
+            return None
+        if rows.ndim != 2 or (self.width and rows.shape[1] != self.width):
+            raise ValueError(f"rows of shape {rows.shape} do not fit a cache of width {self.width}")
+        self.width = self.width or int(rows.shape[1])
+        for key, row in zip(keys, rows):
+            self._rows[key] = row
+        if self.directory is None:
+            return None
+        return self._write_part(self.directory, keys, rows)
+
+    def _write_part(self, directory: Path, keys: list[str], rows: np.ndarray) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        self._write_meta(directory)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        name = f"part-{stamp}-{os.getpid()}-{uuid.uuid4().hex[:8]}.npz"
+        tmp = directory / f".{name}.tmp"
+        with open(tmp, "wb") as fh:
+            np.savez(fh, keys=np.array(keys, dtype="S64"), rows=rows)
+            fh.flush()
+            os.fsync(fh.fileno())
+        final = directory / name
+        os.replace(tmp, final)
+        self._seen_parts.add(name)
+        self.parts_written += 1
+        return final
+
+    def _write_meta(self, directory: Path) -> None:
+        path = directory / "meta.json"
+        if path.exists():
+            return
+        meta = {**self.meta, "width": self.width}
+        tmp = directory / f".meta.{uuid.uuid4().hex[:8]}.tmp"
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)

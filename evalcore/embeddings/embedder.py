@@ -1,0 +1,153 @@
+"""The Embedder: one entry point for sentence vectors, whatever computes them.
+
+Why it exists: semantic metrics, heuristic judges and anything else that needs vectors should
+encode each distinct text once per model, ever. `encode` therefore
+1. hashes every text (sha256 of the exact string) and deduplicates within the call,
+2. looks the hashes up in memory, then in the store's cache (other runs, other processes),
+3. encodes only what is left, longest first in chunks (similar lengths share a padded batch,
+   so little compute is wasted on padding), with a progress bar for big jobs,
+4. writes the new vectors as one part file and returns rows in input order, L2-normalised.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from evalcore.embeddings.cache import ArrayCache, namespace_dir, text_key
+from evalcore.embeddings.models import ModelRef, load_sentence_transformer
+
+PROGRESS_MIN_TEXTS = 256  # below this a progress bar is noise
+
+
+class Backend(Protocol):
+    model_id: str
+    source: str
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+    def describe(self) -> str: ...
+
+
+class SentenceTransformerBackend:
+    """A sentence-transformers model, loaded on first use (a fully cached re-score never loads it)."""
+
+    source = "sentence-transformers"
+
+    def __init__(self, ref: ModelRef, batch_size: int = 64):
+        self.ref = ref
+        self.model_id = ref.model_id
+        self.batch_size = batch_size
+        self._model: Any = None
+
+    def describe(self) -> str:
+        return self.ref.describe()
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            self._model = load_sentence_transformer(self.ref)
+        return self._model
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                    normalize_embeddings=False, show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def l2_normalise(rows: np.ndarray) -> np.ndarray:
+    """Unit rows in float32; an all-zero row stays zero (cosine 0 rather than NaN)."""
+    rows = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+
+
+class Embedder:
+    """Cached, deduplicating, batched sentence encoder for one model.
+
+    `calls` counts backend invocations and `encoded` the texts actually sent to the model
+    (tests and the benchmark use them to prove what the cache saved).
+    """
+
+    def __init__(self, backend: Backend, cache_root: Path | None = None, chunk_size: int = 512,
+                 progress: bool | None = None):
+        self.backend = backend
+        self.model_id = backend.model_id
+        directory = namespace_dir(cache_root, "vectors", self.model_id) if cache_root is not None else None
+        self.cache = ArrayCache(directory, meta={"kind": "sentence-vectors", "model_id": self.model_id})
+        self.chunk_size = max(1, int(chunk_size))
+        self.progress = progress
+        self.calls = 0
+        self.encoded = 0
+
+    @property
+    def label(self) -> str:
+        """What to record next to every score computed from these vectors."""
+        return self.backend.describe()
+
+    @property
+    def dim(self) -> int | None:
+        return self.cache.width
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """(n, dim) float32 unit rows for `texts`, in order; each distinct text encoded at most once."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim or 0), dtype=np.float32)
+        keys = [text_key(t) for t in texts]
+        text_of = dict(zip(keys, texts))
+        found = self.cache.get(text_of)
+        missing = [k for k in text_of if k not in found]
+        if missing:
+            found.update(self._compute(missing, text_of))
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def _compute(self, missing: list[str], text_of: dict[str, str]) -> dict[str, np.ndarray]:
+        order = sorted(missing, key=lambda k: len(text_of[k]), reverse=True)
+        chunks = [order[i:i + self.chunk_size] for i in range(0, len(order), self.chunk_size)]
+        out_rows = []
+        with progress_bar(len(order), self.progress, f"encoding with {self.model_id}") as advance:
+            for chunk in chunks:
+                vectors = self.backend.embed([text_of[k] for k in chunk])
+                self.calls += 1
+                self.encoded += len(chunk)
+                if vectors.ndim != 2 or len(vectors) != len(chunk):
+                    raise ValueError(f"backend returned {vectors.shape} for {len(chunk)} texts")
+                out_rows.append(l2_normalise(vectors))
+                advance(len(chunk))
+        rows = np.concatenate(out_rows, axis=0)
+        self.cache.put(order, rows)
+        return dict(zip(order, rows))
+
+
+class progress_bar:
+    """A transient rich progress bar on stderr for large jobs; a no-op otherwise.
+
+    `enabled=None` means "only when stderr is a terminal", so CI logs stay clean.
+    """
+
+    def __init__(self, total: int, enabled: bool | None, description: str):
+        show = enabled if enabled is not None else sys.stderr.isatty()
+        self.active = bool(show) and total >= PROGRESS_MIN_TEXTS
+        self.total = total
+        self.description = description
+        self._bar: Any = None
+
+    def __enter__(self):
+        if not self.active:
+            return lambda n: None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                             TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+        self._bar.start()
+        task = self._bar.add_task(self.description, total=self.total)
+        return lambda n: self._bar.advance(task, n)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()

@@ -1,0 +1,120 @@
+"""Embeddings from an OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, vLLM, Ollama, TEI...).
+
+Selected with a model string `MODEL@BASE_URL`, e.g. `text-embedding-3-small@https://api.openai.com/v1`
+or `nomic-embed-text@http://127.0.0.1:11434`. The base URL may end in `/v1` or not; `/embeddings`
+is appended accordingly. The API key is read from the environment at request time
+(EVALCORE_EMBEDDING_API_KEY, else OPENAI_API_KEY) and never stored, logged or put in a model id;
+local servers need none.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import httpx
+import numpy as np
+
+from evalcore.errors import EvalcoreError
+
+KEY_ENV_VARS = ("EVALCORE_EMBEDDING_API_KEY", "OPENAI_API_KEY")
+_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class EmbeddingServiceError(EvalcoreError):
+    """The embedding endpoint failed or answered something that is not an embeddings response."""
+
+
+def parse_model_at_url(spec: str) -> tuple[str, str] | None:
+    """Split `model@http(s)://...` into (model, base_url); None if `spec` is not of that form."""
+    model, sep, url = spec.rpartition("@")
+    if not sep or not model or not url.startswith(("http://", "https://")):
+        return None
+    return model, url.rstrip("/")
+
+
+def embeddings_url(base_url: str) -> str:
+    base = base_url.rstrip("/")
+    if base.endswith("/embeddings"):
+        return base
+    if base.endswith("/v1"):
+        return base + "/embeddings"
+    return base + "/v1/embeddings"
+
+
+class OpenAICompatibleBackend:
+    """Posts batches of texts; retries 429/5xx/timeouts with exponential backoff."""
+
+    source = "openai-compatible"
+
+    def __init__(self, model: str, base_url: str, batch_size: int = 128, timeout: float = 60.0,
+                 max_retries: int = 3, backoff: float = 0.5, transport: httpx.BaseTransport | None = None):
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.model_id = f"{model}@{self.base_url}"
+        self.url = embeddings_url(self.base_url)
+        self.batch_size = max(1, int(batch_size))
+        self.max_retries = max(0, int(max_retries))
+        self.backoff = backoff
+        self._client = httpx.Client(timeout=timeout, transport=transport)
+
+    def describe(self) -> str:
+        return f"{self.model} via OpenAI-compatible endpoint {self.url}"
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        for name in KEY_ENV_VARS:
+            key = os.environ.get(name)
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+                break
+        return headers
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors for `texts` in order (not yet normalised), one request per `batch_size` texts."""
+        chunks = [self._request(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        return np.concatenate(chunks, axis=0) if chunks else np.zeros((0, 0), dtype=np.float32)
+
+    def _request(self, batch: list[str]) -> np.ndarray:
+        payload = {"model": self.model, "input": batch, "encoding_format": "float"}
+        last: str = ""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                response = self._client.post(self.url, json=payload, headers=self._headers())
+            except httpx.TimeoutException as exc:
+                last = f"timeout ({exc.__class__.__name__})"
+                continue
+            except httpx.HTTPError as exc:
+                raise EmbeddingServiceError(f"cannot reach embedding endpoint {self.url}: {exc}") from exc
+            if response.status_code in _RETRY_STATUS:
+                last = f"HTTP {response.status_code}: {response.text[:200]}"
+                continue
+            if response.status_code >= 400:
+                raise EmbeddingServiceError(
+                    f"embedding endpoint {self.url} answered HTTP {response.status_code}: {response.text[:300]}")
+            return self._parse(response, len(batch))
+        raise EmbeddingServiceError(
+            f"embedding endpoint {self.url} failed after {self.max_retries + 1} attempts: {last}")
+
+    def _parse(self, response: httpx.Response, expected: int) -> np.ndarray:
+        try:
+            body: Any = response.json()
+            items = body["data"]
+            ordered = sorted(items, key=lambda item: int(item.get("index", 0)))
+            vectors = np.asarray([item["embedding"] for item in ordered], dtype=np.float32)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise EmbeddingServiceError(
+                f"embedding endpoint {self.url} returned a malformed response ({exc.__class__.__name__}: {exc})"
+            ) from exc
+        if vectors.ndim != 2 or len(vectors) != expected:
+            raise EmbeddingServiceError(
+                f"embedding endpoint {self.url} returned {len(vectors)} vectors for {expected} texts")
+        if not np.isfinite(vectors).all():
+            raise EmbeddingServiceError(f"embedding endpoint {self.url} returned non-finite values")
+        return vectors

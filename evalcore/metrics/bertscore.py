@@ -1,0 +1,261 @@
+"""BERTScore (Zhang et al., 2020), computed so that it equals the `bert-score` library.
+
+For a candidate x (the answer) and a reference y (the ground truth), both tokenised with the
+model's special tokens and embedded by the chosen hidden layer, with unit token vectors:
+
+    P = sum_i w(x_i) * max_j cos(x_i, y_j) / sum_i w(x_i)      (each candidate token finds a match)
+    R = sum_j w(y_j) * max_i cos(x_i, y_j) / sum_j w(y_j)      (each reference token is covered)
+    F = 2PR / (P + R)
+
+w = 1 (or idf(t) = log((N+1)/(df(t)+1)) over N reference texts when idf is on; unseen tokens get
+log(N+1)); the [CLS]/[SEP] tokens weigh 0 but can still be the best match of another token,
+exactly as in the library. Baseline rescaling maps s -> (s - b) / (1 - b) with the per-layer
+baseline b for P, R and F. An empty side scores 0 (the metric layer turns that into NaN).
+
+Known, deliberate difference: the library floors each max at 0 whenever its batch had padding;
+we take the true max. Contextual embeddings practically never have an all-negative row, and
+the parity tests check the two agree to 1e-4 on real data.
+
+Speed comes from: encoding each distinct text once (deduplicated across all pairs), sorting by
+token length so padded batches waste little, a token budget per batch, and a pair cache in the
+store so a re-score skips the model entirely (it is not even loaded).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evalcore.embeddings import cache_root
+from evalcore.embeddings.cache import ArrayCache, namespace_dir, text_key
+from evalcore.embeddings.embedder import progress_bar
+from evalcore.embeddings.models import ModelRef, load_transformer, read_config, resolve_model
+from evalcore.errors import EvalcoreError
+
+# Layers the bert-score authors chose (best correlation with human judgements); others: last layer.
+KNOWN_LAYERS = {"microsoft/deberta-xlarge-mnli": 40, "roberta-large": 17, "bert-base-uncased": 9}
+FORMULA_VERSION = "1"
+MAX_TOKEN_CACHE_BYTES = 512 * 2**20
+
+
+class BertScorer:
+    """BERTScore for one (model, layer, idf, rescale) setting; model weights load on first miss."""
+
+    def __init__(self, model: str | None = None, layer: int | None = None, idf: bool = False,
+                 rescale: bool = False, baseline_path: str | None = None, store: Any = None,
+                 token_budget: int = 16384, progress: bool | None = None):
+        self.ref: ModelRef = resolve_model(model)
+        self.model_id = self.ref.model_id
+        n_layers = _layer_count(read_config(self.ref))
+        self.layer = int(layer) if layer is not None else KNOWN_LAYERS.get(self.model_id, n_layers)
+        if not 0 <= self.layer <= n_layers:
+            raise EvalcoreError(f"BERTScore layer {self.layer} out of range for {self.model_id} (0..{n_layers})")
+        self.idf = bool(idf)
+        self.baseline = _load_baseline(self.model_id, self.layer, baseline_path) if rescale else None
+        self.token_budget = max(512, int(token_budget))
+        self.progress = progress
+        self._root = cache_root(store)
+        self._tokenizer: Any = None
+        self._model: Any = None
+        self._use_hidden_states = False
+        self._max_len = 512
+        self._token_rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # text -> (ids, unit vectors)
+        self._caches: dict[str, ArrayCache] = {}
+        self.forward_passes = 0
+
+    @property
+    def label(self) -> str:
+        parts = [self.ref.describe(), f"layer {self.layer}", "idf" if self.idf else "no idf"]
+        if self.baseline is not None:
+            parts.append("rescaled with baseline")
+        return "BERTScore " + ", ".join(parts)
+
+    # ---- public --------------------------------------------------------------------------
+    def score(self, cands: list[str], refs: list[str], idf_corpus: list[str] | None = None) -> np.ndarray:
+        """(n, 3) array of P, R, F for the pairs (cands[i], refs[i]); idf from `idf_corpus` (default refs)."""
+        if len(cands) != len(refs):
+            raise ValueError("cands and refs differ in length")
+        cands = [c.strip() for c in cands]
+        refs = [r.strip() for r in refs]
+        corpus = [t.strip() for t in (idf_corpus if idf_corpus is not None else refs)]
+        cache = self._pair_cache(corpus)
+        keys = [text_key(c, r) for c, r in zip(cands, refs)]
+        found = cache.get(dict.fromkeys(keys))
+        todo = [i for i, k in enumerate(keys) if k not in found and cands[i] and refs[i]]
+        if todo:
+            weights = self._weights(corpus) if self.idf else None
+            pending = list(dict.fromkeys(keys[i] for i in todo))
+            first = {keys[i]: i for i in reversed(todo)}
+            self._embed([cands[first[k]] for k in pending] + [refs[first[k]] for k in pending])
+            rows = np.array([self._pair(cands[first[k]], refs[first[k]], weights) for k in pending],
+                            dtype=np.float32)
+            cache.put(pending, rows)
+            found.update(zip(pending, rows))
+        out = np.array([found[k] if k in found else np.zeros(3, np.float32) for k in keys], dtype=np.float64)
+        if self.baseline is not None:
+            out = (out - self.baseline) / (1.0 - self.baseline)
+        return out
+
+    # ---- pieces --------------------------------------------------------------------------
+    def _pair_cache(self, corpus: list[str]) -> ArrayCache:
+        idf_tag = text_key(*corpus)[:16] if self.idf else "none"
+        identity = f"{self.model_id}|layer={self.layer}|idf={idf_tag}|v{FORMULA_VERSION}"
+        if identity not in self._caches:
+            directory = namespace_dir(self._root, "bertscore", identity) if self._root is not None else None
+            self._caches[identity] = ArrayCache(directory, width=3, meta={"kind": "bertscore-prf",
+                                                                          "identity": identity})
+        return self._caches[identity]
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        tokenizer, model = load_transformer(self.ref)
+        if type(tokenizer).__name__.startswith(("Roberta", "GPT2", "Bart", "Longformer")):
+            tokenizer, model = load_transformer(self.ref, add_prefix_space=True)  # as the library does
+        self._tokenizer = tokenizer
+        self._model, self._use_hidden_states = _truncate_layers(model, self.layer)
+        limit = int(getattr(tokenizer, "model_max_length", 512) or 512)
+        positions = int(getattr(model.config, "max_position_embeddings", 512) or 512)
+        self._max_len = limit if limit < 1_000_000 else positions
+
+    def _ids(self, texts: list[str]) -> list[list[int]]:
+        self._load()
+        out: list[list[int]] = [[] for _ in texts]
+        filled = [i for i, t in enumerate(texts) if t]
+        if filled:
+            enc = self._tokenizer([texts[i] for i in filled], add_special_tokens=True, truncation=True,
+                                  max_length=self._max_len)["input_ids"]
+            for i, ids in zip(filled, enc):
+                out[i] = list(ids)
+        for i, t in enumerate(texts):
+            if not t:
+                out[i] = list(self._tokenizer.build_inputs_with_special_tokens([]))
+        return out
+
+    def _weights(self, corpus: list[str]) -> dict[int, float]:
+        """idf over the reference corpus (document frequency; duplicates count as documents)."""
+        df: Counter[int] = Counter()
+        for ids in self._ids(corpus):
+            df.update(set(ids))
+        n = len(corpus)
+        weights = {tok: math.log((n + 1) / (c + 1)) for tok, c in df.items()}
+        weights[-1] = math.log(n + 1)  # default for tokens never seen in the corpus
+        return weights
+
+    def _special_ids(self) -> set[int]:
+        ids = {self._tokenizer.cls_token_id, self._tokenizer.sep_token_id}
+        return {i for i in ids if i is not None}
+
+    def _embed(self, texts: list[str]) -> None:
+        """Fill `_token_rows` for texts not seen yet: longest first, batches under a token budget."""
+        todo = [t for t in dict.fromkeys(texts) if t and t not in self._token_rows]
+        if not todo:
+            return
+        self._load()
+        import torch
+
+        self._bound_memory()
+        ids = dict(zip(todo, self._ids(todo)))
+        todo.sort(key=lambda t: len(ids[t]), reverse=True)
+        pad = self._tokenizer.pad_token_id or 0
+        with progress_bar(len(todo), self.progress, f"BERTScore {self.model_id}") as advance, \
+                torch.inference_mode():
+            start = 0
+            while start < len(todo):
+                width = len(ids[todo[start]])
+                size = max(1, min(128, self.token_budget // width))
+                batch = todo[start:start + size]
+                input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
+                mask = torch.zeros((len(batch), width), dtype=torch.long)
+                for row, text in enumerate(batch):
+                    seq = ids[text]
+                    input_ids[row, :len(seq)] = torch.tensor(seq, dtype=torch.long)
+                    mask[row, :len(seq)] = 1
+                hidden = self._hidden(input_ids, mask)
+                self.forward_passes += 1
+                for row, text in enumerate(batch):
+                    n = len(ids[text])
+                    vec = hidden[row, :n].float()
+                    vec = vec / vec.norm(dim=-1, keepdim=True)
+                    self._token_rows[text] = (np.asarray(ids[text]), vec.numpy().astype(np.float32))
+                advance(len(batch))
+                start += len(batch)
+
+    def _hidden(self, input_ids: Any, mask: Any) -> Any:
+        out = self._model(input_ids=input_ids, attention_mask=mask, output_hidden_states=self._use_hidden_states)
+        return out.hidden_states[self.layer] if self._use_hidden_states else out[0]
+
+    def _bound_memory(self) -> None:
+        """Token vectors are kept for reuse across calls (e.g. the same ground truths for several
+        methods) but not without limit: past ~512 MB start afresh."""
+        floats = sum(v.size for _, v in self._token_rows.values())
+        if floats * 4 > MAX_TOKEN_CACHE_BYTES:
+            self._token_rows.clear()
+
+    def _pair(self, cand: str, ref: str, weights: dict[int, float] | None) -> tuple[float, float, float]:
+        c_ids, c_vec = self._token_rows[cand]
+        r_ids, r_vec = self._token_rows[ref]
+        sim = c_vec @ r_vec.T
+        wc, wr = self._token_weights(c_ids, weights), self._token_weights(r_ids, weights)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p = float((sim.max(axis=1) * wc).sum() / wc.sum())
+            r = float((sim.max(axis=0) * wr).sum() / wr.sum())
+            f = 2 * p * r / (p + r)
+        return (p if math.isfinite(p) else 0.0, r if math.isfinite(r) else 0.0, f if math.isfinite(f) else 0.0)
+
+    def _token_weights(self, ids: np.ndarray, weights: dict[int, float] | None) -> np.ndarray:
+        if weights is None:
+            w = np.ones(len(ids), dtype=np.float64)
+        else:
+            default = weights[-1]
+            w = np.array([weights.get(int(t), default) for t in ids], dtype=np.float64)
+        w[np.isin(ids, list(self._special_ids()))] = 0.0
+        return w
+
+
+def _layer_count(config: dict[str, Any]) -> int:
+    for name in ("num_hidden_layers", "n_layers", "num_layers", "n_layer"):
+        if isinstance(config.get(name), int):
+            return int(config[name])
+    raise EvalcoreError("cannot tell how many layers the BERTScore model has (no num_hidden_layers in config)")
+
+
+def _truncate_layers(model: Any, layer: int) -> tuple[Any, bool]:
+    """Keep only the first `layer` transformer blocks so the last hidden state is that layer's
+    output (as the library does); fall back to output_hidden_states when the blocks are elsewhere."""
+    import torch
+
+    for owner_name in ("encoder", "transformer", None):
+        owner = getattr(model, owner_name) if owner_name else model
+        blocks = getattr(owner, "layer", None)
+        if isinstance(blocks, torch.nn.ModuleList):
+            owner.layer = torch.nn.ModuleList(list(blocks)[:layer])
+            return model, False
+    return model, True
+
+
+def _load_baseline(model_id: str, layer: int, path: str | None) -> np.ndarray:
+    """Baseline (P, R, F) for `layer` from a LAYER,P,R,F csv: `path`, or the file bert-score ships
+    for this model name (English) when the library is installed."""
+    if path is None:
+        import importlib.util
+
+        spec = importlib.util.find_spec("bert_score")
+        candidate = Path(spec.origin).parent / "rescale_baseline" / "en" / f"{model_id}.tsv" if spec and spec.origin \
+            else None
+        if candidate is None or not candidate.is_file():
+            raise EvalcoreError(f"no BERTScore rescale baseline for {model_id}: pass a baseline file "
+                                "(CSV with columns LAYER,P,R,F) or turn rescaling off")
+        path = str(candidate)
+    try:
+        lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
+        header = [h.strip().upper() for h in lines[0].split(",")]
+        rows = [dict(zip(header, ln.split(","))) for ln in lines[1:]]
+        row = next(r for r in rows if int(float(r["LAYER"])) == layer)
+        return np.array([float(row["P"]), float(row["R"]), float(row["F"])], dtype=np.float64)
+    except (OSError, KeyError, ValueError, StopIteration, IndexError) as exc:
+        raise EvalcoreError(f"BERTScore baseline {path}: no usable row for layer {layer} ({exc})") from exc
