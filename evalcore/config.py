@@ -63,7 +63,7 @@ class EvalConfig(BaseModel):
     metrics: list[str] | None = None
     groups: list[str] | None = None
     store: str | None = None
-    thresholds: dict[str, float] = Field(default_factory=dict)
+    thresholds: dict[str, float | dict[str, float]] = Field(default_factory=dict)
     baseline: str | None = None
     regression_alpha: float = Field(default=0.05, gt=0, lt=1)
     progress: bool = True

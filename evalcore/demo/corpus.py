@@ -29,12 +29,14 @@ one""".split())
 
 
 def _stem(word: str) -> str:
-    """Plural folding only (ferries -> ferry, boats -> boat): enough for a toy retriever."""
+    """Plural and past-tense folding (ferries -> ferry, opened -> open): enough for a toy retriever."""
     if len(word) <= 3 or not word.isascii() or not word.isalpha():
         return word
     if word.endswith("ies"):
         return word[:-3] + "y"
     if word.endswith(("sses", "shes", "ches", "xes")):
+        return word[:-2]
+    if word.endswith("ed") and len(word) >= 6:
         return word[:-2]
     if word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]

@@ -1,0 +1,76 @@
+"""The pytest gate, run as a user would: a separate pytest process with -p evalcore.pytest_plugin
+(pytester's runpytest_subprocess equivalent; pytester itself is not enabled in this repo)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import yaml
+
+from evalcore.config import EvalConfig
+from evalcore.demo import questions_path
+from evalcore.runner import run_evaluation
+from evalcore.store import RunStore
+
+TEST_FILE = """
+import pytest
+
+@pytest.mark.rag_eval
+def test_rag_quality(rag_eval):
+    assert rag_eval.run_id
+
+def test_ordinary():
+    assert True
+"""
+
+
+def _pytest(tmp_path, *args):
+    (tmp_path / "test_gate.py").write_text(TEST_FILE, encoding="utf-8")
+    cmd = [sys.executable, "-m", "pytest", "-p", "evalcore.pytest_plugin", "-q", "-rs", "-p", "no:cacheprovider",
+           str(tmp_path / "test_gate.py"), "--rootdir", str(tmp_path), "-c", str(tmp_path / "none.ini"), *args]
+    (tmp_path / "none.ini").write_text("[pytest]\n", encoding="utf-8")
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
+def _config(tmp_path, url, **extra):
+    path = tmp_path / "eval.yaml"
+    data = {"target": url, "dataset": str(questions_path()), "methods": ["m"], "store": str(tmp_path / "runs"),
+            "concurrency": 4, **extra}
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def _demo_method_config(tmp_path, url, send_as, **extra):
+    return _config(tmp_path, url, methods=[{"name": "m", "method": send_as}], **extra)
+
+
+def test_skipped_without_run_eval(tmp_path):
+    proc = _pytest(tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed, 1 skipped" in proc.stdout and "--run-eval" in proc.stdout
+
+
+def test_thresholds_pass_and_fail(tmp_path, demo_server):
+    ok = _demo_method_config(tmp_path, demo_server.url, "local_search", thresholds={"token_f1": 0.1})
+    proc = _pytest(tmp_path, "--run-eval", "--eval-config", str(ok), "--eval-samples", "12")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 passed" in proc.stdout
+    bad = _demo_method_config(tmp_path, demo_server.url, "local_search",
+                              thresholds={"token_f1": 0.99, "latency_ms": {"max": 60000}})
+    proc = _pytest(tmp_path, "--run-eval", "--eval-config", str(bad), "--eval-samples", "12")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "quality gate FAILED" in proc.stdout and "token_f1" in proc.stdout and "below the minimum 0.99" in proc.stdout
+    assert "latency_ms" not in proc.stdout.split("quality gate FAILED")[1]
+
+
+def test_significant_regression_against_a_baseline(tmp_path, demo_server):
+    store = RunStore(tmp_path / "runs")
+    base = run_evaluation(EvalConfig(name="baseline", target=demo_server.url, dataset=str(questions_path()),
+                                     methods=[{"name": "m", "method": "llm_with_context"}], progress=False), store)
+    assert base.scored
+    cfg = _demo_method_config(tmp_path, demo_server.url, "basic_search", baseline=base.run_id,
+                              thresholds={"keyword_hit": 0.0})
+    proc = _pytest(tmp_path, "--run-eval", "--eval-config", str(cfg))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "regressed vs baseline" in proc.stdout and "keyword_hit" in proc.stdout
