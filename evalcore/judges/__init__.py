@@ -1,6 +1,6 @@
 """LLM judges (and the offline heuristic judge) behind one client.
 
-    make_judge("anthropic:claude-sonnet-4-5-20250929", store)   # default real judge
+    make_judge("anthropic:claude-haiku-4-5-20251001", store)    # default real judge
     make_judge("openai:gpt-4o-mini", store)                     # OPENAI_API_KEY
     make_judge("openai:llama3.1@http://127.0.0.1:8000/v1")      # any OpenAI-compatible server
     make_judge("heuristic")                                     # offline, no LLM, labelled as such
@@ -20,7 +20,8 @@ from evalcore.judges.cache import JudgeCache
 from evalcore.judges.client import Judge, JudgeTask, LLMJudge, Outcome
 from evalcore.judges.heuristic import HeuristicJudge
 
-DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5-20250929"
+# A dated (pinned) id that is not deprecated and has no adaptive thinking eating max_tokens.
+DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5-20251001"
 DEFAULT_JUDGE = f"anthropic:{DEFAULT_ANTHROPIC_MODEL}"
 
 __all__ = ["DEFAULT_JUDGE", "Judge", "JudgeTask", "LLMJudge", "HeuristicJudge", "Outcome", "make_judge"]

@@ -189,10 +189,11 @@ class LLMJudge(Judge):
             call.parsed = out
             self._record(call)
             return Outcome(out, None, jid, live)
-        except ParseError as first:
+        except ParseError as exc:
+            first = str(exc)
             call.error = f"unparseable reply: {first}"
             self._record(call)
-        repair = render("repair", {}, REPAIR_VERSION, plain={"problem": str(first)})
+        repair = render("repair", {}, REPAIR_VERSION, plain={"problem": first})
         messages2 = messages + [{"role": "assistant", "content": text or "(empty)"},
                                 {"role": "user", "content": repair.user}]
         text2, call2, err2 = await self._request(t, jid, prompt.system, messages2, prompt.max_tokens, client, sem,

@@ -1,0 +1,148 @@
+"""The judge client over real HTTP (official SDKs) against the scripted server."""
+
+import json
+import time
+
+from evalcore.judges import make_judge
+from evalcore.judges.client import JudgeTask
+
+from .conftest import CANARY_ANTHROPIC, CANARY_OPENAI
+
+CLASS_INPUTS = {"question": "Capital of France?", "ground_truth": "Paris", "answer": "Paris"}
+
+
+def _one(judge, inputs=CLASS_INPUTS, task="answer_class"):
+    return judge.run_many([JudgeTask(task, inputs, "run1", "m", "q1")])[0]
+
+
+def test_anthropic_request_shape_and_reply(anthropic_env, store):
+    anthropic_env.push({"text": '{"label": "CORRECT", "reason": "same"}'})
+    judge = make_judge("anthropic:claude-haiku-4-5-20251001", store=store)
+    out = _one(judge)
+    assert out.error is None and out.output == {"label": "CORRECT", "reason": "same"}
+    req = anthropic_env.requests[0]
+    assert req["path"] == "/v1/messages"
+    body = req["body"]
+    assert body["model"] == "claude-haiku-4-5-20251001" and "temperature" not in body
+    assert "declines" not in body["system"] and "correct or wrong" in body["system"]
+    assert req["headers"].get("authorization") == f"Bearer {CANARY_ANTHROPIC}" or \
+        req["headers"].get("x-api-key") == CANARY_ANTHROPIC
+    call = judge.drain_calls()[0]
+    assert call.judge_id.label == "anthropic:claude-haiku-4-5-20251001/answer_class@1"
+    assert call.input_tokens == 1000 and call.output_tokens == 100
+    assert abs(call.cost_usd - (1000 * 1.0 + 100 * 5.0) / 1e6) < 1e-12
+    assert call.request["params"]["messages"][0]["content"] == body["messages"][0]["content"]
+    assert call.response_raw == '{"label": "CORRECT", "reason": "same"}' and not call.cache_hit
+
+
+def test_openai_compatible_with_base_url(llm_server, store, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", CANARY_OPENAI)
+    llm_server.push({"text": '{"label": "WRONG", "reason": "differs"}'})
+    judge = make_judge(f"openai:local-model@{llm_server.url}/v1", store=store)
+    out = _one(judge)
+    assert out.output["label"] == "WRONG"
+    req = llm_server.requests[0]
+    assert req["path"] == "/v1/chat/completions"
+    assert req["body"]["temperature"] == 0 and req["body"]["messages"][0]["role"] == "system"
+    assert req["headers"].get("authorization") == f"Bearer {CANARY_OPENAI}"
+    call = judge.drain_calls()[0]
+    assert call.judge_id.temperature == 0.0 and call.cost_usd == 0.0  # unpriced local model
+    assert call.request["meta"]["price_known"] is False
+
+
+def test_429_honours_retry_after(anthropic_env, store):
+    anthropic_env.push({"status": 429, "headers": {"Retry-After": "1"}},
+                       {"text": '{"label": "CORRECT", "reason": "x"}'})
+    judge = make_judge("anthropic:claude-haiku-4-5", store=store, backoff_base=0.01)
+    t0 = time.monotonic()
+    out = _one(judge)
+    assert out.output["label"] == "CORRECT"
+    assert time.monotonic() - t0 >= 0.95
+    assert anthropic_env.count() == 2
+    assert judge.drain_calls()[0].request["meta"]["retry_waits"] == [1.0]
+
+
+def test_500_then_success_and_giving_up(anthropic_env, store):
+    anthropic_env.push({"status": 500}, {"status": 503}, {"text": '{"label": "WRONG", "reason": "x"}'})
+    judge = make_judge("anthropic:claude-haiku-4-5", store=store, backoff_base=0.01)
+    assert _one(judge).output["label"] == "WRONG"
+    assert anthropic_env.count() == 3
+    anthropic_env.push(*[{"status": 502}] * 3)
+    judge2 = make_judge("anthropic:claude-haiku-4-5", store=store, backoff_base=0.01, max_attempts=3)
+    out = _one(judge2, {**CLASS_INPUTS, "answer": "Lyon"})
+    assert out.output is None and "gave up after 3 attempts" in out.error and "502" in out.error
+
+
+def test_4xx_is_not_retried(anthropic_env, store):
+    anthropic_env.push({"status": 400})
+    judge = make_judge("anthropic:claude-haiku-4-5", store=store, backoff_base=0.01)
+    out = _one(judge)
+    assert out.output is None and "HTTP 400" in out.error
+    assert anthropic_env.count() == 1
+
+
+def test_timeout_is_retried(anthropic_env, store):
+    anthropic_env.push({"sleep": 1.5, "text": "{}"}, {"text": '{"label": "CORRECT", "reason": "x"}'})
+    judge = make_judge("anthropic:claude-haiku-4-5", store=store, timeout=0.5, backoff_base=0.01)
+    assert _one(judge).output["label"] == "CORRECT"
+
+
+def test_malformed_then_repaired(anthropic_env, store):
+    anthropic_env.push({"text": 'Sure! Here is my verdict: {"label": "CORRECT"}'},
+                       {"text": '{"label": "CORRECT", "reason": "fixed"}'})
+    judge = make_judge("anthropic:claude-haiku-4-5", store=store)
+    out = _one(judge)
+    assert out.output == {"label": "CORRECT", "reason": "fixed"}
+    repair = anthropic_env.requests[1]["body"]["messages"]
+    assert [m["role"] for m in repair] == ["user", "assistant", "user"]
+    assert "could not be used" in repair[2]["content"]
+    calls = judge.drain_calls()
+    assert [c.purpose for c in calls] == ["answer_class", "answer_class:repair"]
+    assert calls[0].error.startswith("unparseable") and calls[1].parsed["reason"] == "fixed"
+
+
+def test_malformed_twice_gives_reasoned_failure(anthropic_env, store):
+    anthropic_env.push({"text": "CORRECT"}, {"text": '{"label": "MAYBE"}'})
+    judge = make_judge("anthropic:claude-haiku-4-5", store=store)
+    out = _one(judge)
+    assert out.output is None and "after one repair" in out.error and "CORRECT or WRONG" in out.error
+    assert anthropic_env.count() == 2
+
+
+def test_cache_second_run_makes_no_http_calls(anthropic_env, store):
+    anthropic_env.push({"text": '{"label": "CORRECT", "reason": "a"}'}, {"text": '{"label": "WRONG", "reason": "b"}'})
+    tasks = [JudgeTask("answer_class", CLASS_INPUTS, "r", "m", "q1"),
+             JudgeTask("answer_class", {**CLASS_INPUTS, "answer": "Rome"}, "r", "m", "q2")]
+    first = make_judge("anthropic:claude-haiku-4-5", store=store).run_many(tasks)
+    assert anthropic_env.count() == 2
+    judge = make_judge("anthropic:claude-haiku-4-5", store=store)
+    second = judge.run_many(tasks)
+    assert anthropic_env.count() == 2  # zero new HTTP requests
+    assert [o.output for o in first] == [o.output for o in second]
+    calls = judge.drain_calls()
+    assert all(c.cache_hit and c.cost_usd == 0 for c in calls)
+    # another model or prompt input misses the cache
+    anthropic_env.push({"text": '{"label": "CORRECT", "reason": "c"}'})
+    make_judge("anthropic:claude-sonnet-5-5", store=store).run_many(tasks[:1])
+    assert anthropic_env.count() == 3
+
+
+def test_bounded_concurrency(anthropic_env, store):
+    active, peak = [0], [0]
+    import threading
+    lock = threading.Lock()
+
+    def slow(body, api):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.15)
+        with lock:
+            active[0] -= 1
+        return {"text": json.dumps({"label": "CORRECT", "reason": "x"})}
+
+    anthropic_env.responder = slow
+    judge = make_judge("anthropic:claude-haiku-4-5", store=store, concurrency=2)
+    tasks = [JudgeTask("answer_class", {**CLASS_INPUTS, "answer": f"a{i}"}, "r", "m", f"q{i}") for i in range(6)]
+    outs = judge.run_many(tasks)
+    assert all(o.output for o in outs) and peak[0] == 2
