@@ -22,6 +22,7 @@ Metrics:
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 
@@ -146,8 +147,6 @@ def _checks_pass(q: EvalQuestion, r: EvalResponse) -> Score:
     results = run_checks(q, r.answer)
     passed = {name: ok for name, (ok, _) in results.items()}
     details = {"checks": {name: {"pass": ok, **d} for name, (ok, d) in results.items()}}
-    if r.error:
-        details["target_error"] = r.error_kind
     if q.is_correct_rule:
         try:
             value = evaluate_rule(q.is_correct_rule, passed)
@@ -167,9 +166,21 @@ def _checks_score(q: EvalQuestion, r: EvalResponse) -> Score:
                           "failed": [n for n, (ok, _) in results.items() if not ok]})
 
 
+def zero_on_error(fn):
+    """A failed response gave no answer: whatever text it carries scores 0 (when the metric
+    applies at all); details keep the error kind and what the text would have scored."""
+    def wrapped(q: EvalQuestion, r: EvalResponse) -> Score:
+        score = fn(q, r)
+        if r.error is None or math.isnan(score.value) or score.value == 0.0:
+            return score
+        return Score(0.0, details={**score.details, "target_error": r.error_kind,
+                                   "text_would_score": score.value})
+    return wrapped
+
+
 SPECS = [
-    MetricSpec("checks_pass", "lexical", per_item(_checks_pass), needs=frozenset({"checks"}), binary=True,
+    MetricSpec("checks_pass", "lexical", per_item(zero_on_error(_checks_pass)), needs=frozenset({"checks"}), binary=True,
                description="1 if the question's is_correct_rule holds (else: every check passes)."),
-    MetricSpec("checks_score", "lexical", per_item(_checks_score), needs=frozenset({"checks"}),
+    MetricSpec("checks_score", "lexical", per_item(zero_on_error(_checks_score)), needs=frozenset({"checks"}),
                description="Fraction of the question's checks that pass."),
 ]

@@ -19,7 +19,7 @@ from collections import Counter
 
 from evalcore.metrics.abstention import detect_dont_know
 from evalcore.metrics.base import MetricSpec, Score, per_item
-from evalcore.metrics.checks import SPECS as CHECK_SPECS
+from evalcore.metrics.checks import SPECS as CHECK_SPECS, zero_on_error
 from evalcore.metrics.text import (
     extract_keywords,
     find,
@@ -171,19 +171,19 @@ def _completeness(q: EvalQuestion, r: EvalResponse) -> Score:
 
 
 SPECS = [
-    MetricSpec("exact_match", "lexical", per_item(_exact_match), needs=frozenset({"answer", "ground_truth"}),
+    MetricSpec("exact_match", "lexical", per_item(zero_on_error(_exact_match)), needs=frozenset({"answer", "ground_truth"}),
                binary=True, description="Normalised (NFKC+casefold) equality, max over gold answers."),
-    MetricSpec("squad_em", "lexical", per_item(_squad_em), needs=frozenset({"answer", "ground_truth"}),
+    MetricSpec("squad_em", "lexical", per_item(zero_on_error(_squad_em)), needs=frozenset({"answer", "ground_truth"}),
                binary=True, description="SQuAD 2.0 exact match, max over gold answers."),
-    MetricSpec("token_f1", "lexical", per_item(_token_f1), needs=frozenset({"answer", "ground_truth"}),
+    MetricSpec("token_f1", "lexical", per_item(zero_on_error(_token_f1)), needs=frozenset({"answer", "ground_truth"}),
                description="SQuAD 2.0 token F1, max over gold answers."),
-    MetricSpec("keyword_hit", "lexical", per_item(_keyword_metric("hit")), needs=frozenset({"answer", "keywords"}),
+    MetricSpec("keyword_hit", "lexical", per_item(zero_on_error(_keyword_metric("hit"))), needs=frozenset({"answer", "keywords"}),
                binary=True, description="1 if any expected keyword is in the answer."),
-    MetricSpec("keyword_coverage", "lexical", per_item(_keyword_metric("coverage")),
+    MetricSpec("keyword_coverage", "lexical", per_item(zero_on_error(_keyword_metric("coverage"))),
                needs=frozenset({"answer", "keywords"}), description="Fraction of expected keywords in the answer."),
-    MetricSpec("number_match", "lexical", per_item(_number_match), needs=frozenset({"answer", "ground_truth"}),
+    MetricSpec("number_match", "lexical", per_item(zero_on_error(_number_match)), needs=frozenset({"answer", "ground_truth"}),
                description="Fraction of the reference's numbers present in the answer."),
-    MetricSpec("answer_completeness", "lexical", per_item(_completeness),
+    MetricSpec("answer_completeness", "lexical", per_item(zero_on_error(_completeness)),
                needs=frozenset({"answer", "ground_truth"}),
                description="(min(answer words / reference words, 1) + keyword_coverage) / 2."),
     *CHECK_SPECS,

@@ -10,7 +10,9 @@ NFKC + casefold text, and decides word edges itself:
 - a Latin needle may be followed by letters (plural / inflection: "telescope" in "telescopes"),
   but a numeric needle may not be followed by digits ("19" is not in "1987");
 - a Hangul/CJK edge has no boundary rule, because Korean attaches particles to words
-  ("천문대는") and Chinese/Japanese have no spaces at all.
+  ("천문대는") and Chinese/Japanese have no spaces at all;
+- Hangul is compared as decomposed jamo (NFD), because polite endings merge into the last
+  syllable: "아니" + "ㅂ니다" is written "아닙니다", which must still contain "아니".
 """
 
 from __future__ import annotations
@@ -67,6 +69,11 @@ def find(haystack_norm: str, needle: str, whole_word: bool = False) -> bool:
     n = normalize(needle)
     if not n:
         return False
+    if has_hangul(n):
+        # Compare Hangul as decomposed jamo, so a needle's last syllable also matches the same
+        # syllable with a final consonant: "아니" is in "아닙니다", "모르" in "모릅니다".
+        n = unicodedata.normalize("NFD", n)
+        haystack_norm = unicodedata.normalize("NFD", haystack_norm)
     start = 0
     while True:
         i = haystack_norm.find(n, start)

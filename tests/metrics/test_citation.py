@@ -1,0 +1,69 @@
+"""Citation precision/recall, section accuracy, source indicators and recency rules."""
+
+import pytest
+
+from evalcore.metrics.base import ScoringContext
+from evalcore.metrics.citation import SPECS
+from evalcore.schemas import EvalQuestion, EvalResponse
+
+BY_NAME = {s.name: s for s in SPECS}
+
+
+def run(name, q, options=None, **resp):
+    r = EvalResponse(question_id=q.id, method="m", **resp)
+    return BY_NAME[name].compute([(q, r)], ScoringContext(run_id="t", options=options or {}))[0]
+
+
+Q = EvalQuestion(id="q", question="?", gold_passages=[
+    {"chunk_id": "c1"}, {"doc": "guide/rates.md", "heading_path": "Rates > Territory"}])
+RETRIEVED = [{"rank": 1, "chunk_id": "c9", "rel_path": "guide/rates.md", "heading_path": "Rates >  territory > 118"},
+             {"rank": 2, "chunk_id": "c5", "rel_path": "guide/other.md", "heading_path": "Intro"}]
+
+
+def test_precision_recall_with_anchor_resolution():
+    # c9 is cited by id only; resolved through `retrieved` it sits under the gold heading path.
+    cits = [{"chunk_id": "c1"}, {"chunk_id": "c9"}, {"chunk_id": "c5"}, {"chunk_id": "c1"}]
+    assert run("citation_precision", Q, citations=cits, retrieved=RETRIEVED).value == pytest.approx(2 / 3)
+    assert run("citation_recall", Q, citations=cits, retrieved=RETRIEVED).value == 1.0
+    assert run("citation_recall", Q, citations=[{"chunk_id": "c5"}], retrieved=RETRIEVED).value == 0.0
+
+
+def test_nan_reasons():
+    assert run("citation_precision", Q, citations=[]).reason == "no citations"
+    assert run("citation_recall", EvalQuestion(id="x", question="?"), citations=[{"chunk_id": "a"}]).reason \
+        == "no gold passages"
+    assert "chunk ids only" in run("section_accuracy", EvalQuestion(id="y", question="?", gold_passages=[
+        {"chunk_id": "a"}]), citations=[{"chunk_id": "a"}]).reason
+
+
+def test_section_accuracy():
+    cits = [{"rel_path": "guide/rates.md", "heading_path": "Rates > Territory > 117"},
+            {"rel_path": "guide/rates.md", "heading_path": "Rates > Discounts"},
+            {"chunk_id": "c1"}]  # names no document and is not in retrieved: wrong section
+    s = run("section_accuracy", Q, citations=cits)
+    assert s.value == pytest.approx(1 / 3) and s.details["n_without_document"] == 1
+
+
+def test_source_citation_quality_configurable():
+    answer = "According to the rate table (page 4, Source: manual.pdf) the rate is 0.3%."
+    s = run("source_citation_quality", Q, answer=answer)
+    assert s.value == 1.0 and {"according to", "page", "source:", "pdf"} <= set(s.details["indicators_found"])
+    assert run("source_citation_quality", Q, answer="The rate is 0.3%.").value == 0.0
+    s = run("source_citation_quality", Q, answer="출처: 규정집 12쪽", options={"citation_indicators": ["출처", "쪽"]})
+    assert s.value == pytest.approx(2 / 3)
+
+
+def test_recency_rules():
+    meta = {"recency": {"newer": "rates-2024.md", "older": "rates-2019.md",
+                        "newer_terms": ["0.305%"], "older_terms": ["0.290%"]}}
+    new, old = {"rel_path": "rates-2024.md"}, {"rel_path": "rates-2019.md"}
+    q = EvalQuestion(id="r", question="?", recency_conflict_rule="cite_newer", metadata=meta)
+    assert run("recency_rule_pass", q, citations=[new]).value == 1.0
+    assert run("recency_rule_pass", q, citations=[new, old]).value == 0.0
+    q = q.model_copy(update={"recency_conflict_rule": "cite_both"})
+    assert run("recency_rule_pass", q, citations=[new, old]).value == 1.0
+    q = q.model_copy(update={"recency_conflict_rule": "acknowledge_both"})
+    assert run("recency_rule_pass", q, answer="Now 0.305% (was 0.290% in 2019).").value == 1.0
+    assert run("recency_rule_pass", q, answer="It is 0.305%.").value == 0.0
+    missing = EvalQuestion(id="m", question="?", recency_conflict_rule="cite_newer")
+    assert "metadata.recency" in run("recency_rule_pass", missing, citations=[new]).reason
