@@ -4,7 +4,7 @@ import streamlit as st
 
 st.set_page_config(page_title="evalcore", layout="wide")
 st.navigation([
-    st.Page("pages/runs.py", title="Runs", url_path="runs", default=True),
+    st.Page("pages/runs.py", title="Runs", default=True),
     st.Page("pages/launch.py", title="Launch", url_path="launch"),
     st.Page("pages/questions.py", title="Questions", url_path="questions"),
     st.Page("pages/compare.py", title="Compare", url_path="compare"),

@@ -1,7 +1,59 @@
-"""Placeholder: the app commands land with their issue."""
+"""`evalcore app`: serve the Streamlit dashboard on 127.0.0.1 for the chosen store.
+
+The store reaches the app through EVALCORE_STORE (Streamlit owns the app's argv), resolved
+to an absolute path so the dashboard and the jobs it starts agree on it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import typer
 
+from evalcore.cli.context import state
+from evalcore.errors import EvalcoreError
+
+
+def app_script() -> Path:
+    """app.py beside the package (a source checkout or an editable install)."""
+    path = Path(__file__).resolve().parents[2] / "app.py"
+    if not path.is_file():
+        raise EvalcoreError(f"the dashboard entry {path} is missing: run `evalcore app` from a source "
+                            "checkout or an editable install (pip install -e '.[app]')")
+    return path
+
+
+def streamlit_argv(script: Path, port: int, headless: bool) -> list[str]:
+    return [sys.executable, "-m", "streamlit", "run", str(script),
+            "--server.address", "127.0.0.1", "--server.port", str(port),
+            "--server.headless", "true" if headless else "false",
+            "--browser.gatherUsageStats", "false"]
+
+
+def app_cmd(
+    port: int = typer.Option(8501, "--port", "-p", help="Port on 127.0.0.1."),
+    headless: bool = typer.Option(False, "--headless", help="Do not open a browser."),
+) -> None:
+    """Open the dashboard: leaderboard, launch runs, per-question drill-down, compare, charts, annotate."""
+    try:
+        import streamlit  # noqa: F401
+        import plotly  # noqa: F401
+    except ImportError as exc:
+        raise EvalcoreError(f"the dashboard needs streamlit and plotly: pip install 'evalcore[app]' ({exc})")
+    if not 0 < port < 65536:
+        raise EvalcoreError(f"--port must be 1-65535, got {port}")
+    store_root = state.store().root.resolve()
+    env = {**os.environ, "EVALCORE_STORE": str(store_root)}
+    typer.echo(f"dashboard for store {store_root} on http://127.0.0.1:{port} (Ctrl-C stops)", err=True)
+    try:
+        code = subprocess.call(streamlit_argv(app_script(), port, headless), env=env)
+    except KeyboardInterrupt:
+        code = 0
+    raise typer.Exit(code)
+
 
 def register(app: typer.Typer) -> None:
-    """Adds nothing yet."""
+    app.command("app")(app_cmd)

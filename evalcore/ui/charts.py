@@ -1,6 +1,121 @@
-"""Being written."""
+"""Charts page: grade and answer-class distributions, metrics by question facet, latency and
+cost, and Pareto fronts of quality against cost and latency."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
 import streamlit as st
+
+from evalcore.ui import common
+from evalcore.ui import data as D
+from evalcore.ui import data_charts as G
+from evalcore.ui.analysis import pareto_mask
+
+GRADES = ["A", "B", "C", "D", "E"]
+CLASSES = ["CORRECT", "WRONG", "DONT_KNOW"]
+
+
+def _stacked(df: pd.DataFrame, order: list[str], title: str, missing: str) -> None:
+    if df.empty:
+        common.empty_state(f"No {title.lower()} for these systems.", missing)
+        return
+    fig = px.bar(df, x="system", y="share", color="label", text="n", barmode="stack",
+                 category_orders={"label": order + sorted(set(df.label) - set(order))},
+                 title=title, labels={"share": "share of answers", "system": "run:method"})
+    fig.update_layout(yaxis_tickformat=".0%", height=380)
+    st.plotly_chart(fig, key=f"bar_{title}")
+
+
+def _pareto(points: pd.DataFrame, x: str, x_title: str, metric: str) -> None:
+    pts = points.dropna(subset=[x, "quality"])
+    if pts.empty:
+        common.empty_state(f"No {x_title} recorded.", "Targets or judges must report it.")
+        return
+    pts = pts.assign(front=pareto_mask(pts["quality"].tolist(), pts[x].tolist()))
+    fig = go.Figure()
+    for on_front, name, symbol in ((False, "dominated", "circle-open"), (True, "Pareto front", "star")):
+        part = pts[pts.front == on_front]
+        fig.add_trace(go.Scatter(x=part[x], y=part["quality"], mode="markers", name=name,
+                                 text=part["system"], marker={"symbol": symbol, "size": 12},
+                                 hovertemplate="%{text}<br>%{x}<br>quality %{y:.3f}"))
+    front = pts[pts.front].sort_values(x)
+    fig.add_trace(go.Scatter(x=front[x], y=front["quality"], mode="lines", name="front",
+                             line={"dash": "dot"}, hoverinfo="skip"))
+    fig.update_layout(title=f"{metric} vs {x_title} (non-dominated points starred)",
+                      xaxis_title=x_title, yaxis_title=f"mean {metric}", height=400)
+    st.plotly_chart(fig, key=f"pareto_{x}")
+    common.show_table(pts, f"pareto-{x}", key=f"dl_pareto_{x}")
 
 
 def render() -> None:
-    st.title("charts")
+    common.header("Charts", "Distributions per system (run / method), by question facet, and quality "
+                  "against cost and latency.")
+    snap = common.snapshot()
+    sys_df = D.systems(snap)
+    if sys_df.empty:
+        common.empty_state("No runs yet.", "Import or launch one first.")
+        return
+    labels = dict(zip(sys_df.run_id + ":" + sys_df.method, sys_df.label))
+    keys = list(labels)
+    scored = [k for k, has in zip(keys, sys_df.has_metrics) if has]
+    picked = common.url_multi("Systems", keys, "sys", default=(scored or keys)[:4], format_func=labels.get)
+    if not picked:
+        common.empty_state("Pick at least one system.", "")
+        return
+    metrics = D.metric_names(snap, list({k.partition(":")[0] for k in picked}))
+
+    st.subheader("Grades and answer classes")
+    c1, c2 = st.columns(2)
+    with c1:
+        _stacked(G.label_counts(snap, picked, "grade"), GRADES, "Grade distribution (A-E)",
+                 "Grades come from factual_accuracy (or factual_grade) scores.")
+    with c2:
+        _stacked(G.label_counts(snap, picked, "answer_class"), CLASSES, "Correct / wrong / don't know",
+                 "Classes come from the answer_class metric.")
+
+    st.subheader("Metric by question facet")
+    if not metrics:
+        common.empty_state("No metric values for these systems.", "Score the runs first (`evalcore score`).")
+    else:
+        c1, c2 = st.columns(2)
+        metric = common.url_select("Metric", metrics, "metric", container=c1,
+                                   default=next((m for m in D.KEY_METRICS if m in metrics), None))
+        facet = common.url_select("Group by", list(G.FACETS), "facet", container=c2)
+        values = G.metric_by_facet(snap, picked, metric, facet)
+        if values.empty:
+            common.empty_state(f"No {metric} values for these systems.", "Pick another metric.")
+        else:
+            fig = px.box(values, x="facet", y="value", color="system", points=False,
+                         title=f"{metric} by {facet}", labels={"facet": facet, "value": metric})
+            fig.update_layout(height=420)
+            st.plotly_chart(fig, key="box_facet")
+            common.show_table(G.facet_means(snap, picked, metric, facet), f"{metric}-by-{facet}")
+
+    st.subheader("Latency and cost")
+    lc = G.latency_cost(snap, picked)
+    c1, c2 = st.columns(2)
+    if lc["latency_ms"].notna().any():
+        fig = px.box(lc, x="system", y="latency_ms", title="Latency per answer",
+                     labels={"latency_ms": "latency (ms)", "system": "run:method"})
+        c1.plotly_chart(fig, key="latency")
+    else:
+        c1.info("No latency recorded for these systems.")
+    if (lc["cost_usd"] > 0).any():
+        fig = px.box(lc, x="system", y="cost_usd", title="Cost per answer (target + judge)",
+                     labels={"cost_usd": "cost (USD)", "system": "run:method"})
+        c2.plotly_chart(fig, key="cost")
+    else:
+        c2.info("No cost recorded (targets reported no token cost and no judge was paid).")
+
+    st.subheader("Pareto fronts")
+    if metrics:
+        quality = common.url_select("Quality metric", metrics, "quality",
+                                    default=next((m for m in D.KEY_METRICS if m in metrics), None))
+        points = G.frontier_points(snap, picked, quality)
+        c1, c2 = st.columns(2)
+        with c1:
+            _pareto(points, "cost_per_query_usd", "cost per query (USD)", quality)
+        with c2:
+            _pareto(points, "latency_p50_ms", "latency p50 (ms)", quality)

@@ -33,8 +33,26 @@ def snapshot() -> Snapshot:
     return get_snapshot(store())
 
 
+def _leave_pages_directory_mode() -> None:
+    """Make a fresh server honour app.py's st.navigation on a deep link.
+
+    Streamlit treats a `pages/` folder beside the entry script as the old multipage mode
+    until some session has run st.navigation; a first visitor arriving at /compare would get
+    pages/compare.py alone (no page config, file-name navigation). Clearing that flag and
+    rerunning makes the runner execute app.py, which routes to the same URL path.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # a Streamlit without this internal: nothing to work around
+        return
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def header(title: str, caption: str) -> None:
     """Page title and one line on what the page is for (our own constant text only)."""
+    _leave_pages_directory_mode()
     st.title(title)
     st.caption(caption)
 

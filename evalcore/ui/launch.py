@@ -1,6 +1,213 @@
-"""Being written."""
+"""Launch page: start `evalcore run` in the background, follow it, resume or cancel it; and
+import a recorded-answers file.
+
+Jobs live on disk (see jobs.py), so reloading the page or opening it in another tab shows
+the same jobs. Progress is the run's stored responses against the manifest's expected count.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+import uuid
+from importlib import resources
+from pathlib import Path
+
 import streamlit as st
+
+from evalcore.errors import EvalcoreError
+from evalcore.importer import import_recorded
+from evalcore.ui import common, jobs
+from evalcore.ui import data as D
+
+JUDGES = ["(default)", "heuristic", "anthropic", "openai", "(no judge)", "(collect only, no scoring)"]
+DEMO_METHODS = "basic_search,local_search,llm_with_context"
+
+
+def _uploads(store) -> Path:
+    return store.shared_dir("app_uploads")
+
+
+def _save_upload(store, upload) -> Path:
+    """Keep an uploaded file inside the store under a safe, unique name."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(upload.name).name)[-80:] or "upload"
+    path = _uploads(store) / f"{uuid.uuid4().hex[:8]}-{safe}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(upload.getvalue())
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, seconds: float = 15.0) -> bool:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        with socket.socket() as s:
+            s.settimeout(0.3)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return True
+        time.sleep(0.2)
+    return False
+
+
+def _demo_dataset() -> str:
+    return str(resources.files("evalcore") / "demo" / "data" / "questions.yaml")
+
+
+def _start_form(store) -> None:
+    with st.form("launch"):
+        st.subheader("Start a run")
+        target_kind = st.radio("Target", ["RAG server URL", "Demo server (started for you)"], horizontal=True)
+        url = st.text_input("Server URL", placeholder="http://127.0.0.1:8001")
+        ds_path = st.text_input("Dataset file path (on this machine)", placeholder="questions.yaml")
+        ds_upload = st.file_uploader("...or upload a dataset", type=["yaml", "yml", "json", "jsonl", "csv", "parquet"])
+        methods = st.text_input("Methods (comma-separated)", placeholder=DEMO_METHODS)
+        c1, c2, c3 = st.columns(3)
+        samples = c1.number_input("Samples (0 = all)", min_value=0, max_value=1_000_000, value=0)
+        concurrency = c2.number_input("Concurrency", min_value=1, max_value=256, value=8)
+        judge = c3.selectbox("Judge", JUDGES)
+        name = st.text_input("Run name", value="app-run")
+        submitted = st.form_submit_button("Start run", type="primary")
+    if not submitted:
+        return
+    demo = target_kind.startswith("Demo")
+    dataset = str(_save_upload(store, ds_upload)) if ds_upload else (ds_path.strip() or
+                                                                     (_demo_dataset() if demo else ""))
+    method_list = [m.strip() for m in (methods or (DEMO_METHODS if demo else "")).split(",") if m.strip()]
+    if not dataset or (not demo and not url.strip()):
+        st.error("Give a dataset and a server URL (or choose the demo server).")
+        return
+    if not demo and not re.match(r"^https?://", url.strip()):
+        st.error("The server URL must start with http:// or https://.")
+        return
+    target = url.strip()
+    demo_job = None
+    if demo:
+        port = _free_port()
+        demo_job = jobs.start(store, "demo-server", [*jobs.evalcore_cmd(), "demo-server", "--port", str(port)],
+                              port=port)
+        if not _wait_port(port):
+            st.error("The demo server did not start; see its log below.")
+            return
+        target = f"http://127.0.0.1:{port}"
+    unique = f"{re.sub(r'[^A-Za-z0-9_-]+', '-', name).strip('-') or 'app-run'}-{uuid.uuid4().hex[:4]}"
+    req = jobs.RunRequest(target=target, dataset=dataset, methods=method_list, name=unique,
+                          samples=int(samples) or None, concurrency=int(concurrency),
+                          judge=None if judge.startswith("(") else judge)
+    argv = req.argv(store)
+    if judge == "(no judge)":
+        argv.append("--no-judge")
+    elif judge.startswith("(collect"):
+        argv.append("--no-score")
+    job = jobs.start(store, "run", argv, run_name=unique)
+    if demo_job is not None:  # the demo server is stopped when its run ends (see _job_panel)
+        job.extra["demo_job"] = demo_job.job_id
+        jobs.save(store, job)
+    st.success("Started. Progress appears below; it survives page reloads.")
+    st.text(f"job {job.job_id}, run name {unique}")
+
+
+def _progress(snap, store, job: jobs.Job) -> None:
+    run_id = jobs.find_run(store, job)
+    if not run_id or not store.exists(run_id):
+        st.text("waiting for the run to be created...")
+        return
+    manifest = store.manifest(run_id)
+    done = snap.df("SELECT count(*) AS n FROM responses WHERE run_id = $r", {"r": run_id})["n"].iloc[0]
+    expected = manifest.counts.get("expected") or (manifest.counts.get("questions", 0) * max(1, len(manifest.methods)))
+    st.text(f"run {run_id}: status {manifest.status}; {done} of {expected or '?'} answers stored")
+    if expected:
+        st.progress(min(1.0, done / expected))
+    alive = jobs.is_alive(store, job)
+    if manifest.status != "complete" and not alive and manifest.kind == "live":
+        if st.button("Resume this run", key=f"resume_{job.job_id}"):
+            jobs.start(store, "resume", [*jobs.evalcore_cmd(), "--store", str(store.root), "run", "--resume",
+                                         run_id, "--no-progress"], run_id=run_id)
+            st.rerun()
+    if manifest.status == "complete":
+        st.page_link("pages/questions.py", label="Open its questions", query_params={"run": run_id})
+
+
+def _job_panel(store, job: jobs.Job) -> None:
+    snap = common.snapshot()
+    alive = jobs.is_alive(store, job)
+    state = "running" if alive else (f"exited ({job.exit_code})" if job.exit_code is not None else "stopped")
+    st.text(f"{job.kind} job {job.job_id} - {state}" + (" - cancel requested" if job.cancel_requested else ""))
+    if job.kind in ("run", "resume"):
+        _progress(snap, store, job)
+        demo = jobs.load(store, job.extra["demo_job"]) if job.extra.get("demo_job") else None
+        if demo is not None and not alive and jobs.is_alive(store, demo):
+            jobs.cancel(store, demo)
+    if job.port:
+        st.text(f"demo server on http://127.0.0.1:{job.port}")
+    if alive:
+        c1, c2 = st.columns(2)
+        if c1.button("Cancel (clean stop)", key=f"cancel_{job.job_id}"):
+            jobs.cancel(store, job)
+            st.rerun()
+        if c2.button("Force stop", key=f"kill_{job.job_id}"):
+            jobs.cancel(store, job, force=True)
+            st.rerun()
+    with st.expander("Log", expanded=alive):
+        st.code(jobs.tail(store, job) or "(empty log)", language=None)
+
+
+def _jobs_section(store) -> None:
+    all_jobs = jobs.list_jobs(store)[:8]
+    st.subheader("Jobs")
+    if not all_jobs:
+        st.info("No background jobs yet.")
+        return
+    any_alive = any(jobs.is_alive(store, j) for j in all_jobs)
+
+    @st.fragment(run_every=2 if any_alive else None)
+    def panels() -> None:
+        for job in jobs.list_jobs(store)[:8]:
+            with st.container(border=True):
+                _job_panel(store, job)
+
+    panels()
+
+
+def _import_form(store) -> None:
+    with st.form("import"):
+        st.subheader("Import recorded answers")
+        upload = st.file_uploader("Answers file", type=["jsonl", "json", "csv", "parquet"])
+        ds = st.file_uploader("Dataset (optional: questions, ground truths, gold passages)",
+                              type=["yaml", "yml", "json", "jsonl", "csv", "parquet"])
+        name = st.text_input("Run name (default: the file name)")
+        method = st.text_input("Method for records without one", value="recorded")
+        submitted = st.form_submit_button("Import")
+    if not submitted:
+        return
+    if upload is None:
+        st.error("Choose an answers file.")
+        return
+    try:
+        result = import_recorded(store, _save_upload(store, upload), name=name or Path(upload.name).stem,
+                                 dataset=_save_upload(store, ds) if ds else None, method=method or "recorded")
+    except EvalcoreError as exc:
+        st.error("Import failed; nothing was added to the store.")
+        st.text(str(exc))
+        return
+    st.success("Imported.")
+    st.text(f"run {result.run_id}: {result.n_records} answers, {result.n_questions} questions, "
+            f"methods {', '.join(result.methods)}")
+    st.page_link("pages/questions.py", label="Open its questions", query_params={"run": result.run_id})
 
 
 def render() -> None:
-    st.title("launch")
+    common.header("Launch", "Run an evaluation in the background, or import answers you already have.")
+    store = common.store()
+    tab = common.url_select("Action", ["start a run", "import answers"], "action")
+    if tab == "start a run":
+        _start_form(store)
+    else:
+        _import_form(store)
+    _jobs_section(store)
+    D.run_list(common.snapshot())  # keeps the snapshot warm for the other pages
