@@ -88,11 +88,12 @@ def parse_selections(store: RunStore, refs: Sequence[str]) -> list[Selection]:
     return out
 
 
-def _direction(metric: str) -> bool:
+def _spec_info(metric: str) -> tuple[bool, bool | None]:
+    """(higher_is_better, binary) from the registry; binary None for unregistered metrics."""
     from evalcore.metrics.registry import METRICS
 
     spec = METRICS.get(metric)
-    return True if spec is None else spec.higher_is_better
+    return (True, None) if spec is None else (spec.higher_is_better, spec.binary)
 
 
 def _wide(store: RunStore, sel: Selection, metrics: Sequence[str] | None) -> pd.DataFrame:
@@ -104,8 +105,9 @@ def _wide(store: RunStore, sel: Selection, metrics: Sequence[str] | None) -> pd.
 
 
 def compare_pair(a: np.ndarray, b: np.ndarray, higher_is_better: bool, n_boot: int, n_perm: int,
-                 seed: int) -> dict[str, Any]:
-    """Statistics for aligned, NaN-free paired values of one metric."""
+                 seed: int, binary: bool | None = None) -> dict[str, Any]:
+    """Statistics for aligned, NaN-free paired values of one metric. McNemar for metrics
+    declared binary (or, for unregistered metrics, whose values are all 0/1)."""
     n = len(a)
     if n == 0:
         return {"n_pairs": 0, "mean_a": np.nan, "mean_b": np.nan, "delta": np.nan, "ci_low": np.nan,
@@ -114,7 +116,7 @@ def compare_pair(a: np.ndarray, b: np.ndarray, higher_is_better: bool, n_boot: i
     diff = b - a
     better = diff if higher_is_better else -diff
     lo, hi = paired_bootstrap_ci(a, b, n_boot=n_boot, seed=seed)
-    if is_binary(a, b):
+    if (binary if binary is not None else is_binary(a, b)) and is_binary(a, b):
         p, _, _ = mcnemar_exact(a, b)
         test = "mcnemar_exact"
     else:
@@ -148,8 +150,9 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
         cand_rows = []
         for metric in names:
             joined = pd.concat([a_df[metric].rename("a"), b_df[metric].rename("b")], axis=1, join="inner").dropna()
-            hib = _direction(metric)
-            stats = compare_pair(joined["a"].to_numpy(float), joined["b"].to_numpy(float), hib, n_boot, n_perm, seed)
+            hib, binary = _spec_info(metric)
+            stats = compare_pair(joined["a"].to_numpy(float), joined["b"].to_numpy(float), hib, n_boot, n_perm,
+                                 seed, binary)
             cand_rows.append({"baseline": base.label, "candidate": cand.label, "metric": metric,
                               "higher_is_better": hib, **stats, "missing": len(union) - stats["n_pairs"]})
         adjusted = holm([r["p_value"] for r in cand_rows])
