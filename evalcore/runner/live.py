@@ -25,6 +25,7 @@ from typing import Any
 from evalcore import __version__
 from evalcore.config import EvalConfig
 from evalcore.errors import EvalcoreError
+from evalcore.queries import query_df, run_questions
 from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs
 from evalcore.runner.questions import collect_questions
 from evalcore.schemas import EvalQuestion, RunManifest
@@ -49,9 +50,10 @@ class RunResult:
     score_result: Any = None
 
 
-def _clients(config: EvalConfig) -> dict[str, TargetClient]:
+def _clients(config: EvalConfig, lanes: int | None = None) -> dict[str, TargetClient]:
     retry = RetryPolicy(retries=config.retries, backoff_s=config.backoff)
-    return {name: TargetClient(spec, timeout_s=config.timeout, concurrency=config.concurrency, retry=retry)
+    return {name: TargetClient(spec, timeout_s=config.timeout, concurrency=lanes or config.concurrency,
+                               retry=retry)
             for name, spec in config.targets.items()}
 
 
@@ -71,8 +73,6 @@ async def _probe(clients: dict[str, TargetClient], config: EvalConfig) -> dict[s
 
 
 def _existing_done(store: RunStore, run_id: str) -> set[tuple[str, str]]:
-    from evalcore.queries import query_df
-
     df = query_df(store, "SELECT DISTINCT method, question_id FROM responses WHERE run_id = ?", [run_id])
     return set(zip(df["method"], df["question_id"]))
 
@@ -99,14 +99,20 @@ async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuesti
             await client.aclose()
 
 
-def _finish(writer: RunWriter, store: RunStore, status: str, started: float, note: str | None = None) -> RunManifest:
-    from evalcore.queries import query_df
-
-    df = query_df(store, "SELECT error_kind, count(*) AS n FROM responses WHERE run_id = ? GROUP BY error_kind",
-                  [writer.run_id])
-    kinds = {str(k): int(n) for k, n in zip(df["error_kind"], df["n"]) if k is not None and k == k}
+def _finish(writer: RunWriter, store: RunStore, status: str, started: float, note: str | None = None,
+            fresh: AskStats | None = None) -> RunManifest:
+    """Final status and counts. A fresh, finished run counts from memory; otherwise (resume,
+    interruption) from the store, which is the truth about what was written."""
+    if fresh is not None:
+        kinds = dict(fresh.errors)
+        n_responses = fresh.written
+    else:
+        df = query_df(store, "SELECT error_kind, count(*) AS n FROM responses WHERE run_id = ? "
+                             "GROUP BY error_kind", [writer.run_id])
+        kinds = {str(k): int(n) for k, n in zip(df["error_kind"], df["n"]) if k is not None and k == k}
+        n_responses = int(df["n"].sum()) if len(df) else 0
     manifest = writer.read_manifest()
-    counts = {**manifest.counts, "responses": int(df["n"].sum()) if len(df) else 0,
+    counts = {**manifest.counts, "responses": n_responses,
               "errors": sum(kinds.values()), **{f"errors_{k}": v for k, v in kinds.items()}}
     timings = {**manifest.timings, "asking_s": round(manifest.timings.get("asking_s", 0.0)
                                                       + time.perf_counter() - started, 3)}
@@ -127,7 +133,7 @@ def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: 
     except BaseException as exc:
         _finish(writer, store, "failed", started, note=f"failed: {type(exc).__name__}: {exc}")
         raise
-    manifest = _finish(writer, store, "complete", started)
+    manifest = _finish(writer, store, "complete", started, fresh=stats if not done else None)
     result = RunResult(run_id=writer.run_id, status=manifest.status, store_root=str(store.root),
                        methods=[m.name for m in config.methods], n_questions=len(questions),
                        asked=stats.asked, errors=dict(Counter(stats.errors)), seconds=stats.seconds)
@@ -172,17 +178,20 @@ def run_evaluation(config: EvalConfig, store: RunStore | None = None) -> RunResu
                            judges=[config.judge_option] if config.judge_option else [],
                            counts={"questions": len(questions), "expected": len(questions) * len(config.methods)})
     # Probe before creating the run, so an unreachable server leaves no empty run behind.
-    asyncio.run(_probe_only(config))
+    manifest.target_info = asyncio.run(_probe_only(config, snapshot=True))
     writer = store.create_run(manifest)
     writer.write_questions(questions)
-    return _execute(config, store, writer, questions, set(), probe=True)
+    return _execute(config, store, writer, questions, set(), probe=False)
 
 
-async def _probe_only(config: EvalConfig) -> None:
-    clients = _clients(config)
+async def _probe_only(config: EvalConfig, snapshot: bool = False) -> dict[str, Any] | None:
+    clients = _clients(config, lanes=1)
     try:
+        if snapshot:
+            return await _probe(clients, config)
         for client in clients.values():
             await client.health()
+        return None
     finally:
         for client in clients.values():
             await client.aclose()
@@ -195,8 +204,6 @@ def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig |
     The config comes from the run's manifest unless one is given (e.g. to supply headers);
     `overrides` may change operational settings (concurrency, timeout, progress, score...).
     """
-    from evalcore.queries import run_questions
-
     store = store or RunStore()
     run_id = store.resolve(run_ref)
     manifest = store.manifest(run_id)

@@ -1,0 +1,127 @@
+"""Runner throughput: 1,000 questions against a server with a fixed 50 ms latency, concurrency 16.
+
+Ideal wall time = n * latency / concurrency (the server is never the bottleneck: it sleeps
+in its own thread per request). Prints the measured wall time and its ratio to the ideal;
+the goal is <= 1.25 (runner overhead, retries machinery, part-file writes and progress
+included, scoring excluded). The server binds 127.0.0.1; the run goes to a temporary store.
+
+    python bench/bench_runner.py            # 1,000 questions
+    python bench/bench_runner.py --n 200    # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+class FixedLatency(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    latency_s = 0.05
+
+    def setup(self) -> None:
+        super().setup()
+        # like any production server (uvicorn, gunicorn): no Nagle delay on small responses
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def log_message(self, *args) -> None:
+        return
+
+    def _send(self, payload: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_GET(self) -> None:
+        self._send(b'{"status": "ok"}')
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        time.sleep(self.latency_s)
+        self._send(json.dumps({"answer": "ok " + body["question"],
+                               "retrieved": [{"chunk_id": "c1", "text": "context", "score": 1.0}],
+                               "citations": ["c1"], "token_usage": {"input_tokens": 50, "output_tokens": 5}}).encode())
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+
+def serve(latency_ms: float) -> None:
+    """Child process: serve on a free 127.0.0.1 port, print it, run until stdin closes."""
+    FixedLatency.latency_s = latency_ms / 1000.0
+    server = Server(("127.0.0.1", 0), FixedLatency)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(server.server_address[1], flush=True)
+    sys.stdin.read()
+    server.shutdown()
+
+
+def start_server(latency_ms: float) -> tuple[subprocess.Popen, int]:
+    """The server runs in its own process so it does not share the runner's GIL (as in real use)."""
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", "--latency-ms", str(latency_ms)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    port = int(proc.stdout.readline())
+    return proc, port
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000, help="questions (default 1000)")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.latency_ms)
+        return 0
+    if not 1 <= args.n <= 20_000:
+        parser.error("--n must be between 1 and 20000")
+
+    from evalcore.config import EvalConfig
+    from evalcore.queries import query_df
+    from evalcore.runner import run_evaluation
+    from evalcore.store import RunStore
+
+    server, port = start_server(args.latency_ms)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            qfile = Path(tmp) / "questions.jsonl"
+            with open(qfile, "w", encoding="utf-8") as fh:
+                for i in range(args.n):
+                    fh.write(json.dumps({"id": f"q{i}", "question": f"question number {i}"}) + "\n")
+            store = RunStore(Path(tmp) / "runs")
+            config = EvalConfig(target=f"http://127.0.0.1:{port}", dataset=str(qfile),
+                                concurrency=args.concurrency, timeout=30, score=False,
+                                progress=sys.stderr.isatty())
+            t0 = time.perf_counter()
+            result = run_evaluation(config, store)
+            wall = time.perf_counter() - t0
+            stored = int(query_df(store, "SELECT count(*) AS n FROM responses WHERE run_id = ?",
+                                  [result.run_id])["n"][0])
+    finally:
+        server.stdin.close()
+        server.wait(timeout=10)
+    ideal = args.n * args.latency_ms / 1000.0 / args.concurrency
+    ratio = wall / ideal
+    print(f"questions {args.n}  concurrency {args.concurrency}  latency {args.latency_ms:g} ms")
+    print(f"stored {stored} answers, errors {sum(result.errors.values())}; asking phase {result.seconds:.3f} s "
+          f"(ratio {result.seconds / (args.n * args.latency_ms / 1000.0 / args.concurrency):.3f})")
+    print(f"wall {wall:.3f} s  ideal {ideal:.3f} s  ratio {ratio:.3f}  (goal <= 1.25: "
+          f"{'met' if ratio <= 1.25 else 'NOT met'})")
+    return 0 if stored == args.n and ratio <= 1.25 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
