@@ -124,7 +124,9 @@ class EvalConfig(BaseModel):
 
     @classmethod
     def from_snapshot(cls, data: dict[str, Any]) -> "EvalConfig":
-        return cls.model_validate(data)
+        """Rebuild from a manifest's `config`. Other parts of evalcore add their own keys there
+        (scoring records its history under `scoring`), so only this class's fields are read."""
+        return cls.model_validate({k: v for k, v in data.items() if k in cls.model_fields})
 
 
 def load_config(path: str | Path, **overrides: Any) -> EvalConfig:

@@ -91,3 +91,14 @@ def test_demo_command_scores_and_prints_a_leaderboard(tmp_path):
     means = values.groupby(["metric", "method"])["value"].mean()
     assert isinstance(means, pd.Series)
     assert means["unanswerable_accuracy"].nunique() > 1 or means["token_f1"].nunique() > 1
+
+
+def test_resume_after_a_scored_run_asks_nothing(demo_server, store):
+    """Scoring adds its own keys to the manifest's config; resume must still read the snapshot."""
+    from evalcore.runner import resume_run
+
+    config = EvalConfig(target=demo_server.url, dataset=str(questions_path()), methods=["basic_search"],
+                        samples=5, progress=False)
+    result = run_evaluation(config, store)
+    again = resume_run(result.run_id, store, progress=False)
+    assert again.asked == 0 and again.status == "complete"

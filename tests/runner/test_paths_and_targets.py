@@ -121,3 +121,31 @@ def test_literal_secret_headers_are_redacted_in_the_snapshot(question_file):
                         dataset=str(question_file(["a"])))
     text = json.dumps(config.snapshot())
     assert "s3cr3t" not in text and "pw@" not in text
+
+
+def test_the_worked_config_in_docs_is_valid(tmp_path, monkeypatch):
+    """docs/targets.md's example must load: a doc that drifts from the code is a bug."""
+    import re
+
+    import yaml
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "targets.md"
+    block = re.search(r"```yaml\n(# eval\.yaml\n.*?)```", docs.read_text(encoding="utf-8"), re.S).group(1)
+    data = yaml.safe_load(block)
+    (tmp_path / "questions.yaml").write_text("questions: [{id: a, question: q}]", encoding="utf-8")
+    cfg_file = tmp_path / "eval.yaml"
+    cfg_file.write_text(yaml.safe_dump(data), encoding="utf-8")
+    config = load_config(cfg_file)
+    assert [m.name for m in config.methods] == ["hybrid", "hybrid-k10", "dense"]
+    spec = config.targets["acme"]
+    monkeypatch.setenv("ACME_RAG_TOKEN", "t0ken")
+    assert spec.resolved_headers()["Authorization"] == "Bearer t0ken"
+    reply = {"data": {"answer": "A", "sources": [{"id": "c1", "content": "x", "relevance": 0.5,
+                                                  "meta": {"file": "f.md", "headings": ["H", "S"]}}],
+                      "cited": [{"source_id": "c1"}], "no_answer": False},
+             "usage": {"prompt_tokens": 10, "completion_tokens": 2}, "debug": {"timings": {"total_ms": 5}}}
+    resp = parse_response(reply, spec.response, "a", "hybrid")
+    assert resp.retrieved[0].heading_path == "H > S" and resp.citations[0].chunk_id == "c1"
+    assert resp.token_usage.input_tokens == 10 and resp.timings == {"total_ms": 5.0}
+    body = render_body(spec.body, {"question": "q", "method": "hybrid", "top_k": 5, "lang": "en"})
+    assert body == {"query": "q", "options": {"mode": "hybrid", "k": 5, "language": "en"}}
