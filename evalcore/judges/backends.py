@@ -95,6 +95,11 @@ class AnthropicBackend:
     def open(self) -> Any:
         import anthropic
 
+        if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+            from evalcore.errors import EvalcoreError
+
+            raise EvalcoreError("the anthropic judge needs ANTHROPIC_API_KEY in the environment "
+                                "(or choose --judge heuristic / openai:MODEL@URL)")
         return anthropic.AsyncAnthropic(base_url=self.base_url, max_retries=0, timeout=self.timeout)
 
     async def complete(self, client: Any, params: dict[str, Any]) -> Reply:
@@ -130,7 +135,12 @@ class OpenAIBackend:
     def open(self) -> Any:
         import openai
 
-        key = os.environ.get("OPENAI_API_KEY") or "no-key"
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key and not self.base_url:
+            from evalcore.errors import EvalcoreError
+
+            raise EvalcoreError("the openai judge needs OPENAI_API_KEY (or a local server: openai:MODEL@URL)")
+        key = key or "no-key"  # local OpenAI-compatible servers usually accept any key
         return openai.AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout)
 
     async def complete(self, client: Any, params: dict[str, Any]) -> Reply:
