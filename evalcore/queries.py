@@ -9,6 +9,10 @@ Views (one connection = a consistent set of views):
   annotations    every human annotation (append-only, never deduplicated)
   raw_<table>    every row of every part file, for audits
 User-supplied values only ever reach SQL as bound parameters.
+
+NaN: Parquet min/max statistics ignore NaN, and DuckDB's statistics propagation then folds
+`isnan(value)` to false for a file it believes has no NaN. Every connection disables that
+optimizer (and the store writes no statistics for NaN-bearing columns), so NaN filters hold.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ def open_db(store: RunStore) -> Iterator[duckdb.DuckDBPyConnection]:
     """An in-memory DuckDB connection with the store's views defined."""
     con = duckdb.connect(":memory:")
     try:
+        con.execute("SET disabled_optimizers = 'statistics_propagation'")
         con.register("runs_manifest", _manifest_table(store))
         con.execute("CREATE VIEW runs AS SELECT * FROM runs_manifest")
         for table, schema in SCHEMAS.items():

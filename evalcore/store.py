@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalcore.errors import StoreError
@@ -88,7 +89,11 @@ def _write_part(directory: Path, table: str, rows: list[dict[str, Any]]) -> Path
     name = f"part-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.parquet"
     final = directory / name
     tmp = directory / f".{name}.tmp"
-    pq.write_table(to_arrow(table, rows), tmp, compression="zstd")
+    arrow = to_arrow(table, rows)
+    # no min/max statistics on float columns: Parquet statistics ignore NaN, which lets
+    # readers wrongly conclude a column holds no NaN (see queries.py)
+    stats = [f.name for f in arrow.schema if not pa.types.is_floating(f.type)]
+    pq.write_table(arrow, tmp, compression="zstd", write_statistics=stats)
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, final)

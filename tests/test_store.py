@@ -137,3 +137,24 @@ def test_update_manifest(store):
     writer.update_manifest(status="complete", counts={"questions": 2})
     m = RunStore(store.root).manifest("r1")
     assert m.status == "complete" and m.counts == {"questions": 2}
+
+
+def test_nan_filters_hold_in_aggregates(store):
+    """Parquet statistics ignore NaN; DuckDB must still see the NaNs (a real bug we hit)."""
+    writer = store.create_run(_manifest())
+    _fill(writer)
+    values = []
+    for i in range(300):
+        for metric in ("keyword_coverage", "latency_ms"):
+            nan = metric == "keyword_coverage" and i % 3 == 0
+            values.append(MetricValue(run_id="r1", method="a", question_id=f"q{i}", metric=metric, group="g",
+                                      value=float("nan") if nan else float(i % 2 if metric != "latency_ms" else i),
+                                      reason="no keywords" if nan else None))
+    writer.write_metrics(values)
+    from evalcore.queries import metric_summary
+
+    row = metric_summary(store, "r1").set_index("metric").loc["keyword_coverage"]
+    expected = [float(i % 2) for i in range(300) if i % 3]
+    assert row["n_scored"] == len(expected) == 200
+    assert row["mean"] == pytest.approx(sum(expected) / len(expected))
+    assert row["not_scored_reasons"] == "no keywords"
