@@ -20,6 +20,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from typing import Any, Hashable, Sequence
 
+from evalcore.errors import EvalcoreError
 from evalcore.judges import make_judge
 from evalcore.metrics.base import ScoringContext
 from evalcore.queries import query_df, run_questions, run_responses
@@ -66,6 +67,15 @@ def _judge_spec(label: str) -> str:
     return label.split("/", 1)[0]
 
 
+def _resolve_spec(spec: str) -> str:
+    """`heuristic` -> `heuristic:lexical-v1`, `anthropic` -> its default model, `openai:m@url` ->
+    `openai:m`: the provider:model prefix stored judge labels start with."""
+    try:
+        return make_judge(spec).spec
+    except EvalcoreError:
+        return spec
+
+
 def spot_check(store, run_id: str, fraction: float = 0.1, second_judge: str = "heuristic",
                first_judge: str | None = None, seed: int = 0) -> dict[str, Any]:
     """Re-judge a seeded random `fraction` of the run's judged (method, question) pairs with
@@ -82,12 +92,12 @@ def spot_check(store, run_id: str, fraction: float = 0.1, second_judge: str = "h
                          "WHERE run_id = ? AND judge_id IS NOT NULL", [run_id])
     df = df[df["metric"].isin(list(specs))]
     if df.empty:
-        raise ValueError(f"run {run_id} has no judged metric values to spot-check")
+        raise EvalcoreError(f"run {run_id} has no judged metric values to spot-check")
     df = df.assign(spec=df["judge_id"].map(_judge_spec))
-    first = first_judge or df["spec"].value_counts().idxmax()
+    first = _resolve_spec(first_judge) if first_judge else df["spec"].value_counts().idxmax()
     df = df[df["spec"] == first]
     if df.empty:
-        raise ValueError(f"run {run_id} has no values judged by {first!r}")
+        raise EvalcoreError(f"run {run_id} has no values judged by {first!r}")
     pairs = sorted(set(zip(df["method"], df["question_id"])))
     k = max(1, min(len(pairs), math.ceil(fraction * len(pairs))))
     sample = sorted(random.Random(seed).sample(pairs, k))
