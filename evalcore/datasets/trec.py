@@ -1,0 +1,281 @@
+"""TREC files: qrels ("qid iter docno rel"), runs ("qid Q0 docno rank score tag") and topics
+("qid<TAB>query"), plus `load_trec` turning topics + qrels into EvalQuestions.
+
+Runs can be tens of millions of lines, so the readers hand the bytes to Arrow's multi-threaded
+CSV parser instead of splitting lines in Python. TREC files are whitespace-separated, which a
+CSV parser does not understand, so irregular whitespace (tabs, runs of spaces, CRLF) is first
+rewritten to single spaces; well-formed single-space files skip that step. When Arrow rejects a
+file, a slow line-by-line pass finds the first bad line and reports it as an InputError naming
+the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from evalcore.errors import InputError
+from evalcore.schemas import EvalQuestion, GoldPassage
+
+RUN_FIELDS = ("qid", "q0", "docno", "rank", "score", "tag")
+QRELS_FIELDS = ("qid", "iter", "docno", "rel")
+_WS = bytes.maketrans(b"\t\r\f\v", b"    ")
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+    return data
+
+
+def _normalise(data: bytes) -> bytes:
+    """Every whitespace run inside a line becomes one space; lines lose edge spaces."""
+    data = re.sub(rb" +", b" ", data.translate(_WS))
+    return re.sub(rb"(?m)^ | $", b"", data)
+
+
+def _parse(data: bytes, names: tuple[str, ...], types: dict, keep: list[str]):
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    return pcsv.read_csv(
+        pa.BufferReader(data),
+        read_options=pcsv.ReadOptions(column_names=list(names), use_threads=True, block_size=1 << 22),
+        parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
+                                        double_quote=False, ignore_empty_lines=True),
+        convert_options=pcsv.ConvertOptions(column_types=types, include_columns=keep, null_values=[],
+                                            strings_can_be_null=False, quoted_strings_can_be_null=False))
+
+
+def _arrow_table(path: Path, names: tuple[str, ...], types: dict, keep: list[str], check_line):
+    """Parse TREC lines with Arrow; on failure, locate the bad line.
+
+    Single-space files parse directly. Other whitespace is found cheaply: tabs, CR, FF and VT by
+    a byte search; extra spaces because they create empty fields, so the column count is wrong
+    and Arrow refuses the file. Either way the bytes are normalised and parsed once more.
+    Empty qid/docno fields (a missing column hidden by a double space) are rejected afterwards.
+    """
+    import pyarrow as pa
+
+    data = _read_bytes(path)
+    irregular = any(c in data for c in (b"\t", b"\r", b"\f", b"\v"))
+    table = None
+    if not irregular:
+        try:
+            table = _parse(data, names, types, keep)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            table = None
+    if table is None:
+        try:
+            table = _parse(_normalise(data), names, types, keep)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            _locate_problem(path, check_line)
+            raise InputError(str(path), f"unreadable TREC file: {exc}") from exc
+    for column in ("qid", "docno"):
+        row = _first_empty(table.column(column))
+        if row is not None:
+            _locate_problem(path, check_line)
+            raise InputError(str(path), "empty field", record=line_of_row(path, row), field=column)
+    return table
+
+
+def _first_empty(column) -> int | None:
+    """Row of the first empty string in an Arrow string column, read from its offsets buffer."""
+    seen = 0
+    for chunk in column.chunks:
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32)[chunk.offset: chunk.offset + len(chunk) + 1]
+        empty = np.flatnonzero(offsets[1:] == offsets[:-1])
+        if len(empty):
+            return seen + int(empty[0])
+        seen += len(chunk)
+    return None
+
+
+def _locate_problem(path: Path, check_line) -> None:
+    """Slow pass: raise an InputError for the first line `check_line` rejects (if any)."""
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError:
+                raise InputError(str(path), "line is not valid UTF-8", record=lineno) from None
+            parts = line.split()
+            if parts:
+                check_line(path, lineno, parts)
+
+
+def _check_run_line(path: Path, lineno: int, parts: list[str]) -> None:
+    if len(parts) != 6:
+        raise InputError(str(path), f"expected 6 fields 'qid Q0 docno rank score tag', found {len(parts)}",
+                         record=lineno)
+    _finite(path, lineno, parts[4], "score")
+
+
+def _finite(path: Path, lineno: int, text: str, field: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(str(path), f"{text!r} is not a number", record=lineno, field=field) from None
+    if not math.isfinite(value):
+        raise InputError(str(path), f"{text!r} is not a finite number", record=lineno, field=field)
+    return value
+
+
+def _check_qrels_line(path: Path, lineno: int, parts: list[str]) -> None:
+    if len(parts) != 4:
+        raise InputError(str(path), f"expected 4 fields 'qid iter docno relevance', found {len(parts)}",
+                         record=lineno)
+    try:
+        int(parts[3])
+    except ValueError:
+        raise InputError(str(path), f"{parts[3]!r} is not an integer", record=lineno, field="relevance") from None
+
+
+def line_of_row(path: str | Path, row: int) -> int:
+    """1-based line number of the `row`-th (0-based) non-blank line, for error messages."""
+    seen = -1
+    with Path(path).open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if raw.strip():
+                seen += 1
+                if seen == row:
+                    return lineno
+    return row + 1
+
+
+def read_run_table(path: str | Path):
+    """A TREC run as a pyarrow Table (qid, docno, score), in file order. The rank column is read
+    for validation only: trec_eval (and `evalcore trec`) order documents by score."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    path = Path(path)
+    table = _arrow_table(path, RUN_FIELDS, {"qid": pa.string(), "docno": pa.string(), "score": pa.float64()},
+                         ["qid", "docno", "score"], _check_run_line)
+    finite = pc.is_finite(table.column("score"))
+    if not pc.all(finite).as_py():
+        row = int(np.flatnonzero(~np.asarray(finite.to_numpy(), dtype=bool))[0])
+        raise InputError(str(path), "score is not a finite number", record=line_of_row(path, row), field="score")
+    return table
+
+
+def read_qrels_table(path: str | Path):
+    """TREC qrels as a pyarrow Table (qid, docno, rel:int64), in file order."""
+    import pyarrow as pa
+
+    path = Path(path)
+    return _arrow_table(path, QRELS_FIELDS, {"qid": pa.string(), "docno": pa.string(), "rel": pa.int64()},
+                        ["qid", "docno", "rel"], _check_qrels_line)
+
+
+def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """qid -> {docno: relevance}. A document judged twice for a query is an error."""
+    table = read_qrels_table(path)
+    out: dict[str, dict[str, int]] = {}
+    for row, (qid, docno, rel) in enumerate(zip(*(table.column(c).to_pylist() for c in ("qid", "docno", "rel")))):
+        judged = out.setdefault(qid, {})
+        if docno in judged:
+            raise InputError(str(path), f"document {docno!r} is judged twice for query {qid!r}",
+                             record=line_of_row(path, row), field="docno")
+        judged[docno] = rel
+    return out
+
+
+def read_run(path: str | Path) -> dict[str, dict[str, float]]:
+    """qid -> {docno: score}. A document listed twice for a query is an error (trec_eval agrees)."""
+    table = read_run_table(path)
+    out: dict[str, dict[str, float]] = {}
+    for row, (qid, docno, score) in enumerate(zip(*(table.column(c).to_pylist() for c in ("qid", "docno", "score")))):
+        ranked = out.setdefault(qid, {})
+        if docno in ranked:
+            raise InputError(str(path), f"document {docno!r} is listed twice for query {qid!r}",
+                             record=line_of_row(path, row), field="docno")
+        ranked[docno] = score
+    return out
+
+
+def read_topics(path: str | Path) -> dict[str, str]:
+    """qid -> query text from a tab-separated "qid<TAB>query" file (Anserini/MS MARCO style)."""
+    path = Path(path)
+    out: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"cannot read as UTF-8 text: {exc}") from exc
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        qid, sep, query = line.partition("\t")
+        qid, query = qid.strip(), query.strip()
+        if not sep:
+            raise InputError(str(path), "expected 'qid<TAB>query'", record=lineno)
+        if not qid:
+            raise InputError(str(path), "empty query id", record=lineno, field="qid")
+        if not query:
+            raise InputError(str(path), "empty query text", record=lineno, field="query")
+        if qid in out:
+            raise InputError(str(path), f"query id {qid!r} appears twice", record=lineno, field="qid")
+        out[qid] = query
+    return out
+
+
+def load_trec(topics: str | Path, qrels: str | Path, relevance_threshold: int = 1) -> list[EvalQuestion]:
+    """Topics + qrels -> EvalQuestions whose gold passages are the judged documents (chunk ids).
+
+    Every document with relevance > 0 becomes a GoldPassage with that relevance, so graded nDCG
+    sees every gain; `relevance_threshold` (trec_eval -l) is stored as metadata.relevance_level
+    and decides which of them count as relevant for recall, precision, MRR and MAP.
+    Topics without judgements become questions without gold (their retrieval metrics are NaN).
+    """
+    if relevance_threshold < 1:
+        raise InputError(str(qrels), "relevance threshold must be at least 1 (relevance <= 0 is non-relevant)")
+    queries = read_topics(topics)
+    judged = read_qrels(qrels)
+    out = []
+    for qid, text in queries.items():
+        docs = judged.get(qid, {})
+        gold = [GoldPassage(chunk_id=docno, relevance=float(rel)) for docno, rel in docs.items() if rel > 0]
+        out.append(EvalQuestion(id=qid, question=text, gold_passages=gold,
+                                metadata={"source": "trec", "relevance_level": relevance_threshold,
+                                          "judged": len(docs)}))
+    return out
+
+
+def qrels_beside(topics: str | Path) -> Path:
+    """The qrels file named like the topics file (Anserini convention: topics.X.txt -> qrels.X.txt)."""
+    topics = Path(topics)
+    if "topics" not in topics.name:
+        raise InputError(str(topics), "cannot find its qrels: the file name should contain 'topics' "
+                                      "(e.g. topics.dl19-passage.txt beside qrels.dl19-passage.txt)")
+    candidate = topics.with_name(topics.name.replace("topics", "qrels", 1))
+    if not candidate.exists():
+        raise InputError(str(topics), f"no qrels file beside it (looked for {candidate.name})")
+    return candidate
+
+
+def load_trec_topics(path: Path) -> list[EvalQuestion]:
+    """Dataset-registry loader: a topics file whose qrels sit beside it (see `qrels_beside`)."""
+    return load_trec(path, qrels_beside(path))
+
+
+def sniff_trec_topics(path: Path) -> bool:
+    """True for a 'topics*' file whose first non-blank line is 'qid<TAB>text'."""
+    if "topics" not in path.name or path.suffix not in {".txt", ".tsv", ""}:
+        return False
+    try:
+        with path.open(encoding="utf-8-sig") as fh:
+            for line in fh:
+                if line.strip():
+                    return bool(re.fullmatch(r"\S+\t.*\S.*", line.rstrip("\r\n")))
+    except (OSError, UnicodeDecodeError):
+        return False
+    return False
