@@ -8,8 +8,8 @@
 
 With a store, vectors are cached under `store.shared_dir("embeddings")` by (model, text hash),
 so re-scoring, or scoring another method against the same ground truths, encodes nothing twice.
-Embedders are shared per (model, store) within a process, so every metric sees one loaded
-model and one in-memory cache (`reset_embedders()` forgets them, e.g. between benchmark passes).
+Embedders are shared per (model, store) and loaded models per model within a process, so every
+metric sees one loaded model and one in-memory cache (`reset_embedders()` forgets them).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ __all__ = ["DEFAULT_MODEL_ID", "Embedder", "ModelRef", "ModelUnavailableError", 
            "l2_normalise", "reset_embedders", "resolve_model", "cache_root"]
 
 _EMBEDDERS: dict[tuple[str, str | None], Embedder] = {}
+_BACKENDS: dict[str, Any] = {}  # model id -> backend: one loaded model per process, whatever the store
 
 
 def cache_root(store: Any) -> Path | None:
@@ -51,12 +52,16 @@ def get_embedder(model: str | None = None, store: Any = None) -> Embedder:
         backend: Any = OpenAICompatibleBackend(*endpoint)
     else:
         backend = SentenceTransformerBackend(resolve_model(model))
+    backend = _BACKENDS.setdefault(backend.model_id, backend)
     key = (backend.model_id, str(root) if root is not None else None)
     if key not in _EMBEDDERS:
         _EMBEDDERS[key] = Embedder(backend, cache_root=root)
     return _EMBEDDERS[key]
 
 
-def reset_embedders() -> None:
-    """Forget the per-process embedders (their loaded models and in-memory caches)."""
+def reset_embedders(keep_models: bool = False) -> None:
+    """Forget the per-process embedders' in-memory caches (and their loaded models unless
+    `keep_models`), so the next encode sees only what the store's cache holds."""
     _EMBEDDERS.clear()
+    if not keep_models:
+        _BACKENDS.clear()

@@ -40,6 +40,8 @@ from evalcore.errors import EvalcoreError
 KNOWN_LAYERS = {"microsoft/deberta-xlarge-mnli": 40, "roberta-large": 17, "bert-base-uncased": 9}
 FORMULA_VERSION = "1"
 MAX_TOKEN_CACHE_BYTES = 512 * 2**20
+# (model location, layer) -> (tokenizer, truncated model, use_hidden_states): one load per process.
+_LOADED: dict[tuple[str, int], tuple[Any, Any, bool]] = {}
 
 
 class BertScorer:
@@ -113,11 +115,14 @@ class BertScorer:
     def _load(self) -> None:
         if self._model is not None:
             return
-        tokenizer, model = load_transformer(self.ref)
-        if type(tokenizer).__name__.startswith(("Roberta", "GPT2", "Bart", "Longformer")):
-            tokenizer, model = load_transformer(self.ref, add_prefix_space=True)  # as the library does
-        self._tokenizer = tokenizer
-        self._model, self._use_hidden_states = _truncate_layers(model, self.layer)
+        key = (self.ref.location, self.layer)
+        if key not in _LOADED:
+            tokenizer, model = load_transformer(self.ref)
+            if type(tokenizer).__name__.startswith(("Roberta", "GPT2", "Bart", "Longformer")):
+                tokenizer, model = load_transformer(self.ref, add_prefix_space=True)  # as the library does
+            _LOADED[key] = (tokenizer, *_truncate_layers(model, self.layer))
+        tokenizer, model, self._use_hidden_states = _LOADED[key]
+        self._tokenizer, self._model = tokenizer, model
         limit = int(getattr(tokenizer, "model_max_length", 512) or 512)
         positions = int(getattr(model.config, "max_position_embeddings", 512) or 512)
         self._max_len = limit if limit < 1_000_000 else positions

@@ -4,8 +4,8 @@
   the embedding service (default: packaged all-MiniLM-L6-v2). When a question lists several
   acceptable answers (`q.answers`), the best one counts (SQuAD-style max over gold answers).
 - `bert_score_p`, `bert_score_r`, `bert_score_f1`: BERTScore (see metrics/bertscore.py) of the
-  answer (candidate) against the ground truth (reference); with several gold answers, the
-  reference with the best F1 is used for all three (as the bert-score library does).
+  answer (candidate) against the ground truth (reference); with several gold answers, each of
+  P, R and F1 is its maximum over them (as the bert-score library does with lists of references).
 
 Options read from the scoring context (`ctx.options`):
   embedding_model     model for semantic_similarity: a sentence-transformers folder, a cached
@@ -110,16 +110,16 @@ def _bert_results(items: list[Item], ctx: ScoringContext) -> list[dict[str, Any]
                 refs.append(ref)
                 owner.append(i)
         prf = scorer.score(cands, refs, idf_corpus=list(corpus_by_question.values()))
-        best: dict[int, int] = {}
+        rows_of: dict[int, list[int]] = {}
         for row, i in enumerate(owner):
-            if i not in best or prf[row, 2] > prf[best[i], 2]:
-                best[i] = row
-        for i, row in best.items():
-            entry = {"model": scorer.label, "precision": round(float(prf[row, 0]), 6),
-                     "recall": round(float(prf[row, 1]), 6), "f1": round(float(prf[row, 2]), 6),
-                     "values": tuple(float(x) for x in prf[row])}
-            if len(_references(items[i][0])) > 1:
-                entry["best_reference"] = _references(items[i][0]).index(refs[row])
+            rows_of.setdefault(i, []).append(row)
+        for i, rows in rows_of.items():
+            values = prf[rows].max(axis=0)
+            entry: dict[str, Any] = {"model": scorer.label, "precision": round(float(values[0]), 6),
+                                     "recall": round(float(values[1]), 6), "f1": round(float(values[2]), 6),
+                                     "values": tuple(float(x) for x in values)}
+            if len(rows) > 1:
+                entry["best_f1_reference"] = int(np.argmax(prf[rows, 2]))
             memo[keys[i]] = entry
     return [reasons[i] if keys[i] is None else memo[keys[i]] for i in range(len(items))]
 
