@@ -76,7 +76,7 @@ class Judge:
     kind = "llm"
     provider = ""
     model = ""
-    temperature: float = 0.0
+    temperature: float | None = 0.0  # None: the provider's default (no sampling parameter sent)
 
     def __init__(self, concurrency: int = 8):
         self.concurrency = max(1, int(concurrency))
@@ -154,7 +154,7 @@ class LLMJudge(Judge):
         self.backend = backend
         self.provider = backend.provider
         self.model = backend.model
-        self.temperature = backend.temperature if backend.temperature is not None else 0.0
+        self.temperature = backend.temperature
         self.cache = cache
         self.prices = load_prices(prices)
         self.max_attempts = max(1, max_attempts)

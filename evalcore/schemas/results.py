@@ -22,7 +22,8 @@ class JudgeId(Strict):
     model: str
     prompt_id: str
     prompt_version: str
-    temperature: float = 0.0
+    # None = no sampling parameter sent (the provider's default); recorded so it is never implied
+    temperature: float | None = 0.0
 
     @property
     def label(self) -> str:
