@@ -4,7 +4,8 @@ A gold passage matches a retrieved chunk when
   1. both have a chunk_id and the ids are equal, or
   2. the gold passage is an *anchor* (rel_path [+ heading_path]): same rel_path, and the chunk's
      heading_path starts with the gold heading_path, compared section by section after
-     normalisation (whitespace collapsed, " > " as the delimiter), so "Setup > Install" matches
+     normalisation (whitespace collapsed, " > " as the delimiter, casefolded; paths casefolded
+     too, as the citation metrics do), so "Setup > Install" matches
      a chunk under "Setup>  Install > Linux" but "Set" does not match "Setup". A gold snippet,
      when given, must also occur in the chunk text (NFKC, whitespace-collapsed, case-folded);
      anchors survive re-chunking, snippets pin the exact passage. Callers may switch the
@@ -36,10 +37,11 @@ class ChunkLike(Protocol):
 
 
 def heading_parts(heading_path: str | None) -> tuple[str, ...]:
-    """'A >B  >  C ' -> ('A', 'B', 'C'): the normalised sections of a heading path."""
+    """'A >B  >  C ' -> ('a', 'b', 'c'): the normalised sections of a heading path (casefolded,
+    like the citation metrics, so one gold anchor means the same thing everywhere)."""
     if not heading_path:
         return ()
-    parts = (_SPACES.sub(" ", p).strip() for p in heading_path.split(">"))
+    parts = (_SPACES.sub(" ", p).strip().casefold() for p in heading_path.split(">"))
     return tuple(p for p in parts if p)
 
 
@@ -49,10 +51,10 @@ def normalise_heading(heading_path: str | None) -> str:
 
 
 def normalise_path(rel_path: str | None) -> str:
-    """Document paths compare with '/' separators and without a leading './'."""
+    """Document paths compare casefolded, with '/' separators and without a leading './'."""
     if not rel_path:
         return ""
-    path = rel_path.strip().replace("\\", "/")
+    path = rel_path.strip().replace("\\", "/").casefold()
     while path.startswith("./"):
         path = path[2:]
     return path
@@ -81,6 +83,16 @@ def gold_matches(gold: GoldPassage, chunk: ChunkLike, use_snippets: bool = True)
         return False
     needle = normalise_text(gold.snippet or gold.text)
     return bool(needle) and needle in text
+
+
+def resolve_citation(citation, response: EvalResponse):
+    """A citation giving only a chunk id borrows rel_path/heading_path from the retrieved chunk
+    with that id, so it can match anchor gold (the citation metrics do the same)."""
+    if citation.chunk_id and not citation.rel_path:
+        for chunk in response.retrieved:
+            if chunk.chunk_id == citation.chunk_id:
+                return chunk
+    return citation
 
 
 def support_entry_matches(anchor_id: str, chunk: ChunkLike) -> bool:

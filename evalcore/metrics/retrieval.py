@@ -16,7 +16,8 @@ from typing import Callable
 from evalcore import trec_eval
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
 from evalcore.metrics.matching import (
-    Judgement, gold_matches, judge_ranking, normalise_path, ranked_chunks, relevant_gold, support_entry_matches,
+    Judgement, gold_matches, judge_ranking, normalise_path, ranked_chunks, relevant_gold, resolve_citation,
+    support_entry_matches,
 )
 from evalcore.schemas import EvalQuestion, EvalResponse
 
@@ -125,13 +126,15 @@ def scope_miss(question: EvalQuestion, response: EvalResponse) -> Score:
 
 def attribution_hit(question: EvalQuestion, response: EvalResponse) -> Score:
     """attribution_hit_rate (per question, answerable only) = 1[any citation matches a relevant gold
-    passage], with the retrieval matching rules (snippets are not required of citations)."""
+    passage], with the retrieval matching rules (snippets are not required of citations; a citation
+    giving only a chunk id is resolved through the response's retrieved chunks)."""
     if not question.answerable:
         return Score.nan("unanswerable question")
     gold = relevant_gold(question)
     if not gold:
         return Score.nan(NO_GOLD)
-    hit = any(gold_matches(g, c, use_snippets=False) for c in response.citations for g in gold)
+    cited = [resolve_citation(c, response) for c in response.citations]
+    hit = any(gold_matches(g, c, use_snippets=False) for c in cited for g in gold)
     return Score(1.0 if hit else 0.0, details={"citations": len(response.citations)})
 
 

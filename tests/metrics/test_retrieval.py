@@ -106,7 +106,7 @@ def test_rank_order_not_score_order_decides():
 
 
 def test_heading_normalisation_and_prefix():
-    assert heading_parts(" Setup>  Install  >Linux ") == ("Setup", "Install", "Linux")
+    assert heading_parts(" Setup>  Install  >Linux ") == ("setup", "install", "linux")
     gold = GoldPassage(rel_path="guide/setup.md", heading_path="Setup > Install")
     hit = RetrievedChunk(rank=1, rel_path="./guide/setup.md", heading_path="Setup>  Install > Linux")
     assert gold_matches(gold, hit)
@@ -246,3 +246,11 @@ def test_judgement_is_shared_and_consistent():
     q = question(ids("a", "b"))
     j = judge_ranking(q, ranked_chunks(response(["b", "x", "a"])))
     assert j.gains == [1.0, 0.0, 1.0] and j.hits == [1.0, 0.0, 1.0] and j.n_relevant == 2
+
+
+def test_citation_by_chunk_id_resolves_to_its_anchor():
+    q = question([GoldPassage(rel_path="Guide/Setup.md", heading_path="setup")])
+    r = response([{"chunk_id": "c9", "rel_path": "guide/setup.md", "heading_path": "Setup > Linux"}],
+                 citations=[Citation(chunk_id="c9")])
+    assert score("attribution_hit_rate", q, r).value == 1.0
+    assert score("attribution_hit_rate", q, response([], citations=[Citation(chunk_id="c9")])).value == 0.0
