@@ -34,12 +34,13 @@ def snapshot() -> Snapshot:
 
 
 def _leave_pages_directory_mode() -> None:
-    """Make a fresh server honour app.py's st.navigation on a deep link.
+    """Make later runs honour app.py's st.navigation on a fresh server.
 
     Streamlit treats a `pages/` folder beside the entry script as the old multipage mode
-    until some session has run st.navigation; a first visitor arriving at /compare would get
-    pages/compare.py alone (no page config, file-name navigation). Clearing that flag and
-    rerunning makes the runner execute app.py, which routes to the same URL path.
+    until some session has run st.navigation, so a first visitor arriving by a deep link
+    gets this page run directly (without app.py's page config). Clearing the flag makes
+    every later run go through app.py. No rerun here: a rerun would swallow the click or
+    input that caused this run.
     """
     try:
         from streamlit.runtime.pages_manager import PagesManager
@@ -47,7 +48,6 @@ def _leave_pages_directory_mode() -> None:
         return
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        st.rerun()
 
 
 def header(title: str, caption: str) -> None:
@@ -127,23 +127,30 @@ def url_text(label: str, param: str, *, max_len: int = 200, help: str | None = N
     return value
 
 
+def _parse_number(raw: str | None, lo: float, hi: float) -> float | None:
+    try:
+        value = float(raw) if raw not in (None, "") else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) and lo <= value <= hi else None
+
+
 def url_number(label: str, param: str, *, lo: float, hi: float, default: float | None = None,
-               step: float = 0.05, help: str | None = None, container: Any = st) -> float | None:
-    """A number input bound to `param`; non-numbers and out-of-range values are dropped."""
+               help: str | None = None, container: Any = st) -> float | None:
+    """A number typed into a text box, bound to `param`; non-numbers and out-of-range values
+    are dropped with a note. (A text box rather than st.number_input: the latter never
+    finishes rendering under headless Chromium's virtual time, which the browser test uses.)"""
     key = f"url_{param}"
     if key not in st.session_state:
         raw = st.query_params.get(param)
-        value = default
-        if raw is not None:
-            try:
-                parsed = float(raw)
-                if not math.isfinite(parsed) or not lo <= parsed <= hi:
-                    raise ValueError
-                value = parsed
-            except ValueError:
-                _warn_dropped(param, raw, f"expected a number in [{lo}, {hi}]")
-        st.session_state[key] = value
-    value = container.number_input(label, min_value=lo, max_value=hi, step=step, key=key, help=help)
+        if raw is not None and _parse_number(raw, lo, hi) is None:
+            _warn_dropped(param, raw, f"expected a number in [{lo:g}, {hi:g}]")
+            raw = None
+        st.session_state[key] = raw if raw is not None else ("" if default is None else f"{default:g}")
+    text = container.text_input(label, key=key, max_chars=32, help=help)
+    value = _parse_number(text, lo, hi)
+    if text and value is None:
+        container.warning(f"{label}: expected a number in [{lo:g}, {hi:g}].")
     set_param(param, None if value is None else f"{value:g}")
     return value
 

@@ -25,6 +25,9 @@ from pathlib import Path
 from evalcore.store import RunStore, check_run_id
 
 JOBS_DIR = "app_jobs"
+# Popen objects of the jobs this process started. Kept so they are never garbage-collected:
+# subprocess reaps collected children behind our back, and their exit codes would be lost.
+_CHILDREN: dict[int, subprocess.Popen] = {}
 
 
 @dataclass
@@ -102,6 +105,7 @@ def start(store: RunStore, kind: str, argv: list[str], run_name: str | None = No
     with open(directory / "log.txt", "wb") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    _CHILDREN[proc.pid] = proc
     job = Job(job_id=job_id, kind=kind, argv=argv, pid=proc.pid, started_at=time.time(),
               run_name=run_name, run_id=run_id, port=port)
     save(store, job)
@@ -137,6 +141,14 @@ def is_alive(store: RunStore, job: Job) -> bool:
     When the process is our child (same server process), reap it and keep its exit code.
     """
     if job.exit_code is not None:
+        return False
+    proc = _CHILDREN.get(job.pid)
+    if proc is not None:
+        code = proc.poll()
+        if code is None:
+            return True
+        job.exit_code = code
+        save(store, job)
         return False
     try:
         pid, status = os.waitpid(job.pid, os.WNOHANG)

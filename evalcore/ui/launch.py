@@ -68,12 +68,21 @@ def _start_form(store) -> None:
         ds_upload = st.file_uploader("...or upload a dataset", type=["yaml", "yml", "json", "jsonl", "csv", "parquet"])
         methods = st.text_input("Methods (comma-separated)", placeholder=DEMO_METHODS)
         c1, c2, c3 = st.columns(3)
-        samples = c1.number_input("Samples (0 = all)", min_value=0, max_value=1_000_000, value=0)
-        concurrency = c2.number_input("Concurrency", min_value=1, max_value=256, value=8)
+        # Text boxes, not st.number_input (see common.url_number for why).
+        samples_text = c1.text_input("Samples (blank = all questions)", max_chars=9)
+        concurrency_text = c2.text_input("Concurrency (requests in flight)", value="8", max_chars=3)
         judge = c3.selectbox("Judge", JUDGES)
         name = st.text_input("Run name", value="app-run")
         submitted = st.form_submit_button("Start run", type="primary")
     if not submitted:
+        return
+    try:
+        samples = int(samples_text) if samples_text.strip() else 0
+        concurrency = int(concurrency_text)
+        if samples < 0 or not 1 <= concurrency <= 256:
+            raise ValueError
+    except ValueError:
+        st.error("Samples must be a whole number >= 0 and concurrency 1-256.")
         return
     demo = target_kind.startswith("Demo")
     dataset = str(_save_upload(store, ds_upload)) if ds_upload else (ds_path.strip() or

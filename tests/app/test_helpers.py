@@ -1,0 +1,89 @@
+"""The dashboard's pure helpers, the background-job manager and the `evalcore app` command."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+from evalcore.ui import jobs
+from evalcore.ui.analysis import cohen_kappa, context_verdicts, diff_text, pareto_mask, word_diff
+
+
+def test_pareto_mask_marks_only_non_dominated_points():
+    quality = [0.9, 0.8, 0.7, 0.85, float("nan")]
+    cost = [3.0, 1.0, 2.0, 3.0, 0.1]
+    # 0.7@2 is dominated by 0.8@1; 0.85@3 by 0.9@3; NaN never on the front
+    assert pareto_mask(quality, cost) == [True, True, False, False, False]
+
+
+def test_cohen_kappa_known_values():
+    assert math.isnan(cohen_kappa([]))
+    assert cohen_kappa([("a", "a"), ("b", "b")]) == 1.0
+    # p_o = 0.5, p_e = 0.5 -> kappa 0
+    assert cohen_kappa([("a", "a"), ("a", "b"), ("b", "a"), ("b", "b")]) == 0.0
+    # 2x2 table [[20, 5], [10, 15]]: p_o = .7, p_e = .5 -> .4
+    pairs = [("y", "y")] * 20 + [("y", "n")] * 5 + [("n", "y")] * 10 + [("n", "n")] * 15
+    assert abs(cohen_kappa(pairs) - 0.4) < 1e-12
+
+
+def test_word_diff_round_trips_both_answers():
+    a, b = "the tower opened in 1987 to visitors", "the tower opened in 1979"
+    rows = word_diff(a, b)
+    assert " ".join(t for op, t in rows if op != "+") == a
+    assert " ".join(t for op, t in rows if op != "-") == b
+    assert diff_text(rows) == "the tower opened in [-1987 to visitors-] {+1979+}"
+
+
+def test_context_verdicts_accepts_several_shapes():
+    assert context_verdicts('{"contexts": [{"rank": 2, "verdict": 0}, {"rank": 1, "verdict": "yes"}]}') == [
+        {"rank": 1, "verdict": "relevant", "score": None, "reason": None},
+        {"rank": 2, "verdict": "not_relevant", "score": None, "reason": None}]
+    assert [v["verdict"] for v in context_verdicts({"verdicts": [1, 0]})] == ["relevant", "not_relevant"]
+    assert context_verdicts("not json") == [] and context_verdicts(None) == []
+
+
+def _wait_dead(store, job, seconds=20.0):
+    deadline = time.time() + seconds
+    while jobs.is_alive(store, job) and time.time() < deadline:
+        time.sleep(0.1)
+    return jobs.load(store, job.job_id)
+
+
+def test_job_runs_detached_logs_and_records_exit_code(store):
+    job = jobs.start(store, "run", [sys.executable, "-c", "print('hello from job'); raise SystemExit(3)"])
+    done = _wait_dead(store, job)
+    assert done.exit_code == 3
+    assert "hello from job" in jobs.tail(store, done)
+    assert [j.job_id for j in jobs.list_jobs(store)] == [job.job_id]
+
+
+def test_job_cancel_interrupts_only_its_process_group(store):
+    code = "import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('stopped cleanly')\n"
+    job = jobs.start(store, "run", [sys.executable, "-u", "-c", code])
+    time.sleep(0.5)
+    assert jobs.is_alive(store, job)
+    assert jobs.cancel(store, job)
+    done = _wait_dead(store, job)
+    assert not jobs.is_alive(store, done) and done.cancel_requested
+    assert "stopped cleanly" in jobs.tail(store, done)
+
+
+def test_run_request_builds_the_documented_cli_flags(store):
+    req = jobs.RunRequest(target="http://127.0.0.1:9", dataset="q.yaml", methods=["a", "b"], name="n",
+                          samples=5, concurrency=2, judge="heuristic")
+    argv = req.argv(store)
+    tail = argv[argv.index("run"):]
+    assert argv[argv.index("--store") + 1] == str(store.root)
+    for flag, value in [("--target", "http://127.0.0.1:9"), ("--dataset", "q.yaml"), ("--methods", "a,b"),
+                        ("--samples", "5"), ("--concurrency", "2"), ("--judge", "heuristic"), ("--name", "n")]:
+        assert tail[tail.index(flag) + 1] == value
+
+
+def test_app_command_binds_localhost_and_finds_the_entry():
+    from evalcore.cli.app_commands import app_script, streamlit_argv
+
+    argv = streamlit_argv(app_script(), 8123, True)
+    assert argv[argv.index("--server.address") + 1] == "127.0.0.1"
+    assert argv[argv.index("--server.port") + 1] == "8123"
+    assert app_script().name == "app.py"
