@@ -67,6 +67,8 @@ def _arrow_table(path: Path, names: tuple[str, ...], types: dict, keep: list[str
     import pyarrow as pa
 
     data = _read_bytes(path)
+    if not re.search(rb"\S", data):
+        raise InputError(str(path), "the file has no records")
     irregular = any(c in data for c in (b"\t", b"\r", b"\f", b"\v"))
     table = None
     if not irregular:
@@ -162,7 +164,7 @@ def read_run_table(path: str | Path):
     table = _arrow_table(path, RUN_FIELDS, {"qid": pa.string(), "docno": pa.string(), "score": pa.float64()},
                          ["qid", "docno", "score"], _check_run_line)
     finite = pc.is_finite(table.column("score"))
-    if not pc.all(finite).as_py():
+    if pc.all(finite).as_py() is False:
         row = int(np.flatnonzero(~np.asarray(finite.to_numpy(), dtype=bool))[0])
         raise InputError(str(path), "score is not a finite number", record=line_of_row(path, row), field="score")
     return table

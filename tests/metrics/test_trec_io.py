@@ -100,3 +100,13 @@ def test_topics_without_qrels_give_questions_without_gold(tmp_path):
     assert qrels_beside(topics).name == "qrels.x.txt"
     with pytest.raises(InputError):
         qrels_beside(tmp_path / "questions.txt")
+
+
+@pytest.mark.parametrize("content", ["", "\n \n\t\n"])
+def test_empty_files_are_reported(tmp_path, content):
+    path = tmp_path / "run"
+    path.write_text(content)
+    with pytest.raises(InputError, match="no records"):
+        read_run_table(path)
+    with pytest.raises(InputError, match="no records"):
+        read_qrels_table(path)
