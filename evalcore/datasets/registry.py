@@ -9,8 +9,7 @@ and the first match wins; `native` is the fallback and always stays last, whatev
 later (`register` moves it back to the end). The sniffers live here, side by side, so a new
 format can be checked against the others' keys in one place.
 
-Slot for TREC topics/qrels (evalcore/datasets/trec.py, another issue): add
-`register(DatasetFormat("trec", trec.load..., trec.sniff..., "..."))` after `ragchecker`.
+TREC topics (with the qrels file named alike beside them) come after `ragchecker`.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from evalcore.datasets.graphrag_bench import load_graphrag_bench
 from evalcore.datasets.hotpotqa import load_hotpotqa
 from evalcore.datasets.korean_plan import load_korean_plan, looks_like_plan
 from evalcore.datasets.native import load_native
+from evalcore.datasets.trec import load_trec_topics, sniff_trec_topics
 from evalcore.datasets.ragchecker import load_ragchecker
 from evalcore.datasets.squad_v2 import load_squad_v2
 from evalcore.errors import InputError
@@ -137,6 +137,8 @@ register(DatasetFormat("squad_v2", load_squad_v2, sniff_squad_v2,
                        "SQuAD 2.0 / 1.1 JSON (e.g. dev-v2.0.json)"))
 register(DatasetFormat("ragchecker", load_ragchecker, sniff_ragchecker,
                        "RAGChecker checking_inputs JSON (questions; its responses via `evalcore import`)"))
+register(DatasetFormat("trec", load_trec_topics, sniff_trec_topics,
+                       "TREC topics 'qid<TAB>query' with qrels beside them (topics.X.txt + qrels.X.txt)"))
 register(DatasetFormat("native", load_native, _always,
                        "evalcore questions: JSONL / JSON / YAML / CSV / Parquet (see docs/data-formats.md)"))
 
