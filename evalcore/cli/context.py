@@ -17,3 +17,15 @@ class CliState:
 
 
 state = CliState()
+
+
+def console(stderr: bool = False):
+    """A rich console for tables: no markup parsing (names and answers are data, not markup),
+    and a wide fixed width when output is not a terminal so piped tables stay readable."""
+    import sys
+
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(markup=False, highlight=False, stderr=stderr,
+                   width=None if stream.isatty() else 240)

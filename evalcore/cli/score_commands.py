@@ -29,15 +29,16 @@ def _fmt(x: object, digits: int = 3) -> str:
 
 
 def _print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from evalcore.cli.context import console
 
     table = Table(title=title)
     for c in columns:
         table.add_column(c)
     for r in rows:
         table.add_row(*r)
-    Console(soft_wrap=True).print(table)
+    console().print(table)
 
 
 def score_cmd(

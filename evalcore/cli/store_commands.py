@@ -69,8 +69,9 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON inst
     if df.empty:
         typer.echo(f"no runs in {state.store().root} (try: evalcore import --example)")
         return
-    from rich.console import Console
     from rich.table import Table
+
+    from evalcore.cli.context import console
 
     table = Table(show_lines=False)
     for col in ("run_id", "name", "status", "methods", "n_questions", "n_responses", "n_errors", "created_at"):
@@ -78,7 +79,7 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON inst
     for row in df.itertuples(index=False):
         table.add_row(row.run_id, row.name, row.status, row.methods, str(row.n_questions),
                       str(row.n_responses), str(row.n_errors), str(row.created_at)[:19])
-    Console(markup=False, highlight=False, width=None if sys.stdout.isatty() else 200).print(table)
+    console().print(table)
 
 
 def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, or 'latest'."),
