@@ -230,7 +230,7 @@ def evaluate(r: Rankings, metrics: Sequence[str]) -> dict[str, np.ndarray]:
 # --- from TREC tables to Rankings ---------------------------------------------------------------
 
 class DuplicateDocument(ValueError):
-    """A run lists the same document twice for one query; `row` is its 0-based data row."""
+    """A run (or qrels) lists the same document twice for one query; `row` is its 0-based data row."""
 
     def __init__(self, qid: str, docno: str, row: int, where: str = "run"):
         self.qid, self.docno, self.row, self.where = qid, docno, row, where
@@ -258,7 +258,6 @@ def rankings_from_tables(run, qrels, level: float = 1, complete: bool = False) -
     lacks, scoring them 0 (trec_eval -c). A document listed twice for a query raises
     DuplicateDocument.
     """
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     q_vocab = pc.unique(qrels.column("qid").combine_chunks())
@@ -275,43 +274,8 @@ def rankings_from_tables(run, qrels, level: float = 1, complete: bool = False) -
         run_rows = run_rows[np.asarray(known.to_numpy(zero_copy_only=False), dtype=bool)]
     codes = _codes(run_q).astype(np.int32)
 
-    # Relevance of every run row, in file order: integer keys (query code, qrels-document code).
-    d_vocab = pc.unique(qrels.column("docno").combine_chunks())
-    n_d = max(len(d_vocab), 1)
-    qrels_key = qrels_q * n_d + _codes(pc.index_in(qrels.column("docno"), value_set=d_vocab))
-    order = np.argsort(qrels_key, kind="stable")
-    qrels_key_sorted = qrels_key[order]
-    if len(qrels_key_sorted) > 1 and np.any(qrels_key_sorted[1:] == qrels_key_sorted[:-1]):
-        i = int(order[1:][qrels_key_sorted[1:] == qrels_key_sorted[:-1]][0])
-        raise DuplicateDocument(str(qrels.column("qid")[i]), str(qrels.column("docno")[i]), i, "qrels")
-    rel_values = qrels.column("rel").to_numpy().astype(np.float64)
-    doc_codes = pc.index_in(run.column("docno"), value_set=d_vocab)
-    judged = np.flatnonzero(np.asarray(pc.is_valid(doc_codes).to_numpy(zero_copy_only=False), dtype=bool))
-    row_gain = np.zeros(len(codes), dtype=np.float64)
-    if len(judged):
-        keys = codes[judged].astype(np.int64) * n_d + _codes(pc.drop_null(doc_codes))
-        pos = np.searchsorted(qrels_key_sorted, keys)
-        pos[pos >= len(qrels_key_sorted)] = 0
-        found = qrels_key_sorted[pos] == keys
-        row_gain[judged[found]] = rel_values[order[pos[found]]]
-
-    # Order: by query, then docno descending (so duplicates sit next to each other), then a
-    # stable sort by score descending, which leaves tied scores in docno-descending order.
-    by_doc = pc.sort_indices(pa.table({"q": codes, "d": run.column("docno")}),
-                             sort_keys=[("q", "ascending"), ("d", "descending")]).to_numpy()
-    docs = run.column("docno").take(by_doc)
-    q_by_doc = codes[by_doc]
-    same = np.asarray(pc.equal(docs.slice(1), docs.slice(0, len(docs) - 1)).to_numpy(zero_copy_only=False),
-                      dtype=bool) if len(docs) > 1 else np.zeros(0, dtype=bool)
-    dup = np.flatnonzero(same & (q_by_doc[1:] == q_by_doc[:-1]))
-    if len(dup):
-        j = int(dup[0]) + 1
-        raise DuplicateDocument(str(q_vocab[int(q_by_doc[j])]), str(docs[j]), int(run_rows[by_doc[j]]))
-    scores = run.column("score").to_numpy()[by_doc]
-    by_score = pc.sort_indices(pa.table({"q": q_by_doc, "s": scores}),
-                               sort_keys=[("q", "ascending"), ("s", "descending")]).to_numpy()
-    final = by_doc[by_score]
-    q_sorted = q_by_doc[by_score].astype(np.int64)
+    rel_values, row_gain = _row_gains(run, qrels, codes, qrels_q)
+    final, q_sorted = _trec_order(run, codes, q_vocab, run_rows)
     gains = row_gain[final]
 
     counts = np.bincount(q_sorted, minlength=n_q)
@@ -337,6 +301,61 @@ def rankings_from_tables(run, qrels, level: float = 1, complete: bool = False) -
                         qrels_only=int(np.count_nonzero(counts == 0)),
                         no_relevant=int(np.count_nonzero(num_rel[keep] == 0)))
     return rankings, coverage
+
+
+def _row_gains(run, qrels, codes: np.ndarray, qrels_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Relevance of every run row (file order; 0 when unjudged), found through integer keys
+    (query code x n_docs + qrels-document code) and a binary search over the sorted qrels keys.
+    Also returns the qrels' relevance values. A document judged twice for a query is an error."""
+    import pyarrow.compute as pc
+
+    d_vocab = pc.unique(qrels.column("docno").combine_chunks())
+    n_d = max(len(d_vocab), 1)
+    qrels_key = qrels_q * n_d + _codes(pc.index_in(qrels.column("docno"), value_set=d_vocab))
+    order = np.argsort(qrels_key, kind="stable")
+    qrels_key_sorted = qrels_key[order]
+    repeated = qrels_key_sorted[1:] == qrels_key_sorted[:-1]
+    if np.any(repeated):
+        i = int(order[1:][repeated][0])
+        raise DuplicateDocument(str(qrels.column("qid")[i]), str(qrels.column("docno")[i]), i, "qrels")
+    rel_values = qrels.column("rel").to_numpy().astype(np.float64)
+    doc_codes = pc.index_in(run.column("docno"), value_set=d_vocab)
+    judged = np.flatnonzero(np.asarray(pc.is_valid(doc_codes).to_numpy(zero_copy_only=False), dtype=bool))
+    row_gain = np.zeros(len(codes), dtype=np.float64)
+    if len(judged):
+        keys = codes[judged].astype(np.int64) * n_d + _codes(pc.drop_null(doc_codes))
+        pos = np.searchsorted(qrels_key_sorted, keys)
+        pos[pos >= len(qrels_key_sorted)] = 0
+        found = qrels_key_sorted[pos] == keys
+        row_gain[judged[found]] = rel_values[order[pos[found]]]
+    return rel_values, row_gain
+
+
+def _trec_order(run, codes: np.ndarray, q_vocab, run_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """trec_eval's order as a permutation of the run rows, plus each ordered row's query code.
+
+    First by query, then docno descending, which puts a repeated document next to itself (the
+    duplicate check); then a stable sort by (query, score descending), which keeps tied scores
+    in docno-descending order: trec_eval's tie rule, without a string comparison in the second sort.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    by_doc = pc.sort_indices(pa.table({"q": codes, "d": run.column("docno")}),
+                             sort_keys=[("q", "ascending"), ("d", "descending")]).to_numpy()
+    docs = run.column("docno").take(by_doc)
+    q_by_doc = codes[by_doc]
+    if len(docs) > 1:
+        same = np.asarray(pc.equal(docs.slice(1), docs.slice(0, len(docs) - 1)).to_numpy(zero_copy_only=False),
+                          dtype=bool)
+        dup = np.flatnonzero(same & (q_by_doc[1:] == q_by_doc[:-1]))
+        if len(dup):
+            j = int(dup[0]) + 1
+            raise DuplicateDocument(str(q_vocab[int(q_by_doc[j])]), str(docs[j]), int(run_rows[by_doc[j]]))
+    scores = run.column("score").to_numpy()[by_doc]
+    by_score = pc.sort_indices(pa.table({"q": q_by_doc, "s": scores}),
+                               sort_keys=[("q", "ascending"), ("s", "descending")]).to_numpy()
+    return by_doc[by_score], q_by_doc[by_score].astype(np.int64)
 
 
 def _codes(arr) -> np.ndarray:
