@@ -115,7 +115,7 @@ def render() -> None:
         common.empty_state("These runs have no metric values.", "Score them first (`evalcore score`).")
         return
     stat_metrics = common.url_multi("Metrics to test (CI, p)", metrics, "tm",
-                                    default=[m for m in D.KEY_METRICS if m in metrics][:6])
+                                    default=[m for m in D.KEY_METRICS if m in metrics][:4])
     cand = cands[0] if len(cands) == 1 else D.System.parse(common.url_select(
         "Candidate", [c.key for c in cands], "cand", format_func=lambda k: labels[k]))
     table = _metric_table(snap, base, cand, stat_metrics)
