@@ -6,6 +6,7 @@ to an absolute path so the dashboard and the jobs it starts agree on it.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -38,11 +39,9 @@ def app_cmd(
     headless: bool = typer.Option(False, "--headless", help="Do not open a browser."),
 ) -> None:
     """Open the dashboard: leaderboard, launch runs, per-question drill-down, compare, charts, annotate."""
-    try:
-        import streamlit  # noqa: F401
-        import plotly  # noqa: F401
-    except ImportError as exc:
-        raise EvalcoreError(f"the dashboard needs streamlit and plotly: pip install 'evalcore[app]' ({exc})")
+    missing = [m for m in ("streamlit", "plotly") if importlib.util.find_spec(m) is None]
+    if missing:  # checked without importing: Streamlit stays out of evalcore outside evalcore/ui
+        raise EvalcoreError(f"the dashboard needs {' and '.join(missing)}: pip install 'evalcore[app]'")
     if not 0 < port < 65536:
         raise EvalcoreError(f"--port must be 1-65535, got {port}")
     store_root = state.store().root.resolve()
