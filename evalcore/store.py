@@ -126,7 +126,11 @@ class RunWriter:
         return self.write_rows("judge_calls", [ROW_BUILDERS["judge_calls"](c) for c in calls])
 
     def write_claims(self, claims: list[Claim]) -> Path | None:
-        return self.write_rows("claims", [ROW_BUILDERS["claims"](c) for c in claims])
+        """Claims written in one call form one set per (method, question, metric): they share one
+        timestamp, so the `claims` view (newest set wins) replaces whole sets on re-scoring."""
+        stamp = datetime.now(timezone.utc)
+        rows = [ROW_BUILDERS["claims"](c) | {"computed_at": stamp} for c in claims]
+        return self.write_rows("claims", rows)
 
     def read_manifest(self) -> RunManifest:
         return self.store._read_manifest_at(self.dir / "run.json")

@@ -158,3 +158,18 @@ def test_nan_filters_hold_in_aggregates(store):
     assert row["n_scored"] == len(expected) == 200
     assert row["mean"] == pytest.approx(sum(expected) / len(expected))
     assert row["not_scored_reasons"] == "no keywords"
+
+
+def test_claim_sets_replace_whole_sets(store):
+    from evalcore.schemas import Claim
+
+    writer = store.create_run(_manifest())
+
+    def claims(texts):
+        return [Claim(run_id="r1", method="a", question_id="q1", source="answer", idx=i, text=t,
+                      verdict="supported", metric="faithfulness") for i, t in enumerate(texts)]
+
+    writer.write_claims(claims(["c0", "c1", "c2"]))  # each Claim has its own default timestamp
+    assert query_df(store, "SELECT count(*) AS n FROM claims")["n"][0] == 3
+    writer.write_claims(claims(["new0", "new1"]))
+    assert query_df(store, "SELECT text FROM claims ORDER BY idx")["text"].tolist() == ["new0", "new1"]
