@@ -45,7 +45,7 @@ OBJECTIVES: dict[str, list[str | tuple[str, ...]]] = {
     "accuracy": [("answer_correctness", "token_f1"), "unanswerable_accuracy"],
     "faithfulness": [("faithfulness",)],
     "citation": ["citation_precision", "citation_recall"],
-    "retrieval": [("ndcg@10", "recall@5", "hit_rate@5", "mrr@10")],
+    "retrieval": [("ndcg@10", "recall@5", "hit_rate@5", "mrr")],
     "cost": ["cost_usd"],
     "latency": ["latency_ms"],
 }

@@ -180,7 +180,7 @@ def _specs() -> list[MetricSpec]:
             "1 if every required support group is matched in the top k (multi-hop)", binary=True)
     for k in PRECISION_KS:
         add(f"precision@{k}", _ranked_metric(lambda j, k=k: precision_at_k(j, k)), "gold-matching chunks in the top k / k")
-    add(f"mrr@{MRR_K}", _ranked_metric(lambda j: mrr_at_k(j, MRR_K)), "1 / rank of the first gold match (top 10)")
+    add("mrr", _ranked_metric(lambda j: mrr_at_k(j, MRR_K)), "1 / rank of the first gold match (top 10)")
     for k in NDCG_KS:
         add(f"ndcg@{k}", _ranked_metric(lambda j, k=k: ndcg_at_k(j, k)), "nDCG, linear gain (trec_eval ndcg_cut)")
         add(f"ndcg_exp@{k}", _ranked_metric(lambda j, k=k: ndcg_at_k(j, k, exponential=True)),

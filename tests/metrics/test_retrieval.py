@@ -41,7 +41,7 @@ RANKED = [n for n in METRICS if METRICS[n].group == "retrieval" and n.split("@")
 def test_registered_names():
     names = {s.name for s in R.SPECS}
     assert {"recall@1", "recall@3", "recall@5", "recall@10", "hit_rate@10", "recall_all@5", "precision@1",
-            "precision@5", "mrr@10", "ndcg@5", "ndcg@10", "ndcg_exp@10", "map@10", "scope_miss_rate",
+            "precision@5", "mrr", "ndcg@5", "ndcg@10", "ndcg_exp@10", "map@10", "scope_miss_rate",
             "attribution_hit_rate"} <= names
     assert all(s.group == "retrieval" for s in R.SPECS)
     assert not METRICS["scope_miss_rate"].higher_is_better
@@ -62,7 +62,7 @@ def test_basic_values_against_hand_computation():
     assert score("hit_rate@1", q, r).value == 0.0
     assert score("hit_rate@3", q, r).value == 1.0
     assert score("precision@3", q, r).value == pytest.approx(1 / 3)
-    assert score("mrr@10", q, r).value == 0.5
+    assert score("mrr", q, r).value == 0.5
     # AP@10 = (1/2 + 2/10) / 2
     assert score("map@10", q, r).value == pytest.approx((0.5 + 0.2) / 2)
     idcg = 1 + 1 / math.log2(3)
@@ -77,13 +77,13 @@ def test_fewer_retrieved_than_k():
     assert score("ndcg@10", q, r).value == pytest.approx(1 / (1 + 1 / math.log2(3)))
     empty = response([])
     assert score("recall@5", q, empty).value == 0.0
-    assert score("mrr@10", q, empty).value == 0.0
+    assert score("mrr", q, empty).value == 0.0
 
 
 def test_mrr_cutoff():
     q = question(ids("g"))
     r = response([f"x{i}" for i in range(10)] + ["g"])
-    assert score("mrr@10", q, r).value == 0.0
+    assert score("mrr", q, r).value == 0.0
     assert score("recall@10", q, r).value == 0.0
 
 
@@ -102,7 +102,7 @@ def test_rank_order_not_score_order_decides():
     r = EvalResponse(question_id="q1", method="m", retrieved=[
         {"rank": 2, "chunk_id": "g", "score": 0.5}, {"rank": 1, "chunk_id": "x", "score": 0.5}])
     assert [c.chunk_id for c in ranked_chunks(r)] == ["x", "g"]
-    assert score("mrr@10", q, r).value == 0.5
+    assert score("mrr", q, r).value == 0.5
 
 
 def test_heading_normalisation_and_prefix():
@@ -162,7 +162,7 @@ def test_relevance_level_from_metadata():
     q = question(gold, metadata={"relevance_level": 2})
     r = response(["B", "A"])
     assert score("recall@1", q, r).value == 0.0
-    assert score("mrr@10", q, r).value == 0.5
+    assert score("mrr", q, r).value == 0.5
     assert score("recall@5", q, r).value == 1.0
     assert score("ndcg@5", q, r).value == pytest.approx((1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3)))
     only_low = question([GoldPassage(chunk_id="B", relevance=1)], metadata={"relevance_level": 2})
