@@ -80,3 +80,17 @@ def test_stats_and_datasets_on_shipped_example(tmp_path):
     assert stats["n_questions"] == 6 and stats["unanswerable"] == 1
     assert stats["by_category"]["single_hop"] == 2
     assert "native" in runner.invoke(app, ["datasets"]).stdout
+
+
+def test_show_reports_indexing_coverage(tmp_path):
+    from evalcore.schemas import RunManifest
+    from evalcore.store import FORMAT_VERSION, RunStore
+
+    root = tmp_path / "runs"
+    store = RunStore(root)
+    store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="live1", name="live1", kind="live",
+                                 evalcore_version="t", target_info={"index_stats": {
+                                     "docs_processed": 10, "zero_chunk_docs": 1, "chunks": 30}}))
+    shown = json.loads(_cli(root, "show", "live1", "--json").stdout)
+    assert shown["indexing_coverage"]["default"]["zero_chunk_rate"] == 0.1
+    assert "indexing coverage (default)" in _cli(root, "show", "live1").stdout

@@ -15,6 +15,7 @@ from evalcore.errors import EvalcoreError
 from evalcore.export import FORMATS, export_run
 from evalcore.importer import import_recorded
 from evalcore.queries import metric_summary, runs_overview
+from evalcore.stats.indexing import coverage_by_doc_type, run_indexing_coverage
 from evalcore.tables import _json
 
 
@@ -89,9 +90,12 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
     run_id = store.resolve(run)
     manifest = store.manifest(run_id)
     summary = metric_summary(store, run_id)
+    indexing = run_indexing_coverage(manifest.target_info)
+    by_type = coverage_by_doc_type(store, run_id) if "hit_rate@5" in set(summary.get("metric", [])) else []
     if as_json:
         payload = {"manifest": json.loads(manifest.model_dump_json()),
-                   "metrics": json.loads(summary.to_json(orient="records", force_ascii=False))}
+                   "metrics": json.loads(summary.to_json(orient="records", force_ascii=False)),
+                   "indexing_coverage": indexing, "hit_rate@5_by_doc_type": by_type}
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
     typer.echo(f"run {manifest.run_id}  ({manifest.name}, {manifest.kind}, {manifest.status})")
@@ -100,6 +104,8 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
     typer.echo(f"methods: {', '.join(manifest.methods)}   counts: {_json(manifest.counts)}")
     if manifest.judges:
         typer.echo(f"judges: {', '.join(manifest.judges)}")
+    for target, figures in indexing.items():
+        typer.echo(f"indexing coverage ({target}): {_json(figures)}")
     if summary.empty:
         typer.echo("no metric values yet (score the run to add them)")
         return
@@ -107,6 +113,10 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
         mean = "nan" if row.mean is None or row.mean != row.mean else f"{row.mean:.4f}"
         extra = f"  not scored: {row.not_scored_reasons}" if row.not_scored_reasons else ""
         typer.echo(f"  {row.method:<20} {row.metric:<28} {mean:>8}  ({row.n_scored}/{row.n}){extra}")
+    if len({r["doc_type"] for r in by_type}) > 1:
+        typer.echo("hit_rate@5 by gold document type:")
+        for r in by_type:
+            typer.echo(f"  {r['method']:<20} {r['doc_type']:<12} {r['mean']:.4f}  (n={r['n']})")
 
 
 def export_cmd(
