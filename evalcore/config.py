@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from evalcore.errors import InputError, from_validation
+from evalcore.errors import EvalcoreError, InputError, from_validation
 from evalcore.targets.spec import TargetSpec
 
 
@@ -84,6 +84,18 @@ class EvalConfig(BaseModel):
             return [v.strip() for v in value.split(",") if v.strip()]
         return value
 
+    @field_validator("metrics", "groups", mode="before")
+    @classmethod
+    def _metric_names(cls, value: Any) -> Any:
+        """`a,b` (a CLI flag) or a YAML list; an empty choice means "the defaults" (None)."""
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",")]
+        if isinstance(value, list):
+            value = [v.strip() if isinstance(v, str) else v for v in value]
+            value = [v for v in value if v != ""]
+            return list(dict.fromkeys(value)) or None
+        return value
+
     @model_validator(mode="after")
     def _targets_and_methods(self) -> "EvalConfig":
         if isinstance(self.target, str):
@@ -115,6 +127,30 @@ class EvalConfig(BaseModel):
     @property
     def judge_option(self) -> str | None:
         return None if self.no_judge else self.judge
+
+    def check_metric_choice(self) -> None:
+        """Fail before any question is asked when the chosen metrics or groups cannot be scored.
+
+        Why here and not only in scoring: score_run checks the same names, but only after
+        every answer has been collected, which on a large run wastes the whole collection.
+        The registry is imported lazily (it loads every metric module).
+        """
+        if not self.score or not (self.metrics or self.groups):
+            return
+        from evalcore.metrics.registry import METRICS, groups
+
+        unknown = [m for m in self.metrics or [] if m not in METRICS]
+        if unknown:
+            raise EvalcoreError(f"unknown metric(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(sorted(METRICS))}")
+        known_groups = groups()
+        bad = [g for g in self.groups or [] if g not in known_groups]
+        if bad:
+            raise EvalcoreError(f"unknown group(s) {', '.join(bad)}; known: {', '.join(sorted(known_groups))}")
+        needs_judge = [m for m in self.metrics or [] if "judge" in METRICS[m].needs]
+        if needs_judge and not self.judge_option:
+            raise EvalcoreError(f"metric(s) {', '.join(needs_judge)} need a judge: pass --judge "
+                             "(e.g. --judge heuristic)")
 
     def snapshot(self) -> dict[str, Any]:
         """The config as stored in run.json: header templates only, no resolved secrets."""

@@ -21,6 +21,13 @@ def _print_result(result, store_root: str) -> None:
     typer.echo(f"see it with `evalcore --store {store_root} show {result.run_id}` or `evalcore app`", err=True)
 
 
+def _names(flag: str | None) -> list[str] | None:
+    """A comma-separated flag as a list (None when not given, so a config file's value stands)."""
+    if flag is None:
+        return None
+    return [n.strip() for n in flag.split(",") if n.strip()] or None
+
+
 def run_cmd(
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="An eval config (YAML): targets, methods, "
                                           "dataset, thresholds... Flags below override it."),
@@ -39,6 +46,10 @@ def run_cmd(
     no_judge: bool = typer.Option(False, "--no-judge", help="Score without any judge."),
     judge: Optional[str] = typer.Option(None, "--judge", help="Judge for judged metrics (e.g. heuristic)."),
     no_score: bool = typer.Option(False, "--no-score", help="Only collect answers; score later."),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated metrics to score once the "
+                                          "answers are in (default: every metric the run can have)."),
+    group: Optional[str] = typer.Option(None, "--group", help="Comma-separated metric groups to score "
+                                        "(with --metrics: both). Unknown names fail before any question."),
     name: Optional[str] = typer.Option(None, "--name", help="Run name."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue run RUN: ask only what is missing."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
@@ -57,11 +68,13 @@ def run_cmd(
         given = load_config(config) if config else None
         result = resume_run(resume, store, config=given, concurrency=concurrency, timeout=timeout,
                             retries=retries, progress=progress, score=False if no_score else None,
-                            judge=judge, no_judge=no_judge or None)
+                            judge=judge, no_judge=no_judge or None, metrics=_names(metrics),
+                            groups=_names(group))
     else:
         overrides = {"target": target, "dataset": dataset, "datasets": datasets, "methods": methods,
                      "samples": samples, "concurrency": concurrency, "timeout": timeout, "retries": retries,
                      "top_k": top_k, "judge": judge, "no_judge": no_judge or None, "name": name,
+                     "metrics": _names(metrics), "groups": _names(group),
                      "score": False if no_score else None, "progress": progress}
         if config:
             cfg = load_config(config, **overrides)

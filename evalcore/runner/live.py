@@ -7,7 +7,8 @@ Flow (seed 004's runner, made resumable):
     and write its questions;
  4. ask every missing (question, method) job (engine.py), answers in small atomic batches;
  5. status -> complete (or cancelled on Ctrl-C, failed on an unexpected error);
- 6. score through evalcore.scoring.score_run when that module is installed.
+ 6. score through evalcore.scoring.score_run when that module is installed, with the
+    config's `metrics`/`groups` (checked against the registry before step 1).
 Resume reads the questions and the config snapshot back from the store and asks only the
 jobs without a stored response, so every (question, method) ends up exactly once.
 """
@@ -168,6 +169,7 @@ def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunRe
 def run_evaluation(config: EvalConfig, store: RunStore | None = None) -> RunResult:
     """Ask every question of `config` to every method, store the answers, then score them."""
     store = store or RunStore(config.store)
+    config.check_metric_choice()  # a typo in --metrics must not cost a whole collection
     questions, dataset_info = collect_questions(config)
     name = config.name or dataset_info.get("name") or "live"
     manifest = RunManifest(format_version=FORMAT_VERSION, run_id=new_run_id(name), name=name, kind="live",
@@ -216,6 +218,7 @@ def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig |
     if bad:
         raise EvalcoreError(f"cannot change {sorted(bad)} when resuming; they define the run")
     config = base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    config.check_metric_choice()
     if [m.name for m in config.methods] != manifest.methods:
         raise EvalcoreError(f"the config's methods {[m.name for m in config.methods]} differ from the "
                             f"run's {manifest.methods}")
