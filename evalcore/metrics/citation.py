@@ -14,9 +14,9 @@ where REF is a chunk_id or a rel_path; without it the rule cannot be judged (NaN
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from evalcore.metrics.matching import gold_matches, heading_parts, normalise_path
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext, per_item
 from evalcore.metrics.text import find, normalize
 from evalcore.schemas import Citation, EvalQuestion, EvalResponse, GoldPassage
@@ -27,18 +27,9 @@ DEFAULT_INDICATORS = ["source:", "table:", "page", "document", "pdf", "according
 ACKNOWLEDGE_PHRASES = ["however", "previously", "earlier", "was updated", "has been updated", "changed",
                        "conflict", "whereas", "older", "newer", "superseded", "이전", "변경", "최신", "반면"]
 
-_SPACES = re.compile(r"\s+")
-
-
-def norm_heading(path: str | None) -> list[str]:
-    """A heading path as normalised parts: 'A >  B' and 'a > b' both give ['a', 'b']."""
-    if not path:
-        return []
-    return [_SPACES.sub(" ", p).strip().casefold() for p in path.split(">") if p.strip()]
-
-
-def _norm_path(path: str | None) -> str:
-    return (path or "").strip().replace("\\", "/").lstrip("./").casefold()
+# one definition of "the same document / section" for retrieval and citation metrics
+norm_heading = heading_parts
+_norm_path = normalise_path
 
 
 def resolve(c: Citation, r: EvalResponse) -> Citation:
@@ -53,13 +44,9 @@ def resolve(c: Citation, r: EvalResponse) -> Citation:
 
 
 def matches(c: Citation, g: GoldPassage) -> bool:
-    """Does citation `c` point at gold passage `g`?"""
-    if c.chunk_id and g.chunk_id:
-        return c.chunk_id == g.chunk_id
-    if c.rel_path and g.rel_path and _norm_path(c.rel_path) == _norm_path(g.rel_path):
-        gold_head = norm_heading(g.heading_path)
-        return norm_heading(c.heading_path)[: len(gold_head)] == gold_head
-    return False
+    """Does citation `c` point at gold passage `g`? The retrieval matching rule, without snippets
+    (a citation carries no chunk text)."""
+    return gold_matches(g, c, use_snippets=False)
 
 
 def _section_right(c: Citation, golds: list[GoldPassage]) -> bool:
