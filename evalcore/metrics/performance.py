@@ -16,45 +16,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalcore import pricing
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext, per_item
 from evalcore.schemas import EvalQuestion, EvalResponse
 
-# USD per 1M tokens.
-DEFAULT_PRICES: dict[str, dict[str, float]] = {
-    "claude-3-5-sonnet": {"input": 3.0, "output": 15.0},
-    "claude-3-7-sonnet": {"input": 3.0, "output": 15.0},
-    "claude-sonnet-4": {"input": 3.0, "output": 15.0},
-    "claude-3-5-haiku": {"input": 0.8, "output": 4.0},
-    "claude-3-haiku": {"input": 0.25, "output": 1.25},
-    "claude-opus-4": {"input": 15.0, "output": 75.0},
-    "gpt-4o-mini": {"input": 0.15, "output": 0.6},
-    "gpt-4o": {"input": 2.5, "output": 10.0},
-    "gpt-4.1-mini": {"input": 0.4, "output": 1.6},
-    "gpt-4.1": {"input": 2.0, "output": 8.0},
-    "text-embedding-3-small": {"input": 0.02, "output": 0.0},
-    "text-embedding-ada-002": {"input": 0.1, "output": 0.0},
-    "heuristic": {"input": 0.0, "output": 0.0},
-}
 
 
 def price_for(model: str | None, prices: dict[str, dict[str, float]] | None = None) -> dict[str, float] | None:
-    """The price entry for a model name, or None when the table has none."""
-    if not model:
-        return None
-    table = {**DEFAULT_PRICES, **(prices or {})}
-    name = model.split(":", 1)[1] if ":" in model and model.split(":", 1)[0] in {"anthropic", "openai"} else model
-    if name in table:
-        return table[name]
-    keys = [k for k in table if name.startswith(k)]
-    return table[max(keys, key=len)] if keys else None
+    """The price entry for a model: the shared table (evalcore.pricing, incl. EVALCORE_PRICES)
+    plus options["prices"]."""
+    return pricing.price_for(model, pricing.load_prices(prices))
 
 
 def token_cost(model: str | None, input_tokens: int, output_tokens: int,
                prices: dict[str, dict[str, float]] | None = None) -> float | None:
-    entry = price_for(model, prices)
-    if entry is None:
-        return None
-    return (input_tokens * entry.get("input", 0.0) + output_tokens * entry.get("output", 0.0)) / 1e6
+    return pricing.token_cost(model, input_tokens, output_tokens, pricing.load_prices(prices))
 
 
 def _latency(q: EvalQuestion, r: EvalResponse) -> Score:
