@@ -11,6 +11,7 @@ appear in the request dict we store (that dict is built by us and has no headers
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,16 @@ class TransientError(Exception):
 
 class FatalError(Exception):
     pass
+
+
+async def _within(seconds: float, call: Any) -> Any:
+    """Await `call` under a total deadline. The SDKs' `timeout` is httpx's per-phase timeout:
+    a server that drips its body a few bytes at a time resets the read timer on every chunk
+    and could hold a judge call for ever. This bounds the whole request."""
+    try:
+        return await asyncio.wait_for(call, seconds)
+    except asyncio.TimeoutError:
+        raise TransientError(f"no complete reply within {seconds:g}s (total deadline)") from None
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -106,7 +117,9 @@ class AnthropicBackend:
         import anthropic
 
         try:
-            msg = await client.messages.create(**params)
+            msg = await _within(self.timeout, client.messages.create(**params))
+        except TransientError:
+            raise
         except Exception as exc:  # noqa: BLE001 - classified below
             raise _classify(exc, anthropic) from None
         text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text")
@@ -147,7 +160,9 @@ class OpenAIBackend:
         import openai
 
         try:
-            resp = await client.chat.completions.create(**params)
+            resp = await _within(self.timeout, client.chat.completions.create(**params))
+        except TransientError:
+            raise
         except Exception as exc:  # noqa: BLE001
             raise _classify(exc, openai) from None
         if not resp.choices:

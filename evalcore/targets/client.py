@@ -5,7 +5,9 @@ ends as exactly one EvalResponse, either parsed or carrying `error` + `error_kin
 
   timeout    no complete answer within the per-request timeout (a total deadline, not httpx's
              per-phase timeouts, so a server that trickles bytes cannot stall a run)
-  http       a non-2xx status (5xx and 429 are retried first; other 4xx are not)
+  http       a non-2xx status (5xx and 429 are retried first; other 4xx are not). A
+             Retry-After header (seconds or an HTTP date) on 429/503 is honoured: the
+             next attempt waits at least that long, capped at `max_retry_after_s`
   malformed  2xx with a body that is not JSON or does not fit the response map (retried)
   empty      a valid response whose answer is blank while not declaring `abstained`
   error      connection refused/reset and anything else unexpected (connection faults retried)
@@ -37,6 +39,7 @@ class RetryPolicy:
     retries: int = 3
     backoff_s: float = 0.5
     max_backoff_s: float = 8.0
+    max_retry_after_s: float = 30.0  # a server asking for longer gets the error instead
 
     def delay(self, attempt: int) -> float:
         """Full-jitter exponential backoff for the given (1-based) failed attempt."""
@@ -49,10 +52,27 @@ class TargetUnavailable(Exception):
 
 
 class _Attempt(Exception):
-    def __init__(self, kind: str, message: str, retry: bool):
+    def __init__(self, kind: str, message: str, retry: bool, retry_after: float | None = None):
         super().__init__(message)
         self.kind = kind
         self.retry = retry
+        self.retry_after = retry_after
+
+
+def retry_after_s(value: str | None) -> float | None:
+    """Seconds asked for by a Retry-After header (delta-seconds or HTTP date); None if absent/bad."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        from datetime import datetime, timezone
+        from email.utils import parsedate_to_datetime
+        try:
+            seconds = (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds()
+        except (TypeError, ValueError):
+            return None
+    return max(0.0, seconds) if seconds == seconds else None
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -159,7 +179,11 @@ class TargetClient:
             self._lanes.put_nowait(lane)
         if resp.status_code >= 400:
             retry = resp.status_code >= 500 or resp.status_code == 429
-            raise _Attempt("http", f"HTTP {resp.status_code}: {_short(resp.text, 200)}", retry=retry)
+            after = retry_after_s(resp.headers.get("retry-after")) if resp.status_code in (429, 503) else None
+            if after is not None and after > self.retry.max_retry_after_s:
+                retry = False  # waiting that long would stall the run; report it instead
+            raise _Attempt("http", f"HTTP {resp.status_code}: {_short(resp.text, 200)}", retry=retry,
+                           retry_after=after)
         try:
             payload = json.loads(resp.content)
         except ValueError as exc:
@@ -177,6 +201,7 @@ class TargetClient:
                      "question_id": question_id, "method": send_method}
         kwargs = self._request_kwargs(variables)
         attempts = 0
+        waits: list[float] = []
         started = time.perf_counter()
         while True:
             attempts += 1
@@ -185,15 +210,19 @@ class TargetClient:
                 response = await self._attempt(kwargs, question_id, method)
             except _Attempt as failure:
                 if failure.retry and attempts <= self.retry.retries:
-                    await asyncio.sleep(self.retry.delay(attempts))
+                    wait = max(self.retry.delay(attempts), failure.retry_after or 0.0)
+                    waits.append(round(wait, 3))
+                    await asyncio.sleep(wait)
                     continue
                 return EvalResponse(
                     question_id=question_id, method=method, error=str(failure), error_kind=failure.kind,
                     latency_ms=(time.perf_counter() - t0) * 1000.0,
-                    raw={"attempts": attempts, "elapsed_ms": round((time.perf_counter() - started) * 1000.0, 3)})
+                    raw={"attempts": attempts, "retry_waits": waits,
+                         "elapsed_ms": round((time.perf_counter() - started) * 1000.0, 3)})
             latency_ms = (time.perf_counter() - t0) * 1000.0
             update: dict[str, Any] = {"latency_ms": latency_ms,
-                                      "raw": {**response.raw, "attempts": attempts}}
+                                      "raw": {**response.raw, "attempts": attempts,
+                                              **({"retry_waits": waits} if waits else {})}}
             if not response.answer.strip() and response.abstained is not True:
                 update.update(error="empty answer", error_kind="empty")
             return response.model_copy(update=update)
