@@ -11,6 +11,7 @@ encode each distinct text once per model, ever. `encode` therefore
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any, Protocol
@@ -18,7 +19,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from evalcore.embeddings.cache import ArrayCache, namespace_dir, text_key
-from evalcore.embeddings.models import ModelRef, load_sentence_transformer
+from evalcore.embeddings.models import ModelRef, load_sentence_transformer, read_config
+from evalcore.embeddings.tokens import get_token_encoder
+from evalcore.errors import EvalcoreError
 
 PROGRESS_MIN_TEXTS = 256  # below this a progress bar is noise
 
@@ -33,15 +36,23 @@ class Backend(Protocol):
 
 
 class SentenceTransformerBackend:
-    """A sentence-transformers model, loaded on first use (a fully cached re-score never loads it)."""
+    """A sentence-transformers model, loaded on first use (a fully cached re-score never loads it).
+
+    For the common mean-pooling models (the default MiniLM among them) the sentence vector is
+    the mean of the last layer's token vectors, so it is taken from the shared TokenEncoder:
+    BERTScore on the same model then reuses that forward pass instead of running its own.
+    Texts the shortcut cannot reproduce exactly (longer than the model's max_seq_length, or
+    with surrounding whitespace) go through sentence-transformers itself.
+    """
 
     source = "sentence-transformers"
 
-    def __init__(self, ref: ModelRef, batch_size: int = 64):
+    def __init__(self, ref: ModelRef, batch_size: int = 32):
         self.ref = ref
         self.model_id = ref.model_id
         self.batch_size = batch_size
         self._model: Any = None
+        self._plan: tuple[int, int] | None | bool = False  # False = not inspected yet
 
     def describe(self) -> str:
         return self.ref.describe()
@@ -52,10 +63,59 @@ class SentenceTransformerBackend:
             self._model = load_sentence_transformer(self.ref)
         return self._model
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def _st_encode(self, texts: list[str]) -> np.ndarray:
         vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
                                     normalize_embeddings=False, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if self._plan is False:
+            self._plan = mean_pooling_plan(self.ref)
+        if not self._plan:
+            return self._st_encode(texts)
+        layers, max_seq = self._plan
+        encoder = get_token_encoder(self.ref, layers)
+        lengths = [len(ids) for ids in encoder.ids(texts)]
+        shared = [i for i, t in enumerate(texts) if t and t == t.strip() and lengths[i] <= max_seq]
+        states = encoder.states([texts[i] for i in shared])
+        rest = sorted(set(range(len(texts))) - set(shared))
+        first = states[texts[shared[0]]].mean if shared else None
+        dim = first.shape[0] if first is not None else None
+        rest_vectors = self._st_encode([texts[i] for i in rest]) if rest else None
+        dim = dim if dim is not None else rest_vectors.shape[1]
+        out = np.zeros((len(texts), dim), dtype=np.float32)
+        for i in shared:
+            out[i] = states[texts[i]].mean
+        if rest_vectors is not None:
+            out[rest] = rest_vectors
+        return out
+
+
+def mean_pooling_plan(ref: ModelRef) -> tuple[int, int] | None:
+    """(layers, max_seq_length) when the folder is Transformer + mean Pooling [+ Normalize], which
+    our own forward pass reproduces exactly; None otherwise (use sentence-transformers as is)."""
+    if ref.source not in {"packaged", "local"}:
+        return None
+    folder = Path(ref.location)
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+        if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]) \
+                or modules[0].get("path", "") not in ("", "."):
+            return None
+        pooling = json.loads((folder / modules[1]["path"] / "config.json").read_text(encoding="utf-8"))
+        modes = {k: v for k, v in pooling.items() if k.startswith("pooling_mode")}
+        if modes.get("pooling_mode_mean_tokens") is not True or any(v for k, v in modes.items()
+                                                                    if k != "pooling_mode_mean_tokens"):
+            return None
+        st_config = json.loads((folder / "sentence_bert_config.json").read_text(encoding="utf-8"))
+        if st_config.get("do_lower_case"):
+            return None
+        max_seq = int(st_config["max_seq_length"])
+        layers = int(read_config(ref)["num_hidden_layers"])
+    except (OSError, ValueError, KeyError, TypeError, IndexError, EvalcoreError):
+        return None
+    return layers, max_seq
 
 
 def l2_normalise(rows: np.ndarray) -> np.ndarray:
@@ -115,7 +175,7 @@ class Embedder:
                 self.calls += 1
                 self.encoded += len(chunk)
                 if vectors.ndim != 2 or len(vectors) != len(chunk):
-                    raise ValueError(f"backend returned {vectors.shape} for {len(chunk)} texts")
+                    raise EvalcoreError(f"{self.model_id} returned {vectors.shape} vectors for {len(chunk)} texts")
                 out_rows.append(l2_normalise(vectors))
                 advance(len(chunk))
         rows = np.concatenate(out_rows, axis=0)
@@ -126,7 +186,9 @@ class Embedder:
 class progress_bar:
     """A transient rich progress bar on stderr for large jobs; a no-op otherwise.
 
-    `enabled=None` means "only when stderr is a terminal", so CI logs stay clean.
+    `enabled=None` means "only when stderr is a terminal", so CI logs stay clean. It uses rich's
+    shared console: when another live display is already running there (e.g. the scoring
+    command's own bar), rich refuses a second one and we go on without a bar.
     """
 
     def __init__(self, total: int, enabled: bool | None, description: str):
@@ -139,14 +201,18 @@ class progress_bar:
     def __enter__(self):
         if not self.active:
             return lambda n: None
-        from rich.console import Console
+        from rich.errors import LiveError
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                             TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-        self._bar.start()
-        task = self._bar.add_task(self.description, total=self.total)
-        return lambda n: self._bar.advance(task, n)
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeRemainingColumn(), transient=True)
+        try:
+            bar.start()
+        except LiveError:
+            return lambda n: None
+        self._bar = bar
+        task = bar.add_task(self.description, total=self.total)
+        return lambda n: bar.advance(task, n)
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:

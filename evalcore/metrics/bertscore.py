@@ -33,15 +33,13 @@ import numpy as np
 from evalcore.embeddings import cache_root
 from evalcore.embeddings.cache import ArrayCache, namespace_dir, text_key
 from evalcore.embeddings.embedder import progress_bar
-from evalcore.embeddings.models import ModelRef, load_transformer, read_config, resolve_model
+from evalcore.embeddings.models import ModelRef, read_config, resolve_model
+from evalcore.embeddings.tokens import TokenStates, get_token_encoder
 from evalcore.errors import EvalcoreError
 
 # Layers the bert-score authors chose (best correlation with human judgements); others: last layer.
 KNOWN_LAYERS = {"microsoft/deberta-xlarge-mnli": 40, "roberta-large": 17, "bert-base-uncased": 9}
 FORMULA_VERSION = "1"
-MAX_TOKEN_CACHE_BYTES = 512 * 2**20
-# (model location, layer) -> (tokenizer, truncated model, use_hidden_states): one load per process.
-_LOADED: dict[tuple[str, int], tuple[Any, Any, bool]] = {}
 
 
 class BertScorer:
@@ -49,7 +47,7 @@ class BertScorer:
 
     def __init__(self, model: str | None = None, layer: int | None = None, idf: bool = False,
                  rescale: bool = False, baseline_path: str | None = None, store: Any = None,
-                 token_budget: int = 16384, progress: bool | None = None):
+                 progress: bool | None = None):
         self.ref: ModelRef = resolve_model(model)
         self.model_id = self.ref.model_id
         n_layers = _layer_count(read_config(self.ref))
@@ -58,16 +56,10 @@ class BertScorer:
             raise EvalcoreError(f"BERTScore layer {self.layer} out of range for {self.model_id} (0..{n_layers})")
         self.idf = bool(idf)
         self.baseline = _load_baseline(self.model_id, self.layer, baseline_path) if rescale else None
-        self.token_budget = max(512, int(token_budget))
         self.progress = progress
         self._root = cache_root(store)
-        self._tokenizer: Any = None
-        self._model: Any = None
-        self._use_hidden_states = False
-        self._max_len = 512
-        self._token_rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # text -> (ids, unit vectors)
+        self.encoder = get_token_encoder(self.ref, self.layer)  # shared per process; loads lazily
         self._caches: dict[str, ArrayCache] = {}
-        self.forward_passes = 0
 
     @property
     def label(self) -> str:
@@ -92,9 +84,12 @@ class BertScorer:
             weights = self._weights(corpus) if self.idf else None
             pending = list(dict.fromkeys(keys[i] for i in todo))
             first = {keys[i]: i for i in reversed(todo)}
-            self._embed([cands[first[k]] for k in pending] + [refs[first[k]] for k in pending])
-            rows = np.array([self._pair(cands[first[k]], refs[first[k]], weights) for k in pending],
-                            dtype=np.float32)
+            texts = [cands[first[k]] for k in pending] + [refs[first[k]] for k in pending]
+            with progress_bar(len(set(texts)), self.progress, f"BERTScore {self.model_id}") as advance:
+                states = self.encoder.states(texts, advance)
+            specials = list(self.encoder.special_ids())
+            rows = np.array([_pair(states[cands[first[k]]], states[refs[first[k]]], weights, specials)
+                             for k in pending], dtype=np.float32)
             cache.put(pending, rows)
             found.update(zip(pending, rows))
         out = np.array([found[k] if k in found else np.zeros(3, np.float32) for k in keys], dtype=np.float64)
@@ -112,114 +107,41 @@ class BertScorer:
                                                                           "identity": identity})
         return self._caches[identity]
 
-    def _load(self) -> None:
-        if self._model is not None:
-            return
-        key = (self.ref.location, self.layer)
-        if key not in _LOADED:
-            tokenizer, model = load_transformer(self.ref)
-            if type(tokenizer).__name__.startswith(("Roberta", "GPT2", "Bart", "Longformer")):
-                tokenizer, model = load_transformer(self.ref, add_prefix_space=True)  # as the library does
-            _LOADED[key] = (tokenizer, *_truncate_layers(model, self.layer))
-        tokenizer, model, self._use_hidden_states = _LOADED[key]
-        self._tokenizer, self._model = tokenizer, model
-        limit = int(getattr(tokenizer, "model_max_length", 512) or 512)
-        positions = int(getattr(model.config, "max_position_embeddings", 512) or 512)
-        self._max_len = limit if limit < 1_000_000 else positions
-
-    def _ids(self, texts: list[str]) -> list[list[int]]:
-        self._load()
-        out: list[list[int]] = [[] for _ in texts]
-        filled = [i for i, t in enumerate(texts) if t]
-        if filled:
-            enc = self._tokenizer([texts[i] for i in filled], add_special_tokens=True, truncation=True,
-                                  max_length=self._max_len)["input_ids"]
-            for i, ids in zip(filled, enc):
-                out[i] = list(ids)
-        for i, t in enumerate(texts):
-            if not t:
-                out[i] = list(self._tokenizer.build_inputs_with_special_tokens([]))
-        return out
-
     def _weights(self, corpus: list[str]) -> dict[int, float]:
         """idf over the reference corpus (document frequency; duplicates count as documents)."""
         df: Counter[int] = Counter()
-        for ids in self._ids(corpus):
+        for ids in self.encoder.ids(corpus):
             df.update(set(ids))
         n = len(corpus)
         weights = {tok: math.log((n + 1) / (c + 1)) for tok, c in df.items()}
         weights[-1] = math.log(n + 1)  # default for tokens never seen in the corpus
         return weights
 
-    def _special_ids(self) -> set[int]:
-        ids = {self._tokenizer.cls_token_id, self._tokenizer.sep_token_id}
-        return {i for i in ids if i is not None}
+    @property
+    def forward_passes(self) -> int:
+        return self.encoder.forward_passes
 
-    def _embed(self, texts: list[str]) -> None:
-        """Fill `_token_rows` for texts not seen yet: longest first, batches under a token budget."""
-        todo = [t for t in dict.fromkeys(texts) if t and t not in self._token_rows]
-        if not todo:
-            return
-        self._load()
-        import torch
 
-        self._bound_memory()
-        ids = dict(zip(todo, self._ids(todo)))
-        todo.sort(key=lambda t: len(ids[t]), reverse=True)
-        pad = self._tokenizer.pad_token_id or 0
-        with progress_bar(len(todo), self.progress, f"BERTScore {self.model_id}") as advance, \
-                torch.inference_mode():
-            start = 0
-            while start < len(todo):
-                width = len(ids[todo[start]])
-                size = max(1, min(128, self.token_budget // width))
-                batch = todo[start:start + size]
-                input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for row, text in enumerate(batch):
-                    seq = ids[text]
-                    input_ids[row, :len(seq)] = torch.tensor(seq, dtype=torch.long)
-                    mask[row, :len(seq)] = 1
-                hidden = self._hidden(input_ids, mask)
-                self.forward_passes += 1
-                for row, text in enumerate(batch):
-                    n = len(ids[text])
-                    vec = hidden[row, :n].float()
-                    vec = vec / vec.norm(dim=-1, keepdim=True)
-                    self._token_rows[text] = (np.asarray(ids[text]), vec.numpy().astype(np.float32))
-                advance(len(batch))
-                start += len(batch)
+def _pair(cand: TokenStates, ref: TokenStates, weights: dict[int, float] | None,
+          specials: list[int]) -> tuple[float, float, float]:
+    """Greedy matching of one pair (see the module docstring for the formula)."""
+    sim = cand.unit @ ref.unit.T
+    wc, wr = _token_weights(cand.ids, weights, specials), _token_weights(ref.ids, weights, specials)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = float((sim.max(axis=1) * wc).sum() / wc.sum())
+        r = float((sim.max(axis=0) * wr).sum() / wr.sum())
+        f = 2 * p * r / (p + r)
+    return (p if math.isfinite(p) else 0.0, r if math.isfinite(r) else 0.0, f if math.isfinite(f) else 0.0)
 
-    def _hidden(self, input_ids: Any, mask: Any) -> Any:
-        out = self._model(input_ids=input_ids, attention_mask=mask, output_hidden_states=self._use_hidden_states)
-        return out.hidden_states[self.layer] if self._use_hidden_states else out[0]
 
-    def _bound_memory(self) -> None:
-        """Token vectors are kept for reuse across calls (e.g. the same ground truths for several
-        methods) but not without limit: past ~512 MB start afresh."""
-        floats = sum(v.size for _, v in self._token_rows.values())
-        if floats * 4 > MAX_TOKEN_CACHE_BYTES:
-            self._token_rows.clear()
-
-    def _pair(self, cand: str, ref: str, weights: dict[int, float] | None) -> tuple[float, float, float]:
-        c_ids, c_vec = self._token_rows[cand]
-        r_ids, r_vec = self._token_rows[ref]
-        sim = c_vec @ r_vec.T
-        wc, wr = self._token_weights(c_ids, weights), self._token_weights(r_ids, weights)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            p = float((sim.max(axis=1) * wc).sum() / wc.sum())
-            r = float((sim.max(axis=0) * wr).sum() / wr.sum())
-            f = 2 * p * r / (p + r)
-        return (p if math.isfinite(p) else 0.0, r if math.isfinite(r) else 0.0, f if math.isfinite(f) else 0.0)
-
-    def _token_weights(self, ids: np.ndarray, weights: dict[int, float] | None) -> np.ndarray:
-        if weights is None:
-            w = np.ones(len(ids), dtype=np.float64)
-        else:
-            default = weights[-1]
-            w = np.array([weights.get(int(t), default) for t in ids], dtype=np.float64)
-        w[np.isin(ids, list(self._special_ids()))] = 0.0
-        return w
+def _token_weights(ids: np.ndarray, weights: dict[int, float] | None, specials: list[int]) -> np.ndarray:
+    if weights is None:
+        w = np.ones(len(ids), dtype=np.float64)
+    else:
+        default = weights[-1]
+        w = np.array([weights.get(int(t), default) for t in ids], dtype=np.float64)
+    w[np.isin(ids, specials)] = 0.0
+    return w
 
 
 def _layer_count(config: dict[str, Any]) -> int:
@@ -227,20 +149,6 @@ def _layer_count(config: dict[str, Any]) -> int:
         if isinstance(config.get(name), int):
             return int(config[name])
     raise EvalcoreError("cannot tell how many layers the BERTScore model has (no num_hidden_layers in config)")
-
-
-def _truncate_layers(model: Any, layer: int) -> tuple[Any, bool]:
-    """Keep only the first `layer` transformer blocks so the last hidden state is that layer's
-    output (as the library does); fall back to output_hidden_states when the blocks are elsewhere."""
-    import torch
-
-    for owner_name in ("encoder", "transformer", None):
-        owner = getattr(model, owner_name) if owner_name else model
-        blocks = getattr(owner, "layer", None)
-        if isinstance(blocks, torch.nn.ModuleList):
-            owner.layer = torch.nn.ModuleList(list(blocks)[:layer])
-            return model, False
-    return model, True
 
 
 def _load_baseline(model_id: str, layer: int, path: str | None) -> np.ndarray:

@@ -111,3 +111,17 @@ def test_get_embedder_shares_per_model_and_store(store):
     assert a.model_id == "sentence-transformers/all-MiniLM-L6-v2"
     reset_embedders(keep_models=True)
     assert get_embedder(None, store) is not a
+
+
+def test_real_model_vectors_equal_sentence_transformers(minilm_path, halueval_rows):
+    """The default embedder takes mean-pooled vectors from the shared forward pass (so BERTScore
+    can reuse it); they must equal sentence-transformers' own output, long texts included."""
+    from sentence_transformers import SentenceTransformer
+
+    texts = [r["knowledge"] for r in halueval_rows[:8]] + [r["right_answer"] for r in halueval_rows[:8]]
+    texts += [" surrounded by spaces ", "word " * 400, "x"]  # whitespace and >256 tokens: fallback path
+    ours = get_embedder(None, None).encode(texts)
+    reference = SentenceTransformer(minilm_path, device="cpu", local_files_only=True).encode(
+        texts, normalize_embeddings=True)
+    assert ours.shape == (len(texts), 384) and ours.dtype == np.float32
+    np.testing.assert_allclose(ours, reference, atol=1e-5)
