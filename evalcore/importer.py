@@ -11,14 +11,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pydantic import ValidationError
 
 from evalcore import __version__
 from evalcore.datasets import load_questions
 from evalcore.datasets.native import question_from_record
-from evalcore.datasets.records import read_records
+from evalcore.datasets.records import check_finite, read_records
 from evalcore.errors import InputError, from_validation
 from evalcore.fingerprint import file_fingerprint
 from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
@@ -38,6 +38,7 @@ ALIASES: dict[str, str] = {
 RESPONSE_FIELDS = {"answer", "contexts", "retrieved", "citations", "abstained", "latency_ms",
                    "token_usage", "timings", "error", "error_kind", "scope"}
 QUESTION_ONLY = {"question_id", "method", "gold_contexts"}
+BATCH_SIZE = 5000  # responses per part file: ~ a few MB of Arrow per batch for typical records
 
 
 @dataclass
@@ -96,6 +97,7 @@ def _citations(value: Any) -> list[dict[str, Any]]:
 
 def _split(rec: dict[str, Any], file: str, recno: int, default_method: str,
            known: dict[str, EvalQuestion], by_text: dict[str, str]) -> tuple[EvalQuestion, EvalResponse]:
+    check_finite(rec, file, recno)
     rec = _canonical(rec)
     qid = _question_id(rec)
     if rec.get("question_id") is None and rec.get("question") is not None:
@@ -131,61 +133,117 @@ def _split(rec: dict[str, Any], file: str, recno: int, default_method: str,
     return question, response
 
 
-def _merge_question(old: EvalQuestion, new: EvalQuestion, file: str, recno: int) -> EvalQuestion:
-    if old.question.strip() != new.question.strip():
-        raise InputError(file, f"question id {old.id!r} was used earlier for a different question",
-                         record=recno, field="question")
-    if old.ground_truth is None and new.ground_truth is not None:
-        return new
-    return old
+class RecordStream:
+    """Validated records of a recorded-answers file, one at a time, in bounded memory.
+
+    Iterating yields (record number, question or None, response). The question is given the
+    first time its id appears, and again when a later record adds the ground truth the first
+    one lacked (the newer question row then replaces the older one in the store's views);
+    otherwise None. Per question only a digest of its text is remembered, and per response
+    only its (method, question id) key, so a 100 MB file needs no list of all its records.
+    """
+
+    def __init__(self, path: str | Path, default_method: str = "recorded",
+                 dataset: list[EvalQuestion] | None = None):
+        self.path = Path(path)
+        self.file = str(path)
+        self.default_method = default_method
+        self.known = {q.id: q for q in dataset or []}
+        self.by_text = {q.question.strip(): q.id for q in self.known.values()}
+        self.seen: dict[str, tuple[bytes, bool]] = {}  # question id -> (text digest, has ground truth)
+        self.keys: set[tuple[str, str]] = set()
+        self.methods: set[str] = set()
+        self.n_errors = 0
+
+    def __iter__(self) -> Iterator[tuple[int, EvalQuestion | None, EvalResponse]]:
+        for recno, rec in read_records(self.path):
+            question, response = _split(rec, self.file, recno, self.default_method, self.known, self.by_text)
+            key = (response.method, response.question_id)
+            if key in self.keys:
+                raise InputError(self.file, f"second answer for question {key[1]!r} and method {key[0]!r}",
+                                 record=recno, field="question_id")
+            digest = hashlib.sha1(question.question.strip().encode("utf-8")).digest()
+            has_truth = question.ground_truth is not None
+            old = self.seen.get(question.id)
+            if old is not None and old[0] != digest:
+                raise InputError(self.file, f"question id {question.id!r} was used earlier for a different "
+                                 "question", record=recno, field="question")
+            emit = question if old is None or (has_truth and not old[1]) else None
+            if emit is not None:
+                self.seen[question.id] = (digest, has_truth)
+            self.keys.add(key)
+            self.methods.add(response.method)
+            self.n_errors += bool(response.error)
+            yield recno, emit, response
+        if not self.keys:
+            raise InputError(self.file, "no records found")
 
 
 def parse_recorded(path: str | Path, default_method: str = "recorded",
                    dataset: list[EvalQuestion] | None = None) -> tuple[list[EvalQuestion], list[EvalResponse]]:
-    """Questions (deduplicated by id) and responses from a recorded-answers file.
+    """Questions (deduplicated by id) and responses from a recorded-answers file, as lists.
 
     With a dataset, its questions are authoritative and records may omit the question text.
+    `import_recorded` streams the same records instead of building these lists.
     """
-    file = str(path)
-    known = {q.id: q for q in dataset or []}
-    by_text = {q.question.strip(): q.id for q in known.values()}
     questions: dict[str, EvalQuestion] = {}
-    responses: dict[tuple[str, str], EvalResponse] = {}
-    for recno, rec in read_records(path):
-        question, response = _split(rec, file, recno, default_method, known, by_text)
-        key = (response.method, response.question_id)
-        if key in responses:
-            raise InputError(file, f"second answer for question {key[1]!r} and method {key[0]!r}",
-                             record=recno, field="question_id")
-        questions[question.id] = (_merge_question(questions[question.id], question, file, recno)
-                                  if question.id in questions else question)
-        responses[key] = response
-    if not responses:
-        raise InputError(file, "no records found")
-    return list(questions.values()), list(responses.values())
+    responses: list[EvalResponse] = []
+    for _, question, response in RecordStream(path, default_method, dataset):
+        if question is not None:
+            questions[question.id] = question
+        responses.append(response)
+    return list(questions.values()), responses
 
 
 def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
                     dataset: str | Path | None = None, method: str = "recorded",
-                    kind: str = "import") -> ImportResult:
+                    kind: str = "import", batch_size: int = BATCH_SIZE) -> ImportResult:
+    """Validate a recorded-answers file and publish it as one new run, or change nothing.
+
+    Records are streamed: every `batch_size` responses (and the questions first seen with
+    them) become one part file inside the staging folder, so memory does not grow with the
+    file. The run is renamed into the store only after the last record validated.
+    """
     path = Path(path)
     dataset_info: dict[str, Any] = {"name": path.stem, "source": "recorded file"}
     ds_questions = load_questions(dataset) if dataset is not None else None
-    questions, responses = parse_recorded(path, default_method=method, dataset=ds_questions)
     if dataset is not None and ds_questions is not None:
         dataset_info = {"name": Path(dataset).stem, "path": str(dataset),
                         "fingerprint": file_fingerprint(dataset), "n_questions": len(ds_questions)}
-    methods = sorted({r.method for r in responses})
+    if not path.is_file():
+        raise InputError(str(path), "no such file")
     run_name = name or path.stem
     manifest = RunManifest(
         format_version=FORMAT_VERSION, run_id=new_run_id(run_name), name=run_name, kind=kind,
-        status="complete", evalcore_version=__version__, methods=methods, dataset=dataset_info,
+        status="complete", evalcore_version=__version__, methods=[], dataset=dataset_info,
         source={"kind": "recorded", "file": path.name, "fingerprint": file_fingerprint(path)},
-        counts={"questions": len(questions), "responses": len(responses),
-                "errors": sum(1 for r in responses if r.error)},
     )
     manifest.finished_at = manifest.created_at
+    stream = RecordStream(path, default_method=method, dataset=ds_questions)
     with store.staged_run(manifest) as writer:
-        writer.write_questions(questions)
-        writer.write_responses(responses)
-    return ImportResult(manifest.run_id, len(responses), len(questions), methods)
+        questions: dict[str, EvalQuestion] = {}
+        responses: list[EvalResponse] = []
+        n_responses = 0
+        for _, question, response in stream:
+            if question is not None:
+                questions[question.id] = question
+            responses.append(response)
+            if len(responses) >= batch_size:
+                n_responses += _flush(writer, questions, responses)
+        n_responses += _flush(writer, questions, responses)
+        methods = sorted(stream.methods)
+        manifest = manifest.model_copy(update={
+            "methods": methods,
+            "counts": {"questions": len(stream.seen), "responses": n_responses, "errors": stream.n_errors}})
+        writer.write_manifest(manifest)
+    return ImportResult(manifest.run_id, n_responses, len(stream.seen), methods)
+
+
+def _flush(writer: Any, questions: dict[str, EvalQuestion], responses: list[EvalResponse]) -> int:
+    """Write the pending batch as part files and empty it; returns the responses written."""
+    writer.write_questions(list(questions.values()))
+    writer.write_responses(responses)
+    n = len(responses)
+    questions.clear()
+    responses.clear()
+    return n

@@ -4,6 +4,7 @@ Layout (root = `--store`, `EVALCORE_STORE`, or `./runs`)::
 
     <root>/<run_id>/run.json                    manifest (RunManifest, no secrets)
     <root>/<run_id>/<table>/part-*.parquet      questions, responses, metrics, judge_calls, claims
+    <root>/_shared/store.json                   store marker {"format_version": N} (absent = 1)
     <root>/_shared/annotations/part-*.parquet   human annotations (append-only, across runs)
     <root>/.staging/<run_id>/                   a run being imported; renamed into place when complete
     <root>/.trash/                              runs being deleted
@@ -12,6 +13,10 @@ Part files are written under a temporary name and renamed, so a reader (DuckDB g
 `*.parquet`) never sees half a file, and a crash loses at most the batch in flight.
 Tables are append-only; DuckDB views keep the newest row per key (see tables.KEYS), which
 is how a re-score or a resumed run replaces rows without rewriting files.
+
+Several processes may write one store at once (two imports, a live run, a re-score): part
+files and staging folders carry unique names, and the one read-modify-write file, run.json,
+is updated under an exclusive lock (`RunWriter.manifest_lock`, fcntl.flock on a lock file).
 """
 
 from __future__ import annotations
@@ -20,11 +25,17 @@ import json
 import os
 import re
 import shutil
+import threading
 import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
+
+try:  # POSIX; elsewhere the manifest lock is a no-op (documented in docs/reliability.md)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -54,6 +65,10 @@ RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 SHARED_DIR = "_shared"
 STAGING_DIR = ".staging"
 TRASH_DIR = ".trash"
+STORE_MARKER = "store.json"
+LOCK_NAME = ".run.json.lock"
+
+_held = threading.local()  # lock files this thread holds, so the manifest lock is re-entrant
 
 
 def default_root() -> Path:
@@ -140,11 +155,44 @@ class RunWriter:
             raise StoreError("manifest run_id does not match the writer's run")
         _write_atomic_bytes(self.dir / "run.json", manifest.model_dump_json(indent=2).encode())
 
+    @contextmanager
+    def manifest_lock(self) -> Iterator[None]:
+        """Hold the run's manifest lock: read-modify-write of run.json inside it cannot lose a
+        concurrent update from another process or thread. Re-entrant within one thread."""
+        path = self.dir / LOCK_NAME
+        held = getattr(_held, "paths", None)
+        if held is None:
+            held = _held.paths = {}
+        key = str(path)
+        if fcntl is None or held.get(key):
+            held[key] = held.get(key, 0) + 1
+            try:
+                yield
+            finally:
+                held[key] -= 1
+            return
+        with open(path, "a") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            held[key] = 1
+            try:
+                yield
+            finally:
+                held[key] = 0
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
     def update_manifest(self, **changes: Any) -> RunManifest:
-        manifest = self.read_manifest().model_copy(update=changes)
-        manifest = RunManifest.model_validate(manifest.model_dump())
-        self.write_manifest(manifest)
-        return manifest
+        """Set manifest fields, atomically with respect to other writers of this run."""
+        with self.manifest_lock():
+            manifest = self.read_manifest().model_copy(update=changes)
+            manifest = RunManifest.model_validate(manifest.model_dump())
+            self.write_manifest(manifest)
+            return manifest
+
+    def edit_manifest(self, edit: Callable[[RunManifest], dict[str, Any]]) -> RunManifest:
+        """Read-modify-write under the lock: `edit` gets the current manifest and returns the
+        changes. Use it when new values depend on old ones (appending to a history, counts)."""
+        with self.manifest_lock():
+            return self.update_manifest(**edit(self.read_manifest()))
 
 
 class RunStore:
@@ -166,6 +214,39 @@ class RunStore:
     def annotations_dir(self) -> Path:
         return self.root / SHARED_DIR / "annotations"
 
+    def marker_path(self) -> Path:
+        return self.root / SHARED_DIR / STORE_MARKER
+
+    def check_format(self) -> int:
+        """The store's format version; a newer one than this code understands is refused.
+
+        A store written before the marker existed has none: that is version 1.
+        """
+        path = self.marker_path()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return 1
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StoreError(f"{path}: unreadable store marker ({exc})") from exc
+        try:
+            version = json.loads(text).get("format_version")
+        except (ValueError, AttributeError):
+            version = None
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise StoreError(f"{path}: store marker has no valid format_version")
+        if version > FORMAT_VERSION:
+            raise StoreError(f"{path}: store format version {version} is newer than this evalcore "
+                             f"understands ({FORMAT_VERSION}); upgrade evalcore to read it")
+        return version
+
+    def _mark(self) -> None:
+        """Write the store marker once, on the first write that publishes something."""
+        path = self.marker_path()
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic_bytes(path, json.dumps({"format_version": FORMAT_VERSION}).encode())
+
     def shared_dir(self, name: str) -> Path:
         """A store-level folder for caches (judge, embeddings) beside the runs."""
         if not re.match(r"^[a-z_]+$", name):
@@ -176,6 +257,7 @@ class RunStore:
     def run_ids(self) -> list[str]:
         if not self.root.is_dir():
             return []
+        self.check_format()
         return sorted(p.name for p in self.root.iterdir()
                       if p.is_dir() and RUN_ID_RE.match(p.name) and (p / "run.json").is_file())
 
@@ -235,9 +317,11 @@ class RunStore:
     def create_run(self, manifest: RunManifest) -> RunWriter:
         """Create a run in place (live runs: visible while they proceed, resumable)."""
         directory = self.run_dir(manifest.run_id)
+        self.check_format()
         if directory.exists():
             raise StoreError(f"run {manifest.run_id!r} already exists")
         directory.mkdir(parents=True)
+        self._mark()
         writer = RunWriter(self, manifest.run_id, directory)
         writer.write_manifest(manifest)
         return writer
@@ -250,16 +334,24 @@ class RunStore:
         the store changes; on success it is renamed into place in one step.
         """
         final = self.run_dir(manifest.run_id)
+        self.check_format()
         if final.exists():
             raise StoreError(f"run {manifest.run_id!r} already exists")
         staging = self.root / STAGING_DIR / manifest.run_id
-        staging.mkdir(parents=True)
+        try:
+            staging.mkdir(parents=True)
+        except FileExistsError as exc:
+            raise StoreError(f"run {manifest.run_id!r} is already being staged") from exc
         writer = RunWriter(self, manifest.run_id, staging)
         try:
             writer.write_manifest(manifest)
             yield writer
-            os.replace(staging, final)
+            try:
+                os.replace(staging, final)
+            except OSError as exc:  # the id appeared meanwhile (ids are unique, so: a bug)
+                raise StoreError(f"cannot publish run {manifest.run_id!r}: {exc}") from exc
             writer.dir = final
+            self._mark()
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -277,4 +369,7 @@ class RunStore:
         for a in annotations:
             check_run_id(a.run_id)
         rows = [annotation_row(a) for a in annotations]
+        self.check_format()
+        if rows:
+            self._mark()
         return _write_part(self.annotations_dir(), "annotations", rows)

@@ -5,6 +5,8 @@ tags, answerable, expected_keywords, gold_chunk_ids or gold_passages, required_s
 checks, is_correct_rule, negative_check, recency_conflict_rule, metadata.
 Unknown fields are kept in `metadata` (a documented coercion) unless they look like a typo of
 a known field, which is an error: a misspelt `ground_truth` must not silently disable metrics.
+A chunk id listed twice in `gold_chunk_ids` / `gold_passages` counts once (the first wins):
+a duplicate would otherwise count twice in recall's denominator. NaN/inf anywhere is refused.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, Iterable
 from pydantic import ValidationError
 
 from evalcore.errors import InputError, from_validation
-from evalcore.datasets.records import read_records, read_yaml
+from evalcore.datasets.records import check_finite, read_records, read_yaml
 from evalcore.schemas import EvalQuestion
 
 QUESTION_FIELDS = set(EvalQuestion.model_fields) | {"gold_chunk_ids"}
@@ -43,11 +45,32 @@ def _as_bool(value: Any, file: str, recno: int, field: str) -> bool:
     raise InputError(file, f"expected true/false, got {value!r}", record=recno, field=field)
 
 
+def _unique_chunks(passages: list[Any]) -> list[Any]:
+    """Drop a gold passage whose chunk id appeared earlier (see the module docstring)."""
+    seen: set[str] = set()
+    out = []
+    for p in passages:
+        cid = p.get("chunk_id") if isinstance(p, dict) else None
+        if isinstance(cid, str):
+            if cid in seen:
+                continue
+            seen.add(cid)
+        out.append(p)
+    return out
+
+
 def question_from_record(rec: dict[str, Any], file: str, recno: int, keep_unknown: bool = True) -> EvalQuestion:
     """Validate one native record into an EvalQuestion, with a precise error on failure."""
     data: dict[str, Any] = {}
-    metadata = dict(rec.get("metadata") or {}) if isinstance(rec.get("metadata"), dict) else {}
+    check_finite(rec, file, recno)
+    if rec.get("metadata") is not None and not isinstance(rec["metadata"], dict):
+        raise InputError(file, f"expected a mapping, got {type(rec['metadata']).__name__}",
+                         record=recno, field="metadata")
+    metadata = dict(rec.get("metadata") or {})
     for key, value in rec.items():
+        if not isinstance(key, str):  # YAML allows numbers, dates, lists as keys
+            raise InputError(file, f"field names must be text, got {type(key).__name__}",
+                             record=recno, field=str(key))
         if key in QUESTION_FIELDS:
             data[key] = value
             continue
@@ -59,10 +82,24 @@ def question_from_record(rec: dict[str, Any], file: str, recno: int, keep_unknow
         metadata[key] = value
     ids = _as_list(data.pop("gold_chunk_ids", None))
     if ids:
-        data["gold_passages"] = [{"chunk_id": str(i)} for i in ids] + list(data.get("gold_passages") or [])
+        for i, item in enumerate(ids):
+            if not isinstance(item, (str, int)) or isinstance(item, bool):
+                raise InputError(file, f"expected a chunk id (text), got {type(item).__name__}",
+                                 record=recno, field=f"gold_chunk_ids.{i}")
+        passages = data.get("gold_passages") or []
+        if not isinstance(passages, list):
+            raise InputError(file, "expected a list", record=recno, field="gold_passages")
+        data["gold_passages"] = [{"chunk_id": str(i)} for i in ids] + passages
+    if isinstance(data.get("gold_passages"), list):
+        data["gold_passages"] = _unique_chunks(data["gold_passages"])
     for field in ("tags", "expected_keywords"):
         if field in data:
-            data[field] = [str(x) for x in _as_list(data[field])]
+            items = _as_list(data[field])
+            for i, x in enumerate(items):
+                if isinstance(x, (dict, list)):
+                    raise InputError(file, f"expected text, got {type(x).__name__}", record=recno,
+                                     field=f"{field}.{i}")
+            data[field] = [str(x) for x in items]
     if "answerable" in data and data["answerable"] is not None:
         data["answerable"] = _as_bool(data["answerable"], file, recno, "answerable")
     elif "answerable" in data:

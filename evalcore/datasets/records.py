@@ -2,6 +2,15 @@
 
 Each reader yields (record_number, dict). Record numbers are 1-based: the line for JSONL,
 the data row for CSV (header excluded), the position for JSON arrays, YAML lists and Parquet.
+
+Memory: JSONL, CSV and Parquet are streamed (one line / row / 2048-row batch at a time), so a
+file of any size is read in bounded memory. A JSON document is parsed whole (JSON has no
+record boundaries to stream on); the file's text is released before the records are handed
+out, so the peak is the parsed objects plus the text, a small multiple of the file.
+
+Whatever the bytes, a reader raises InputError naming the file (and the record where one
+applies): invalid UTF-8, invalid syntax, nesting too deep for the parser, a corrupt Parquet
+row group. Non-finite numbers are refused where they would be stored (`check_finite`).
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -22,7 +32,24 @@ def _strict_json_constant(token: str) -> Any:
 
 
 def _loads(text: str) -> Any:
-    return json.loads(text, parse_constant=_strict_json_constant)
+    try:
+        return json.loads(text, parse_constant=_strict_json_constant)
+    except RecursionError:  # e.g. 100 000 nested '[': Python's parser gives up, we report it
+        raise ValueError("nested too deeply") from None
+
+
+def check_finite(value: Any, file: str, record: int | str | None, field: str = "") -> None:
+    """Refuse NaN/inf anywhere in a record: JSON has no such numbers, and a stored NaN or inf
+    (a relevance, a latency, a check's number) silently poisons every mean computed from it.
+    Parquet NaN never gets here: `read_parquet` turns it into a missing value first."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(file, f"{value!r} is not a finite number", record=record, field=field or None)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            check_finite(v, file, record, f"{field}.{k}" if field else str(k))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            check_finite(v, file, record, f"{field}.{i}" if field else str(i))
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -62,7 +89,8 @@ def _records_in(obj: Any, path: Path) -> list[Any]:
                      + ", ".join(LIST_KEYS))
 
 
-def read_json(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _parse_json_file(path: Path) -> Any:
+    """The parsed document; the text goes out of scope on return, before records are used."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -70,9 +98,13 @@ def read_json(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except OSError as exc:
         raise InputError(str(path), f"cannot open: {exc.strerror}") from exc
     try:
-        obj = _loads(text)
+        return _loads(text)
     except ValueError as exc:
         raise InputError(str(path), f"invalid JSON: {exc}") from exc
+
+
+def read_json(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    obj = _parse_json_file(path)
     for i, rec in enumerate(_records_in(obj, path), start=1):
         if not isinstance(rec, dict):
             raise InputError(str(path), f"expected an object, got {type(rec).__name__}", record=i)
@@ -88,6 +120,10 @@ def read_yaml(path: Path) -> Any:
         raise InputError(str(path), f"not valid UTF-8 ({exc.reason})") from exc
     except yaml.YAMLError as exc:
         raise InputError(str(path), f"invalid YAML: {exc}") from exc
+    except RecursionError:
+        raise InputError(str(path), "invalid YAML: nested too deeply") from None
+    except OSError as exc:
+        raise InputError(str(path), f"cannot open: {exc.strerror}") from exc
 
 
 def _csv_cell(value: str) -> Any:
@@ -101,7 +137,13 @@ def _csv_cell(value: str) -> Any:
     return value if stripped else None
 
 
+# A cell may hold a long answer or a JSON list of contexts; the csv module's default limit
+# (128 KiB per field) would refuse those. The file itself bounds a field's size.
+CSV_FIELD_LIMIT = 2**31 - 1
+
+
 def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    csv.field_size_limit(min(CSV_FIELD_LIMIT, sys.maxsize))
     try:
         fh = open(path, encoding="utf-8-sig", newline="")
     except OSError as exc:
@@ -120,10 +162,14 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _plain(value: Any) -> Any:
+    """Arrow values -> JSON-like Python: NaN -> None (pandas writes NaN for missing values),
+    binary -> text (it must be UTF-8: records are text)."""
     if hasattr(value, "tolist"):
         value = value.tolist()
     if isinstance(value, float) and math.isnan(value):
         return None
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8")
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -139,10 +185,25 @@ def read_parquet(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except Exception as exc:  # pyarrow raises several types for a bad file
         raise InputError(str(path), f"not a readable Parquet file: {exc}") from exc
     i = 0
-    for batch in pf.iter_batches(batch_size=2048):
-        for row in batch.to_pylist():
+    batches = pf.iter_batches(batch_size=2048)
+    while True:
+        try:
+            batch = next(batches, None)
+            rows = batch.to_pylist() if batch is not None else None
+        except Exception as exc:  # a corrupt row group, an unsupported type
+            raise InputError(str(path), f"unreadable Parquet data: {exc}", record=i + 1) from exc
+        if rows is None:
+            return
+        for row in rows:
             i += 1
-            yield i, {k: _plain(v) for k, v in row.items()}
+            out = {}
+            for k, v in row.items():
+                try:
+                    out[k] = _plain(v)
+                except UnicodeDecodeError as exc:
+                    raise InputError(str(path), f"binary value is not UTF-8 text ({exc.reason})",
+                                     record=i, field=k) from exc
+            yield i, out
 
 
 READERS = {".jsonl": read_jsonl, ".ndjson": read_jsonl, ".json": read_json, ".csv": read_csv,

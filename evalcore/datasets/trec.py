@@ -241,6 +241,8 @@ def load_trec(topics: str | Path, qrels: str | Path, relevance_threshold: int = 
     if relevance_threshold < 1:
         raise InputError(str(qrels), "relevance threshold must be at least 1 (relevance <= 0 is non-relevant)")
     queries = read_topics(topics)
+    if not queries:
+        raise InputError(str(topics), "no topics found (expected 'qid<TAB>query' lines)")
     judged = read_qrels(qrels)
     out = []
     for qid, text in queries.items():
