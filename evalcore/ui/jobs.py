@@ -41,6 +41,8 @@ class RunRequest:
     samples: int | None = None
     concurrency: int | None = None
     judge: str | None = None
+    metrics: list[str] = field(default_factory=list)
+    groups: list[str] = field(default_factory=list)
 
     def argv(self, store: RunStore) -> list[str]:
         args = [*evalcore_cmd(), "--store", str(store.root), "run", "--target", self.target,
@@ -53,6 +55,10 @@ class RunRequest:
             args += ["--concurrency", str(int(self.concurrency))]
         if self.judge:
             args += ["--judge", self.judge]
+        if self.metrics:
+            args += ["--metrics", ",".join(self.metrics)]
+        if self.groups:
+            args += ["--group", ",".join(self.groups)]
         return args
 
 

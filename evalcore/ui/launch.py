@@ -18,7 +18,7 @@ import streamlit as st
 
 from evalcore.errors import EvalcoreError
 from evalcore.importer import import_recorded
-from evalcore.ui import common, jobs
+from evalcore.ui import common, entry, jobs
 from evalcore.ui import data as D
 
 JUDGES = ["(default)", "heuristic", "anthropic", "openai", "(no judge)", "(collect only, no scoring)"]
@@ -55,6 +55,13 @@ def _wait_port(port: int, seconds: float = 15.0) -> bool:
     return False
 
 
+def _metric_choices() -> tuple[list[str], list[str]]:
+    """Metric and group names from the registry (the same names `evalcore run` checks)."""
+    from evalcore.metrics.registry import METRICS, groups
+
+    return sorted(METRICS), sorted(groups())
+
+
 def _demo_dataset() -> str:
     return str(resources.files("evalcore") / "demo" / "data" / "questions.yaml")
 
@@ -72,6 +79,12 @@ def _start_form(store) -> None:
         samples_text = c1.text_input("Samples (blank = all questions)", max_chars=9)
         concurrency_text = c2.text_input("Concurrency (requests in flight)", value="8", max_chars=3)
         judge = c3.selectbox("Judge", JUDGES)
+        all_metrics, all_groups = _metric_choices()
+        m1, m2 = st.columns(2)
+        metrics = m1.multiselect("Metrics to score (none = the defaults)", all_metrics,
+                                 help="Judged metrics need a judge.")
+        groups = m2.multiselect("Metric groups to score", all_groups,
+                                help="Every metric of each group; combined with the metrics picked.")
         name = st.text_input("Run name", value="app-run")
         submitted = st.form_submit_button("Start run", type="primary")
     if not submitted:
@@ -91,6 +104,9 @@ def _start_form(store) -> None:
     if not dataset or (not demo and not url.strip()):
         st.error("Give a dataset and a server URL (or choose the demo server).")
         return
+    if (metrics or groups) and judge.startswith("(collect"):
+        st.error("Metrics were picked but scoring is off (collect only): clear them or pick a judge option.")
+        return
     if not demo and not re.match(r"^https?://", url.strip()):
         st.error("The server URL must start with http:// or https://.")
         return
@@ -107,7 +123,8 @@ def _start_form(store) -> None:
     unique = f"{re.sub(r'[^A-Za-z0-9_-]+', '-', name).strip('-') or 'app-run'}-{uuid.uuid4().hex[:4]}"
     req = jobs.RunRequest(target=target, dataset=dataset, methods=method_list, name=unique,
                           samples=int(samples) or None, concurrency=int(concurrency),
-                          judge=None if judge.startswith("(") else judge)
+                          judge=None if judge.startswith("(") else judge, metrics=list(metrics),
+                          groups=list(groups))
     argv = req.argv(store)
     if judge == "(no judge)":
         argv.append("--no-judge")
@@ -139,7 +156,7 @@ def _progress(snap, store, job: jobs.Job) -> None:
                                          run_id, "--no-progress"], run_id=run_id)
             st.rerun()
     if manifest.status == "complete":
-        st.page_link("pages/questions.py", label="Open its questions", query_params={"run": run_id})
+        st.page_link(entry.page("questions"), label="Open its questions", query_params={"run": run_id})
 
 
 def _job_panel(store, job: jobs.Job) -> None:
@@ -207,7 +224,7 @@ def _import_form(store) -> None:
     st.success("Imported.")
     st.text(f"run {result.run_id}: {result.n_records} answers, {result.n_questions} questions, "
             f"methods {', '.join(result.methods)}")
-    st.page_link("pages/questions.py", label="Open its questions", query_params={"run": result.run_id})
+    st.page_link(entry.page("questions"), label="Open its questions", query_params={"run": result.run_id})
 
 
 def render() -> None:
@@ -220,3 +237,7 @@ def render() -> None:
         _import_form(store)
     _jobs_section(store)
     D.run_list(common.snapshot())  # keeps the snapshot warm for the other pages
+
+
+if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)
+    render()
