@@ -1,4 +1,8 @@
-"""Annotate page: a thin wrapper so Streamlit can run it; the page lives in evalcore.ui.annotate."""
+"""Annotate page as app.py's navigation runs it from a checkout; the page is evalcore.ui.annotate.
+
+evalcore/ui/entry.py holds the one page list; `evalcore app` (an install) registers
+evalcore/ui/annotate.py itself, a checkout's app.py this wrapper. Either way only render() draws.
+"""
 
 from evalcore.ui.annotate import render
 

@@ -1,4 +1,8 @@
-"""Charts page: a thin wrapper so Streamlit can run it; the page lives in evalcore.ui.charts."""
+"""Charts page as app.py's navigation runs it from a checkout; the page is evalcore.ui.charts.
+
+evalcore/ui/entry.py holds the one page list; `evalcore app` (an install) registers
+evalcore/ui/charts.py itself, a checkout's app.py this wrapper. Either way only render() draws.
+"""
 
 from evalcore.ui.charts import render
 

@@ -1,4 +1,8 @@
-"""Compare page: a thin wrapper so Streamlit can run it; the page lives in evalcore.ui.compare."""
+"""Compare page as app.py's navigation runs it from a checkout; the page is evalcore.ui.compare.
+
+evalcore/ui/entry.py holds the one page list; `evalcore app` (an install) registers
+evalcore/ui/compare.py itself, a checkout's app.py this wrapper. Either way only render() draws.
+"""
 
 from evalcore.ui.compare import render
 

@@ -1,4 +1,8 @@
-"""Launch page: a thin wrapper so Streamlit can run it; the page lives in evalcore.ui.launch."""
+"""Launch page as app.py's navigation runs it from a checkout; the page is evalcore.ui.launch.
+
+evalcore/ui/entry.py holds the one page list; `evalcore app` (an install) registers
+evalcore/ui/launch.py itself, a checkout's app.py this wrapper. Either way only render() draws.
+"""
 
 from evalcore.ui.launch import render
 

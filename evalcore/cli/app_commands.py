@@ -19,11 +19,13 @@ from evalcore.errors import EvalcoreError
 
 
 def app_script() -> Path:
-    """app.py beside the package (a source checkout or an editable install)."""
-    path = Path(__file__).resolve().parents[2] / "app.py"
-    if not path.is_file():
-        raise EvalcoreError(f"the dashboard entry {path} is missing: run `evalcore app` from a source "
-                            "checkout or an editable install (pip install -e '.[app]')")
+    """The packaged entry (evalcore/ui/entry.py): installed with evalcore, so the dashboard
+    runs from a wheel as well as from a checkout. Its path is found without importing it
+    (importing it would import Streamlit)."""
+    spec = importlib.util.find_spec("evalcore.ui")
+    path = Path(spec.origin).parent / "entry.py" if spec and spec.origin else None
+    if path is None or not path.is_file():
+        raise EvalcoreError("the dashboard entry evalcore/ui/entry.py is missing from this install")
     return path
 
 

@@ -95,3 +95,7 @@ def render() -> None:
         common.show_table(agree, "agreement")
         with st.expander("Recent annotations"):
             common.show_table(A.recent(snap, run_id if scope == "this run" else None), "annotations")
+
+
+if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)
+    render()

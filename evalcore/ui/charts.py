@@ -119,3 +119,7 @@ def render() -> None:
             _pareto(points, "cost_per_query_usd", "cost per query (USD)", quality)
         with c2:
             _pareto(points, "latency_p50_ms", "latency p50 (ms)", quality)
+
+
+if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)
+    render()

@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from evalcore.ui import common
+from evalcore.ui import common, entry
 from evalcore.ui import data as D
 from evalcore.ui import data_compare as C
 from evalcore.ui.analysis import diff_text, word_diff
@@ -89,7 +89,7 @@ def _question_diff(snap, base: D.System, cand: D.System, metric: str, higher: bo
     st.caption("Word diff ([-only in baseline-] {+only in candidate+})")
     st.text(diff_text(rows))
     st.dataframe(pd.DataFrame(rows, columns=["op", "words"]), hide_index=True)
-    st.page_link("pages/questions.py", label="Open this question on the Questions page",
+    st.page_link(entry.page("questions"), label="Open this question on the Questions page",
                  query_params={"run": cand.run_id, "method": cand.method, "qid": qid})
 
 
@@ -137,3 +137,7 @@ def render() -> None:
     pairs = C.paired_values(snap, base, cand, [metric])
     st.plotly_chart(_scatter(pairs, metric, base, cand), key="scatter")
     _question_diff(snap, base, cand, metric, bool(row.higher_is_better))
+
+
+if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)
+    render()

@@ -166,3 +166,7 @@ def render() -> None:
     st.divider()
     qid = _nav(qids)
     _show_question(snap, f.run_id, qid)
+
+
+if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)
+    render()

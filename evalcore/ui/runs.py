@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from evalcore.ui import common
+from evalcore.ui import common, entry
 from evalcore.ui import data as D
 
 SORTABLE = ["weighted_score", "created_at", "n", "cost_per_query_usd", "latency_p50_ms", "name", "method"]
@@ -71,8 +71,12 @@ def render() -> None:
     if picked:
         first_run, _, first_method = picked[0].partition(":")
         c1, c2, c3 = st.columns(3)
-        c1.page_link("pages/questions.py", label="Questions of the first pick",
+        c1.page_link(entry.page("questions"), label="Questions of the first pick",
                      query_params={"run": first_run, "method": first_method})
-        c2.page_link("pages/charts.py", label="Charts of the picks", query_params={"sys": picked})
-        c3.page_link("pages/compare.py", label="Compare the picks", query_params={"sys": picked},
+        c2.page_link(entry.page("charts"), label="Charts of the picks", query_params={"sys": picked})
+        c3.page_link(entry.page("compare"), label="Compare the picks", query_params={"sys": picked},
                      disabled=len(picked) < 2)
+
+
+if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)
+    render()

@@ -11,6 +11,7 @@ from evalcore.ui.snapshot import forget
 from evalcore.ui.synthetic import build_store, write_run
 
 ROOT = Path(__file__).resolve().parents[2]
+ENTRY = ROOT / "evalcore" / "ui" / "entry.py"
 HOSTILE = "**BOLD** <script>alert('x')</script> <b>html</b> [link](http://example.invalid)"
 
 
@@ -35,18 +36,20 @@ def hostile_text() -> str:
 
 @pytest.fixture
 def make_app(app_store, monkeypatch):
-    """AppTest.from_file(app.py) with EVALCORE_STORE set; optionally switched to a page."""
+    """AppTest of the dashboard with EVALCORE_STORE set; optionally switched to a page."""
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv("EVALCORE_STORE", str(app_store.root))
 
-    def factory(page: str | None = None, **params):
-        # A link opens a new session: the URL is there before the first run.
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    def factory(page: str | None = None, *, packaged: bool = False, **params):
+        # A link opens a new session: the URL is there before the first run. `packaged`
+        # starts from evalcore/ui/entry.py (what `evalcore app` runs) instead of app.py.
+        main = ENTRY if packaged else ROOT / "app.py"
+        at = AppTest.from_file(str(main), default_timeout=60)
         at.query_params.update(params)
         at.run()
         if page and page != "runs":
-            at.switch_page(f"pages/{page}.py")
+            at.switch_page(f"{page}.py" if packaged else f"pages/{page}.py")
             at.query_params.clear()
             at.query_params.update(params)
             at.run()
