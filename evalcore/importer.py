@@ -38,7 +38,7 @@ ALIASES: dict[str, str] = {
 RESPONSE_FIELDS = {"answer", "contexts", "retrieved", "citations", "abstained", "latency_ms",
                    "token_usage", "timings", "error", "error_kind", "scope"}
 QUESTION_ONLY = {"question_id", "method", "gold_contexts"}
-BATCH_SIZE = 5000  # responses per part file: ~ a few MB of Arrow per batch for typical records
+BATCH_SIZE = 1000  # responses per part file
 
 
 @dataclass
@@ -70,12 +70,18 @@ def _retrieved(rec: dict[str, Any], file: str, recno: int) -> list[dict[str, Any
         items = rec["retrieved"]
         if not isinstance(items, list):
             raise InputError(file, "expected a list", record=recno, field="retrieved")
-        out = []
+        out, seen = [], set()
         for i, item in enumerate(items, start=1):
             if isinstance(item, str):
                 item = {"text": item}
             if not isinstance(item, dict):
                 raise InputError(file, "expected an object or a string", record=recno, field=f"retrieved.{i - 1}")
+            cid = item.get("chunk_id")
+            if isinstance(cid, str) and cid in seen:
+                raise InputError(file, f"chunk_id {cid!r} is listed twice", record=recno,
+                                 field=f"retrieved.{i - 1}.chunk_id")
+            if isinstance(cid, str):
+                seen.add(cid)
             out.append({"rank": i, **item})
         return out
     contexts = rec.get("contexts")
