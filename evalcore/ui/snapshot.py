@@ -1,4 +1,4 @@
-"""An in-memory DuckDB copy of the store's views, refreshed per run when its files change.
+"""A DuckDB copy of the store's views for the dashboard, kept on disk and refreshed per run.
 
 Why: `open_db` re-reads Parquet and de-duplicates (a window over every row) on each query;
 on 20 runs x 2,000 questions x 30 metrics that is ~1.5 s per aggregate, far over the
@@ -7,15 +7,27 @@ out of `open_db`'s views once (so the store's de-duplication rules still apply),
 them in tables named like the views, and pre-aggregates per (run, method) so the
 leaderboard reads a few hundred rows instead of millions.
 
+Persistence: pulling every run out of Parquet takes 10-20 s on that store, which used to
+be paid by the first page of every server start. The snapshot now lives in a DuckDB file,
+<store>/_shared/app_cache/snapshot.duckdb, beside each run's signature, so a restart only
+re-reads the runs whose files changed since. It is a cache and nothing more: the store never
+reads it, deleting it costs one rebuild, and a file written by another cache version (see
+FINGERPRINT) is emptied and rebuilt. When the file cannot be opened (another process, e.g.
+a second dashboard, holds DuckDB's lock; a read-only store) the snapshot lives in memory.
+
 Freshness: a run is re-read when the set of its part files (name, size, mtime) or its
 run.json changes, so a live run being written is picked up on the next page render while
 finished runs are never re-read. Thread safety: Streamlit serves sessions from threads;
-every query uses its own cursor and a refresh swaps a run's rows inside one transaction.
+every query uses its own cursor and a refresh swaps a run's rows, and its signature, inside
+one transaction (so a crash never leaves rows that disagree with their signature).
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
+import json
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -30,6 +42,9 @@ from evalcore.store import RunStore
 from evalcore.tables import SCHEMAS
 
 RUN_TABLES = ("questions", "responses", "metrics", "judge_calls", "claims")
+CACHE_DIR = "app_cache"
+CACHE_FILE = "snapshot.duckdb"
+CACHE_FORMAT = 1  # bump when the layout of the cache file changes in a way the fingerprint misses
 
 # Derived per-run tables, rebuilt for a run whenever its rows are refreshed.
 DERIVED: dict[str, str] = {
@@ -78,29 +93,127 @@ DERIVED: dict[str, str] = {
 }
 
 
-def _signature(paths: list[str]) -> tuple:
+_ANN_KEY = "__annotations__"  # the annotations' signature row in _sigs (not a valid run id)
+
+
+def _fingerprint() -> str:
+    """What the cached rows depend on: table schemas, derived SQL, the DuckDB storage version."""
+    parts = [str(CACHE_FORMAT), duckdb.__version__, *DERIVED.values(),
+             *(f"{t}:{SCHEMAS[t]}" for t in RUN_TABLES)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+FINGERPRINT = _fingerprint()
+
+
+def cache_path(store: RunStore) -> Path:
+    return store.shared_dir(CACHE_DIR) / CACHE_FILE
+
+
+def clear_cache(store: RunStore) -> None:
+    """Delete the persisted snapshot (harmless: the next open rebuilds it)."""
+    forget(store)
+    shutil.rmtree(store.shared_dir(CACHE_DIR), ignore_errors=True)
+
+
+def _signature(root: Path, paths: list[str]) -> str:
+    """(path relative to the store, size, mtime) of each file, as JSON: stable across restarts
+    and store moves."""
     out = []
     for p in sorted(paths):
         try:
             st = Path(p).stat()
         except OSError:
             continue
-        out.append((p, st.st_size, st.st_mtime_ns))
-    return tuple(out)
+        try:
+            name = str(Path(p).resolve().relative_to(root))
+        except ValueError:
+            name = p
+        out.append((name, st.st_size, st.st_mtime_ns))
+    return json.dumps(out)
+
+
+def _open_file(path: Path) -> tuple[duckdb.DuckDBPyConnection | None, str]:
+    """Connect to the cache file; (None, why) when it cannot be used here."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return None, f"cannot create {path.parent}: {exc}"
+    for attempt in (1, 2):
+        try:
+            return duckdb.connect(str(path)), ""
+        except duckdb.Error as exc:
+            first_line = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+            if "lock" in str(exc).lower():  # another process (a second dashboard) has it open
+                return None, f"cache file in use by another process ({first_line})"
+            if attempt == 2:
+                return None, f"cache file unusable ({first_line})"
+            # A damaged or foreign file: it is only a cache, so start over.
+            for leftover in (path, path.with_name(path.name + ".wal")):
+                try:
+                    leftover.unlink(missing_ok=True)
+                except OSError:
+                    return None, f"cache file unusable and not removable ({first_line})"
+    return None, "unreachable"
 
 
 @dataclass
 class Snapshot:
     store: RunStore
-    con: duckdb.DuckDBPyConnection = field(default_factory=lambda: duckdb.connect(":memory:"))
-    run_sigs: dict[str, tuple] = field(default_factory=dict)
-    ann_sig: tuple | None = None
+    path: Path | None = None  # the persisted cache file; None = in memory only
+    con: duckdb.DuckDBPyConnection = field(default=None)  # type: ignore[assignment]
+    run_sigs: dict[str, str] = field(default_factory=dict)
+    ann_sig: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     last_refresh_s: float = 0.0
     initialised: bool = False
+    persisted: bool = False  # rows came from (and go to) the cache file
+    loaded_from_cache: bool = False  # this process found a usable cache file when it opened
+    note: str = ""  # why the snapshot is in memory, when it is
+
+    def __post_init__(self) -> None:
+        if self.con is not None:
+            return
+        con, self.note = _open_file(self.path) if self.path is not None else (None, "")
+        if con is None:
+            self.con = duckdb.connect(":memory:")
+            return
+        self.con, self.persisted = con, True
+        try:
+            self._adopt_cache()
+        except duckdb.Error as exc:  # unreadable content: empty it and rebuild
+            self.note = f"cache reset ({type(exc).__name__})"
+            self._empty_cache()
+
+    # ---- the cache file ------------------------------------------------------------
+    def _tables(self) -> set[str]:
+        rows = self.con.execute("SELECT table_name FROM information_schema.tables "
+                                "WHERE table_schema = 'main'").fetchall()
+        return {r[0] for r in rows}
+
+    def _empty_cache(self) -> None:
+        for table in self._tables():
+            self.con.execute(f'DROP TABLE IF EXISTS "{table}"')
+        self.run_sigs, self.ann_sig, self.initialised = {}, None, False
+
+    def _adopt_cache(self) -> None:
+        """Take over a cache file's rows and signatures when it was written by this version."""
+        needed = {*RUN_TABLES, *DERIVED, "runs", "annotations", "_meta", "_sigs"}
+        if not needed <= self._tables():
+            self._empty_cache()
+            return
+        meta = dict(self.con.execute("SELECT key, value FROM _meta").fetchall())
+        if meta.get("fingerprint") != FINGERPRINT:
+            self._empty_cache()
+            return
+        sigs = dict(self.con.execute("SELECT key, sig FROM _sigs").fetchall())
+        self.ann_sig = sigs.pop(_ANN_KEY, None)
+        self.run_sigs = sigs
+        self.initialised = self.loaded_from_cache = True
 
     # ---- freshness -----------------------------------------------------------------
-    def _current_sigs(self) -> tuple[dict[str, tuple], tuple]:
+    def _current_sigs(self) -> tuple[dict[str, str], str]:
+        root = self.store.root.resolve()
         by_run: dict[str, list[str]] = {run_id: [] for run_id in self.store.run_ids()}
         for table in RUN_TABLES:
             for path in glob.glob(self.store.table_glob(table)):
@@ -110,8 +223,8 @@ class Snapshot:
         sigs = {}
         for run_id, paths in by_run.items():
             manifest = str(self.store.run_dir(run_id) / "run.json")
-            sigs[run_id] = _signature(paths + [manifest])
-        ann = _signature(glob.glob(str(self.store.annotations_dir() / "*.parquet")))
+            sigs[run_id] = _signature(root, paths + [manifest])
+        ann = _signature(root, glob.glob(str(self.store.annotations_dir() / "*.parquet")))
         return sigs, ann
 
     def refresh(self) -> list[str]:
@@ -122,12 +235,32 @@ class Snapshot:
             changed = [r for r, s in sigs.items() if self.run_sigs.get(r) != s]
             removed = [r for r in self.run_sigs if r not in sigs]
             if not self.initialised or changed or removed or ann != self.ann_sig:
-                self._reload(changed, removed, ann != self.ann_sig or not self.initialised)
+                self._reload(changed, removed, ann != self.ann_sig or not self.initialised, sigs, ann)
                 self.run_sigs, self.ann_sig = sigs, ann
             self.last_refresh_s = time.perf_counter() - started
             return changed
 
-    def _reload(self, changed: list[str], removed: list[str], annotations: bool) -> None:
+    def _create_tables(self, runs, ann) -> None:
+        con = self.con
+        for t in RUN_TABLES:
+            con.register("_empty", SCHEMAS[t].empty_table())
+            con.execute(f"CREATE TABLE {t} AS SELECT * FROM _empty")
+            con.unregister("_empty")
+        con.register("_arrow", ann)
+        con.execute("CREATE TABLE annotations AS SELECT * FROM _arrow LIMIT 0")
+        con.unregister("_arrow")
+        con.register("_arrow", runs)
+        con.execute("CREATE TABLE runs AS SELECT * FROM _arrow LIMIT 0")
+        con.unregister("_arrow")
+        for name, sql in DERIVED.items():
+            con.execute(f"CREATE TABLE {name} AS {sql}", {"runs": []})
+        con.execute("CREATE TABLE _sigs (key VARCHAR PRIMARY KEY, sig VARCHAR)")
+        con.execute("CREATE TABLE _meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+        con.execute("INSERT INTO _meta VALUES ('fingerprint', ?)", [FINGERPRINT])
+        self.initialised = True
+
+    def _reload(self, changed: list[str], removed: list[str], annotations: bool,
+                sigs: dict[str, str], ann_sig: str) -> None:
         with open_db(self.store) as src:
             fresh = {t: src.sql(f"SELECT * FROM {t} WHERE run_id IN (SELECT unnest($runs))",
                                 params={"runs": changed}).to_arrow_table() for t in RUN_TABLES}
@@ -135,20 +268,7 @@ class Snapshot:
             ann = src.sql("SELECT * FROM annotations").to_arrow_table() if annotations else None
         con = self.con
         if not self.initialised:
-            for t in RUN_TABLES:
-                con.register("_empty", SCHEMAS[t].empty_table())
-                con.execute(f"CREATE TABLE {t} AS SELECT * FROM _empty")
-                con.unregister("_empty")
-            con.register("_arrow", ann)
-            con.execute("CREATE TABLE annotations AS SELECT * FROM _arrow")
-            con.unregister("_arrow")
-            con.register("_arrow", runs)
-            con.execute("CREATE TABLE runs AS SELECT * FROM _arrow LIMIT 0")
-            con.unregister("_arrow")
-            for name, sql in DERIVED.items():
-                con.execute(f"CREATE TABLE {name} AS {sql}", {"runs": []})
-            self.initialised = True
-            annotations = False
+            self._create_tables(runs, ann)
         touched = changed + removed
         con.execute("BEGIN TRANSACTION")
         try:
@@ -169,10 +289,15 @@ class Snapshot:
                 con.execute("DELETE FROM annotations")
                 con.execute("INSERT INTO annotations SELECT * FROM ann_arrow")
                 con.unregister("ann_arrow")
+            con.execute("DELETE FROM _sigs WHERE key IN (SELECT unnest(?))", [[*touched, _ANN_KEY]])
+            rows = [(r, sigs[r]) for r in changed] + [(_ANN_KEY, ann_sig)]
+            con.executemany("INSERT INTO _sigs VALUES (?, ?)", rows)
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
+        if self.persisted and sum(t.num_rows for t in fresh.values()) > 100_000:
+            con.execute("CHECKPOINT")  # fold a big write into the file now, not at the next open
 
     # ---- reads ---------------------------------------------------------------------
     def df(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
@@ -188,20 +313,25 @@ _SNAPSHOTS: dict[str, Snapshot] = {}
 _GLOBAL = threading.Lock()
 
 
-def get_snapshot(store: RunStore, refresh: bool = True) -> Snapshot:
-    """The process-wide snapshot for a store root, refreshed unless told otherwise."""
+def get_snapshot(store: RunStore, refresh: bool = True, persist: bool = True) -> Snapshot:
+    """The process-wide snapshot for a store root, refreshed unless told otherwise.
+
+    `persist` (the default) keeps it in the store's cache file when that file can be used.
+    """
     key = str(store.root.resolve())
     with _GLOBAL:
         snap = _SNAPSHOTS.get(key)
         if snap is None:
-            snap = _SNAPSHOTS[key] = Snapshot(store)
+            # Only inside an existing store: opening the app on a wrong path must not create folders.
+            use_file = persist and store.root.is_dir()
+            snap = _SNAPSHOTS[key] = Snapshot(store, path=cache_path(store) if use_file else None)
     if refresh or not snap.initialised:
         snap.refresh()
     return snap
 
 
 def forget(store: RunStore) -> None:
-    """Drop a store's snapshot (tests, or a store deleted underneath us)."""
+    """Drop a store's snapshot from this process (tests, benchmarks, a store deleted underneath us)."""
     with _GLOBAL:
         snap = _SNAPSHOTS.pop(str(store.root.resolve()), None)
     if snap is not None:

@@ -1,0 +1,127 @@
+"""The dashboard's persisted snapshot (<store>/_shared/app_cache/snapshot.duckdb): reused
+across restarts, re-read per changed run only, and never more than a cache (deleting,
+damaging, outdating or locking it changes nothing but speed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from evalcore.schemas import MetricValue
+from evalcore.ui import data as D
+from evalcore.ui import snapshot as S
+from evalcore.ui.synthetic import build_store
+
+METRICS = ["faithfulness", "token_f1"]
+
+
+@pytest.fixture
+def small_store(tmp_path):
+    store = build_store(tmp_path / "runs", n_runs=3, n_questions=12, n_metrics=12)  # includes token_f1
+    yield store
+    S.forget(store)
+
+
+def board(store):
+    return D.leaderboard(S.get_snapshot(store), METRICS).sort_values(["run_id", "method"]).reset_index(drop=True)
+
+
+def store_files(store) -> dict[str, int]:
+    """Every file of the store outside the cache, with its mtime: what the cache must never touch."""
+    cache = S.cache_path(store).parent
+    return {str(p): p.stat().st_mtime_ns for p in Path(store.root).rglob("*")
+            if p.is_file() and cache not in p.parents}
+
+
+def test_a_restart_reuses_the_cache_without_reading_the_store(small_store, monkeypatch):
+    first = board(small_store)
+    snap = S.get_snapshot(small_store)
+    assert snap.persisted and not snap.loaded_from_cache and S.cache_path(small_store).is_file()
+    S.forget(small_store)  # what a new server process sees
+
+    def no_store_reads(store):
+        raise AssertionError("an unchanged store must be served from the cache")
+
+    monkeypatch.setattr(S, "open_db", no_store_reads)
+    again = S.get_snapshot(small_store)
+    assert again.loaded_from_cache and again.refresh() == []
+    assert board(small_store).equals(first)
+
+
+def test_only_changed_runs_are_reread_after_a_restart(small_store):
+    before = board(small_store)
+    S.forget(small_store)
+    run_a, run_b, run_c = small_store.run_ids()
+    qid = S.get_snapshot(small_store).df("SELECT min(question_id) AS q FROM metrics WHERE run_id = ?",
+                                         [run_b])["q"].iloc[0]
+    S.forget(small_store)
+    # A re-score of one answer (a newer value wins in the store's views) and a removed run.
+    small_store.open_run(run_b).write_metrics([MetricValue(run_id=run_b, method="local_search", question_id=qid,
+                                                           metric="token_f1", value=0.123456, group="lexical")])
+    small_store.delete_run(run_c)
+    snap = S.Snapshot(small_store, path=S.cache_path(small_store))
+    assert snap.loaded_from_cache
+    assert snap.refresh() == [run_b]
+    assert snap.df("SELECT count(*) AS n FROM metrics WHERE run_id = ?", [run_c])["n"].iloc[0] == 0
+    got = snap.df("SELECT value FROM metrics WHERE run_id = ? AND question_id = ? AND method = 'local_search' "
+                  "AND metric = 'token_f1'", [run_b, qid])["value"].tolist()
+    assert got == [0.123456]
+    snap.con.close()
+    after = board(small_store)
+    assert set(after["run_id"]) == {run_a, run_b}
+    same = before[before.run_id == run_a].reset_index(drop=True)
+    assert after[after.run_id == run_a].reset_index(drop=True).equals(same)
+
+
+def test_deleting_the_cache_is_harmless(small_store):
+    first = board(small_store)
+    files = store_files(small_store)
+    S.clear_cache(small_store)
+    assert not S.cache_path(small_store).exists()
+    assert board(small_store).equals(first)
+    assert not S.get_snapshot(small_store).loaded_from_cache
+    assert store_files(small_store) == files
+
+
+def test_an_outdated_or_damaged_cache_is_rebuilt(small_store):
+    first = board(small_store)
+    S.get_snapshot(small_store).con.execute("UPDATE _meta SET value = 'older' WHERE key = 'fingerprint'")
+    S.forget(small_store)
+    snap = S.get_snapshot(small_store)
+    assert snap.persisted and not snap.loaded_from_cache
+    assert board(small_store).equals(first)
+    S.forget(small_store)
+    S.cache_path(small_store).write_bytes(b"not a duckdb file" * 100)
+    snap = S.get_snapshot(small_store)
+    assert snap.persisted and not snap.loaded_from_cache
+    assert board(small_store).equals(first)
+
+
+def test_a_cache_held_by_another_process_falls_back_to_memory(small_store):
+    first = board(small_store)
+    S.forget(small_store)
+    holder = subprocess.Popen([sys.executable, "-c", "import duckdb, sys, time\n"
+                               f"con = duckdb.connect({str(S.cache_path(small_store))!r})\n"
+                               "print('held', flush=True)\ntime.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        snap = S.get_snapshot(small_store)
+        assert not snap.persisted and "in use" in snap.note
+        assert board(small_store).equals(first)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_no_cache_folder_is_created_for_a_missing_store(tmp_path):
+    from evalcore.store import RunStore
+
+    store = RunStore(tmp_path / "nowhere")
+    snap = S.get_snapshot(store)
+    assert not snap.persisted and not (tmp_path / "nowhere").exists()
+    S.forget(store)
