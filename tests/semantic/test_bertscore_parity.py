@@ -21,10 +21,10 @@ def pairs(halueval_rows, squad_questions):
     """Real candidate/reference pairs: HaluEval right vs hallucinated answers (both directions
     of difficulty), SQuAD gold answers written differently by two annotators."""
     cands, refs = [], []
-    for row in halueval_rows[:12]:
+    for row in halueval_rows[:10]:
         cands += [row["hallucinated_answer"], row["right_answer"]]
-        refs += [row["right_answer"], row["knowledge"][:250]]
-    for q in [q for q in squad_questions if len(q["answers"]) >= 2][:12]:
+        refs += [row["right_answer"], row["knowledge"][:200]]
+    for q in [q for q in squad_questions if len(q["answers"]) >= 2][:10]:
         cands.append(q["answers"][1])
         refs.append(q["answers"][0])
     return cands, refs
