@@ -50,9 +50,20 @@ def score_cmd(
     spot_check: Optional[float] = typer.Option(None, "--spot-check", help="Re-judge this fraction (e.g. 0.1)."),
     second_judge: Optional[str] = typer.Option(None, "--second-judge", help="Judge for --spot-check."),
     embedding_model: Optional[str] = typer.Option(None, "--embedding-model", help="Embedding model name."),
+    bertscore_model: Optional[str] = typer.Option(
+        None, "--bertscore-model", help="Local model (path or name) for BERTScore; default: the packaged MiniLM."),
+    bertscore_layer: Optional[int] = typer.Option(None, "--bertscore-layer", help="Hidden layer for BERTScore."),
+    bertscore_idf: bool = typer.Option(False, "--bertscore-idf", help="Weight BERTScore tokens by idf."),
+    bertscore_rescale: bool = typer.Option(False, "--bertscore-rescale",
+                                           help="Rescale BERTScore with the model's baseline."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show a progress bar."),
 ) -> None:
-    """Compute metric values for every answer of a run and store them (re-scoring replaces)."""
+    """Compute metric values for every answer of a run and store them (re-scoring replaces).
+
+    Without --metrics/--group: every metric that needs neither a judge nor embeddings and can
+    run on what the run holds. Add --group semantic for embedding metrics, --judge J for the
+    LLM-judged ones (use --dry-run first to see calls, tokens and cost).
+    """
     from evalcore.scoring import score_run
 
     if spot_check is not None and not (0 < spot_check <= 1):
@@ -64,6 +75,15 @@ def score_cmd(
         options["judge"] = judge
     if embedding_model:
         options["embedding_model"] = embedding_model
+    if bertscore_model:
+        options["bertscore_model"] = bertscore_model
+    if bertscore_layer is not None:
+        options["bertscore_layer"] = bertscore_layer
+    if bertscore_idf:
+        options["bertscore_idf"] = True
+    if bertscore_rescale:
+        options["bertscore_rescale"] = True
+    options["progress"] = not no_progress
     store = state.store()
     report = score_run(store, run, metrics=_split(metrics), groups=_split(group), options=options,
                        dry_run=dry_run, progress=not no_progress)
