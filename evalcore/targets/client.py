@@ -31,7 +31,8 @@ import httpx
 
 from evalcore.schemas import EvalResponse
 from evalcore.targets.parse import MalformedResponse, parse_response
-from evalcore.targets.spec import TargetSpec, render_body
+from evalcore.targets.secrets import Redactor, secret_values
+from evalcore.targets.spec import SENSITIVE_HEADER, TargetSpec, public_url, render_body
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,8 @@ class TargetClient:
         if spec.url.startswith("https://"):
             verify = ssl.create_default_context() if spec.verify_tls else False
         headers = spec.resolved_headers()
+        # what the server may echo back must not be stored: see secrets.py
+        self._redact = Redactor(secret_values(spec.url, spec.headers, SENSITIVE_HEADER))
         self._lanes: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
         self._all: list[httpx.AsyncClient] = []
         for _ in range(max(concurrency, 1)):
@@ -126,7 +129,7 @@ class TargetClient:
     async def _get_json(self, path: str) -> Any:
         resp = await asyncio.wait_for(self._http.get(path), self.timeout_s)
         resp.raise_for_status()
-        return resp.json()
+        return json.loads(self._redact.data(resp.content))  # stored in the manifest
 
     async def health(self) -> dict[str, Any]:
         """GET /health; raises TargetUnavailable with the reason when the server is not ready."""
@@ -135,13 +138,14 @@ class TargetClient:
         try:
             resp = await asyncio.wait_for(self._http.get(self.spec.health_path), self.timeout_s)
         except (httpx.HTTPError, asyncio.TimeoutError) as exc:
-            raise TargetUnavailable(f"target {self.spec.name!r} at {self.spec.url} is not reachable "
-                                    f"({type(exc).__name__}: {_short(str(exc)) or 'no detail'})") from exc
+            detail = self._redact.text(_short(str(exc))) or "no detail"
+            raise TargetUnavailable(f"target {self.spec.name!r} at {public_url(self.spec.url)} is not "
+                                    f"reachable ({type(exc).__name__}: {detail})") from exc
         if resp.status_code >= 400:
             raise TargetUnavailable(f"target {self.spec.name!r}: GET {self.spec.health_path} returned "
                                     f"HTTP {resp.status_code}")
         try:
-            body = resp.json()
+            body = json.loads(self._redact.data(resp.content))  # stored in the manifest
         except ValueError:
             return {"status_code": resp.status_code}
         return body if isinstance(body, dict) else {"body": body}
@@ -173,22 +177,24 @@ class TargetClient:
         except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
             raise _Attempt("timeout", f"no answer within {self.timeout_s:g}s", retry=True) from exc
         except httpx.TransportError as exc:
-            raise _Attempt("error", f"{type(exc).__name__}: {_short(str(exc)) or 'connection failed'}",
-                           retry=True) from exc
+            detail = self._redact.text(_short(str(exc))) or "connection failed"
+            raise _Attempt("error", f"{type(exc).__name__}: {detail}", retry=True) from exc
         finally:
             self._lanes.put_nowait(lane)
+        content = self._redact.data(resp.content)
+        text = content.decode(resp.encoding or "utf-8", errors="replace")
         if resp.status_code >= 400:
             retry = resp.status_code >= 500 or resp.status_code == 429
             after = retry_after_s(resp.headers.get("retry-after")) if resp.status_code in (429, 503) else None
             if after is not None and after > self.retry.max_retry_after_s:
                 retry = False  # waiting that long would stall the run; report it instead
-            raise _Attempt("http", f"HTTP {resp.status_code}: {_short(resp.text, 200)}", retry=retry,
+            raise _Attempt("http", f"HTTP {resp.status_code}: {_short(text, 200)}", retry=retry,
                            retry_after=after)
         try:
-            payload = json.loads(resp.content)
+            payload = json.loads(content)
         except ValueError as exc:
             raise _Attempt("malformed", f"body is not valid JSON ({exc}); starts with "
-                           f"{_short(resp.text, 80)!r}", retry=True) from exc
+                           f"{_short(text, 80)!r}", retry=True) from exc
         try:
             return parse_response(payload, self.spec.response, question_id, method)
         except MalformedResponse as exc:

@@ -142,6 +142,11 @@ def _strip_userinfo(url: str) -> str:
     return re.sub(r"^(https?://)[^@/]*@", r"\1", url)
 
 
+def public_url(url: str) -> str:
+    """The URL as it may be printed or stored: without user:password@."""
+    return _strip_userinfo(url)
+
+
 def render_body(template: Any, variables: dict[str, Any]) -> Any:
     """Fill a JSON template: exact `{{var}}` keeps the value's type, embedded ones become text."""
     if isinstance(template, dict):

@@ -75,7 +75,10 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def do_GET(self) -> None:  # noqa: N802 - http.server API
-        if self.path == "/health":
+        if self.server.on_get is not None:
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            self._emit(self.server.on_get({"path": self.path, "headers": headers}))
+        elif self.path == "/health":
             self._emit(ok_json({"status": "ok"}))
         elif self.path == "/models/info":
             self._emit(ok_json({"llm": "scripted-1"}))
@@ -138,13 +141,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 class ScriptedServer(ThreadingHTTPServer):
     """`decide(request) -> Fault` answers every POST; `key(request)` names what `calls` counts
-    (request["n"] is the attempt number for that key, 1-based)."""
+    (request["n"] is the attempt number for that key, 1-based); `on_get`, when given, answers
+    every GET instead of the built-in /health and /models/info."""
 
     daemon_threads = True
 
-    def __init__(self, decide: Callable[[dict], Fault], key: Callable[[dict], Any] | None = None):
+    def __init__(self, decide: Callable[[dict], Fault], key: Callable[[dict], Any] | None = None,
+                 on_get: Callable[[dict], Fault] | None = None):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.decide = decide
+        self.on_get = on_get
         self.key = key or (lambda r: (r["body"].get("question"), r["body"].get("method")))
         self.calls: Counter = Counter()
         self.requests: list[dict] = []
