@@ -19,10 +19,14 @@ from evalcore.ui.analysis import diff_text, word_diff
 OUTCOMES = ["regressed", "improved", "unchanged", "missing"]
 
 
-@st.cache_data(show_spinner="Paired bootstrap and tests...", max_entries=64)
-def _significance(_snap_key: str, base_key: str, cand_key: str, metrics: tuple[str, ...],
-                  _pairs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    return C.significance(_pairs)
+def _significance(snap, base: D.System, cand: D.System, metrics: list[str],
+                  pairs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Seeded, so deterministic: kept with the snapshot (see Snapshot.memo), reused across restarts."""
+    def compute() -> tuple[pd.DataFrame, str]:
+        with st.spinner("Paired bootstrap and tests..."):
+            return C.significance(pairs)
+
+    return snap.memo("significance", [base.run_id, cand.run_id], [base.key, cand.key, sorted(metrics)], compute)
 
 
 def _metric_table(snap, base: D.System, cand: D.System, stat_metrics: list[str]) -> pd.DataFrame:
@@ -37,9 +41,7 @@ def _metric_table(snap, base: D.System, cand: D.System, stat_metrics: list[str])
     chosen = [m for m in stat_metrics if m in set(table.metric)]
     if chosen:
         pairs = C.paired_values(snap, base, cand, chosen)
-        key = f"{snap.store.root}:{hash(tuple(sorted(snap.run_sigs.get(base.run_id, ()))))}:" \
-              f"{hash(tuple(sorted(snap.run_sigs.get(cand.run_id, ()))))}"
-        sig, why = _significance(key, base.key, cand.key, tuple(chosen), pairs)
+        sig, why = _significance(snap, base, cand, chosen, pairs)
     else:
         sig, why = pd.DataFrame(), "no metric chosen for tests"
     if sig.empty:

@@ -29,10 +29,11 @@ import hashlib
 import json
 import shutil
 import threading
+import io
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import duckdb
 import pandas as pd
@@ -44,7 +45,7 @@ from evalcore.tables import SCHEMAS
 RUN_TABLES = ("questions", "responses", "metrics", "judge_calls", "claims")
 CACHE_DIR = "app_cache"
 CACHE_FILE = "snapshot.duckdb"
-CACHE_FORMAT = 1  # bump when the layout of the cache file changes in a way the fingerprint misses
+CACHE_FORMAT = 2  # bump when the layout of the cache file changes in a way the fingerprint misses
 
 # Derived per-run tables, rebuilt for a run whenever its rows are refreshed.
 DERIVED: dict[str, str] = {
@@ -198,7 +199,7 @@ class Snapshot:
 
     def _adopt_cache(self) -> None:
         """Take over a cache file's rows and signatures when it was written by this version."""
-        needed = {*RUN_TABLES, *DERIVED, "runs", "annotations", "_meta", "_sigs"}
+        needed = {*RUN_TABLES, *DERIVED, "runs", "annotations", "_meta", "_sigs", "_memo"}
         if not needed <= self._tables():
             self._empty_cache()
             return
@@ -256,6 +257,7 @@ class Snapshot:
             con.execute(f"CREATE TABLE {name} AS {sql}", {"runs": []})
         con.execute("CREATE TABLE _sigs (key VARCHAR PRIMARY KEY, sig VARCHAR)")
         con.execute("CREATE TABLE _meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+        con.execute("CREATE TABLE _memo (key VARCHAR PRIMARY KEY, run_ids VARCHAR[], frame BLOB, note VARCHAR)")
         con.execute("INSERT INTO _meta VALUES ('fingerprint', ?)", [FINGERPRINT])
         self.initialised = True
 
@@ -290,6 +292,7 @@ class Snapshot:
                 con.execute("INSERT INTO annotations SELECT * FROM ann_arrow")
                 con.unregister("ann_arrow")
             con.execute("DELETE FROM _sigs WHERE key IN (SELECT unnest(?))", [[*touched, _ANN_KEY]])
+            con.execute("DELETE FROM _memo WHERE list_has_any(run_ids, ?::VARCHAR[])", [touched])
             rows = [(r, sigs[r]) for r in changed] + [(_ANN_KEY, ann_sig)]
             con.executemany("INSERT INTO _sigs VALUES (?, ?)", rows)
             con.execute("COMMIT")
@@ -298,6 +301,31 @@ class Snapshot:
             raise
         if self.persisted and sum(t.num_rows for t in fresh.values()) > 100_000:
             con.execute("CHECKPOINT")  # fold a big write into the file now, not at the next open
+
+    # ---- memoised computations ------------------------------------------------------
+    def memo(self, name: str, run_ids: list[str], params: Any,
+             compute: Callable[[], tuple[pd.DataFrame, str]]) -> tuple[pd.DataFrame, str]:
+        """A deterministic (frame, note) computed from these runs' rows, kept with the snapshot.
+
+        Why: the Compare page's seeded bootstrap and permutation tests take ~0.3-1 s per pair
+        of systems; kept here they survive a restart like the rows they came from. The key
+        holds the runs' signatures, and a run's entries are dropped whenever it is re-read.
+        """
+        sigs = [self.run_sigs.get(r, "") for r in run_ids]
+        key = hashlib.sha256(json.dumps([name, run_ids, sigs, params], default=str).encode()).hexdigest()
+        cur = self.con.cursor()
+        try:
+            row = cur.execute("SELECT frame, note FROM _memo WHERE key = ?", [key]).fetchone()
+        finally:
+            cur.close()
+        if row is not None:
+            return pd.read_parquet(io.BytesIO(row[0])), row[1]
+        frame, note = compute()
+        buf = io.BytesIO()
+        frame.to_parquet(buf, index=False)
+        with self.lock:
+            self.con.execute("INSERT OR REPLACE INTO _memo VALUES (?, ?, ?, ?)", [key, run_ids, buf.getvalue(), note])
+        return frame, note
 
     # ---- reads ---------------------------------------------------------------------
     def df(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:

@@ -125,3 +125,26 @@ def test_no_cache_folder_is_created_for_a_missing_store(tmp_path):
     snap = S.get_snapshot(store)
     assert not snap.persisted and not (tmp_path / "nowhere").exists()
     S.forget(store)
+
+
+def test_memoised_results_survive_a_restart_and_expire_with_their_run(small_store):
+    import pandas as pd
+
+    run = small_store.run_ids()[0]
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return pd.DataFrame({"metric": ["token_f1"], "p_holm": [0.04], "significant": [True]}), "note"
+
+    first = S.get_snapshot(small_store).memo("significance", [run], ["a", "b"], compute)
+    S.forget(small_store)
+    again = S.get_snapshot(small_store).memo("significance", [run], ["a", "b"], compute)
+    assert calls == [1] and again[1] == "note"
+    pd.testing.assert_frame_equal(again[0], first[0])
+    S.get_snapshot(small_store).memo("significance", [run], ["other", "params"], compute)
+    assert calls == [1, 1]
+    small_store.open_run(run).write_metrics([MetricValue(run_id=run, method="local_search", question_id="x",
+                                                         metric="token_f1", value=0.5, group="lexical")])
+    S.get_snapshot(small_store).memo("significance", [run], ["a", "b"], compute)  # the run changed
+    assert calls == [1, 1, 1]
