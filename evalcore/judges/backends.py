@@ -75,7 +75,7 @@ def _classify(exc: Exception, sdk: Any) -> Exception:
         status = exc.status_code
         body = ""
         try:
-            body = exc.response.text[:300]
+            body = exc.response.text[:4000]  # the judge client scrubs secrets, then shortens
         except Exception:  # noqa: BLE001 - the body is only informative
             pass
         msg = f"HTTP {status}: {body}"
@@ -102,6 +102,10 @@ class AnthropicBackend:
 
     def params(self, system: str, messages: list[dict], max_tokens: int) -> dict[str, Any]:
         return {"model": self.model, "max_tokens": max_tokens, "system": system, "messages": messages}
+
+    def secrets(self) -> set[str]:
+        """Key values this backend sends; the judge client scrubs them from stored replies."""
+        return {os.environ.get("ANTHROPIC_API_KEY", ""), os.environ.get("ANTHROPIC_AUTH_TOKEN", "")}
 
     def open(self) -> Any:
         import anthropic
@@ -144,6 +148,9 @@ class OpenAIBackend:
     def params(self, system: str, messages: list[dict], max_tokens: int) -> dict[str, Any]:
         return {"model": self.model, "max_tokens": max_tokens, "temperature": 0.0,
                 "messages": [{"role": "system", "content": system}, *messages]}
+
+    def secrets(self) -> set[str]:
+        return {os.environ.get("OPENAI_API_KEY", "")}
 
     def open(self) -> Any:
         import openai

@@ -160,6 +160,16 @@ class LLMJudge(Judge):
         self.max_attempts = max(1, max_attempts)
         self.backoff_base = backoff_base
         self.max_wait = max_wait
+        # A provider (or a proxy in front of it) may echo the key in an error body or a reply;
+        # what is stored, cached or parsed is scrubbed of it first.
+        self._secrets = sorted((v for v in backend.secrets() if len(v) >= 6), key=len, reverse=True) \
+            if hasattr(backend, "secrets") else []
+
+    def _scrub(self, text: str | None, limit: int | None = None) -> str | None:
+        for secret in self._secrets:
+            if text:
+                text = text.replace(secret, "[redacted]")
+        return text[:limit] if text and limit else text
 
     def _session(self) -> Any:
         return _SdkSession(self.backend)
@@ -239,7 +249,7 @@ class LLMJudge(Judge):
                 except TransientError as exc:
                     if attempt == self.max_attempts:
                         meta["retry_waits"] = waits
-                        call.error = f"gave up after {attempt} attempts: {exc}"
+                        call.error = f"gave up after {attempt} attempts: {self._scrub(str(exc), 400)}"
                         call.latency_ms = (time.perf_counter() - start) * 1000
                         return None, call, call.error
                     wait = exc.retry_after if exc.retry_after is not None else \
@@ -248,10 +258,11 @@ class LLMJudge(Judge):
                     waits.append(round(wait, 3))
                     await asyncio.sleep(wait)
                 except FatalError as exc:
-                    call.error = str(exc)
+                    call.error = self._scrub(str(exc), 400)
                     call.latency_ms = (time.perf_counter() - start) * 1000
                     return None, call, call.error
             call.latency_ms = (time.perf_counter() - start) * 1000
+        reply.text = self._scrub(reply.text) or ""
         meta["retry_waits"] = waits
         meta["stop_reason"] = reply.stop_reason
         meta["served_model"] = reply.model

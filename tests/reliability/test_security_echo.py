@@ -17,6 +17,8 @@ import pytest
 
 from evalcore.config import EvalConfig
 from evalcore.runner import run_evaluation
+from evalcore.schemas import RunManifest
+from evalcore.store import FORMAT_VERSION
 from evalcore.targets import TargetUnavailable
 from evalcore.targets.spec import TargetSpec
 
@@ -78,3 +80,40 @@ def test_judge_url_with_credentials_is_refused_without_quoting_them():
     with pytest.raises(EvalcoreError) as info:
         make_judge(f"openai:m@http://u:{PASSWORD}@127.0.0.1:9/v1")
     assert PASSWORD not in str(info.value)
+
+
+def test_a_judge_server_echoing_the_api_key_gets_it_scrubbed(store, monkeypatch):
+    """Error bodies and replies that quote the key end up in judge_calls and the cache: scrubbed."""
+    from evalcore.judges import make_judge
+    from evalcore.judges.client import JudgeTask
+
+    from .servers import Script, api_of, llm_completion
+
+    key = "sk-CANARY-judge-echo-" + "x" * 300  # longer than any error-body cut
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+
+    def echo(request: dict) -> Fault:
+        auth = request["headers"].get("authorization", "")
+        verdict = json.dumps({"label": "WRONG", "reason": f"called with {auth}"})
+        return llm_completion(api_of(request["path"]), "m", verdict)
+
+    script = Script(echo)
+    storm = Fault("ok", 500, ("x" * 250 + " bad key " + key).encode())  # a 300-char cut lands mid-key
+    script.push(storm, storm, Fault("ok", 401, json.dumps({"error": {"message": f"invalid key {key}"}}).encode()))
+    server = ScriptedServer(script, key=lambda r: r["path"]).start()
+    try:
+        judge = make_judge(f"openai:gpt-4o-mini@{server.url}/v1", store=store, backoff_base=0.01, max_attempts=2)
+        inputs = {"question": "Q?", "ground_truth": "Paris", "answer": "Lyon"}
+        outs = [judge.run_many([JudgeTask("answer_class", {**inputs, "answer": a}, "r", "m", a)])[0]
+                for a in ("Lyon", "Rome", "Nice")]
+        assert "gave up after 2 attempts" in outs[0].error and "HTTP 401" in outs[1].error
+        assert outs[2].output["label"] == "WRONG"
+        writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="r", name="r",
+                                              evalcore_version="t", methods=["m"]))
+        writer.write_judge_calls(judge.drain_calls())
+    finally:
+        server.stop()
+    assert any(key in r["headers"].get("authorization", "") for r in server.requests)
+    written = everything_written(store.root)
+    assert "[redacted]" in written and "called with Bearer" in written
+    assert "CANARY" not in written and not any("CANARY" in (o.error or "") for o in outs)
