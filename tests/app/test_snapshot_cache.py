@@ -71,6 +71,13 @@ def test_only_changed_runs_are_reread_after_a_restart(small_store):
     got = snap.df("SELECT value FROM metrics WHERE run_id = ? AND question_id = ? AND method = 'local_search' "
                   "AND metric = 'token_f1'", [run_b, qid])["value"].tolist()
     assert got == [0.123456]
+    # The narrowed re-read keeps the store's de-duplication: same rows as open_db's views.
+    from evalcore.queries import query_df
+
+    for table in S.RUN_TABLES:
+        sql = f"SELECT * FROM {table} WHERE run_id = ? ORDER BY ALL"
+        mine, store_view = snap.df(sql, [run_b]), query_df(small_store, sql, [run_b])
+        assert len(mine) == len(store_view) and mine.astype(str).equals(store_view.astype(str)), table
     snap.con.close()
     after = board(small_store)
     assert set(after["run_id"]) == {run_a, run_b}
