@@ -179,7 +179,10 @@ BIG_BYTES = 100 * 2**20
 # ~0.15 MB per MB of file for the (method, question id) keys kept to refuse a second answer.
 # The import as it was before it streamed (every response in one list, one part file) grew
 # 100 MB on the same 100 MB file and fails this bound.
-RSS_BOUND = 0.6
+RSS_BOUND = {"jsonl": 0.6,
+             # A JSON document is parsed whole (records.py): the text plus the parsed records.
+             # Measured: 60 MB growth for 20 MB, 269 MB for 100 MB (2.7 x); 3 x is the bound.
+             "json": 3.0}
 
 CHILD = textwrap.dedent("""
     import json, sys, time
@@ -209,30 +212,35 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def write_big_jsonl(path: Path, target_bytes: int, methods: int = 10) -> int:
-    """Records of ~1.1 KB (10 methods per question), written line by line."""
+def write_big(path: Path, target_bytes: int, methods: int = 10) -> int:
+    """Records of ~1.1 KB (10 methods per question), written one by one: JSON lines, or one
+    JSON array when the name ends in .json."""
     pad = "lorem ipsum dolor sit amet " * 22
+    array = path.suffix == ".json"
     n = size = q = 0
     with open(path, "w", encoding="utf-8") as fh:
+        fh.write("[" if array else "")
         while size < target_bytes:
             for m in range(methods):
-                line = json.dumps({"question_id": f"q{q}", "method": f"m{m}", "question": f"What is item {q}?",
+                line = ("," if array and n else "") + json.dumps({"question_id": f"q{q}", "method": f"m{m}", "question": f"What is item {q}?",
                                    "ground_truth": f"item {q}", "answer": f"{pad} {q}",
                                    "contexts": [f"context {q} {i} " + pad[:100] for i in range(3)]}) + "\n"
                 fh.write(line)
                 size += len(line)
                 n += 1
             q += 1
+        fh.write("]" if array else "")
     return n
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc for peak RSS")
-def test_100mb_import_streams_in_bounded_memory(tmp_path):
-    """A fresh process imports a 100 MB JSONL file; the growth of its peak RSS (VmHWM) during
-    the import must stay under RSS_BOUND x the file size."""
-    path = tmp_path / "big.jsonl"
-    n = write_big_jsonl(path, BIG_BYTES)
+@pytest.mark.parametrize("suffix", ["jsonl", "json"])
+def test_100mb_import_in_bounded_memory(tmp_path, suffix):
+    """A fresh process imports a 100 MB file; the growth of its peak RSS (VmHWM) during the
+    import must stay under RSS_BOUND x the file size (JSONL streams; JSON is parsed whole)."""
+    path = tmp_path / f"big.{suffix}"
+    n = write_big(path, BIG_BYTES)
     size = path.stat().st_size
     store_root = tmp_path / "runs"
     t0 = time.perf_counter()
@@ -240,12 +248,13 @@ def test_100mb_import_streams_in_bounded_memory(tmp_path):
                          text=True, timeout=120, check=True)
     wall = time.perf_counter() - t0
     stats = json.loads(out.stdout.strip().splitlines()[-1])
-    figure("import_100mb_seconds", round(stats["seconds"], 2))
-    figure("import_100mb_rss_growth_mb", round(stats["growth"] / 2**20, 1))
-    figure("import_100mb_file_mb", round(size / 2**20, 1))
+    tag = "" if suffix == "jsonl" else "_json"
+    figure(f"import_100mb{tag}_seconds", round(stats["seconds"], 2))
+    figure(f"import_100mb{tag}_rss_growth_mb", round(stats["growth"] / 2**20, 1))
+    figure(f"import_100mb{tag}_file_mb", round(size / 2**20, 1))
     assert stats["base"] > 20 * 2**20  # a real measurement: the interpreter + pyarrow alone exceed 20 MB
     assert stats["n"] == n
-    assert stats["growth"] < RSS_BOUND * size, f"peak RSS grew {stats['growth'] / 2**20:.0f} MB"
+    assert stats["growth"] < RSS_BOUND[suffix] * size, f"peak RSS grew {stats['growth'] / 2**20:.0f} MB"
     assert wall < 60
     store = RunStore(store_root)
     counts = query_df(store, "SELECT (SELECT count(*) FROM responses) AS r, (SELECT count(*) FROM questions) AS q, "

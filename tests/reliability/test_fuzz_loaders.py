@@ -24,7 +24,7 @@ from evalcore.datasets import load_questions
 from evalcore.errors import EvalcoreError, InputError
 from evalcore.tables import question_row, to_arrow
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 HUGE = "가" * 300_000  # a 900 KB string: larger than csv's default field limit
 text = st.one_of(st.text(max_size=20), st.sampled_from(["", " ", "q1", "dup", "a|b", HUGE]))
