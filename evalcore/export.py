@@ -16,14 +16,33 @@ from evalcore.store import RunStore
 FORMATS = ("csv", "json", "md", "parquet")
 
 
+_MD_PUNCTUATION = set("\\`*_{}[]()!|~")
+
+
 def _md_cell(value: object) -> str:
-    """Markdown table cell: plain text, pipes and newlines escaped so answers cannot break the table."""
+    """Markdown table cell from untrusted text: inert when rendered.
+
+    Every character with meaning in Markdown (links, images, emphasis, code, the table's pipes)
+    is backslash-escaped, < and > become entities (no HTML tags), and newlines collapse to
+    spaces so an answer can neither break the table nor render as a link, image or heading.
+    """
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, float):
         return f"{value:.4g}"
-    text = str(value).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-    return " ".join(text.split())
+    out = []
+    for ch in " ".join(str(value).split()):
+        if ch in _MD_PUNCTUATION:
+            out.append("\\" + ch)
+        elif ch == "<":
+            out.append("&lt;")
+        elif ch == ">":
+            out.append("&gt;")
+        elif ch == "&":
+            out.append("&amp;")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def to_markdown(df: pd.DataFrame) -> str:

@@ -33,10 +33,6 @@ def test_md_export_keeps_html_inert_and_the_table_whole(store):
     assert html.count("<tr>") == 2                            # header + one row: no broken table
 
 
-@pytest.mark.xfail(strict=True, reason="evalcore/export.py: _md_cell escapes | and < > but not Markdown "
-                   "link/image syntax, so an answer's [x](url) / ![x](url) renders as a live link and a "
-                   "remote image in the exported .md. Fix: also escape [ ] ( ) ! (or wrap cells in code "
-                   "spans).")
 def test_md_export_does_not_turn_answers_into_links_or_images(store):
     html = _export_html(store)
     assert "evil.invalid" in html                             # the text is there...
