@@ -8,7 +8,6 @@ fetch wherever the file is viewed (a PR comment, a wiki). Rendered here with mar
 
 from __future__ import annotations
 
-import pytest
 from markdown_it import MarkdownIt
 
 from evalcore.export import export_run
