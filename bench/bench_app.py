@@ -1,20 +1,27 @@
-"""Dashboard benchmark: page render times and the heaviest query of each page.
+"""Dashboard benchmark: cold and warm page renders, and the heaviest query of each page.
 
     python bench/bench_app.py            # 20 runs x 2,000 questions x 30 metrics (2 methods each)
     python bench/bench_app.py --small    # 3 runs x 200 questions, a quick check
+    python bench/bench_app.py --store DIR  # reuse (or build once) the store in DIR
 
-Builds a seeded synthetic store through RunWriter (evalcore.ui.synthetic), then:
-1. the cold snapshot build (once per process and store state; see evalcore/ui/snapshot.py),
-2. each page's first render through AppTest (entry app.py, switch_page), snapshot warm,
+Builds a seeded synthetic store through RunWriter (evalcore.ui.synthetic), then measures:
+1. cold first render of each page, each in a fresh Python process (nothing in memory),
+   started on that page through the packaged entry (evalcore/ui/entry.py), twice:
+   "no cache" (the persisted snapshot, <store>/_shared/app_cache, deleted first, so the
+   render includes rebuilding it from the Parquet store) and "cache present";
+2. warm first render of each page in one process whose snapshot is already open;
 3. each page's heaviest data query, timed alone (best of 3).
-Goals: every page < 2 s, every query < 200 ms. Prints one line per measurement and a
-verdict; exits 1 when a goal is missed.
+Goals: a page < 2 s, a query < 200 ms. The "no cache" column is reported, not judged: it is
+the one-off rebuild after the cache is deleted or the store changes wholesale. Exits 1 when
+a judged goal is missed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,18 +30,51 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evalcore.ui import data as D  # noqa: E402
-from evalcore.ui import data_annotate as A  # noqa: E402
-from evalcore.ui import data_charts as G  # noqa: E402
-from evalcore.ui import data_compare as C  # noqa: E402
-from evalcore.ui.snapshot import get_snapshot  # noqa: E402
-from evalcore.ui.synthetic import build_store  # noqa: E402
-
+ENTRY = ROOT / "evalcore" / "ui" / "entry.py"
+PAGES = ["runs", "launch", "questions", "compare", "charts", "annotate"]
+TITLES = {p: p.capitalize() for p in PAGES}
 PAGE_GOAL_S, QUERY_GOAL_S = 2.0, 0.2
+
+
+def first_render(root: str, page: str, no_cache: bool) -> dict:
+    """In this (fresh) process: open `page` directly as a new visitor would; time the run."""
+    from streamlit.testing.v1 import AppTest
+
+    from evalcore.store import RunStore
+    from evalcore.ui.snapshot import clear_cache
+
+    if no_cache:
+        clear_cache(RunStore(root))
+    # A server is up before its first visitor: start Streamlit's runtime on a blank script
+    # first (AppTest's one-off package scan, ~0.5 s, is not a page's cost). Nothing of the
+    # dashboard is imported or opened by this.
+    AppTest.from_string("import streamlit as st\nst.text('')").run()
+    os.environ["EVALCORE_STORE"] = root
+    at = AppTest.from_file(str(ENTRY), default_timeout=300)
+    if page != "runs":  # url paths equal the file names, so a deep link works before any run
+        at.switch_page(f"{page}.py")
+    t0 = time.perf_counter()
+    at.run()
+    seconds = time.perf_counter() - t0
+    title = at.title[0].value if len(at.title) else None
+    return {"seconds": seconds, "ok": not at.exception and title == TITLES[page], "title": title}
+
+
+def cold(root: Path, page: str, no_cache: bool) -> dict:
+    argv = [sys.executable, __file__, "--store", str(root), "--first-render", page] + (["--no-cache"] if no_cache else [])
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        return {"seconds": float("nan"), "ok": False, "title": out.stderr[-300:]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def heaviest_queries(snap):
     """Per page, the query that moves the most rows (what a first render waits on)."""
+    from evalcore.ui import data as D
+    from evalcore.ui import data_annotate as A
+    from evalcore.ui import data_charts as G
+    from evalcore.ui import data_compare as C
+
     runs = D.run_list(snap)["run_id"].tolist()
     r0, r1 = runs[0], runs[1]
     a, b = D.System(r0, "local_search"), D.System(r1, "local_search")
@@ -58,51 +98,72 @@ def best_of(fn, n=3) -> float:
     return min(times)
 
 
+def warm(root: Path) -> dict[str, tuple[float, bool, float]]:
+    """Per page: (first render with the snapshot open in this process, ok, heaviest query s)."""
+    from streamlit.testing.v1 import AppTest
+
+    from evalcore.store import RunStore
+    from evalcore.ui.snapshot import get_snapshot
+
+    os.environ["EVALCORE_STORE"] = str(root)
+    snap = get_snapshot(RunStore(root))
+    out = {}
+    for page, query in heaviest_queries(snap).items():
+        at = AppTest.from_file(str(ENTRY), default_timeout=300)
+        if page != "runs":
+            at.switch_page(f"{page}.py")
+        t0 = time.perf_counter()
+        at.run()
+        render = time.perf_counter() - t0
+        out[page] = (render, not at.exception, best_of(query))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="3 runs x 200 questions (quick)")
     ap.add_argument("--store", help="reuse/build the store here instead of a temp folder")
+    ap.add_argument("--first-render", choices=PAGES, help=argparse.SUPPRESS)  # the child process
+    ap.add_argument("--no-cache", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    n_runs, n_q = (3, 200) if args.small else (20, 2000)
-    root = Path(args.store) if args.store else Path(tempfile.mkdtemp(prefix="bench_app_")) / "runs"
+    if args.first_render:
+        print(json.dumps(first_render(args.store, args.first_render, args.no_cache)))
+        return 0
 
     from evalcore.store import RunStore
+    from evalcore.ui.synthetic import build_store
 
+    n_runs, n_q = (3, 200) if args.small else (20, 2000)
+    root = Path(args.store) if args.store else Path(tempfile.mkdtemp(prefix="bench_app_")) / "runs"
     t0 = time.perf_counter()
     if not RunStore(root).run_ids():
         build_store(root, n_runs=n_runs, n_questions=n_q, n_metrics=30)
     store = RunStore(root)
-    print(f"store: {len(store.run_ids())} runs x {n_q} questions x 30 metrics x 2 methods at {root} "
+    print(f"store: {len(store.run_ids())} runs x 2 methods x 30 metrics at {root} "
           f"({time.perf_counter() - t0:.1f}s to build or find)")
 
-    t0 = time.perf_counter()
-    snap = get_snapshot(store)
-    rows = int(snap.df("SELECT count(*) AS n FROM metrics")["n"].iloc[0])
-    print(f"snapshot cold build: {time.perf_counter() - t0:.2f}s ({rows:,} metric rows; once per process "
-          f"and store change)")
-
-    from streamlit.testing.v1 import AppTest
-
-    os.environ["EVALCORE_STORE"] = str(root)
     ok = True
-    queries = heaviest_queries(snap)
-    for page, query in queries.items():
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-        t0 = time.perf_counter()
-        at.run()
-        if page != "runs":
-            at.switch_page(f"pages/{page}.py")
-            t0 = time.perf_counter()
-            at.run()
-        render = time.perf_counter() - t0
-        q = best_of(query)
-        failed = bool(at.exception)
-        page_ok = render < PAGE_GOAL_S and not failed
-        query_ok = q < QUERY_GOAL_S
+    print("\ncold first render (fresh process per page, opened directly on the page):")
+    print(f"{'page':<10} {'no cache (rebuild)':>19} {'cache present':>14}")
+    for page in PAGES:
+        rebuild = cold(root, page, no_cache=True)
+        cached = cold(root, page, no_cache=False)
+        page_ok = cached["ok"] and rebuild["ok"] and cached["seconds"] < PAGE_GOAL_S
+        ok &= page_ok
+        print(f"{page:<10} {rebuild['seconds']:>18.2f}s {cached['seconds']:>13.2f}s "
+              f"{'ok' if page_ok else 'SLOW' if cached['ok'] and rebuild['ok'] else 'FAILED'}"
+              + ("" if rebuild["ok"] and cached["ok"] else f"  ({rebuild['title'] or cached['title']})"))
+    size = sum(p.stat().st_size for p in (root / "_shared" / "app_cache").glob("*")) / 1e6
+    print(f"(cache file: {size:.0f} MB)")
+
+    print("\nwarm (snapshot already open in this process):")
+    for page, (render, rendered, q) in warm(root).items():
+        page_ok, query_ok = render < PAGE_GOAL_S and rendered, q < QUERY_GOAL_S
         ok &= page_ok and query_ok
-        print(f"{page:<10} first render {render:6.2f}s {'ok ' if page_ok else 'SLOW' if not failed else 'EXC '}  "
+        print(f"{page:<10} first render {render:6.2f}s {'ok ' if page_ok else 'SLOW' if rendered else 'EXC '}  "
               f"heaviest query {1000 * q:7.1f} ms {'ok' if query_ok else 'SLOW'}")
-    print("verdict:", "all goals met" if ok else "some goals missed")
+    print("\nverdict:", "all judged goals met" if ok else "some goals missed",
+          "(the no-cache column is the one-off rebuild; not judged)")
     return 0 if ok else 1
 
 
