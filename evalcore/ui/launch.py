@@ -62,6 +62,12 @@ def _metric_choices() -> tuple[list[str], list[str]]:
     return sorted(METRICS), sorted(groups())
 
 
+def _needs_judge(metrics: list[str]) -> list[str]:
+    from evalcore.metrics.registry import METRICS
+
+    return [m for m in metrics if "judge" in METRICS[m].needs]
+
+
 def _demo_dataset() -> str:
     return str(resources.files("evalcore") / "demo" / "data" / "questions.yaml")
 
@@ -106,6 +112,10 @@ def _start_form(store) -> None:
         return
     if (metrics or groups) and judge.startswith("(collect"):
         st.error("Metrics were picked but scoring is off (collect only): clear them or pick a judge option.")
+        return
+    judged = _needs_judge(metrics)
+    if judged and judge.startswith("("):
+        st.error(f"{', '.join(judged)} need a judge: pick one (e.g. heuristic) or leave them out.")
         return
     if not demo and not re.match(r"^https?://", url.strip()):
         st.error("The server URL must start with http:// or https://.")

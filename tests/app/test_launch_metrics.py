@@ -67,6 +67,14 @@ def test_launch_refuses_metrics_when_scoring_is_off(make_app, started):
     assert started == [] and any("scoring is off" in e.value for e in at.error)
 
 
+def test_launch_refuses_judged_metrics_without_a_judge(make_app, started):
+    at = _fill_and_submit(make_app("launch"), "http://127.0.0.1:9", ["faithfulness", "token_f1"], [])
+    assert started == [] and any("faithfulness need a judge" in e.value for e in at.error)
+    at = _fill_and_submit(make_app("launch"), "http://127.0.0.1:9", ["faithfulness"], [], judge="heuristic")
+    [(_, argv)] = started
+    assert argv[argv.index("--judge") + 1] == "heuristic" and argv[argv.index("--metrics") + 1] == "faithfulness"
+
+
 def test_the_launch_command_line_scores_the_picked_metrics(make_app, started, tmp_path):
     """Run the exact argv the page built (store swapped for a temp one) against the demo server."""
     from evalcore.demo.server import start_in_thread
