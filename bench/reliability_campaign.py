@@ -70,7 +70,7 @@ def main(argv: list[str]) -> int:
     print(f"tests: {sum(counts.values()) - counts.get('deselected', 0)} run "
           f"({', '.join(f'{n} {k}' for k, n in counts.items()) or 'no summary line'}) in {seconds:.1f} s")
     print(f"fuzz: {examples} generated examples over {properties} property tests")
-    for tag, label in (("", "JSONL, streamed"), ("_json", "JSON array, parsed whole")):
+    for tag, label in (("", "JSONL"), ("_json", "JSON array")):
         if f"import_100mb{tag}_seconds" in figures:
             print(f"100 MB import ({label}): {figures[f'import_100mb{tag}_file_mb']} MB file in "
                   f"{figures[f'import_100mb{tag}_seconds']} s, peak RSS growth "

@@ -4,9 +4,9 @@ Each reader yields (record_number, dict). Record numbers are 1-based: the line f
 the data row for CSV (header excluded), the position for JSON arrays, YAML lists and Parquet.
 
 Memory: JSONL, CSV and Parquet are streamed (one line / row / 2048-row batch at a time), so a
-file of any size is read in bounded memory. A JSON document is parsed whole (JSON has no
-record boundaries to stream on); the file's text is released before the records are handed
-out, so the peak is the parsed objects plus the text, a small multiple of the file.
+file of any size is read in bounded memory. A JSON array is streamed too, one element at a
+time (`_ArrayStream`); a JSON object wrapping the records (`{"records": [...]}`, SQuAD's
+`{"data": [...]}`) is parsed whole, its text released before the records are handed out.
 
 Whatever the bytes, a reader raises InputError naming the file (and the record where one
 applies): invalid UTF-8, invalid syntax, nesting too deep for the parser, a corrupt Parquet
@@ -92,7 +92,7 @@ def _records_in(obj: Any, path: Path) -> list[Any]:
 def _parse_json_file(path: Path) -> Any:
     """The parsed document; the text goes out of scope on return, before records are used."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(str(path), f"not valid UTF-8 ({exc.reason})") from exc
     except OSError as exc:
@@ -103,12 +103,90 @@ def _parse_json_file(path: Path) -> Any:
         raise InputError(str(path), f"invalid JSON: {exc}") from exc
 
 
+JSON_CHUNK = 1 << 20
+
+
+class _ArrayStream:
+    """The elements of a top-level JSON array, decoded one at a time from chunks of the file.
+
+    `raw_decode` needs a whole element in the buffer: when it fails before the end of the
+    file, the buffer grows by at least its own size (so a huge element costs O(n), not O(n^2))
+    and decoding is retried. Only the elements of a top-level array stream; an object
+    wrapping the records (`{"records": [...]}`) is parsed whole by `read_json`.
+    """
+
+    def __init__(self, fh: Any, path: Path, buf: str):
+        self.fh, self.path, self.buf, self.pos, self.eof = fh, path, buf, 0, False
+        self.decoder = json.JSONDecoder(parse_constant=_strict_json_constant)
+
+    def _more(self, at_least: int = 0) -> bool:
+        try:
+            chunk = self.fh.read(max(at_least, JSON_CHUNK))
+        except UnicodeDecodeError as exc:
+            raise InputError(str(self.path), f"not valid UTF-8 ({exc.reason})") from exc
+        self.buf = self.buf[self.pos:] + chunk
+        self.pos = 0
+        self.eof = not chunk
+        return bool(chunk)
+
+    def _skip_space(self) -> str:
+        """The next non-space character ('' at the end of the file), not consumed."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
+                self.pos += 1
+            if self.pos < len(self.buf) or not self._more():
+                return self.buf[self.pos:self.pos + 1]
+
+    def __iter__(self) -> Iterator[Any]:
+        self.pos += 1  # the opening '['
+        record = 0
+        while True:
+            char = self._skip_space()
+            if char == "":
+                raise InputError(str(self.path), "invalid JSON: the array is not closed", record=record or None)
+            if char == "]":
+                self.pos += 1
+                if self._skip_space():
+                    raise InputError(str(self.path), "invalid JSON: extra data after the array")
+                return
+            if record:
+                if char != ",":
+                    raise InputError(str(self.path), "invalid JSON: expected ',' or ']' after the record",
+                                     record=record)
+                self.pos += 1
+                self._skip_space()
+            record += 1
+            while True:
+                try:
+                    obj, end = self.decoder.raw_decode(self.buf, self.pos)
+                    break
+                except RecursionError:
+                    raise InputError(str(self.path), "invalid JSON: nested too deeply", record=record) from None
+                except ValueError as exc:
+                    if self.eof or not self._more(len(self.buf)):
+                        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                        raise InputError(str(self.path), f"invalid JSON: {msg}", record=record) from exc
+            self.pos = end
+            yield obj
+
+
 def read_json(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    obj = _parse_json_file(path)
-    for i, rec in enumerate(_records_in(obj, path), start=1):
-        if not isinstance(rec, dict):
-            raise InputError(str(path), f"expected an object, got {type(rec).__name__}", record=i)
-        yield i, rec
+    """Records of a JSON array (streamed) or of an object wrapping a list (parsed whole)."""
+    try:
+        fh = open(path, encoding="utf-8-sig")
+    except OSError as exc:
+        raise InputError(str(path), f"cannot open: {exc.strerror}") from exc
+    with fh:
+        stream = _ArrayStream(fh, path, "")
+        if stream._skip_space() == "[":
+            items: Any = stream
+        else:
+            fh.close()
+            items = _records_in(_parse_json_file(path), path)
+        for i, rec in enumerate(items, start=1):
+            if not isinstance(rec, dict):
+                raise InputError(str(path), f"expected an object, got {type(rec).__name__}", record=i)
+            yield i, rec
 
 
 def read_yaml(path: Path) -> Any:

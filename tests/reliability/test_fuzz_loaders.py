@@ -290,3 +290,39 @@ def test_yaml_values_json_cannot_hold(tmp_path, body, field):
     with pytest.raises(InputError) as info:
         load_questions(path, fmt="native")
     assert (info.value.record, info.value.field) == (1, field)
+
+
+json_records = st.lists(st.dictionaries(st.text(max_size=5), st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
+    st.lists(st.integers(), max_size=3)), max_size=4), max_size=6)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(json_records, st.sampled_from(["", " ", "\n", "\t \r\n"]), st.integers(1, 9),
+       st.one_of(st.none(), st.integers(0, 400)))
+def test_streamed_json_array_matches_json_loads(tmp_path_factory, recs, space, chunk, cut):
+    """read_json decodes a top-level array element by element from chunks of the file; with
+    chunks of 1-9 characters every element straddles a boundary. It must yield exactly what
+    json.loads reads, and a truncated file (cut) must be an InputError, never a wrong record."""
+    from evalcore.datasets import records
+
+    path = tmp_path_factory.mktemp("arr") / "a.json"
+    text = space + "[" + space + ("," + space).join(json.dumps(r) for r in recs) + space + "]" + space
+    if cut is not None and cut < len(text.rstrip()):
+        text = text[:cut]
+    path.write_text(text, encoding="utf-8")
+    old = records.JSON_CHUNK
+    records.JSON_CHUNK = chunk
+    try:
+        try:
+            expected = json.loads(text)
+        except ValueError:
+            expected = None
+        try:
+            got = [rec for _, rec in records.read_json(path)]
+        except InputError as exc:
+            assert expected is None and exc.file == str(path), exc
+            return
+        assert got == expected
+    finally:
+        records.JSON_CHUNK = old
