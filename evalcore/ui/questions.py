@@ -54,7 +54,8 @@ def _step(delta: int, n: int) -> None:
 
 
 def _nav(qids: list[str]) -> str:
-    """Previous/next buttons (keys J/K and arrows) plus a jump box; the index lives in ?i=."""
+    """Previous/next buttons (keyboard shortcuts K and J, st.button(shortcut=)) plus a jump box;
+    the index lives in ?i=."""
     n = len(qids)
     if "q_index" not in st.session_state:
         wanted = st.query_params.get("qid")
