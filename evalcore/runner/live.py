@@ -10,7 +10,10 @@ Flow (seed 004's runner, made resumable):
  6. score through evalcore.scoring.score_run when that module is installed, with the
     config's `metrics`/`groups` (checked against the registry before step 1).
 Resume reads the questions and the config snapshot back from the store and asks only the
-jobs without a stored response, so every (question, method) ends up exactly once.
+jobs without a stored response, so every (question, method) ends up exactly once. It also
+repairs the two crash windows around asking: questions not all written yet (collected again
+from the same dataset, checked by fingerprint) and scoring interrupted after the answers
+were complete (responses without any metric are scored).
 """
 
 from __future__ import annotations
@@ -199,6 +202,39 @@ async def _probe_only(config: EvalConfig, snapshot: bool = False) -> dict[str, A
             await client.aclose()
 
 
+def _unscored_responses(store: RunStore, run_id: str) -> int:
+    """Responses with no metric value at all: scoring was interrupted (or never ran)."""
+    df = query_df(store, """
+        SELECT count(*) AS n FROM responses r
+        WHERE r.run_id = ? AND NOT EXISTS (
+            SELECT 1 FROM metrics m
+            WHERE m.run_id = r.run_id AND m.method = r.method AND m.question_id = r.question_id)""", [run_id])
+    return int(df["n"][0])
+
+
+def _questions_for_resume(store: RunStore, writer: RunWriter, manifest: RunManifest,
+                          config: EvalConfig) -> list[EvalQuestion]:
+    """The run's questions; when a crash came before all were written (the run is visible from
+    its creation), collect them again from the same dataset and write the missing ones. The
+    dataset must be the one the run started with (same fingerprint)."""
+    questions = run_questions(store, writer.run_id)
+    expected = manifest.counts.get("questions") or 0
+    if len(questions) >= expected:
+        return questions
+    collected, info = collect_questions(config)
+    want, got = manifest.dataset.get("fingerprint"), info.get("fingerprint")
+    if want and got and want != got:
+        raise EvalcoreError(f"run {writer.run_id}: its dataset changed since the run started "
+                            f"({want} -> {got}); cannot resume it with the same questions")
+    have = {q.id for q in questions}
+    missing = [q for q in collected if q.id not in have]
+    if len(have) + len(missing) != expected:
+        raise EvalcoreError(f"run {writer.run_id}: expected {expected} questions, the dataset gives "
+                            f"{len(have) + len(missing)}; cannot resume")
+    writer.write_questions(missing)
+    return run_questions(store, writer.run_id)
+
+
 def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig | None = None,
                **overrides: Any) -> RunResult:
     """Continue a live run: ask only the (question, method) jobs that have no stored answer.
@@ -226,12 +262,15 @@ def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig |
         if any(v.startswith("<redacted") for v in spec.headers.values()):
             raise EvalcoreError("this run's target used a literal secret header that was not stored; "
                                 "pass the same --config to resume (prefer ${ENV_NAME} headers)")
-    questions = run_questions(store, run_id)
-    done = _existing_done(store, run_id)
     writer = store.open_run(run_id)
+    questions = _questions_for_resume(store, writer, manifest, config)
+    done = _existing_done(store, run_id)
     if manifest.status == "complete" and not plan_jobs(questions, config.methods, done):
-        return RunResult(run_id=run_id, status="complete", store_root=str(store.root),
-                         methods=manifest.methods, n_questions=len(questions), asked=0,
-                         score_message="nothing to resume: every question has an answer for every method")
+        result = RunResult(run_id=run_id, status="complete", store_root=str(store.root),
+                           methods=manifest.methods, n_questions=len(questions), asked=0,
+                           score_message="nothing to resume: every question has an answer for every method")
+        if config.score and _unscored_responses(store, run_id):
+            _score(store, writer, config, result)  # scoring was interrupted: finish it
+        return result
     asyncio.run(_probe_only(config))
     return _execute(config, store, writer, questions, done, probe=not manifest.target_info)

@@ -161,11 +161,6 @@ def test_kill_9_at_random_points_then_resume(tmp_path):
         print(f"  kill {r['kill_at_s']:.2f}s after the run appeared: {r['where']}; resumes {r['resumes']}")
 
 
-@pytest.mark.xfail(strict=True, reason="evalcore/runner/live.py: run_evaluation makes the run visible "
-                   "(create_run) before write_questions; a crash in between leaves a run without "
-                   "questions that resume_run then marks complete with 0 answers. Fix: stage the "
-                   "questions before the run is visible, or have resume re-collect questions when "
-                   "the stored count is below manifest.counts['questions'].")
 def test_kill_between_create_and_questions_then_resume(tmp_path, monkeypatch):
     """Deterministic form of the window the random trials can hit."""
     from evalcore.config import EvalConfig
@@ -194,11 +189,6 @@ def test_kill_between_create_and_questions_then_resume(tmp_path, monkeypatch):
         server.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="evalcore/runner/live.py: _execute marks the run complete before "
-                   "scoring, and resume_run returns 'nothing to resume' for a complete run, so a crash "
-                   "during scoring leaves metrics missing that `run --resume` never adds (only a manual "
-                   "`evalcore score` does). Fix: in resume_run, score when config.score and some "
-                   "response has no metric (or mark the run complete only after scoring).")
 def test_crash_during_scoring_then_resume_scores_every_response(tmp_path, monkeypatch):
     from evalcore import scoring
     from evalcore.config import EvalConfig
