@@ -38,7 +38,10 @@ def streamlit_argv(script: Path, port: int, headless: bool) -> list[str]:
 
 def app_cmd(
     port: int = typer.Option(8501, "--port", "-p", help="Port on 127.0.0.1."),
-    headless: bool = typer.Option(False, "--headless", help="Do not open a browser."),
+    open_browser: bool = typer.Option(
+        False, "--open", help="Let Streamlit open a browser tab (its first start may ask for an e-mail)."),
+    headless: bool = typer.Option(True, "--headless", hidden=True,
+                                  help="Kept for compatibility: headless is the default."),
 ) -> None:
     """Open the dashboard: leaderboard, launch runs, per-question drill-down, compare, charts, annotate."""
     missing = [m for m in ("streamlit", "plotly") if importlib.util.find_spec(m) is None]
@@ -50,7 +53,7 @@ def app_cmd(
     env = {**os.environ, "EVALCORE_STORE": str(store_root)}
     typer.echo(f"dashboard for store {store_root} on http://127.0.0.1:{port} (Ctrl-C stops)", err=True)
     try:
-        code = subprocess.call(streamlit_argv(app_script(), port, headless), env=env)
+        code = subprocess.call(streamlit_argv(app_script(), port, headless=not open_browser), env=env)
     except KeyboardInterrupt:
         code = 0
     raise typer.Exit(code)

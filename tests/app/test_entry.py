@@ -53,7 +53,7 @@ def test_evalcore_app_serves_from_an_install_without_the_checkout(app_store, tmp
     env = {**os.environ, "PYTHONPATH": str(site)}
     log = open(tmp_path / "app.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "evalcore", "--store", str(app_store.root), "app",
-                             "--port", str(port), "--headless"], cwd=elsewhere, env=env, stdout=log,
+                             "--port", str(port)], cwd=elsewhere, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline, healthy = time.time() + 60, False
