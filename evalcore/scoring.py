@@ -236,18 +236,17 @@ class _Progress:
 
 
 def _record_in_manifest(writer: Any, specs: list[MetricSpec], options: dict[str, Any]) -> None:
-    """Keep the scoring options (weights, judge, prices) with the run, as METRICS.md asks."""
-    manifest = writer.read_manifest()
-    config = dict(manifest.config)
-    history = list(config.get("scoring") or [])
+    """Keep the scoring options (weights, judge, prices) with the run, as METRICS.md asks.
+    (Judge labels reach `judges` from the judge layer, which knows the full judge ids.)"""
     safe = {k: v for k, v in options.items() if "key" not in k.lower() and "token" not in k.lower()}
-    history.append({"at": datetime.now(timezone.utc).isoformat(), "metrics": [s.name for s in specs],
-                    "options": safe})
-    config["scoring"] = history[-20:]
-    judges = list(manifest.judges)
-    if options.get("judge") and options["judge"] not in judges:
-        judges.append(str(options["judge"]))
-    writer.update_manifest(config=config, judges=judges)
+    entry = {"at": datetime.now(timezone.utc).isoformat(), "metrics": [s.name for s in specs], "options": safe}
+
+    def edit(manifest: Any) -> dict[str, Any]:
+        config = dict(manifest.config)
+        config["scoring"] = [*(config.get("scoring") or []), entry][-20:]
+        return {"config": config}
+
+    writer.edit_manifest(edit)
 
 
 def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = None,

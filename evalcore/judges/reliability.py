@@ -142,10 +142,8 @@ def spot_check(store, run_id: str, fraction: float = 0.1, second_judge: str = "h
               for (m, qid), d in sorted(per_item.items()) if d]
     if values:
         writer.write_metrics(values)
-    manifest = writer.read_manifest()
-    config = dict(manifest.config)
-    config["judge_reliability"] = [*config.get("judge_reliability", []), summary]
-    writer.update_manifest(config=config)
+    writer.edit_manifest(lambda m: {"config": {**m.config, "judge_reliability": [
+        *m.config.get("judge_reliability", []), summary]}})
     return summary
 
 

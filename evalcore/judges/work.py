@@ -73,18 +73,16 @@ class JudgeWork:
             self.writer.write_judge_calls(calls)
         if not self.update_manifest:
             return
-        manifest = self.writer.read_manifest()
         per_q = self.judge.per_question
-        counts = dict(manifest.counts)
-        counts.update({
+        figures = {
             "judge_calls": sum(per_q.values()),
             "judge_calls_live": self.judge.live_calls,
             "judge_calls_cached": self.judge.cached_calls,
             "judge_questions": len(per_q),
             "judge_calls_per_question_max": max(per_q.values(), default=0),
-        })
-        judges = sorted(set(manifest.judges) | self.labels)
-        self.writer.update_manifest(counts=counts, judges=judges)
+        }
+        self.writer.edit_manifest(lambda m: {"counts": {**m.counts, **figures},
+                                             "judges": sorted(set(m.judges) | self.labels)})
 
 
 def get_work(ctx: Any) -> JudgeWork:

@@ -92,8 +92,8 @@ async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuesti
         expected = len(questions) * len(config.methods)
 
         def on_flush(written: int) -> None:
-            counts = writer.read_manifest().counts
-            writer.update_manifest(counts={**counts, "responses": len(done) + written, "expected": expected})
+            writer.edit_manifest(lambda m: {"counts": {**m.counts, "responses": len(done) + written,
+                                                       "expected": expected}})
 
         sink = ResponseSink(writer, config.batch_size, on_flush=on_flush)
         stats = await ask_jobs(jobs, clients, config, sink, show_progress=config.progress)
@@ -115,14 +115,18 @@ def _finish(writer: RunWriter, store: RunStore, status: str, started: float, not
                              "GROUP BY error_kind", [writer.run_id])
         kinds = {str(k): int(n) for k, n in zip(df["error_kind"], df["n"]) if k is not None and k == k}
         n_responses = int(df["n"].sum()) if len(df) else 0
-    manifest = writer.read_manifest()
-    counts = {**manifest.counts, "responses": n_responses,
-              "errors": sum(kinds.values()), **{f"errors_{k}": v for k, v in kinds.items()}}
-    timings = {**manifest.timings, "asking_s": round(manifest.timings.get("asking_s", 0.0)
-                                                      + time.perf_counter() - started, 3)}
-    notes = manifest.notes + ([note] if note else [])
-    return writer.update_manifest(status=status, counts=counts, timings=timings, notes=notes,
-                                  finished_at=datetime.now(timezone.utc) if status != "running" else None)
+    elapsed = time.perf_counter() - started
+
+    def edit(manifest: RunManifest) -> dict[str, Any]:
+        return {"status": status,
+                "counts": {**manifest.counts, "responses": n_responses, "errors": sum(kinds.values()),
+                           **{f"errors_{k}": v for k, v in kinds.items()}},
+                "timings": {**manifest.timings,
+                            "asking_s": round(manifest.timings.get("asking_s", 0.0) + elapsed, 3)},
+                "notes": manifest.notes + ([note] if note else []),
+                "finished_at": datetime.now(timezone.utc) if status != "running" else None}
+
+    return writer.edit_manifest(edit)
 
 
 def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
@@ -161,10 +165,11 @@ def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunRe
                                                 progress=config.progress)
     except EvalcoreError as exc:
         result.score_message = f"scoring failed: {exc}; the answers are stored, retry with `evalcore score`"
-        writer.update_manifest(notes=writer.read_manifest().notes + [result.score_message])
+        message = result.score_message
+        writer.edit_manifest(lambda m: {"notes": m.notes + [message]})
         return
-    timings = writer.read_manifest().timings
-    writer.update_manifest(timings={**timings, "scoring_s": round(time.perf_counter() - t0, 3)})
+    scoring_s = round(time.perf_counter() - t0, 3)
+    writer.edit_manifest(lambda m: {"timings": {**m.timings, "scoring_s": scoring_s}})
     result.scored = True
     result.score_message = "scored"
 
