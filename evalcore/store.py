@@ -281,13 +281,16 @@ class RunStore:
             raise StoreError(f"no run {run_id!r} in store {self.root}")
         return self._read_manifest_at(path)
 
-    def manifests(self) -> list[RunManifest]:
+    def manifests(self, problems: list[str] | None = None) -> list[RunManifest]:
+        """Every readable run's manifest, oldest first. A run whose manifest cannot be read (or
+        is from a newer evalcore) is left out; pass `problems` to collect why, for a warning."""
         out = []
         for run_id in self.run_ids():
             try:
                 out.append(self.manifest(run_id))
-            except StoreError:
-                continue
+            except (StoreError, ValueError) as exc:
+                if problems is not None:
+                    problems.append(str(exc))
         return sorted(out, key=lambda m: m.created_at)
 
     def resolve(self, ref: str) -> str:

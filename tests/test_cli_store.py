@@ -94,3 +94,14 @@ def test_show_reports_indexing_coverage(tmp_path):
     shown = json.loads(_cli(root, "show", "live1", "--json").stdout)
     assert shown["indexing_coverage"]["default"]["zero_chunk_rate"] == 0.1
     assert "indexing coverage (default)" in _cli(root, "show", "live1").stdout
+
+
+def test_runs_warns_about_an_unreadable_run(tmp_path):
+    root = tmp_path / "runs"
+    assert _cli(root, "import", "--example").exit_code == 0
+    broken = root / "broken-run"
+    broken.mkdir()
+    (broken / "run.json").write_text("{not json")
+    res = _cli(root, "runs", "--json")
+    assert res.exit_code == 0 and len(json.loads(res.stdout)) == 1
+    assert "warning: skipped a run" in res.stderr and "broken-run" in res.stderr

@@ -63,6 +63,10 @@ def import_cmd(
 
 def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
     """List the runs in the store, newest first."""
+    problems: list[str] = []
+    state.store().manifests(problems)
+    for problem in problems:
+        typer.echo(f"warning: skipped a run: {problem}", err=True)
     df = runs_overview(state.store())
     if as_json:
         typer.echo(df.to_json(orient="records", date_format="iso", force_ascii=False))
