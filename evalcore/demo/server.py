@@ -47,7 +47,9 @@ def models_info(ms_per_100_tokens: float, latency_ms: float) -> dict[str, Any]:
     return {
         "server": f"evalcore-demo/{__version__}",
         "llm": {"provider": "none", "model": "demo-extractive-1",
-                "note": "extractive: answers are sentences copied from the retrieved context"},
+                "note": "extractive: answers are sentences copied from the retrieved context; "
+                         "llm_with_context adds an uncited sentence from outside its context when "
+                         "the context covers the question poorly (simulated background knowledge)"},
         "embedding_model": None, "reranker_model": None, "retriever": "bm25 (k1=1.2, b=0.75)",
         "methods": {name: vars(SETTINGS[name]) for name in RETRIEVERS},
         "retrieval_top_k": 5,
