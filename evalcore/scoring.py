@@ -239,6 +239,10 @@ def _record_in_manifest(writer: Any, specs: list[MetricSpec], options: dict[str,
     """Keep the scoring options (weights, judge, prices) with the run, as METRICS.md asks.
     (Judge labels reach `judges` from the judge layer, which knows the full judge ids.)"""
     safe = {k: v for k, v in options.items() if "key" not in k.lower() and "token" not in k.lower()}
+    if any("embeddings" in s.needs for s in specs) and not safe.get("embedding_model"):
+        from evalcore.embeddings.models import DEFAULT_MODEL_ID
+
+        safe["embedding_model"] = f"{DEFAULT_MODEL_ID} (packaged default)"
     entry = {"at": datetime.now(timezone.utc).isoformat(), "metrics": [s.name for s in specs], "options": safe}
 
     def edit(manifest: Any) -> dict[str, Any]:
