@@ -7,13 +7,13 @@
 Builds a seeded synthetic store through RunWriter (evalcore.ui.synthetic), then measures:
 1. cold first render of each page, each in a fresh Python process (nothing in memory),
    started on that page through the packaged entry (evalcore/ui/entry.py), twice:
-   "no cache" (the persisted snapshot, <store>/_shared/app_cache, deleted first, so the
-   render includes rebuilding it from the Parquet store) and "cache present";
+   "no cache, background build" (the persisted snapshot, <store>/_shared/app_cache, deleted
+   first: the page renders from the Interim while the snapshot builds in a background
+   thread; the child then waits for that build and checks it) and "cache present";
 2. warm first render of each page in one process whose snapshot is already open;
 3. each page's heaviest data query, timed alone (best of 3).
-Goals: a page < 2 s, a query < 200 ms. The "no cache" column is reported, not judged: it is
-the one-off rebuild after the cache is deleted or the store changes wholesale. Exits 1 when
-a judged goal is missed.
+Goals: a page < 2 s (with or without the cache), a query < 200 ms. Exits 1 when a goal is
+missed.
 """
 
 from __future__ import annotations
@@ -57,7 +57,17 @@ def first_render(root: str, page: str, no_cache: bool) -> dict:
     at.run()
     seconds = time.perf_counter() - t0
     title = at.title[0].value if len(at.title) else None
-    return {"seconds": seconds, "ok": not at.exception and title == TITLES[page], "title": title}
+    ok = not at.exception and title == TITLES[page]
+    if no_cache:  # the render was served while the snapshot builds in the background: it must finish
+        from evalcore.ui.snapshot import cache_path, get_snapshot, wait_built
+
+        store = RunStore(root)
+        t1 = time.perf_counter()
+        wait_built(store)
+        snap = get_snapshot(store)
+        ok &= snap.persisted and cache_path(store).is_file() and snap.refresh() == []
+        return {"seconds": seconds, "ok": ok, "title": title, "build_left_s": time.perf_counter() - t1}
+    return {"seconds": seconds, "ok": ok, "title": title}
 
 
 def cold(root: Path, page: str, no_cache: bool) -> dict:
@@ -144,13 +154,15 @@ def main() -> int:
 
     ok = True
     print("\ncold first render (fresh process per page, opened directly on the page):")
-    print(f"{'page':<10} {'no cache (rebuild)':>19} {'cache present':>14}")
+    print(f"{'page':<10} {'no cache, background build':>27} {'(build left after)':>19} {'cache present':>14}")
     for page in PAGES:
         rebuild = cold(root, page, no_cache=True)
         cached = cold(root, page, no_cache=False)
-        page_ok = cached["ok"] and rebuild["ok"] and cached["seconds"] < PAGE_GOAL_S
+        page_ok = (cached["ok"] and rebuild["ok"] and cached["seconds"] < PAGE_GOAL_S
+                   and rebuild["seconds"] < PAGE_GOAL_S)
         ok &= page_ok
-        print(f"{page:<10} {rebuild['seconds']:>18.2f}s {cached['seconds']:>13.2f}s "
+        print(f"{page:<10} {rebuild['seconds']:>26.2f}s {rebuild.get('build_left_s', float('nan')):>18.2f}s "
+              f"{cached['seconds']:>13.2f}s "
               f"{'ok' if page_ok else 'SLOW' if cached['ok'] and rebuild['ok'] else 'FAILED'}"
               + ("" if rebuild["ok"] and cached["ok"] else f"  ({rebuild['title'] or cached['title']})"))
     size = sum(p.stat().st_size for p in (root / "_shared" / "app_cache").glob("*")) / 1e6
@@ -162,8 +174,7 @@ def main() -> int:
         ok &= page_ok and query_ok
         print(f"{page:<10} first render {render:6.2f}s {'ok ' if page_ok else 'SLOW' if rendered else 'EXC '}  "
               f"heaviest query {1000 * q:7.1f} ms {'ok' if query_ok else 'SLOW'}")
-    print("\nverdict:", "all judged goals met" if ok else "some goals missed",
-          "(the no-cache column is the one-off rebuild; not judged)")
+    print("\nverdict:", "all goals met" if ok else "some goals missed")
     return 0 if ok else 1
 
 

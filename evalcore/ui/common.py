@@ -21,7 +21,8 @@ import streamlit as st
 
 from evalcore.errors import StoreError
 from evalcore.store import RunStore, check_run_id
-from evalcore.ui.snapshot import Snapshot, get_snapshot
+from evalcore.ui.interim import Interim
+from evalcore.ui.snapshot import Snapshot, get_view
 
 
 def store() -> RunStore:
@@ -29,8 +30,14 @@ def store() -> RunStore:
     return RunStore()
 
 
-def snapshot() -> Snapshot:
-    return get_snapshot(store())
+def snapshot() -> Snapshot | Interim:
+    """The store's snapshot; on a first start without the cache file, an Interim that reads
+    just what the page needs while the snapshot builds in the background (see snapshot.py)."""
+    snap = get_view(store())
+    if isinstance(snap, Interim):
+        st.info("Building the fast cache in the background: this page reads the store directly "
+                "meanwhile, so some views may take a moment longer.")
+    return snap
 
 
 def _leave_pages_directory_mode() -> None:

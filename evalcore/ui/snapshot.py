@@ -171,6 +171,7 @@ class Snapshot:
     persisted: bool = False  # rows came from (and go to) the cache file
     loaded_from_cache: bool = False  # this process found a usable cache file when it opened
     note: str = ""  # why the snapshot is in memory, when it is
+    threads: int = 0  # DuckDB threads for reloads (0 = DuckDB's default); a background build uses 1
     _files: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -296,6 +297,8 @@ class Snapshot:
     def _reload(self, changed: list[str], removed: list[str], annotations: bool,
                 sigs: dict[str, str], ann_sig: str) -> None:
         with open_db(self.store) as src:
+            if self.threads:
+                src.execute(f"SET threads = {int(self.threads)}")
             fresh = {t: self._run_rows(src, t, changed) for t in RUN_TABLES}
             runs = src.sql("SELECT * FROM runs").to_arrow_table()
             ann = src.sql("SELECT * FROM annotations").to_arrow_table() if annotations else None
@@ -370,6 +373,10 @@ class Snapshot:
 
 _SNAPSHOTS: dict[str, Snapshot] = {}
 _GLOBAL = threading.Lock()
+# background first builds: store key -> (thread, the Interim serving pages meanwhile)
+_BUILDS: dict[str, tuple[threading.Thread, Any]] = {}
+IDLE_S, BUILD_DELAY_MAX_S = 0.5, 5.0
+_BUILD_ERRORS: dict[str, BaseException] = {}
 
 
 def get_snapshot(store: RunStore, refresh: bool = True, persist: bool = True) -> Snapshot:
@@ -391,7 +398,74 @@ def get_snapshot(store: RunStore, refresh: bool = True, persist: bool = True) ->
 
 def forget(store: RunStore) -> None:
     """Drop a store's snapshot from this process (tests, benchmarks, a store deleted underneath us)."""
+    wait_built(store)  # never close a connection a background build is writing to
+    _BUILD_ERRORS.pop(str(store.root.resolve()), None)
     with _GLOBAL:
         snap = _SNAPSHOTS.pop(str(store.root.resolve()), None)
     if snap is not None:
         snap.con.close()
+
+
+# ---- the first start without a cache: build in the background, serve pages meanwhile ----
+
+
+def _build(key: str, snap: Snapshot) -> None:
+    # Let the page that started the build read first: wait until the Interim has been idle
+    # for IDLE_S (or BUILD_DELAY_MAX_S at most), then build on one DuckDB thread, so the
+    # pages served meanwhile keep the other cores.
+    interim = _BUILDS[key][1]
+    deadline = time.monotonic() + BUILD_DELAY_MAX_S
+    while time.monotonic() < deadline and time.monotonic() - interim.last_used < IDLE_S:
+        time.sleep(0.05)
+    snap.threads = 1
+    snap.con.execute("SET threads = 1")
+    try:
+        snap.refresh()
+    except BaseException as exc:  # reported by the next page render (which then builds in line)
+        _BUILD_ERRORS[key] = exc
+    finally:
+        snap.threads = 0
+        try:
+            snap.con.execute("RESET threads")
+        except duckdb.Error:
+            pass
+        with _GLOBAL:
+            _BUILDS.pop(key, None)
+
+
+def get_view(store: RunStore) -> Any:
+    """What a page reads: the snapshot, refreshed, when it is usable now; while it is first
+    built (no usable cache file), an Interim, with the build running in a background thread
+    (one per process and store)."""
+    key = str(store.root.resolve())
+    with _GLOBAL:
+        snap = _SNAPSHOTS.get(key)
+        if snap is None:
+            use_file = store.root.is_dir()
+            snap = _SNAPSHOTS[key] = Snapshot(store, path=cache_path(store) if use_file else None)
+        running = _BUILDS.get(key)
+        if running is None and not snap.initialised and key not in _BUILD_ERRORS:
+            thread = threading.Thread(target=_build, args=(key, snap), name="evalcore-snapshot-build", daemon=True)
+            from evalcore.ui.interim import Interim  # late: interim builds on this module
+
+            running = _BUILDS[key] = (thread, Interim(store))
+            thread.start()
+    if running is not None:
+        return running[1]
+    _BUILD_ERRORS.pop(key, None)
+    snap.refresh()
+    return snap
+
+
+def building(store: RunStore) -> bool:
+    """Whether this process is building the store's snapshot in the background now."""
+    with _GLOBAL:
+        return str(store.root.resolve()) in _BUILDS
+
+
+def wait_built(store: RunStore, timeout: float | None = None) -> None:
+    """Wait for a background build of the store's snapshot (tests, benchmarks)."""
+    with _GLOBAL:
+        running = _BUILDS.get(str(store.root.resolve()))
+    if running is not None:
+        running[0].join(timeout)

@@ -10,8 +10,10 @@ import time
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 
+from evalcore.ui.interim import Interim
 from evalcore.schemas import MetricValue
 from evalcore.ui import data as D
 from evalcore.ui import snapshot as S
@@ -155,3 +157,55 @@ def test_memoised_results_survive_a_restart_and_expire_with_their_run(small_stor
                                                          metric="token_f1", value=0.5, group="lexical")])
     S.get_snapshot(small_store).memo("significance", [run], ["a", "b"], compute)  # the run changed
     assert calls == [1, 1, 1]
+
+
+def test_the_interim_gives_the_snapshots_numbers_while_it_builds(small_store):
+    """No cache: pages read an Interim (only the runs a query names, stats straight from the
+    store) while the snapshot builds in the background; every page query must agree."""
+    from evalcore.ui import data_annotate as A
+    from evalcore.ui import data_charts as G
+    from evalcore.ui import data_compare as C
+
+    S.clear_cache(small_store)
+    interim = Interim(small_store)
+    snap = S.get_snapshot(small_store)
+    run_a, run_b, _ = small_store.run_ids()
+    a, b = D.System(run_a, "local_search"), D.System(run_b, "local_search")
+    keys = [a.key, b.key, f"{run_a}:basic_search"]
+    qid = snap.df("SELECT min(question_id) AS q FROM questions WHERE run_id = ?", [run_a])["q"].iloc[0]
+    queries = {
+        "leaderboard": lambda s: D.leaderboard(s, METRICS + ["weighted_score", "answer_correctness"]),
+        "systems": lambda s: D.systems(s),
+        "metric_names": lambda s: pd.DataFrame({"m": D.metric_names(s, [run_b])}),
+        "question_table": lambda s: D.question_table(s, D.QuestionFilter(run_a, metric="token_f1", min_value=0.2), METRICS),
+        "question_detail": lambda s: pd.concat(D.question_detail(s, run_a, qid), names=["part"]),
+        "delta": lambda s: C.delta_table(s, a, b),
+        "labels": lambda s: G.label_counts(s, keys, "grade"),
+        "facet": lambda s: G.metric_by_facet(s, keys, "faithfulness", "category"),
+        "latency": lambda s: G.latency_cost(s, keys),
+        "frontier": lambda s: G.frontier_points(s, keys, "faithfulness"),
+        "queue": lambda s: A.queue(s, run_b, "claim", None, [], limit=50),
+    }
+    for name, query in queries.items():
+        mine, built = query(interim), query(snap)
+        assert len(built) > 0 or name == "queue", name
+        key = list(built.columns)
+        pd.testing.assert_frame_equal(mine.astype(str).sort_values(key).reset_index(drop=True),
+                                      built.astype(str).sort_values(key).reset_index(drop=True), obj=name)
+    # It read only the runs those queries named, plus the stats of every run.
+    assert interim.loaded == {run_a, run_b} and interim.stats
+
+
+def test_a_first_start_without_cache_builds_in_the_background(small_store):
+    S.clear_cache(small_store)
+    view = S.get_view(small_store)
+    assert isinstance(view, Interim)
+    before = D.leaderboard(view, METRICS)
+    S.wait_built(small_store)
+    assert not S.building(small_store)
+    snap = S.get_view(small_store)
+    assert isinstance(snap, S.Snapshot) and snap.persisted and S.cache_path(small_store).is_file()
+    after = D.leaderboard(snap, METRICS)
+    key = ["run_id", "method"]
+    pd.testing.assert_frame_equal(before.sort_values(key).reset_index(drop=True).astype(str),
+                                  after.sort_values(key).reset_index(drop=True).astype(str))
