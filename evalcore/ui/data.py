@@ -48,16 +48,16 @@ def systems(snap: Snapshot, run_ids: list[str] | None = None) -> pd.DataFrame:
     return snap.df("""
         SELECT s.run_id, s.method, r.name, r.created_at,
                r.name || ' / ' || s.method || '  (' || s.run_id || ')' AS label,
-               EXISTS (SELECT 1 FROM metric_stats m WHERE m.run_id = s.run_id AND m.method = s.method)
+               EXISTS (SELECT 1 FROM metric_keys m WHERE m.run_id = s.run_id AND m.method = s.method)
                    AS has_metrics
         FROM response_stats s JOIN runs r USING (run_id)
-        WHERE $runs IS NULL OR s.run_id IN (SELECT unnest($runs))
+        WHERE $runs IS NULL OR list_contains($runs, s.run_id)
         ORDER BY r.created_at DESC, s.method""", {"runs": run_ids})
 
 
 def metric_names(snap: Snapshot, run_ids: list[str] | None = None) -> list[str]:
-    df = snap.df("""SELECT DISTINCT metric FROM metric_stats
-                    WHERE $runs IS NULL OR run_id IN (SELECT unnest($runs)) ORDER BY metric""",
+    df = snap.df("""SELECT DISTINCT metric FROM metric_keys
+                    WHERE $runs IS NULL OR list_contains($runs, run_id) ORDER BY metric""",
                  {"runs": run_ids})
     return df["metric"].tolist()
 
@@ -92,13 +92,13 @@ def leaderboard(snap: Snapshot, metrics: list[str], search: str | None = None,
                                   AND ws.metric = 'weighted_score'
         WHERE ($search IS NULL OR strpos(lower(concat_ws(' ', r.name, r.run_id, s.method, r.dataset)),
                                          lower($search)) > 0)
-          AND ($statuses IS NULL OR r.status IN (SELECT unnest($statuses)))
+          AND ($statuses IS NULL OR list_contains($statuses, r.status))
         ORDER BY weighted_score DESC NULLS LAST, r.created_at DESC""",
                    {"search": search or None, "statuses": statuses or None})
     if base.empty or not metrics:
         return base
     means = snap.df("""SELECT run_id, method, metric, mean FROM metric_stats
-                       WHERE metric IN (SELECT unnest($m)) AND metric <> 'weighted_score'""", {"m": metrics})
+                       WHERE list_contains($m, metric) AND metric <> 'weighted_score'""", {"m": metrics})
     if means.empty:
         return base
     wide = means.pivot(index=["run_id", "method"], columns="metric", values="mean").reset_index()
@@ -127,7 +127,7 @@ def question_table(snap: Snapshot, f: QuestionFilter, show_metrics: list[str], l
                left(r.answer, 160) AS answer, r.latency_ms, r.error
         FROM questions q JOIN responses r ON r.run_id = q.run_id AND r.question_id = q.question_id
         WHERE q.run_id = $run
-          AND ($methods IS NULL OR r.method IN (SELECT unnest($methods)))
+          AND ($methods IS NULL OR list_contains($methods, r.method))
           AND ($cat IS NULL OR q.category = $cat)
           AND ($qt IS NULL OR q.question_type = $qt)
           AND ($text IS NULL OR strpos(lower(concat_ws(' ', q.question_id, q.question, q.ground_truth, r.answer)),
@@ -142,8 +142,8 @@ def question_table(snap: Snapshot, f: QuestionFilter, show_metrics: list[str], l
     if rows.empty or not show_metrics:
         return rows
     values = snap.df("""SELECT question_id, method, metric, value FROM metrics
-                        WHERE run_id = $run AND metric IN (SELECT unnest($m))
-                          AND ($methods IS NULL OR method IN (SELECT unnest($methods)))""",
+                        WHERE run_id = $run AND list_contains($m, metric)
+                          AND ($methods IS NULL OR list_contains($methods, method))""",
                      {"run": f.run_id, "m": show_metrics, "methods": f.methods or None})
     if values.empty:
         return rows

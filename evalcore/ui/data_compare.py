@@ -58,7 +58,7 @@ def paired_values(snap: Snapshot, base: System, cand: System, metrics: list[str]
         SELECT a.question_id, a.metric, a.value AS a, b.value AS b
         FROM metrics a JOIN metrics b ON a.question_id = b.question_id AND a.metric = b.metric
         WHERE a.run_id = $ra AND a.method = $ma AND b.run_id = $rb AND b.method = $mb
-          AND a.metric IN (SELECT unnest($m)) AND NOT isnan(a.value) AND NOT isnan(b.value)
+          AND list_contains($m, a.metric) AND NOT isnan(a.value) AND NOT isnan(b.value)
         ORDER BY a.metric, a.question_id""",
         {"ra": base.run_id, "ma": base.method, "rb": cand.run_id, "mb": cand.method, "m": metrics})
 
@@ -90,9 +90,12 @@ def answers(snap: Snapshot, systems: list[System], question_id: str) -> pd.DataF
     keys = [s.key for s in systems]
     return snap.df("""
         SELECT r.run_id || ':' || r.method AS system, r.answer, q.question, q.ground_truth
-        FROM responses r LEFT JOIN questions q USING (run_id, question_id)
-        WHERE r.question_id = $q AND r.run_id || ':' || r.method IN (SELECT unnest($keys))""",
-        {"q": question_id, "keys": keys})
+        FROM responses r
+        LEFT JOIN (SELECT * FROM questions WHERE list_contains($runs, run_id) AND question_id = $q) q
+            USING (run_id, question_id)
+        WHERE r.question_id = $q AND list_contains($runs, r.run_id)
+          AND list_contains($keys, r.run_id || ':' || r.method)""",
+        {"q": question_id, "keys": keys, "runs": sorted({s.run_id for s in systems})})
 
 
 def significance(pairs: pd.DataFrame, n_boot: int = 1000, n_perm: int = 2000) -> tuple[pd.DataFrame, str]:

@@ -5,102 +5,84 @@ Split from snapshot.py (which owns the cache and the build thread) so each modul
 
 from __future__ import annotations
 
-import re
 import threading
 import time
+from contextlib import ExitStack
 from typing import Any, Callable
 
 import pandas as pd
 
 from evalcore.queries import open_db
 from evalcore.store import RunStore
-from evalcore.ui.snapshot import DERIVED, RUN_TABLES, Snapshot
+from evalcore.ui.snapshot import DERIVED, Snapshot
 
-PER_RUN_TABLES = (*RUN_TABLES, "labels")
-STATS_TABLES = ("metric_stats", "response_stats", "judge_stats")
-_TABLE_RE = re.compile(r"\b(" + "|".join((*PER_RUN_TABLES, *STATS_TABLES)) + r")\b")
+_RUN_FILTER = "run_id IN (SELECT unnest($runs))"
 
 
 class Interim:
     """What pages read while the snapshot is being built in the background (no usable cache).
 
-    Why: building the whole snapshot pulls every run out of Parquet (~4-5 s on the bench
-    store, plus ~3 s writing the cache file); a page must not wait for that. This is an
-    in-memory Snapshot filled on demand with just what each query needs:
-    - the per-run tables (questions, responses, metrics, judge_calls, claims, labels) of the
-      runs a query names in its parameters (a run id, a list of them, or `run:method` keys),
-      read through open_db's own views narrowed to those runs' part files (Snapshot._run_rows),
-      so the store's de-duplication rules hold; a query on those tables that names no run
-      gets every run (slow, but never partial);
-    - the per-(run, method) aggregates (metric_stats, response_stats, judge_stats) of every
-      run, computed once straight from open_db with the snapshot's own DERIVED SQL.
-    Every dashboard query on a per-run table filters by the runs it passes as parameters,
-    which is what makes reading only those runs exact (tests/app/test_snapshot_cache.py
-    compares every page query against the built snapshot). Memoised computations are not
-    kept. Thread safety: loads happen under one lock; reads use their own cursors.
+    Why: building the whole snapshot pulls every run out of Parquet (~5 s on the bench store,
+    plus ~3 s writing the cache file); a page must not wait for that. The Interim is one
+    `open_db` connection (the store's own de-duplicating views) with the snapshot's derived
+    relations defined as views over it, by the snapshot's own DERIVED SQL:
+    labels, metric_stats, response_stats, judge_stats, plus metric_keys (the distinct
+    (run, method, metric) of the metric rows, read from raw_metrics: de-duplication keeps
+    one row per key, so the set of keys is the same, without the window). Pages' queries run
+    on it as they are, and nothing is materialised.
+
+    What keeps it fast: every page query on per-run rows names its runs in a form DuckDB
+    pushes below open_db's de-duplicating window (`run_id = $r`, `list_contains($runs,
+    run_id)`), so it reads just those runs (30-80 ms each), and a filter on a metric name
+    (the leaderboard's columns) is pushed too, so only the aggregates a page shows are
+    computed. tests/app/test_snapshot_cache.py compares every page query on this and on the
+    built snapshot. Views are restricted to the runs that existed when it was opened, like the
+    snapshot's rows. Memoised computations are not kept. Thread safety: open_db registers
+    Arrow tables, which a DuckDB cursor cannot see, so queries are serialised on one lock.
     """
 
     building = True
 
     def __init__(self, store: RunStore) -> None:
         self.store = store
-        self.inner = Snapshot(store, path=None)
         self.lock = threading.Lock()
-        self.sigs, self.ann = self.inner._current_sigs()
-        self.loaded: set[str] = set()
-        self.stats = False
+        self.sigs, self.ann = Snapshot(store, path=None)._current_sigs()
+        self._stack = ExitStack()
+        self.con = self._stack.enter_context(open_db(store))
+        runs = "[" + ", ".join("'" + r.replace("'", "''") + "'" for r in sorted(self.sigs)) + "]::VARCHAR[]"
+        for name, sql in DERIVED.items():
+            assert sql.count(_RUN_FILTER) >= 1, name
+            self.con.execute(f"CREATE VIEW {name} AS {sql.replace(_RUN_FILTER, f'list_contains({runs}, run_id)')}")
+        self.con.execute("CREATE VIEW metric_keys AS SELECT DISTINCT run_id, method, metric FROM raw_metrics "
+                         f"WHERE list_contains({runs}, run_id)")
         self.initialised = True
+        self.active = 0  # queries or computations under way (the background build waits for 0)
+        self.page_done = threading.Event()
         self.last_used = time.monotonic()
-
-    def _runs_in(self, params: Any) -> set[str]:
-        found: set[str] = set()
-        values = params.values() if isinstance(params, dict) else (params or [])
-        for v in values:
-            for item in (v if isinstance(v, (list, tuple)) else [v]):
-                if isinstance(item, str):
-                    run_id = item.partition(":")[0]
-                    if run_id in self.sigs:
-                        found.add(run_id)
-        return found
-
-    def _ensure(self, runs: set[str], stats: bool) -> None:
-        with self.lock:
-            inner = self.inner
-            todo = sorted(r for r in runs if r not in self.loaded)
-            if todo or not inner.initialised:
-                inner._reload(todo, [], not inner.initialised, self.sigs, self.ann)
-                self.loaded |= set(todo)
-            if stats and not self.stats:
-                rest = sorted(r for r in self.sigs if r not in self.loaded)
-                if rest:
-                    with open_db(self.store) as src:
-                        fresh = {name: src.sql(DERIVED[name], params={"runs": rest}).to_arrow_table()
-                                 for name in STATS_TABLES}
-                    con = inner.con
-                    con.execute("BEGIN TRANSACTION")
-                    for name, table in fresh.items():
-                        con.register("_stats", table)
-                        con.execute(f"INSERT INTO {name} SELECT * FROM _stats")
-                        con.unregister("_stats")
-                    con.execute("COMMIT")
-                self.stats = True
 
     def refresh(self) -> list[str]:
         return []
 
-    def df(self, sql: str, params: Any = None) -> pd.DataFrame:
+    def _busy(self, delta: int) -> None:
+        self.active += delta
         self.last_used = time.monotonic()
-        tables = set(_TABLE_RE.findall(sql))
-        runs = set()
-        if tables & set(PER_RUN_TABLES):
-            runs = self._runs_in(params) or set(self.sigs)
-        self._ensure(runs, bool(tables & set(STATS_TABLES)))
+
+    def df(self, sql: str, params: Any = None) -> pd.DataFrame:
+        self._busy(1)
         try:
-            return self.inner.df(sql, params)
+            with self.lock:
+                return self.con.execute(sql, params or []).df()
         finally:
-            self.last_used = time.monotonic()
+            self._busy(-1)
 
     def memo(self, name: str, run_ids: list[str], params: Any,
              compute: Callable[[], tuple[pd.DataFrame, str]]) -> tuple[pd.DataFrame, str]:
-        self.last_used = time.monotonic()
-        return compute()
+        self._busy(1)
+        try:
+            return compute()
+        finally:
+            self._busy(-1)
+
+    def close(self) -> None:
+        with self.lock:
+            self._stack.close()

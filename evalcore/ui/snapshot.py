@@ -94,6 +94,13 @@ DERIVED: dict[str, str] = {
 }
 
 
+# Views over the tables above, (re)created whenever a connection is opened. metric_keys: which
+# metrics each (run, method) has, what the pickers need; the Interim answers it without the
+# metric aggregates (see interim.py).
+VIEWS: dict[str, str] = {
+    "metric_keys": "SELECT run_id, method, metric FROM metric_stats",
+}
+
 _ANN_KEY = "__annotations__"  # the annotations' signature row in _sigs (not a valid run id)
 
 
@@ -191,10 +198,18 @@ class Snapshot:
     # ---- the cache file ------------------------------------------------------------
     def _tables(self) -> set[str]:
         rows = self.con.execute("SELECT table_name FROM information_schema.tables "
-                                "WHERE table_schema = 'main'").fetchall()
+                                "WHERE table_schema = 'main' AND table_type = 'BASE TABLE'").fetchall()
         return {r[0] for r in rows}
 
+    def _create_views(self) -> None:
+        for name, sql in VIEWS.items():
+            self.con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
+
     def _empty_cache(self) -> None:
+        views = self.con.execute("SELECT table_name FROM information_schema.tables "
+                                 "WHERE table_schema = 'main' AND table_type = 'VIEW'").fetchall()
+        for (view,) in views:
+            self.con.execute(f'DROP VIEW IF EXISTS "{view}"')
         for table in self._tables():
             self.con.execute(f'DROP TABLE IF EXISTS "{table}"')
         self.run_sigs, self.ann_sig, self.initialised = {}, None, False
@@ -212,6 +227,7 @@ class Snapshot:
         sigs = dict(self.con.execute("SELECT key, sig FROM _sigs").fetchall())
         self.ann_sig = sigs.pop(_ANN_KEY, None)
         self.run_sigs = sigs
+        self._create_views()
         self.initialised = self.loaded_from_cache = True
 
     # ---- freshness -----------------------------------------------------------------
@@ -263,6 +279,7 @@ class Snapshot:
         con.execute("CREATE TABLE _meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
         con.execute("CREATE TABLE _memo (key VARCHAR PRIMARY KEY, run_ids VARCHAR[], frame BLOB, note VARCHAR)")
         con.execute("INSERT INTO _meta VALUES ('fingerprint', ?)", [FINGERPRINT])
+        self._create_views()
         self.initialised = True
 
     def _run_rows(self, src: duckdb.DuckDBPyConnection, table: str, changed: list[str]):
@@ -375,7 +392,7 @@ _SNAPSHOTS: dict[str, Snapshot] = {}
 _GLOBAL = threading.Lock()
 # background first builds: store key -> (thread, the Interim serving pages meanwhile)
 _BUILDS: dict[str, tuple[threading.Thread, Any]] = {}
-IDLE_S, BUILD_DELAY_MAX_S = 0.5, 5.0
+IDLE_S, BUILD_DELAY_MAX_S = 0.5, 8.0
 _BUILD_ERRORS: dict[str, BaseException] = {}
 
 
@@ -410,12 +427,15 @@ def forget(store: RunStore) -> None:
 
 
 def _build(key: str, snap: Snapshot) -> None:
-    # Let the page that started the build read first: wait until the Interim has been idle
-    # for IDLE_S (or BUILD_DELAY_MAX_S at most), then build on one DuckDB thread, so the
-    # pages served meanwhile keep the other cores.
+    # Let the page that started the build render first: it competes with the page for the
+    # cores (2 on the bench machine). Start once the page has finished (entry.main calls
+    # page_finished), or once the Interim has been idle for IDLE_S with no query or
+    # computation under way (pages run without entry.main), or after BUILD_DELAY_MAX_S;
+    # then build on one DuckDB thread, so pages served meanwhile keep the other cores.
     interim = _BUILDS[key][1]
     deadline = time.monotonic() + BUILD_DELAY_MAX_S
-    while time.monotonic() < deadline and time.monotonic() - interim.last_used < IDLE_S:
+    while time.monotonic() < deadline and not interim.page_done.is_set() and (
+            interim.active or time.monotonic() - interim.last_used < IDLE_S):
         time.sleep(0.05)
     snap.threads = 1
     snap.con.execute("SET threads = 1")
@@ -455,6 +475,14 @@ def get_view(store: RunStore) -> Any:
     _BUILD_ERRORS.pop(key, None)
     snap.refresh()
     return snap
+
+
+def page_finished() -> None:
+    """A page render has ended (called by entry.main): background builds waiting may start."""
+    with _GLOBAL:
+        waiting = [interim for _, interim in _BUILDS.values()]
+    for interim in waiting:
+        interim.page_done.set()
 
 
 def building(store: RunStore) -> bool:
