@@ -8,8 +8,8 @@ Builds a seeded synthetic store through RunWriter (evalcore.ui.synthetic), then 
 1. cold first render of each page, each in a fresh Python process (nothing in memory),
    started on that page through the packaged entry (evalcore/ui/entry.py), twice:
    "no cache, background build" (the persisted snapshot, <store>/_shared/app_cache, deleted
-   first: the page renders from the Interim while the snapshot builds in a background
-   thread; the child then waits for that build and checks it) and "cache present";
+   first: the page renders from the Interim; the snapshot then builds in a background
+   thread once the page has rendered; the child waits for that build and checks it) and "cache present";
 2. warm first render of each page in one process whose snapshot is already open;
 3. each page's heaviest data query, timed alone (best of 3).
 Goals: a page < 2 s (with or without the cache), a query < 200 ms. Exits 1 when a goal is
