@@ -7,6 +7,7 @@ under CI=true: CI must exercise the browser.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -44,18 +45,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def served_app(app_store, tmp_path):
+@contextlib.contextmanager
+def serve_app(store_root: Path, log_path: Path, timeout: float = 30.0):
+    """Run `streamlit run app.py` on a free 127.0.0.1 port for `store_root`; yield its base URL
+    once /_stcore/health answers, and stop the process (by its own pid/group) afterwards."""
     port = free_port()
-    log = open(tmp_path / "streamlit.log", "wb")
+    log = open(log_path, "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
          "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        env={**os.environ, "EVALCORE_STORE": str(app_store.root)}, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "EVALCORE_STORE": str(store_root)}, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 30
+        deadline = time.time() + timeout
         while time.time() < deadline:
             try:
                 if urllib.request.urlopen(f"{base}/_stcore/health", timeout=1).read() == b"ok":
@@ -63,7 +66,7 @@ def served_app(app_store, tmp_path):
             except OSError:
                 time.sleep(0.2)
         else:
-            pytest.fail("streamlit did not become healthy: " + (tmp_path / "streamlit.log").read_text()[-2000:])
+            pytest.fail("streamlit did not become healthy: " + log_path.read_text(errors="replace")[-2000:])
         yield base
     finally:
         proc.terminate()
@@ -72,6 +75,12 @@ def served_app(app_store, tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture
+def served_app(app_store, tmp_path):
+    with serve_app(app_store.root, tmp_path / "streamlit.log") as base:
+        yield base
 
 
 def _headings(dom: str) -> list[str]:

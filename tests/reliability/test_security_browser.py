@@ -11,12 +11,7 @@ ran). A page that failed to render would also fail: the literal text must be fou
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -24,9 +19,8 @@ from evalcore.schemas import EvalQuestion
 from evalcore.store import RunStore
 from evalcore.ui.synthetic import write_run
 
-from ..app.test_browser import DevTools, chromium, free_port
+from ..app.test_browser import DevTools, chromium, serve_app
 
-ROOT = Path(__file__).resolve().parents[2]
 IMG_HTML = '<img src="x-evil-img" onerror="window.__pwned_img=1">'
 SCRIPT = "<script>window.__pwned_script=1</script>"
 LINK_MD = "[click me](http://evil.invalid/link)"
@@ -49,32 +43,8 @@ def hostile_app(tmp_path):
     q = EvalQuestion(id="q0", question=f"What is the capital? {LINK_MD}", ground_truth=f"Paris {IMG_MD}")
     run_id = write_run(store, "hostile", [q], ["local_search"], ["token_f1"], seed=3,
                        answers={("local_search", "q0"): HOSTILE})
-    port = free_port()
-    log = open(tmp_path / "streamlit.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        env={**os.environ, "EVALCORE_STORE": str(store.root)}, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                if urllib.request.urlopen(f"{base}/_stcore/health", timeout=1).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("streamlit did not become healthy")
+    with serve_app(store.root, tmp_path / "streamlit.log") as base:
         yield base, run_id
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def test_hostile_answer_is_literal_text_in_the_dom(hostile_app, tmp_path):
