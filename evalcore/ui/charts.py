@@ -53,14 +53,10 @@ def render() -> None:
     common.header("Charts", "Distributions per system (run / method), by question facet, and quality "
                   "against cost and latency.")
     snap = common.snapshot()
-    sys_df = D.systems(snap)
-    if sys_df.empty:
-        common.empty_state("No runs yet.", "Import or launch one first.")
+    chosen = common.pick_systems(snap, "Systems", 4)
+    if chosen is None:
         return
-    labels = dict(zip(sys_df.run_id + ":" + sys_df.method, sys_df.label))
-    keys = list(labels)
-    scored = [k for k, has in zip(keys, sys_df.has_metrics) if has]
-    picked = common.url_multi("Systems", keys, "sys", default=(scored or keys)[:4], format_func=labels.get)
+    picked, _ = chosen
     if not picked:
         common.empty_state("Pick at least one system.", "")
         return

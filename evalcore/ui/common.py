@@ -201,3 +201,19 @@ def untrusted(label: str, text: Any) -> None:
 
 def empty_state(what: str, hint: str) -> None:
     st.info(f"{what} {hint}")
+
+
+def pick_systems(snap: Any, label: str, how_many: int) -> tuple[list[str], dict[str, str]] | None:
+    """The page's system picker (run:method keys in `?sys=`), defaulting to the first
+    `how_many` systems that have metric values: (picked keys, key -> display label). None
+    (after an empty state) when the store has no runs yet."""
+    from evalcore.ui import data as D
+
+    sys_df = D.systems(snap)
+    if sys_df.empty:
+        empty_state("No runs yet.", "Import or launch one first.")
+        return None
+    labels = dict(zip(sys_df.run_id + ":" + sys_df.method, sys_df.label))
+    keys = list(labels)
+    scored = [k for k, has in zip(keys, sys_df.has_metrics) if has]
+    return url_multi(label, keys, "sys", default=(scored or keys)[:how_many], format_func=labels.get), labels

@@ -98,15 +98,10 @@ def _question_diff(snap, base: D.System, cand: D.System, metric: str, higher: bo
 def render() -> None:
     common.header("Compare", "Pair systems (run / method) on question_id. The first one is the baseline.")
     snap = common.snapshot()
-    sys_df = D.systems(snap)
-    if sys_df.empty:
-        common.empty_state("No runs yet.", "Import or launch one first.")
+    chosen = common.pick_systems(snap, "Systems (first = baseline)", 2)
+    if chosen is None:
         return
-    labels = dict(zip(sys_df.run_id + ":" + sys_df.method, sys_df.label))
-    keys = list(labels)
-    scored = [k for k, has in zip(keys, sys_df.has_metrics) if has]
-    picked = common.url_multi("Systems (first = baseline)", keys, "sys", default=(scored or keys)[:2],
-                              format_func=lambda k: labels[k])
+    picked, labels = chosen
     if len(picked) < 2:
         common.empty_state("Pick at least two systems.", "The first one is the baseline.")
         return
