@@ -1,6 +1,6 @@
 """The dashboard's interim view while the first snapshot is built in the background.
 
-Split from snapshot.py (which owns the cache and the build thread) so each module keeps one job.
+Split from snapshot_db.py (the snapshot) and snapshot.py (the build thread) so each module keeps one job.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import pandas as pd
 
 from evalcore.queries import open_db
 from evalcore.store import RunStore
-from evalcore.ui.snapshot import DERIVED, Snapshot
+from evalcore.ui.snapshot_db import Snapshot
+from evalcore.ui.snapshot_sql import DERIVED
 
 _RUN_FILTER = "run_id IN (SELECT unnest($runs))"
 

@@ -17,6 +17,7 @@ from evalcore.ui.interim import Interim
 from evalcore.schemas import MetricValue
 from evalcore.ui import data as D
 from evalcore.ui import snapshot as S
+from evalcore.ui import snapshot_db
 from evalcore.ui.synthetic import build_store
 
 METRICS = ["faithfulness", "token_f1"]
@@ -49,7 +50,7 @@ def test_a_restart_reuses_the_cache_without_reading_the_store(small_store, monke
     def no_store_reads(store):
         raise AssertionError("an unchanged store must be served from the cache")
 
-    monkeypatch.setattr(S, "open_db", no_store_reads)
+    monkeypatch.setattr(snapshot_db, "open_db", no_store_reads)
     again = S.get_snapshot(small_store)
     assert again.loaded_from_cache and again.refresh() == []
     assert board(small_store).equals(first)
