@@ -84,3 +84,23 @@ def test_holm_hand_worked_example():
     out = holm([0.2, math.nan, 0.01])
     assert out[0] == pytest.approx(0.2) and math.isnan(out[1]) and out[2] == pytest.approx(0.02)
     assert holm([0.6, 0.7]) == pytest.approx([1.0, 1.0])
+
+
+def test_continuous_comparisons_do_not_import_scipy_stats():
+    """scipy.stats costs ~0.6 s to import; the dashboard's Compare page must not pay it for
+    metrics that are not 0/1 (only the McNemar test needs it)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np\n"
+            "from evalcore.ui.data_compare import significance\n"
+            "import pandas as pd\n"
+            "rng = np.random.default_rng(0)\n"
+            "pairs = pd.DataFrame({'question_id': [f'q{i}' for i in range(50)], 'metric': 'faithfulness',\n"
+            "                      'a': rng.random(50), 'b': rng.random(50)})\n"
+            "out, why = significance(pairs)\n"
+            "assert not out.empty and out['test'].iloc[0].startswith('randomization'), (out, why)\n"
+            "print('scipy.stats' in sys.modules)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
