@@ -18,7 +18,7 @@ import asyncio
 import random
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Coroutine
 
 from evalcore.judges.backends import FatalError, TransientError

@@ -12,6 +12,8 @@ How each task is approximated (see lexical.py for `coverage`):
 - context_relevance: share of the question's (and reference's) content words in the passage.
 - question_generation: cannot write questions, so it returns the answer's first sentences;
   answer_relevance then compares them with the question by embedding cosine.
+- answer_relevance_direct (answer_relevance's fallback when no question was generated): share
+  of the question's content words found in the answer, banded to quarters; 0 for a hedge.
 - factual_accuracy: correctness = share of answer words in reference+question, completeness =
   share of reference words in the answer, consistency = 100 minus 50 per negation clash.
 - answer_class / answer_correctness: reference recall and token F1.
@@ -104,6 +106,10 @@ def run_task(task: str, inp: dict[str, Any]) -> dict[str, Any]:
     if task == "question_generation":
         sents = sentences(a) or ([a] if a.strip() else [])
         return {"questions": sents[:3] or [""], "noncommittal": int(is_hedge(a) or not a.strip())}
+    if task == "answer_relevance_direct":
+        cov = coverage(q, Vocabulary(a))[0] if content(q) and content(a) else 0.0
+        score = 0.0 if is_hedge(a) else round(4 * cov) / 4
+        return {"score": score, "reason": f"{cov:.0%} of question words in answer (banded to quarters)"}
     if task == "factual_accuracy":
         prec = coverage(a, Vocabulary(gt + "\n" + q))[0] if content(a) else 0.0
         comp = recall(gt, a)

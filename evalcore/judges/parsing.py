@@ -132,9 +132,9 @@ def v_context_relevance(obj: Any, inp: dict) -> dict:
 
 def v_question_generation(obj: Any, inp: dict) -> dict:
     o = _obj(obj, "reply")
-    qs = _strings(o.get("questions"), "questions")
-    if not 1 <= len(qs) <= 5:
-        raise ParseError("questions must hold 1 to 5 questions")
+    qs = [q for q in _strings(o.get("questions"), "questions") if q.strip()]
+    if len(qs) > 5:  # none is allowed: answer_relevance then asks the direct 0-1 question
+        raise ParseError("questions must hold at most 5 questions")
     return {"questions": qs, "noncommittal": _flag(o.get("noncommittal", 0), "noncommittal")}
 
 
@@ -207,6 +207,7 @@ VALIDATORS: dict[str, Callable[[Any, dict], dict]] = {
     "groundedness": v_groundedness,
     "correctness": v_score05,
     "answer_correctness": v_score01,
+    "answer_relevance_direct": v_score01,
     "plan_scores": v_plan_scores,
 }
 

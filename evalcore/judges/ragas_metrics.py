@@ -200,28 +200,53 @@ def similarities(ctx: ScoringContext, pairs: list[tuple[str, list[str]]]) -> tup
             "lexical cosine (evalcore.embeddings not importable)"
 
 
+def _generated(o) -> list[str]:
+    return list(o.output["questions"]) if o is not None and o.output else []
+
+
 def answer_relevance(items: list[Item], ctx: ScoringContext) -> list[Score]:
-    """mean cosine(question, generated question) over 3 generated questions; 0 if noncommittal."""
+    """mean cosine(question, generated question) over 3 generated questions; 0 if noncommittal.
+
+    When question generation gives nothing usable for an answer (the judge returned no
+    question, or no valid reply even after the repair request), the judge is asked directly
+    for a 0-1 rating of how well the answer addresses the question (METRICS.md's fallback).
+    Such values say so: details.method = "direct", and the judge id names that prompt.
+    """
     work = get_work(ctx)
     label = work.judge.label("question_generation")
+    direct_label = work.judge.label("question_generation", "answer_relevance_direct")
     outs = work.run("question_generation", [None if r.error or not (r.answer or "").strip()
                                             else (r.method, q.id, {"answer": r.answer}) for q, r in items])
-    pairs = [(q.question, o.output["questions"] if o is not None and o.output else []) for (q, _), o in zip(items, outs)]
-    sims, how = similarities(ctx, pairs)
+    directs = work.run("answer_relevance_direct", [
+        (r.method, q.id, {"question": q.question, "answer": r.answer})
+        if o is not None and not _generated(o) else None for (q, r), o in zip(items, outs)])
+    pairs = [(q.question, _generated(o)) for (q, _), o in zip(items, outs)]
+    sims, how = similarities(ctx, [p for p in pairs if p[1]])
+    sims_iter = iter(sims)
     scores = []
-    for (q, r), o, sim in zip(items, outs, sims):
+    for (q, r), o, d, (_, generated) in zip(items, outs, directs, pairs):
+        sim = next(sims_iter) if generated else []
         if r.error:
             scores.append(Score.nan("target error"))
         elif not (r.answer or "").strip():
             scores.append(Score(0.0, reason="empty answer", details=_base(work, label), judge_id=label))
-        elif o is None or o.output is None:
-            scores.append(Score(float("nan"), reason=o.error if o else "no judge output", judge_id=label))
+        elif not generated:
+            why = "no question generated" if o is not None and o.output is not None else \
+                (o.error if o is not None else "no judge output")
+            if d is None or d.output is None:
+                reason = f"{why}; direct rating failed: {d.error if d is not None else 'no judge output'}"
+                scores.append(Score(float("nan"), reason=reason, judge_id=direct_label))
+            else:
+                scores.append(Score(float(d.output["score"]), reason=d.output.get("reason"),
+                                    details=_base(work, direct_label, method="direct", fallback_because=why),
+                                    judge_id=direct_label))
         else:
             nc = o.output["noncommittal"]
             value = 0.0 if nc else float(np.clip(np.mean(sim), 0.0, 1.0)) if sim else 0.0
             scores.append(Score(value, reason="noncommittal answer" if nc else None,
-                                details=_base(work, label, questions=o.output["questions"],
-                                              cosines=[round(s, 4) for s in sim], noncommittal=nc, similarity=how),
+                                details=_base(work, label, method="question_generation", questions=generated,
+                                              cosines=[round(s, 4) for s in sim], noncommittal=nc,
+                                              similarity=how),
                                 judge_id=label))
     work.flush()
     return scores

@@ -17,6 +17,7 @@ PROMPT_VERSIONS: dict[str, str] = {
     "support": "1",
     "context_relevance": "1",
     "question_generation": "1",
+    "answer_relevance_direct": "1",
     "factual_accuracy": "1",
     "answer_class": "1",
     "abstention": "1",

@@ -25,7 +25,8 @@ from evalcore.judges.tasks import build_prompt, inputs_for
 
 # Rough reply sizes (tokens) for dry-run estimates: fixed part + per listed item.
 OUTPUT_TOKENS = {"decompose": (40, 30), "support": (30, 35), "context_relevance": (20, 40),
-                 "question_generation": (80, 0), "factual_accuracy": (300, 0), "answer_class": (40, 0),
+                 "question_generation": (80, 0), "answer_relevance_direct": (50, 0),
+                 "factual_accuracy": (300, 0), "answer_class": (40, 0),
                  "abstention": (30, 0), "groundedness": (80, 5), "correctness": (50, 0),
                  "answer_correctness": (50, 0), "plan_scores": (150, 0)}
 

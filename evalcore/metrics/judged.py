@@ -87,7 +87,8 @@ SPECS: list[MetricSpec] = [
     _spec("context_recall", rg.context_recall, "judged", {CTX, GT}, [_decompose, _support],
           "Share of ground-truth statements attributable to the contexts (0-1)."),
     _spec("answer_relevance", rg.answer_relevance, "judged", {ANS}, [_questions],
-          "Mean cosine between the question and 3 questions generated from the answer (0-1)."),
+          "Mean cosine between the question and 3 questions generated from the answer (0-1); "
+          "a direct 0-1 judge rating when no question could be generated."),
     _spec("factual_accuracy", g.factual_accuracy, "judged", {ANS, GT}, [_single("factual_accuracy")],
           "G-Eval 0.5 correctness + 0.3 completeness + 0.2 consistency, / 100 (0-1)."),
     _spec("factual_grade", g.factual_grade, "judged", {ANS, GT}, [_single("factual_accuracy")],

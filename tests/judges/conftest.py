@@ -138,7 +138,8 @@ def task_of(system: str) -> str:
                          ("factual accuracy of an answer", "factual_accuracy"), ("correct or wrong", "answer_class"),
                          ("declines to answer", "abstention"), ("grounded in retrieved", "groundedness"),
                          ("correctly addresses", "correctness"), ("same thing as an expected", "answer_correctness"),
-                         ("three 1-5 scales", "plan_scores")):
+                         ("three 1-5 scales", "plan_scores"),
+                         ("rate directly how well", "answer_relevance_direct")):
         if marker in system:
             return task
     raise AssertionError("unknown task")
@@ -179,7 +180,7 @@ def good_judge(body: dict, api: str) -> dict:
         out = {"score": 4, "supported_claims": [1, 2], "unsupported_claims": [3], "reason": "one invented"}
     elif task in ("correctness",):
         out = {"score": 4, "reason": "mostly"}
-    elif task == "answer_correctness":
+    elif task in ("answer_correctness", "answer_relevance_direct"):
         out = {"score": 0.75, "reason": "mostly"}
     else:
         out = {k: {"score": 4, "reason": "r"} for k in ("correctness", "faithfulness", "completeness")}

@@ -87,6 +87,7 @@ def test_heuristic_tasks_give_validated_shapes():
               "context_relevance": {"question": "Paris?", "ground_truth": "", "contexts": ["Paris", "x"],
                                     "n_contexts": 2},
               "question_generation": {"answer": "Paris is big."},
+              "answer_relevance_direct": {"question": "What is the capital of France?", "answer": "Paris."},
               "factual_accuracy": {"question": "Q", "ground_truth": "Paris", "answer": "Paris"},
               "answer_class": {"question": "Q", "ground_truth": "Paris", "answer": "Lyon"},
               "abstention": {"question": "Q", "answer": "I do not know"},
@@ -108,3 +109,10 @@ def test_korean_support_and_numbers():
     assert [c["verdict"] for c in sup["claims"]] == [1, 0]
     assert run_task("decompose", {"question": "?", "answer": "해당 정보를 찾을 수 없습니다.", "ground_truth": ""}) == \
         {"answer_claims": [], "ground_truth_statements": []}
+
+
+def test_heuristic_direct_relevance_bands_question_word_coverage():
+    q = "Which river flows through Paris?"
+    assert run_task("answer_relevance_direct", {"question": q, "answer": "The Seine river flows through Paris."})["score"] == 1.0
+    assert run_task("answer_relevance_direct", {"question": q, "answer": "Cheese is made from milk."})["score"] == 0.0
+    assert run_task("answer_relevance_direct", {"question": q, "answer": "I don't know which river."})["score"] == 0.0

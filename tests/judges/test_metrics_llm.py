@@ -138,3 +138,53 @@ def test_dry_run_estimate_counts_shared_work_once(anthropic_env, store):
     assert est["faithfulness"]["calls"] == 2 and est["context_recall"]["calls"] == 0
     assert est["faithfulness"]["input_tokens"] > 100 and est["faithfulness"]["cost_usd"] > 0
     assert anthropic_env.count() == 0
+
+
+def _questions_then(reply_for_generation):
+    """A judge that answers question_generation with `reply_for_generation` (raw text), and
+    every other task like good_judge."""
+    from .conftest import fence_of, task_of
+
+    def respond(body, api):
+        system, _ = fence_of(body, api)
+        if task_of(system) == "question_generation":
+            return {"text": reply_for_generation}
+        return good_judge(body, api)
+    return respond
+
+
+def test_answer_relevance_falls_back_to_a_direct_rating_when_no_question_is_generated(anthropic_env, store):
+    anthropic_env.responder = _questions_then('{"questions": [], "noncommittal": 0}')
+    items = [paris_item(1)]
+    ctx = _ctx(store, _run(store, items))
+    s = BY_NAME["answer_relevance"].compute(items, ctx)[0]
+    assert s.value == 0.75 and s.reason == "mostly"
+    assert s.details["method"] == "direct" and s.details["fallback_because"] == "no question generated"
+    assert s.judge_id.endswith("/question_generation+answer_relevance_direct@1+1")
+    calls = query_df(store, "SELECT purpose FROM judge_calls ORDER BY purpose")
+    assert list(calls.purpose) == ["answer_relevance_direct", "question_generation"]
+    direct = [r["body"] for r in anthropic_env.requests if "rate directly how well" in r["body"]["system"]]
+    assert len(direct) == 1 and "What is the capital of France?" in direct[0]["messages"][0]["content"]
+
+
+def test_answer_relevance_falls_back_after_an_unusable_generation_reply(anthropic_env, store):
+    anthropic_env.responder = _questions_then("no json here")  # the first reply and the repair both fail
+    items = [paris_item(1)]
+    s = BY_NAME["answer_relevance"].compute(items, _ctx(store, _run(store, items)))[0]
+    assert s.value == 0.75 and s.details["method"] == "direct"
+    assert "repair" in s.details["fallback_because"]
+
+
+def test_answer_relevance_is_nan_with_both_reasons_when_the_fallback_fails_too(anthropic_env, store):
+    anthropic_env.responder = lambda body, api: {"text": "no json here"}
+    items = [paris_item(1)]
+    s = BY_NAME["answer_relevance"].compute(items, _ctx(store, _run(store, items)))[0]
+    assert math.isnan(s.value) and "direct rating failed" in s.reason and "repair" in s.reason
+
+
+def test_answer_relevance_uses_generated_questions_without_a_direct_call(anthropic_env, store):
+    anthropic_env.responder = good_judge
+    items = [paris_item(1)]
+    s = BY_NAME["answer_relevance"].compute(items, _ctx(store, _run(store, items)))[0]
+    assert s.details["method"] == "question_generation" and len(s.details["questions"]) == 3
+    assert not any("rate directly how well" in r["body"]["system"] for r in anthropic_env.requests)
