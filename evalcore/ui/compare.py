@@ -49,8 +49,25 @@ def _metric_table(snap, base: D.System, cand: D.System, stat_metrics: list[str])
         table["p_holm"] = None
         return table
     st.caption("CI: paired bootstrap 95% (1,000 resamples). p: exact McNemar (0/1 metrics) or paired "
-               "randomization (2,000 permutations), Holm-adjusted across the tested metrics.")
-    return table.merge(sig, on="metric", how="left")
+               "randomization (2,000 permutations), Holm-adjusted across the tested metrics. "
+               "Tested metrics are listed first.")
+    return _reading_order(table.merge(sig, on="metric", how="left"), chosen)
+
+
+# What a reader scans first: the effect and its uncertainty, then the counts, then the test used.
+_COLUMN_ORDER = ["metric", "n_pairs", "mean_base", "mean_cand", "delta", "ci_low", "ci_high", "p_holm",
+                 "significant", "improved", "regressed", "unchanged", "missing", "test", "p_value",
+                 "higher_is_better"]
+
+
+def _reading_order(table: pd.DataFrame, tested: list[str]) -> pd.DataFrame:
+    """Tested metrics first (in the order picked), then the rest alphabetically; columns in
+    reading order, so Δ, CI and p are visible without scrolling the table sideways."""
+    rank = {m: i for i, m in enumerate(tested)}
+    order = table["metric"].map(lambda m: (0, rank[m], "") if m in rank else (1, 0, m))
+    table = table.iloc[sorted(range(len(table)), key=lambda i: order.iloc[i])].reset_index(drop=True)
+    cols = [c for c in _COLUMN_ORDER if c in table.columns]
+    return table[cols + [c for c in table.columns if c not in cols]]
 
 
 def _scatter(pairs: pd.DataFrame, metric: str, base: D.System, cand: D.System) -> go.Figure:

@@ -117,6 +117,11 @@ def test_compare_table_counts_and_diff(make_app, app_store):
     assert (tested["ci_low"] <= tested["delta"]).all() and (tested["delta"] <= tested["ci_high"]).all()
     assert any(t.startswith(f"{int(row.improved)} questions improved") for t in texts(at))
     assert any("[-" in t or "{+" in t for t in texts(at))  # the word diff, as plain text
+    # Tested metrics come first and their effect, CI and p precede the counts.
+    assert set(table.metric.iloc[:2]) <= set(table.metric[table.p_holm.notna()])
+    assert table.p_holm.notna().tolist() == sorted(table.p_holm.notna().tolist(), reverse=True)
+    cols = list(table.columns)
+    assert cols.index("delta") < cols.index("ci_low") < cols.index("p_holm") < cols.index("improved")
 
 
 def test_compare_needs_two_valid_systems(make_app):
