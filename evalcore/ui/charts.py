@@ -15,6 +15,10 @@ from evalcore.ui.analysis import pareto_mask
 
 GRADES = ["A", "B", "C", "D", "E"]
 CLASSES = ["CORRECT", "WRONG", "DONT_KNOW"]
+# Ordered labels get an ordered, colour-blind-safe scale (good = blue-green, bad = red/orange),
+# so "more red" always means worse; a qualitative palette would make grade C look like WRONG.
+LABEL_COLOURS = {"A": "#1a9850", "B": "#91cf60", "C": "#fee08b", "D": "#fc8d59", "E": "#d73027",
+                 "CORRECT": "#1a9850", "WRONG": "#d73027", "DONT_KNOW": "#9e9e9e"}
 
 
 def _stacked(df: pd.DataFrame, order: list[str], title: str, missing: str) -> None:
@@ -23,6 +27,7 @@ def _stacked(df: pd.DataFrame, order: list[str], title: str, missing: str) -> No
         return
     fig = px.bar(df, x="system", y="share", color="label", text="n", barmode="stack",
                  category_orders={"label": order + sorted(set(df.label) - set(order))},
+                 color_discrete_map=LABEL_COLOURS,
                  title=title, labels={"share": "share of answers", "system": "run:method"})
     fig.update_layout(yaxis_tickformat=".0%", height=380)
     st.plotly_chart(fig, key=f"bar_{title}")

@@ -21,6 +21,16 @@ def _links(df):
     return df
 
 
+def _reading_order(board, metrics: list[str]):
+    """Columns as a reader ranks: which system, how good, how many, how costly and slow,
+    judged by whom, when; identifiers and links last (they are long and rarely read)."""
+    first = ["name", "method", "weighted_score", *metrics, "n", "n_errors", "cost_usd", "cost_per_query_usd",
+             "latency_p50_ms", "latency_p95_ms", "judges", "created_at", "status", "dataset", "run_id"]
+    cols = [c for c in first if c in board.columns]
+    rest = [c for c in board.columns if c not in cols and c not in ("questions", "charts")]
+    return board[cols + rest + [c for c in ("questions", "charts") if c in board.columns]]
+
+
 def render() -> None:
     common.header("Runs", "Every run and method in the store, ranked. Means are over scored questions.")
     snap = common.snapshot()
@@ -48,7 +58,7 @@ def render() -> None:
     if "weighted_score" in board.columns and board["weighted_score"].isna().all():
         board = board.drop(columns="weighted_score")
         st.caption("No weighted_score in these runs: score them with the composite metrics to rank by it.")
-    board = _links(board)
+    board = _reading_order(_links(board), metrics)
     col_cfg = {
         "questions": st.column_config.LinkColumn("questions", display_text="open"),
         "charts": st.column_config.LinkColumn("charts", display_text="open"),

@@ -48,6 +48,14 @@ def test_runs_search_filters_and_bad_sort_is_rejected(make_app, app_store):
     assert any("sort" in w for w in warnings(at))
 
 
+def test_leaderboard_columns_read_system_then_quality_then_cost(make_app):
+    at = make_app("runs", cols=["faithfulness", "token_f1"])
+    cols = list(at.dataframe[0].value.columns)
+    assert cols[:5] == ["name", "method", "weighted_score", "faithfulness", "token_f1"]
+    assert cols.index("n") < cols.index("cost_usd") < cols.index("judges") < cols.index("run_id")
+    assert cols[-2:] == ["questions", "charts"]
+
+
 def test_leaderboard_means_match_the_store_views(app_store):
     """The snapshot's pre-aggregates agree with a direct query on open_db's views."""
     from evalcore.queries import query_df
