@@ -135,6 +135,13 @@ class DevTools:
                 return res.get("result", {}).get("value", "") or dom
         return dom
 
+    def screenshot(self, path: Path) -> None:
+        """A PNG of the current viewport (used by scripts/screenshots.py for docs/img)."""
+        import base64
+
+        data = self.call("Page.captureScreenshot", format="png")["data"]
+        path.write_bytes(base64.b64decode(data))
+
     def close(self) -> None:
         try:
             self._session.__exit__(None, None, None)

@@ -1,0 +1,77 @@
+"""Retake the dashboard screenshots in docs/img/ with headless Chromium against `streamlit run app.py`.
+
+    python scripts/screenshots.py                 # a seeded synthetic store of 3 runs x 60 questions
+    python scripts/screenshots.py --store DIR     # or any store you want shown
+
+Why a script: the images in docs/dashboard.md must show the pages as they are now, so
+retaking them after a UI change is one command. It drives Chromium the way the browser test
+does (tests/app/test_browser.py: the DevTools protocol, waiting in real time for each page's
+title, since a virtual-time budget often stops at Streamlit's loading skeleton), then scales
+each image to 960 px wide. Binds 127.0.0.1 only. Needs the dev extras and Debian chromium.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = {"runs": ("", "Runs"), "launch": ("launch", "Launch"), "questions": ("questions", "Questions"),
+         "compare": ("compare", "Compare"), "charts": ("charts", "Charts"), "annotate": ("annotate", "Annotate")}
+
+
+def _browser_tools():
+    spec = importlib.util.spec_from_file_location("browser_tools", ROOT / "tests" / "app" / "test_browser.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store", help="store to show (default: a fresh synthetic one)")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "img"))
+    args = ap.parse_args()
+    from PIL import Image
+
+    tools_mod = _browser_tools()
+    browser = shutil.which("chromium") or sys.exit("chromium not found (apt-get install -y chromium)")
+    work = Path(tempfile.mkdtemp(prefix="evalcore_shots_"))
+    try:
+        store = Path(args.store) if args.store else work / "runs"
+        if not args.store:
+            from evalcore.ui.synthetic import build_store
+
+            build_store(store, n_runs=3, n_questions=60)
+        with tools_mod.serve_app(store, work / "streamlit.log") as base:
+            tools = tools_mod.DevTools(browser, work / "profile")
+            try:
+                tools.call("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1,
+                           mobile=False)
+                for path, title in PAGES.values():  # a first pass starts (and lets finish) the snapshot build
+                    tools.dom_after(f"{base}/{path}", title)
+                time.sleep(5)
+                for name, (path, title) in PAGES.items():
+                    dom = tools.dom_after(f"{base}/{path}", title)
+                    if not any(h.startswith(title) for h in tools_mod._headings(dom)):
+                        sys.exit(f"page {name} did not render")
+                    time.sleep(2)  # widgets and charts finish drawing after the title
+                    out = Path(args.out) / f"{name}.png"
+                    tools.screenshot(out)
+                    img = Image.open(out)
+                    img.resize((960, round(img.height * 960 / img.width)), Image.LANCZOS).save(out, optimize=True)
+                    print(f"{name}: {out}")
+            finally:
+                tools.close()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
