@@ -7,6 +7,7 @@ Layout (root = `--store`, `EVALCORE_STORE`, or `./runs`)::
     <root>/_shared/store.json                   store marker {"format_version": N} (absent = 1)
     <root>/_shared/annotations/part-*.parquet   human annotations (append-only, across runs)
     <root>/.staging/<run_id>/                   a run being imported; renamed into place when complete
+                                                (abandoned ones are swept: evalcore/staging.py)
     <root>/.trash/                              runs being deleted
 
 Part files are written under a temporary name and renamed, so a reader (DuckDB glob on
@@ -40,6 +41,7 @@ except ImportError:  # pragma: no cover - Windows
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from evalcore import staging as _staging
 from evalcore.errors import StoreError
 from evalcore.schemas import (
     Annotation,
@@ -63,7 +65,7 @@ FORMAT_VERSION = 1
 DEFAULT_ROOT = "runs"
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 SHARED_DIR = "_shared"
-STAGING_DIR = ".staging"
+STAGING_DIR = _staging.STAGING_DIR
 TRASH_DIR = ".trash"
 STORE_MARKER = "store.json"
 LOCK_NAME = ".run.json.lock"
@@ -334,21 +336,29 @@ class RunStore:
         """Build a run out of sight and publish it whole, or not at all.
 
         On any exception (including Ctrl-C) the staging folder is removed and nothing in
-        the store changes; on success it is renamed into place in one step.
+        the store changes; on success it is renamed into place in one step. A process killed
+        outright cannot clean up, so the folder carries a lock held for the writer's life, and
+        each new staged run first sweeps folders whose writer is gone (see evalcore/staging.py).
         """
         final = self.run_dir(manifest.run_id)
         self.check_format()
         if final.exists():
             raise StoreError(f"run {manifest.run_id!r} already exists")
+        _staging.sweep_quietly(self.root)
         staging = self.root / STAGING_DIR / manifest.run_id
         try:
             staging.mkdir(parents=True)
         except FileExistsError as exc:
             raise StoreError(f"run {manifest.run_id!r} is already being staged") from exc
         writer = RunWriter(self, manifest.run_id, staging)
+        lock = None
         try:
+            lock = _staging.hold_writer_lock(staging)
             writer.write_manifest(manifest)
             yield writer
+            # drop the lock file so the published run does not carry it; until the rename,
+            # the folder is lock-less but young, which the age rule still protects
+            (staging / _staging.LOCK_FILE).unlink(missing_ok=True)
             try:
                 os.replace(staging, final)
             except OSError as exc:  # the id appeared meanwhile (ids are unique, so: a bug)
@@ -358,6 +368,15 @@ class RunStore:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+        finally:
+            if lock is not None:
+                lock.close()
+
+    def clean_staging(self, dry_run: bool = False, kept: list[Path] | None = None) -> list[_staging.Removed]:
+        """Remove staging folders left by imports that were killed; return each with the bytes
+        it held. A folder whose writer still lives is never touched (listed in `kept` if given).
+        With `dry_run`, only report what would go."""
+        return _staging.sweep(self.root, dry_run=dry_run, kept=kept)
 
     def delete_run(self, run_id: str) -> str:
         run_id = self.resolve(run_id)

@@ -1,4 +1,4 @@
-"""Commands over the run store: import, runs, show, export, delete."""
+"""Commands over the run store: import, runs, show, export, delete, and `store clean`."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from evalcore.errors import EvalcoreError
 from evalcore.export import FORMATS, export_run
 from evalcore.importer import import_recorded
 from evalcore.queries import metric_summary, runs_overview
+from evalcore.staging import human_bytes
 from evalcore.stats.indexing import coverage_by_doc_type, run_indexing_coverage
 from evalcore.tables import _json
 
@@ -150,9 +151,36 @@ def delete_cmd(run: str = typer.Argument(..., help="Run id (or unique prefix/nam
     typer.echo(f"deleted {run_id}")
 
 
+def clean_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed.")) -> None:
+    """Remove what interrupted imports left in the store's .staging folder.
+
+    A staging folder is removed only when its import is gone: on Linux and macOS when no
+    process holds its writer lock; elsewhere (and for folders without a lock file) when nothing
+    in it changed for 24 hours. Runs, shared data and imports still in progress are never touched.
+    Importing also does this on its own.
+    """
+    store = state.store()
+    kept: list[Path] = []
+    removed = store.clean_staging(dry_run=dry_run, kept=kept)
+    verb = "would remove" if dry_run else "removed"
+    for item in removed:
+        typer.echo(f"{verb} {item.path}  {human_bytes(item.bytes)}  ({item.reason})")
+    total = human_bytes(sum(item.bytes for item in removed))
+    if removed:
+        typer.echo(f"{'would free' if dry_run else 'freed'} {total} in {len(removed)} staging folder(s)")
+    else:
+        typer.echo(f"nothing to clean in {store.root / '.staging'}")
+    if kept:
+        typer.echo(f"left {len(kept)} staging folder(s) alone: an import may still be writing them")
+
+
 def register(app: typer.Typer) -> None:
     app.command("import")(import_cmd)
     app.command("runs")(runs_cmd)
     app.command("show")(show_cmd)
     app.command("export")(export_cmd)
     app.command("delete")(delete_cmd)
+    store_app = typer.Typer(help="Maintenance of the run store folder.", no_args_is_help=True,
+                            rich_markup_mode=None)
+    store_app.command("clean")(clean_cmd)
+    app.add_typer(store_app, name="store")
