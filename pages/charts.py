@@ -6,4 +6,4 @@ evalcore/ui/charts.py itself, a checkout's app.py this wrapper. Either way only 
 
 from evalcore.ui.charts import render
 
-render()
+run_page(render)

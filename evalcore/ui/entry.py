@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Callable
 
 import streamlit as st
 
@@ -68,6 +69,29 @@ def page(name: str) -> st.Page:
                 return st.Page(page_file(module), title=title, default=True)
             return st.Page(page_file(module), title=title, url_path=url_path)
     raise KeyError(f"no dashboard page {name!r}")
+
+
+def run_page(render: Callable[[], None]) -> None:
+    """Draw a page from its pages/ wrapper, first making sure app.py's navigation is in charge.
+
+    Why: with a pages/ folder beside app.py, Streamlit starts a fresh server in its old
+    directory mode, and stays in it until some session has run st.navigation. A first
+    visitor arriving by a deep link (/questions?run=...) is then served pages/questions.py
+    directly, without app.py: the sidebar lists the raw file names ("app", "annotate", ...)
+    for that whole session. Here the wrapper notices that mode, switches the process to
+    app.py's navigation and reruns; the rerun keeps the page (Streamlit identifies pages by
+    their URL path), so the visitor lands on the same page with the right sidebar.
+    The flag is Streamlit's internal `PagesManager.uses_pages_directory`; where a Streamlit
+    version lacks it, the page just renders.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # pragma: no cover - a Streamlit without the v1/v2 split
+        PagesManager = None  # type: ignore[assignment]
+    if PagesManager is not None and getattr(PagesManager, "uses_pages_directory", None):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+    render()
 
 
 def main() -> None:
