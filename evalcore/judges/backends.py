@@ -12,18 +12,30 @@ appear in the request dict we store (that dict is built by us and has no headers
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class Reply:
+    """A completion. `sent_params` is set when the backend sent other parameters than it was
+    given (see OpenAIBackend: a server that rejects one), so the judge client can store the
+    request that really went out; `adapted` says how they differ and `rejections` lists the
+    requests the server refused on the way (each a 400 that cost no tokens)."""
+
     text: str
     input_tokens: int
     output_tokens: int
     stop_reason: str | None
     model: str | None
+    sent_params: dict[str, Any] | None = None
+    adapted: list[str] = field(default_factory=list)
+    rejections: list[str] = field(default_factory=list)
 
 
 class TransientError(Exception):
@@ -131,10 +143,62 @@ class AnthropicBackend:
                      output_tokens=msg.usage.output_tokens or 0, stop_reason=msg.stop_reason, model=msg.model)
 
 
+# o1, o3, o4-mini, o3-pro-2025-06-10, gpt-5, gpt-5-mini, gpt-5.1 ... but not gpt-50 or olmo.
+_REASONING_NAME = re.compile(r"(o[1-9][0-9]*|gpt-5)(?![0-9a-z])", re.IGNORECASE)
+
+# Parameters a server may refuse that the judge can do without: the value says what to do.
+_ADAPTABLE = {"max_tokens": "max_completion_tokens is sent instead",
+              "temperature": "no temperature is sent (the provider's default applies)"}
+_UNSUPPORTED_IN_MESSAGE = re.compile(r"unsupported (?:parameter|value):\s*'([a-z_]+)'", re.IGNORECASE)
+_UNSUPPORTED_WORDS = re.compile(r"\bunsupported\b|\bnot supported\b", re.IGNORECASE)
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether `model` names one of OpenAI's reasoning families (o1, o3, o4..., gpt-5...).
+
+    Why by name: those models refuse `max_tokens` (they want `max_completion_tokens`, which
+    also bounds their hidden reasoning) and any temperature but their default, so sending the
+    right parameters from the first request saves a rejected request per judge. The rule:
+    the name after the last "/" (routers write "openai/o3") starts with "o" + a digit, or with
+    "gpt-5", followed by the end of the name or a non-alphanumeric character. Names the rule
+    cannot know (Azure deployment names, proxies) are handled by OpenAIBackend's fallback.
+    """
+    return bool(_REASONING_NAME.match(model.rsplit("/", 1)[-1]))
+
+
+def _rejection(exc: Exception) -> tuple[str, str] | None:
+    """(parameter, server message) when a 400 says this model does not support an adaptable
+    parameter, else None.
+
+    OpenAI names it in the error body (`param` "max_tokens" with code "unsupported_parameter",
+    `param` "temperature" with code "unsupported_value"); some proxies only say it in the
+    message ("Unsupported parameter: 'max_tokens' ..."). A 400 about the parameter's value
+    being out of range ("max_tokens is too large ... supports at most ...") is not a rejection
+    of the parameter: dropping it would change nothing the server objects to.
+    """
+    if getattr(exc, "status_code", None) != 400:
+        return None
+    body = getattr(exc, "body", None)
+    body = body if isinstance(body, dict) else {}
+    message = str(body.get("message") or "")
+    param, code = body.get("param"), str(body.get("code") or "")
+    if param in _ADAPTABLE and (code.startswith("unsupported") or _UNSUPPORTED_WORDS.search(message)):
+        return param, message
+    named = _UNSUPPORTED_IN_MESSAGE.search(message)
+    return (named.group(1), message) if named and named.group(1) in _ADAPTABLE else None
+
+
 class OpenAIBackend:
     """Any OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama...).
 
     The key comes from OPENAI_API_KEY; local servers that need none get a placeholder.
+
+    Parameters: `max_tokens` and `temperature: 0`, except for reasoning models (see
+    is_reasoning_model), which get `max_completion_tokens` and no temperature from the start
+    (their recorded temperature is then None, like Anthropic's). For any other name the
+    server has the last word: when it answers 400 saying `max_tokens` or `temperature` is
+    unsupported, the same request is resent once without it and this instance remembers
+    (see complete), so later requests go out right the first time.
     """
 
     provider = "openai"
@@ -143,11 +207,44 @@ class OpenAIBackend:
         self.model = model
         self.timeout = timeout
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self.temperature: float | None = 0.0
+        self.reasoning = is_reasoning_model(model)
+        self.temperature: float | None = None if self.reasoning else 0.0
+        self.rejected: set[str] = set()  # parameters this server refused for this model
 
     def params(self, system: str, messages: list[dict], max_tokens: int) -> dict[str, Any]:
-        return {"model": self.model, "max_tokens": max_tokens, "temperature": 0.0,
-                "messages": [{"role": "system", "content": system}, *messages]}
+        """The request the judge asks for, which is also what the cache key hashes.
+
+        It depends on the model name only, never on what this instance has learnt from the
+        server: the adaptation is the same for every request to one server and model, so a
+        re-run by a fresh judge still finds its replies in the cache without asking again.
+        """
+        params: dict[str, Any] = {"model": self.model,
+                                  "messages": [{"role": "system", "content": system}, *messages]}
+        if self.reasoning:
+            params["max_completion_tokens"] = max_tokens
+        else:
+            params.update(max_tokens=max_tokens, temperature=0.0)
+        return params
+
+    def wire_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`params` as this server accepts them, given the parameters it has refused so far."""
+        sent = dict(params)
+        if "max_tokens" in self.rejected and "max_tokens" in sent:
+            sent["max_completion_tokens"] = sent.pop("max_tokens")
+        if "temperature" in self.rejected:
+            sent.pop("temperature", None)
+        return sent
+
+    def _learn(self, param: str) -> None:
+        """Remember that the server refuses `param`, once per instance, and say so in the log
+        (without the server's message: the judge client scrubs keys from it, the log cannot)."""
+        if param in self.rejected:
+            return
+        self.rejected.add(param)
+        if param == "temperature":
+            self.temperature = None  # judge ids from now on record that no temperature is sent
+        log.warning("openai judge %s: the server rejects %s for this model; from now on %s",
+                    self.model, param, _ADAPTABLE[param])
 
     def secrets(self) -> set[str]:
         return {os.environ.get("OPENAI_API_KEY", "")}
@@ -164,18 +261,42 @@ class OpenAIBackend:
         return openai.AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout)
 
     async def complete(self, client: Any, params: dict[str, Any]) -> Reply:
+        """Send `params` (as wire_params adapts them) and return the reply.
+
+        A 400 that rejects an adaptable parameter the request carried is not a failure of the
+        judge call: the server is learnt from and the request resent at once, inside this one
+        attempt, so the judge client's retry budget and error count never see it. Each
+        parameter can be dropped only once, so this ends after at most three requests; any
+        other 400 (or a rejection of something already adapted) is a FatalError as before.
+        """
         import openai
 
-        try:
-            resp = await _within(self.timeout, client.chat.completions.create(**params))
-        except TransientError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise _classify(exc, openai) from None
+        sent, rejections = self.wire_params(params), []
+        while True:
+            try:
+                resp = await _within(self.timeout, client.chat.completions.create(**sent))
+                break
+            except TransientError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                rejection = _rejection(exc)
+                if rejection is None or rejection[0] not in sent:
+                    raise _classify(exc, openai) from None
+                param, message = rejection
+                self._learn(param)
+                rejections.append(f"HTTP 400 rejected {param}: {message[:300]}")
+                sent = self.wire_params(params)
+        return self._reply(resp, params, sent, rejections)
+
+    @staticmethod
+    def _reply(resp: Any, params: dict[str, Any], sent: dict[str, Any], rejections: list[str]) -> Reply:
         if not resp.choices:
             raise TransientError("reply without choices")
         choice = resp.choices[0]
         usage = resp.usage
+        adapted = [f"the server rejects {name} for this model: {_ADAPTABLE[name]}"
+                   for name in _ADAPTABLE if name in params and name not in sent]
         return Reply(text=choice.message.content or "", input_tokens=(usage.prompt_tokens if usage else 0) or 0,
                      output_tokens=(usage.completion_tokens if usage else 0) or 0,
-                     stop_reason=choice.finish_reason, model=resp.model)
+                     stop_reason=choice.finish_reason, model=resp.model,
+                     sent_params=sent if sent != params else None, adapted=adapted, rejections=rejections)

@@ -154,7 +154,6 @@ class LLMJudge(Judge):
         self.backend = backend
         self.provider = backend.provider
         self.model = backend.model
-        self.temperature = backend.temperature
         self.cache = cache
         self.prices = load_prices(prices)
         self.max_attempts = max(1, max_attempts)
@@ -164,6 +163,12 @@ class LLMJudge(Judge):
         # what is stored, cached or parsed is scrubbed of it first.
         self._secrets = sorted((v for v in backend.secrets() if len(v) >= 6), key=len, reverse=True) \
             if hasattr(backend, "secrets") else []
+
+    @property
+    def temperature(self) -> float | None:  # type: ignore[override]
+        """Read from the backend each time: a backend may learn that its server refuses a
+        temperature (OpenAIBackend), and judge ids made after that must say None."""
+        return self.backend.temperature
 
     def _scrub(self, text: str | None, limit: int | None = None) -> str | None:
         for secret in self._secrets:
@@ -238,6 +243,7 @@ class LLMJudge(Judge):
             call.response_raw = hit["text"]
             call.input_tokens = int(hit.get("input_tokens", 0))
             call.output_tokens = int(hit.get("output_tokens", 0))
+            self._note_sent(call, request, (hit.get("request") or {}).get("params"), hit.get("params_adapted") or [])
             return hit["text"], call, None
         async with sem:
             waits: list[float] = []
@@ -263,6 +269,8 @@ class LLMJudge(Judge):
                     return None, call, call.error
             call.latency_ms = (time.perf_counter() - start) * 1000
         reply.text = self._scrub(reply.text) or ""
+        sent = self._note_sent(call, request, reply.sent_params, reply.adapted,
+                               [self._scrub(r, 400) or "" for r in reply.rejections])
         meta["retry_waits"] = waits
         meta["stop_reason"] = reply.stop_reason
         meta["served_model"] = reply.model
@@ -270,7 +278,35 @@ class LLMJudge(Judge):
         meta["price_known"] = known
         call.response_raw = reply.text
         call.input_tokens, call.output_tokens, call.cost_usd = reply.input_tokens, reply.output_tokens, cost
-        self.cache.put(key, {"request": request, "text": reply.text, "input_tokens": reply.input_tokens,
-                             "output_tokens": reply.output_tokens, "stop_reason": reply.stop_reason,
-                             "served_model": reply.model})
+        entry = {"request": sent, "text": reply.text, "input_tokens": reply.input_tokens,
+                 "output_tokens": reply.output_tokens, "stop_reason": reply.stop_reason, "served_model": reply.model}
+        if reply.adapted:
+            entry["params_adapted"] = reply.adapted
+        self.cache.put(key, entry)
         return reply.text, call, None
+
+    @staticmethod
+    def _note_sent(call: JudgeCall, request: dict[str, Any], sent_params: dict[str, Any] | None,
+                   adapted: list[str], rejections: list[str] | None = None) -> dict[str, Any]:
+        """Make the call's stored request show the parameters that really went out, and return
+        that request.
+
+        A backend may send other parameters than the judge built (a server that refuses
+        max_tokens or temperature, see backends.OpenAIBackend). The cache key stays the hash of
+        the built request (meta.cache_key), so a re-run finds the reply without re-learning;
+        `meta.params_adapted` says why the stored params differ from what that key hashes,
+        `meta.param_rejections` lists the refused requests this call paid for, and the call's
+        judge id records the temperature really sent (None: none was).
+        """
+        meta = call.request["meta"]
+        if rejections:
+            meta["param_rejections"] = rejections
+        if sent_params is None or sent_params == request["params"]:
+            return request
+        sent = {**request, "params": sent_params}
+        call.request = {**sent, "meta": meta}
+        meta["params_adapted"] = list(adapted)
+        temperature = sent_params.get("temperature")
+        if call.judge_id.temperature != temperature:
+            call.judge_id = call.judge_id.model_copy(update={"temperature": temperature})
+        return sent

@@ -4,6 +4,8 @@ chat-completions API, so the real SDK code runs over real HTTP in tests.
 `server.push(action, ...)` queues actions consumed in order; when the queue is empty the
 `responder(body, api)` callable decides. An action is {"text": reply} (a normal completion),
 or {"status": code, "headers": {...}} (an error), optionally with "sleep": seconds first.
+An error action may carry "error": {...}, sent as OpenAI does ({"error": {message, type,
+param, code}}); `openai_error(...)` builds one.
 Every request is recorded with its path, headers and JSON body.
 """
 
@@ -59,6 +61,13 @@ def _completion(api: str, body: dict, text: str) -> dict:
             "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}}
 
 
+def openai_error(param: str | None, code: str, message: str, status: int = 400) -> dict:
+    """An action answering with the error body OpenAI sends, e.g. for a parameter the model
+    does not support: openai_error("max_tokens", "unsupported_parameter", "Unsupported ...")."""
+    return {"status": status, "error": {"message": message, "type": "invalid_request_error",
+                                        "param": param, "code": code}}
+
+
 def _handler(llm: ScriptedLLM):
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:  # keep test output clean
@@ -74,6 +83,8 @@ def _handler(llm: ScriptedLLM):
                 time.sleep(action["sleep"])
             if "text" in action:
                 status, payload = 200, _completion(api, body, action["text"])
+            elif "error" in action:
+                status, payload = action.get("status", 400), {"error": action["error"]}
             else:
                 status = action.get("status", 500)
                 payload = {"type": "error", "error": {"type": "api_error", "message": f"scripted {status}"}}
