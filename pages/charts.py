@@ -4,6 +4,7 @@ evalcore/ui/entry.py holds the one page list; `evalcore app` (an install) regist
 evalcore/ui/charts.py itself, a checkout's app.py this wrapper. Either way only render() draws.
 """
 
+from evalcore.ui.entry import run_page
 from evalcore.ui.charts import render
 
 run_page(render)

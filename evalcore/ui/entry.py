@@ -82,13 +82,16 @@ def run_page(render: Callable[[], None]) -> None:
     app.py's navigation and reruns; the rerun keeps the page (Streamlit identifies pages by
     their URL path), so the visitor lands on the same page with the right sidebar.
     The flag is Streamlit's internal `PagesManager.uses_pages_directory`; where a Streamlit
-    version lacks it, the page just renders.
+    version lacks it, the page just renders. Not under AppTest: it resets that flag before
+    every run (so every run of a test starts in directory mode), and a rerun there would drop
+    the button click that started the run.
     """
     try:
         from streamlit.runtime.pages_manager import PagesManager
     except ImportError:  # pragma: no cover - a Streamlit without the v1/v2 split
         PagesManager = None  # type: ignore[assignment]
-    if PagesManager is not None and getattr(PagesManager, "uses_pages_directory", None):
+    if (PagesManager is not None and getattr(PagesManager, "uses_pages_directory", None)
+            and not st.config.get_option("global.appTest")):
         PagesManager.uses_pages_directory = False
         st.rerun()
     render()
