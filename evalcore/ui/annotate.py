@@ -23,16 +23,30 @@ def _show_item(snap, item: dict) -> None:
     common.untrusted("Question", ctx["question"].iloc[0] if len(ctx) else "")
     common.untrusted("Ground truth", ctx["ground_truth"].iloc[0] if len(ctx) else "")
     common.untrusted("Answer", ctx["answer"].iloc[0] if len(ctx) else "")
+    chunks = _retrieved(ctx)
     if item["target_kind"] == "claim":
         common.untrusted("Claim", item["target_text"])
-    elif item["target_kind"] == "context" and len(ctx) and isinstance(ctx["record"].iloc[0], str):
+        # The judge decided against these passages; the annotator needs the same evidence.
+        with st.expander(f"Retrieved contexts the judge checked the claim against ({len(chunks)})",
+                         expanded=True):
+            if not chunks:
+                st.text("(no retrieved context stored for this answer)")
+            for c in sorted(chunks, key=lambda c: c.get("rank") or 0):
+                common.untrusted(f"Context rank {c.get('rank')}", c.get("text") or "(no text stored)")
+    elif item["target_kind"] == "context":
         rank = item["target_ref"].rpartition(":")[2]
-        chunks = json.loads(ctx["record"].iloc[0]).get("retrieved", [])
         text = next((c.get("text") for c in chunks if str(c.get("rank")) == rank), "(context not stored)")
         common.untrusted("Retrieved context (rank, text)", f"rank {rank}: {text}")
     common.untrusted("Judge verdict", item["judge_label"])
     if isinstance(item.get("judge_reason"), str):
         common.untrusted("Judge reason", item["judge_reason"])
+
+
+def _retrieved(ctx) -> list[dict]:
+    """The answer's retrieved chunks from its stored response record ([] when not stored)."""
+    if not len(ctx) or not isinstance(ctx["record"].iloc[0], str):
+        return []
+    return [c for c in json.loads(ctx["record"].iloc[0]).get("retrieved", []) if isinstance(c, dict)]
 
 
 def _skip(key: str) -> None:

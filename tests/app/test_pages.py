@@ -165,3 +165,21 @@ def test_annotate_appends_and_reports_agreement(make_app, app_store):
 
     rows = query_df(app_store, "SELECT who, label, judge_label FROM annotations WHERE run_id = ?", [run])
     assert len(rows) == 2 and set(rows.who) == {"alice"}
+
+
+def test_annotating_a_claim_shows_the_contexts_the_judge_saw(make_app, app_store):
+    import json
+
+    from evalcore.queries import query_df
+
+    run = synthetic_runs(app_store)[1]
+    at = make_app("annotate", run=run, kind="claim", who="alice")
+    assert not at.exception
+    expander = next(e for e in at.expander if e.label.startswith("Retrieved contexts the judge checked"))
+    item = next(t.value for t in at.text if t.value.count(" / ") == 2)  # "method / question / ref"
+    method, qid, _ = item.split(" / ")
+    record = query_df(app_store, "SELECT record FROM responses WHERE run_id = ? AND method = ? AND question_id = ?",
+                      [run, method, qid])["record"].iloc[0]
+    stored = [c["text"] for c in json.loads(record)["retrieved"]]
+    shown = [t.value for t in expander.text]
+    assert stored and all(text in shown for text in stored)
