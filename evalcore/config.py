@@ -13,7 +13,7 @@ with the environment supplying the secret again.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -48,6 +48,10 @@ class EvalConfig(BaseModel):
     methods: list[MethodConfig] = Field(default_factory=list)
     dataset: str | None = None
     datasets: list[str] = Field(default_factory=list)
+    # What a repeated question id in a dataset file does: stop (error) or keep the first copy
+    # and record the dropped ones in the manifest (keep_first). Stored in the snapshot, so a
+    # resumed run re-reads the file the same way.
+    on_duplicate: Literal["error", "keep_first"] = "error"
     samples: int | None = Field(default=None, ge=1, validation_alias=AliasChoices("samples", "samples_per_dataset"))
     seed: int = 0
     top_k: int = Field(default=10, ge=1, le=1000)
@@ -83,6 +87,12 @@ class EvalConfig(BaseModel):
         if isinstance(value, str):
             return [v.strip() for v in value.split(",") if v.strip()]
         return value
+
+    @field_validator("on_duplicate", mode="before")
+    @classmethod
+    def _on_duplicate_spelling(cls, value: Any) -> Any:
+        """Accept the CLI's spelling (`keep-first`) in a config file too."""
+        return value.replace("-", "_") if isinstance(value, str) else value
 
     @field_validator("metrics", "groups", mode="before")
     @classmethod

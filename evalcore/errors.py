@@ -1,6 +1,12 @@
-"""Errors users see: each names the file, the record and the field that is wrong."""
+"""Errors users see: each names the file, the record and the field that is wrong.
+
+Also the warning a loader gives when it drops repeated question ids on request.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 from pydantic import ValidationError
 
@@ -23,6 +29,41 @@ class InputError(EvalcoreError):
         if field:
             where += f", field '{field}'"
         super().__init__(f"{where}: {message}")
+
+
+@dataclass(frozen=True)
+class DroppedDuplicate:
+    """One record left out because its question id already appeared (`kept_record`)."""
+
+    id: str
+    record: int | str
+    kept_record: int | str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "record": self.record, "kept_record": self.kept_record}
+
+
+class DuplicateIdsDropped(UserWarning):
+    """A loader asked to keep the first copy of repeated question ids dropped the later ones.
+
+    A warning rather than silence, because dropping records changes what a run measures.
+    `file` and `dropped` carry the details, so callers that keep a record of them (the run
+    manifest, the CLI's one line per id) never have to parse the message.
+    """
+
+    def __init__(self, file: str, dropped: Sequence[DroppedDuplicate]):
+        self.file = str(file)
+        self.dropped = tuple(dropped)
+        parts = "; ".join(f"{d.id!r} first kept at record {d.kept_record}, dropped record {d.record}"
+                          for d in self.dropped)
+        n = len(self.dropped)
+        super().__init__(f"{self.file}: kept the first copy of repeated question ids and dropped "
+                         f"{n} record{'s' if n != 1 else ''}: {parts}")
+
+    def lines(self) -> list[str]:
+        """One self-contained line per dropped record, for terminals and logs."""
+        return [f"{self.file}: dropped record {d.record}, a repeated question id {d.id!r} "
+                f"(first kept at record {d.kept_record})" for d in self.dropped]
 
 
 class StoreError(EvalcoreError):

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from evalcore import __version__
 from evalcore.datasets import load_questions
-from evalcore.datasets.native import question_from_record
+from evalcore.datasets.native import OnDuplicate, noting_dropped, question_from_record
 from evalcore.datasets.records import check_finite, read_records
 from evalcore.errors import InputError, from_validation
 from evalcore.fingerprint import file_fingerprint
@@ -203,19 +203,26 @@ def parse_recorded(path: str | Path, default_method: str = "recorded",
 
 def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
                     dataset: str | Path | None = None, method: str = "recorded",
-                    kind: str = "import", batch_size: int = BATCH_SIZE) -> ImportResult:
+                    kind: str = "import", batch_size: int = BATCH_SIZE,
+                    on_duplicate: OnDuplicate = "error") -> ImportResult:
     """Validate a recorded-answers file and publish it as one new run, or change nothing.
 
     Records are streamed: every `batch_size` responses (and the questions first seen with
     them) become one part file inside the staging folder, so memory does not grow with the
     file. The run is renamed into the store only after the last record validated.
+    `on_duplicate` applies to `dataset` (see `evalcore.datasets.native.check_unique`); what
+    keep_first dropped is listed in the manifest's dataset entry, as for a live run.
     """
     path = Path(path)
     dataset_info: dict[str, Any] = {"name": path.stem, "source": "recorded file"}
-    ds_questions = load_questions(dataset) if dataset is not None else None
-    if dataset is not None and ds_questions is not None:
+    ds_questions = None
+    if dataset is not None:
+        with noting_dropped() as dropped:
+            ds_questions = load_questions(dataset, on_duplicate=on_duplicate)
         dataset_info = {"name": Path(dataset).stem, "path": str(dataset),
                         "fingerprint": file_fingerprint(dataset), "n_questions": len(ds_questions)}
+        if on_duplicate == "keep_first":
+            dataset_info["duplicates_dropped"] = [d.as_dict() for d in dropped]
     if not path.is_file():
         raise InputError(str(path), "no such file")
     run_name = name or path.stem

@@ -1,14 +1,57 @@
-"""Commands about question sets: datasets, stats."""
+"""Commands about question sets: datasets, stats; and the `--on-duplicate` option that every
+command reading a question file (stats, run, import) shares."""
 
 from __future__ import annotations
 
 import json
-from typing import Optional
+import warnings
+from contextlib import contextmanager
+from enum import Enum
+from typing import Iterator, Optional
 
 import typer
 
 from evalcore.datasets import FORMATS, load_questions
 from evalcore.datasets.stats import dataset_stats
+from evalcore.errors import DuplicateIdsDropped
+
+
+class OnDuplicate(str, Enum):
+    """`--on-duplicate` values. The CLI spells keep-first with a dash like its other flags;
+    `mode` is the loaders' (and run configs') spelling."""
+
+    error = "error"
+    keep_first = "keep-first"
+
+    @property
+    def mode(self) -> str:
+        return self.value.replace("-", "_")
+
+
+ON_DUPLICATE_HELP = ("A repeated question id in the question file: error (the default) stops; keep-first "
+                     "keeps the first copy and drops the later ones, printing one warning per dropped record.")
+
+
+@contextmanager
+def print_dropped_duplicates() -> Iterator[None]:
+    """Print every DuplicateIdsDropped warning raised inside as `warning: ...` lines on stderr,
+    one per dropped record, as it happens.
+
+    Python's own display adds a source path and line meant for developers; stdout stays
+    clean for the JSON and run ids that scripts read. Other warnings are shown as usual.
+    """
+    def show(message, category, filename, lineno, file=None, line=None):
+        if isinstance(message, DuplicateIdsDropped):
+            for text in message.lines():
+                typer.echo(f"warning: {text}", err=True)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", DuplicateIdsDropped)
+        default = warnings.showwarning
+        warnings.showwarning = show
+        yield
 
 
 def datasets_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
@@ -32,9 +75,12 @@ def stats_cmd(
     dataset: str = typer.Argument(..., help="A question file (any supported format)."),
     fmt: Optional[str] = typer.Option(None, "--format", help="Force a format (see `evalcore datasets`)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    on_duplicate: OnDuplicate = typer.Option(OnDuplicate.error, "--on-duplicate", help=ON_DUPLICATE_HELP),
 ) -> None:
     """Count questions by category, type, difficulty, answerability and gold annotations."""
-    stats = dataset_stats(load_questions(dataset, fmt))
+    with print_dropped_duplicates():
+        questions = load_questions(dataset, fmt, on_duplicate=on_duplicate.mode)
+    stats = dataset_stats(questions)
     if as_json:
         typer.echo(json.dumps(stats, ensure_ascii=False, indent=2))
         return

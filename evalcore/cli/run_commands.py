@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from evalcore.cli.context import state
+from evalcore.cli.dataset_commands import ON_DUPLICATE_HELP, OnDuplicate, print_dropped_duplicates
 from evalcore.errors import EvalcoreError
 
 
@@ -38,6 +39,8 @@ def run_cmd(
     methods: Optional[str] = typer.Option(None, "--methods", "-m", help="Comma-separated methods to ask "
                                           "(sent as the request's `method`)."),
     samples: Optional[int] = typer.Option(None, "--samples", "-n", help="Seeded random sample per dataset."),
+    on_duplicate: Optional[OnDuplicate] = typer.Option(None, "--on-duplicate", help=ON_DUPLICATE_HELP + " "
+                                                       "Overrides the config's on_duplicate (default error)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Requests in flight (default 8)."),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per request, total (default 60)."),
     retries: Optional[int] = typer.Option(None, "--retries", help="Retries on 5xx/timeouts/connection errors/"
@@ -64,25 +67,30 @@ def run_cmd(
 
     store = state.store()
     progress = False if no_progress else None
+    duplicates = on_duplicate.mode if on_duplicate else None
     if resume:
-        given = load_config(config) if config else None
-        result = resume_run(resume, store, config=given, concurrency=concurrency, timeout=timeout,
-                            retries=retries, progress=progress, score=False if no_score else None,
-                            judge=judge, no_judge=no_judge or None, metrics=_names(metrics),
-                            groups=_names(group))
+        # The run keeps the on_duplicate it started with (stored in its manifest); with a
+        # --config the flag may restate it, alone it is refused like any setting that defines the run.
+        given = load_config(config, on_duplicate=duplicates) if config else None
+        with print_dropped_duplicates():
+            result = resume_run(resume, store, config=given, concurrency=concurrency, timeout=timeout,
+                                retries=retries, progress=progress, score=False if no_score else None,
+                                judge=judge, no_judge=no_judge or None, metrics=_names(metrics),
+                                groups=_names(group), on_duplicate=None if config else duplicates)
     else:
         overrides = {"target": target, "dataset": dataset, "datasets": datasets, "methods": methods,
                      "samples": samples, "concurrency": concurrency, "timeout": timeout, "retries": retries,
                      "top_k": top_k, "judge": judge, "no_judge": no_judge or None, "name": name,
                      "metrics": _names(metrics), "groups": _names(group),
-                     "score": False if no_score else None, "progress": progress}
+                     "score": False if no_score else None, "progress": progress, "on_duplicate": duplicates}
         if config:
             cfg = load_config(config, **overrides)
         else:
             if not target or not (dataset or datasets):
                 raise EvalcoreError("give --config FILE, or --target URL with --dataset FILE (or --datasets)")
             cfg = EvalConfig.model_validate({k: v for k, v in overrides.items() if v is not None})
-        result = run_evaluation(cfg, store)
+        with print_dropped_duplicates():
+            result = run_evaluation(cfg, store)
     _print_result(result, str(store.root))
     typer.echo(result.run_id)
 

@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from evalcore.cli.context import state
+from evalcore.cli.dataset_commands import ON_DUPLICATE_HELP, OnDuplicate, print_dropped_duplicates
 from evalcore.errors import EvalcoreError
 from evalcore.export import FORMATS, export_run
 from evalcore.importer import import_recorded
@@ -36,6 +37,8 @@ def import_cmd(
              "records then only need question_id, method and answer."),
     method: str = typer.Option("recorded", "--method", help="Method name for records without a 'method' field."),
     example: bool = typer.Option(False, "--example", help="Import the small example shipped with evalcore."),
+    on_duplicate: OnDuplicate = typer.Option(OnDuplicate.error, "--on-duplicate",
+                                             help=ON_DUPLICATE_HELP + " Applies to --dataset."),
 ) -> None:
     """Create a run from answers your RAG system already produced.
 
@@ -56,7 +59,9 @@ def import_cmd(
         kind = "example"
     if file is None:
         raise EvalcoreError("FILE is required (or use --example)")
-    result = import_recorded(state.store(), file, name=name, dataset=dataset, method=method, kind=kind)
+    with print_dropped_duplicates():
+        result = import_recorded(state.store(), file, name=name, dataset=dataset, method=method, kind=kind,
+                                 on_duplicate=on_duplicate.mode)
     typer.echo(f"imported {result.n_records} answers to {result.n_questions} questions "
                f"({', '.join(result.methods)}) as run:", err=True)
     typer.echo(result.run_id)

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from evalcore.datasets.native import check_unique, question_from_record
+from evalcore.datasets.native import OnDuplicate, check_unique, question_from_record
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError
 from evalcore.schemas import EvalQuestion
@@ -63,28 +63,16 @@ def graphrag_question(rec: dict[str, Any], file: str, record: int | str) -> Eval
     return question_from_record(data, file, record)  # type: ignore[arg-type]
 
 
-def _drop_repeated_ids(questions: list[EvalQuestion]) -> list[EvalQuestion]:
-    seen: set[str] = set()
-    out = []
-    for q in questions:
-        if q.id not in seen:
-            seen.add(q.id)
-            out.append(q)
-    return out
-
-
-def load_graphrag_bench(path: str | Path,
-                        on_duplicate: Literal["error", "keep_first"] = "error") -> list[EvalQuestion]:
+def load_graphrag_bench(path: str | Path, on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
     """Load a GraphRAG-Bench questions file (.json list or .parquet).
 
     A repeated id is an error by default. The published novel_questions.json has one
     (Novel-55f0c0e2, records 330 and 872; the second copy's answer is another question's
     evidence), so the error points at a real upstream defect. `on_duplicate="keep_first"`
-    drops later copies for callers who accept that.
+    keeps record 330 and drops 872 with a DuplicateIdsDropped warning (see `check_unique`).
     """
     path = Path(path)
     file = str(path)
-    questions = [graphrag_question(rec, file, recno) for recno, rec in read_records(path)]
-    if on_duplicate == "keep_first":
-        questions = _drop_repeated_ids(questions)
-    return check_unique(questions, file)
+    pairs = list(read_records(path))
+    questions = [graphrag_question(rec, file, recno) for recno, rec in pairs]
+    return check_unique(questions, file, on_duplicate, records=[recno for recno, _ in pairs])

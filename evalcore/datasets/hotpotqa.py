@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evalcore.datasets.native import check_unique, question_from_record
+from evalcore.datasets.native import OnDuplicate, check_unique, question_from_record
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError
 from evalcore.schemas import EvalQuestion
@@ -110,8 +110,10 @@ def hotpot_question(row: dict[str, Any], file: str, record: int | str) -> EvalQu
     return question_from_record(data, file, record)  # type: ignore[arg-type]
 
 
-def load_hotpotqa(path: str | Path) -> list[EvalQuestion]:
+def load_hotpotqa(path: str | Path, on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
     """Load a HotpotQA JSON file (a list of records, e.g. hotpot_dev_distractor_v1.json)."""
     path = Path(path)
     file = str(path)
-    return check_unique([hotpot_question(rec, file, recno) for recno, rec in read_records(path)], file)
+    pairs = list(read_records(path))
+    questions = [hotpot_question(rec, file, recno) for recno, rec in pairs]
+    return check_unique(questions, file, on_duplicate, records=[recno for recno, _ in pairs])

@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from evalcore.datasets.native import check_unique, question_from_record
+from evalcore.datasets.native import OnDuplicate, check_unique, question_from_record
 from evalcore.datasets.records import read_yaml
 from evalcore.errors import InputError
 from evalcore.schemas import EvalQuestion
@@ -97,10 +97,15 @@ def _category_items(doc: Any, file: str) -> list[tuple[str, list[Any], dict[str,
     return out
 
 
+def record_label(category: str, position: int) -> str:
+    """How errors name a plan question: its category and 1-based place in it."""
+    return f"{category} #{position}"
+
+
 def plan_question(item: Any, category: str, position: int, file: str,
                   defaults: dict[str, Any] | None = None) -> EvalQuestion:
     """Map one plan question (the `position`-th, 1-based, of `category`) to an EvalQuestion."""
-    record = f"{category} #{position}"
+    record = record_label(category, position)
     if not isinstance(item, dict):
         raise InputError(file, f"expected a mapping, got {type(item).__name__}", record=record)
     item = dict(item)
@@ -155,16 +160,21 @@ def plan_question(item: Any, category: str, position: int, file: str,
     return question_from_record(data, file, record)  # type: ignore[arg-type]  # record may be text
 
 
-def questions_from_plan(doc: Any, file: str) -> list[EvalQuestion]:
-    """All questions of a parsed plan document, categories flattened in file order."""
+def questions_from_plan(doc: Any, file: str, on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
+    """All questions of a parsed plan document, categories flattened in file order.
+
+    Repeated ids are reported with the plan's own labels ("inference #1"), like other errors.
+    """
     questions: list[EvalQuestion] = []
+    labels: list[str] = []
     for category, items, defaults in _category_items(doc, file):
         for position, item in enumerate(items, start=1):
             questions.append(plan_question(item, category, position, file, defaults))
-    return check_unique(questions, file)
+            labels.append(record_label(category, position))
+    return check_unique(questions, file, on_duplicate, records=labels)
 
 
-def load_korean_plan(path: str | Path) -> list[EvalQuestion]:
+def load_korean_plan(path: str | Path, on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
     """Load an `eval_questions.yaml` in the Korean plan's layout."""
     path = Path(path)
-    return questions_from_plan(read_yaml(path), str(path))
+    return questions_from_plan(read_yaml(path), str(path), on_duplicate)

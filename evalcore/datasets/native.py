@@ -7,21 +7,35 @@ Unknown fields are kept in `metadata` (a documented coercion) unless they look l
 a known field, which is an error: a misspelt `ground_truth` must not silently disable metrics.
 A chunk id listed twice in `gold_chunk_ids` / `gold_passages` counts once (the first wins):
 a duplicate would otherwise count twice in recall's denominator. NaN/inf anywhere is refused.
+
+A repeated question id is an error unless the caller asks for `on_duplicate="keep_first"`
+(`check_unique`, shared by every file loader); then later copies are dropped with a
+`DuplicateIdsDropped` warning naming each one, never silently.
 """
 
 from __future__ import annotations
 
 import difflib
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator, Literal, Sequence
 
 from pydantic import ValidationError
 
-from evalcore.errors import InputError, from_validation
+from evalcore.errors import DroppedDuplicate, DuplicateIdsDropped, InputError, from_validation
 from evalcore.datasets.records import check_finite, read_records, read_yaml
 from evalcore.schemas import EvalQuestion
 
 QUESTION_FIELDS = set(EvalQuestion.model_fields) | {"gold_chunk_ids"}
+
+OnDuplicate = Literal["error", "keep_first"]
+ON_DUPLICATE_MODES: tuple[str, ...] = ("error", "keep_first")
+# Appended to every duplicate-id error: the user is usually stuck with a published file
+# they cannot fix, so the message says how to go on.
+DUPLICATE_HINT = ("to keep the first copy and drop the others, pass --on-duplicate keep-first "
+                  "(or set on_duplicate: keep_first in a run config; on_duplicate=\"keep_first\" "
+                  "from Python)")
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -111,20 +125,70 @@ def question_from_record(rec: dict[str, Any], file: str, recno: int, keep_unknow
         raise from_validation(file, recno, exc) from exc
 
 
-def check_unique(questions: Iterable[EvalQuestion], file: str) -> list[EvalQuestion]:
-    out, seen = [], {}
-    for i, q in enumerate(questions, start=1):
+def check_on_duplicate(on_duplicate: str) -> str:
+    """Refuse an unknown mode up front, so a typo cannot quietly mean "error" or "keep"."""
+    if on_duplicate not in ON_DUPLICATE_MODES:
+        raise ValueError(f"on_duplicate must be one of {', '.join(ON_DUPLICATE_MODES)}, "
+                         f"got {on_duplicate!r}")
+    return on_duplicate
+
+
+def warn_dropped(file: str, dropped: Sequence[DroppedDuplicate]) -> None:
+    """Emit one DuplicateIdsDropped warning for the file (nothing when nothing was dropped)."""
+    if dropped:
+        warnings.warn(DuplicateIdsDropped(file, dropped), stacklevel=3)
+
+
+@contextmanager
+def noting_dropped() -> Iterator[list[DroppedDuplicate]]:
+    """Collect what loaders inside the block dropped, then pass every warning on unchanged.
+
+    For callers that must record the dropped records (a run manifest) without hiding the
+    warning from the user: catching with record=True swallows warnings, so each one is
+    re-issued afterwards and meets the caller's own filters (the CLI prints them).
+    """
+    dropped: list[DroppedDuplicate] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DuplicateIdsDropped)  # even for a file that warned before
+        yield dropped
+    for w in caught:
+        if isinstance(w.message, DuplicateIdsDropped):
+            dropped.extend(w.message.dropped)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+
+
+def check_unique(questions: Iterable[EvalQuestion], file: str, on_duplicate: OnDuplicate = "error",
+                 records: Sequence[int | str] | None = None) -> list[EvalQuestion]:
+    """The questions with unique ids, and at least one of them.
+
+    `records` are the loader's own labels for the questions (line numbers, "article 1
+    paragraph 3 question 2"), so messages point where the user would look; without them
+    the 1-based position is used. A repeated id is an InputError naming both records, or
+    with `on_duplicate="keep_first"` the later copy is dropped and reported in one
+    DuplicateIdsDropped warning for the file.
+    """
+    check_on_duplicate(on_duplicate)
+    out: list[EvalQuestion] = []
+    seen: dict[str, int | str] = {}
+    dropped: list[DroppedDuplicate] = []
+    for i, q in enumerate(questions):
+        label = records[i] if records is not None else i + 1
         if q.id in seen:
-            raise InputError(file, f"duplicate question id {q.id!r} (first at record {seen[q.id]})",
-                             record=i, field="id")
-        seen[q.id] = i
+            if on_duplicate == "error":
+                raise InputError(file, f"duplicate question id {q.id!r} (first at record {seen[q.id]}); "
+                                       f"{DUPLICATE_HINT}", record=label, field="id")
+            dropped.append(DroppedDuplicate(id=q.id, record=label, kept_record=seen[q.id]))
+            continue
+        seen[q.id] = label
         out.append(q)
     if not out:
         raise InputError(file, "no questions found")
+    warn_dropped(file, dropped)
     return out
 
 
-def load_native(path: str | Path) -> list[EvalQuestion]:
+def load_native(path: str | Path, on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
+    """Load a native question file; see `check_unique` for `on_duplicate`."""
     path = Path(path)
     if path.suffix.lower() in {".yaml", ".yml"}:
         doc = read_yaml(path)
@@ -139,4 +203,4 @@ def load_native(path: str | Path) -> list[EvalQuestion]:
     else:
         items = list(read_records(path))
     questions = [question_from_record(rec, str(path), i) for i, rec in items]
-    return check_unique(questions, str(path))
+    return check_unique(questions, str(path), on_duplicate, records=[i for i, _ in items])

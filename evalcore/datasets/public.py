@@ -26,7 +26,7 @@ import re
 from typing import Any, Callable, Iterable
 
 from evalcore.datasets.hotpotqa import hotpot_question
-from evalcore.datasets.native import check_unique, question_from_record
+from evalcore.datasets.native import OnDuplicate, check_unique, question_from_record
 from evalcore.datasets.squad_v2 import squad_question
 from evalcore.errors import EvalcoreError, InputError
 from evalcore.schemas import EvalQuestion
@@ -165,27 +165,29 @@ MAPPERS: dict[str, Callable[[dict[str, Any], str, int | str], list[EvalQuestion]
 }
 
 
-def questions_from_rows(name: str, rows: Iterable[dict[str, Any]]) -> list[EvalQuestion]:
-    """Map Hub rows of set `name` to questions (duplicate ids are an error, as for files)."""
+def questions_from_rows(name: str, rows: Iterable[dict[str, Any]],
+                        on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
+    """Map Hub rows of set `name` to questions (duplicate ids handled as for files)."""
     source = f"hf:{HUB[name][0]}"
     mapper = MAPPERS[name]
     out: list[EvalQuestion] = []
     for i, row in enumerate(rows, start=1):
         out.extend(mapper(dict(row), source, i))
-    return check_unique(out, source)
+    return check_unique(out, source, on_duplicate)
 
 
 def load_public(name: str, split: str | None = None, limit: int | None = None,
-                subset: str | None = None) -> list[EvalQuestion]:
+                subset: str | None = None, on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
     """Fetch and map public set `name`; `limit` caps the rows read (qasper: papers)."""
     if name not in HUB:
         raise EvalcoreError(f"unknown public set {name!r}; known: {', '.join(HUB)}")
-    return questions_from_rows(name, fetch_rows(name, split, limit, subset))
+    return questions_from_rows(name, fetch_rows(name, split, limit, subset), on_duplicate)
 
 
 def loader(name: str) -> Callable[..., list[EvalQuestion]]:
-    """A `load(split=None, limit=None, subset=None)` function for the registry."""
-    def load(split: str | None = None, limit: int | None = None, subset: str | None = None) -> list[EvalQuestion]:
-        return load_public(name, split, limit, subset)
+    """A `load(split=None, limit=None, subset=None, on_duplicate="error")` function for the registry."""
+    def load(split: str | None = None, limit: int | None = None, subset: str | None = None,
+             on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
+        return load_public(name, split, limit, subset, on_duplicate)
     load.__name__ = f"load_{name}"
     return load

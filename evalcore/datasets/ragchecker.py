@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evalcore.datasets.native import check_unique, question_from_record
+from evalcore.datasets.native import OnDuplicate, check_unique, question_from_record
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError
 from evalcore.schemas import EvalQuestion
@@ -60,11 +60,13 @@ def ragchecker_question(rec: dict[str, Any], file: str, record: int) -> EvalQues
     return question_from_record(data, file, record)
 
 
-def load_ragchecker(path: str | Path) -> list[EvalQuestion]:
+def load_ragchecker(path: str | Path, on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
     """The question set of a RAGChecker checking_inputs-style file."""
     path = Path(path)
     file = str(path)
-    return check_unique([ragchecker_question(rec, file, recno) for recno, rec in read_records(path)], file)
+    pairs = list(read_records(path))
+    questions = [ragchecker_question(rec, file, recno) for recno, rec in pairs]
+    return check_unique(questions, file, on_duplicate, records=[recno for recno, _ in pairs])
 
 
 def ragchecker_records(path: str | Path, method: str | None = None) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """Explicit registry of question formats: name -> (loader, sniffer, description).
 
-`load_questions(path, fmt=None)` picks the format by name or by sniffing the file, so
-`--dataset FILE` works for any supported file without the user naming its format.
+`load_questions(path, fmt=None, on_duplicate="error")` picks the format by name or by
+sniffing the file, so `--dataset FILE` works for any supported file without the user naming
+its format. Every loader takes `on_duplicate` (see `evalcore.datasets.native.check_unique`).
 
 Sniffers are cheap on purpose: they read the first 64 KiB (or a Parquet footer) and look for
 the keys that only that format uses; they never raise. They are tried in registration order
@@ -14,6 +15,7 @@ TREC topics (with the qrels file named alike beside them) come after `ragchecker
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -22,7 +24,7 @@ from evalcore.datasets import public
 from evalcore.datasets.graphrag_bench import load_graphrag_bench
 from evalcore.datasets.hotpotqa import load_hotpotqa
 from evalcore.datasets.korean_plan import load_korean_plan, looks_like_plan
-from evalcore.datasets.native import load_native
+from evalcore.datasets.native import OnDuplicate, check_on_duplicate, load_native
 from evalcore.datasets.trec import load_trec_topics, sniff_trec_topics
 from evalcore.datasets.ragchecker import load_ragchecker
 from evalcore.datasets.squad_v2 import load_squad_v2
@@ -35,7 +37,7 @@ HEAD_BYTES = 65536
 @dataclass(frozen=True)
 class DatasetFormat:
     name: str
-    load: Callable[[Path], list[EvalQuestion]]
+    load: Callable[..., list[EvalQuestion]]  # (path) or (path, on_duplicate="error")
     sniff: Callable[[Path], bool]
     description: str
 
@@ -54,15 +56,33 @@ def register(fmt: DatasetFormat) -> None:
         FORMATS["native"] = FORMATS.pop("native")
 
 
-def load_questions(path: str | Path, fmt: str | None = None) -> list[EvalQuestion]:
+def load_questions(path: str | Path, fmt: str | None = None,
+                   on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
+    """The questions of a file in any registered format (named by `fmt` or detected).
+
+    A repeated question id is an error unless `on_duplicate="keep_first"`, which keeps the
+    first copy and emits a DuplicateIdsDropped warning for the rest.
+    """
+    check_on_duplicate(on_duplicate)
     path = Path(path)
     if not path.exists():
         raise InputError(str(path), "no such file")
     if fmt is not None:
         if fmt not in FORMATS:
             raise InputError(str(path), f"unknown dataset format {fmt!r}; known: {', '.join(FORMATS)}")
-        return FORMATS[fmt].load(path)
-    return FORMATS[detect_format(path)].load(path)
+        return _load(FORMATS[fmt], path, on_duplicate)
+    return _load(FORMATS[detect_format(path)], path, on_duplicate)
+
+
+def _load(fmt: DatasetFormat, path: Path, on_duplicate: str) -> list[EvalQuestion]:
+    """Call a format's loader. `on_duplicate` is passed only when it is not the default, so a
+    format registered elsewhere with a one-argument loader keeps working as before."""
+    if on_duplicate == "error":
+        return fmt.load(path)
+    if "on_duplicate" not in inspect.signature(fmt.load).parameters:
+        raise InputError(str(path), f"the {fmt.name} loader cannot keep the first copy of a repeated id "
+                                    f"(on_duplicate={on_duplicate!r})")
+    return fmt.load(path, on_duplicate=on_duplicate)
 
 
 def detect_format(path: str | Path) -> str:

@@ -21,7 +21,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from evalcore.datasets.native import check_unique, question_from_record
+from evalcore.datasets.native import OnDuplicate, check_unique, question_from_record
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError
 from evalcore.schemas import EvalQuestion
@@ -109,9 +109,13 @@ def squad_rows(articles: Iterator[tuple[int, dict[str, Any]]], file: str) -> Ite
                                                 "context": paragraph.get("context"), **qa}
 
 
-def load_squad_v2(path: str | Path) -> list[EvalQuestion]:
-    """Load an official SQuAD (2.0 or 1.1) JSON file: {"version", "data": [articles]}."""
+def load_squad_v2(path: str | Path, on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
+    """Load an official SQuAD (2.0 or 1.1) JSON file: {"version", "data": [articles]}.
+
+    Duplicate ids are reported by position label ("article 1 paragraph 3 question 2").
+    """
     path = Path(path)
     file = str(path)
-    questions = [squad_question(row, file, where) for where, row in squad_rows(read_records(path), file)]
-    return check_unique(questions, file)
+    rows = list(squad_rows(read_records(path), file))
+    questions = [squad_question(row, file, where) for where, row in rows]
+    return check_unique(questions, file, on_duplicate, records=[where for where, _ in rows])

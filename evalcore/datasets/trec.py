@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from evalcore.errors import InputError
+from evalcore.datasets.native import DUPLICATE_HINT, OnDuplicate, check_on_duplicate, warn_dropped
+from evalcore.errors import DroppedDuplicate, InputError
 from evalcore.schemas import EvalQuestion, GoldPassage
 
 RUN_FIELDS = ("qid", "q0", "docno", "rank", "score", "tag")
@@ -205,10 +206,17 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def read_topics(path: str | Path) -> dict[str, str]:
-    """qid -> query text from a tab-separated "qid<TAB>query" file (Anserini/MS MARCO style)."""
+def read_topics(path: str | Path, on_duplicate: OnDuplicate = "error") -> dict[str, str]:
+    """qid -> query text from a tab-separated "qid<TAB>query" file (Anserini/MS MARCO style).
+
+    A repeated qid is an error naming both lines; with `on_duplicate="keep_first"` the later
+    lines are dropped with a DuplicateIdsDropped warning, as the question loaders do.
+    """
+    check_on_duplicate(on_duplicate)
     path = Path(path)
     out: dict[str, str] = {}
+    first_line: dict[str, int] = {}
+    dropped: list[DroppedDuplicate] = []
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
@@ -225,22 +233,30 @@ def read_topics(path: str | Path) -> dict[str, str]:
         if not query:
             raise InputError(str(path), "empty query text", record=lineno, field="query")
         if qid in out:
-            raise InputError(str(path), f"query id {qid!r} appears twice", record=lineno, field="qid")
+            if on_duplicate == "error":
+                raise InputError(str(path), f"query id {qid!r} appears twice (first at record "
+                                            f"{first_line[qid]}); {DUPLICATE_HINT}", record=lineno, field="qid")
+            dropped.append(DroppedDuplicate(id=qid, record=lineno, kept_record=first_line[qid]))
+            continue
         out[qid] = query
+        first_line[qid] = lineno
+    warn_dropped(str(path), dropped)
     return out
 
 
-def load_trec(topics: str | Path, qrels: str | Path, relevance_threshold: int = 1) -> list[EvalQuestion]:
+def load_trec(topics: str | Path, qrels: str | Path, relevance_threshold: int = 1,
+              on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
     """Topics + qrels -> EvalQuestions whose gold passages are the judged documents (chunk ids).
 
     Every document with relevance > 0 becomes a GoldPassage with that relevance, so graded nDCG
     sees every gain; `relevance_threshold` (trec_eval -l) is stored as metadata.relevance_level
     and decides which of them count as relevant for recall, precision, MRR and MAP.
     Topics without judgements become questions without gold (their retrieval metrics are NaN).
+    `on_duplicate` applies to repeated topic ids (see `read_topics`).
     """
     if relevance_threshold < 1:
         raise InputError(str(qrels), "relevance threshold must be at least 1 (relevance <= 0 is non-relevant)")
-    queries = read_topics(topics)
+    queries = read_topics(topics, on_duplicate)
     if not queries:
         raise InputError(str(topics), "no topics found (expected 'qid<TAB>query' lines)")
     judged = read_qrels(qrels)
@@ -266,9 +282,9 @@ def qrels_beside(topics: str | Path) -> Path:
     return candidate
 
 
-def load_trec_topics(path: Path) -> list[EvalQuestion]:
+def load_trec_topics(path: Path, on_duplicate: OnDuplicate = "error") -> list[EvalQuestion]:
     """Dataset-registry loader: a topics file whose qrels sit beside it (see `qrels_beside`)."""
-    return load_trec(path, qrels_beside(path))
+    return load_trec(path, qrels_beside(path), on_duplicate=on_duplicate)
 
 
 def sniff_trec_topics(path: Path) -> bool:

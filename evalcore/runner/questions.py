@@ -4,6 +4,10 @@ Sampling is a seeded random sample kept in the file's order, so `--samples 20` p
 same questions on every machine and a resumed run asks about the same ones. With several
 datasets, ids are prefixed with the dataset name (ids only need to be unique per dataset)
 and the name is added to each question's tags.
+
+With `on_duplicate: keep_first`, the records a loader dropped for a repeated id are listed in
+the dataset entry as `duplicates_dropped` (id, record, kept_record), so the manifest says
+exactly which questions the run left out; the loader's warnings are then passed on unchanged.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 from evalcore.config import EvalConfig
 from evalcore.datasets import load_questions
+from evalcore.datasets.native import noting_dropped
 from evalcore.errors import EvalcoreError
 from evalcore.fingerprint import file_fingerprint
 from evalcore.schemas import EvalQuestion
@@ -27,7 +32,7 @@ def _sample(questions: list[EvalQuestion], n: int | None, seed: int) -> list[Eva
     return [q for i, q in enumerate(questions) if i in keep]
 
 
-def _public(name: str, samples: int | None, seed: int) -> list[EvalQuestion]:
+def _public(name: str, samples: int | None, seed: int, on_duplicate: str = "error") -> list[EvalQuestion]:
     from evalcore.datasets.registry import PUBLIC_SETS
 
     if name not in PUBLIC_SETS:
@@ -43,17 +48,22 @@ def _public(name: str, samples: int | None, seed: int) -> list[EvalQuestion]:
             break
     if "seed" in params:
         kwargs["seed"] = seed
+    if "on_duplicate" in params:
+        kwargs["on_duplicate"] = on_duplicate
     return list(load(**kwargs))
 
 
 def _one(ref: str, config: EvalConfig) -> tuple[list[EvalQuestion], dict[str, Any]]:
     path = Path(ref)
-    if path.exists():
-        questions = load_questions(path)
-        info = {"name": path.stem, "path": str(path), "fingerprint": file_fingerprint(path)}
-    else:
-        questions = _public(ref, config.samples, config.seed)
-        info = {"name": ref, "source": "public"}
+    with noting_dropped() as dropped:  # catch_warnings(record=True), then re-issued for the caller
+        if path.exists():
+            questions = load_questions(path, on_duplicate=config.on_duplicate)
+            info = {"name": path.stem, "path": str(path), "fingerprint": file_fingerprint(path)}
+        else:
+            questions = _public(ref, config.samples, config.seed, config.on_duplicate)
+            info = {"name": ref, "source": "public"}
+    if config.on_duplicate == "keep_first":
+        info["duplicates_dropped"] = [d.as_dict() for d in dropped]
     info["n_total"] = len(questions)
     questions = _sample(questions, config.samples, config.seed)
     info["n_questions"] = len(questions)

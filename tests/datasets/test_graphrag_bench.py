@@ -9,7 +9,7 @@ import pytest
 
 from evalcore.datasets.graphrag_bench import graphrag_question, load_graphrag_bench, split_evidence
 from evalcore.datasets.registry import detect_format
-from evalcore.errors import InputError
+from evalcore.errors import DuplicateIdsDropped, InputError
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +53,12 @@ def test_full_file_has_a_real_duplicate_id_reported_precisely(bench_dir):
         load_graphrag_bench(path)
     assert info.value.record == 872 and info.value.field == "id"
     assert "Novel-55f0c0e2" in str(info.value) and "first at record 330" in str(info.value)
+    assert "--on-duplicate keep-first" in str(info.value)   # the way out is in the message
 
 
 def test_keep_first_drops_the_later_copy(bench_dir):
-    questions = load_graphrag_bench(bench_dir / "novel_questions.json", on_duplicate="keep_first")
+    with pytest.warns(DuplicateIdsDropped, match="first kept at record 330, dropped record 872"):
+        questions = load_graphrag_bench(bench_dir / "novel_questions.json", on_duplicate="keep_first")
     assert len(questions) == 2009
     dup = next(q for q in questions if q.id == "Novel-55f0c0e2")
     assert dup.category == "Novel-47558"  # record 330, not the corrupted record 872

@@ -128,7 +128,8 @@ def test_duplicate_ids_across_categories_are_an_error(tmp_path):
     path = write(tmp_path, "single_hop:\n  - {id: Q1, query: a}\ninference:\n  - {id: Q1, query: b}\n")
     with pytest.raises(InputError, match="duplicate question id 'Q1'") as info:
         load_korean_plan(path)
-    assert info.value.record == 2 and info.value.field == "id"
+    assert info.value.record == "inference #1" and info.value.field == "id"   # the plan's own label
+    assert "first at record single_hop #1" in str(info.value)
 
 
 def test_invalid_yaml_is_an_input_error(tmp_path):
