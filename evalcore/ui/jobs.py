@@ -43,6 +43,7 @@ class RunRequest:
     judge: str | None = None
     metrics: list[str] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
+    keep_first_duplicate: bool = False  # `--on-duplicate keep-first` (e.g. GraphRAG-Bench's novel file)
 
     def argv(self, store: RunStore) -> list[str]:
         args = [*evalcore_cmd(), "--store", str(store.root), "run", "--target", self.target,
@@ -59,6 +60,8 @@ class RunRequest:
             args += ["--metrics", ",".join(self.metrics)]
         if self.groups:
             args += ["--group", ",".join(self.groups)]
+        if self.keep_first_duplicate:
+            args += ["--on-duplicate", "keep-first"]
         return args
 
 

@@ -92,6 +92,8 @@ def _start_form(store) -> None:
         groups = m2.multiselect("Metric groups to score", all_groups,
                                 help="Every metric of each group; combined with the metrics picked.")
         name = st.text_input("Run name", value="app-run")
+        keep_first = st.checkbox("Keep the first copy of a repeated question id (drops later copies, "
+                                 "listed in the run's manifest) instead of refusing the file")
         submitted = st.form_submit_button("Start run", type="primary")
     if not submitted:
         return
@@ -134,7 +136,7 @@ def _start_form(store) -> None:
     req = jobs.RunRequest(target=target, dataset=dataset, methods=method_list, name=unique,
                           samples=int(samples) or None, concurrency=int(concurrency),
                           judge=None if judge.startswith("(") else judge, metrics=list(metrics),
-                          groups=list(groups))
+                          groups=list(groups), keep_first_duplicate=keep_first)
     argv = req.argv(store)
     if judge == "(no judge)":
         argv.append("--no-judge")

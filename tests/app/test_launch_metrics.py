@@ -93,3 +93,18 @@ def test_the_launch_command_line_scores_the_picked_metrics(make_app, started, tm
     [run_id] = store.run_ids()
     scored = set(query_df(store, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id])["metric"])
     assert scored == {"token_f1", *groups()["performance"]}
+
+
+def test_launch_can_keep_the_first_copy_of_repeated_ids(make_app, started):
+    at = make_app("launch")
+    next(c for c in at.checkbox if c.label.startswith("Keep the first copy")).check()
+    at = _fill_and_submit(at, "http://127.0.0.1:9", [], [])
+    assert not at.exception, at.exception
+    [(_, argv)] = started
+    assert argv[argv.index("--on-duplicate") + 1] == "keep-first"
+
+
+def test_launch_refuses_repeated_ids_by_default(make_app, started):
+    _fill_and_submit(make_app("launch"), "http://127.0.0.1:9", [], [])
+    [(_, argv)] = started
+    assert "--on-duplicate" not in argv
