@@ -10,6 +10,13 @@ Why part files: two processes scoring at once each write their own uniquely name
 (temporary name, fsync, atomic rename), so nobody overwrites anybody and a reader never sees
 half a file. Duplicated keys across parts are harmless (same input -> same row). A reader
 re-scans for new parts only when it misses, so a second process's work is picked up.
+
+Compaction: every scoring pass adds a part, so a long-lived store would end up opening
+hundreds of small files on every cold start. Once a folder holds COMPACT_AT parts, the writer
+merges them into one (written like any part, then the merged ones are deleted). Only one
+process compacts at a time (a non-blocking flock on `.compact.lock`; without fcntl nobody
+compacts). A reader that listed a part a compaction then deleted just skips it: its rows are
+in the merged part, which the reader loads on its next miss.
 """
 
 from __future__ import annotations
@@ -24,6 +31,13 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # Windows: no compaction (part files still work, there are just more of them)
+    fcntl = None  # type: ignore[assignment]
+
+COMPACT_AT = 64  # parts in one folder that trigger a merge
 
 
 def text_key(*parts: str) -> str:
@@ -69,17 +83,21 @@ class ArrayCache:
         for path in sorted(self.directory.glob("part-*.npz")):
             if path.name in self._seen_parts:
                 continue
-            self._seen_parts.add(path.name)
             try:
                 with np.load(path, allow_pickle=False) as data:
                     keys = data["keys"]
                     rows = np.asarray(data["rows"], dtype=np.float32)
+            except FileNotFoundError:  # merged away by a compaction: its rows are in a newer part
+                continue
             except Exception as exc:  # a damaged file must not stop scoring: recompute instead
+                self._seen_parts.add(path.name)
                 warnings.warn(f"skipping unreadable cache part {path}: {exc}", stacklevel=2)
                 continue
             if rows.ndim != 2 or len(keys) != len(rows) or (self.width and rows.shape[1] != self.width):
+                self._seen_parts.add(path.name)
                 warnings.warn(f"skipping cache part {path} with unexpected shape {rows.shape}", stacklevel=2)
                 continue
+            self._seen_parts.add(path.name)
             self.width = self.width or int(rows.shape[1])
             for key, row in zip(keys, rows):
                 k = key.decode("ascii") if isinstance(key, bytes) else str(key)
@@ -110,7 +128,50 @@ class ArrayCache:
             self._rows[key] = row
         if self.directory is None:
             return None
-        return self._write_part(self.directory, keys, rows)
+        written = self._write_part(self.directory, keys, rows)
+        if len(list(self.directory.glob("part-*.npz"))) >= COMPACT_AT:
+            self.compact()
+        return written
+
+    def compact(self) -> int:
+        """Merge this folder's part files into one; returns how many parts were merged.
+
+        0 when there is nothing to merge, when another process is compacting this folder, or
+        without fcntl. Unreadable parts are left where they are (and still skipped by readers).
+        The merged part is complete on disk before any old part is deleted, so a crash at any
+        point loses nothing: at worst some rows exist twice, which readers tolerate.
+        """
+        if self.directory is None or fcntl is None or not self.directory.is_dir():
+            return 0
+        with open(self.directory / ".compact.lock", "a+b") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return 0
+            merged: list[Path] = []
+            keys: list[bytes] = []
+            rows: list[np.ndarray] = []
+            taken: set[bytes] = set()
+            for path in sorted(self.directory.glob("part-*.npz")):
+                try:
+                    with np.load(path, allow_pickle=False) as data:
+                        part_keys, part_rows = data["keys"], np.asarray(data["rows"], dtype=np.float32)
+                except Exception:  # noqa: BLE001 - vanished or damaged: not ours to merge
+                    continue
+                if part_rows.ndim != 2 or len(part_keys) != len(part_rows) or \
+                        (self.width and part_rows.shape[1] != self.width):
+                    continue
+                merged.append(path)
+                fresh = [i for i, k in enumerate(part_keys) if bytes(k) not in taken]
+                taken.update(bytes(part_keys[i]) for i in fresh)
+                keys.extend(bytes(part_keys[i]) for i in fresh)
+                rows.append(part_rows[fresh])
+            if len(merged) < 2:
+                return 0
+            self._write_part(self.directory, [k.decode("ascii") for k in keys], np.concatenate(rows))
+            for path in merged:
+                path.unlink(missing_ok=True)
+            return len(merged)
 
     def _write_part(self, directory: Path, keys: list[str], rows: np.ndarray) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
