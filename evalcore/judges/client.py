@@ -189,43 +189,49 @@ class LLMJudge(Judge):
         return request_key(self.request_for(p.system, [{"role": "user", "content": p.user}], p.max_tokens))
 
     async def _run_one(self, t: JudgeTask, client: Any, sem: asyncio.Semaphore) -> Outcome:
+        """Ask once; when the reply does not parse, ask once more with the problem named."""
         jid = self.judge_id(t.task)
         prompt = build_prompt(t.task, t.inputs)
         messages = [{"role": "user", "content": prompt.user}]
-        live = 0
-        text, call, err = await self._request(t, jid, prompt.system, messages, prompt.max_tokens, client, sem,
-                                              t.purpose or t.task)
-        live += 0 if call.cache_hit else 1
+        purpose = t.purpose or t.task
+        text, out, err, problem, live = await self._ask_and_parse(
+            t, jid, prompt.system, messages, prompt.max_tokens, client, sem, purpose, "unparseable reply")
         if err is not None:
-            self._record(call)
             return Outcome(None, f"judge call failed: {err}", jid, live)
-        try:
-            out = parse_reply(t.task, text, t.inputs)
-            call.parsed = out
-            self._record(call)
+        if out is not None:
             return Outcome(out, None, jid, live)
-        except ParseError as exc:
-            first = str(exc)
-            call.error = f"unparseable reply: {first}"
-            self._record(call)
-        repair = render("repair", {}, REPAIR_VERSION, plain={"problem": first})
+        repair = render("repair", {}, REPAIR_VERSION, plain={"problem": problem})
         messages2 = messages + [{"role": "assistant", "content": text or "(empty)"},
                                 {"role": "user", "content": repair.user}]
-        text2, call2, err2 = await self._request(t, jid, prompt.system, messages2, prompt.max_tokens, client, sem,
-                                                 (t.purpose or t.task) + ":repair")
-        live += 0 if call2.cache_hit else 1
+        _, out2, err2, problem2, live2 = await self._ask_and_parse(
+            t, jid, prompt.system, messages2, prompt.max_tokens, client, sem, purpose + ":repair",
+            "unparseable reply after repair")
+        live += live2
         if err2 is not None:
-            self._record(call2)
-            return Outcome(None, f"unparseable judge reply ({first}); repair call failed: {err2}", jid, live)
+            return Outcome(None, f"unparseable judge reply ({problem}); repair call failed: {err2}", jid, live)
+        if out2 is not None:
+            return Outcome(out2, None, jid, live)
+        return Outcome(None, f"unparseable judge reply after one repair: {problem2}", jid, live)
+
+    async def _ask_and_parse(self, t: JudgeTask, jid: JudgeId, system: str, messages: list[dict], max_tokens: int,
+                             client: Any, sem: asyncio.Semaphore, purpose: str, parse_label: str
+                             ) -> tuple[str | None, dict | None, str | None, str | None, int]:
+        """One request, recorded, and its parse: (reply text, output, call error, parse problem,
+        live calls made). Exactly one of output / call error / parse problem is set."""
+        text, call, err = await self._request(t, jid, system, messages, max_tokens, client, sem, purpose)
+        live = 0 if call.cache_hit else 1
+        if err is not None:
+            self._record(call)
+            return text, None, err, None, live
         try:
-            out = parse_reply(t.task, text2, t.inputs)
-            call2.parsed = out
-            self._record(call2)
-            return Outcome(out, None, jid, live)
-        except ParseError as second:
-            call2.error = f"unparseable reply after repair: {second}"
-            self._record(call2)
-            return Outcome(None, f"unparseable judge reply after one repair: {second}", jid, live)
+            out = parse_reply(t.task, text, t.inputs)
+        except ParseError as exc:
+            call.error = f"{parse_label}: {exc}"
+            self._record(call)
+            return text, None, None, str(exc), live
+        call.parsed = out
+        self._record(call)
+        return text, out, None, None, live
 
     async def _request(self, t: JudgeTask, jid: JudgeId, system: str, messages: list[dict], max_tokens: int,
                        client: Any, sem: asyncio.Semaphore, purpose: str) -> tuple[str | None, JudgeCall, str | None]:
