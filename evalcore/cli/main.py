@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "evalcore.cli.store_commands",
     "evalcore.cli.dataset_commands",
     "evalcore.cli.score_commands",  # score, compare
+    "evalcore.cli.metric_commands",  # metrics
     "evalcore.cli.trec_commands",  # trec
     "evalcore.cli.judge_commands",  # rejudge
     "evalcore.cli.run_commands",  # run, demo, demo-server
