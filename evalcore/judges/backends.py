@@ -146,6 +146,22 @@ class AnthropicBackend:
 # o1, o3, o4-mini, o3-pro-2025-06-10, gpt-5, gpt-5-mini, gpt-5.1 ... but not gpt-50 or olmo.
 _REASONING_NAME = re.compile(r"(o[1-9][0-9]*|gpt-5)(?![0-9a-z])", re.IGNORECASE)
 
+# Hidden reasoning tokens count against max_completion_tokens; without room for them a reasoning
+# model stops with finish_reason "length" and an empty reply. Only tokens used are billed, so a
+# generous cap costs nothing when unused. EVALCORE_REASONING_TOKENS overrides it.
+REASONING_ALLOWANCE = 16_000
+
+
+def reasoning_allowance() -> int:
+    raw = os.environ.get("EVALCORE_REASONING_TOKENS", "")
+    try:
+        return max(0, int(raw)) if raw.strip() else REASONING_ALLOWANCE
+    except ValueError:
+        from evalcore.errors import EvalcoreError
+
+        raise EvalcoreError(f"EVALCORE_REASONING_TOKENS must be a whole number of tokens, got {raw!r}") from None
+
+
 # Parameters a server may refuse that the judge can do without: the value says what to do.
 _ADAPTABLE = {"max_tokens": "max_completion_tokens is sent instead",
               "temperature": "no temperature is sent (the provider's default applies)"}
@@ -220,8 +236,8 @@ class OpenAIBackend:
         """
         params: dict[str, Any] = {"model": self.model,
                                   "messages": [{"role": "system", "content": system}, *messages]}
-        if self.reasoning:
-            params["max_completion_tokens"] = max_tokens
+        if self.reasoning:  # the reply's limit plus room for the hidden reasoning
+            params["max_completion_tokens"] = max_tokens + reasoning_allowance()
         else:
             params.update(max_tokens=max_tokens, temperature=0.0)
         return params
@@ -230,7 +246,8 @@ class OpenAIBackend:
         """`params` as this server accepts them, given the parameters it has refused so far."""
         sent = dict(params)
         if "max_tokens" in self.rejected and "max_tokens" in sent:
-            sent["max_completion_tokens"] = sent.pop("max_tokens")
+            # A server refusing max_tokens is serving a reasoning model: leave room for it.
+            sent["max_completion_tokens"] = sent.pop("max_tokens") + reasoning_allowance()
         if "temperature" in self.rejected:
             sent.pop("temperature", None)
         return sent

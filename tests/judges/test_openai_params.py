@@ -10,7 +10,7 @@ import logging
 import pytest
 
 from evalcore.judges import make_judge
-from evalcore.judges.backends import is_reasoning_model
+from evalcore.judges.backends import REASONING_ALLOWANCE, is_reasoning_model
 from evalcore.judges.client import JudgeTask
 
 from .conftest import CANARY_OPENAI, openai_error
@@ -81,7 +81,7 @@ def test_reasoning_model_gets_max_completion_tokens_and_no_temperature_at_once(s
     assert server.count() == 1
     body = server.requests[0]["body"]
     assert "max_tokens" not in body and "temperature" not in body
-    assert body["max_completion_tokens"] == 300  # answer_class's reply limit
+    assert body["max_completion_tokens"] == 300 + REASONING_ALLOWANCE  # reply limit + room to reason
     call = judge.drain_calls()[0]
     assert call.judge_id.temperature is None and judge.temperature is None
     assert call.request["params"] == body
@@ -98,7 +98,8 @@ def test_rejected_max_tokens_is_resent_once_then_remembered(server, store, caplo
     assert len(bodies) == 4  # one refused request, then three that went out right
     assert "max_tokens" in bodies[0] and "max_completion_tokens" not in bodies[0]
     for body in bodies[1:]:
-        assert "max_tokens" not in body and body["max_completion_tokens"] == 300 and body["temperature"] == 0
+        assert "max_tokens" not in body and body["max_completion_tokens"] == 300 + REASONING_ALLOWANCE
+        assert body["temperature"] == 0
     first, *later = judge.drain_calls()
     assert first.error is None and judge.live_calls == 3
     assert first.request["params"] == bodies[1]  # the stored request is the one that got the reply
@@ -202,3 +203,16 @@ def test_rerun_hits_the_cache_and_keeps_the_sent_params(server, store):
     assert all(c.cache_hit for c in calls)
     assert [c.request["params"] for c in calls] == sent
     assert all(c.judge_id.temperature is None and c.request["meta"]["params_adapted"] for c in calls)
+
+
+def test_reasoning_allowance_can_be_set_and_is_validated(server, store, monkeypatch):
+    from evalcore.errors import EvalcoreError
+
+    monkeypatch.setenv("EVALCORE_REASONING_TOKENS", "2000")
+    server.responder = _refusing("max_tokens", "temperature")
+    judge = _judge(server, "o3", store)
+    assert judge.run_many(_tasks(1))[0].error is None
+    assert server.requests[0]["body"]["max_completion_tokens"] == 300 + 2000
+    monkeypatch.setenv("EVALCORE_REASONING_TOKENS", "lots")
+    with pytest.raises(EvalcoreError, match="EVALCORE_REASONING_TOKENS"):
+        _judge(server, "o3", store).backend.params("s", [], 10)
