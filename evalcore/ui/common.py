@@ -40,26 +40,8 @@ def snapshot() -> Snapshot | Interim:
     return snap
 
 
-def _leave_pages_directory_mode() -> None:
-    """Make later runs honour app.py's st.navigation on a fresh server.
-
-    Streamlit treats a `pages/` folder beside the entry script as the old multipage mode
-    until some session has run st.navigation, so a first visitor arriving by a deep link
-    gets this page run directly (without app.py's page config). Clearing the flag makes
-    every later run go through app.py. No rerun here: a rerun would swallow the click or
-    input that caused this run.
-    """
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-    except ImportError:  # a Streamlit without this internal: nothing to work around
-        return
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-
-
 def header(title: str, caption: str) -> None:
     """Page title and one line on what the page is for (our own constant text only)."""
-    _leave_pages_directory_mode()
     st.title(title)
     st.caption(caption)
 

@@ -9,6 +9,7 @@ text and is shown with st.text / st.code / st.dataframe.
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import streamlit as st
@@ -77,7 +78,22 @@ def _contexts(record: str, cp_details) -> pd.DataFrame:
     ctx = pd.DataFrame(retrieved, columns=["rank", "chunk_id", "rel_path", "heading_path", "score", "text"])
     verdicts = pd.DataFrame(context_verdicts(cp_details), columns=["rank", "verdict", "score", "reason"])
     verdicts = verdicts.rename(columns={"score": "judge_score"})
-    return ctx.merge(verdicts, on="rank", how="left") if not ctx.empty else ctx
+    if ctx.empty:
+        return ctx
+    # The verdict and its reason next to the rank, the long text last (the table truncates it).
+    merged = ctx.merge(verdicts, on="rank", how="left")
+    return merged[["rank", "verdict", "judge_score", "reason", "score", "chunk_id", "rel_path", "heading_path",
+                   "text"]]
+
+
+def _call_label(n: int, call) -> str:
+    """`call 3 · support · heuristic:lexical-v1/support@1 · 12 ms`: what, by whom, how it went.
+
+    Our own strings (task names, judge ids, numbers), with markdown characters escaped
+    because expander labels are markdown."""
+    how = "cache hit" if call.cache_hit else (f"{call.latency_ms:.0f} ms" if pd.notna(call.latency_ms) else "live")
+    label = f"call {n} · {call.purpose} · {call.judge_id} · {how}" + (" · error" if isinstance(call.error, str) else "")
+    return re.sub(r"([\\`*_{}\[\]()#+!|<>~.-])", r"\\\1", label)
 
 
 def _method_detail(detail: dict, method: str) -> None:
@@ -101,6 +117,9 @@ def _method_detail(detail: dict, method: str) -> None:
         if not len(cp):
             st.caption("No context_precision scores: relevance verdicts are unavailable.")
         common.show_table(ctx, f"contexts-{method}", key=f"dl_ctx_{method}")
+        with st.expander("Context texts in full"):
+            for row in ctx.itertuples(index=False):
+                common.untrusted(f"rank {row.rank} · {row.chunk_id}", row.text)
     st.subheader("Claims")
     claims = detail["claims"][detail["claims"].method == method].drop(columns="method")
     if claims.empty:
@@ -116,7 +135,7 @@ def _method_detail(detail: dict, method: str) -> None:
     if calls.empty:
         st.info("No judge calls recorded for this answer.")
     for n, call in enumerate(calls.itertuples(index=False), start=1):
-        with st.expander(f"Judge call {n}", expanded=False):
+        with st.expander(_call_label(n, call), expanded=False):
             st.dataframe(pd.DataFrame([{"purpose": call.purpose, "judge": call.judge_id,
                                         "tokens in": call.input_tokens, "tokens out": call.output_tokens,
                                         "cost_usd": call.cost_usd, "latency_ms": call.latency_ms,

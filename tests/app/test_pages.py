@@ -92,6 +92,11 @@ def test_questions_drilldown_shows_verdicts_claims_and_judge_io(make_app, app_st
     claims = next(f for f in frames if {"text", "verdict", "reason"} <= set(f.columns) and "rank" not in f.columns)
     assert len(claims) == 3
     assert any("Judge:" in c.value for c in at.code)  # the stored judge request
+    assert list(contexts.columns[:4]) == ["rank", "verdict", "judge_score", "reason"]
+    full = next(e for e in at.expander if e.label == "Context texts in full")
+    assert [t.value for t in full.text] == contexts["text"].tolist()
+    call_labels = [e.label for e in at.expander if e.label.startswith("call ")]
+    assert call_labels and all(" · " in label for label in call_labels)
 
 
 def test_questions_rejects_bad_url_values(make_app):
