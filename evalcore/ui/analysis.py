@@ -116,3 +116,23 @@ def context_verdicts(details: str | dict | None) -> list[dict[str, Any]]:
         out.append({"rank": int(rank), "verdict": _verdict_label(verdict),
                     "score": item.get("score"), "reason": item.get("reason")})
     return sorted(out, key=lambda r: r["rank"])
+
+
+def short_system_labels(keys: Sequence[str], run_names: dict[str, str]) -> dict[str, str]:
+    """Axis and legend labels for `run_id:method` keys, as short as stays unambiguous.
+
+    Why: run ids (`demo-20261122-025512-e0a262`) make every chart label ~40 characters, which
+    plotly then rotates and crams. One run -> the method alone (the page names the run);
+    several runs with distinct names -> `name / method`; otherwise `run_id / method`. Any
+    collision falls back to the full key.
+    """
+    parts = [k.partition(":")[::2] for k in keys]
+    runs = {run for run, _ in parts}
+    names = {run: run_names.get(run) or run for run in runs}
+    if len(runs) == 1:
+        labels = {k: method for k, (_, method) in zip(keys, parts)}
+    elif len(set(names.values())) == len(runs):
+        labels = {k: f"{names[run]} / {method}" for k, (run, method) in zip(keys, parts)}
+    else:
+        labels = {k: f"{run} / {method}" for k, (run, method) in zip(keys, parts)}
+    return labels if len(set(labels.values())) == len(labels) else {k: k for k in keys}

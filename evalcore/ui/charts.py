@@ -11,7 +11,7 @@ import streamlit as st
 from evalcore.ui import common
 from evalcore.ui import data as D
 from evalcore.ui import data_charts as G
-from evalcore.ui.analysis import pareto_mask
+from evalcore.ui.analysis import pareto_mask, short_system_labels
 
 GRADES = ["A", "B", "C", "D", "E"]
 CLASSES = ["CORRECT", "WRONG", "DONT_KNOW"]
@@ -21,6 +21,11 @@ LABEL_COLOURS = {"A": "#1a9850", "B": "#91cf60", "C": "#fee08b", "D": "#fc8d59",
                  "CORRECT": "#1a9850", "WRONG": "#d73027", "DONT_KNOW": "#9e9e9e"}
 
 
+def _relabel(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
+    """Charts show short system labels; tables and downloads keep the full run:method keys."""
+    return df.assign(system=df["system"].map(lambda k: labels.get(k, k))) if "system" in df else df
+
+
 def _stacked(df: pd.DataFrame, order: list[str], title: str, missing: str) -> None:
     if df.empty:
         common.empty_state(f"No {title.lower()} for these systems.", missing)
@@ -28,27 +33,30 @@ def _stacked(df: pd.DataFrame, order: list[str], title: str, missing: str) -> No
     fig = px.bar(df, x="system", y="share", color="label", text="n", barmode="stack",
                  category_orders={"label": order + sorted(set(df.label) - set(order))},
                  color_discrete_map=LABEL_COLOURS,
-                 title=title, labels={"share": "share of answers", "system": "run:method"})
+                 title=title, labels={"share": "share of answers", "system": "system"})
     fig.update_layout(yaxis_tickformat=".0%", height=380)
     st.plotly_chart(fig, key=f"bar_{title}")
 
 
-def _pareto(points: pd.DataFrame, x: str, x_title: str, metric: str) -> None:
+def _pareto(points: pd.DataFrame, x: str, x_title: str, metric: str, labels: dict[str, str]) -> None:
     pts = points.dropna(subset=[x, "quality"])
-    if pts.empty:
+    if pts.empty or (pts[x] == 0).all():
+        # All-zero means nothing reported it (no token prices, no paid judge): a front drawn on
+        # that axis would crown the best-quality system "free", which says nothing.
         common.empty_state(f"No {x_title} recorded.", "Targets or judges must report it.")
         return
     pts = pts.assign(front=pareto_mask(pts["quality"].tolist(), pts[x].tolist()))
     fig = go.Figure()
     for on_front, name, symbol in ((False, "dominated", "circle-open"), (True, "Pareto front", "star")):
         part = pts[pts.front == on_front]
-        fig.add_trace(go.Scatter(x=part[x], y=part["quality"], mode="markers", name=name,
-                                 text=part["system"], marker={"symbol": symbol, "size": 12},
-                                 hovertemplate="%{text}<br>%{x}<br>quality %{y:.3f}"))
+        fig.add_trace(go.Scatter(x=part[x], y=part["quality"], mode="markers+text", name=name,
+                                 text=part["system"].map(lambda k: labels.get(k, k)), textposition="top center",
+                                 marker={"symbol": symbol, "size": 12},
+                                 hovertemplate="%{text}<br>%{x}<br>quality %{y:.3f}<extra></extra>"))
     front = pts[pts.front].sort_values(x)
     fig.add_trace(go.Scatter(x=front[x], y=front["quality"], mode="lines", name="front",
                              line={"dash": "dot"}, hoverinfo="skip"))
-    fig.update_layout(title=f"{metric} vs {x_title} (non-dominated points starred)",
+    fig.update_layout(title=f"{metric} vs {x_title.split(' (')[0]}",
                       xaxis_title=x_title, yaxis_title=f"mean {metric}", height=400)
     st.plotly_chart(fig, key=f"pareto_{x}")
     common.show_table(pts, f"pareto-{x}", key=f"dl_pareto_{x}")
@@ -65,15 +73,19 @@ def render() -> None:
     if not picked:
         common.empty_state("Pick at least one system.", "")
         return
+    runs = D.run_list(snap)
+    short = short_system_labels(picked, dict(zip(runs.run_id, runs.name)))
+    if len({k.partition(":")[0] for k in picked}) == 1:
+        st.caption(f"All systems are methods of run {picked[0].partition(':')[0]}; charts label them by method.")
     metrics = D.metric_names(snap, list({k.partition(":")[0] for k in picked}))
 
     st.subheader("Grades and answer classes")
     c1, c2 = st.columns(2)
     with c1:
-        _stacked(G.label_counts(snap, picked, "grade"), GRADES, "Grade distribution (A-E)",
+        _stacked(_relabel(G.label_counts(snap, picked, "grade"), short), GRADES, "Grade distribution (A-E)",
                  "Grades come from factual_accuracy (or factual_grade) scores.")
     with c2:
-        _stacked(G.label_counts(snap, picked, "answer_class"), CLASSES, "Correct / wrong / don't know",
+        _stacked(_relabel(G.label_counts(snap, picked, "answer_class"), short), CLASSES, "Correct / wrong / don't know",
                  "Classes come from the answer_class metric.")
 
     st.subheader("Metric by question facet")
@@ -84,7 +96,7 @@ def render() -> None:
         metric = common.url_select("Metric", metrics, "metric", container=c1,
                                    default=next((m for m in D.KEY_METRICS if m in metrics), None))
         facet = common.url_select("Group by", list(G.FACETS), "facet", container=c2)
-        values = G.metric_by_facet(snap, picked, metric, facet)
+        values = _relabel(G.metric_by_facet(snap, picked, metric, facet), short)
         if values.empty:
             common.empty_state(f"No {metric} values for these systems.", "Pick another metric.")
         else:
@@ -95,17 +107,17 @@ def render() -> None:
             common.show_table(G.facet_means(snap, picked, metric, facet), f"{metric}-by-{facet}")
 
     st.subheader("Latency and cost")
-    lc = G.latency_cost(snap, picked)
+    lc = _relabel(G.latency_cost(snap, picked), short)
     c1, c2 = st.columns(2)
     if lc["latency_ms"].notna().any():
         fig = px.box(lc, x="system", y="latency_ms", title="Latency per answer",
-                     labels={"latency_ms": "latency (ms)", "system": "run:method"})
+                     labels={"latency_ms": "latency (ms)", "system": "system"})
         c1.plotly_chart(fig, key="latency")
     else:
         c1.info("No latency recorded for these systems.")
     if (lc["cost_usd"] > 0).any():
         fig = px.box(lc, x="system", y="cost_usd", title="Cost per answer (target + judge)",
-                     labels={"cost_usd": "cost (USD)", "system": "run:method"})
+                     labels={"cost_usd": "cost (USD)", "system": "system"})
         c2.plotly_chart(fig, key="cost")
     else:
         c2.info("No cost recorded (targets reported no token cost and no judge was paid).")
@@ -117,9 +129,9 @@ def render() -> None:
         points = G.frontier_points(snap, picked, quality)
         c1, c2 = st.columns(2)
         with c1:
-            _pareto(points, "cost_per_query_usd", "cost per query (USD)", quality)
+            _pareto(points, "cost_per_query_usd", "cost per query (USD)", quality, short)
         with c2:
-            _pareto(points, "latency_p50_ms", "latency p50 (ms)", quality)
+            _pareto(points, "latency_p50_ms", "latency p50 (ms)", quality, short)
 
 
 if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)

@@ -87,3 +87,16 @@ def test_app_command_binds_localhost_and_finds_the_entry():
     assert argv[argv.index("--server.address") + 1] == "127.0.0.1"
     assert argv[argv.index("--server.port") + 1] == "8123"
     assert app_script().name == "entry.py" and app_script().parent.name == "ui"
+
+
+def test_short_system_labels_stay_unambiguous():
+    from evalcore.ui.analysis import short_system_labels
+
+    one_run = short_system_labels(["r1:basic", "r1:local"], {"r1": "demo"})
+    assert one_run == {"r1:basic": "basic", "r1:local": "local"}
+    named = short_system_labels(["r1:basic", "r2:basic"], {"r1": "nightly", "r2": "candidate"})
+    assert named == {"r1:basic": "nightly / basic", "r2:basic": "candidate / basic"}
+    same_name = short_system_labels(["r1:basic", "r2:basic"], {"r1": "demo", "r2": "demo"})
+    assert same_name == {"r1:basic": "r1 / basic", "r2:basic": "r2 / basic"}
+    clash = short_system_labels(["r1:m / x", "r2:x"], {"r1": "n", "r2": "n / m"})  # both "n / m / x"
+    assert clash == {"r1:m / x": "r1:m / x", "r2:x": "r2:x"}

@@ -188,3 +188,28 @@ def test_annotating_a_claim_shows_the_contexts_the_judge_saw(make_app, app_store
     stored = [c["text"] for c in json.loads(record)["retrieved"]]
     shown = [t.value for t in expander.text]
     assert stored and all(text in shown for text in stored)
+
+
+def _pareto_page(zero_cost: bool):
+    import pandas as pd
+
+    from evalcore.ui.charts import _pareto
+
+    cost = [0.0, 0.0, 0.0] if zero_cost else [0.01, 0.02, 0.005]
+    points = pd.DataFrame({"system": ["r:a", "r:b", "r:c"], "quality": [0.8, 0.7, 0.6],
+                           "cost_per_query_usd": cost})
+    _pareto(points, "cost_per_query_usd", "cost per query (USD)", "faithfulness", {"r:a": "a", "r:b": "b", "r:c": "c"})
+
+
+def test_pareto_needs_a_reported_cost_and_labels_its_points():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_pareto_page, args=(True,)).run()
+    assert not at.exception and "No cost per query (USD) recorded." in " ".join(i.value for i in at.info)
+    at = AppTest.from_function(_pareto_page, args=(False,)).run()
+    assert not at.exception and not at.info
+    import json
+
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    shown = [t for trace in figure["data"] if "text" in trace for t in trace["text"]]
+    assert sorted(shown) == ["a", "b", "c"]
