@@ -200,8 +200,23 @@ def test_unknown_public_set():
 
 
 @pytest.mark.skipif(importlib.util.find_spec("datasets") is None, reason="the `datasets` library is not installed")
-def test_real_library_offline_gives_the_clear_error(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+def test_real_library_offline_gives_the_clear_error(monkeypatch, tmp_path):
+    """The real library, offline, with an empty cache so a user's cached copy cannot answer.
+
+    Both libraries read these variables once, at import, and `datasets` is often imported already
+    (sentence-transformers imports it), so the module constants are set as well; otherwise the
+    load would go to the network (slow, and with network it would succeed).
+    """
+    import datasets
+    import huggingface_hub.constants
+
+    home = tmp_path / "hf_home"
+    for key, value in {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": home,
+                       "HF_HUB_CACHE": home / "hub", "HF_DATASETS_CACHE": home / "datasets"}.items():
+        monkeypatch.setenv(key, str(value))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(home / "hub"))
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", home / "datasets")
     with pytest.raises(EvalcoreError, match="could not load public set"):
         PUBLIC_SETS["hotpotqa"].load(limit=1)
