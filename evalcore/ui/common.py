@@ -176,9 +176,13 @@ def show_table(df: pd.DataFrame, name: str, *, key: str | None = None, **kwargs:
 
 
 def untrusted(label: str, text: Any) -> None:
-    """Show untrusted text verbatim: a fixed caption, then the text as plain text."""
+    """Show untrusted text verbatim: a fixed caption, then the text as plain text. A missing
+    value reads "(none)" and an empty string "(empty)", so neither looks like a rendering gap."""
     st.caption(label)
-    st.text("" if text is None or (isinstance(text, float) and math.isnan(text)) else str(text))
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        st.text("(none)")
+    else:
+        st.text(str(text) if str(text) else "(empty)")
 
 
 def empty_state(what: str, hint: str) -> None:
