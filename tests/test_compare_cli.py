@@ -69,3 +69,35 @@ def test_compare_json_and_pareto(two_runs):
     res = _cli(root, "compare", good, worse, "--fail-on-regression", "not_a_metric")
     # an unknown gate metric is a usage error (main() turns it into exit code 2), not a regression
     assert isinstance(res.exception, EvalcoreError) and "not_a_metric" in str(res.exception)
+
+
+def test_markdown_report_says_worse_only_when_significant(two_runs):
+    from evalcore.export import _md_cell
+
+    root, (good, worse) = two_runs
+    res = _cli(root, "compare", f"{good}:reader", f"{worse}:reader", "--metrics", "token_f1,squad_em", "--markdown")
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0].startswith(f"**evalcore compare** · baseline {_md_cell(good + ':reader')} · ")
+    rows = [line for line in lines if line.startswith("| ") and not line.startswith("| candidate")]
+    assert len(rows) == 2 and all("▼ worse" in row for row in rows)  # wrong answers on half the questions
+    back = _cli(root, "compare", f"{worse}:reader", f"{good}:reader", "--metrics", "token_f1", "--markdown")
+    assert "▲ better" in back.stdout
+
+
+def test_markdown_cells_are_inert():
+    import pandas as pd
+
+    from evalcore.stats.compare import Comparison, Selection
+    from evalcore.stats.report import comparison_markdown, verdict
+
+    hostile = Selection("run|x", "<script>alert(1)</script>")
+    table = pd.DataFrame([{"candidate": hostile.label, "metric": "latency_ms", "higher_is_better": False,
+                           "mean_a": 10.0, "mean_b": 8.0, "delta": -2.0, "ci_low": -3.0, "ci_high": -1.0,
+                           "p_holm": 0.01, "significant": True, "improved": 9, "regressed": 1, "unchanged": 0,
+                           "n_pairs": 10}])
+    text = comparison_markdown(Comparison(Selection("base", "m"), [hostile], table, {}))
+    assert "<script>" not in text and "&lt;script&gt;" in text and "run\\|x" in text
+    assert "▲ better" in text  # lower latency is better
+    row = next(table.itertuples())
+    assert verdict(row._replace(significant=False)) == "no significant change"

@@ -127,6 +127,8 @@ def compare_cmd(
     selections: list[str] = typer.Argument(..., help="RUN[:METHOD] ... (first = baseline)."),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated metrics (default: all shared)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    markdown: bool = typer.Option(False, "--markdown",
+                                  help="Print a Markdown report (for a pull request or $GITHUB_STEP_SUMMARY)."),
     show_pareto: bool = typer.Option(False, "--pareto", help="Also show the quality/cost/latency Pareto front."),
     fail_on_regression: Optional[list[str]] = typer.Option(
         None, "--fail-on-regression", help="METRIC[:MIN_DELTA]; exit 1 if it regresses significantly (Holm)."),
@@ -153,6 +155,12 @@ def compare_cmd(
             out["pareto"] = {"points": json.loads(front[0].to_json(orient="records")), "dropped_axes": front[1]}
         out["regressions"] = failures
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
+    elif markdown:
+        from evalcore.stats.report import comparison_markdown
+
+        sels = [result.baseline, *result.candidates]
+        one_run = len({x.run_id for x in sels}) == 1
+        typer.echo(comparison_markdown(result, {x.label: x.method for x in sels} if one_run else None), nl=False)
     else:
         t = result.table
         sels = [result.baseline, *result.candidates]

@@ -1,0 +1,48 @@
+"""A comparison as a Markdown report, for a pull-request comment or a CI job summary.
+
+Why: the regression gate (`evalcore compare --fail-on-regression`) runs in CI, and the people
+reading its outcome are in the pull request. GitHub renders Markdown tables there and in
+$GITHUB_STEP_SUMMARY, so the same numbers as the terminal table, plus a verdict per metric
+that only says "better"/"worse" when the Holm-adjusted test says so. Every name comes from
+users (run names, methods, metrics), so cells go through the export's inert Markdown escaping.
+"""
+
+from __future__ import annotations
+
+import math
+
+from evalcore.export import _md_cell
+from evalcore.stats.compare import Comparison
+
+
+def _num(value: float, digits: int = 3) -> str:
+    return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def verdict(row) -> str:
+    """better / worse only when significant after Holm, in the metric's own direction."""
+    if not row.significant or row.delta != row.delta or row.delta == 0:
+        return "no significant change"
+    gained = row.delta > 0 if row.higher_is_better else row.delta < 0
+    return "better" if gained else "worse"
+
+
+def comparison_markdown(result: Comparison, labels: dict[str, str] | None = None) -> str:
+    """The comparison as Markdown: a heading line, then one table row per (candidate, metric)."""
+    labels = labels or {}
+    name = lambda label: _md_cell(labels.get(label, label))  # noqa: E731
+    lines = [f"**evalcore compare** · baseline {_md_cell(result.baseline.label)} · "
+             f"95% paired bootstrap CI · Holm-adjusted p, α = {result.alpha:g}", "",
+             "| candidate | metric | baseline | candidate | Δ | 95% CI | p (Holm) | verdict | better / worse / same | n |",
+             "|---|---|--:|--:|--:|---|--:|---|---|--:|"]
+    for r in result.table.itertuples():
+        mark = {"better": "▲ better", "worse": "▼ worse"}.get(verdict(r), "no significant change")
+        lines.append(
+            f"| {name(r.candidate)} | {_md_cell(r.metric)} | {_num(r.mean_a)} | {_num(r.mean_b)} | "
+            f"{_num(r.delta, 4)} | [{_num(r.ci_low, 4)}, {_num(r.ci_high, 4)}] | {_num(r.p_holm, 4)} | {mark} | "
+            f"{r.improved} / {r.regressed} / {r.unchanged} | {r.n_pairs} |")
+    for label, ids in result.unpaired.items():
+        if ids["only_in_baseline"] or ids["only_in_candidate"]:
+            lines.append(f"\n{name(label)}: {len(ids['only_in_baseline'])} questions only in the baseline, "
+                         f"{len(ids['only_in_candidate'])} only in the candidate (not compared).")
+    return "\n".join(lines) + "\n"
