@@ -76,10 +76,15 @@ def leaderboard(snap: Snapshot, metrics: list[str], search: str | None = None,
     """One row per (run, method): score means, n, cost, latency, judges, date.
 
     Cost = the target's reported cost plus judge cost; cost per query divides by answers.
+    weighted_score_ci95 is the half-width of a normal-approximation 95% interval of that mean
+    (1.96 s / sqrt(n)): enough to see whether two rows differ by more than their noise; the
+    Compare page runs the paired tests that decide it.
     """
     base = snap.df("""
         SELECT r.run_id, r.name, s.method, r.status, r.created_at, r.dataset,
-               ws.mean AS weighted_score, s.n_responses AS n, s.n_errors,
+               ws.mean AS weighted_score,
+               1.96 * ws.std / sqrt(nullif(ws.n_scored, 0)) AS weighted_score_ci95,
+               s.n_responses AS n, s.n_errors,
                coalesce(s.rag_cost_usd, 0) + coalesce(j.judge_cost_usd, 0) AS cost_usd,
                (coalesce(s.rag_cost_usd, 0) + coalesce(j.judge_cost_usd, 0)) / nullif(s.n_responses, 0)
                    AS cost_per_query_usd,

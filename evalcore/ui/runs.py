@@ -24,7 +24,7 @@ def _links(df):
 def _reading_order(board, metrics: list[str]):
     """Columns as a reader ranks: which system, how good, how many, how costly and slow,
     judged by whom, when; identifiers and links last (they are long and rarely read)."""
-    first = ["name", "method", "weighted_score", *metrics, "n", "n_errors", "cost_usd", "cost_per_query_usd",
+    first = ["name", "method", "weighted_score", "weighted_score_ci95", *metrics, "n", "n_errors", "cost_usd", "cost_per_query_usd",
              "latency_p50_ms", "latency_p95_ms", "judges", "created_at", "status", "dataset", "run_id"]
     cols = [c for c in first if c in board.columns]
     rest = [c for c in board.columns if c not in cols and c not in ("questions", "charts")]
@@ -56,7 +56,7 @@ def render() -> None:
     if sort_by in board.columns:
         board = board.sort_values(sort_by, ascending=order == "ascending", na_position="last")
     if "weighted_score" in board.columns and board["weighted_score"].isna().all():
-        board = board.drop(columns="weighted_score")
+        board = board.drop(columns=["weighted_score", "weighted_score_ci95"], errors="ignore")
         st.caption("No weighted_score in these runs: score them with the composite metrics to rank by it.")
     board = _reading_order(_links(board), metrics)
     col_cfg = {
@@ -67,6 +67,9 @@ def render() -> None:
         "latency_p50_ms": st.column_config.NumberColumn("latency p50 (ms)", format="%.0f"),
         "latency_p95_ms": st.column_config.NumberColumn("latency p95 (ms)", format="%.0f"),
         "created_at": st.column_config.DatetimeColumn("date", format="YYYY-MM-DD HH:mm"),
+        "weighted_score_ci95": st.column_config.NumberColumn(
+            "± 95%", format="%.3f", help="Half-width of a normal-approximation 95% interval of weighted_score. "
+                                        "Use Compare for paired tests."),
     }
     for m in metrics + ["weighted_score"]:
         col_cfg[m] = st.column_config.NumberColumn(m, format="%.3f")

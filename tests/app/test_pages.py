@@ -51,7 +51,7 @@ def test_runs_search_filters_and_bad_sort_is_rejected(make_app, app_store):
 def test_leaderboard_columns_read_system_then_quality_then_cost(make_app):
     at = make_app("runs", cols=["faithfulness", "token_f1"])
     cols = list(at.dataframe[0].value.columns)
-    assert cols[:5] == ["name", "method", "weighted_score", "faithfulness", "token_f1"]
+    assert cols[:6] == ["name", "method", "weighted_score", "weighted_score_ci95", "faithfulness", "token_f1"]
     assert cols.index("n") < cols.index("cost_usd") < cols.index("judges") < cols.index("run_id")
     assert cols[-2:] == ["questions", "charts"]
 
@@ -67,6 +67,10 @@ def test_leaderboard_means_match_the_store_views(app_store):
     merged = board.merge(direct, on=["run_id", "method"])
     assert len(merged) == len(direct) > 0
     assert (merged["faithfulness"] - merged["m"]).abs().max() < 1e-12
+    ws = query_df(app_store, """SELECT run_id, method, 1.96 * stddev_samp(value) / sqrt(count(*)) AS h
+                                FROM metrics WHERE metric = 'weighted_score' AND NOT isnan(value) GROUP BY ALL""")
+    merged = board.merge(ws, on=["run_id", "method"])
+    assert len(merged) > 0 and (merged["weighted_score_ci95"] - merged["h"]).abs().max() < 1e-12
 
 
 def test_questions_deep_link_and_next_previous(make_app, app_store):
