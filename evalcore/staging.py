@@ -17,6 +17,11 @@ Folders without a lock file (made by an evalcore that predates the lock, or caug
 instant between `mkdir` and taking the lock) and every folder on systems without `fcntl`
 (Windows) fall back to an age rule: removed only when nothing in them changed for
 `STALE_AFTER` seconds (24 h).
+
+`<store>/.trash/` is the other leftover: `delete` renames a run there (so it vanishes from
+readers at once) and then removes it; a delete killed in between leaves the renamed folder.
+Everything in .trash is garbage by construction, so `sweep_trash` removes it all; a delete
+still running at the same moment only finds less to remove.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 STAGING_DIR = ".staging"
+TRASH_DIR = ".trash"
 LOCK_FILE = ".writer.lock"
 STALE_AFTER = 24 * 3600.0
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # run ids, as store.RUN_ID_RE
@@ -176,6 +182,27 @@ def sweep(root: Path, *, max_age: float = STALE_AFTER, dry_run: bool = False,
         finally:
             if lock is not None:
                 lock.close()
+    return removed
+
+
+def sweep_trash(root: Path, *, dry_run: bool = False) -> list[Removed]:
+    """Remove what deletes left in `<root>/.trash` (folders only, never following symlinks)."""
+    base = Path(root) / TRASH_DIR
+    try:
+        entries = sorted(base.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    removed: list[Removed] = []
+    for folder in entries:
+        if folder.is_symlink() or not folder.is_dir():
+            continue
+        size = _size(folder)
+        if not dry_run:
+            shutil.rmtree(folder, ignore_errors=True)
+            if folder.exists():
+                log.warning("could not remove deleted run folder %s", folder)
+                continue
+        removed.append(Removed(folder, size, "a delete was interrupted"))
     return removed
 
 

@@ -378,6 +378,10 @@ class RunStore:
         With `dry_run`, only report what would go."""
         return _staging.sweep(self.root, dry_run=dry_run, kept=kept)
 
+    def clean_trash(self, dry_run: bool = False) -> list[_staging.Removed]:
+        """Remove runs a killed `delete` left half-removed in .trash (never visible to readers)."""
+        return _staging.sweep_trash(self.root, dry_run=dry_run)
+
     def delete_run(self, run_id: str) -> str:
         run_id = self.resolve(run_id)
         trash = self.root / TRASH_DIR / f"{run_id}-{uuid.uuid4().hex[:6]}"

@@ -157,24 +157,25 @@ def delete_cmd(run: str = typer.Argument(..., help="Run id (or unique prefix/nam
 
 
 def clean_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be removed.")) -> None:
-    """Remove what interrupted imports left in the store's .staging folder.
+    """Remove what interrupted imports and deletes left in the store's .staging and .trash folders.
 
     A staging folder is removed only when its import is gone: on Linux and macOS when no
     process holds its writer lock; elsewhere (and for folders without a lock file) when nothing
-    in it changed for 24 hours. Runs, shared data and imports still in progress are never touched.
-    Importing also does this on its own.
+    in it changed for 24 hours. Everything in .trash is a run already deleted from view.
+    Runs, shared data and imports still in progress are never touched. Importing also cleans
+    staging on its own.
     """
     store = state.store()
     kept: list[Path] = []
-    removed = store.clean_staging(dry_run=dry_run, kept=kept)
+    removed = store.clean_staging(dry_run=dry_run, kept=kept) + store.clean_trash(dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
     for item in removed:
         typer.echo(f"{verb} {item.path}  {human_bytes(item.bytes)}  ({item.reason})")
     total = human_bytes(sum(item.bytes for item in removed))
     if removed:
-        typer.echo(f"{'would free' if dry_run else 'freed'} {total} in {len(removed)} staging folder(s)")
+        typer.echo(f"{'would free' if dry_run else 'freed'} {total} in {len(removed)} folder(s)")
     else:
-        typer.echo(f"nothing to clean in {store.root / '.staging'}")
+        typer.echo(f"nothing to clean in {store.root / '.staging'} or {store.root / '.trash'}")
     if kept:
         typer.echo(f"left {len(kept)} staging folder(s) alone: an import may still be writing them")
 

@@ -198,7 +198,7 @@ def test_cli_store_clean_prints_what_it_removed(store_with_run, tmp_path):
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0] == f"removed {folder}  {staging.human_bytes(size)}  (its writer is gone)"
-    assert lines[1] == f"freed {staging.human_bytes(size)} in 1 staging folder(s)"
+    assert lines[1] == f"freed {staging.human_bytes(size)} in 1 folder(s)"
     assert not folder.exists() and _snapshot(store.root) == before
     again = CliRunner().invoke(app, ["--store", str(store.root), "store", "clean"])
     assert "nothing to clean" in again.stdout
@@ -268,3 +268,30 @@ def test_only_run_folders_inside_staging_are_considered(store, tmp_path):
     assert store.clean_staging() == []
     assert (outside / "data" / "keep.txt").read_text() == "keep"
     assert sorted(p.name for p in base.iterdir()) == [".hidden", "linked-import", "stray-file"]
+
+
+def test_store_clean_finishes_a_delete_that_was_killed(store_with_run, tmp_path):
+    import os
+    import shutil
+
+    store = store_with_run
+    victim = CliRunner().invoke(app, ["--store", str(store.root), "import", "--example"]).stdout.strip().splitlines()[-1]
+    before = {k: v for k, v in _snapshot(store.root).items() if not k.startswith(victim)}
+    # What `delete` leaves when killed between its rename and its rmtree (part of it removed).
+    trashed = store.root / ".trash" / f"{victim}-dead01"
+    trashed.parent.mkdir(exist_ok=True)
+    os.replace(store.run_dir(victim), trashed)
+    shutil.rmtree(next(p for p in trashed.iterdir() if p.is_dir()))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the store's")
+    (store.root / ".trash" / "link").symlink_to(outside)
+    size = _tree_bytes(trashed)
+
+    dry = CliRunner().invoke(app, ["--store", str(store.root), "store", "clean", "--dry-run"])
+    assert f"would remove {trashed}  {staging.human_bytes(size)}  (a delete was interrupted)" in dry.stdout
+    assert trashed.is_dir()
+    res = CliRunner().invoke(app, ["--store", str(store.root), "store", "clean"])
+    assert res.exit_code == 0, res.output
+    assert not trashed.exists() and (outside / "keep.txt").read_text() == "not the store's"
+    assert victim not in store.run_ids() and _snapshot(store.root) == before
