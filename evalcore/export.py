@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from evalcore.errors import EvalcoreError
-from evalcore.queries import wide_results
+from evalcore.analysis.results import wide_results
 from evalcore.store import RunStore
 
 FORMATS = ("csv", "json", "md", "parquet")

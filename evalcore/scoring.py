@@ -2,8 +2,9 @@
 
 Two phases. Phase 1 runs the ordinary metrics over chunks of items and writes one Parquet
 part file per chunk, so an interrupted scoring keeps everything written before the
-interruption (re-running replaces values: the store's views keep the newest row per key).
-Phase 2 runs the composites (group "composite"), which read the values phase 1 just stored.
+interruption (re-running replaces values: compaction keeps the newest row per key). Each
+phase ends by publishing (compacting) the run, also when interrupted; phase 2 runs the
+composites (group "composite"), which read the values phase 1 just published.
 
 Selection: named metrics and/or groups; by default every metric needing neither a judge nor
 embeddings whose needs the run can meet (e.g. no gold passages -> no retrieval metrics).
@@ -24,7 +25,8 @@ from typing import Any, Iterable
 from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
 from evalcore.queries import query_df, run_questions, run_responses
-from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue
+from evalcore.schemas import ContextJudgement, EvalQuestion, EvalResponse, MetricValue
+from evalcore.schemas.labels import context_verdict
 from evalcore.store import RunStore
 
 COMPOSITE = "composite"
@@ -172,8 +174,21 @@ def _compute(spec: MetricSpec, chunk: list[Item], ctx: ScoringContext, report: S
 def _values(run_id: str, spec: MetricSpec, chunk: list[Item], scores: list[Score]) -> list[MetricValue]:
     return [MetricValue(run_id=run_id, method=r.method, question_id=q.id, metric=spec.name,
                         value=s.value, group=spec.group, version=spec.version, reason=s.reason,
-                        details=s.details, judge_id=s.judge_id)
+                        details=s.details, judge_id=s.judge_id, label=s.label)
             for (q, r), s in zip(chunk, scores)]
+
+
+def _context_verdicts(run_id: str, spec: MetricSpec, chunk: list[Item],
+                      scores: list[Score]) -> list[ContextJudgement]:
+    """The typed per-context verdicts a metric returned (context_precision...), one set per answer."""
+    out = []
+    for (q, r), s in zip(chunk, scores):
+        for c in s.contexts:
+            verdict = context_verdict(c.get("verdict"))
+            out.append(ContextJudgement(run_id=run_id, method=r.method, question_id=q.id, metric=spec.name,
+                                        rank=int(c["rank"]), verdict=verdict.value if verdict else None,
+                                        score=c.get("score"), reason=c.get("reason"), judge_id=s.judge_id))
+    return out
 
 
 def _estimate(specs: list[MetricSpec], items: list[Item], ctx: ScoringContext) -> dict[str, Any]:
@@ -260,14 +275,16 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
     started = time.monotonic()
     options = dict(options or {})
     run_id = store.resolve(run_ref)
+    # a writer first (not for a dry run, which writes nothing): opening publishes what a pass
+    # that died left behind, so the stored state read below is the run's true state
+    writer = None if dry_run else store.open_run(run_id)
     items, unmatched = _pair(run_questions(store, run_id), run_responses(store, run_id))
     if not items:
         raise EvalcoreError(f"run {run_id} has no answers to score")
-    stored = query_df(store, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id])
+    stored = query_df(store, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id], runs=[run_id])
     specs, skipped = select_metrics(_registry(), items, metrics, groups, options, set(stored["metric"]))
     report = ScoreReport(run_id=run_id, metrics=[s.name for s in specs], skipped=skipped,
                          n_items=len(items), unmatched_responses=unmatched, dry_run=dry_run)
-    writer = store.open_run(run_id)
     ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options)
     if dry_run:
         report.estimate = _estimate(specs, items, ctx)
@@ -281,17 +298,25 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
                 continue
             if phase is phase2:
                 ctx._resources.pop("stored_metrics", None)  # read what phase 1 just wrote
-            for chunk in _chunks(items, chunk_size):
-                values: list[MetricValue] = []
-                for spec in phase:
-                    scores = _compute(spec, chunk, ctx, report)
-                    for s in scores:
-                        report.by_metric.setdefault(spec.name, MetricReport()).add(s)
-                    values.extend(_values(run_id, spec, chunk, scores))
-                    bar.advance(len(chunk), spec.name)
-                if writer.write_metrics(values):
-                    report.parts_written += 1
-                report.n_values += len(values)
+            try:
+                for chunk in _chunks(items, chunk_size):
+                    values: list[MetricValue] = []
+                    verdicts: list[ContextJudgement] = []
+                    for spec in phase:
+                        scores = _compute(spec, chunk, ctx, report)
+                        for s in scores:
+                            report.by_metric.setdefault(spec.name, MetricReport()).add(s)
+                        values.extend(_values(run_id, spec, chunk, scores))
+                        verdicts.extend(_context_verdicts(run_id, spec, chunk, scores))
+                        bar.advance(len(chunk), spec.name)
+                    writer.write_context_verdicts(verdicts)
+                    if writer.write_metrics(values):
+                        report.parts_written += 1
+                    report.n_values += len(values)
+            finally:
+                # publish what was scored, also when interrupted (Ctrl-C, an error): composites
+                # in phase 2 read phase 1's values, and readers see finished chunks
+                writer.publish()
     if specs:
         _record_in_manifest(writer, specs, options)
     report.seconds = time.monotonic() - started

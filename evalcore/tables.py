@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from evalcore.schemas import Annotation, Claim, EvalQuestion, EvalResponse, JudgeCall, MetricValue
+from evalcore.schemas import Annotation, Claim, ContextJudgement, EvalQuestion, EvalResponse, JudgeCall, MetricValue
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -48,7 +48,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
         ("metric", pa.string()), ("value", pa.float64()), ("group", pa.string()),
         ("version", pa.string()), ("reason", pa.string()), ("details", pa.string()),
-        ("judge_id", pa.string()), ("computed_at", TS),
+        ("judge_id", pa.string()), ("computed_at", TS), ("label", pa.string()),
     ]),
     "judge_calls": pa.schema([
         ("run_id", pa.string()), ("call_key", pa.string()), ("judge_id", pa.string()),
@@ -64,6 +64,11 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("verdict", pa.string()), ("reason", pa.string()), ("metric", pa.string()),
         ("judge_id", pa.string()), ("computed_at", TS),
     ]),
+    "context_verdicts": pa.schema([
+        ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
+        ("metric", pa.string()), ("rank", pa.int32()), ("verdict", pa.string()), ("score", pa.float64()),
+        ("reason", pa.string()), ("judge_id", pa.string()), ("computed_at", TS),
+    ]),
 }
 
 ANNOTATIONS_SCHEMA = pa.schema([
@@ -73,16 +78,24 @@ ANNOTATIONS_SCHEMA = pa.schema([
     ("note", pa.string()),
 ])
 
-# Key columns per table: the store's views keep the newest row per key, so re-writing a
-# row (re-scoring, a resumed run) replaces it instead of duplicating it.
+# Key columns per table: compaction keeps the newest row per key, so re-writing a row
+# (re-scoring, a resumed run) replaces it instead of duplicating it.
 KEYS: dict[str, tuple[str, ...]] = {
     "questions": ("run_id", "question_id"),
     "responses": ("run_id", "method", "question_id"),
     "metrics": ("run_id", "method", "question_id", "metric"),
     "judge_calls": ("run_id", "call_key"),
 }
+# Set tables: rows written in one call form one set per key (they share a timestamp), and
+# compaction keeps the newest set whole, so a re-score with fewer claims leaves no stale ones.
+SET_KEYS: dict[str, tuple[str, ...]] = {
+    "claims": ("run_id", "method", "question_id", "metric"),
+    "context_verdicts": ("run_id", "method", "question_id", "metric"),
+}
 ORDER_COLUMN = {"questions": "written_at", "responses": "written_at", "metrics": "computed_at",
-                "judge_calls": "created_at", "claims": "computed_at"}
+                "judge_calls": "created_at", "claims": "computed_at", "context_verdicts": "computed_at"}
+# Sort order of a compacted file: what readers filter on first.
+SORT_COLUMNS = {**KEYS, **SET_KEYS}
 
 
 def question_row(run_id: str, q: EvalQuestion) -> dict[str, Any]:
@@ -128,6 +141,10 @@ def claim_row(c: Claim) -> dict[str, Any]:
     return c.model_dump()
 
 
+def context_verdict_row(c: ContextJudgement) -> dict[str, Any]:
+    return c.model_dump()
+
+
 def annotation_row(a: Annotation) -> dict[str, Any]:
     return a.model_dump()
 
@@ -136,6 +153,7 @@ ROW_BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
     "metrics": metric_row,
     "judge_calls": judge_call_row,
     "claims": claim_row,
+    "context_verdicts": context_verdict_row,
 }
 
 

@@ -88,8 +88,8 @@ def test_markdown_report_says_worse_only_when_significant(two_runs):
 def test_markdown_cells_are_inert():
     import pandas as pd
 
-    from evalcore.stats.compare import Comparison, Selection
-    from evalcore.stats.report import comparison_markdown, verdict
+    from evalcore.analysis.compare import Comparison, Selection
+    from evalcore.analysis.report import comparison_markdown, verdict
 
     hostile = Selection("run|x", "<script>alert(1)</script>")
     table = pd.DataFrame([{"candidate": hostile.label, "metric": "latency_ms", "higher_is_better": False,

@@ -6,7 +6,7 @@ import pytest
 
 from evalcore.importer import import_recorded
 from evalcore.scoring import score_run
-from evalcore.stats.aggregate import answer_classes, summarize
+from evalcore.analysis.means import answer_classes, summarize
 
 
 def _records(shared_data):

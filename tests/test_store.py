@@ -1,4 +1,4 @@
-"""Run store: layout, atomic publication, views that replace rather than duplicate, safety."""
+"""Run store: layout, atomic publication, compaction that replaces rather than duplicates, safety."""
 
 import json
 import math
@@ -6,7 +6,8 @@ import math
 import pytest
 
 from evalcore.errors import StoreError
-from evalcore.queries import open_db, query_df, run_questions, run_responses, wide_results
+from evalcore.analysis.results import wide_results
+from evalcore.queries import open_db, query_df, run_questions, run_responses
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
 from evalcore.schemas.results import Annotation
 from evalcore.store import FORMAT_VERSION, RunStore, check_run_id, new_run_id
@@ -22,15 +23,22 @@ def _fill(writer):
                             EvalQuestion(id="q2", question="Two?", ground_truth="2")])
     writer.write_responses([EvalResponse(question_id=q, method=m, answer=f"{m}-{q}", latency_ms=10.0)
                             for q in ("q1", "q2") for m in ("a", "b")])
+    writer.publish()
 
 
 def test_layout_and_roundtrip(store):
     writer = store.create_run(_manifest())
+    writer.write_questions([EvalQuestion(id="q1", question="One?")])
+    assert query_df(store, "SELECT count(*) AS n FROM questions")["n"][0] == 0  # unpublished: unseen
     _fill(writer)
-    assert (store.root / "r1" / "run.json").is_file()
-    parts = list((store.root / "r1" / "responses").glob("*.parquet"))
-    assert len(parts) == 1
-    assert not list((store.root / "r1" / "responses").glob(".*"))  # no temp files left
+    run_dir = store.root / "r1"
+    assert (run_dir / "run.json").is_file()
+    pointer = json.loads((run_dir / "tables.json").read_text())
+    assert pointer["generation"] == 1 and pointer["rows"] == {"questions": 2, "responses": 4}
+    data = sorted(p.name for p in (run_dir / "data").iterdir())
+    assert {f.split("-g")[0] for f in data} >= {"questions", "responses", "summary_metrics", "summary_responses"}
+    # every part was absorbed; no temp file left anywhere
+    assert not list((run_dir / "parts").rglob("*.parquet")) and not list(run_dir.rglob(".*.tmp"))
     assert [q.id for q in run_questions(store, "r1")] == ["q1", "q2"]
     responses = run_responses(store, "r1", method="b")
     assert [(r.method, r.question_id, r.answer) for r in responses] == [("b", "q1", "b-q1"), ("b", "q2", "b-q2")]
@@ -41,12 +49,15 @@ def test_rewrites_replace_not_duplicate(store):
     _fill(writer)
     mv = dict(run_id="r1", method="a", question_id="q1", metric="token_f1", group="lexical")
     writer.write_metrics([MetricValue(value=0.2, **mv)])
+    writer.publish()
     writer.write_metrics([MetricValue(value=0.7, **mv)])
     writer.write_responses([EvalResponse(question_id="q1", method="a", answer="second try")])
+    writer.publish()
     df = query_df(store, "SELECT value FROM metrics WHERE run_id = ?", ["r1"])
     assert df["value"].tolist() == [0.7]
-    raw = query_df(store, "SELECT count(*) AS n FROM raw_metrics")
-    assert raw["n"][0] == 2  # history is kept, the view shows the newest
+    # one row per key on disk: the canonical file itself holds no history
+    pointer = json.loads((store.root / "r1" / "tables.json").read_text())
+    assert pointer["rows"]["metrics"] == 1 and pointer["rows"]["responses"] == 4
     answers = query_df(store, "SELECT answer FROM responses WHERE method='a' AND question_id='q1'")
     assert answers["answer"].tolist() == ["second try"]
 
@@ -56,6 +67,7 @@ def test_nan_metric_keeps_reason_and_wide_export(store):
     _fill(writer)
     writer.write_metrics([MetricValue(run_id="r1", method="a", question_id="q1", metric="context_recall",
                                       value=float("nan"), reason="no contexts", group="judged")])
+    writer.publish()
     df = query_df(store, "SELECT value, reason FROM metrics")
     assert math.isnan(df["value"][0]) and df["reason"][0] == "no contexts"
     wide = wide_results(store, "r1")
@@ -151,13 +163,14 @@ def test_nan_filters_hold_in_aggregates(store):
                                       value=float("nan") if nan else float(i % 2 if metric != "latency_ms" else i),
                                       reason="no keywords" if nan else None))
     writer.write_metrics(values)
-    from evalcore.queries import metric_summary
+    writer.publish()
+    from evalcore.analysis.means import metric_table
 
-    row = metric_summary(store, "r1").set_index("metric").loc["keyword_coverage"]
+    row = metric_table(store, "r1").set_index("metric").loc["keyword_coverage"]
     expected = [float(i % 2) for i in range(300) if i % 3]
     assert row["n_scored"] == len(expected) == 200
     assert row["mean"] == pytest.approx(sum(expected) / len(expected))
-    assert row["not_scored_reasons"] == "no keywords"
+    assert row["not_scored_reasons"] == "no keywords (100)"
 
 
 def test_claim_sets_replace_whole_sets(store):
@@ -170,6 +183,8 @@ def test_claim_sets_replace_whole_sets(store):
                       verdict="supported", metric="faithfulness") for i, t in enumerate(texts)]
 
     writer.write_claims(claims(["c0", "c1", "c2"]))  # each Claim has its own default timestamp
+    writer.publish()
     assert query_df(store, "SELECT count(*) AS n FROM claims")["n"][0] == 3
     writer.write_claims(claims(["new0", "new1"]))
+    writer.publish()
     assert query_df(store, "SELECT text FROM claims ORDER BY idx")["text"].tolist() == ["new0", "new1"]

@@ -1,4 +1,4 @@
-"""`evalcore score` and `evalcore compare`: thin wrappers over evalcore.scoring and evalcore.stats.
+"""`evalcore score` and `evalcore compare`: thin wrappers over evalcore.scoring and evalcore.analysis.
 
 Exit codes: 0 ok; 1 only when --fail-on-regression finds a regression that is significant
 after Holm correction (so CI can gate on it); 2 for usage/data errors (EvalcoreError).
@@ -136,7 +136,7 @@ def compare_cmd(
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level after Holm correction."),
 ) -> None:
     """Compare methods/runs paired on question_id: Δ, CI, p (Holm-adjusted), win/loss counts."""
-    from evalcore.stats.compare import compare, pareto, regressions
+    from evalcore.analysis.compare import compare, pareto, regressions
 
     store = state.store()
     gates = [_parse_gate(g) for g in fail_on_regression or []]
@@ -156,7 +156,7 @@ def compare_cmd(
         out["regressions"] = failures
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
     elif markdown:
-        from evalcore.stats.report import comparison_markdown
+        from evalcore.analysis.report import comparison_markdown
 
         sels = [result.baseline, *result.candidates]
         one_run = len({x.run_id for x in sels}) == 1

@@ -15,9 +15,10 @@ from evalcore.cli.dataset_commands import ON_DUPLICATE_HELP, OnDuplicate, print_
 from evalcore.errors import EvalcoreError
 from evalcore.export import FORMATS, export_run
 from evalcore.importer import import_recorded
-from evalcore.queries import metric_summary, runs_overview
+from evalcore.analysis.indexing import coverage_by_doc_type, run_indexing_coverage
+from evalcore.analysis.leaderboard import runs_overview
+from evalcore.analysis.means import metric_table
 from evalcore.staging import human_bytes
-from evalcore.stats.indexing import coverage_by_doc_type, run_indexing_coverage
 from evalcore.tables import _json
 
 
@@ -99,7 +100,7 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
     store = state.store()
     run_id = store.resolve(run)
     manifest = store.manifest(run_id)
-    summary = metric_summary(store, run_id)
+    summary = metric_table(store, run_id)
     indexing = run_indexing_coverage(manifest.target_info)
     by_type = coverage_by_doc_type(store, run_id) if "hit_rate@5" in set(summary.get("metric", [])) else []
     if as_json:
@@ -120,8 +121,9 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
         typer.echo("no metric values yet (score the run to add them)")
         return
     for row in summary.itertuples(index=False):
-        mean = "nan" if row.mean is None or row.mean != row.mean else f"{row.mean:.4f}"
-        extra = f"  not scored: {row.not_scored_reasons}" if row.not_scored_reasons else ""
+        mean = "–" if row.mean is None or row.mean != row.mean else f"{row.mean:.4f}"
+        reasons = row.not_scored_reasons if isinstance(row.not_scored_reasons, str) else ""
+        extra = f"  not scored: {reasons}" if reasons else ""
         typer.echo(f"  {row.method:<20} {row.metric:<28} {mean:>8}  ({row.n_scored}/{row.n}){extra}")
     if len({r["doc_type"] for r in by_type}) > 1:
         typer.echo("hit_rate@5 by gold document type:")

@@ -10,25 +10,25 @@ One call feeds a metric and its _norm copy (and the three plan scores share one 
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Any, Callable
 
 from evalcore.judges.lexical import is_hedge, norm
 from evalcore.judges.ragas_metrics import _base, contexts_of, decompositions
 from evalcore.judges.work import get_work
 from evalcore.metrics.base import Item, Score, ScoringContext
+from evalcore.schemas.labels import AnswerClass, grade_for
 
 WEIGHTS = {"correctness": 0.5, "completeness": 0.3, "consistency": 0.2}
-GRADES = [(80, "A"), (60, "B"), (40, "C"), (20, "D")]
 GRADE_POINTS = {"A": 4, "B": 3, "C": 2, "D": 1, "E": 0}
 INCONCLUSIVE = ("not sure", "unclear", "uncertain", "it depends", "possibly", "perhaps", "not specified",
                 "not clear", "not certain", "hard to say", "difficult to determine", "아마", "불확실", "추정")
 
 
 def grade(score_100: float) -> str:
-    for floor, letter in GRADES:
-        if score_100 >= floor:
-            return letter
-    return "E"
+    """G-Eval letter of a 0-100 score: evalcore.schemas.labels.grade_for (one definition)."""
+    return grade_for(score_100).value
 
 
 def _expected(q) -> str:
@@ -70,7 +70,7 @@ def _one_call(task: str, items: list[Item], ctx: ScoringContext, to_score: Calla
             scores.append(Score(float("nan"), reason=o.error if o else "no judge output", judge_id=label))
         else:
             s = to_score(o.output, work, label)
-            scores.append(Score(s.value, reason=s.reason, details=s.details, judge_id=label))
+            scores.append(dataclasses.replace(s, judge_id=label))
     work.flush()
     return scores
 
@@ -80,7 +80,7 @@ def _factual(out: dict, work, label: str, as_grade: bool) -> Score:
     g = grade(weighted)
     details = _base(work, label, score_100=round(weighted, 2), grade=g, weights=WEIGHTS,
                     **{k: out[k] for k in WEIGHTS}, overall_reasoning=out["overall_reasoning"])
-    return Score(float(GRADE_POINTS[g]) if as_grade else weighted / 100.0, details=details)
+    return Score(float(GRADE_POINTS[g]) if as_grade else weighted / 100.0, details=details, label=g)
 
 
 def factual_accuracy(items, ctx):
@@ -229,6 +229,7 @@ def class_metric(target: str | None):
                 out.append(Score(float("nan"), reason=err, judge_id=None if err == "target error" else label))
                 continue
             hit = cls == (target or "CORRECT")
-            out.append(Score(float(hit), details=_base(work, label, **{"class": cls}, evidence=how), judge_id=label))
+            out.append(Score(float(hit), details=_base(work, label, **{"class": cls}, evidence=how), judge_id=label,
+                             label=AnswerClass(cls).value))
         return out
     return fn

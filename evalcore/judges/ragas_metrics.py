@@ -153,8 +153,11 @@ def _precision(items: list[Item], ctx: ScoringContext, ap: bool) -> list[Score]:
         else:
             v = [c["relevant"] for c in o.output["contexts"]]
             value = average_precision(v) if ap else sum(v) / len(v)
+            ranked = tuple({"rank": i, "verdict": c["relevant"], "score": c.get("score"), "reason": c.get("reason")}
+                           for i, c in enumerate(o.output["contexts"], start=1))
             scores.append(Score(value, details=_base(work, label, n=len(v), n_relevant=sum(v),
-                                                     contexts=o.output["contexts"]), judge_id=label))
+                                                     contexts=o.output["contexts"]), judge_id=label,
+                                contexts=ranked))
     work.flush()
     return scores
 

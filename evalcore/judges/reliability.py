@@ -24,27 +24,12 @@ from evalcore.errors import EvalcoreError
 from evalcore.judges import make_judge
 from evalcore.metrics.base import ScoringContext
 from evalcore.queries import query_df, run_questions, run_responses
+from evalcore.stats.agreement import cohen_kappa
 from evalcore.schemas import MetricValue
 
 POINT_SCALES = {"groundedness", "correctness", "judge_correctness", "judge_faithfulness", "judge_completeness",
                 "factual_grade"}
 CLASS_METRICS = {"answer_class", "answer_correct", "answer_wrong", "answer_dont_know"}
-
-
-def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
-    """Cohen's kappa = (p_o - p_e) / (1 - p_e); None when undefined (both raters used one
-    and the same single category, so chance agreement is 1)."""
-    if len(a) != len(b):
-        raise ValueError("kappa needs two ratings per item")
-    n = len(a)
-    if n == 0:
-        return None
-    po = sum(x == y for x, y in zip(a, b)) / n
-    ca, cb = Counter(a), Counter(b)
-    pe = sum(ca[c] * cb[c] for c in set(ca) | set(cb)) / (n * n)
-    if pe == 1.0:
-        return None
-    return (po - pe) / (1 - pe)
 
 
 def category(metric: str, value: float) -> Hashable:
@@ -142,31 +127,7 @@ def spot_check(store, run_id: str, fraction: float = 0.1, second_judge: str = "h
               for (m, qid), d in sorted(per_item.items()) if d]
     if values:
         writer.write_metrics(values)
+    writer.publish()
     writer.edit_manifest(lambda m: {"config": {**m.config, "judge_reliability": [
         *m.config.get("judge_reliability", []), summary]}})
     return summary
-
-
-def human_agreement(store, run_id: str | None = None) -> dict[str, Any]:
-    """Judge-human agreement from annotations that record the judge's label.
-
-    Returns {"n", "agreement", "kappa", "by_kind": {target_kind: {...}}}; labels compare
-    case- and space-insensitively. Annotations are append-only, so the newest annotation per
-    (run, method, question, target_kind, target_ref) is the human's current label.
-    """
-    sql = """SELECT run_id, method, question_id, target_kind, target_ref, judge_label, label FROM annotations
-             WHERE judge_label IS NOT NULL AND (? IS NULL OR run_id = ?)
-             QUALIFY row_number() OVER (PARTITION BY run_id, method, question_id, target_kind, target_ref
-                                        ORDER BY "when" DESC) = 1"""
-    df = query_df(store, sql, [run_id, run_id])
-
-    def stats(sub) -> dict[str, Any]:
-        j = [str(x).strip().casefold() for x in sub["judge_label"]]
-        h = [str(x).strip().casefold() for x in sub["label"]]
-        n = len(j)
-        return {"n": n, "agreement": (sum(a == b for a, b in zip(j, h)) / n) if n else None,
-                "kappa": cohen_kappa(j, h)}
-
-    out = stats(df)
-    out["by_kind"] = {kind: stats(sub) for kind, sub in df.groupby("target_kind")} if not df.empty else {}
-    return out

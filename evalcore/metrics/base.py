@@ -31,6 +31,11 @@ class Score:
     reason: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
     judge_id: str | None = None
+    # a categorical verdict in evalcore.schemas.labels' words (grade letter, answer class)
+    label: str | None = None
+    # per-context relevance verdicts: ({"rank", "verdict", "score", "reason"}, ...); scoring
+    # stores them in the context_verdicts table
+    contexts: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if math.isinf(self.value):

@@ -13,18 +13,23 @@ and lists the missing parts in details; with no part at all it is NaN with a rea
 - overall_score = the Korean plan's .15 keyword_hit + .10 keyword_coverage + .15 negative_detection
                   + .25 judge_correctness/5 + .20 judge_faithfulness/5 + .15 judge_completeness/5
 - weighted_score = accuracy .30, faithfulness .20, citation .20, retrieval .15, cost .10,
-                  latency .05; cost and latency are inverted and min-max normalised over every
-                  method of the run (1 = cheapest/fastest; all equal -> 1).
-Weights and objective definitions are options (stored in the run manifest by scoring):
-options["weights"], options["objectives"], options["overall_components"], options["ragas_weights"].
-Run-level forms of the same formulas (on means, across runs) are `combine` + `objective_means`.
+                  latency .05; cost and latency score s = budget / (budget + value) against fixed
+                  reference budgets (defaults BUDGETS: 2,000 ms per answer, $0.01 per query).
+Why fixed budgets, not min-max within the run: the score then depends only on the system's own
+answers, so it is comparable across runs, does not move when other systems are imported next to
+it, and drops when the system gets slower or dearer (min-max hid a 10x slowdown of everyone).
+Options (stored in the run manifest by scoring): weights, objectives, budgets,
+overall_components, ragas_weights; the budgets used are also in each weighted_score's details.
+Run-level form (on run means, across runs): `weighted`, or `combine` + `objective_means`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from numbers import Real
+from typing import Any, Mapping, Sequence
 
+from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
 
 RAGAS_WEIGHTS = {"faithfulness": 0.3, "context_precision": 0.2, "context_recall": 0.2, "answer_relevance": 0.3}
@@ -49,7 +54,11 @@ OBJECTIVES: dict[str, list[str | tuple[str, ...]]] = {
     "cost": ["cost_usd"],
     "latency": ["latency_ms"],
 }
-INVERTED = {"cost", "latency"}
+# Reference budgets of the lower-is-better objectives (score 0.5 at the budget). Fixed, never
+# derived from the data, on purpose (see above).
+BUDGETS: dict[str, float] = {"latency": 2000.0, "cost": 0.01}
+BUDGET_UNITS = {"latency": "ms per answer", "cost": "USD per query"}
+INVERTED = set(BUDGETS)
 
 
 def _ok(x: Any) -> bool:
@@ -80,24 +89,81 @@ def _objective(values: dict[str, float], parts: Sequence[str | tuple[str, ...]])
     return (sum(picked) / len(picked) if picked else None), names
 
 
-def invert(x: float, lo: float, hi: float) -> float:
-    """Lower is better -> 0..1 higher is better, min-max over the compared set."""
-    return 1.0 if hi <= lo else 1.0 - (x - lo) / (hi - lo)
+def resolve_budgets(budgets: Mapping[str, Any] | None = None) -> dict[str, float]:
+    """The budgets to use: BUDGETS overlaid with `budgets` (options["budgets"]); None or {} ->
+    the defaults. Anything but a positive finite number is refused rather than guessed, since a
+    bad budget would silently skew every score of the run."""
+    if budgets is None:
+        return dict(BUDGETS)
+    if not isinstance(budgets, Mapping):
+        raise EvalcoreError(f"option 'budgets' must be a mapping like {BUDGETS}, got {budgets!r}")
+    unknown = sorted(set(budgets) - set(BUDGETS))
+    if unknown:
+        raise EvalcoreError(f"option 'budgets' has unknown key(s) {', '.join(map(repr, unknown))}; "
+                            f"known: {', '.join(sorted(BUDGETS))}")
+    out = dict(BUDGETS)
+    for name, value in budgets.items():
+        if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value <= 0:
+            raise EvalcoreError(f"option 'budgets' {name!r} must be a positive finite number "
+                                f"({BUDGET_UNITS[name]}), got {value!r}")
+        out[name] = float(value)
+    return out
 
 
-def objective_means(values: dict[str, float], bounds: dict[str, tuple[float, float]],
-                    objectives: dict | None = None) -> tuple[dict[str, float | None], dict[str, list[str]]]:
-    """Objective values from metric values (per question, or run means); `bounds` gives the
-    (min, max) used to invert each lower-is-better objective."""
-    objectives = objectives or OBJECTIVES
-    out, used = {}, {}
+def budget_score(value: float, budget: float) -> float:
+    """Lower is better -> (0, 1], higher is better: budget / (budget + value). 1 at zero, 0.5 at
+    the budget, strictly decreasing; depends on nothing but the value and the budget. A negative
+    or non-finite value is an error (ValueError), never a silent 0."""
+    if not math.isfinite(budget) or budget <= 0:
+        raise ValueError(f"budget must be a positive finite number, got {budget!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"value {value!r} is {'negative' if value < 0 else 'not finite'}")
+    return budget / (budget + value)
+
+
+def objective_values(values: dict[str, float], budgets: Mapping[str, Any] | None = None,
+                     objectives: dict | None = None
+                     ) -> tuple[dict[str, float | None], dict[str, list[str]], dict[str, str]]:
+    """Objective values from metric values (one question's, or run means), each lower-is-better
+    objective scored against its budget. Returns (objectives, metrics used, invalid), where
+    invalid maps an objective whose raw value could not be scored to why; its value is None,
+    so `combine` renormalises over the rest and lists it as missing."""
+    budgets, objectives = resolve_budgets(budgets), objectives or OBJECTIVES
+    out, used, invalid = {}, {}, {}
     for name, parts in objectives.items():
         value, names = _objective(values, parts)
-        if value is not None and name in INVERTED:
-            lo, hi = bounds.get(name, (value, value))
-            value = invert(value, lo, hi)
+        if value is not None and name in budgets:
+            try:
+                value = budget_score(value, budgets[name])
+            except ValueError as exc:
+                invalid[name] = f"{name} ({', '.join(names)}): {exc}"
+                value = None
         out[name], used[name] = value, names
-    return out, used
+    return out, used, invalid
+
+
+def objective_means(values: dict[str, float], budgets: Mapping[str, Any] | None = None,
+                    objectives: dict | None = None) -> tuple[dict[str, float | None], dict[str, list[str]]]:
+    """`objective_values` without the invalid reasons (second argument: budgets, None = defaults)."""
+    objs, used, _ = objective_values(values, budgets, objectives)
+    return objs, used
+
+
+def weighted(values: dict[str, float], budgets: Mapping[str, Any] | None = None,
+             weights: dict[str, float] | None = None, objectives: dict | None = None
+             ) -> tuple[float | None, dict[str, Any]]:
+    """The weighted_score formula on one set of metric values: per question (what scoring
+    stores) or on run means (the run-level form; note a score of mean cost differs from the
+    mean of per-question scores). Returns (score or None, details)."""
+    budgets, objectives = resolve_budgets(budgets), objectives or OBJECTIVES
+    objs, used_metrics, invalid = objective_values(values, budgets, objectives)
+    score, used, missing = combine(objs, weights or WEIGHTS)
+    raw = {n: _objective(values, objectives[n])[0] for n in budgets if n in objectives}
+    details: dict[str, Any] = {"objectives": objs, "metrics_used": used_metrics, "weights_used": used,
+                               "missing": missing, "budgets": budgets, "raw": raw}
+    if invalid:
+        details["invalid"] = invalid
+    return score, details
 
 
 def overall_parts(values: dict[str, float], components: dict | None = None) -> tuple[dict, dict]:
@@ -154,30 +220,21 @@ def _overall(items: list[Item], ctx: ScoringContext) -> list[Score]:
     return out
 
 
-def _bounds(stored: dict, objectives: dict) -> dict[str, tuple[float, float]]:
-    """Min/max of each inverted objective's raw value over every (method, question) of the run."""
-    bounds = {}
-    for name in INVERTED & set(objectives):
-        raw = [v for v in (_objective(vals, objectives[name])[0] for vals in stored.values()) if v is not None]
-        if raw:
-            bounds[name] = (min(raw), max(raw))
-    return bounds
-
-
 def _weighted(items: list[Item], ctx: ScoringContext) -> list[Score]:
     stored = stored_values(ctx)
     objectives = ctx.options.get("objectives") or OBJECTIVES
     weights = ctx.options.get("weights") or WEIGHTS
-    bounds = _bounds(stored, objectives)
+    budgets = resolve_budgets(ctx.options.get("budgets"))  # defaults recorded in details too
     out = []
     for q, r in items:
-        objs, used_metrics = objective_means(stored.get((r.method, q.id), {}), bounds, objectives)
-        score, used, missing = combine(objs, weights)
-        if score is None:
-            out.append(Score.nan(_explain_missing("weighted_score", list(weights))))
+        score, details = weighted(stored.get((r.method, q.id), {}), budgets, weights, objectives)
+        if score is None:  # nothing scorable; an invalid raw value is named rather than hidden
+            invalid = details.get("invalid")
+            why = ("; ".join(invalid.values()) + " (no other objective has a value)" if invalid
+                   else _explain_missing("weighted_score", list(weights)))
+            out.append(Score.nan(why, **details))
         else:
-            out.append(Score(score, details={"objectives": objs, "metrics_used": used_metrics,
-                                             "weights_used": used, "missing": missing}))
+            out.append(Score(score, details=details))
     return out
 
 
@@ -194,6 +251,7 @@ SPECS = [
                description="0.3 F + 0.2 CP + 0.2 CR + 0.3 AR, renormalised over the parts present."),
     MetricSpec("overall_score", "composite", _overall,
                description="The Korean plan's weighted mix of keyword, negative and 1-5 judge scores."),
-    MetricSpec("weighted_score", "composite", _weighted,
-               description="Objectives accuracy/faithfulness/citation/retrieval/cost/latency, weighted."),
+    MetricSpec("weighted_score", "composite", _weighted, version="2",
+               description="Objectives accuracy/faithfulness/citation/retrieval/cost/latency, weighted; "
+                           "cost and latency as budget / (budget + value)."),
 ]

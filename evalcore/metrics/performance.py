@@ -1,7 +1,7 @@
 """Per-question operational metrics: latency, failures, tokens and cost.
 
 Why per question: the store keeps one value per (question, method), so p50/p95, rates and
-totals are aggregates over these values (evalcore.stats) and can be cut by category like any
+totals are aggregates over these values (evalcore.analysis) and can be cut by category like any
 other metric. Percentiles are never averaged: they are computed from the per-question values.
 
 Cost: a cost the target reports (token_usage.cost_usd) is used as is; otherwise

@@ -3,7 +3,7 @@
 Thresholds come from the eval config: `thresholds: {recall@5: 0.6, latency_ms: {max: 2000}}`;
 a bare number is a minimum. Every method of the run must meet every threshold; a metric the
 run did not score is a failure (a gate must not pass because a metric silently went missing).
-A regression is a paired comparison (evalcore.stats.compare: bootstrap CI, randomization or
+A regression is a paired comparison (evalcore.analysis.compare: bootstrap CI, randomization or
 McNemar test, Holm-corrected) of the same method on the same questions that is significantly
 worse than the baseline run.
 """
@@ -78,7 +78,7 @@ def check_gate(store: RunStore, run_id: str, thresholds: dict[str, Any], baselin
 
 def _regressions(store: RunStore, outcome: GateOutcome, methods: list[str], baseline: str,
                  metrics: list[str] | None, alpha: float) -> None:
-    from evalcore.stats.compare import Selection, compare
+    from evalcore.analysis.compare import Selection, compare
 
     base_methods = set(store.manifest(baseline).methods)
     for method in methods:

@@ -76,6 +76,9 @@ async def _probe(clients: dict[str, TargetClient], config: EvalConfig) -> dict[s
             "index_stats": first["index_stats"]}
 
 
+PUBLISH_EVERY_S = 5.0  # how often a live run compacts what it has written (see on_flush)
+
+
 def _existing_done(store: RunStore, run_id: str) -> set[tuple[str, str]]:
     df = query_df(store, "SELECT DISTINCT method, question_id FROM responses WHERE run_id = ?", [run_id])
     return set(zip(df["method"], df["question_id"]))
@@ -91,9 +94,16 @@ async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuesti
         jobs = plan_jobs(questions, config.methods, done)
         expected = len(questions) * len(config.methods)
 
+        published = [time.monotonic()]
+
         def on_flush(written: int) -> None:
             writer.edit_manifest(lambda m: {"counts": {**m.counts, "responses": len(done) + written,
                                                        "expected": expected}})
+            # readers (the dashboard) see a live run's answers as it goes, a few seconds late:
+            # compaction rewrites the run's file, so it runs at most every PUBLISH_EVERY_S
+            if time.monotonic() - published[0] >= PUBLISH_EVERY_S:
+                writer.publish()
+                published[0] = time.monotonic()
 
         sink = ResponseSink(writer, config.batch_size, on_flush=on_flush)
         stats = await ask_jobs(jobs, clients, config, sink, show_progress=config.progress)
@@ -107,6 +117,7 @@ def _finish(writer: RunWriter, store: RunStore, status: str, started: float, not
             fresh: AskStats | None = None) -> RunManifest:
     """Final status and counts. A fresh, finished run counts from memory; otherwise (resume,
     interruption) from the store, which is the truth about what was written."""
+    writer.publish()  # everything answered becomes visible, whatever the outcome
     if fresh is not None:
         kinds = dict(fresh.errors)
         n_responses = fresh.written
@@ -191,6 +202,7 @@ def run_evaluation(config: EvalConfig, store: RunStore | None = None) -> RunResu
     manifest.target_info = asyncio.run(_probe_only(config, snapshot=True))
     writer = store.create_run(manifest)
     writer.write_questions(questions)
+    writer.publish()
     return _execute(config, store, writer, questions, set(), probe=False)
 
 
@@ -237,6 +249,7 @@ def _questions_for_resume(store: RunStore, writer: RunWriter, manifest: RunManif
         raise EvalcoreError(f"run {writer.run_id}: expected {expected} questions, the dataset gives "
                             f"{len(have) + len(missing)}; cannot resume")
     writer.write_questions(missing)
+    writer.publish()
     return run_questions(store, writer.run_id)
 
 

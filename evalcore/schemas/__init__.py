@@ -5,6 +5,7 @@ from evalcore.schemas.response import Citation, EvalResponse, RetrievedChunk, To
 from evalcore.schemas.results import (
     Annotation,
     Claim,
+    ContextJudgement,
     JudgeCall,
     JudgeId,
     MetricValue,
@@ -16,6 +17,7 @@ __all__ = [
     "Check",
     "Citation",
     "Claim",
+    "ContextJudgement",
     "EvalQuestion",
     "EvalResponse",
     "GoldPassage",

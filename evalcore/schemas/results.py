@@ -47,6 +47,9 @@ class MetricValue(Strict):
     reason: str | None = None
     details: dict[str, Any] = Field(default_factory=dict)
     judge_id: str | None = None
+    # the categorical verdict behind the value, in evalcore.schemas.labels' words (a grade
+    # letter, an answer class): typed, so readers never parse it out of `details`
+    label: str | None = None
     computed_at: datetime = Field(default_factory=utcnow)
 
     @model_validator(mode="after")
@@ -91,6 +94,25 @@ class Claim(Strict):
     verdict: str | None = None
     reason: str | None = None
     metric: str
+    judge_id: str | None = None
+    computed_at: datetime = Field(default_factory=utcnow)
+
+
+class ContextJudgement(Strict):
+    """A judge's relevance verdict on one retrieved context of one answer (context_precision...).
+
+    Stored as its own table so pages and the analysis layer join verdicts by rank instead of
+    reading them out of a metric's JSON details. A re-score replaces the whole set of an
+    (answer, metric), like claims."""
+
+    run_id: str
+    method: str
+    question_id: str
+    metric: str
+    rank: int
+    verdict: Literal["relevant", "not_relevant"] | None = None
+    score: float | None = None
+    reason: str | None = None
     judge_id: str | None = None
     computed_at: datetime = Field(default_factory=utcnow)
 

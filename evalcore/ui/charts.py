@@ -11,7 +11,7 @@ import streamlit as st
 from evalcore.ui import common
 from evalcore.ui import data as D
 from evalcore.ui import data_charts as G
-from evalcore.ui.analysis import pareto_mask, short_system_labels
+from evalcore.ui.helpers import pareto_mask, short_system_labels
 
 GRADES = ["A", "B", "C", "D", "E"]
 CLASSES = ["CORRECT", "WRONG", "DONT_KNOW"]

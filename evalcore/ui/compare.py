@@ -14,7 +14,7 @@ import streamlit as st
 from evalcore.ui import common, entry
 from evalcore.ui import data as D
 from evalcore.ui import data_compare as C
-from evalcore.ui.analysis import diff_text, word_diff
+from evalcore.ui.helpers import diff_text, word_diff
 
 OUTCOMES = ["regressed", "improved", "unchanged", "missing"]
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from evalcore.schemas import Annotation
 from evalcore.store import RunStore
-from evalcore.ui.analysis import cohen_kappa
+from evalcore.ui.helpers import cohen_kappa
 from evalcore.ui.snapshot import Snapshot
 
 LABELS: dict[str, list[str]] = {

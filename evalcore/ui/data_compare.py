@@ -1,7 +1,7 @@
 """SQL for the Compare page: systems paired on question_id.
 
 Means, deltas and improved/regressed/unchanged counts come straight from SQL for every
-metric. Confidence intervals and p-values come from evalcore.stats.compare (paired
+metric. Confidence intervals and p-values come from evalcore.analysis.compare (paired
 bootstrap, randomization / exact McNemar, Holm across metrics) when that module is
 importable; otherwise the page says they are unavailable rather than inventing them.
 """
@@ -101,10 +101,10 @@ def answers(snap: Snapshot, systems: list[System], question_id: str) -> pd.DataF
 def significance(pairs: pd.DataFrame, n_boot: int = 1000, n_perm: int = 2000) -> tuple[pd.DataFrame, str]:
     """CI, p and Holm-adjusted p per metric from evalcore.stats, or (empty, reason) without it."""
     try:
-        from evalcore.stats.compare import compare_pair
+        from evalcore.analysis.compare import compare_pair
         from evalcore.stats.resample import holm
     except Exception as exc:  # the stats module is another issue; its absence is reported, not hidden
-        return pd.DataFrame(), f"p-values unavailable: evalcore.stats.compare could not be imported ({exc})"
+        return pd.DataFrame(), f"p-values unavailable: evalcore.analysis.compare could not be imported ({exc})"
     rows: list[dict[str, Any]] = []
     for metric, g in pairs.groupby("metric", sort=True):
         stats = compare_pair(g["a"].to_numpy(float), g["b"].to_numpy(float), higher_is_better(metric),

@@ -16,7 +16,7 @@ import streamlit as st
 
 from evalcore.ui import common
 from evalcore.ui import data as D
-from evalcore.ui.analysis import context_verdicts
+from evalcore.ui.helpers import context_verdicts
 
 
 def _filters(snap) -> tuple[D.QuestionFilter, list[str]] | None:

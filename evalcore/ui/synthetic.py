@@ -17,6 +17,7 @@ from pathlib import Path
 from evalcore import __version__
 from evalcore.schemas import (
     Claim,
+    ContextJudgement,
     EvalQuestion,
     EvalResponse,
     JudgeCall,
@@ -109,7 +110,7 @@ def write_run(store: RunStore, name: str, questions: list[EvalQuestion], methods
     writer.write_questions(questions)
     for m_index, method in enumerate(methods):
         skill_base = 0.45 + 0.1 * m_index + rng.uniform(-0.08, 0.08)
-        responses, values, claims, calls = [], [], [], []
+        responses, values, claims, calls, verdicts = [], [], [], [], []
         for q in questions:
             r = _response(rng, q, method, (answers or {}).get((method, q.id)))
             responses.append(r)
@@ -120,18 +121,24 @@ def write_run(store: RunStore, name: str, questions: list[EvalQuestion], methods
                                               value=math.nan, group="judged", reason="no ground truth"))
                     continue
                 value = _metric_value(rng, metric, skill)
+                details = _details(rng, metric, value, r)
+                judge = JUDGE.label if GROUPS.get(metric) == "judged" else None
                 values.append(MetricValue(
                     run_id=run_id, method=method, question_id=q.id, metric=metric, value=value,
                     group=GROUPS.get(metric, "retrieval" if "@" in metric or metric == "mrr" else "answer"),
-                    details=_details(rng, metric, value, r),
-                    judge_id=JUDGE.label if GROUPS.get(metric) == "judged" else None))
+                    details=details, judge_id=judge, label=details.get("grade") or details.get("class")))
+                for c in details.get("contexts", []):
+                    verdicts.append(ContextJudgement(
+                        run_id=run_id, method=method, question_id=q.id, metric=metric, rank=c["rank"],
+                        verdict="relevant" if c["verdict"] else "not_relevant", reason=c["reason"],
+                        judge_id=judge))
             if "faithfulness" in metrics:
                 # One claim set shares its timestamp: the claims view keeps the newest set.
                 set_time = datetime.now(timezone.utc)
                 for idx in range(3):
                     claims.append(Claim(run_id=run_id, method=method, question_id=q.id, source="answer",
                                         idx=idx, text=_sentence(rng, 7),
-                                        verdict="supported" if rng.random() < skill else "unsupported",
+                                        verdict="supported" if rng.random() < skill else "not_supported",
                                         reason=_sentence(rng, 6), metric="faithfulness",
                                         judge_id=JUDGE.label, computed_at=set_time))
             if judge_calls:
@@ -148,6 +155,8 @@ def write_run(store: RunStore, name: str, questions: list[EvalQuestion], methods
             writer.write_claims(claims)
         if calls:
             writer.write_judge_calls(calls)
+        writer.write_context_verdicts(verdicts)
+    writer.publish()
     return run_id
 
 

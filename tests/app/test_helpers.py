@@ -7,7 +7,7 @@ import sys
 import time
 
 from evalcore.ui import jobs
-from evalcore.ui.analysis import cohen_kappa, context_verdicts, diff_text, pareto_mask, word_diff
+from evalcore.ui.helpers import cohen_kappa, context_verdicts, diff_text, pareto_mask, word_diff
 
 
 def test_pareto_mask_marks_only_non_dominated_points():
@@ -90,7 +90,7 @@ def test_app_command_binds_localhost_and_finds_the_entry():
 
 
 def test_short_system_labels_stay_unambiguous():
-    from evalcore.ui.analysis import short_system_labels
+    from evalcore.ui.helpers import short_system_labels
 
     one_run = short_system_labels(["r1:basic", "r1:local"], {"r1": "demo"})
     assert one_run == {"r1:basic": "basic", "r1:local": "local"}

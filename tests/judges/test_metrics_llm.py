@@ -24,6 +24,12 @@ def _run(store, items):
     return writer
 
 
+def _published(store, sql):
+    """Metrics called directly (not through scoring) leave their rows unpublished: publish, then read."""
+    store.compact("r1")
+    return query_df(store, sql)
+
+
 def _ctx(store, writer, judge="anthropic:claude-haiku-4-5-20251001"):
     return ScoringContext(run_id="r1", store=store, writer=writer, options={"judge": judge})
 
@@ -43,11 +49,11 @@ def test_ragas_four_within_call_budget(anthropic_env, store):
     assert 0.3 < scores["answer_relevance"].value <= 1.0
     for s in scores.values():
         assert s.judge_id.startswith("anthropic:claude-haiku-4-5-20251001/")
-    claims = query_df(store, "SELECT metric, source, idx, text, verdict, reason FROM claims ORDER BY metric, idx")
+    claims = _published(store, "SELECT metric, source, idx, text, verdict, reason FROM claims ORDER BY metric, idx")
     faith = claims[claims.metric == "faithfulness"]
     assert list(faith.verdict) == ["supported", "supported", "not_supported"]
     assert list(claims[claims.metric == "context_recall"].source) == ["ground_truth", "ground_truth"]
-    calls = query_df(store, "SELECT purpose, request, response_raw, cache_hit FROM judge_calls")
+    calls = _published(store, "SELECT purpose, request, response_raw, cache_hit FROM judge_calls")
     assert sorted(calls.purpose) == ["context_relevance", "decompose", "question_generation", "support"]
     assert all('"params"' in r for r in calls.request) and calls.response_raw.notna().all()
     counts = store.manifest("r1").counts
@@ -80,7 +86,7 @@ def test_graded_metrics_and_norm_copies(anthropic_env, store):
     assert v["judge_correctness"].value == 4 and v["judge_correctness_norm"].value == pytest.approx(0.75)
     assert v["answer_class"].value == 1 and v["answer_correct"].value == 1 and v["answer_wrong"].value == 0
     # plan_scores: one call feeds six metrics; factual_accuracy one call feeds two
-    purposes = list(query_df(store, "SELECT purpose FROM judge_calls").purpose)
+    purposes = list(_published(store, "SELECT purpose FROM judge_calls").purpose)
     assert purposes.count("plan_scores") == 1 and purposes.count("factual_accuracy") == 1
 
 
@@ -161,7 +167,7 @@ def test_answer_relevance_falls_back_to_a_direct_rating_when_no_question_is_gene
     assert s.value == 0.75 and s.reason == "mostly"
     assert s.details["method"] == "direct" and s.details["fallback_because"] == "no question generated"
     assert s.judge_id.endswith("/question_generation+answer_relevance_direct@1+1")
-    calls = query_df(store, "SELECT purpose FROM judge_calls ORDER BY purpose")
+    calls = _published(store, "SELECT purpose FROM judge_calls ORDER BY purpose")
     assert list(calls.purpose) == ["answer_relevance_direct", "question_generation"]
     direct = [r["body"] for r in anthropic_env.requests if "rate directly how well" in r["body"]["system"]]
     assert len(direct) == 1 and "What is the capital of France?" in direct[0]["messages"][0]["content"]

@@ -6,7 +6,9 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from evalcore.judges.reliability import cohen_kappa, disagree, human_agreement, spot_check
+from evalcore.analysis.annotations import human_agreement
+from evalcore.judges.reliability import disagree, spot_check
+from evalcore.stats.agreement import cohen_kappa
 from evalcore.schemas import Annotation, RunManifest
 from evalcore.scoring import score_run
 from evalcore.store import FORMAT_VERSION

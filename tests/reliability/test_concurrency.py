@@ -57,10 +57,14 @@ WORKER = textwrap.dedent("""
         writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="live-run", name="live",
                                               evalcore_version="test", methods=["m"], status="running"))
         writer.write_questions([EvalQuestion(id=f"q{i}", question=f"Q{i}?") for i in range(5 * int(sys.argv[4]))])
+        writer.publish()
         for b in range(int(sys.argv[4])):
             writer.write_responses([EvalResponse(question_id=f"q{5 * b + i}", method="m", answer="a")
                                     for i in range(5)])
             writer.update_manifest(counts={"responses": 5 * (b + 1)})
+            if b % 4 == 3:  # a live run publishes every few batches, while others read
+                writer.publish()
+        writer.publish()
         writer.update_manifest(status="complete")
         print(json.dumps({"done": True}))
     elif mode == "notes":
@@ -80,7 +84,13 @@ WORKER = textwrap.dedent("""
             stopping = stop.exists()
             with open_db(store) as con:
                 counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                          for t in ("runs", "questions", "responses", "metrics", "raw_metrics")}
+                          for t in ("runs", "questions", "responses", "metrics")}
+                # readers never de-duplicate, so the canonical rows must be unique per key
+                dupes = con.execute("SELECT count(*) - count(DISTINCT (run_id, method, question_id, metric)) "
+                                    "FROM metrics").fetchone()[0]
+                dupes += con.execute("SELECT count(*) - count(DISTINCT (run_id, method, question_id)) "
+                                     "FROM responses").fetchone()[0]
+                assert dupes == 0, f"{dupes} duplicate rows visible"
                 per_run = dict(con.execute("SELECT r.run_id, count(x.run_id) FROM runs r LEFT JOIN responses x "
                                            "USING (run_id) WHERE r.name LIKE 'import-%' GROUP BY r.run_id").fetchall())
             for key, value in counts.items():
@@ -88,8 +98,11 @@ WORKER = textwrap.dedent("""
             last = counts
             for run_id, n in per_run.items():  # an import is visible whole or not at all
                 assert complete.setdefault(run_id, n) == n, f"{run_id} seen with {complete[run_id]} then {n} rows"
-            for path in glob.glob(f"{root}/*/*/*.parquet") + glob.glob(f"{root}/_shared/*/*.parquet"):
-                pq.read_table(path)
+            for path in glob.glob(f"{root}/*/*/*.parquet") + glob.glob(f"{root}/*/parts/*/*.parquet"):
+                try:
+                    pq.read_table(path)  # never half-written (a file compacted away may vanish)
+                except FileNotFoundError:
+                    continue
                 files += 1
             loops += 1
             if stopping:
@@ -148,17 +161,20 @@ def test_concurrent_writers_and_reader(tmp_path):
     # exact row counts at the end: nothing lost, nothing duplicated in the views
     counts = query_df(store, "SELECT run_id, (SELECT count(*) FROM responses r WHERE r.run_id = x.run_id) AS r, "
                              "(SELECT count(*) FROM questions q WHERE q.run_id = x.run_id) AS q, "
-                             "(SELECT count(*) FROM metrics m WHERE m.run_id = x.run_id) AS m, "
-                             "(SELECT count(*) FROM raw_metrics m WHERE m.run_id = x.run_id) AS raw_m FROM runs x")
-    by_run = {row.run_id: (row.r, row.q, row.m, row.raw_m) for row in counts.itertuples()}
+                             "(SELECT count(*) FROM metrics m WHERE m.run_id = x.run_id) AS m FROM runs x")
+    by_run = {row.run_id: (row.r, row.q, row.m) for row in counts.itertuples()}
     ids = {outputs[0]["run_id"], outputs[1]["run_id"], base.run_id, "live-run"}
     assert set(by_run) == ids
     for run_id in (outputs[0]["run_id"], outputs[1]["run_id"]):
-        assert by_run[run_id] == (N_IMPORT, N_IMPORT // 2, 0, 0)
+        assert by_run[run_id] == (N_IMPORT, N_IMPORT // 2, 0)
         assert seen["per_run"][run_id] == N_IMPORT
     n_live = 5 * N_LIVE_BATCHES
-    assert by_run["live-run"] == (n_live, n_live, 0, 0)
-    assert by_run[base.run_id] == (N_IMPORT, N_IMPORT // 2, first.n_values, 2 * first.n_values)
+    assert by_run["live-run"] == (n_live, n_live, 0)
+    assert by_run[base.run_id] == (N_IMPORT, N_IMPORT // 2, first.n_values)
+    # compacted: the re-score replaced rows on disk too (one row per key, no part left behind)
+    pointer = json.loads((root / base.run_id / "tables.json").read_text())
+    assert pointer["rows"]["metrics"] == first.n_values
+    assert not list((root / base.run_id / "parts").rglob("*.parquet"))
     assert outputs[5]["n_values"] == first.n_values == N_IMPORT * len(METRICS)
 
     # the manifest: every update of both processes survived the race

@@ -51,13 +51,37 @@ def _start(root: Path, url: str, qfile: Path) -> subprocess.Popen:
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
+def _raw_rows(store: RunStore, run_id: str, table: str):
+    """Every row on disk for a run's table, published or not, without any de-duplication:
+    the canonical file its pointer names plus every pending part file."""
+    import json as _json
+
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    run_dir = store.run_dir(run_id)
+    pointer = _json.loads((run_dir / "tables.json").read_text()) if (run_dir / "tables.json").exists() else {}
+    files = [run_dir / pointer["files"][table]] if table in pointer.get("files", {}) else []
+    files += sorted((run_dir / "parts" / table).glob("part-*.parquet"))
+    frames = [pq.read_table(f).to_pandas() for f in files]
+    return pd.concat(frames) if frames else pd.DataFrame(columns=["method", "question_id"])
+
+
+def _replaced(store: RunStore, run_id: str, table: str) -> int:
+    """Rows compaction ever superseded in this run's table (pointer's audit count)."""
+    import json as _json
+
+    pointer = _json.loads((store.run_dir(run_id) / "tables.json").read_text())
+    return int(pointer.get("replaced", {}).get(table, 0))
+
+
 def _raw_counts(store: RunStore, run_id: str):
-    return query_df(store, "SELECT method, question_id, count(*) AS n FROM raw_responses "
-                           "WHERE run_id = ? GROUP BY ALL", [run_id])
+    rows = _raw_rows(store, run_id, "responses")
+    return rows.groupby(["method", "question_id"]).size().reset_index(name="n")
 
 
 def _n_questions(store: RunStore, run_id: str) -> int:
-    return int(query_df(store, "SELECT count(*) AS n FROM raw_questions WHERE run_id = ?", [run_id])["n"][0])
+    return len(_raw_rows(store, run_id, "questions"))
 
 
 def _run_and_kill(root: Path, url: str, qfile: Path, kill_at: float) -> tuple[bool, str]:
@@ -113,14 +137,16 @@ def _resume_and_check(root: Path, url: str, qfile: Path, kill_at: float, finishe
     assert len(keys) == EXPECTED, f"{EXPECTED - len(keys)} (question, method) lost"
     dupes = counts[counts["n"] > 1]
     assert dupes.empty, f"duplicate raw rows: {dupes.to_dict('records')}"
+    # exactly once across every compaction too: no answer was ever superseded by a second one
+    assert _replaced(store, run_id, "responses") == 0
     manifest = store.manifest(run_id)
     assert manifest.counts["responses"] == EXPECTED
 
     from evalcore.scoring import score_run
 
     score_run(store, run_id, metrics=["token_f1"], progress=False)
-    scored = query_df(store, "SELECT method, question_id, count(*) AS n FROM raw_metrics "
-                             "WHERE run_id = ? AND metric = 'token_f1' GROUP BY ALL", [run_id])
+    scored = _raw_rows(store, run_id, "metrics")
+    scored = scored[scored.metric == "token_f1"].groupby(["method", "question_id"]).size().reset_index(name="n")
     assert set(zip(scored["method"], scored["question_id"])) == keys, "a response has no metric"
     assert set(scored["n"]) == {1}
     return {"kill_at_s": round(kill_at, 2), "where": where, "resumes": resumes, "rows": len(counts),

@@ -22,7 +22,9 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.errors import StoreError
-from evalcore.queries import open_db, runs_overview, wide_results
+from evalcore.analysis.leaderboard import runs_overview
+from evalcore.analysis.results import wide_results
+from evalcore.queries import open_db
 from evalcore.schemas import EvalResponse, RunManifest
 from evalcore.store import FORMAT_VERSION, RunStore
 
@@ -78,23 +80,46 @@ def test_queries_over_the_v1_store(v1):
     assert overview["n_questions"].tolist() == [EXPECTED["counts"]["q"]]
     wide = wide_results(store, EXPECTED["run_id"])
     assert len(wide) == EXPECTED["n_responses"] and "token_f1" in wide.columns
-    with open_db(store) as con:
-        assert con.execute("SELECT count(*) FROM raw_metrics").fetchone()[0] >= EXPECTED["counts"]["m"]
+    with open_db(store) as con:  # read the old way: parts merged on the fly, summaries computed
+        assert con.execute("SELECT count(*) FROM metrics").fetchone()[0] == EXPECTED["counts"]["m"]
+        assert con.execute("SELECT count(*) FROM summary_metrics").fetchone()[0] == len(EXPECTED["metric_means"])
+    assert not (v1 / EXPECTED["run_id"] / "tables.json").exists()  # reading never writes
 
 
-def test_writing_to_a_v1_store_adds_the_marker_and_keeps_it_readable(v1):
+def test_first_write_compacts_a_v1_store_and_reads_the_same(v1):
+    """The first write to a format-1 store upgrades it: every run compacted into canonical files
+    (no part files left), the marker at the current version, and every number read as before."""
     store = RunStore(v1)
-    writer = store.open_run(EXPECTED["run_id"])
+    run_dir = v1 / EXPECTED["run_id"]
+    assert list(run_dir.glob("metrics/part-*.parquet"))
+    writer = store.open_run(EXPECTED["run_id"])  # opening for writing is the first write
+    assert json.loads(store.marker_path().read_text()) == {"format_version": FORMAT_VERSION}
+    assert (run_dir / "tables.json").is_file() and not list(run_dir.glob("*/part-*.parquet"))
+    assert _maker().expected_reading(v1) == EXPECTED
     writer.write_responses([EvalResponse(question_id=EXPECTED["question_ids"][0], method="new", answer="x")])
     writer.update_manifest(notes=["touched"])
-    store.append_annotations([])  # nothing to write: no marker yet
-    assert not store.marker_path().exists()
+    writer.publish()
     manifest = RunManifest(format_version=FORMAT_VERSION, run_id="second", name="second", evalcore_version="t")
     with store.staged_run(manifest):
         pass
-    assert json.loads(store.marker_path().read_text()) == {"format_version": FORMAT_VERSION}
     assert sorted(store.run_ids()) == sorted([EXPECTED["run_id"], "second"])
     assert len(store.manifest(EXPECTED["run_id"]).notes) == 1
+    assert len(run_responses_of(store)) == EXPECTED["n_responses"] + 1
+
+
+def run_responses_of(store):
+    from evalcore.queries import run_responses
+
+    return run_responses(store, EXPECTED["run_id"])
+
+
+def test_a_v1_store_upgrades_through_the_cli_and_shows_the_same_means(v1):
+    before = json.loads(_cli(v1, "show", "latest", "--json").stdout)["metrics"]
+    result = _cli(v1, "score", "latest", "--metrics", "token_f1", "--no-progress")
+    assert result.exit_code == 0, result.output
+    after = json.loads(_cli(v1, "show", "latest", "--json").stdout)["metrics"]
+    assert after == before  # token_f1 re-scored to the same values; nothing else changed
+    assert RunStore(v1).check_format() == FORMAT_VERSION
 
 
 def _newer_marker(root: Path) -> Path:

@@ -18,7 +18,7 @@ from evalcore.cli.main import app
 from evalcore.errors import EvalcoreError
 from evalcore.queries import query_df
 from evalcore.schemas import EvalQuestion
-from evalcore.stats import queries as SQ
+from evalcore.analysis import sql as SQ
 from evalcore.ui import data as D
 from evalcore.ui import data_annotate as DA
 from evalcore.ui import data_charts as DC
@@ -46,7 +46,7 @@ def evil(tmp_path_factory):
 
 
 def _counts(store):
-    return {t: int(query_df(store, f"SELECT count(*) AS n FROM raw_{t}")["n"][0])
+    return {t: int(query_df(store, f"SELECT count(*) AS n FROM {t}")["n"][0])
             for t in ("questions", "responses", "metrics")}
 
 

@@ -9,7 +9,7 @@ import pytest
 from evalcore.importer import import_recorded
 from evalcore.schemas import MetricValue
 from evalcore.scoring import score_run
-from evalcore.stats import aggregate as A
+from evalcore.analysis import means as A
 
 
 @pytest.fixture(scope="module")

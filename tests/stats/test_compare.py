@@ -8,7 +8,7 @@ import pytest
 from evalcore.errors import EvalcoreError
 from evalcore.importer import import_recorded
 from evalcore.scoring import score_run
-from evalcore.stats.compare import compare, pareto, regressions
+from evalcore.analysis.compare import compare, pareto, regressions
 from evalcore.stats.pareto import pareto_front
 
 

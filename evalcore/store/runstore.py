@@ -1,23 +1,10 @@
-"""The run store: the only module that knows the on-disk layout.
+"""RunStore: a directory of runs — listing, resolving, creating, publishing, deleting.
 
-Layout (root = `--store`, `EVALCORE_STORE`, or `./runs`)::
-
-    <root>/<run_id>/run.json                    manifest (RunManifest, no secrets)
-    <root>/<run_id>/<table>/part-*.parquet      questions, responses, metrics, judge_calls, claims
-    <root>/_shared/store.json                   store marker {"format_version": N} (absent = 1)
-    <root>/_shared/annotations/part-*.parquet   human annotations (append-only, across runs)
-    <root>/.staging/<run_id>/                   a run being imported; renamed into place when complete
-                                                (abandoned ones are swept: evalcore/staging.py)
-    <root>/.trash/                              runs being deleted
-
-Part files are written under a temporary name and renamed, so a reader (DuckDB glob on
-`*.parquet`) never sees half a file, and a crash loses at most the batch in flight.
-Tables are append-only; DuckDB views keep the newest row per key (see tables.KEYS), which
-is how a re-score or a resumed run replaces rows without rewriting files.
-
-Several processes may write one store at once (two imports, a live run, a re-score): part
-files and staging folders carry unique names, and the one read-modify-write file, run.json,
-is updated under an exclusive lock (`RunWriter.manifest_lock`, fcntl.flock on a lock file).
+The layout and its reasons are in store/layout.py; writing in store/writer.py; compaction in
+store/compaction.py; the DuckDB views readers get in store/views.py. Several processes may
+write one store at once (two imports, a live run, a re-score): part files and staging folders
+carry unique names, run.json changes under an exclusive lock, and compaction of a run is
+serialised by its own lock.
 """
 
 from __future__ import annotations
@@ -26,175 +13,32 @@ import json
 import os
 import re
 import shutil
-import threading
 import uuid
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
-
-try:  # POSIX; elsewhere the manifest lock is a no-op (documented in docs/reliability.md)
-    import fcntl
-except ImportError:  # pragma: no cover - Windows
-    fcntl = None  # type: ignore[assignment]
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import Iterator
 
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
-from evalcore.schemas import (
-    Annotation,
-    Claim,
-    EvalQuestion,
-    EvalResponse,
-    JudgeCall,
-    MetricValue,
-    RunManifest,
+from evalcore.schemas import Annotation, RunManifest
+from evalcore.store.compaction import Compaction, compact
+from evalcore.store.layout import (
+    FORMAT_VERSION,
+    RUN_ID_RE,
+    SHARED_DIR,
+    STAGING_DIR,
+    STORE_MARKER,
+    TRASH_DIR,
+    check_run_id,
+    default_root,
+    empty_pointer,
+    is_legacy,
+    write_atomic_bytes,
+    write_part,
+    write_pointer,
 )
-from evalcore.tables import (
-    ROW_BUILDERS,
-    SCHEMAS,
-    annotation_row,
-    question_row,
-    response_row,
-    to_arrow,
-)
-
-FORMAT_VERSION = 1
-DEFAULT_ROOT = "runs"
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-SHARED_DIR = "_shared"
-STAGING_DIR = _staging.STAGING_DIR
-TRASH_DIR = ".trash"
-STORE_MARKER = "store.json"
-LOCK_NAME = ".run.json.lock"
-
-_held = threading.local()  # lock files this thread holds, so the manifest lock is re-entrant
-
-
-def default_root() -> Path:
-    return Path(os.environ.get("EVALCORE_STORE") or DEFAULT_ROOT)
-
-
-def check_run_id(run_id: str) -> str:
-    """Reject ids that could escape the store or collide with its own folders."""
-    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id) or ".." in run_id:
-        raise StoreError(f"invalid run id {run_id!r}: use letters, digits, '.', '_' or '-' (max 128)")
-    return run_id
-
-
-def new_run_id(name: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower()[:40] or "run"
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return f"{slug}-{stamp}-{uuid.uuid4().hex[:6]}"
-
-
-def _write_atomic_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def _write_part(directory: Path, table: str, rows: list[dict[str, Any]]) -> Path | None:
-    if not rows:
-        return None
-    directory.mkdir(parents=True, exist_ok=True)
-    name = f"part-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.parquet"
-    final = directory / name
-    tmp = directory / f".{name}.tmp"
-    arrow = to_arrow(table, rows)
-    # no min/max statistics on float columns: Parquet statistics ignore NaN, which lets
-    # readers wrongly conclude a column holds no NaN (see queries.py)
-    stats = [f.name for f in arrow.schema if not pa.types.is_floating(f.type)]
-    pq.write_table(arrow, tmp, compression="zstd", write_statistics=stats)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, final)
-    return final
-
-
-class RunWriter:
-    """Appends part files to one run. Used by import, the live runner and scoring."""
-
-    def __init__(self, store: "RunStore", run_id: str, directory: Path):
-        self.store = store
-        self.run_id = run_id
-        self.dir = directory
-
-    def write_rows(self, table: str, rows: list[dict[str, Any]]) -> Path | None:
-        if table not in SCHEMAS:
-            raise StoreError(f"unknown table {table!r}")
-        return _write_part(self.dir / table, table, rows)
-
-    def write_questions(self, questions: list[EvalQuestion]) -> Path | None:
-        return self.write_rows("questions", [question_row(self.run_id, q) for q in questions])
-
-    def write_responses(self, responses: list[EvalResponse]) -> Path | None:
-        return self.write_rows("responses", [response_row(self.run_id, r) for r in responses])
-
-    def write_metrics(self, values: list[MetricValue]) -> Path | None:
-        return self.write_rows("metrics", [ROW_BUILDERS["metrics"](v) for v in values])
-
-    def write_judge_calls(self, calls: list[JudgeCall]) -> Path | None:
-        return self.write_rows("judge_calls", [ROW_BUILDERS["judge_calls"](c) for c in calls])
-
-    def write_claims(self, claims: list[Claim]) -> Path | None:
-        """Claims written in one call form one set per (method, question, metric): they share one
-        timestamp, so the `claims` view (newest set wins) replaces whole sets on re-scoring."""
-        stamp = datetime.now(timezone.utc)
-        rows = [ROW_BUILDERS["claims"](c) | {"computed_at": stamp} for c in claims]
-        return self.write_rows("claims", rows)
-
-    def read_manifest(self) -> RunManifest:
-        return self.store._read_manifest_at(self.dir / "run.json")
-
-    def write_manifest(self, manifest: RunManifest) -> None:
-        if manifest.run_id != self.run_id:
-            raise StoreError("manifest run_id does not match the writer's run")
-        _write_atomic_bytes(self.dir / "run.json", manifest.model_dump_json(indent=2).encode())
-
-    @contextmanager
-    def manifest_lock(self) -> Iterator[None]:
-        """Hold the run's manifest lock: read-modify-write of run.json inside it cannot lose a
-        concurrent update from another process or thread. Re-entrant within one thread."""
-        path = self.dir / LOCK_NAME
-        held = getattr(_held, "paths", None)
-        if held is None:
-            held = _held.paths = {}
-        key = str(path)
-        if fcntl is None or held.get(key):
-            held[key] = held.get(key, 0) + 1
-            try:
-                yield
-            finally:
-                held[key] -= 1
-            return
-        with open(path, "a") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            held[key] = 1
-            try:
-                yield
-            finally:
-                held[key] = 0
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-    def update_manifest(self, **changes: Any) -> RunManifest:
-        """Set manifest fields, atomically with respect to other writers of this run."""
-        with self.manifest_lock():
-            manifest = self.read_manifest().model_copy(update=changes)
-            manifest = RunManifest.model_validate(manifest.model_dump())
-            self.write_manifest(manifest)
-            return manifest
-
-    def edit_manifest(self, edit: Callable[[RunManifest], dict[str, Any]]) -> RunManifest:
-        """Read-modify-write under the lock: `edit` gets the current manifest and returns the
-        changes. Use it when new values depend on old ones (appending to a history, counts)."""
-        with self.manifest_lock():
-            return self.update_manifest(**edit(self.read_manifest()))
+from evalcore.store.writer import RunWriter
+from evalcore.tables import annotation_row
 
 
 class RunStore:
@@ -209,9 +53,6 @@ class RunStore:
         if path.parent != self.root.resolve():
             raise StoreError(f"run id {run_id!r} escapes the store")
         return path
-
-    def table_glob(self, table: str) -> str:
-        return str(self.root.resolve() / "*" / table / "*.parquet")
 
     def annotations_dir(self) -> Path:
         return self.root / SHARED_DIR / "annotations"
@@ -243,11 +84,30 @@ class RunStore:
         return version
 
     def _mark(self) -> None:
-        """Write the store marker once, on the first write that publishes something."""
+        """Write the store marker on the first write that publishes something. A store of an
+        older format is upgraded first: its format-1 runs are compacted (store/compaction.py),
+        so a marker saying 2 means every run has canonical files."""
         path = self.marker_path()
-        if not path.exists():
+        if self.check_format() < FORMAT_VERSION:
+            self.upgrade()
+        if self.check_format() < FORMAT_VERSION or not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic_bytes(path, json.dumps({"format_version": FORMAT_VERSION}).encode())
+            write_atomic_bytes(path, json.dumps({"format_version": FORMAT_VERSION}).encode())
+
+    def upgrade(self) -> list[str]:
+        """Compact every format-1 run into format 2; returns their ids. Readers keep working
+        throughout (a run is read the old way until its pointer appears)."""
+        done = []
+        for run_id in self.run_ids():
+            run_dir = self.run_dir(run_id)
+            if is_legacy(run_dir):
+                compact(run_dir)
+                done.append(run_id)
+        return done
+
+    def compact(self, run_id: str) -> Compaction:
+        """Publish a run's pending part files (see store/compaction.py)."""
+        return compact(self.run_dir(check_run_id(run_id)))
 
     def shared_dir(self, name: str) -> Path:
         """A store-level folder for caches (judge, embeddings) beside the runs."""
@@ -316,8 +176,13 @@ class RunStore:
         raise StoreError(f"{ref!r} is ambiguous: {', '.join(matches[:5])}")
 
     def open_run(self, run_id: str) -> RunWriter:
+        """A writer for an existing run. A format-1 run, or one with parts left by a writer that
+        died, is compacted first, so what the new writer reads back is the run's true state."""
         run_id = self.resolve(run_id)
-        return RunWriter(self, run_id, self.run_dir(run_id))
+        writer = RunWriter(self, run_id, self.run_dir(run_id))
+        writer.publish()
+        self._mark()
+        return writer
 
     def create_run(self, manifest: RunManifest) -> RunWriter:
         """Create a run in place (live runs: visible while they proceed, resumable)."""
@@ -328,6 +193,7 @@ class RunStore:
         directory.mkdir(parents=True)
         self._mark()
         writer = RunWriter(self, manifest.run_id, directory)
+        write_pointer(directory, empty_pointer())
         writer.write_manifest(manifest)
         return writer
 
@@ -354,8 +220,10 @@ class RunStore:
         lock = None
         try:
             lock = _staging.hold_writer_lock(staging)
+            write_pointer(staging, empty_pointer())
             writer.write_manifest(manifest)
             yield writer
+            writer.publish()  # published runs are canonical from their first moment
             # drop the lock file so the published run does not carry it; until the rename,
             # the folder is lock-less but young, which the age rule still protects
             (staging / _staging.LOCK_FILE).unlink(missing_ok=True)
@@ -398,4 +266,4 @@ class RunStore:
         self.check_format()
         if rows:
             self._mark()
-        return _write_part(self.annotations_dir(), "annotations", rows)
+        return write_part(self.annotations_dir(), "annotations", rows)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from evalcore.export import _md_cell
-from evalcore.stats.compare import Comparison
+from evalcore.analysis.compare import Comparison
 
 
 def _num(value: float, digits: int = 3) -> str:

@@ -1,4 +1,4 @@
-"""SQL for aggregates, over the store's DuckDB views (evalcore.queries.open_db).
+"""SQL for per-run aggregates, over the store's DuckDB views (evalcore.store.open_db).
 
 Why SQL: the dashboard calls the same functions on every page load, and DuckDB aggregates
 the Parquet parts without materialising every row in Python. Bootstrap CIs need the
@@ -7,9 +7,8 @@ per-question values, which `metric_values` returns.
 Grouping columns are allow-listed (`BY`): a user-chosen dimension never becomes SQL text, and
 run ids, methods and metric names are bound parameters.
 
-NaN handling: DuckDB 2.0 folds `isnan(value)` to false when a Parquet file's column statistics
-(which ignore NaN) say there are no NaNs, so every connection here disables the
-statistics_propagation optimizer. `scored` below is therefore reliable.
+Every function names the run(s) it reads, and opens only those runs' files (open_db's `runs`),
+so a query costs the size of its run, not of the store. NaN handling: see evalcore/store/views.py.
 """
 
 from __future__ import annotations
@@ -21,8 +20,7 @@ import duckdb
 import pandas as pd
 
 from evalcore.errors import EvalcoreError
-from evalcore.queries import open_db
-from evalcore.store import RunStore
+from evalcore.store import RunStore, open_db
 
 # dimension -> (SQL expression over questions q / tag t, needs the tag unnest)
 BY: dict[str, tuple[str, bool]] = {
@@ -36,11 +34,16 @@ BY: dict[str, tuple[str, bool]] = {
 
 
 @contextmanager
-def connect(store: RunStore) -> Iterator[duckdb.DuckDBPyConnection]:
-    """open_db with the NaN-safe optimizer setting (see the module docstring)."""
-    with open_db(store) as con:
-        con.execute("SET disabled_optimizers = 'statistics_propagation'")
+def connect(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """open_db over `runs` (all runs when None)."""
+    with open_db(store, runs=runs) as con:
         yield con
+
+
+def df(store: RunStore, sql: str, params: Any = None, runs: Sequence[str] | None = None) -> pd.DataFrame:
+    """One bound-parameter query (a list for `?`, a dict for `$name`) over `runs`' views."""
+    with open_db(store, runs=runs) as con:
+        return con.execute(sql, params if params is not None else []).df()
 
 
 def _by(by: str | None) -> tuple[str, str]:
@@ -75,10 +78,10 @@ def metric_values(store: RunStore, run_id: str, methods: Sequence[str] | None = 
         WHERE m.run_id = ?{m_sql}{k_sql}
         ORDER BY m.method, m.metric, m.question_id
     """
-    with connect(store) as con:
-        df = con.execute(sql, [run_id, *m_params, *k_params]).df()
-    df["value"] = df["value"].astype(float)
-    return df
+    with connect(store, [run_id]) as con:
+        out = con.execute(sql, [run_id, *m_params, *k_params]).df()
+    out["value"] = out["value"].astype(float)
+    return out
 
 
 def metric_means(store: RunStore, run_id: str, by: str | None = None,
@@ -107,22 +110,28 @@ def metric_means(store: RunStore, run_id: str, by: str | None = None,
         GROUP BY v.method, v.bucket, v.metric
         ORDER BY v.method, v.bucket NULLS FIRST, v.metric
     """
-    with connect(store) as con:
+    with connect(store, [run_id]) as con:
         return con.execute(sql, [run_id, *m_params, *k_params]).df()
 
 
 def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFrame:
-    """Per method [, bucket]: latency p50/p95/mean, error/timeout/empty rates, RAG cost from the
-    cost_usd metric (priced or reported), judge cost from judge_calls, cost per query."""
+    """Per method [, bucket]: latency p50/p95/mean, error/timeout/empty rates, RAG cost, judge
+    cost from judge_calls, cost per query. RAG cost of an answer (one rule, also the
+    leaderboard's): its cost_usd metric (priced from tokens, or reported) when scored, else the
+    cost the target reported."""
     expr, join = _by(by)
     sql = f"""
         WITH r AS (
-            SELECT r.method, r.question_id, {expr} AS bucket, r.latency_ms, r.error, r.error_kind, r.answer
+            SELECT r.method, r.question_id, {expr} AS bucket, r.latency_ms, r.error, r.error_kind, r.answer,
+                   r.cost_usd AS reported_cost
             FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
             {join} WHERE r.run_id = ?
-        ), c AS (
+        ), priced AS (
             SELECT method, question_id, CASE WHEN isnan(value) THEN NULL ELSE value END AS cost
             FROM metrics WHERE run_id = ? AND metric = 'cost_usd'
+        ), c AS (
+            SELECT r.method, r.question_id, coalesce(p.cost, r.reported_cost) AS cost
+            FROM r LEFT JOIN priced p USING (method, question_id)
         ), j AS (
             SELECT method, question_id, sum(cost_usd) AS judge_cost, count(*) AS judge_calls,
                    sum(latency_ms) AS judge_ms
@@ -146,7 +155,7 @@ def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFr
                LEFT JOIN j ON j.method = r.method AND j.question_id = r.question_id
         GROUP BY r.method, r.bucket ORDER BY r.method, r.bucket NULLS FIRST
     """
-    with connect(store) as con:
+    with connect(store, [run_id]) as con:
         return con.execute(sql, [run_id, run_id, run_id]).df()
 
 
@@ -164,21 +173,8 @@ def timing_breakdown(store: RunStore, run_id: str) -> pd.DataFrame:
                avg(CAST(json_extract(record, '$.timings."' || stage || '"') AS DOUBLE)) AS mean_ms
         FROM t GROUP BY method, stage ORDER BY method, stage
     """
-    with connect(store) as con:
+    with connect(store, [run_id]) as con:
         return con.execute(sql, [run_id]).df()
-
-
-def detail_counts(store: RunStore, run_id: str, metric: str, key: str) -> pd.DataFrame:
-    """Per method: counts of a string field of a metric's details (e.g. a judge's `grade`)."""
-    if not key.replace("_", "").isalnum():
-        raise EvalcoreError(f"invalid details key {key!r}")
-    sql = f"""
-        SELECT method, json_extract_string(details, '$.{key}') AS label, count(*) AS n
-        FROM metrics WHERE run_id = ? AND metric = ? AND details IS NOT NULL
-        GROUP BY ALL HAVING label IS NOT NULL ORDER BY method, label
-    """
-    with connect(store) as con:
-        return con.execute(sql, [run_id, metric]).df()
 
 
 def paired_rows(store: RunStore, run_id: str, method: str, metrics: Sequence[str] | None = None) -> pd.DataFrame:
@@ -188,21 +184,21 @@ def paired_rows(store: RunStore, run_id: str, method: str, metrics: Sequence[str
         SELECT question_id, metric, CASE WHEN isnan(value) THEN NULL ELSE value END AS value, reason
         FROM metrics WHERE run_id = ? AND method = ?{k_sql}
     """
-    with connect(store) as con:
-        df = con.execute(sql, [run_id, method, *k_params]).df()
-    df["value"] = df["value"].astype(float)
-    return df
+    with connect(store, [run_id]) as con:
+        out = con.execute(sql, [run_id, method, *k_params]).df()
+    out["value"] = out["value"].astype(float)
+    return out
 
 
 def run_methods(store: RunStore, run_id: str) -> list[str]:
-    with connect(store) as con:
+    with connect(store, [run_id]) as con:
         rows = con.execute("SELECT DISTINCT method FROM responses WHERE run_id = ? ORDER BY method",
                            [run_id]).fetchall()
     return [r[0] for r in rows]
 
 
 def question_ids(store: RunStore, run_id: str, method: str) -> list[str]:
-    with connect(store) as con:
+    with connect(store, [run_id]) as con:
         rows = con.execute("SELECT question_id FROM responses WHERE run_id = ? AND method = ? ORDER BY 1",
                            [run_id, method]).fetchall()
     return [r[0] for r in rows]

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from evalcore.errors import EvalcoreError
+from evalcore.analysis import sql as Q
 from evalcore.metrics.composites import INVERTED, OBJECTIVES, WEIGHTS, combine, objective_means
-from evalcore.stats import queries as Q
 from evalcore.stats.pareto import pareto_front
 from evalcore.stats.resample import (
     DEFAULT_BOOT,
@@ -168,36 +168,26 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
 
 
 def run_level(store: RunStore, sels: Sequence[Selection], weights: dict[str, float] | None = None) -> pd.DataFrame:
-    """Per selection: run-level weighted_score (cost/latency normalised across the selections),
-    its quality-only part, mean cost and median latency (the Pareto axes)."""
-    means: dict[Selection, dict[str, float]] = {}
-    medians: dict[Selection, float] = {}
-    for s in sels:
-        rows = Q.paired_rows(store, s.run_id, s.method)
-        g = rows.dropna(subset=["value"]).groupby("metric")["value"]
-        means[s] = g.mean().to_dict()
-        lat = rows[(rows.metric == "latency_ms")]["value"].dropna()
-        medians[s] = float(lat.median()) if len(lat) else np.nan
-        if len(lat):  # the latency objective uses p50, as the seeds do
-            means[s]["latency_ms"] = medians[s]
-    raw = {s: objective_means(means[s], {}, OBJECTIVES)[0] for s in sels}
-    bounds = {}
-    for name in INVERTED:
-        vals = []
-        for s in sels:
-            v = means[s].get("cost_usd" if name == "cost" else "latency_ms")
-            if v is not None:
-                vals.append(v)
-        if vals:
-            bounds[name] = (min(vals), max(vals))
+    """Per selection: weighted_score (the mean of its stored per-question values, the leaderboard's
+    number: fixed budgets make it independent of what else is selected), its quality-only part
+    (the non-cost objectives on run means), cost per query and median latency (the Pareto axes,
+    by the leaderboard's definitions in evalcore.analysis.leaderboard)."""
+    from evalcore.analysis.leaderboard import system_rows
+
+    rows = system_rows(store, [(s.run_id, s.method) for s in sels], metrics=None)
+    by_key = {(r["run_id"], r["method"]): r for r in rows.to_dict("records")} if not rows.empty else {}
     weights = weights or WEIGHTS
     out = []
     for s in sels:
-        objs, _ = objective_means(means[s], bounds, OBJECTIVES)
-        score, _, missing = combine(objs, weights)
-        quality, _, _ = combine(raw[s], {k: w for k, w in weights.items() if k not in INVERTED})
-        out.append({"label": s.label, "weighted_score": score, "quality": quality,
-                    "cost": means[s].get("cost_usd", np.nan), "latency": medians[s],
+        means = dict(Q.df(store, """SELECT metric, mean FROM summary_metrics
+                                    WHERE run_id = ? AND method = ? AND mean IS NOT NULL""",
+                          [s.run_id, s.method], runs=[s.run_id]).itertuples(index=False, name=None))
+        raw, _ = objective_means(means, None, {k: v for k, v in OBJECTIVES.items() if k not in INVERTED})
+        quality, _, missing = combine(raw, {k: w for k, w in weights.items() if k not in INVERTED})
+        row = by_key.get((s.run_id, s.method), {})
+        out.append({"label": s.label, "weighted_score": row.get("weighted_score", np.nan),
+                    "quality": np.nan if quality is None else quality,
+                    "cost": row.get("cost_per_query_usd", np.nan), "latency": row.get("latency_p50_ms", np.nan),
                     "missing_objectives": ", ".join(missing)})
     return pd.DataFrame(out)
 

@@ -1,4 +1,5 @@
-"""Run-level aggregates of stored metric values: what the CLI, exports and dashboard show.
+"""Run-level aggregates of stored metric values, with uncertainty: means with CIs, answer
+classes, grades, operations. The CLI (`show`), exports and the dashboard call these.
 
 Every mean comes with a seeded percentile-bootstrap 95% CI, the number of questions it was
 computed on (n_scored) out of all (n), and why the rest were not scored: a mean over 12 of
@@ -6,7 +7,7 @@ computed on (n_scored) out of all (n), and why the rest were not scored: a mean 
 
 Dimensions (`by`): category, question_type, difficulty, tag (a question counts in every tag
 it has), answerable, negative_check. Sums, means, counts and percentiles are SQL
-(evalcore.stats.queries); only the bootstrap runs in numpy.
+(evalcore.analysis.sql); only the bootstrap runs in numpy.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any, Sequence
 import pandas as pd
 
 from evalcore.metrics.composites import OVERALL_COMPONENTS, combine, overall_parts
-from evalcore.stats import queries as Q
+from evalcore.analysis import sql as Q
+from evalcore.schemas.labels import grade_for
 from evalcore.stats.resample import DEFAULT_BOOT, bootstrap_ci
 from evalcore.store import RunStore
 
@@ -26,7 +28,14 @@ from evalcore.store import RunStore
 # beats token F1).
 CORRECT_METRICS = ("answer_correct", "answer_correctness", "checks_pass", "token_f1")
 CORRECT_THRESHOLD = 0.5
-GRADE_BINS = ((80, "A"), (60, "B"), (40, "C"), (20, "D"))
+
+
+def metric_table(store: RunStore, run_id: str) -> pd.DataFrame:
+    """Per method and metric: mean over scored values, n_scored / n, why the rest were not
+    scored (reason (count); ...), judge — from the run's summary (what `evalcore show` prints)."""
+    return Q.df(store, """
+        SELECT method, metric, "group", mean, n_scored, n, nan_reasons AS not_scored_reasons, judge_id
+        FROM summary_metrics WHERE run_id = ? ORDER BY method, "group", metric""", [run_id], runs=[run_id])
 
 
 def summarize(store: RunStore, run_id: str, by: str | None = None, methods: Sequence[str] | None = None,
@@ -109,19 +118,17 @@ def answer_classes(store: RunStore, run_id: str, by: str | None = None,
 
 
 def grade(score_0_100: float) -> str:
-    """G-Eval style letter grade: A >= 80, B >= 60, C >= 40, D >= 20, else E."""
-    for bound, letter in GRADE_BINS:
-        if score_0_100 >= bound:
-            return letter
-    return "E"
+    """G-Eval style letter grade (evalcore.schemas.labels.grade_for: one definition)."""
+    return grade_for(score_0_100).value
 
 
 def grade_counts(store: RunStore, run_id: str, metric: str = "factual_accuracy") -> pd.DataFrame:
-    """Per method: counts of letter grades. Uses details.grade when the metric stored one,
-    else grades the value (0-1 values are taken as fractions of 100)."""
-    stored = Q.detail_counts(store, run_id, metric, "grade")
+    """Per method: counts of letter grades. The grade the judge stored (`label`) when there is
+    one, else the value graded (0-1 values are taken as fractions of 100)."""
+    stored = Q.df(store, """SELECT method, label AS grade, n FROM summary_labels
+                            WHERE run_id = ? AND metric = ? ORDER BY method, grade""", [run_id, metric], runs=[run_id])
     if not stored.empty:
-        return stored.rename(columns={"label": "grade"})
+        return stored
     df = Q.metric_values(store, run_id, metrics=[metric]).dropna(subset=["value"])
     if df.empty:
         return pd.DataFrame(columns=["method", "grade", "n"])

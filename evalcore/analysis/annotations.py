@@ -1,0 +1,166 @@
+"""Spot-checking the judge: the queue of verdicts nobody has reviewed, and agreement.
+
+A verdict's identity is (run, method, question, target_kind, target_ref):
+  claim         target_ref = "<metric>:<source>:<idx>"   labels: ClaimVerdict (supported / not_supported)
+  context       target_ref = "<metric>:<rank>"           labels: ContextVerdict (relevant / not_relevant)
+  answer_class  target_ref = "answer_class"               labels: AnswerClass
+  grade         target_ref = "<metric>"                   labels: Grade
+All labels are evalcore.schemas.labels' words, the judge's own: a correction is comparable.
+An annotation stores the judge's label beside the person's, so agreement needs no re-join.
+
+Agreement rule (one, for the Annotate page, the CLI and the judge layer's reports): each
+person's newest annotation per item counts once; judge-human agreement pairs it with the judge's
+label; annotator agreement pairs two people's labels on the same item.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from typing import Any
+
+import pandas as pd
+
+from evalcore.analysis.sql import df
+from evalcore.schemas import Annotation
+from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, TARGET_LABELS
+from evalcore.stats.agreement import agreement_rate, cohen_kappa
+from evalcore.store import RunStore
+
+LABELS = TARGET_LABELS
+
+_ITEMS = f"""
+WITH items AS (
+    SELECT run_id, method, question_id, 'claim' AS target_kind,
+           metric || ':' || source || ':' || idx AS target_ref, verdict AS judge_label,
+           text AS target_text, reason AS judge_reason, judge_id
+    FROM claims WHERE run_id = $run AND verdict IS NOT NULL
+    UNION ALL
+    SELECT run_id, method, question_id, 'context', metric || ':' || rank, verdict,
+           NULL, reason, judge_id
+    FROM context_verdicts WHERE run_id = $run AND verdict IS NOT NULL
+    UNION ALL
+    SELECT run_id, method, question_id,
+           CASE WHEN metric IN ({", ".join(f"'{m}'" for m in GRADE_METRICS)}) THEN 'grade' ELSE 'answer_class' END,
+           metric, label, NULL, NULL, judge_id
+    FROM metrics WHERE run_id = $run AND label IS NOT NULL
+      AND metric IN ({", ".join(f"'{m}'" for m in (*GRADE_METRICS, *CLASS_METRICS))})
+)"""
+
+_QUEUE = _ITEMS + """
+SELECT i.* FROM items i
+WHERE i.target_kind = $kind AND ($method IS NULL OR i.method = $method)
+  AND NOT EXISTS (SELECT 1 FROM annotations a
+                  WHERE a.run_id = i.run_id AND a.method = i.method AND a.question_id = i.question_id
+                    AND a.target_kind = i.target_kind AND a.target_ref = i.target_ref)
+  AND NOT list_contains($skip, i.method || '|' || i.question_id || '|' || i.target_ref)
+ORDER BY hash(i.method, i.question_id, i.target_ref)
+"""
+
+
+def queue(store: RunStore, run_id: str, kind: str, method: str | None, skip: tuple[str, ...] = (),
+          limit: int = 1) -> pd.DataFrame:
+    """The next unreviewed verdicts of one kind, in a stable pseudo-random order (spread over
+    questions, identical for every annotator so two people do not split one question)."""
+    return df(store, _QUEUE + " LIMIT $limit",
+              {"run": run_id, "kind": kind, "method": method, "skip": list(skip), "limit": limit}, runs=[run_id])
+
+
+def counts(store: RunStore, run_id: str) -> pd.DataFrame:
+    """Per verdict kind: how many verdicts the run has and how many are reviewed."""
+    return df(store, _ITEMS + """
+        SELECT i.target_kind, count(*) AS n_verdicts,
+               count(*) FILTER (WHERE EXISTS (
+                   SELECT 1 FROM annotations a WHERE a.run_id = i.run_id AND a.method = i.method
+                     AND a.question_id = i.question_id AND a.target_kind = i.target_kind
+                     AND a.target_ref = i.target_ref)) AS n_reviewed
+        FROM items i GROUP BY 1 ORDER BY 1""", {"run": run_id}, runs=[run_id])
+
+
+def runs_with_verdicts(store: RunStore) -> list[str]:
+    """Runs holding any judge verdict the queue can offer, newest first."""
+    out = df(store, """
+        SELECT r.run_id FROM runs r WHERE EXISTS (SELECT 1 FROM summary_labels l WHERE l.run_id = r.run_id)
+           OR EXISTS (SELECT 1 FROM summary_metrics m WHERE m.run_id = r.run_id
+                      AND m.metric IN ('faithfulness', 'context_recall', 'context_precision'))
+        ORDER BY r.created_at DESC""")
+    return out["run_id"].tolist()
+
+
+def item_context(store: RunStore, run_id: str, method: str, question_id: str) -> pd.DataFrame:
+    return df(store, """
+        SELECT q.question, q.ground_truth, r.answer, r.record
+        FROM questions q LEFT JOIN responses r ON r.run_id = q.run_id AND r.question_id = q.question_id
+                                               AND r.method = $method
+        WHERE q.run_id = $run AND q.question_id = $q""", {"run": run_id, "method": method, "q": question_id},
+              runs=[run_id])
+
+
+def save(store: RunStore, item: dict, who: str, label: str, note: str | None) -> Annotation:
+    """Append one annotation (never overwrites: a second opinion is a new row)."""
+    allowed = LABELS.get(item["target_kind"])
+    if allowed is not None and label not in allowed:
+        raise ValueError(f"label {label!r} is not one of {', '.join(allowed)}")
+    a = Annotation(annotation_id=uuid.uuid4().hex, who=who, run_id=item["run_id"], method=item["method"],
+                   question_id=item["question_id"], target_kind=item["target_kind"],
+                   target_ref=item["target_ref"], judge_label=item["judge_label"], label=label,
+                   note=note or None)
+    store.append_annotations([a])
+    return a
+
+
+def _newest(store: RunStore, run_id: str | None) -> pd.DataFrame:
+    """Each person's newest annotation per item."""
+    return df(store, """
+        SELECT who, run_id, method, question_id, target_kind, target_ref, judge_label, label FROM annotations
+        WHERE ($run IS NULL OR run_id = $run)
+        QUALIFY row_number() OVER (PARTITION BY who, run_id, method, question_id, target_kind, target_ref
+                                   ORDER BY "when" DESC, annotation_id DESC) = 1""", {"run": run_id})
+
+
+def _norm(x: Any) -> str:
+    return str(x).strip().casefold()
+
+
+def agreement(store: RunStore, run_id: str | None) -> pd.DataFrame:
+    """Per verdict kind: n, judge-human agreement rate with a Wilson 95% CI, Cohen's kappa, and
+    agreement between annotators on items two people labelled (n_pairs, rate, kappa)."""
+    cols = ["target_kind", "n", "agreement_rate", "ci_low", "ci_high", "cohen_kappa",
+            "annotator_pairs", "annotator_agreement", "annotator_kappa"]
+    ann = _newest(store, run_id)
+    rows = []
+    for kind, g in ann.groupby("target_kind", sort=True):
+        judged = g[g.judge_label.notna()]
+        j, h = [_norm(x) for x in judged.judge_label], [_norm(x) for x in judged.label]
+        rate, lo, hi = agreement_rate(j, h)
+        a, b = [], []
+        for _, item in g.groupby(["run_id", "method", "question_id", "target_ref"], dropna=False):
+            for (_, x), (_, y) in itertools.combinations(item.sort_values("who")[["who", "label"]].itertuples(index=False), 2):
+                a.append(_norm(x))
+                b.append(_norm(y))
+        pair_rate = agreement_rate(a, b)[0]
+        rows.append({"target_kind": kind, "n": len(j), "agreement_rate": rate, "ci_low": lo, "ci_high": hi,
+                     "cohen_kappa": cohen_kappa(j, h), "annotator_pairs": len(a),
+                     "annotator_agreement": pair_rate, "annotator_kappa": cohen_kappa(a, b)})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def human_agreement(store: RunStore, run_id: str | None = None) -> dict[str, Any]:
+    """Judge-human agreement over every kind: {"n", "agreement", "kappa", "by_kind": {...}}."""
+    ann = _newest(store, run_id)
+    ann = ann[ann.judge_label.notna()]
+
+    def stats(sub: pd.DataFrame) -> dict[str, Any]:
+        j, h = [_norm(x) for x in sub.judge_label], [_norm(x) for x in sub.label]
+        return {"n": len(j), "agreement": agreement_rate(j, h)[0], "kappa": cohen_kappa(j, h)}
+
+    out = stats(ann)
+    out["by_kind"] = {kind: stats(sub) for kind, sub in ann.groupby("target_kind")} if not ann.empty else {}
+    return out
+
+
+def recent(store: RunStore, run_id: str | None, limit: int = 200) -> pd.DataFrame:
+    return df(store, """SELECT "when", who, run_id, method, question_id, target_kind, target_ref,
+                               judge_label, label, note FROM annotations
+                        WHERE $run IS NULL OR run_id = $run ORDER BY "when" DESC LIMIT $limit""",
+              {"run": run_id, "limit": limit})

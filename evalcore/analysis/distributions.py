@@ -1,0 +1,89 @@
+"""Distributions per system for the Charts page: grade and answer-class shares, a metric by
+question facet, per-answer latency and cost, and the points of the Pareto fronts.
+
+Systems are `run_id:method` keys; every query opens only the runs they name.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+from evalcore.analysis.leaderboard import system_rows
+from evalcore.analysis.sql import df
+from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
+from evalcore.store import RunStore
+
+FACETS = ("category", "question_type", "difficulty")  # the only columns a user may group by
+_SYS = "run_id || ':' || method"
+
+
+def _runs(keys: Sequence[str]) -> list[str]:
+    return sorted({k.partition(":")[0] for k in keys})
+
+
+def label_counts(store: RunStore, keys: Sequence[str], kind: str) -> pd.DataFrame:
+    """Counts and shares of each grade (kind='grade') or answer class (kind='answer_class') per
+    system, from the run summaries. Grades prefer factual_grade over factual_accuracy."""
+    if kind not in ("grade", "answer_class"):
+        raise ValueError("kind must be 'grade' or 'answer_class'")
+    metrics = list(GRADE_METRICS if kind == "grade" else CLASS_METRICS)
+    out = df(store, f"""
+        WITH l AS (SELECT run_id, method, metric, label, n FROM summary_labels
+                   WHERE list_contains($metrics, metric) AND list_contains($keys, {_SYS})),
+             pick AS (SELECT run_id, method, arg_min(metric, list_position($metrics, metric)) AS metric
+                      FROM l GROUP BY run_id, method)
+        SELECT {_SYS} AS system, label, n, n / sum(n) OVER (PARTITION BY run_id, method) AS share
+        FROM l JOIN pick USING (run_id, method, metric) ORDER BY system, label""",
+             {"metrics": metrics, "keys": list(keys)}, runs=_runs(keys))
+    return out
+
+
+def metric_by_facet(store: RunStore, keys: Sequence[str], metric: str, facet: str) -> pd.DataFrame:
+    """Per-question values of one metric with the question's facet (for box plots)."""
+    if facet not in FACETS:
+        raise ValueError(f"facet must be one of {FACETS}")
+    return df(store, f"""
+        SELECT m.run_id || ':' || m.method AS system, coalesce(q.{facet}, '(none)') AS facet, m.value
+        FROM metrics m JOIN questions q USING (run_id, question_id)
+        WHERE m.metric = $metric AND NOT isnan(m.value) AND list_contains($keys, m.run_id || ':' || m.method)""",
+              {"metric": metric, "keys": list(keys)}, runs=_runs(keys))
+
+
+def facet_means(store: RunStore, keys: Sequence[str], metric: str, facet: str) -> pd.DataFrame:
+    if facet not in FACETS:
+        raise ValueError(f"facet must be one of {FACETS}")
+    return df(store, f"""
+        SELECT m.run_id || ':' || m.method AS system, coalesce(q.{facet}, '(none)') AS facet,
+               avg(m.value) AS mean, count(*) AS n
+        FROM metrics m JOIN questions q USING (run_id, question_id)
+        WHERE m.metric = $metric AND NOT isnan(m.value) AND list_contains($keys, m.run_id || ':' || m.method)
+        GROUP BY ALL ORDER BY facet, system""", {"metric": metric, "keys": list(keys)}, runs=_runs(keys))
+
+
+def latency_cost(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
+    """Per answer: latency (ms) and cost (USD) = RAG cost (the cost_usd metric where scored,
+    else what the target reported) + the judge calls made for it (leaderboard.py's rule)."""
+    return df(store, """
+        SELECT r.run_id || ':' || r.method AS system, r.question_id, r.latency_ms,
+               CASE WHEN coalesce(c.value, r.cost_usd) IS NULL AND j.cost IS NULL THEN NULL
+                    ELSE coalesce(c.value, r.cost_usd, 0) + coalesce(j.cost, 0) END AS cost_usd
+        FROM responses r
+        LEFT JOIN (SELECT run_id, method, question_id, CASE WHEN isnan(value) THEN NULL ELSE value END AS value
+                   FROM metrics WHERE metric = 'cost_usd') c USING (run_id, method, question_id)
+        LEFT JOIN (SELECT run_id, method, question_id, sum(cost_usd) AS cost FROM judge_calls GROUP BY ALL) j
+            USING (run_id, method, question_id)
+        WHERE list_contains($keys, r.run_id || ':' || r.method)""", {"keys": list(keys)}, runs=_runs(keys))
+
+
+def frontier_points(store: RunStore, keys: Sequence[str], metric: str) -> pd.DataFrame:
+    """Per system: mean of the quality metric, cost per query (USD) and p50 latency (ms), by the
+    leaderboard's definitions (the same numbers as the Runs page)."""
+    systems = [tuple(k.partition(":")[::2]) for k in keys]
+    rows = system_rows(store, systems, [metric])
+    if rows.empty or metric not in rows.columns:
+        return pd.DataFrame(columns=["system", "quality", "cost_per_query_usd", "latency_p50_ms"])
+    out = pd.DataFrame({"system": rows.run_id + ":" + rows.method, "quality": rows[metric],
+                        "cost_per_query_usd": rows["cost_per_query_usd"], "latency_p50_ms": rows["latency_p50_ms"]})
+    return out.dropna(subset=["quality"]).sort_values("quality", ascending=False).reset_index(drop=True)

@@ -1,0 +1,171 @@
+"""Leaderboard rows: one per system (run, method), from the runs' summaries only.
+
+Why summaries: the Runs page and `evalcore runs` list every system in the store; the per-run
+summary tables written at compaction (evalcore/store/summary.py) hold exactly the figures a
+row needs, so a store of millions of answers lists in milliseconds.
+
+Definitions used everywhere a system's cost or latency is shown (Runs, Charts, Compare, CLI):
+- cost per query = RAG cost per answer + judge cost per answer. RAG cost per answer is the mean
+  of the `cost_usd` metric where scored (priced from tokens, or what the target reported), else
+  the mean cost the target reported; judge cost is every judge call's cost for the system / its
+  answers. Missing on both sides -> missing (never 0).
+- latency = the target's p50 / p95 over answers, in ms.
+- weighted_score = the mean of its per-question values (fixed budgets: comparable across runs).
+- ± (half-width of a normal 95% interval of weighted_score) only where n_scored >= MIN_N_FOR_CI.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+from evalcore.analysis.sql import df
+from evalcore.store import RunStore
+
+# Metrics the leaderboard shows first when present (others can be added by the user).
+KEY_METRICS = ["weighted_score", "answer_correctness", "factual_accuracy", "faithfulness",
+               "context_precision", "context_recall", "answer_relevance", "token_f1",
+               "keyword_coverage", "recall@5", "mrr", "citation_precision"]
+MIN_N_FOR_CI = 10
+
+_SYSTEMS_SQL = """
+    SELECT r.run_id, r.name, s.method, r.status, r.kind, r.created_at, r.dataset, r.dataset_fingerprint,
+           ws.mean AS weighted_score, ws.n_scored AS weighted_score_n,
+           CASE WHEN ws.n_scored >= $min_n THEN 1.96 * ws.std / sqrt(ws.n_scored) END AS weighted_score_ci95,
+           s.n_responses AS n, s.n_errors,
+           CASE WHEN c.n_scored > 0 THEN c.mean
+                WHEN s.n_reported_cost > 0 THEN s.reported_cost_usd / s.n_reported_cost END AS rag_cost_per_query_usd,
+           j.judge_cost_usd / nullif(s.n_responses, 0) AS judge_cost_per_query_usd,
+           s.latency_p50_ms, s.latency_p95_ms, s.n_abstained,
+           coalesce(j.judges, nullif(array_to_string(r.judges, ', '), '')) AS judges, j.n_calls AS judge_calls
+    FROM runs r
+    JOIN summary_responses s USING (run_id)
+    LEFT JOIN summary_judges j ON j.run_id = s.run_id AND j.method = s.method
+    LEFT JOIN summary_metrics ws ON ws.run_id = s.run_id AND ws.method = s.method AND ws.metric = 'weighted_score'
+    LEFT JOIN summary_metrics c ON c.run_id = s.run_id AND c.method = s.method AND c.metric = 'cost_usd'
+    WHERE ($runs IS NULL OR list_contains($runs, r.run_id))
+"""
+
+
+def _with_cost(rows: pd.DataFrame) -> pd.DataFrame:
+    rag, judge = rows["rag_cost_per_query_usd"], rows["judge_cost_per_query_usd"]
+    total = rag.fillna(0) + judge.fillna(0)
+    rows["cost_per_query_usd"] = total.where(rag.notna() | judge.notna())
+    return rows
+
+
+def system_rows(store: RunStore, systems: Sequence[tuple[str, str]] | None = None,
+                metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """Leaderboard figures of the given (run, method) systems (all when None), plus the means
+    of `metrics` as columns."""
+    runs = sorted({r for r, _ in systems}) if systems is not None else None
+    rows = df(store, _SYSTEMS_SQL + " ORDER BY r.created_at DESC, s.method",
+              {"runs": runs, "min_n": MIN_N_FOR_CI}, runs=runs)
+    if systems is not None:
+        wanted = set(map(tuple, systems))
+        rows = rows[[(r, m) in wanted for r, m in zip(rows.run_id, rows.method)]].reset_index(drop=True)
+    rows = _with_cost(rows)
+    return _add_means(store, rows, list(metrics or []), runs)
+
+
+def _add_means(store: RunStore, rows: pd.DataFrame, metrics: list[str], runs: list[str] | None) -> pd.DataFrame:
+    metrics = [m for m in metrics if m != "weighted_score"]
+    if rows.empty or not metrics:
+        return rows
+    means = df(store, """SELECT run_id, method, metric, mean FROM summary_metrics
+                         WHERE list_contains($m, metric) AND ($runs IS NULL OR list_contains($runs, run_id))""",
+               {"m": metrics, "runs": runs}, runs=runs)
+    if means.empty:
+        return rows
+    wide = means.pivot(index=["run_id", "method"], columns="metric", values="mean").reset_index()
+    wide.columns.name = None
+    cols = [m for m in metrics if m in wide.columns]
+    return rows.merge(wide[["run_id", "method", *cols]], on=["run_id", "method"], how="left")
+
+
+def leaderboard(store: RunStore, metrics: Sequence[str] = (), search: str | None = None,
+                statuses: Sequence[str] | None = None, dataset: str | None = None) -> pd.DataFrame:
+    """Every system, best weighted_score first; filters on a search text (name, run id, method,
+    dataset), statuses, and a dataset fingerprint (only comparable runs ranked together)."""
+    rows = system_rows(store, None, metrics)
+    if rows.empty:
+        return rows
+    keep = pd.Series(True, index=rows.index)
+    if search:
+        text = (rows["name"].fillna("") + " " + rows["run_id"] + " " + rows["method"] + " "
+                + rows["dataset"].fillna("")).str.lower()
+        keep &= text.str.contains(search.lower(), regex=False)
+    if statuses:
+        keep &= rows["status"].isin(list(statuses))
+    if dataset:
+        keep &= dataset_key(rows) == dataset
+    rows = rows[keep]
+    return rows.sort_values(["weighted_score", "created_at"], ascending=[False, False],
+                            na_position="last").reset_index(drop=True)
+
+
+def dataset_key(rows: pd.DataFrame) -> pd.Series:
+    """What makes runs comparable: the dataset fingerprint, else its name (older runs)."""
+    return rows["dataset_fingerprint"].fillna(rows["dataset"]).fillna("(unknown dataset)")
+
+
+def datasets(store: RunStore) -> pd.DataFrame:
+    """Datasets in the store (fingerprint key, a readable name, runs), newest first."""
+    runs = df(store, "SELECT run_id, dataset, dataset_fingerprint, created_at FROM runs ORDER BY created_at DESC")
+    if runs.empty:
+        return pd.DataFrame(columns=["key", "name", "n_runs"])
+    runs["key"] = dataset_key(runs)
+    out = runs.groupby("key", sort=False).agg(name=("dataset", "first"), n_runs=("run_id", "count")).reset_index()
+    out["name"] = out["name"].fillna(out["key"])
+    return out
+
+
+def runs_overview(store: RunStore) -> pd.DataFrame:
+    """One row per run (newest first): questions, answers, errors, metric values, p50 latency —
+    what `evalcore runs` prints, from manifests and summaries."""
+    return df(store, """
+        SELECT r.run_id, r.name, r.kind, r.status, r.created_at, r.dataset,
+               array_to_string(r.methods, ',') AS methods,
+               coalesce(q.n_questions, r.n_questions, 0) AS n_questions,
+               coalesce(s.n_responses, 0) AS n_responses, coalesce(s.n_errors, 0) AS n_errors,
+               coalesce(m.n_metric_values, 0) AS n_metric_values, s.latency_p50_ms
+        FROM runs r
+        LEFT JOIN (SELECT run_id, count(*) AS n_questions FROM questions GROUP BY run_id) q USING (run_id)
+        LEFT JOIN (SELECT run_id, sum(n_responses) AS n_responses, sum(n_errors) AS n_errors,
+                          max(latency_p50_ms) AS latency_p50_ms
+                   FROM summary_responses GROUP BY run_id) s USING (run_id)
+        LEFT JOIN (SELECT run_id, sum(n) AS n_metric_values FROM summary_metrics GROUP BY run_id) m USING (run_id)
+        ORDER BY r.created_at DESC""")
+
+
+def systems(store: RunStore, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
+    """Every (run, method) with answers, newest run first; `label` is for pickers."""
+    runs = list(run_ids) if run_ids is not None else None
+    return df(store, """
+        SELECT s.run_id, s.method, r.name, r.created_at, r.dataset, r.dataset_fingerprint,
+               r.name || ' / ' || s.method || '  (' || s.run_id || ')' AS label,
+               EXISTS (SELECT 1 FROM summary_metrics m WHERE m.run_id = s.run_id AND m.method = s.method)
+                   AS has_metrics
+        FROM summary_responses s JOIN runs r USING (run_id)
+        WHERE $runs IS NULL OR list_contains($runs, s.run_id)
+        ORDER BY r.created_at DESC, s.method""", {"runs": runs}, runs=runs)
+
+
+def run_list(store: RunStore) -> pd.DataFrame:
+    return df(store, "SELECT run_id, name, status, created_at, kind, dataset FROM runs ORDER BY created_at DESC")
+
+
+def metric_names(store: RunStore, run_ids: Sequence[str] | None = None) -> list[str]:
+    runs = list(run_ids) if run_ids is not None else None
+    out = df(store, """SELECT DISTINCT metric FROM summary_metrics
+                       WHERE $runs IS NULL OR list_contains($runs, run_id) ORDER BY metric""", {"runs": runs}, runs=runs)
+    return out["metric"].tolist()
+
+
+def facet_values(store: RunStore, run_id: str) -> dict[str, list[str]]:
+    """Distinct categories and question types of a run (the filter allow-lists)."""
+    out = df(store, """SELECT 'category' AS facet, category AS v FROM questions WHERE run_id = $r AND category IS NOT NULL
+                       UNION SELECT 'question_type', question_type FROM questions
+                       WHERE run_id = $r AND question_type IS NOT NULL ORDER BY 1, 2""", {"r": run_id}, runs=[run_id])
+    return {f: out.loc[out.facet == f, "v"].tolist() for f in ("category", "question_type")}

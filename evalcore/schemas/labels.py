@@ -1,0 +1,104 @@
+"""One vocabulary for every categorical verdict: grades, answer classes, claim and context verdicts.
+
+Why one module: the judge writes these words, the store counts them in run summaries, the
+Annotate page offers them as corrections and agreement compares them. When each place kept its
+own list, a judge's `not_supported` met an annotator's `unsupported` and never agreed. Every
+other module imports the enums (or the tuples of their values) from here.
+
+Grades follow G-Eval's letter bands on a 0-100 score (A >= 80, B >= 60, C >= 40, D >= 20, else E).
+The score is rounded to 6 decimals before it is cut, so a weighted sum that is exactly on a
+band in decimal (0.62 x ... = 20.0) but lands a hair below it in binary floating point gets
+the letter a person computing by hand would give.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+
+
+class Grade(StrEnum):
+    A = "A"
+    B = "B"
+    C = "C"
+    D = "D"
+    E = "E"
+
+
+class AnswerClass(StrEnum):
+    CORRECT = "CORRECT"
+    WRONG = "WRONG"
+    DONT_KNOW = "DONT_KNOW"
+
+
+class ClaimVerdict(StrEnum):
+    SUPPORTED = "supported"
+    NOT_SUPPORTED = "not_supported"
+
+
+class ContextVerdict(StrEnum):
+    RELEVANT = "relevant"
+    NOT_RELEVANT = "not_relevant"
+
+
+# (lowest score of the band on 0-100, letter), best band first
+GRADE_BANDS: tuple[tuple[float, Grade], ...] = ((80.0, Grade.A), (60.0, Grade.B), (40.0, Grade.C),
+                                                (20.0, Grade.D))
+GRADE_POINTS = {Grade.A: 4, Grade.B: 3, Grade.C: 2, Grade.D: 1, Grade.E: 0}
+
+# Which verdicts a person may give per annotation target kind: the judge's own words.
+TARGET_LABELS: dict[str, tuple[str, ...]] = {
+    "claim": tuple(ClaimVerdict),
+    "context": tuple(ContextVerdict),
+    "answer_class": tuple(AnswerClass),
+    "grade": tuple(Grade),
+}
+
+# Metrics whose stored `label` column is a grade / an answer class (summary counts, charts, queue).
+GRADE_METRICS = ("factual_grade", "factual_accuracy")
+CLASS_METRICS = ("answer_class",)
+
+
+def grade_for(score_100: float) -> Grade:
+    """Letter grade of a 0-100 score (rounded to 6 decimals first, see the module docstring)."""
+    if score_100 is None or math.isnan(score_100):
+        raise ValueError("cannot grade a missing score")
+    score = round(float(score_100), 6)
+    for floor, letter in GRADE_BANDS:
+        if score >= floor:
+            return letter
+    return Grade.E
+
+
+def grade_sql(expr: str) -> str:
+    """The same banding as grade_for, as a SQL CASE over a 0-100 expression (one definition)."""
+    cases = " ".join(f"WHEN round({expr}, 6) >= {floor} THEN '{letter.value}'" for floor, letter in GRADE_BANDS)
+    return f"CASE WHEN {expr} IS NULL OR isnan({expr}) THEN NULL {cases} ELSE 'E' END"
+
+
+def claim_verdict(value: object) -> ClaimVerdict | None:
+    """A claim verdict from a judge's yes/no/1/0/supported word (None when it gave none)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        return ClaimVerdict.SUPPORTED if float(value) >= 0.5 else ClaimVerdict.NOT_SUPPORTED
+    text = str(value).strip().lower().replace("-", "_").replace(" ", "_")
+    if text in {"yes", "supported", "true", "1", "entailed"}:
+        return ClaimVerdict.SUPPORTED
+    if text in {"no", "not_supported", "unsupported", "false", "0", "contradicted"}:
+        return ClaimVerdict.NOT_SUPPORTED
+    return None
+
+
+def context_verdict(value: object) -> ContextVerdict | None:
+    """A context verdict from a judge's yes/no/1/0/relevant word (None when it gave none)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        return ContextVerdict.RELEVANT if float(value) >= 0.5 else ContextVerdict.NOT_RELEVANT
+    text = str(value).strip().lower().replace("-", "_").replace(" ", "_")
+    if text in {"yes", "relevant", "true", "1"}:
+        return ContextVerdict.RELEVANT
+    if text in {"no", "not_relevant", "irrelevant", "false", "0"}:
+        return ContextVerdict.NOT_RELEVANT
+    return None

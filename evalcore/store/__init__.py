@@ -1,0 +1,27 @@
+"""The run store: the only package that knows the on-disk layout.
+
+store/layout.py says where everything lives and why; writer.py appends part files;
+compaction.py folds them into one canonical file per table plus a summary; views.py hands
+readers DuckDB views over the canonical files; runstore.py ties a folder of runs together.
+Import from here: `from evalcore.store import RunStore, open_db`.
+"""
+
+from evalcore.store.compaction import Compaction
+from evalcore.store.layout import (
+    DEFAULT_ROOT,
+    FORMAT_VERSION,
+    RUN_ID_RE,
+    SHARED_DIR,
+    STAGING_DIR,
+    STORE_MARKER,
+    TRASH_DIR,
+    check_run_id,
+    default_root,
+    new_run_id,
+)
+from evalcore.store.runstore import RunStore
+from evalcore.store.views import open_db
+from evalcore.store.writer import RunWriter
+
+__all__ = ["Compaction", "DEFAULT_ROOT", "FORMAT_VERSION", "RUN_ID_RE", "RunStore", "RunWriter", "SHARED_DIR",
+           "STAGING_DIR", "STORE_MARKER", "TRASH_DIR", "check_run_id", "default_root", "new_run_id", "open_db"]

@@ -1,0 +1,152 @@
+"""Where things live in a run store, and the atomic file operations every writer uses.
+
+Layout (root = `--store`, `EVALCORE_STORE`, or `./runs`), format 2::
+
+    <root>/<run_id>/run.json                     manifest (RunManifest, no secrets)
+    <root>/<run_id>/tables.json                  the run's pointer: which canonical files are current
+    <root>/<run_id>/data/<table>-g<N>-<id>.parquet   canonical rows, one file per table (and summary)
+    <root>/<run_id>/parts/<table>/part-*.parquet     rows written since the last compaction (unseen by readers)
+    <root>/_shared/store.json                    store marker {"format_version": N} (absent = 1)
+    <root>/_shared/annotations/part-*.parquet    human annotations (append-only, across runs)
+    <root>/.staging/<run_id>/                    a run being imported; renamed into place when complete
+    <root>/.trash/                               runs being deleted
+
+Format 1 (before compaction existed) kept every table as `<run_id>/<table>/part-*.parquet` and
+readers de-duplicated them on every query; such runs are still read (store/views.py) and are
+compacted into format 2 by the first write (store/compaction.py).
+
+Why a pointer file rather than a folder of files: a reader lists nothing and de-duplicates
+nothing. It reads `tables.json`, which names exactly one file per table, and a compaction
+publishes a new set of files by replacing that one small file atomically (os.replace), so a
+reader sees the old set or the new set, never a mix. The same holds on object storage, where
+a listing is not atomic but a single object write is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evalcore import staging as _staging
+from evalcore.errors import StoreError
+from evalcore.tables import SCHEMAS, to_arrow
+
+FORMAT_VERSION = 2
+DEFAULT_ROOT = "runs"
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+SHARED_DIR = "_shared"
+STAGING_DIR = _staging.STAGING_DIR
+TRASH_DIR = ".trash"
+STORE_MARKER = "store.json"
+LOCK_NAME = ".run.json.lock"
+COMPACT_LOCK = ".compact.lock"
+POINTER = "tables.json"
+DATA_DIR = "data"
+PARTS_DIR = "parts"
+RUN_TABLES = tuple(SCHEMAS)  # questions, responses, metrics, judge_calls, claims, context_verdicts
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("EVALCORE_STORE") or DEFAULT_ROOT)
+
+
+def check_run_id(run_id: str) -> str:
+    """Reject ids that could escape the store or collide with its own folders."""
+    if not isinstance(run_id, str) or not RUN_ID_RE.match(run_id) or ".." in run_id:
+        raise StoreError(f"invalid run id {run_id!r}: use letters, digits, '.', '_' or '-' (max 128)")
+    return run_id
+
+
+def new_run_id(name: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower()[:40] or "run"
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{slug}-{stamp}-{uuid.uuid4().hex[:6]}"
+
+
+def write_atomic_bytes(path: Path, data: bytes) -> None:
+    """Write under a temporary name, fsync, rename: the file is whole or absent."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_parquet_atomic(path: Path, arrow: pa.Table) -> Path:
+    """One Parquet file, published by rename. No min/max statistics on float columns:
+    Parquet statistics ignore NaN, which lets readers wrongly conclude a column has none."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    stats = [f.name for f in arrow.schema if not pa.types.is_floating(f.type)]
+    pq.write_table(arrow, tmp, compression="zstd", write_statistics=stats)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def write_part(directory: Path, table: str, rows: list[dict[str, Any]]) -> Path | None:
+    """Append rows as a new part file named by time and a random id (never overwrites)."""
+    if not rows:
+        return None
+    name = f"part-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.parquet"
+    return write_parquet_atomic(directory / name, to_arrow(table, rows))
+
+
+def parts_dir(run_dir: Path, table: str) -> Path:
+    return run_dir / PARTS_DIR / table
+
+
+def pending_parts(run_dir: Path, table: str) -> list[Path]:
+    """Part files not yet compacted: format 2's parts/<table>/ and format 1's <table>/."""
+    found = []
+    for folder in (run_dir / table, parts_dir(run_dir, table)):
+        try:
+            found.extend(p for p in folder.iterdir() if p.suffix == ".parquet" and not p.name.startswith("."))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+    return sorted(found)
+
+
+def is_legacy(run_dir: Path) -> bool:
+    """A format-1 run: no pointer file (every format-2 run gets one when it is created)."""
+    return not (run_dir / POINTER).is_file()
+
+
+def read_pointer(run_dir: Path) -> dict[str, Any]:
+    """The run's pointer ({} for a format-1 run)."""
+    path = run_dir / POINTER
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"{path}: unreadable table pointer ({exc})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
+        raise StoreError(f"{path}: table pointer has no 'files' object")
+    return data
+
+
+def write_pointer(run_dir: Path, pointer: dict[str, Any]) -> None:
+    write_atomic_bytes(run_dir / POINTER, json.dumps(pointer, indent=1, sort_keys=True).encode())
+    try:  # make the rename durable before the files it replaced are removed
+        fd = os.open(run_dir, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:  # pragma: no cover - platforms without directory fsync
+        pass
+
+
+def empty_pointer() -> dict[str, Any]:
+    return {"format_version": FORMAT_VERSION, "generation": 0, "files": {}, "previous": []}

@@ -1,0 +1,66 @@
+"""A run's summary tables, written beside its canonical files at every compaction.
+
+Why: the leaderboard and `evalcore runs` need per (run, method) figures — means of every
+metric, answer counts, latency percentiles, cost, judge calls, grade and class counts — for
+every run in the store. Computing them means scanning every answer and metric row of every
+run; reading them from a few hundred summary rows takes milliseconds. They are derived data
+(recomputed from the canonical rows whenever those change), so they can never disagree with
+the rows they summarise.
+
+The SQL runs over views named like the store's tables (`metrics`, `responses`, ...) and takes
+a `{where}` filter, so compaction runs it on one run's new files and the reader runs the same
+text over format-1 runs that have no summary files yet.
+"""
+
+from __future__ import annotations
+
+SUMMARY_SQL: dict[str, str] = {
+    # per (run, method, metric): n, n_scored, mean, std, NaN reasons with counts, judge
+    "summary_metrics": """
+        WITH v AS (SELECT run_id, method, metric, "group", version, judge_id, reason,
+                          CASE WHEN isnan(value) THEN NULL ELSE value END AS value
+                   FROM metrics WHERE {where}),
+        reasons AS (SELECT run_id, method, metric,
+                           string_agg(reason || ' (' || n || ')', '; ' ORDER BY n DESC, reason) AS nan_reasons
+                    FROM (SELECT run_id, method, metric, coalesce(reason, '?') AS reason, count(*) AS n
+                          FROM v WHERE value IS NULL GROUP BY ALL)
+                    GROUP BY ALL)
+        SELECT v.run_id, v.method, v.metric, any_value(v."group") AS "group", max(v.version) AS version,
+               count(*) AS n, count(v.value) AS n_scored, avg(v.value) AS mean,
+               stddev_samp(v.value) AS std, sum(v.value) AS total,
+               any_value(r.nan_reasons) AS nan_reasons,
+               string_agg(DISTINCT v.judge_id, ', ' ORDER BY v.judge_id) AS judge_id
+        FROM v LEFT JOIN reasons r USING (run_id, method, metric)
+        GROUP BY v.run_id, v.method, v.metric""",
+    # per (run, method): answers, errors by kind, latency, the target's reported cost and tokens
+    "summary_responses": """
+        SELECT run_id, method, count(*) AS n_responses, count(error) AS n_errors,
+               count(*) FILTER (WHERE error_kind = 'timeout') AS n_timeouts,
+               count(*) FILTER (WHERE error_kind = 'empty'
+                                OR (error IS NULL AND trim(coalesce(answer, '')) = '')) AS n_empty,
+               count(*) FILTER (WHERE abstained) AS n_abstained,
+               quantile_cont(latency_ms, 0.5) AS latency_p50_ms,
+               quantile_cont(latency_ms, 0.95) AS latency_p95_ms,
+               avg(latency_ms) AS latency_mean_ms,
+               sum(cost_usd) AS reported_cost_usd, count(cost_usd) AS n_reported_cost,
+               sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
+        FROM responses WHERE {where} GROUP BY run_id, method""",
+    # per (run, method): judge calls, cache hits, tokens, cost, which judges
+    "summary_judges": """
+        SELECT run_id, coalesce(method, '') AS method, count(*) AS n_calls,
+               count(*) FILTER (WHERE cache_hit) AS n_cache_hits, count(error) AS n_call_errors,
+               sum(cost_usd) AS judge_cost_usd, sum(input_tokens) AS judge_input_tokens,
+               sum(output_tokens) AS judge_output_tokens,
+               string_agg(DISTINCT judge_id, ', ' ORDER BY judge_id) AS judges
+        FROM judge_calls WHERE {where} GROUP BY run_id, coalesce(method, '')""",
+    # per (run, method, metric, label): counts of categorical verdicts (grades, answer classes)
+    "summary_labels": """
+        SELECT run_id, method, metric, label, count(*) AS n
+        FROM metrics WHERE {where} AND label IS NOT NULL GROUP BY ALL""",
+}
+
+SUMMARY_TABLES = tuple(SUMMARY_SQL)
+
+
+def summary_sql(name: str, where: str = "true") -> str:
+    return SUMMARY_SQL[name].format(where=where)

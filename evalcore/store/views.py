@@ -1,0 +1,132 @@
+"""Read side of the store: DuckDB views over the runs' canonical files.
+
+Views (one connection = a consistent set of views, over the runs asked for or all of them):
+  runs               one row per run (from run.json manifests)
+  questions, responses, metrics, judge_calls, claims, context_verdicts
+                     exactly one row per key: the canonical files that each run's pointer names
+  summary_metrics, summary_responses, summary_judges, summary_labels
+                     the per-run summaries written at compaction (store/summary.py)
+  annotations        every human annotation (append-only, never de-duplicated)
+User-supplied values only ever reach SQL as bound parameters.
+
+Readers do not de-duplicate: compaction did (store/compaction.py). The one exception is a
+format-1 run (written before compaction existed, not yet upgraded by a write): its part files
+are merged here by the very rule compaction uses (`merge_sql`), and its summaries computed by
+the very SQL compaction stores, so the numbers are the same before and after the upgrade.
+Rows written since a run's last compaction are not visible; writers publish them when they end.
+
+NaN: Parquet min/max statistics ignore NaN, and DuckDB's statistics propagation then folds
+`isnan(value)` to false for a file it believes has no NaN. Every connection disables that
+optimizer (and the store writes no statistics for NaN-bearing columns), so NaN filters hold.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import duckdb
+import pyarrow as pa
+
+from evalcore.store.compaction import merge_sql, sql_list
+from evalcore.store.layout import RUN_TABLES, is_legacy, pending_parts, read_pointer
+from evalcore.store.runstore import RunStore
+from evalcore.store.summary import SUMMARY_TABLES, summary_sql
+from evalcore.tables import ANNOTATIONS_SCHEMA, SCHEMAS
+
+_MANIFEST_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("name", pa.string()), ("kind", pa.string()), ("status", pa.string()),
+    ("created_at", pa.timestamp("us", tz="UTC")), ("finished_at", pa.timestamp("us", tz="UTC")),
+    ("methods", pa.list_(pa.string())), ("judges", pa.list_(pa.string())),
+    ("dataset", pa.string()), ("dataset_fingerprint", pa.string()), ("n_questions", pa.int64()),
+    ("evalcore_version", pa.string()), ("manifest", pa.string()),
+])
+
+
+@dataclass
+class Sources:
+    """Which files the views read: canonical files per table, and format-1 parts per table."""
+
+    canonical: dict[str, list[Path]] = field(default_factory=dict)
+    legacy: dict[str, list[Path]] = field(default_factory=dict)
+    legacy_runs: list[str] = field(default_factory=list)
+
+
+def sources(store: RunStore, run_ids: Sequence[str]) -> Sources:
+    out = Sources()
+    for run_id in run_ids:
+        run_dir = store.run_dir(run_id)
+        if is_legacy(run_dir):
+            out.legacy_runs.append(run_id)
+            for table in RUN_TABLES:
+                out.legacy.setdefault(table, []).extend(pending_parts(run_dir, table))
+            continue
+        for name, rel in read_pointer(run_dir)["files"].items():
+            out.canonical.setdefault(name, []).append(run_dir / rel)
+    return out
+
+
+def _manifest_table(manifests) -> pa.Table:
+    rows = [{
+        "run_id": m.run_id, "name": m.name, "kind": m.kind, "status": m.status,
+        "created_at": m.created_at, "finished_at": m.finished_at, "methods": m.methods, "judges": m.judges,
+        "dataset": m.dataset.get("name") or m.dataset.get("path"),
+        "dataset_fingerprint": m.dataset.get("fingerprint"),
+        "n_questions": m.counts.get("questions"), "evalcore_version": m.evalcore_version,
+        "manifest": m.model_dump_json(),
+    } for m in manifests]
+    return pa.Table.from_pylist(rows, schema=_MANIFEST_SCHEMA)
+
+
+def _table_sql(con: duckdb.DuckDBPyConnection, table: str, src: Sources) -> str:
+    parts = []
+    if src.canonical.get(table):
+        parts.append(f"SELECT * FROM read_parquet({sql_list(src.canonical[table])}, union_by_name = true)")
+    if src.legacy.get(table):
+        parts.append(f"SELECT * FROM ({merge_sql(table, src.legacy[table])})")
+    if not parts:
+        con.register(f"_empty_{table}", SCHEMAS[table].empty_table())
+        return f"SELECT * FROM _empty_{table}"
+    return " UNION ALL BY NAME ".join(parts)
+
+
+def _summary_sql(name: str, src: Sources) -> str:
+    parts = []
+    if src.canonical.get(name):
+        parts.append(f"SELECT * FROM read_parquet({sql_list(src.canonical[name])}, union_by_name = true)")
+    if src.legacy_runs or not parts:  # computed on the fly: format-1 runs (or a typed empty view)
+        runs = ", ".join("'" + r.replace("'", "''") + "'" for r in src.legacy_runs)
+        parts.append(summary_sql(name, f"run_id IN ({runs})" if runs else "false"))
+    return " UNION ALL BY NAME ".join(f"({p})" for p in parts)
+
+
+@contextmanager
+def open_db(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """An in-memory DuckDB connection with the store's views defined.
+
+    `runs` restricts every per-run view to those runs (a per-run query then opens only their
+    files); `runs` view always lists every readable run."""
+    manifests = store.manifests()
+    known = [m.run_id for m in manifests]
+    wanted = known if runs is None else [r for r in known if r in set(runs)]
+    src = sources(store, wanted)
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("SET disabled_optimizers = 'statistics_propagation'")
+        con.register("runs_manifest", _manifest_table(manifests))
+        con.execute("CREATE VIEW runs AS SELECT * FROM runs_manifest")
+        for table in RUN_TABLES:
+            con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
+        for name in SUMMARY_TABLES:
+            con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src)}")
+        ann = sorted(p for p in store.annotations_dir().glob("*.parquet")) if store.annotations_dir().is_dir() else []
+        if ann:
+            con.execute(f"CREATE VIEW annotations AS SELECT * FROM read_parquet({sql_list(ann)}, union_by_name = true)")
+        else:
+            con.register("_empty_annotations", ANNOTATIONS_SCHEMA.empty_table())
+            con.execute("CREATE VIEW annotations AS SELECT * FROM _empty_annotations")
+        yield con
+    finally:
+        con.close()
