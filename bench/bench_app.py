@@ -4,7 +4,7 @@
     python bench/bench_app.py --small    # 3 runs x 200 questions, a quick check
     python bench/bench_app.py --store DIR  # reuse (or build once) the store in DIR
 
-Builds a seeded synthetic store through RunWriter (evalcore.ui.synthetic), then measures:
+Builds a seeded synthetic store through RunWriter (evalcore.demo.synthetic), then measures:
 1. cold first render of each page, each in a fresh Python process (nothing in memory),
    started on that page through the packaged entry (evalcore/ui/entry.py), twice:
    "no cache, background build" (the persisted snapshot, <store>/_shared/app_cache, deleted
@@ -141,7 +141,7 @@ def main() -> int:
         return 0
 
     from evalcore.store import RunStore
-    from evalcore.ui.synthetic import build_store
+    from evalcore.demo.synthetic import build_store
 
     n_runs, n_q = (3, 200) if args.small else (20, 2000)
     root = Path(args.store) if args.store else Path(tempfile.mkdtemp(prefix="bench_app_")) / "runs"

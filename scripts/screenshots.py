@@ -45,7 +45,7 @@ def main() -> int:
     try:
         store = Path(args.store) if args.store else work / "runs"
         if not args.store:
-            from evalcore.ui.synthetic import build_store
+            from evalcore.demo.synthetic import build_store
 
             build_store(store, n_runs=3, n_questions=60)
         with tools_mod.serve_app(store, work / "streamlit.log") as base:

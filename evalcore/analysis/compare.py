@@ -130,7 +130,7 @@ def compare_pair(a: np.ndarray, b: np.ndarray, higher_is_better: bool, n_boot: i
 
 def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics: Sequence[str] | None = None,
             n_boot: int = DEFAULT_BOOT, n_perm: int = DEFAULT_PERM, seed: int = 0,
-            alpha: float = 0.05) -> Comparison:
+            alpha: float = 0.05, with_run_level: bool = True) -> Comparison:
     """Compare every selection after the first with the first (the baseline)."""
     sels = list(refs) if refs and isinstance(refs[0], Selection) else parse_selections(store, refs)  # type: ignore[arg-type]
     base, cands = sels[0], sels[1:]
@@ -164,7 +164,8 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
             "ci_low", "ci_high", "test", "p_value", "p_holm", "significant", "improved", "regressed",
             "unchanged", "missing"]
     table = pd.DataFrame(rows, columns=cols)
-    return Comparison(base, cands, table, unpaired, run_level=run_level(store, sels), alpha=alpha)
+    return Comparison(base, cands, table, unpaired, run_level=run_level(store, sels) if with_run_level else None,
+                      alpha=alpha)
 
 
 def run_level(store: RunStore, sels: Sequence[Selection], weights: dict[str, float] | None = None) -> pd.DataFrame:
@@ -207,3 +208,104 @@ def regressions(comparison: Comparison, metric: str, min_delta: float = 0.0) -> 
     worse = np.where(rows.higher_is_better, -rows.delta, rows.delta)
     mask = (worse > min_delta) & rows.significant.astype(bool)
     return rows[mask]
+
+
+# ---- per-question views of one pair (the Compare page; the CLI prints `compare`) ------------
+def _pair_params(base: str, cand: str) -> dict[str, Any]:
+    """`run_id:method` keys -> bound parameters (run ids cannot contain ':')."""
+    ra, _, ma = base.partition(":")
+    rb, _, mb = cand.partition(":")
+    return {"ra": ra, "ma": ma, "rb": rb, "mb": mb}
+
+
+def metric_deltas(store: RunStore, base: str, cand: str) -> pd.DataFrame:
+    """Per metric scored on either side: paired n, means over the pairs, Δ = cand - base, and
+    improved / regressed / unchanged / missing question counts in the metric's better direction.
+    Metrics scored on neither side are absent by construction."""
+    p = _pair_params(base, cand)
+    out = Q.df(store, """
+        WITH a AS (SELECT question_id, metric, value FROM metrics
+                   WHERE run_id = $ra AND method = $ma AND NOT isnan(value)),
+             b AS (SELECT question_id, metric, value FROM metrics
+                   WHERE run_id = $rb AND method = $mb AND NOT isnan(value))
+        SELECT metric,
+               count(a.value) FILTER (WHERE b.value IS NOT NULL) AS n_pairs,
+               avg(a.value) FILTER (WHERE b.value IS NOT NULL) AS mean_a,
+               avg(b.value) FILTER (WHERE a.value IS NOT NULL) AS mean_b,
+               avg(b.value - a.value) AS delta,
+               count(*) FILTER (WHERE b.value - a.value > $eps) AS up,
+               count(*) FILTER (WHERE b.value - a.value < -$eps) AS down,
+               count(*) FILTER (WHERE abs(b.value - a.value) <= $eps) AS unchanged,
+               count(*) FILTER (WHERE a.value IS NULL OR b.value IS NULL) AS missing
+        FROM a FULL JOIN b USING (question_id, metric)
+        GROUP BY metric ORDER BY metric""", {**p, "eps": EPS}, runs=sorted({p["ra"], p["rb"]}))
+    if out.empty:
+        return out.assign(higher_is_better=[], improved=[], regressed=[])
+    higher = out["metric"].map(lambda m: _spec_info(m)[0])
+    out["higher_is_better"] = higher
+    out["improved"] = out["up"].where(higher, out["down"])
+    out["regressed"] = out["down"].where(higher, out["up"])
+    return out.drop(columns=["up", "down"])
+
+
+def paired_values(store: RunStore, base: str, cand: str, metrics: tuple[str, ...]) -> pd.DataFrame:
+    """(question_id, metric, a, b) for questions scored (non-NaN) on both sides."""
+    p = _pair_params(base, cand)
+    return Q.df(store, """
+        SELECT a.question_id, a.metric, a.value AS a, b.value AS b
+        FROM metrics a JOIN metrics b ON a.question_id = b.question_id AND a.metric = b.metric
+        WHERE a.run_id = $ra AND a.method = $ma AND b.run_id = $rb AND b.method = $mb
+          AND list_contains($m, a.metric) AND NOT isnan(a.value) AND NOT isnan(b.value)
+        ORDER BY a.metric, a.question_id""", {**p, "m": list(metrics)}, runs=sorted({p["ra"], p["rb"]}))
+
+
+def changed_questions(store: RunStore, base: str, cand: str, metric: str, outcome: str) -> pd.DataFrame:
+    """Questions whose `metric` improved / regressed / stayed / is missing on one side, in the
+    metric's better direction, biggest change first."""
+    if outcome not in ("improved", "regressed", "unchanged", "missing"):
+        raise EvalcoreError(f"unknown outcome {outcome!r}")
+    p = _pair_params(base, cand)
+    sign = 1.0 if _spec_info(metric)[0] else -1.0
+    return Q.df(store, """
+        WITH a AS (SELECT question_id, value FROM metrics WHERE run_id = $ra AND method = $ma
+                   AND metric = $metric AND NOT isnan(value)),
+             b AS (SELECT question_id, value FROM metrics WHERE run_id = $rb AND method = $mb
+                   AND metric = $metric AND NOT isnan(value)),
+             j AS (SELECT question_id, a.value AS base, b.value AS cand, (b.value - a.value) AS delta
+                   FROM a FULL JOIN b USING (question_id))
+        SELECT j.question_id, q.category, q.question_type, j.base, j.cand, j.delta, left(q.question, 120) AS question
+        FROM j LEFT JOIN questions q ON q.run_id = $ra AND q.question_id = j.question_id
+        WHERE CASE $outcome
+                WHEN 'improved' THEN $sign * j.delta > $eps
+                WHEN 'regressed' THEN $sign * j.delta < -$eps
+                WHEN 'unchanged' THEN abs(j.delta) <= $eps
+                ELSE j.delta IS NULL END
+        ORDER BY abs(j.delta) DESC NULLS LAST, j.question_id""",
+        {**p, "metric": metric, "outcome": outcome, "sign": sign, "eps": EPS}, runs=sorted({p["ra"], p["rb"]}))
+
+
+def answers(store: RunStore, keys: tuple[str, ...], question_id: str) -> pd.DataFrame:
+    """The question, its ground truth and each system's answer to it."""
+    runs = sorted({k.partition(":")[0] for k in keys})
+    return Q.df(store, """
+        SELECT r.run_id || ':' || r.method AS system, r.answer, q.question, q.ground_truth
+        FROM responses r LEFT JOIN questions q USING (run_id, question_id)
+        WHERE r.question_id = $q AND list_contains($keys, r.run_id || ':' || r.method)""",
+        {"q": question_id, "keys": list(keys)}, runs=runs)
+
+
+def pair_table(store: RunStore, base: str, cand: str, tested: tuple[str, ...],
+               n_boot: int = DEFAULT_BOOT, n_perm: int = DEFAULT_PERM, seed: int = 0) -> pd.DataFrame:
+    """The Compare page's table: every metric's deltas and counts, plus CI, p and Holm-adjusted p
+    for the `tested` metrics — computed by `compare`, exactly as `evalcore compare --metrics`
+    computes them (same statistics, same defaults, same Holm family)."""
+    table = metric_deltas(store, base, cand)
+    chosen = [m for m in tested if m in set(table.metric) and
+              table.loc[table.metric == m, "n_pairs"].iloc[0] > 0]
+    if not chosen:
+        return table.assign(ci_low=np.nan, ci_high=np.nan, test="", p_value=np.nan, p_holm=np.nan,
+                            significant=False)
+    sels = [Selection(*base.split(":", 1)), Selection(*cand.split(":", 1))]
+    stats = compare(store, sels, metrics=chosen, n_boot=n_boot, n_perm=n_perm, seed=seed, with_run_level=False).table
+    stats = stats[["metric", "ci_low", "ci_high", "test", "p_value", "p_holm", "significant"]]
+    return table.merge(stats, on="metric", how="left")

@@ -21,10 +21,12 @@ from typing import Iterator
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
 from evalcore.schemas import Annotation, RunManifest
-from evalcore.store.compaction import Compaction, compact
+from evalcore.store.compaction import Compaction, compact, pending_rows
 from evalcore.store.layout import (
     FORMAT_VERSION,
+    POINTER,
     RUN_ID_RE,
+    RUN_TABLES,
     SHARED_DIR,
     STAGING_DIR,
     STORE_MARKER,
@@ -33,6 +35,7 @@ from evalcore.store.layout import (
     default_root,
     empty_pointer,
     is_legacy,
+    pending_parts,
     write_atomic_bytes,
     write_part,
     write_pointer,
@@ -108,6 +111,33 @@ class RunStore:
     def compact(self, run_id: str) -> Compaction:
         """Publish a run's pending part files (see store/compaction.py)."""
         return compact(self.run_dir(check_run_id(run_id)))
+
+    def state_token(self) -> str:
+        """A short fingerprint of everything readers can see: it changes when any run is created,
+        published (its pointer replaced), edited (run.json) or deleted, or an annotation added.
+        Cheap (a few stats per run), so a dashboard can key its caches on it."""
+        import hashlib
+
+        parts: list[str] = []
+        if self.root.is_dir():
+            for run_id in self.run_ids():
+                run_dir = self.run_dir(run_id)
+                for name in ("run.json", POINTER):
+                    try:
+                        st = (run_dir / name).stat()
+                        parts.append(f"{run_id}/{name}:{st.st_mtime_ns}:{st.st_size}")
+                    except FileNotFoundError:
+                        parts.append(f"{run_id}/{name}:-")
+                if is_legacy(run_dir):
+                    parts.extend(p.name for t in RUN_TABLES for p in pending_parts(run_dir, t))
+            ann = self.annotations_dir()
+            if ann.is_dir():
+                parts.extend(sorted(p.name for p in ann.glob("*.parquet")))
+        return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:16]
+
+    def pending_rows(self, run_id: str, table: str) -> int:
+        """Rows a writer of the run has written but not yet published (a live run's progress)."""
+        return pending_rows(self.run_dir(check_run_id(run_id)), table)
 
     def shared_dir(self, name: str) -> Path:
         """A store-level folder for caches (judge, embeddings) beside the runs."""

@@ -8,13 +8,14 @@ import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
 
+from evalcore.analysis import distributions as G
+from evalcore.analysis import leaderboard as L
+from evalcore.schemas.labels import AnswerClass, Grade
 from evalcore.ui import common
-from evalcore.ui import data as D
-from evalcore.ui import data_charts as G
 from evalcore.ui.helpers import pareto_mask, short_system_labels
 
-GRADES = ["A", "B", "C", "D", "E"]
-CLASSES = ["CORRECT", "WRONG", "DONT_KNOW"]
+GRADES = [g.value for g in Grade]
+CLASSES = [c.value for c in AnswerClass]
 # Ordered labels get an ordered, colour-blind-safe scale (good = blue-green, bad = red/orange),
 # so "more red" always means worse; a qualitative palette would make grade C look like WRONG.
 LABEL_COLOURS = {"A": "#1a9850", "B": "#91cf60", "C": "#fee08b", "D": "#fc8d59", "E": "#d73027",
@@ -65,27 +66,27 @@ def _pareto(points: pd.DataFrame, x: str, x_title: str, metric: str, labels: dic
 def render() -> None:
     common.header("Charts", "Distributions per system (run / method), by question facet, and quality "
                   "against cost and latency.")
-    snap = common.snapshot()
-    chosen = common.pick_systems(snap, "Systems", 4)
+    chosen = common.pick_systems("Systems", 4)
     if chosen is None:
         return
     picked, _ = chosen
     if not picked:
         common.empty_state("Pick at least one system.", "")
         return
-    runs = D.run_list(snap)
+    runs = common.call(L.run_list)
     short = short_system_labels(picked, dict(zip(runs.run_id, runs.name)))
     if len({k.partition(":")[0] for k in picked}) == 1:
         st.caption(f"All systems are methods of run {picked[0].partition(':')[0]}; charts label them by method.")
-    metrics = D.metric_names(snap, list({k.partition(":")[0] for k in picked}))
+    keys = tuple(picked)
+    metrics = common.call(L.metric_names, tuple(sorted({k.partition(":")[0] for k in picked})))
 
     st.subheader("Grades and answer classes")
     c1, c2 = st.columns(2)
     with c1:
-        _stacked(_relabel(G.label_counts(snap, picked, "grade"), short), GRADES, "Grade distribution (A-E)",
+        _stacked(_relabel(common.call(G.label_counts, keys, "grade"), short), GRADES, "Grade distribution (A-E)",
                  "Grades come from factual_accuracy (or factual_grade) scores.")
     with c2:
-        _stacked(_relabel(G.label_counts(snap, picked, "answer_class"), short), CLASSES, "Correct / wrong / don't know",
+        _stacked(_relabel(common.call(G.label_counts, keys, "answer_class"), short), CLASSES, "Correct / wrong / don't know",
                  "Classes come from the answer_class metric.")
 
     st.subheader("Metric by question facet")
@@ -94,9 +95,9 @@ def render() -> None:
     else:
         c1, c2 = st.columns(2)
         metric = common.url_select("Metric", metrics, "metric", container=c1,
-                                   default=next((m for m in D.KEY_METRICS if m in metrics), None))
+                                   default=next((m for m in L.KEY_METRICS if m in metrics), None))
         facet = common.url_select("Group by", list(G.FACETS), "facet", container=c2)
-        values = _relabel(G.metric_by_facet(snap, picked, metric, facet), short)
+        values = _relabel(common.call(G.metric_by_facet, keys, metric, facet), short)
         if values.empty:
             common.empty_state(f"No {metric} values for these systems.", "Pick another metric.")
         else:
@@ -104,10 +105,10 @@ def render() -> None:
                          title=f"{metric} by {facet}", labels={"facet": facet, "value": metric})
             fig.update_layout(height=420)
             st.plotly_chart(fig, key="box_facet")
-            common.show_table(G.facet_means(snap, picked, metric, facet), f"{metric}-by-{facet}")
+            common.show_table(common.call(G.facet_means, keys, metric, facet), f"{metric}-by-{facet}")
 
     st.subheader("Latency and cost")
-    lc = _relabel(G.latency_cost(snap, picked), short)
+    lc = _relabel(common.call(G.latency_cost, keys), short)
     c1, c2 = st.columns(2)
     if lc["latency_ms"].notna().any():
         fig = px.box(lc, x="system", y="latency_ms", title="Latency per answer",
@@ -125,8 +126,8 @@ def render() -> None:
     st.subheader("Pareto fronts")
     if metrics:
         quality = common.url_select("Quality metric", metrics, "quality",
-                                    default=next((m for m in D.KEY_METRICS if m in metrics), None))
-        points = G.frontier_points(snap, picked, quality)
+                                    default=next((m for m in L.KEY_METRICS if m in metrics), None))
+        points = common.call(G.frontier_points, keys, quality)
         c1, c2 = st.columns(2)
         with c1:
             _pareto(points, "cost_per_query_usd", "cost per query (USD)", quality, short)

@@ -19,25 +19,10 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 import streamlit as st
 
+from evalcore.analysis import leaderboard as L
 from evalcore.errors import StoreError
-from evalcore.store import RunStore, check_run_id
-from evalcore.ui.interim import Interim
-from evalcore.ui.snapshot import Snapshot, get_view
-
-
-def store() -> RunStore:
-    """The store named by EVALCORE_STORE (set by `evalcore app`), else ./runs."""
-    return RunStore()
-
-
-def snapshot() -> Snapshot | Interim:
-    """The store's snapshot; on a first start without the cache file, an Interim that reads
-    just what the page needs while the snapshot builds in the background (see snapshot.py)."""
-    snap = get_view(store())
-    if isinstance(snap, Interim):
-        st.info("Building the fast cache in the background: this page reads the store directly "
-                "meanwhile, so some views may take a moment longer.")
-    return snap
+from evalcore.store import check_run_id
+from evalcore.ui.cache import call, store  # noqa: F401  (pages import both from here)
 
 
 def header(title: str, caption: str) -> None:
@@ -189,17 +174,18 @@ def empty_state(what: str, hint: str) -> None:
     st.info(f"{what} {hint}")
 
 
-def pick_systems(snap: Any, label: str, how_many: int) -> tuple[list[str], dict[str, str]] | None:
-    """The page's system picker (run:method keys in `?sys=`), defaulting to the first
-    `how_many` systems that have metric values: (picked keys, key -> display label). None
-    (after an empty state) when the store has no runs yet."""
-    from evalcore.ui import data as D
-
-    sys_df = D.systems(snap)
+def pick_systems(label: str, how_many: int) -> tuple[list[str], dict[str, str]] | None:
+    """The page's system picker (run:method keys in `?sys=`), defaulting to the methods of the
+    most recent scored run (never two runs of different datasets unless picked), at most
+    `how_many`: (picked keys, key -> display label). None (after an empty state) when the store
+    has no runs yet."""
+    sys_df = call(L.systems)
     if sys_df.empty:
         empty_state("No runs yet.", "Import or launch one first.")
         return None
     labels = dict(zip(sys_df.run_id + ":" + sys_df.method, sys_df.label))
     keys = list(labels)
-    scored = [k for k, has in zip(keys, sys_df.has_metrics) if has]
-    return url_multi(label, keys, "sys", default=(scored or keys)[:how_many], format_func=labels.get), labels
+    scored = sys_df[sys_df.has_metrics]
+    newest = (scored if len(scored) else sys_df).run_id.iloc[0]  # systems are newest run first
+    default = [k for k in keys if k.partition(":")[0] == newest][:how_many]
+    return url_multi(label, keys, "sys", default=default, format_func=labels.get), labels

@@ -11,47 +11,24 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from evalcore.analysis import compare as C
+from evalcore.analysis import leaderboard as L
 from evalcore.ui import common, entry
-from evalcore.ui import data as D
-from evalcore.ui import data_compare as C
 from evalcore.ui.helpers import diff_text, word_diff
 
 OUTCOMES = ["regressed", "improved", "unchanged", "missing"]
 
 
-def _significance(snap, base: D.System, cand: D.System, metrics: list[str],
-                  pairs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """Seeded, so deterministic: kept with the snapshot (see Snapshot.memo), reused across restarts."""
-    def compute() -> tuple[pd.DataFrame, str]:
-        with st.spinner("Paired bootstrap and tests..."):
-            return C.significance(pairs)
-
-    return snap.memo("significance", [base.run_id, cand.run_id], [base.key, cand.key, sorted(metrics)], compute)
-
-
-def _metric_table(snap, base: D.System, cand: D.System, stat_metrics: list[str]) -> pd.DataFrame:
-    table = C.delta_table(snap, base, cand)
+def _metric_table(base: str, cand: str, stat_metrics: list[str]) -> pd.DataFrame:
+    with st.spinner("Paired bootstrap and tests..."):
+        table = common.call(C.pair_table, base, cand, tuple(stat_metrics))
     if table.empty:
         return table
-    higher = table["metric"].map(C.higher_is_better)
-    table["higher_is_better"] = higher
-    table["improved"] = table["up"].where(higher, table["down"])
-    table["regressed"] = table["down"].where(higher, table["up"])
-    table = table.drop(columns=["up", "down"])
-    chosen = [m for m in stat_metrics if m in set(table.metric)]
-    if chosen:
-        pairs = C.paired_values(snap, base, cand, chosen)
-        sig, why = _significance(snap, base, cand, chosen, pairs)
-    else:
-        sig, why = pd.DataFrame(), "no metric chosen for tests"
-    if sig.empty:
-        st.caption(f"CI and p: {why or 'unavailable'}. Means and deltas below come from SQL.")
-        table["p_holm"] = None
-        return table
-    st.caption("CI: paired bootstrap 95% (1,000 resamples). p: exact McNemar (0/1 metrics) or paired "
-               "randomization (2,000 permutations), Holm-adjusted across the tested metrics. "
+    st.caption("CI: paired bootstrap 95%. p: exact McNemar (0/1 metrics) or paired randomization, "
+               "Holm-adjusted across the tested metrics — the numbers `evalcore compare --metrics` prints. "
                "Tested metrics are listed first.")
-    return _reading_order(table.merge(sig, on="metric", how="left"), chosen)
+    return _reading_order(table.rename(columns={"mean_a": "mean_base", "mean_b": "mean_cand"}),
+                          [m for m in stat_metrics if m in set(table.metric)])
 
 
 # What a reader scans first: the effect and its uncertainty, then the counts, then the test used.
@@ -70,8 +47,8 @@ def _reading_order(table: pd.DataFrame, tested: list[str]) -> pd.DataFrame:
     return table[cols + [c for c in table.columns if c not in cols]]
 
 
-def _scatter(pairs: pd.DataFrame, metric: str, base: D.System, cand: D.System) -> go.Figure:
-    g = C.scatter_frame(pairs, metric)
+def _scatter(pairs: pd.DataFrame, metric: str, base: str, cand: str) -> go.Figure:
+    g = pairs[pairs.metric == metric]
     fig = go.Figure(go.Scattergl(x=g["a"], y=g["b"], mode="markers", text=g["question_id"],
                                  marker={"size": 5, "opacity": 0.5}, name="question",
                                  hovertemplate="%{text}<br>baseline %{x:.3f}<br>candidate %{y:.3f}"))
@@ -80,25 +57,25 @@ def _scatter(pairs: pd.DataFrame, metric: str, base: D.System, cand: D.System) -
         fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="no change",
                                  line={"dash": "dot", "color": "grey"}))
     fig.update_layout(title=f"{metric}: each question, baseline vs candidate",
-                      xaxis_title=f"baseline ({base.method})", yaxis_title=f"candidate ({cand.method})",
+                      xaxis_title=f"baseline ({base.partition(':')[2]})", yaxis_title=f"candidate ({cand.partition(':')[2]})",
                       height=420)
     return fig
 
 
-def _question_diff(snap, base: D.System, cand: D.System, metric: str, higher: bool) -> None:
+def _question_diff(base: str, cand: str, metric: str) -> None:
     outcome = common.url_select("Show questions that", OUTCOMES, "out")
-    rows = C.changed_questions(snap, base, cand, metric, outcome, higher)
+    rows = common.call(C.changed_questions, base, cand, metric, outcome)
     st.text(f"{len(rows)} questions {outcome} on {metric}")
     if rows.empty:
         return
     common.show_table(rows, f"compare-{outcome}-{metric}", height=250)
     qid = common.url_select("Question to diff", rows["question_id"].tolist(), "cq")
-    ans = C.answers(snap, [base, cand], qid)
+    ans = common.call(C.answers, (base, cand), qid)
     by_sys = dict(zip(ans["system"], ans["answer"].fillna("")))
     if len(ans):
         common.untrusted("Question", ans["question"].iloc[0])
         common.untrusted("Ground truth", ans["ground_truth"].iloc[0])
-    a, b = by_sys.get(base.key, ""), by_sys.get(cand.key, "")
+    a, b = by_sys.get(base, ""), by_sys.get(cand, "")
     c1, c2 = st.columns(2)
     with c1:
         common.untrusted("Baseline answer", a)
@@ -109,36 +86,32 @@ def _question_diff(snap, base: D.System, cand: D.System, metric: str, higher: bo
     st.text(diff_text(rows))
     st.dataframe(pd.DataFrame(rows, columns=["op", "words"]), hide_index=True)
     st.page_link(entry.page("questions"), label="Open this question on the Questions page",
-                 query_params={"run": cand.run_id, "method": cand.method, "qid": qid})
+                 query_params={"run": cand.partition(":")[0], "method": cand.partition(":")[2], "qid": qid})
 
 
 def render() -> None:
     common.header("Compare", "Pair systems (run / method) on question_id. The first one is the baseline.")
-    snap = common.snapshot()
-    chosen = common.pick_systems(snap, "Systems (first = baseline)", 2)
+    chosen = common.pick_systems("Systems (first = baseline)", 2)
     if chosen is None:
         return
     picked, labels = chosen
     if len(picked) < 2:
         common.empty_state("Pick at least two systems.", "The first one is the baseline.")
         return
-    systems = [D.System.parse(k) for k in picked]
-    base, cands = systems[0], systems[1:]
-    metrics = D.metric_names(snap, list({s.run_id for s in systems}))
+    base, cands = picked[0], picked[1:]
+    metrics = common.call(L.metric_names, tuple(sorted({k.partition(":")[0] for k in picked})))
     if not metrics:
         common.empty_state("These runs have no metric values.", "Score them first (`evalcore score`).")
         return
     stat_metrics = common.url_multi("Metrics to test (CI, p)", metrics, "tm",
-                                    default=[m for m in D.KEY_METRICS if m in metrics][:4])
-    cand = cands[0] if len(cands) == 1 else D.System.parse(common.url_select(
-        "Candidate", [c.key for c in cands], "cand", format_func=lambda k: labels[k]))
-    table = _metric_table(snap, base, cand, stat_metrics)
+                                    default=[m for m in L.KEY_METRICS if m in metrics][:4])
+    cand = cands[0] if len(cands) == 1 else common.url_select(
+        "Candidate", cands, "cand", format_func=lambda k: labels[k])
+    table = _metric_table(base, cand, stat_metrics)
     if table.empty:
         common.empty_state("No metric is scored on both sides.", "Pick systems scored with the same metrics.")
         return
     common.show_table(table, "compare-metrics")
-    totals = table[["improved", "regressed", "unchanged", "missing"]].sum()
-    st.text("Over all metrics: " + ", ".join(f"{k} {int(v)}" for k, v in totals.items()))
 
     metric = common.url_select("Metric for questions and scatter", list(table.metric), "cm",
                                default=stat_metrics[0] if stat_metrics else None)
@@ -148,9 +121,9 @@ def render() -> None:
     c2.metric("regressed", int(row.regressed))
     c3.metric("unchanged", int(row.unchanged))
     c4.metric("missing", int(row.missing))
-    pairs = C.paired_values(snap, base, cand, [metric])
+    pairs = common.call(C.paired_values, base, cand, (metric,))
     st.plotly_chart(_scatter(pairs, metric, base, cand), key="scatter")
-    _question_diff(snap, base, cand, metric, bool(row.higher_is_better))
+    _question_diff(base, cand, metric)
 
 
 if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)

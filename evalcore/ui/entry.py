@@ -99,14 +99,7 @@ def run_page(render: Callable[[], None]) -> None:
 
 def main() -> None:
     st.set_page_config(page_title="evalcore", layout="wide")
-    try:
-        st.navigation([page(module) for module, _, _ in PAGES]).run()
-    finally:
-        # A first start without the snapshot cache builds it in the background once the
-        # first page has rendered (snapshot._build), so it does not slow that page down.
-        from evalcore.ui.snapshot import page_finished
-
-        page_finished()
+    st.navigation([page(module) for module, _, _ in PAGES]).run()
 
 
 if __name__ == "__main__":

@@ -1,12 +1,11 @@
-"""Small pure helpers the pages share: Pareto fronts, word diffs, Cohen's kappa, and reading
-per-context verdicts out of metric details. No Streamlit, no store: easy to test alone."""
+"""Small pure presentation helpers the pages share: the 2-D Pareto mask of a chart, word diffs
+of two answers, short system labels. No Streamlit, no store, no numbers a person reads as
+results (those come from evalcore.analysis)."""
 
 from __future__ import annotations
 
 import difflib
-import json
 import math
-from collections import Counter
 from typing import Any, Iterable, Sequence
 
 
@@ -54,68 +53,6 @@ def diff_text(rows: Iterable[tuple[str, str]]) -> str:
     for op, text in rows:
         parts.append(text if op == "=" else f"[-{text}-]" if op == "-" else f"{{+{text}+}}")
     return " ".join(parts)
-
-
-def cohen_kappa(pairs: Iterable[tuple[str, str]]) -> float:
-    """Cohen's kappa for (rater1, rater2) labels: (p_o - p_e) / (1 - p_e).
-
-    p_o is observed agreement, p_e the agreement expected from each rater's label
-    frequencies. Returns NaN with no pairs; 1.0 when both raters use one identical label
-    (p_e = 1, perfect but uninformative agreement).
-    """
-    pairs = list(pairs)
-    n = len(pairs)
-    if n == 0:
-        return float("nan")
-    p_o = sum(1 for a, b in pairs if a == b) / n
-    ca, cb = Counter(a for a, _ in pairs), Counter(b for _, b in pairs)
-    p_e = sum(ca[k] * cb.get(k, 0) for k in ca) / (n * n)
-    if p_e >= 1.0:
-        return 1.0 if p_o >= 1.0 else 0.0
-    return (p_o - p_e) / (1 - p_e)
-
-
-def _verdict_label(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "relevant" if value else "not_relevant"
-    if isinstance(value, (int, float)):
-        return "relevant" if float(value) >= 0.5 else "not_relevant"
-    text = str(value).strip().lower()
-    if text in {"yes", "relevant", "true", "1"}:
-        return "relevant"
-    if text in {"no", "not_relevant", "irrelevant", "false", "0"}:
-        return "not_relevant"
-    return text or None
-
-
-def context_verdicts(details: str | dict | None) -> list[dict[str, Any]]:
-    """Per-context relevance verdicts from context_precision details, in rank order.
-
-    Accepts `{"contexts": [...]}`, `{"verdicts": [...]}` or `{"per_context": [...]}` with items
-    carrying rank/index, verdict/relevant, score and reason; a plain list of verdicts counts
-    as ranks 1..n. Unknown shapes give an empty list (the page then says none were stored).
-    """
-    if details is None or (isinstance(details, float) and math.isnan(details)):
-        return []
-    if isinstance(details, str):
-        try:
-            details = json.loads(details)
-        except json.JSONDecodeError:
-            return []
-    if not isinstance(details, dict):
-        return []
-    items = details.get("contexts") or details.get("verdicts") or details.get("per_context") or []
-    out = []
-    for pos, item in enumerate(items, start=1):
-        if not isinstance(item, dict):
-            item = {"verdict": item}
-        rank = item.get("rank") or item.get("index") or pos
-        verdict = item.get("verdict", item.get("relevant"))
-        out.append({"rank": int(rank), "verdict": _verdict_label(verdict),
-                    "score": item.get("score"), "reason": item.get("reason")})
-    return sorted(out, key=lambda r: r["rank"])
 
 
 def short_system_labels(keys: Sequence[str], run_names: dict[str, str]) -> dict[str, str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import socket
+import subprocess
 import time
 import uuid
 from importlib import resources
@@ -16,13 +17,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from evalcore.errors import EvalcoreError
-from evalcore.importer import import_recorded
+from evalcore.analysis import catalog
+from evalcore.analysis import progress as P
 from evalcore.ui import common, entry, jobs
-from evalcore.ui import data as D
 
 JUDGES = ["(default)", "heuristic", "anthropic", "openai", "(no judge)", "(collect only, no scoring)"]
 DEMO_METHODS = "basic_search,local_search,llm_with_context"
+IMPORT_TIMEOUT_S = 3600
 
 
 def _uploads(store) -> Path:
@@ -57,15 +58,11 @@ def _wait_port(port: int, seconds: float = 15.0) -> bool:
 
 def _metric_choices() -> tuple[list[str], list[str]]:
     """Metric and group names from the registry (the same names `evalcore run` checks)."""
-    from evalcore.metrics.registry import METRICS, groups
-
-    return sorted(METRICS), sorted(groups())
+    return catalog.metric_names(), catalog.metric_groups()
 
 
 def _needs_judge(metrics: list[str]) -> list[str]:
-    from evalcore.metrics.registry import METRICS
-
-    return [m for m in metrics if "judge" in METRICS[m].needs]
+    return catalog.judged_metrics(list(metrics))
 
 
 def _demo_dataset() -> str:
@@ -150,13 +147,13 @@ def _start_form(store) -> None:
     st.text(f"job {job.job_id}, run name {unique}")
 
 
-def _progress(snap, store, job: jobs.Job) -> None:
+def _progress(store, job: jobs.Job) -> None:
     run_id = jobs.find_run(store, job)
     if not run_id or not store.exists(run_id):
         st.text("waiting for the run to be created...")
         return
     manifest = store.manifest(run_id)
-    done = snap.df("SELECT count(*) AS n FROM responses WHERE run_id = $r", {"r": run_id})["n"].iloc[0]
+    done = common.call(P.answers_stored, run_id)
     expected = manifest.counts.get("expected") or (manifest.counts.get("questions", 0) * max(1, len(manifest.methods)))
     st.text(f"run {run_id}: status {manifest.status}; {done} of {expected or '?'} answers stored")
     if expected:
@@ -172,12 +169,11 @@ def _progress(snap, store, job: jobs.Job) -> None:
 
 
 def _job_panel(store, job: jobs.Job) -> None:
-    snap = common.snapshot()
     alive = jobs.is_alive(store, job)
     state = "running" if alive else (f"exited ({job.exit_code})" if job.exit_code is not None else "stopped")
     st.text(f"{job.kind} job {job.job_id} - {state}" + (" - cancel requested" if job.cancel_requested else ""))
     if job.kind in ("run", "resume"):
-        _progress(snap, store, job)
+        _progress(store, job)
         demo = jobs.load(store, job.extra["demo_job"]) if job.extra.get("demo_job") else None
         if demo is not None and not alive and jobs.is_alive(store, demo):
             jobs.cancel(store, demo)
@@ -226,17 +222,22 @@ def _import_form(store) -> None:
     if upload is None:
         st.error("Choose an answers file.")
         return
-    try:
-        result = import_recorded(store, _save_upload(store, upload), name=name or Path(upload.name).stem,
-                                 dataset=_save_upload(store, ds) if ds else None, method=method or "recorded")
-    except EvalcoreError as exc:
+    # The import runs as `evalcore import` in a child process, like runs do: the page writes
+    # nothing itself, and an import that fails or is killed leaves the store untouched.
+    cmd = [*jobs.evalcore_cmd(), "--store", str(store.root), "import", str(_save_upload(store, upload)),
+           "--name", name or Path(upload.name).stem, "--method", method or "recorded"]
+    if ds:
+        cmd += ["--dataset", str(_save_upload(store, ds))]
+    with st.spinner("Importing..."):
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S)
+    if done.returncode != 0:
         st.error("Import failed; nothing was added to the store.")
-        st.text(str(exc))
+        st.text((done.stderr or done.stdout).strip()[-2000:])
         return
+    run_id = done.stdout.strip().splitlines()[-1]
     st.success("Imported.")
-    st.text(f"run {result.run_id}: {result.n_records} answers, {result.n_questions} questions, "
-            f"methods {', '.join(result.methods)}")
-    st.page_link(entry.page("questions"), label="Open its questions", query_params={"run": result.run_id})
+    st.text(f"run {run_id}: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ''}")
+    st.page_link(entry.page("questions"), label="Open its questions", query_params={"run": run_id})
 
 
 def render() -> None:
@@ -248,7 +249,6 @@ def render() -> None:
     else:
         _import_form(store)
     _jobs_section(store)
-    D.run_list(common.snapshot())  # keeps the snapshot warm for the other pages
 
 
 if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)

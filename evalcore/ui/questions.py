@@ -14,13 +14,13 @@ import re
 import pandas as pd
 import streamlit as st
 
+from evalcore.analysis import leaderboard as L
+from evalcore.analysis import questions as Qn
 from evalcore.ui import common
-from evalcore.ui import data as D
-from evalcore.ui.helpers import context_verdicts
 
 
-def _filters(snap) -> tuple[D.QuestionFilter, list[str]] | None:
-    runs = D.run_list(snap)
+def _filters() -> tuple[Qn.QuestionFilter, list[str]] | None:
+    runs = common.call(L.run_list)
     if runs.empty:
         common.empty_state("No runs yet.", "Import or launch one first.")
         return None
@@ -29,21 +29,21 @@ def _filters(snap) -> tuple[D.QuestionFilter, list[str]] | None:
         st.header("Filters")
         run_id = common.url_select("Run", list(runs.run_id), "run", container=st.sidebar,
                                    format_func=lambda r: f"{names[r]} ({r})")
-        methods_all = D.systems(snap, [run_id])["method"].tolist()
+        methods_all = common.call(L.systems, (run_id,))["method"].tolist()
         methods = common.url_multi("Methods", methods_all, "method", container=st.sidebar)
-        facets = D.facet_values(snap, run_id)
+        facets = common.call(L.facet_values, run_id)
         category = common.url_select("Category", ["(any)", *facets["category"]], "cat", container=st.sidebar)
         qtype = common.url_select("Question type", ["(any)", *facets["question_type"]], "qt", container=st.sidebar)
         text = common.url_text("Text search", "q", container=st.sidebar)
-        metrics = D.metric_names(snap, [run_id])
+        metrics = common.call(L.metric_names, (run_id,))
         metric = common.url_select("Metric threshold on", ["(none)", *metrics], "metric", container=st.sidebar)
         lo = hi = None
         if metric != "(none)":
             lo = common.url_number("min value", "min", lo=-1e9, hi=1e9, default=0.0, container=st.sidebar)
             hi = common.url_number("max value", "max", lo=-1e9, hi=1e9, default=1.0, container=st.sidebar)
         shown = common.url_multi("Metric columns", metrics, "show", container=st.sidebar,
-                                 default=[m for m in D.KEY_METRICS if m in metrics][:4])
-    f = D.QuestionFilter(run_id=run_id, methods=methods or None,
+                                 default=[m for m in L.KEY_METRICS if m in metrics][:4])
+    f = Qn.QuestionFilter(run_id=run_id, methods=tuple(methods) or None,
                          category=None if category == "(any)" else category,
                          question_type=None if qtype == "(any)" else qtype, text=text or None,
                          metric=None if metric == "(none)" else metric, min_value=lo, max_value=hi)
@@ -73,11 +73,12 @@ def _nav(qids: list[str]) -> str:
     return qids[i]
 
 
-def _contexts(record: str, cp_details) -> pd.DataFrame:
+def _contexts(record: str, verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Retrieved contexts with the judge's relevance verdict beside each rank (typed rows of
+    the context_verdicts table)."""
     retrieved = json.loads(record).get("retrieved", [])
     ctx = pd.DataFrame(retrieved, columns=["rank", "chunk_id", "rel_path", "heading_path", "score", "text"])
-    verdicts = pd.DataFrame(context_verdicts(cp_details), columns=["rank", "verdict", "score", "reason"])
-    verdicts = verdicts.rename(columns={"score": "judge_score"})
+    verdicts = verdicts[["rank", "verdict", "score", "reason"]].rename(columns={"score": "judge_score"})
     if ctx.empty:
         return ctx
     # The verdict and its reason next to the rank, the long text last (the table truncates it).
@@ -109,13 +110,16 @@ def _method_detail(detail: dict, method: str) -> None:
     if isinstance(r["error"], str):
         common.untrusted("Error", r["error"])
     st.subheader("Retrieved contexts")
-    cp = metrics[metrics.metric == "context_precision"]["details"]
-    ctx = _contexts(r["record"], cp.iloc[0] if len(cp) else None)
+    verdicts = detail["contexts"][(detail["contexts"].method == method)]
+    if len(verdicts):  # one metric's verdicts: context_precision when there, else the first judged
+        chosen = "context_precision" if (verdicts.metric == "context_precision").any() else verdicts.metric.iloc[0]
+        verdicts = verdicts[verdicts.metric == chosen]
+    ctx = _contexts(r["record"], verdicts)
     if ctx.empty:
         st.info("No retrieved contexts were recorded.")
     else:
-        if not len(cp):
-            st.caption("No context_precision scores: relevance verdicts are unavailable.")
+        if not len(verdicts):
+            st.caption("No context relevance verdicts (context_precision was not judged).")
         common.show_table(ctx, f"contexts-{method}", key=f"dl_ctx_{method}")
         with st.expander("Context texts in full"):
             for row in ctx.itertuples(index=False):
@@ -146,8 +150,8 @@ def _method_detail(detail: dict, method: str) -> None:
             st.code(call.response_raw or "", language=None, wrap_lines=True)
 
 
-def _show_question(snap, run_id: str, qid: str) -> None:
-    detail = D.question_detail(snap, run_id, qid)
+def _show_question(run_id: str, qid: str) -> None:
+    detail = common.call(Qn.question_detail, run_id, qid)
     if detail["question"].empty:
         st.error("This question is not in the run.")
         return
@@ -170,12 +174,11 @@ def _show_question(snap, run_id: str, qid: str) -> None:
 
 def render() -> None:
     common.header("Questions", "Filter the answers of one run, then inspect a question end to end.")
-    snap = common.snapshot()
-    picked = _filters(snap)
+    picked = _filters()
     if picked is None:
         return
     f, shown = picked
-    table = D.question_table(snap, f, shown)
+    table = common.call(Qn.question_table, f, tuple(shown))
     st.text(f"{len(table)} answers match ({table['question_id'].nunique() if len(table) else 0} questions)")
     if table.empty:
         common.empty_state("Nothing matches these filters.", "Loosen the filters in the sidebar.")
@@ -185,7 +188,7 @@ def render() -> None:
     qids = list(dict.fromkeys(table["question_id"]))
     st.divider()
     qid = _nav(qids)
-    _show_question(snap, f.run_id, qid)
+    _show_question(f.run_id, qid)
 
 
 if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)

@@ -6,8 +6,8 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from evalcore.analysis import leaderboard as L
 from evalcore.ui import common, entry
-from evalcore.ui import data as D
 
 SORTABLE = ["weighted_score", "created_at", "n", "cost_per_query_usd", "latency_p50_ms", "name", "method"]
 STATUSES = ["complete", "running", "created", "failed", "cancelled"]
@@ -24,7 +24,7 @@ def _links(df):
 def _reading_order(board, metrics: list[str]):
     """Columns as a reader ranks: which system, how good, how many, how costly and slow,
     judged by whom, when; identifiers and links last (they are long and rarely read)."""
-    first = ["name", "method", "weighted_score", "weighted_score_ci95", *metrics, "n", "n_errors", "cost_usd", "cost_per_query_usd",
+    first = ["name", "method", "weighted_score", "weighted_score_ci95", *metrics, "n", "n_errors", "cost_per_query_usd",
              "latency_p50_ms", "latency_p95_ms", "judges", "created_at", "status", "dataset", "run_id"]
     cols = [c for c in first if c in board.columns]
     rest = [c for c in board.columns if c not in cols and c not in ("questions", "charts")]
@@ -33,23 +33,22 @@ def _reading_order(board, metrics: list[str]):
 
 def render() -> None:
     common.header("Runs", "Every run and method in the store, ranked. Means are over scored questions.")
-    snap = common.snapshot()
-    all_metrics = D.metric_names(snap)
-    if snap.df("SELECT count(*) AS n FROM runs")["n"].iloc[0] == 0:
+    all_metrics = common.call(L.metric_names)
+    if common.call(L.run_list).empty:
         common.empty_state("The store has no runs yet.",
                            "Start one on the Launch page, or run `evalcore import --example`.")
         return
     c1, c2, c3 = st.columns([2, 2, 3])
     search = common.url_text("Search (name, run id, method, dataset)", "q", container=c1)
     statuses = common.url_multi("Status", STATUSES, "status", container=c2)
-    defaults = [m for m in D.KEY_METRICS if m in all_metrics and m != "weighted_score"][:6]
+    defaults = [m for m in L.KEY_METRICS if m in all_metrics and m != "weighted_score"][:6]
     metrics = common.url_multi("Metric columns", [m for m in all_metrics if m != "weighted_score"], "cols",
                                default=defaults, container=c3)
     c4, c5 = st.columns([2, 1])
     sort_by = common.url_select("Sort by", SORTABLE + metrics, "sort", container=c4)
     order = common.url_select("Order", ["descending", "ascending"], "order", container=c5)
 
-    board = D.leaderboard(snap, metrics, search=search or None, statuses=statuses or None)
+    board = common.call(L.leaderboard, tuple(metrics), search=search or None, statuses=tuple(statuses) or None)
     if board.empty:
         common.empty_state("No run matches these filters.", "Clear the search or the status filter.")
         return
@@ -62,14 +61,15 @@ def render() -> None:
     col_cfg = {
         "questions": st.column_config.LinkColumn("questions", display_text="open"),
         "charts": st.column_config.LinkColumn("charts", display_text="open"),
-        "cost_usd": st.column_config.NumberColumn("cost (USD)", format="%.4f"),
+        "rag_cost_per_query_usd": st.column_config.NumberColumn("RAG cost/query (USD)", format="%.5f"),
+        "judge_cost_per_query_usd": st.column_config.NumberColumn("judge cost/query (USD)", format="%.5f"),
         "cost_per_query_usd": st.column_config.NumberColumn("cost/query (USD)", format="%.5f"),
         "latency_p50_ms": st.column_config.NumberColumn("latency p50 (ms)", format="%.0f"),
         "latency_p95_ms": st.column_config.NumberColumn("latency p95 (ms)", format="%.0f"),
         "created_at": st.column_config.DatetimeColumn("date", format="YYYY-MM-DD HH:mm"),
         "weighted_score_ci95": st.column_config.NumberColumn(
-            "± 95%", format="%.3f", help="Half-width of a normal-approximation 95% interval of weighted_score. "
-                                        "Use Compare for paired tests."),
+            "± 95%", format="%.3f", help="Half-width of a normal-approximation 95% interval of weighted_score, "
+                                        "shown from 10 scored questions on. Use Compare for paired tests."),
     }
     for m in metrics + ["weighted_score"]:
         col_cfg[m] = st.column_config.NumberColumn(m, format="%.3f")

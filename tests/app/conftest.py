@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.ui.snapshot import forget
-from evalcore.ui.synthetic import build_store, write_run
+from evalcore.demo.synthetic import build_store, write_run
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRY = ROOT / "evalcore" / "ui" / "entry.py"
@@ -26,7 +25,6 @@ def app_store(tmp_path_factory):
     write_run(store, "hostile", questions[:4], ["local_search"], ["faithfulness", "token_f1"], seed=99,
               answers={("local_search", questions[0].id): HOSTILE})
     yield store
-    forget(store)
 
 
 @pytest.fixture

@@ -7,7 +7,9 @@ import sys
 import time
 
 from evalcore.ui import jobs
-from evalcore.ui.helpers import cohen_kappa, context_verdicts, diff_text, pareto_mask, word_diff
+from evalcore.schemas.labels import ContextVerdict, context_verdict
+from evalcore.stats.agreement import agreement_rate, cohen_kappa
+from evalcore.ui.helpers import diff_text, pareto_mask, word_diff
 
 
 def test_pareto_mask_marks_only_non_dominated_points():
@@ -18,13 +20,19 @@ def test_pareto_mask_marks_only_non_dominated_points():
 
 
 def test_cohen_kappa_known_values():
-    assert math.isnan(cohen_kappa([]))
-    assert cohen_kappa([("a", "a"), ("b", "b")]) == 1.0
-    # p_o = 0.5, p_e = 0.5 -> kappa 0
-    assert cohen_kappa([("a", "a"), ("a", "b"), ("b", "a"), ("b", "b")]) == 0.0
-    # 2x2 table [[20, 5], [10, 15]]: p_o = .7, p_e = .5 -> .4
-    pairs = [("y", "y")] * 20 + [("y", "n")] * 5 + [("n", "y")] * 10 + [("n", "n")] * 15
-    assert abs(cohen_kappa(pairs) - 0.4) < 1e-12
+    assert cohen_kappa([], []) is None
+    assert cohen_kappa(["a", "b"], ["a", "b"]) == 1.0
+    assert cohen_kappa(["a", "a"], ["a", "a"]) is None  # one shared label: chance agreement is 1
+    assert cohen_kappa(["a", "a", "b", "b"], ["a", "b", "a", "b"]) == 0.0
+    a = ["y"] * 20 + ["n"] * 30
+    b = ["y"] * 15 + ["n"] * 5 + ["y"] * 10 + ["n"] * 20  # p_o = 0.7, p_e = 0.5 -> kappa 0.4
+    assert abs(cohen_kappa(a, b) - 0.4) < 1e-12
+
+
+def test_agreement_rate_has_a_wilson_interval():
+    rate, lo, hi = agreement_rate(["x"] * 10, ["x"] * 9 + ["y"])
+    assert rate == 0.9 and 0.59 < lo < 0.6 and 0.98 < hi < 0.99  # Wilson 95% for 9/10
+    assert agreement_rate([], []) == (None, None, None)
 
 
 def test_word_diff_round_trips_both_answers():
@@ -35,12 +43,10 @@ def test_word_diff_round_trips_both_answers():
     assert diff_text(rows) == "the tower opened in [-1987 to visitors-] {+1979+}"
 
 
-def test_context_verdicts_accepts_several_shapes():
-    assert context_verdicts('{"contexts": [{"rank": 2, "verdict": 0}, {"rank": 1, "verdict": "yes"}]}') == [
-        {"rank": 1, "verdict": "relevant", "score": None, "reason": None},
-        {"rank": 2, "verdict": "not_relevant", "score": None, "reason": None}]
-    assert [v["verdict"] for v in context_verdicts({"verdicts": [1, 0]})] == ["relevant", "not_relevant"]
-    assert context_verdicts("not json") == [] and context_verdicts(None) == []
+def test_context_verdict_words_map_to_one_vocabulary():
+    assert context_verdict("yes") == context_verdict(1) == context_verdict(True) == ContextVerdict.RELEVANT
+    assert context_verdict("irrelevant") == context_verdict(0) == ContextVerdict.NOT_RELEVANT
+    assert context_verdict(None) is None and context_verdict("maybe") is None
 
 
 def _wait_dead(store, job, seconds=20.0):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from evalcore.ui.snapshot import get_snapshot
 
 PAGES = ["runs", "launch", "questions", "compare", "charts", "annotate"]
 TITLES = {"runs": "Runs", "launch": "Launch", "questions": "Questions", "compare": "Compare",
@@ -52,16 +51,16 @@ def test_leaderboard_columns_read_system_then_quality_then_cost(make_app):
     at = make_app("runs", cols=["faithfulness", "token_f1"])
     cols = list(at.dataframe[0].value.columns)
     assert cols[:6] == ["name", "method", "weighted_score", "weighted_score_ci95", "faithfulness", "token_f1"]
-    assert cols.index("n") < cols.index("cost_usd") < cols.index("judges") < cols.index("run_id")
+    assert cols.index("n") < cols.index("cost_per_query_usd") < cols.index("judges") < cols.index("run_id")
     assert cols[-2:] == ["questions", "charts"]
 
 
 def test_leaderboard_means_match_the_store_views(app_store):
-    """The snapshot's pre-aggregates agree with a direct query on open_db's views."""
+    """The run summaries written at compaction agree with a direct query on the metric rows."""
+    from evalcore.analysis.leaderboard import leaderboard
     from evalcore.queries import query_df
-    from evalcore.ui import data as D
 
-    board = D.leaderboard(get_snapshot(app_store), ["faithfulness"])
+    board = leaderboard(app_store, ("faithfulness",))
     direct = query_df(app_store, """SELECT run_id, method, avg(value) AS m FROM metrics
                                     WHERE metric = 'faithfulness' AND NOT isnan(value) GROUP BY ALL""")
     merged = board.merge(direct, on=["run_id", "method"])
@@ -163,13 +162,15 @@ def test_annotate_appends_and_reports_agreement(make_app, app_store):
     run = synthetic_runs(app_store)[1]
     at = make_app("annotate", run=run, kind="claim", who="alice")
     assert not at.exception
-    before = int(texts(at)[0].split()[0])
+    progress = next(t for t in texts(at) if " verdicts in this run reviewed" in t)
+    before, total = int(progress.split()[0]), int(progress.split()[2])
     next(b for b in at.button if b.label.startswith("Agree")).click().run()
     next(b for b in at.button if b.label.startswith("Save correction")).click().run()
-    assert int(texts(at)[0].split()[0]) == before - 2
+    progress = next(t for t in texts(at) if " verdicts in this run reviewed" in t)
+    assert (int(progress.split()[0]), int(progress.split()[2])) == (before + 2, total)
     agreement = next(d.value for d in at.dataframe if "cohen_kappa" in d.value.columns)
     claim = agreement[agreement.target_kind == "claim"].iloc[0]
-    assert claim.annotations == 2 and claim.agreement_rate == 0.5
+    assert claim.n == 2 and claim.agreement_rate == 0.5 and claim.ci_low < 0.5 < claim.ci_high
     from evalcore.queries import query_df
 
     rows = query_df(app_store, "SELECT who, label, judge_label FROM annotations WHERE run_id = ?", [run])

@@ -17,7 +17,7 @@ import pytest
 
 from evalcore.schemas import EvalQuestion
 from evalcore.store import RunStore
-from evalcore.ui.synthetic import write_run
+from evalcore.demo.synthetic import write_run
 
 from ..app.test_browser import DevTools, chromium, serve_app
 

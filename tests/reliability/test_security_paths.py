@@ -77,7 +77,6 @@ def test_a_symlinked_run_pointing_outside_is_not_followed_out(stores):
 def test_app_query_params_cannot_reach_outside_the_store(stores, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from evalcore.ui.snapshot import forget
 
     root, victim = stores
     monkeypatch.setenv("EVALCORE_STORE", str(root))
@@ -91,5 +90,4 @@ def test_app_query_params_cannot_reach_outside_the_store(stores, monkeypatch):
             assert not at.exception, (page, rid, at.exception)
             shown = [str(getattr(e, "value", "")) for e in (*at.selectbox, *at.multiselect)]
             assert not any(victim.name in s or "victim" in s for s in shown), (page, rid, shown)
-    forget(RunStore(root))
     shutil.rmtree(root / ".trash", ignore_errors=True)

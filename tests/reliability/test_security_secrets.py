@@ -74,8 +74,6 @@ def app_text(at) -> str:
 def render_pages(store_root: Path, run_id: str, monkeypatch) -> str:
     from streamlit.testing.v1 import AppTest
 
-    from evalcore.ui.snapshot import forget
-    from evalcore.store import RunStore
 
     monkeypatch.setenv("EVALCORE_STORE", str(store_root))
     texts = []
@@ -88,7 +86,6 @@ def render_pages(store_root: Path, run_id: str, monkeypatch) -> str:
             at.run()
         assert not at.exception, (page, at.exception)
         texts.append(app_text(at))
-    forget(RunStore(store_root))
     return "\n".join(texts)
 
 

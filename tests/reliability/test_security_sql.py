@@ -18,13 +18,13 @@ from evalcore.cli.main import app
 from evalcore.errors import EvalcoreError
 from evalcore.queries import query_df
 from evalcore.schemas import EvalQuestion
+from evalcore.analysis import annotations as DA
+from evalcore.analysis import compare as DCMP
+from evalcore.analysis import distributions as DC
+from evalcore.analysis import leaderboard as L
+from evalcore.analysis import questions as Qn
 from evalcore.analysis import sql as SQ
-from evalcore.ui import data as D
-from evalcore.ui import data_annotate as DA
-from evalcore.ui import data_charts as DC
-from evalcore.ui import data_compare as DCMP
-from evalcore.ui.snapshot import forget, get_snapshot
-from evalcore.ui.synthetic import write_run
+from evalcore.demo.synthetic import write_run
 
 EVIL_METHOD = "m' OR '1'='1"
 EVIL_METRIC = "f1'); DROP TABLE metrics; --"
@@ -42,7 +42,6 @@ def evil(tmp_path_factory):
                               category=EVIL_CATEGORY if i % 2 else "plain") for i in range(N)]
     run_id = write_run(store, "evil", questions, [EVIL_METHOD, "plain"], [EVIL_METRIC, "token_f1"], seed=7)
     yield store, run_id
-    forget(store)
 
 
 def _counts(store):
@@ -53,34 +52,35 @@ def _counts(store):
 def test_app_data_functions_bind_every_filter(evil):
     store, run = evil
     before = _counts(store)
-    snap = get_snapshot(store)
-    q = D.question_table
-    rows = q(snap, D.QuestionFilter(run, methods=[EVIL_METHOD]), [EVIL_METRIC])
+    q = Qn.question_table
+    rows = q(store, Qn.QuestionFilter(run, methods=(EVIL_METHOD,)), (EVIL_METRIC,))
     assert set(rows["method"]) == {EVIL_METHOD} and len(rows) == N and EVIL_METRIC in rows.columns
-    assert len(q(snap, D.QuestionFilter(run, category=EVIL_CATEGORY), [])) == 2 * (N // 2)
-    assert len(q(snap, D.QuestionFilter(run, metric=EVIL_METRIC, min_value=0.0), [])) == 2 * N
+    assert len(q(store, Qn.QuestionFilter(run, category=EVIL_CATEGORY))) == 2 * (N // 2)
+    assert len(q(store, Qn.QuestionFilter(run, metric=EVIL_METRIC, min_value=0.0))) == 2 * N
     for bad in ABSENT:
-        for f in (D.QuestionFilter(run, methods=[bad]), D.QuestionFilter(run, category=bad),
-                  D.QuestionFilter(run, question_type=bad), D.QuestionFilter(run, text=bad),
-                  D.QuestionFilter(run, metric=bad), D.QuestionFilter(bad)):
-            assert q(snap, f, [bad]).empty, (bad, f)
-        assert D.leaderboard(snap, [bad], search=bad).empty
-        assert D.leaderboard(snap, [], statuses=[bad]).empty
-        assert D.systems(snap, [bad]).empty and D.metric_names(snap, [bad]) == []
-        assert D.facet_values(snap, bad) == {"category": [], "question_type": []}
-        assert DC.label_counts(snap, [f"{run}:{bad}"], bad).empty
-        assert DC.metric_by_facet(snap, [f"{run}:plain"], bad, "category").empty
-        assert DC.frontier_points(snap, [f"{run}:{bad}"], "token_f1").empty
-        assert DA.queue(snap, run, "claim", bad, [bad]).empty
-        assert DCMP.delta_table(snap, D.System(run, "plain"), D.System(run, bad))["n_pairs"].sum() == 0
-    board = D.leaderboard(snap, [EVIL_METRIC])
+        for f in (Qn.QuestionFilter(run, methods=(bad,)), Qn.QuestionFilter(run, category=bad),
+                  Qn.QuestionFilter(run, question_type=bad), Qn.QuestionFilter(run, text=bad),
+                  Qn.QuestionFilter(run, metric=bad), Qn.QuestionFilter(bad)):
+            assert q(store, f, (bad,)).empty, (bad, f)
+        assert L.leaderboard(store, (bad,), search=bad).empty
+        assert L.leaderboard(store, (), statuses=(bad,)).empty
+        assert L.systems(store, (bad,)).empty and L.metric_names(store, (bad,)) == []
+        assert L.facet_values(store, bad) == {"category": [], "question_type": []}
+        assert DC.label_counts(store, (f"{run}:{bad}",), "grade").empty
+        assert DC.metric_by_facet(store, (f"{run}:plain",), bad, "category").empty
+        assert DC.frontier_points(store, (f"{run}:{bad}",), "token_f1").empty
+        assert DA.queue(store, run, "claim", bad, (bad,)).empty
+        assert DCMP.metric_deltas(store, f"{run}:plain", f"{run}:{bad}")["n_pairs"].sum() == 0
+    board = L.leaderboard(store, (EVIL_METRIC,))
     assert set(board["method"]) == {EVIL_METHOD, "plain"} and EVIL_METRIC in board.columns
-    keys = [f"{run}:{EVIL_METHOD}", f"{run}:plain"]
-    by_facet = DC.facet_means(snap, keys, EVIL_METRIC, "category")
+    keys = (f"{run}:{EVIL_METHOD}", f"{run}:plain")
+    by_facet = DC.facet_means(store, keys, EVIL_METRIC, "category")
     assert set(by_facet["facet"]) == {EVIL_CATEGORY, "plain"} and by_facet["n"].sum() == 2 * N
     with pytest.raises(ValueError):  # identifiers are allow-listed, never bound or spliced
-        DC.metric_by_facet(snap, keys, "token_f1", "category; DROP TABLE metrics")
-    pairs = DCMP.paired_values(snap, D.System(run, EVIL_METHOD), D.System(run, "plain"), [EVIL_METRIC])
+        DC.metric_by_facet(store, keys, "token_f1", "category; DROP TABLE metrics")
+    with pytest.raises(ValueError):
+        DC.label_counts(store, keys, "grade'; DROP TABLE metrics")
+    pairs = DCMP.paired_values(store, f"{run}:{EVIL_METHOD}", f"{run}:plain", (EVIL_METRIC,))
     assert len(pairs) == N and set(pairs["metric"]) == {EVIL_METRIC}
     assert _counts(store) == before
 

@@ -1,0 +1,34 @@
+"""What can be scored: the metric registry as plain data (names, groups, needs, directions).
+
+Why here: the Launch page offers these choices and the `metrics` command lists them; pages read
+only through the analysis layer, so the registry reaches them as data, not as code.
+"""
+
+from __future__ import annotations
+
+
+def metric_names() -> list[str]:
+    from evalcore.metrics.registry import METRICS
+
+    return sorted(METRICS)
+
+
+def metric_groups() -> list[str]:
+    from evalcore.metrics.registry import groups
+
+    return sorted(groups())
+
+
+def judged_metrics(names: list[str]) -> list[str]:
+    """Those of `names` that need a judge."""
+    from evalcore.metrics.registry import METRICS
+
+    return [m for m in names if m in METRICS and "judge" in METRICS[m].needs]
+
+
+def higher_is_better(metric: str) -> bool:
+    """The metric's direction from the registry; unregistered metrics count as higher-is-better."""
+    from evalcore.metrics.registry import METRICS
+
+    spec = METRICS.get(metric)
+    return True if spec is None else bool(spec.higher_is_better)
