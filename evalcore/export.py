@@ -62,7 +62,7 @@ def export_run(store: RunStore, run_ref: str, fmt: str, output: str | Path | Non
     if fmt == "csv":
         data = df.to_csv(index=False).encode("utf-8")
     elif fmt == "json":
-        records = json.loads(df.to_json(orient="records", force_ascii=False))
+        records = json.loads(df.to_json(orient="records", force_ascii=False, double_precision=15))
         data = json.dumps({"run_id": run_id, "rows": records}, ensure_ascii=False, indent=2).encode("utf-8")
     elif fmt == "md":
         data = (f"# Run {run_id}\n\n" + to_markdown(df)).encode("utf-8")

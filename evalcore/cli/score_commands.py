@@ -152,7 +152,7 @@ def compare_cmd(
     if as_json:
         out = result.to_dict()
         if front is not None:
-            out["pareto"] = {"points": json.loads(front[0].to_json(orient="records")), "dropped_axes": front[1]}
+            out["pareto"] = {"points": json.loads(front[0].to_json(orient="records", double_precision=15)), "dropped_axes": front[1]}
         out["regressions"] = failures
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
     elif markdown:

@@ -76,7 +76,7 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON inst
         typer.echo(f"warning: skipped a run: {problem}", err=True)
     df = runs_overview(state.store())
     if as_json:
-        typer.echo(df.to_json(orient="records", date_format="iso", force_ascii=False))
+        typer.echo(df.to_json(orient="records", date_format="iso", force_ascii=False, double_precision=15))
         return
     if df.empty:
         typer.echo(f"no runs in {state.store().root} (try: evalcore import --example)")
@@ -105,7 +105,7 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
     by_type = coverage_by_doc_type(store, run_id) if "hit_rate@5" in set(summary.get("metric", [])) else []
     if as_json:
         payload = {"manifest": json.loads(manifest.model_dump_json()),
-                   "metrics": json.loads(summary.to_json(orient="records", force_ascii=False)),
+                   "metrics": json.loads(summary.to_json(orient="records", force_ascii=False, double_precision=15)),
                    "indexing_coverage": indexing, "hit_rate@5_by_doc_type": by_type}
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return

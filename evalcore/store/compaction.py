@@ -49,6 +49,7 @@ from evalcore.store.layout import (
     write_parquet_atomic,
     write_pointer,
 )
+from evalcore.store.merge import Merged, merge_files
 from evalcore.store.summary import SUMMARY_TABLES, summary_sql
 from evalcore.tables import KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS
 
@@ -81,17 +82,6 @@ def sql_list(paths: list[Path]) -> str:
     return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
 
 
-def conform(arrow: pa.Table, schema: pa.Schema) -> pa.Table:
-    """The table's fixed schema: columns in order, missing ones (older files) as nulls."""
-    columns = []
-    for f in schema:
-        if f.name in arrow.column_names:
-            columns.append(arrow.column(f.name).cast(f.type))
-        else:
-            columns.append(pa.nulls(arrow.num_rows, type=f.type))
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
 def _label_fill(has_label: bool) -> str:
     """Format-1 metric rows kept grades and classes only in details: lift them into `label`."""
     grades = ", ".join(f"'{m}'" for m in GRADE_METRICS)
@@ -99,12 +89,6 @@ def _label_fill(has_label: bool) -> str:
     derived = (f"CASE WHEN metric IN ({grades}) THEN upper(json_extract_string(details, '$.grade')) "
                f"WHEN metric IN ({classes}) THEN upper(json_extract_string(details, '$.class')) END")
     return f"coalesce(label, {derived})" if has_label else derived
-
-
-def _row_count(path: Path) -> int:
-    import pyarrow.parquet as pq
-
-    return pq.read_metadata(path).num_rows
 
 
 def _has_column(paths: list[Path], column: str) -> bool:
@@ -132,6 +116,17 @@ def merge_sql(table: str, paths: list[Path]) -> str:
         keys = ", ".join(SET_KEYS[table])
         qualify = f"dense_rank() OVER (PARTITION BY {keys} ORDER BY {order} DESC NULLS LAST, filename DESC) = 1"
     return f"SELECT {star} FROM {src} QUALIFY {qualify} ORDER BY {sort}"
+
+
+def _merge_to(path: Path, table: str, sources: list[Path]) -> Merged:
+    """Stream the merge into a temporary file, fsync it, rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    merged = merge_files(sources, table, tmp)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return merged
 
 
 def _define(con: duckdb.DuckDBPyConnection, table: str, path: Path | None) -> None:
@@ -163,15 +158,12 @@ def compact(run_dir: Path, force_summary: bool = False) -> Compaction:
             for table in RUN_TABLES:
                 current = [run_dir / files[table]] if table in files else []
                 if pending[table]:
-                    arrow = conform(con.sql(merge_sql(table, current + pending[table])).to_arrow_table(),
-                                    SCHEMAS[table])
                     name = f"{DATA_DIR}/{table}-{tag}.parquet"
-                    write_parquet_atomic(run_dir / name, arrow)
+                    merged = _merge_to(run_dir / name, table, current + pending[table])
                     # rows superseded by a newer version of the same key (a re-score; for a live
                     # run's answers always 0: each is asked once) — an audit trail of replacements
-                    n_in = sum(_row_count(p) for p in current + pending[table])
-                    replaced[table] = replaced.get(table, 0) + n_in - arrow.num_rows
-                    files[table], rows[table] = name, arrow.num_rows
+                    replaced[table] = replaced.get(table, 0) + merged.rows_in - merged.rows_out
+                    files[table], rows[table] = name, merged.rows_out
                     result.parts_absorbed += len(pending[table])
                 _define(con, table, run_dir / files[table] if table in files else None)
             for name in SUMMARY_TABLES:

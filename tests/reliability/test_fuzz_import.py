@@ -173,16 +173,18 @@ def test_empty_and_blank_files(tmp_path):
 # ---- 100 MB ------------------------------------------------------------------------------
 
 BIG_BYTES = 100 * 2**20
-# Bound on peak RSS growth while importing the 100 MB file, after a warm-up: 0.6 x the file.
-# Measured (Linux, CPython 3.11, 10 / 50 / 100 MB files): 30 / 31 / 45 MB, i.e. ~30 MB for one
-# 1000-response batch in flight (pydantic objects, its Arrow table, Parquet/zstd buffers) plus
-# ~0.15 MB per MB of file for the (method, question id) keys kept to refuse a second answer.
-# The import as it was before it streamed (every response in one list, one part file) grew
-# 100 MB on the same 100 MB file and fails this bound.
-RSS_BOUND = {"jsonl": 0.6,
-             # A JSON array is streamed element by element too (records._ArrayStream): measured
-             # 49 MB on 100 MB; parsed whole, as the reader did before, it grew 269 MB (2.7 x).
-             "json": 0.6}
+SMALL_BYTES = 25 * 2**20
+# Peak RSS growth while importing, after a warm-up. Measured (Linux, CPython 3.11): the import's
+# own streaming costs ~30 MB for one 1000-response batch in flight plus ~0.15 MB per MB of file
+# for the (method, question id) keys kept to refuse a second answer; since format 2 the import
+# ends by compacting its part files into one canonical file per table and computing the run's
+# summaries (DuckDB), a fixed working set of ~50 MB (Arrow reader/writer buffers, allocator
+# arenas): 25 / 60 / 100 MB files grew 79 / 81 / 89 MB. What must hold is that memory does not
+# follow the file: the growth from the 25 MB to the 100 MB file stays under SLOPE_BOUND per MB
+# (the import as it was before it streamed grew 1 MB per MB of file, and the first compaction,
+# which merged in one SQL window, grew 5.5 MB per MB), with an absolute cap for the 100 MB file.
+SLOPE_BOUND = {"jsonl": 0.45, "json": 0.45}
+CAP_BYTES = 150 * 2**20
 
 CHILD = textwrap.dedent("""
     import json, sys, time
@@ -237,31 +239,38 @@ def write_big(path: Path, target_bytes: int, methods: int = 10) -> int:
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc for peak RSS")
 @pytest.mark.parametrize("suffix", ["jsonl", "json"])
 def test_100mb_import_in_bounded_memory(tmp_path, suffix):
-    """A fresh process imports a 100 MB file; the growth of its peak RSS (VmHWM) during the
-    import must stay under RSS_BOUND x the file size."""
-    path = tmp_path / f"big.{suffix}"
-    n = write_big(path, BIG_BYTES)
-    size = path.stat().st_size
-    store_root = tmp_path / "runs"
-    t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", CHILD, str(path), str(store_root)], capture_output=True,
-                         text=True, timeout=120, check=True)
-    wall = time.perf_counter() - t0
-    stats = json.loads(out.stdout.strip().splitlines()[-1])
+    """Fresh processes import a 25 MB and a 100 MB file; the growth of peak RSS (VmHWM) must not
+    follow the file size (slope bound) and stays under an absolute cap."""
+    def run(target: int, name: str):
+        path = tmp_path / f"{name}.{suffix}"
+        n = write_big(path, target)
+        store_root = tmp_path / f"runs-{name}"
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", CHILD, str(path), str(store_root)], capture_output=True,
+                             text=True, timeout=180, check=True)
+        stats = json.loads(out.stdout.strip().splitlines()[-1])
+        return n, path.stat().st_size, store_root, stats, time.perf_counter() - t0
+
+    _, small_size, _, small, _ = run(SMALL_BYTES, "small")
+    n, size, store_root, stats, wall = run(BIG_BYTES, "big")
+    slope = (stats["growth"] - small["growth"]) / (size - small_size)
     tag = "" if suffix == "jsonl" else "_json"
     figure(f"import_100mb{tag}_seconds", round(stats["seconds"], 2))
     figure(f"import_100mb{tag}_rss_growth_mb", round(stats["growth"] / 2**20, 1))
+    figure(f"import_25mb{tag}_rss_growth_mb", round(small["growth"] / 2**20, 1))
     figure(f"import_100mb{tag}_file_mb", round(size / 2**20, 1))
     assert stats["base"] > 20 * 2**20  # a real measurement: the interpreter + pyarrow alone exceed 20 MB
     assert stats["n"] == n
-    assert stats["growth"] < RSS_BOUND[suffix] * size, f"peak RSS grew {stats['growth'] / 2**20:.0f} MB"
-    assert wall < 60
+    assert slope < SLOPE_BOUND[suffix], f"peak RSS grows {slope:.2f} MB per MB of file"
+    assert stats["growth"] < CAP_BYTES, f"peak RSS grew {stats['growth'] / 2**20:.0f} MB"
+    assert wall < 90
     store = RunStore(store_root)
-    counts = query_df(store, "SELECT (SELECT count(*) FROM responses) AS r, (SELECT count(*) FROM questions) AS q, "
-                             "(SELECT count(*) FROM raw_responses) AS raw")
-    assert (counts["r"][0], counts["q"][0], counts["raw"][0]) == (n, n // 10, n)
-    parts = list((store_root / stats["run_id"] / "responses").glob("*.parquet"))
-    assert len(parts) == -(-n // 1000)  # one part file per batch of 1000
+    counts = query_df(store, "SELECT (SELECT count(*) FROM responses) AS r, (SELECT count(*) FROM questions) AS q")
+    assert (counts["r"][0], counts["q"][0]) == (n, n // 10)
+    run_dir = store_root / stats["run_id"]
+    pointer = json.loads((run_dir / "tables.json").read_text())
+    assert pointer["rows"]["responses"] == n and pointer["replaced"]["responses"] == 0  # one row per answer
+    assert not list(run_dir.glob("parts/*/*.parquet"))  # every part file compacted away
 
 
 def test_errors_are_evalcore_errors():

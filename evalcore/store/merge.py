@@ -1,0 +1,146 @@
+"""Merge a table's files into one, keeping the newest row per key, in bounded memory.
+
+Why not one SQL window: it holds every row (answers, contexts, judge requests) in memory at
+once; a 100 MB import grew the process by 550 MB. Here only the keys are held, as two 64-bit
+hashes, a timestamp and a position per row (32 bytes); the rows themselves are streamed from
+the source files to the output batch by batch.
+
+Which row wins (the rule readers of format-1 runs apply in SQL, store/compaction.merge_sql):
+- keyed tables (tables.KEYS): per key, the newest `ORDER_COLUMN`; a tie goes to the later file
+  (the current canonical file comes first, then parts in name order: their names start with
+  their write time), then to the later row of that file;
+- set tables (tables.SET_KEYS): per set key, every row of the newest (timestamp, file).
+Keys are compared by two independent 64-bit hashes of their columns (a collision of both is
+~1e-28 for a million rows).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
+from evalcore.tables import KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS
+
+BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
+_NO_TIME = np.iinfo(np.int64).min
+
+
+@dataclass
+class Merged:
+    rows_in: int
+    rows_out: int
+
+
+def _key_frame(path: Path, table: str) -> pd.DataFrame:
+    cols = list(KEYS.get(table) or SET_KEYS[table]) + [ORDER_COLUMN[table]]
+    have = set(pq.read_schema(path).names)
+    frame = pq.read_table(path, columns=[c for c in cols if c in have], use_threads=False,
+                          pre_buffer=False).to_pandas()
+    for c in cols:
+        if c not in frame:
+            frame[c] = None
+    return frame
+
+
+def _winners(paths: list[Path], table: str) -> list[np.ndarray]:
+    """Per source file, a boolean mask of the rows that survive."""
+    keys = list(KEYS.get(table) or SET_KEYS[table])
+    order = ORDER_COLUMN[table]
+    h1, h2, when, file_idx, row_idx, sizes = [], [], [], [], [], []
+    for i, path in enumerate(paths):
+        frame = _key_frame(path, table)
+        k = frame[keys].astype("string").fillna("\x00<null>")
+        h1.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-1").to_numpy())
+        h2.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-2").to_numpy())
+        t = pd.to_datetime(frame[order], utc=True)
+        when.append(np.where(t.isna(), _NO_TIME, t.astype("int64", errors="ignore").to_numpy(dtype="int64",
+                                                                                       na_value=_NO_TIME)))
+        file_idx.append(np.full(len(frame), i, dtype=np.int64))
+        row_idx.append(np.arange(len(frame), dtype=np.int64))
+        sizes.append(len(frame))
+    if not sizes or sum(sizes) == 0:
+        return [np.zeros(n, dtype=bool) for n in sizes]
+    h1a, h2a, wa, fa, ra = (np.concatenate(x) for x in (h1, h2, when, file_idx, row_idx))
+    # sort by key, then by (time, file, row): the last entry of each key is the newest
+    order_idx = np.lexsort((ra, fa, wa, h2a, h1a))
+    h1s, h2s = h1a[order_idx], h2a[order_idx]
+    last = np.ones(len(order_idx), dtype=bool)
+    last[:-1] = (h1s[1:] != h1s[:-1]) | (h2s[1:] != h2s[:-1])
+    keep = np.zeros(len(order_idx), dtype=bool)
+    if table in KEYS:
+        keep[order_idx[last]] = True
+    else:  # sets: every row sharing the newest (time, file) of its set key
+        group = np.cumsum(np.concatenate(([True], last[:-1])))  # group id per sorted position
+        newest_w = wa[order_idx][last][group - 1]
+        newest_f = fa[order_idx][last][group - 1]
+        keep[order_idx[(wa[order_idx] == newest_w) & (fa[order_idx] == newest_f)]] = True
+    offsets = np.cumsum([0, *sizes])
+    return [keep[offsets[i]:offsets[i + 1]] for i in range(len(paths))]
+
+
+def _labels_from_details(batch: pd.DataFrame) -> pd.Series:
+    """Format-1 metric rows kept grades and classes only in details: lift them into `label`."""
+    def one(metric: str, details: object) -> str | None:
+        if not isinstance(details, str) or metric not in (*GRADE_METRICS, *CLASS_METRICS):
+            return None
+        try:
+            d = json.loads(details)
+        except ValueError:
+            return None
+        value = d.get("grade" if metric in GRADE_METRICS else "class") if isinstance(d, dict) else None
+        return str(value).upper() if value is not None else None
+    return pd.Series([one(m, d) for m, d in zip(batch["metric"], batch["details"])], index=batch.index, dtype=object)
+
+
+def conform(batch: pa.Table, schema: pa.Schema, table: str) -> pa.Table:
+    """The table's fixed schema: columns in order, missing ones (older files) as nulls."""
+    columns = []
+    for f in schema:
+        if f.name in batch.column_names:
+            columns.append(batch.column(f.name).cast(f.type))
+        elif table == "metrics" and f.name == "label" and batch.num_rows:
+            columns.append(pa.array(_labels_from_details(batch.select(["metric", "details"]).to_pandas()),
+                                    type=f.type))
+        else:
+            columns.append(pa.nulls(batch.num_rows, type=f.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _batch_rows(source: pq.ParquetFile) -> int:
+    """Rows per streamed batch: ~BATCH_BYTES of this file's rows (answers are ~1 KB, metric
+    rows ~0.2 KB), so memory stays flat whatever the table."""
+    meta = source.metadata
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    per_row = size / meta.num_rows if meta.num_rows else 1.0
+    return int(min(65536, max(256, BATCH_BYTES / max(per_row, 1.0))))
+
+
+def merge_files(paths: list[Path], table: str, out: Path) -> Merged:
+    """Write the surviving rows of `paths` (oldest first) to `out` (a temporary path the caller
+    renames); returns row counts in and out."""
+    schema = SCHEMAS[table]
+    masks = _winners(paths, table)
+    stats = [f.name for f in schema if not pa.types.is_floating(f.type)]  # no NaN-blind float stats
+    rows_in = rows_out = 0
+    with pq.ParquetWriter(out, schema, compression="zstd", write_statistics=stats) as writer:
+        for path, mask in zip(paths, masks):
+            start = 0
+            # one thread, no pre-buffering: reader threads each keep an allocator arena, which
+            # for a 100 MB import cost ~30 MB of resident memory more than this
+            source = pq.ParquetFile(path, pre_buffer=False)
+            for batch in source.iter_batches(batch_size=_batch_rows(source), use_threads=False):
+                n = batch.num_rows
+                part = pa.Table.from_batches([batch]).filter(pa.array(mask[start:start + n]))
+                start += n
+                rows_in += n
+                if part.num_rows:
+                    writer.write_table(conform(part, schema, table))
+                    rows_out += part.num_rows
+    return Merged(rows_in, rows_out)
