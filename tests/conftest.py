@@ -36,3 +36,39 @@ def store(tmp_path):
     from evalcore.store import RunStore
 
     return RunStore(tmp_path / "runs")
+
+
+class StoreAudit:
+    """What is on disk for a run, below the views: for exactly-once checks.
+
+    Readers see one row per key because compaction merged duplicates away; a runner that asked
+    a question twice would be invisible there. `rows` reads every row of the canonical file and
+    of every pending part (no de-duplication); `replaced` is the pointer's count of rows that
+    compaction ever superseded by a newer row of the same key (0 for a live run's answers)."""
+
+    @staticmethod
+    def rows(store, run_id: str, table: str):
+        import json
+
+        import pandas as pd
+        import pyarrow.parquet as pq
+
+        run_dir = store.run_dir(run_id)
+        pointer = run_dir / "tables.json"
+        files = json.loads(pointer.read_text())["files"] if pointer.exists() else {}
+        paths = ([run_dir / files[table]] if table in files else []) + sorted(
+            (run_dir / "parts" / table).glob("part-*.parquet"))
+        frames = [pq.read_table(p).to_pandas() for p in paths]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["method", "question_id"])
+
+    @staticmethod
+    def replaced(store, run_id: str, table: str) -> int:
+        import json
+
+        pointer = store.run_dir(run_id) / "tables.json"
+        return int(json.loads(pointer.read_text()).get("replaced", {}).get(table, 0)) if pointer.exists() else 0
+
+
+@pytest.fixture
+def audit() -> StoreAudit:
+    return StoreAudit()

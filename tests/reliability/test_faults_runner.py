@@ -56,7 +56,7 @@ def _qfile(tmp_path):
     return path
 
 
-def test_runner_survives_every_fault_class(server, store, tmp_path):
+def test_runner_survives_every_fault_class(server, store, tmp_path, audit):
     config = EvalConfig(target=server.url, dataset=str(_qfile(tmp_path)), methods=["m"], concurrency=4,
                         timeout=TIMEOUT, retries=RETRIES, backoff=0.01, score=False, progress=False)
     t0 = time.monotonic()
@@ -79,9 +79,9 @@ def test_runner_survives_every_fault_class(server, store, tmp_path):
     drip = got["q7"]
     assert drip.raw["elapsed_ms"] / 1000 < (RETRIES + 1) * (TIMEOUT + 0.3) + 0.5
     assert elapsed < 8.0
-    raw = query_df(store, "SELECT question_id, count(*) AS n FROM raw_responses WHERE run_id = ? "
-                          "GROUP BY question_id", [result.run_id])
-    assert sorted(raw["question_id"]) == sorted(TEXTS) and set(raw["n"]) == {1}
+    raw = audit.rows(store, result.run_id, "responses").groupby("question_id").size()
+    assert sorted(raw.index) == sorted(TEXTS) and set(raw) == {1}
+    assert audit.replaced(store, result.run_id, "responses") == 0
     retries = sum(r.raw["attempts"] - 1 for r in got.values())
     print(f"\n[faults/runner] {len(TEXTS)} questions, 6 fault classes, retries seen {retries}, "
           f"{elapsed:.1f}s")

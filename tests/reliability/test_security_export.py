@@ -22,6 +22,7 @@ def _export_html(store) -> str:
                                           evalcore_version="t", methods=["m"]))
     writer.write_questions([EvalQuestion(id="q1", question="Capital?", ground_truth="Paris")])
     writer.write_responses([EvalResponse(question_id="q1", method="m", answer=HOSTILE)])
+    writer.publish()
     md = export_run(store, "md", "md").decode()
     return MarkdownIt("commonmark").enable("table").render(md)
 

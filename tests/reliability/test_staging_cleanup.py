@@ -79,7 +79,7 @@ def _kill_import_midway(root: Path, source: Path) -> Path:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        while not list(root.glob(".staging/*/responses/*.parquet")):
+        while not list(root.glob(".staging/*/parts/responses/*.parquet")):
             assert proc.poll() is None, f"import ended before the kill: {proc.stderr.read().decode()}"
             assert time.monotonic() < deadline, "no part file appeared in staging"
             time.sleep(0.01)
@@ -124,7 +124,7 @@ def test_sigkilled_import_leaves_staging_and_clean_removes_it(store_with_run, tm
     runs_before = store.run_ids()
     folder = _kill_import_midway(store.root, _answers(tmp_path / "big.jsonl"))
 
-    assert (folder / staging.LOCK_FILE).is_file() and list((folder / "responses").glob("*.parquet"))
+    assert (folder / staging.LOCK_FILE).is_file() and list((folder / "parts" / "responses").glob("*.parquet"))
     assert store.run_ids() == runs_before, "the killed import must not be visible"
     size = _tree_bytes(folder)
     assert size > 10_000  # at least one part file of 1000 responses

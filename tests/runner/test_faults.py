@@ -11,7 +11,7 @@ TEXTS = ["plain one", "FLAKY two", "BROKEN three", "TRUNC four", "SLOW five", "R
          "EMPTY seven", "BADRANK eight", "plain nine"]
 
 
-def test_every_failure_is_classified_and_stored_once(faulty, question_file, store):
+def test_every_failure_is_classified_and_stored_once(faulty, question_file, store, audit):
     qfile = question_file(TEXTS)
     config = EvalConfig(target=faulty.url, dataset=str(qfile), methods=["m"], concurrency=4,
                         timeout=0.5, retries=2, backoff=0.01, score=False, progress=False)
@@ -34,8 +34,8 @@ def test_every_failure_is_classified_and_stored_once(faulty, question_file, stor
     assert faulty.calls[("BROKEN three", "m")] == 3
     assert faulty.calls[("FLAKY two", "m")] == 3
     assert faulty.calls[("plain one", "m")] == 1
-    raw = query_df(store, "SELECT count(*) AS n FROM raw_responses WHERE run_id = ?", [result.run_id])
-    assert int(raw["n"][0]) == len(TEXTS)
+    assert len(audit.rows(store, result.run_id, "responses")) == len(TEXTS)
+    assert audit.replaced(store, result.run_id, "responses") == 0
     manifest = store.manifest(result.run_id)
     assert manifest.counts["errors"] == 6 and manifest.counts["errors_malformed"] == 2
     assert manifest.target_info["models_info"] == {"llm": "faulty-1"}

@@ -122,8 +122,10 @@ def test_resume_rereads_the_file_with_the_runs_own_setting(demo_server, store, d
     res = _run(store, "--target", demo_server.url, "--dataset", str(dup_file), "--on-duplicate", "keep-first")
     assert res.exit_code == 0, res.output
     run_id = res.stdout.strip().splitlines()[-1]
-    for part in (store.root / run_id).glob("questions/*.parquet"):
-        part.unlink()   # as if killed before the questions were written
+    pointer_path = store.root / run_id / "tables.json"   # as if killed before the questions were written
+    pointer = json.loads(pointer_path.read_text())
+    (store.root / run_id / pointer["files"].pop("questions")).unlink()
+    pointer_path.write_text(json.dumps(pointer))
     assert run_questions(store, run_id) == []
     with pytest.warns(DuplicateIdsDropped):
         again = resume_run(run_id, store, progress=False)

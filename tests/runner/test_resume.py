@@ -28,7 +28,8 @@ def _start(store_root: Path, url: str, qfile: Path) -> subprocess.Popen:
 def _wait_for_parts(store_root: Path, proc: subprocess.Popen, deadline_s: float = 30) -> None:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        if len(list(store_root.glob("*/responses/*.parquet"))) >= 2:
+        # answers written (parts) or already published by the run's periodic compaction
+        if len(list(store_root.glob("*/parts/responses/*.parquet"))) >= 2 or list(store_root.glob("*/data/responses-*")):
             return
         if proc.poll() is not None:
             raise AssertionError(f"run ended early: {proc.stderr.read().decode()}")
@@ -36,11 +37,12 @@ def _wait_for_parts(store_root: Path, proc: subprocess.Popen, deadline_s: float 
     raise AssertionError("no part files appeared")
 
 
-def _stored(store: RunStore, run_id: str):
-    return query_df(store, "SELECT method, question_id FROM raw_responses WHERE run_id = ?", [run_id])
+def _stored(audit, store: RunStore, run_id: str):
+    """Every answer row on disk, published or not (conftest.StoreAudit)."""
+    return audit.rows(store, run_id, "responses")
 
 
-def _interrupt_then_resume(sig, faulty, question_file, tmp_path, expected_status):
+def _interrupt_then_resume(sig, faulty, question_file, tmp_path, expected_status, audit):
     faulty.delay_s = 0.03
     qfile = question_file([f"plain question {i}" for i in range(N_QUESTIONS)])
     root = tmp_path / "runs"
@@ -51,15 +53,16 @@ def _interrupt_then_resume(sig, faulty, question_file, tmp_path, expected_status
     store = RunStore(root)
     (run_id,) = store.run_ids()
     assert store.manifest(run_id).status == expected_status
-    before = _stored(store, run_id)
+    before = _stored(audit, store, run_id)
     assert 0 < len(before) < 2 * N_QUESTIONS, "the kill should land mid-run"
     done_before = set(zip(before["method"], before["question_id"]))
     calls_before = sum(faulty.calls.values())
 
     result = resume_run(run_id, store, progress=False)
-    after = _stored(store, run_id)
+    after = _stored(audit, store, run_id)
     keys = list(zip(after["method"], after["question_id"]))
     assert len(keys) == len(set(keys)) == 2 * N_QUESTIONS   # exactly once each, raw rows included
+    assert audit.replaced(store, run_id, "responses") == 0  # and no compaction ever merged a second answer
     assert result.status == "complete" and store.manifest(run_id).status == "complete"
     assert result.asked == 2 * N_QUESTIONS - len(done_before)
     send_as = {"alpha": "alpha", "beta": "beta"}
@@ -72,11 +75,11 @@ def _interrupt_then_resume(sig, faulty, question_file, tmp_path, expected_status
     return store, run_id
 
 
-def test_kill_9_then_resume(faulty, question_file, tmp_path):
-    _interrupt_then_resume(signal.SIGKILL, faulty, question_file, tmp_path, expected_status="running")
+def test_kill_9_then_resume(faulty, question_file, tmp_path, audit):
+    _interrupt_then_resume(signal.SIGKILL, faulty, question_file, tmp_path, expected_status="running", audit=audit)
 
 
-def test_ctrl_c_marks_cancelled_then_resume(faulty, question_file, tmp_path):
-    store, run_id = _interrupt_then_resume(signal.SIGINT, faulty, question_file, tmp_path,
+def test_ctrl_c_marks_cancelled_then_resume(faulty, question_file, tmp_path, audit):
+    store, run_id = _interrupt_then_resume(signal.SIGINT, faulty, question_file, tmp_path, audit=audit,
                                            expected_status="cancelled")
     assert any("cancelled" in note for note in store.manifest(run_id).notes)

@@ -84,6 +84,7 @@ def test_classes_best_worst_and_grades(bench):
     writer = store.open_run(run_id)
     writer.write_metrics([MetricValue(run_id=run_id, method="graph", question_id=r["id"], metric="factual_accuracy",
                                       value=v, group="judged") for r, v in zip(rows[:4], [0.95, 0.7, 0.1, 0.85])])
+    writer.publish()
     grades = A.grade_counts(store, run_id).set_index("grade").n.to_dict()
     assert grades == {"A": 2, "B": 1, "E": 1}
 

@@ -60,5 +60,6 @@ def test_coverage_by_doc_type(store):
     writer.write_metrics([MetricValue(run_id="r", method="m", question_id=q, metric="hit_rate@5", value=v,
                                       group="retrieval", reason="no gold passages" if v != v else None)
                           for q, v in values.items()])
+    writer.publish()
     rows = {r["doc_type"]: (r["mean"], r["n"]) for r in coverage_by_doc_type(store, "r")}
     assert rows == {"pdf": (0.5, 2), "md": (0.0, 1), "(unknown)": (1.0, 1)}
