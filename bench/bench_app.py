@@ -10,8 +10,7 @@ store format 2) and measures:
    publishing, then `RunWriter.publish()` timed on 3 fresh copies of those parts (median). Goal < 1 s.
 2. analysis queries: each evalcore.analysis call a page makes on its first render, with the
    page's default choices, called directly (no Streamlit cache), best of 3. Goal < 100 ms each.
-3. `evalcore runs --json` in a subprocess (median of 3; interpreter + import cost shown apart).
-   Goal < 1 s.
+3. `evalcore runs --json` in a subprocess, median of 3 (import cost shown apart). Goal < 1 s.
 4. cold first render of each page in a fresh process (AppTest over evalcore/ui/entry.py, opened
    directly on the page, Streamlit's runtime warmed on a blank script first). Goal < 1.5 s.
 5. browser: `evalcore app`'s streamlit command on 127.0.0.1 and headless Chromium over the DevTools
@@ -43,8 +42,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from bench_compaction import GOAL_S as COMPACT_S, compaction, summary  # noqa: E402  (beside this file)
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+from bench_compaction import GOAL_S as COMPACT_S, compaction, summary  # noqa: E402
 
 ENTRY = ROOT / "evalcore" / "ui" / "entry.py"
 PAGES = {"runs": "Runs", "launch": "Launch", "questions": "Questions", "compare": "Compare",

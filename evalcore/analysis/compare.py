@@ -309,3 +309,29 @@ def pair_table(store: RunStore, base: str, cand: str, tested: tuple[str, ...],
     stats = compare(store, sels, metrics=chosen, n_boot=n_boot, n_perm=n_perm, seed=seed, with_run_level=False).table
     stats = stats[["metric", "ci_low", "ci_high", "test", "p_value", "p_holm", "significant"]]
     return table.merge(stats, on="metric", how="left")
+
+
+def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: float = 0.05) -> pd.DataFrame:
+    """One sentence per tested metric of a pair table: which system is better, by how much, with
+    the CI and the Holm-adjusted p, in the metric's own direction. `outcome` is better / worse
+    (the candidate against the baseline) or same (not significant after Holm)."""
+    rows = []
+    for r in table.itertuples():
+        p = getattr(r, "p_holm", np.nan)
+        if p != p:  # not tested
+            continue
+        hib = bool(r.higher_is_better)
+        gained = (r.delta > 0) if hib else (r.delta < 0)
+        significant = p < alpha and r.delta == r.delta and abs(r.delta) > EPS
+        outcome = ("better" if gained else "worse") if significant else "same"
+        winner, loser = (cand_name, base_name) if gained else (base_name, cand_name)
+        way = "higher is better" if hib else "lower is better"
+        ci = f"95% CI of Δ [{r.ci_low:+.3g}, {r.ci_high:+.3g}]"
+        if significant:
+            text = (f"{r.metric}: {winner} is better than {loser} by {abs(r.delta):.3g} ({way}); "
+                    f"{ci}; Holm p = {p:.2g} over {int(r.n_pairs)} paired questions")
+        else:
+            text = (f"{r.metric}: no significant difference (Δ = {r.delta:+.3g}, {way}); {ci}; "
+                    f"Holm p = {p:.2g} over {int(r.n_pairs)} paired questions")
+        rows.append({"metric": r.metric, "outcome": outcome, "verdict": text})
+    return pd.DataFrame(rows, columns=["metric", "outcome", "verdict"])

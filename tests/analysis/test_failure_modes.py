@@ -1,0 +1,49 @@
+"""Failure-mode diagnosis: each answer lands in the bucket its metrics say, never a guess."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from evalcore.analysis.failure_modes import diagnose, failure_modes, questions_in_bucket
+from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
+from evalcore.store import FORMAT_VERSION
+
+NAN = math.nan
+
+
+@pytest.mark.parametrize("row, bucket", [
+    ({"token_f1": 0.9}, "correct"),
+    ({"answer_correct": 1.0, "token_f1": 0.0}, "correct"),              # the judge's class beats token F1
+    ({"dont_know": 1.0, "answerable": True}, "wrong abstention"),
+    ({"dont_know": 1.0, "answerable": False}, "correct"),
+    ({"token_f1": 0.1, "hit_rate@5": 0.0, "faithfulness": 1.0}, "retrieval miss"),
+    ({"token_f1": 0.1, "hit_rate@5": 1.0, "faithfulness": 0.5}, "unfaithful"),
+    ({"token_f1": 0.1, "hit_rate@5": 1.0, "faithfulness": 1.0}, "faithful but wrong"),
+    ({"token_f1": 0.1, "context_precision": 0.0}, "retrieval miss"),   # no gold: the judge's relevance
+    ({"token_f1": 0.1, "hit_rate@5": 1.0}, "wrong, cause unknown"),    # faithfulness not scored
+    ({"faithfulness": 1.0}, "unscored"),
+    ({"error": "HTTP 500", "token_f1": 0.0}, None),
+])
+def test_diagnose(row, bucket):
+    base = {"answerable": True, "error": None, "dont_know": 0.0}
+    assert diagnose(pd.Series({**base, **row})) == bucket
+
+
+def test_breakdown_counts_and_links(store):
+    writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="r", name="r",
+                                          evalcore_version="t", methods=["m"]))
+    writer.write_questions([EvalQuestion(id=f"q{i}", question=f"Q{i}?", ground_truth="g") for i in range(4)])
+    writer.write_responses([EvalResponse(question_id=f"q{i}", method="m", answer="a") for i in range(4)])
+    rows = {"q0": {"token_f1": 1.0}, "q1": {"token_f1": 0.0, "hit_rate@5": 0.0},
+            "q2": {"token_f1": 0.0, "hit_rate@5": 1.0, "faithfulness": 0.4}, "q3": {"token_f1": 0.0, "hit_rate@5": 1.0,
+                                                                                   "faithfulness": 1.0}}
+    writer.write_metrics([MetricValue(run_id="r", method="m", question_id=q, metric=k, value=v, group="g")
+                          for q, vals in rows.items() for k, v in {**vals, "dont_know": 0.0}.items()])
+    writer.publish()
+    table = failure_modes(store, ("r:m",)).set_index("bucket")
+    assert table["n"].to_dict() == {"correct": 1, "retrieval miss": 1, "unfaithful": 1, "faithful but wrong": 1}
+    assert table["share"].sum() == pytest.approx(1.0)
+    assert questions_in_bucket(store, "r:m", "unfaithful") == ["q2"]
