@@ -124,8 +124,8 @@ class RunStore:
                 run_dir = self.run_dir(run_id)
                 for name in ("run.json", POINTER):
                     try:
-                        st = (run_dir / name).stat()
-                        parts.append(f"{run_id}/{name}:{st.st_mtime_ns}:{st.st_size}")
+                        st = (run_dir / name).stat()  # atomic replaces give a new inode every time
+                        parts.append(f"{run_id}/{name}:{st.st_ino}:{st.st_mtime_ns}:{st.st_size}")
                     except FileNotFoundError:
                         parts.append(f"{run_id}/{name}:-")
                 if is_legacy(run_dir):

@@ -18,10 +18,19 @@ Rows written since a run's last compaction are not visible; writers publish them
 NaN: Parquet min/max statistics ignore NaN, and DuckDB's statistics propagation then folds
 `isnan(value)` to false for a file it believes has no NaN. Every connection disables that
 optimizer (and the store writes no statistics for NaN-bearing columns), so NaN filters hold.
+
+Connections are kept: defining the views costs ~20-50 ms (a database, manifests parsed, every
+file's footer read), far more than a typical query over compacted files. So `open_db` keeps a
+few databases per process, keyed by the store's state token (RunStore.state_token: it changes
+whenever anything readers can see changes) and the runs asked for, and hands each caller its
+own cursor (a DuckDB cursor is a connection of its own to the same database: safe in one
+thread while other threads use theirs). A changed store gets a new key, so nothing is stale.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,9 +96,16 @@ def _table_sql(con: duckdb.DuckDBPyConnection, table: str, src: Sources) -> str:
     if src.legacy.get(table):
         parts.append(f"SELECT * FROM ({merge_sql(table, src.legacy[table])})")
     if not parts:
-        con.register(f"_empty_{table}", SCHEMAS[table].empty_table())
-        return f"SELECT * FROM _empty_{table}"
+        return f"SELECT * FROM {_empty_table(con, f'_empty_{table}', SCHEMAS[table], view=False)}"
     return " UNION ALL BY NAME ".join(parts)
+
+
+def _empty_table(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema, view: bool = True) -> str:
+    """A typed empty table (a real table, so cursors see it)."""
+    con.register("_arrow_schema", schema.empty_table())
+    con.execute(f"CREATE TABLE {name} AS SELECT * FROM _arrow_schema")
+    con.unregister("_arrow_schema")
+    return name
 
 
 def _summary_sql(name: str, src: Sources) -> str:
@@ -102,12 +118,12 @@ def _summary_sql(name: str, src: Sources) -> str:
     return " UNION ALL BY NAME ".join(f"({p})" for p in parts)
 
 
-@contextmanager
-def open_db(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """An in-memory DuckDB connection with the store's views defined.
+_KEPT: "OrderedDict[tuple, duckdb.DuckDBPyConnection]" = OrderedDict()
+_KEPT_MAX = 16
+_LOCK = threading.Lock()
 
-    `runs` restricts every per-run view to those runs (a per-run query then opens only their
-    files); `runs` view always lists every readable run."""
+
+def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnection:
     manifests = store.manifests()
     known = [m.run_id for m in manifests]
     wanted = known if runs is None else [r for r in known if r in set(runs)]
@@ -115,8 +131,11 @@ def open_db(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duck
     con = duckdb.connect(":memory:")
     try:
         con.execute("SET disabled_optimizers = 'statistics_propagation'")
-        con.register("runs_manifest", _manifest_table(manifests))
-        con.execute("CREATE VIEW runs AS SELECT * FROM runs_manifest")
+        con.execute("SET parquet_metadata_cache = true")
+        # tables, not registered Arrow objects: cursors (other connections) must see them
+        con.register("_manifests", _manifest_table(manifests))
+        con.execute("CREATE TABLE runs AS SELECT * FROM _manifests")
+        con.unregister("_manifests")
         for table in RUN_TABLES:
             con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
         for name in SUMMARY_TABLES:
@@ -125,8 +144,37 @@ def open_db(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duck
         if ann:
             con.execute(f"CREATE VIEW annotations AS SELECT * FROM read_parquet({sql_list(ann)}, union_by_name = true)")
         else:
-            con.register("_empty_annotations", ANNOTATIONS_SCHEMA.empty_table())
-            con.execute("CREATE VIEW annotations AS SELECT * FROM _empty_annotations")
-        yield con
-    finally:
+            _empty_table(con, "annotations", ANNOTATIONS_SCHEMA)
+    except BaseException:
         con.close()
+        raise
+    return con
+
+
+@contextmanager
+def open_db(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A DuckDB cursor with the store's views defined.
+
+    `runs` restricts every per-run view to those runs (a per-run query then opens only their
+    files); `runs` view always lists every readable run."""
+    key = (str(store.root.resolve()), store.state_token(), None if runs is None else tuple(sorted(set(runs))))
+    with _LOCK:
+        con = _KEPT.get(key)
+        if con is None:
+            con = _KEPT[key] = _build(store, runs)
+            while len(_KEPT) > _KEPT_MAX:
+                _KEPT.popitem(last=False)[1].close()
+        else:
+            _KEPT.move_to_end(key)
+        cur = con.cursor()
+    try:
+        yield cur
+    finally:
+        cur.close()
+
+
+def forget_connections() -> None:
+    """Close every kept database (tests; a store replaced wholesale underneath a process)."""
+    with _LOCK:
+        while _KEPT:
+            _KEPT.popitem(last=False)[1].close()
