@@ -91,23 +91,51 @@ def diagnose(row: pd.Series) -> str | None:
     return "unfaithful" if faith < 1 - EPS else "faithful but wrong"
 
 
-def failure_modes(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
-    """Per system and bucket: answers (n) and their share of the system's diagnosed answers."""
+def _first_of(wide: pd.DataFrame, names: Sequence[str]) -> pd.Series:
+    """Per row, the value of the first of `names` that has one (NaN when none)."""
+    out = pd.Series(np.nan, index=wide.index)
+    for name in reversed(names):
+        out = wide[name].where(wide[name].notna(), out)
+    return out
+
+
+def diagnoses(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
+    """(system, question_id, bucket) for every answered question of the systems: the rule of
+    `diagnose`, vectorised (a test checks both agree)."""
     wide = _wide(store, keys)
     if wide.empty:
+        return pd.DataFrame(columns=["system", "question_id", "bucket"])
+    answered = wide["error"].isna()
+    dk = wide["dont_know"].fillna(0) >= 0.5
+    answerable = wide["answerable"].fillna(True).astype(bool)
+    correct = _first_of(wide, CORRECT_METRICS)
+    hit = _first_of(wide, RETRIEVAL_METRICS)
+    hit = hit.where(hit.notna(), wide["context_precision"])
+    faith = wide["faithfulness"]
+    bucket = np.select(
+        [dk & answerable, dk, correct.isna(), correct >= CORRECT_THRESHOLD, hit.notna() & (hit <= EPS),
+         faith.isna(), faith < 1 - EPS],
+        ["wrong abstention", "correct", "unscored", "correct", "retrieval miss", "wrong, cause unknown", "unfaithful"],
+        default="faithful but wrong")
+    out = pd.DataFrame({"system": wide["system"], "question_id": wide["question_id"], "bucket": bucket})
+    return out[answered.to_numpy()].reset_index(drop=True)
+
+
+def failure_modes(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
+    """Per system and bucket: answers (n) and their share of the system's diagnosed answers."""
+    rows = diagnoses(store, keys)
+    if rows.empty:
         return pd.DataFrame(columns=["system", "bucket", "n", "share"])
-    wide["bucket"] = [diagnose(r) for _, r in wide.iterrows()]
-    wide = wide.dropna(subset=["bucket"])
-    counts = wide.groupby(["system", "bucket"]).size().rename("n").reset_index()
+    counts = rows.groupby(["system", "bucket"]).size().rename("n").reset_index()
     counts["share"] = counts["n"] / counts.groupby("system")["n"].transform("sum")
     order = {b: i for i, b in enumerate(BUCKETS)}
-    return counts.sort_values(["system", "bucket"], key=lambda s: s.map(order) if s.name == "bucket" else s)\
-        .reset_index(drop=True)
+    counts["_o"] = counts["bucket"].map(order)
+    return counts.sort_values(["system", "_o"]).drop(columns="_o").reset_index(drop=True)
 
 
 def questions_in_bucket(store: RunStore, key: str, bucket: str) -> list[str]:
     """The question ids of one system's answers in one bucket (the breakdown's links)."""
     if bucket not in BUCKETS:
         raise ValueError(f"unknown bucket {bucket!r}")
-    wide = _wide(store, (key,))
-    return sorted(q for q, (_, r) in zip(wide["question_id"], wide.iterrows()) if diagnose(r) == bucket)
+    rows = diagnoses(store, (key,))
+    return sorted(rows.loc[rows.bucket == bucket, "question_id"])

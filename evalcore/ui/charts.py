@@ -11,7 +11,7 @@ import streamlit as st
 from evalcore.analysis import distributions as G
 from evalcore.analysis import leaderboard as L
 from evalcore.schemas.labels import AnswerClass, Grade
-from evalcore.ui import common
+from evalcore.ui import common, diagnosis
 from evalcore.ui.helpers import pareto_mask, short_system_labels
 
 GRADES = [g.value for g in Grade]
@@ -36,7 +36,7 @@ def _stacked(df: pd.DataFrame, order: list[str], title: str, missing: str) -> No
                  color_discrete_map=LABEL_COLOURS,
                  title=title, labels={"share": "share of answers", "system": "system"})
     fig.update_layout(yaxis_tickformat=".0%", height=380)
-    st.plotly_chart(fig, key=f"bar_{title}")
+    st.plotly_chart(common.inert_figure(fig), key=f"bar_{title}")
 
 
 def _pareto(points: pd.DataFrame, x: str, x_title: str, metric: str, labels: dict[str, str]) -> None:
@@ -59,7 +59,7 @@ def _pareto(points: pd.DataFrame, x: str, x_title: str, metric: str, labels: dic
                              line={"dash": "dot"}, hoverinfo="skip"))
     fig.update_layout(title=f"{metric} vs {x_title.split(' (')[0]}",
                       xaxis_title=x_title, yaxis_title=f"mean {metric}", height=400)
-    st.plotly_chart(fig, key=f"pareto_{x}")
+    st.plotly_chart(common.inert_figure(fig), key=f"pareto_{x}")
     common.show_table(pts, f"pareto-{x}", key=f"dl_pareto_{x}")
 
 
@@ -89,6 +89,8 @@ def render() -> None:
         _stacked(_relabel(common.call(G.label_counts, keys, "answer_class"), short), CLASSES, "Correct / wrong / don't know",
                  "Classes come from the answer_class metric.")
 
+    diagnosis.render(picked, dict(zip(picked, picked)))
+
     st.subheader("Metric by question facet")
     if not metrics:
         common.empty_state("No metric values for these systems.", "Score the runs first (`evalcore score`).")
@@ -104,7 +106,7 @@ def render() -> None:
             fig = px.box(values, x="facet", y="value", color="system", points=False,
                          title=f"{metric} by {facet}", labels={"facet": facet, "value": metric})
             fig.update_layout(height=420)
-            st.plotly_chart(fig, key="box_facet")
+            st.plotly_chart(common.inert_figure(fig), key="box_facet")
             common.show_table(common.call(G.facet_means, keys, metric, facet), f"{metric}-by-{facet}")
 
     st.subheader("Latency and cost")
@@ -113,13 +115,13 @@ def render() -> None:
     if lc["latency_ms"].notna().any():
         fig = px.box(lc, x="system", y="latency_ms", title="Latency per answer",
                      labels={"latency_ms": "latency (ms)", "system": "system"})
-        c1.plotly_chart(fig, key="latency")
+        c1.plotly_chart(common.inert_figure(fig), key="latency")
     else:
         c1.info("No latency recorded for these systems.")
     if (lc["cost_usd"] > 0).any():
         fig = px.box(lc, x="system", y="cost_usd", title="Cost per answer (target + judge)",
                      labels={"cost_usd": "cost (USD)", "system": "system"})
-        c2.plotly_chart(fig, key="cost")
+        c2.plotly_chart(common.inert_figure(fig), key="cost")
     else:
         c2.info("No cost recorded (targets reported no token cost and no judge was paid).")
 

@@ -185,7 +185,60 @@ def pick_systems(label: str, how_many: int) -> tuple[list[str], dict[str, str]] 
         return None
     labels = dict(zip(sys_df.run_id + ":" + sys_df.method, sys_df.label))
     keys = list(labels)
-    scored = sys_df[sys_df.has_metrics]
-    newest = (scored if len(scored) else sys_df).run_id.iloc[0]  # systems are newest run first
+    pool = sys_df[sys_df.has_metrics] if sys_df.has_metrics.any() else sys_df  # newest run first
+    sizes = pool.groupby("run_id", sort=False).size()
+    # the newest scored run with enough methods to fill the picker (2 to compare), else the newest
+    enough = [r for r, n in sizes.items() if n >= min(how_many, 2)]
+    newest = enough[0] if enough else pool.run_id.iloc[0]
     default = [k for k in keys if k.partition(":")[0] == newest][:how_many]
     return url_multi(label, keys, "sys", default=default, format_func=labels.get), labels
+
+
+def short_labels(keys: Sequence[str], labels: dict[str, str] | None = None) -> dict[str, str]:
+    """Short display labels for `run_id:method` keys (the method alone within one run)."""
+    from evalcore.ui.helpers import short_system_labels
+
+    runs = call(L.run_list)
+    return short_system_labels(list(keys), dict(zip(runs.run_id, runs.name)))
+
+
+def plotly_text(value: Any) -> Any:
+    """Text Plotly may show, made inert: Plotly renders a subset of HTML in titles, ticks, legends
+    and hover text (<b>, <a href>, <span style>), so data-derived strings have &, < and >
+    replaced by entities, which Plotly displays as the characters themselves."""
+    if isinstance(value, str):
+        return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return value
+
+
+def _inert_seq(values: Any) -> Any:
+    if values is None or isinstance(values, str):
+        return plotly_text(values)
+    try:
+        items = list(values)
+    except TypeError:
+        return values
+    if not any(isinstance(v, str) for v in items):
+        return values
+    return [plotly_text(v) for v in items]
+
+
+def inert_figure(fig: Any) -> Any:
+    """Every data-derived string of a Plotly figure made inert (see plotly_text): trace names,
+    text, hover text, categorical x/y values, legend and axis titles, the figure title."""
+    for trace in fig.data:
+        for attr in ("name", "legendgroup"):
+            if getattr(trace, attr, None) is not None:
+                setattr(trace, attr, plotly_text(getattr(trace, attr)))
+        for attr in ("text", "hovertext", "x", "y", "labels"):
+            if hasattr(trace, attr) and getattr(trace, attr) is not None:
+                setattr(trace, attr, _inert_seq(getattr(trace, attr)))
+    layout = fig.layout
+    if layout.title and layout.title.text:
+        layout.title.text = plotly_text(layout.title.text)
+    for axis in (layout.xaxis, layout.yaxis):
+        if axis and axis.title and axis.title.text:
+            axis.title.text = plotly_text(axis.title.text)
+    if layout.legend and layout.legend.title and layout.legend.title.text:
+        layout.legend.title.text = plotly_text(layout.legend.title.text)
+    return fig

@@ -1,11 +1,15 @@
-"""Compare page: two or more (run, method) systems paired on question_id.
+"""Compare page: which system is better, and is it real?
 
-The first system is the baseline; each other one gets a metric table (means, Δ, CI, Holm-
-adjusted p), improved/regressed/unchanged counts that filter the question list, a word diff
-of the answers to one question, and a head-to-head scatter for one metric.
+Above the fold, a verdict: one coloured sentence per tested metric (better / worse / no
+significant difference, Δ with its CI and the Holm-adjusted p). Then improved / regressed /
+unchanged counts per metric, each a link to those questions; the full metric table; where the
+wrong answers come from (failure-mode diagnosis per system); and question by question: a
+scatter of one metric and a word diff of two answers.
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -13,10 +17,11 @@ import streamlit as st
 
 from evalcore.analysis import compare as C
 from evalcore.analysis import leaderboard as L
-from evalcore.ui import common, entry
+from evalcore.ui import common, diagnosis, entry
 from evalcore.ui.helpers import diff_text, word_diff
 
 OUTCOMES = ["regressed", "improved", "unchanged", "missing"]
+
 
 
 def _metric_table(base: str, cand: str, stat_metrics: list[str]) -> pd.DataFrame:
@@ -57,7 +62,8 @@ def _scatter(pairs: pd.DataFrame, metric: str, base: str, cand: str) -> go.Figur
         fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="no change",
                                  line={"dash": "dot", "color": "grey"}))
     fig.update_layout(title=f"{metric}: each question, baseline vs candidate",
-                      xaxis_title=f"baseline ({base.partition(':')[2]})", yaxis_title=f"candidate ({cand.partition(':')[2]})",
+                      xaxis_title=f"baseline {base.partition(':')[2]} ({metric})",
+                      yaxis_title=f"candidate {cand.partition(':')[2]} ({metric})",
                       height=420)
     return fig
 
@@ -89,8 +95,50 @@ def _question_diff(base: str, cand: str, metric: str) -> None:
                  query_params={"run": cand.partition(":")[0], "method": cand.partition(":")[2], "qid": qid})
 
 
+_OUTCOME_COLOURS = {"better": "#d9f2e3", "worse": "#f8d7d4", "same": "#eeeeee"}
+
+
+def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str]) -> None:
+    """Above the fold: one sentence per tested metric, coloured by what it means for the candidate
+    (green better, red worse, grey no significant difference), in the metric's own direction."""
+    names = common.short_labels([base, cand], labels)
+    lines = C.verdict_lines(table, names[base], names[cand])
+    with st.container(key="verdict"):
+        st.subheader(f"Verdict: {names[cand]} against {names[base]} (baseline)")
+        if lines.empty:
+            st.info("Pick metrics to test (below) to get a verdict.")
+            return
+        better, worse = (lines.outcome == "better").sum(), (lines.outcome == "worse").sum()
+        st.text(f"{better} better, {worse} worse, {len(lines) - better - worse} without a significant difference "
+                f"(α = 0.05 after Holm over {len(lines)} tested metrics)")
+        styled = lines[["verdict", "outcome"]].style.apply(
+            lambda row: [f"background-color: {_OUTCOME_COLOURS[row['outcome']]}"] * len(row), axis=1)
+        st.dataframe(styled, hide_index=True, width="stretch",
+                     column_config={"verdict": st.column_config.TextColumn(
+                         "verdict", help="Δ = candidate − baseline. The CI is the paired bootstrap's, per metric "
+                                         "(unadjusted); the verdict follows the Holm-adjusted p, which accounts for "
+                                         "testing several metrics: a CI that excludes 0 with Holm p ≥ 0.05 is not "
+                                         "a difference after multiple testing."),
+                                    "outcome": st.column_config.TextColumn("for the candidate")})
+
+
+def _count_links(table: pd.DataFrame, picked: list[str]) -> None:
+    """Improved / regressed / unchanged per metric, each a link that lists those questions."""
+    def link(metric: str, outcome: str, n: int) -> str:
+        return "compare?" + urlencode([("sys", k) for k in picked] + [("cm", metric), ("out", outcome), ("n", n)])
+
+    rows = pd.DataFrame({
+        "metric": table.metric, "paired": table.n_pairs,
+        **{o: [link(m, o, int(n)) for m, n in zip(table.metric, table[o])] for o in ("improved", "regressed", "unchanged")},
+        "missing": table.missing})
+    cfg = {o: st.column_config.LinkColumn(o, display_text=r"n=(\d+)$", help=f"questions {o} on this metric: open the list")
+           for o in ("improved", "regressed", "unchanged")}
+    st.dataframe(rows, hide_index=True, column_config=cfg, width="stretch")
+
+
 def render() -> None:
-    common.header("Compare", "Pair systems (run / method) on question_id. The first one is the baseline.")
+    common.header("Compare", "Which system is better, and is it real? Systems (run / method) are paired on "
+                  "question_id; the first one is the baseline.")
     chosen = common.pick_systems("Systems (first = baseline)", 2)
     if chosen is None:
         return
@@ -103,26 +151,28 @@ def render() -> None:
     if not metrics:
         common.empty_state("These runs have no metric values.", "Score them first (`evalcore score`).")
         return
-    stat_metrics = common.url_multi("Metrics to test (CI, p)", metrics, "tm",
-                                    default=[m for m in L.KEY_METRICS if m in metrics][:4])
     cand = cands[0] if len(cands) == 1 else common.url_select(
         "Candidate", cands, "cand", format_func=lambda k: labels[k])
+    verdict_slot = st.empty()
+    stat_metrics = common.url_multi("Metrics to test (CI, p)", metrics, "tm",
+                                    default=[m for m in L.KEY_METRICS if m in metrics][:4])
     table = _metric_table(base, cand, stat_metrics)
     if table.empty:
         common.empty_state("No metric is scored on both sides.", "Pick systems scored with the same metrics.")
         return
-    common.show_table(table, "compare-metrics")
+    with verdict_slot.container():
+        _verdict(table, base, cand, labels)
+    st.subheader("Questions that changed, per metric")
+    _count_links(table, picked)
+    with st.expander("All metrics: means, Δ, CI, p"):
+        common.show_table(table, "compare-metrics")
+    diagnosis.render([base, cand], labels)
 
+    st.subheader("Question by question")
     metric = common.url_select("Metric for questions and scatter", list(table.metric), "cm",
                                default=stat_metrics[0] if stat_metrics else None)
-    row = table[table.metric == metric].iloc[0]
-    c1, c2, c3, c4 = st.columns(4)
-    c1.metric("improved", int(row.improved))
-    c2.metric("regressed", int(row.regressed))
-    c3.metric("unchanged", int(row.unchanged))
-    c4.metric("missing", int(row.missing))
     pairs = common.call(C.paired_values, base, cand, (metric,))
-    st.plotly_chart(_scatter(pairs, metric, base, cand), key="scatter")
+    st.plotly_chart(common.inert_figure(_scatter(pairs, metric, base, cand)), key="scatter")
     _question_diff(base, cand, metric)
 
 

@@ -47,3 +47,32 @@ def test_breakdown_counts_and_links(store):
     assert table["n"].to_dict() == {"correct": 1, "retrieval miss": 1, "unfaithful": 1, "faithful but wrong": 1}
     assert table["share"].sum() == pytest.approx(1.0)
     assert questions_in_bucket(store, "r:m", "unfaithful") == ["q2"]
+
+
+def test_vectorised_rule_equals_the_row_rule(store):
+    """diagnoses() (vectorised, what pages call) and diagnose() (one row) never disagree."""
+    import random
+
+    from evalcore.analysis.failure_modes import _wide, diagnoses
+
+    rng = random.Random(4)
+    writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="v", name="v",
+                                          evalcore_version="t", methods=["m"]))
+    qs = [EvalQuestion(id=f"q{i}", question=f"Q{i}?", answerable=rng.random() < 0.8) for i in range(200)]
+    writer.write_questions(qs)
+    writer.write_responses([EvalResponse(question_id=q.id, method="m", answer="a",
+                                         error="boom" if rng.random() < 0.05 else None) for q in qs])
+    names = ["token_f1", "answer_correct", "dont_know", "faithfulness", "hit_rate@5", "context_precision"]
+    values = []
+    for q in qs:
+        for name in names:
+            if rng.random() < 0.6:
+                v = rng.choice([0.0, 1.0, 0.5, 0.3, float("nan")])
+                values.append(MetricValue(run_id="v", method="m", question_id=q.id, metric=name, value=v,
+                                          group="g", reason="x" if v != v else None))
+    writer.write_metrics(values)
+    writer.publish()
+    wide = _wide(store, ("v:m",))
+    by_row = {r.question_id: diagnose(r) for _, r in wide.iterrows()}
+    vec = dict(zip(*diagnoses(store, ("v:m",))[["question_id", "bucket"]].T.values))
+    assert vec == {q: b for q, b in by_row.items() if b is not None}

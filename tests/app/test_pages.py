@@ -124,7 +124,7 @@ def test_compare_table_counts_and_diff(make_app, app_store):
     a, b = synthetic_runs(app_store)
     at = make_app("compare", sys=[f"{a}:local_search", f"{b}:local_search"], cm="token_f1", out="improved")
     assert not at.exception
-    table = at.dataframe[0].value
+    table = next(d.value for d in at.dataframe if "p_holm" in d.value.columns)
     row = table[table.metric == "token_f1"].iloc[0]
     assert row.improved + row.regressed + row.unchanged + row.missing == 24
     assert abs(row.delta - (row.mean_cand - row.mean_base)) < 1e-9
@@ -138,6 +138,36 @@ def test_compare_table_counts_and_diff(make_app, app_store):
     assert table.p_holm.notna().tolist() == sorted(table.p_holm.notna().tolist(), reverse=True)
     cols = list(table.columns)
     assert cols.index("delta") < cols.index("ci_low") < cols.index("p_holm") < cols.index("improved")
+
+
+def test_compare_verdict_says_who_wins_in_words(make_app, app_store):
+    """The verdict block names the better system per tested metric, in the metric's direction,
+    with its CI and Holm p, and agrees with the statistics table."""
+    run = synthetic_runs(app_store)[0]
+    at = make_app("compare", sys=[f"{run}:basic_search", f"{run}:local_search"], tm=["faithfulness", "token_f1"])
+    assert not at.exception
+    verdict = at.get("flex_container") if False else None  # noqa: F841 (containers are checked by key below)
+    lines = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    table = next(d.value for d in at.dataframe if "p_holm" in d.value.columns).set_index("metric")
+    assert set(lines.outcome) <= {"better", "worse", "same"} and len(lines) == 2
+    for row in lines.itertuples():
+        metric = row.verdict.split(":", 1)[0]
+        t = table.loc[metric]
+        assert f"Holm p = {t.p_holm:.2g}" in row.verdict
+        if t.p_holm < 0.05:
+            winner = "local_search" if (t.delta > 0) == bool(t.higher_is_better) else "basic_search"
+            assert row.verdict.startswith(f"{metric}: {winner} is better than") and row.outcome in ("better", "worse")
+            assert (row.outcome == "better") == (winner == "local_search")
+        else:
+            assert "no significant difference" in row.verdict and row.outcome == "same"
+    assert any(t.startswith("Verdict: local_search against basic_search") for t in (s.value for s in at.subheader))
+
+
+def test_compare_defaults_to_the_methods_of_the_newest_scored_run(make_app, app_store):
+    at = make_app("compare")
+    assert not at.exception
+    picked = at.multiselect(key="url_sys").value
+    assert len(picked) == 2 and len({k.partition(":")[0] for k in picked}) == 1
 
 
 def test_compare_needs_two_valid_systems(make_app):

@@ -1,0 +1,48 @@
+"""Where a system's wrong answers come from (Compare and Charts): the failure-mode diagnosis of
+evalcore.analysis.failure_modes as a stacked bar per system, and the questions of one bucket,
+each linking to its drill-down."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pandas as pd
+import plotly.express as px
+import streamlit as st
+
+from evalcore.analysis import failure_modes as FM
+from evalcore.ui import common
+
+FAILURE_COLOURS = {"correct": "#1a9850", "wrong abstention": "#9e9e9e", "retrieval miss": "#d73027",
+                   "unfaithful": "#fc8d59", "faithful but wrong": "#fee08b", "wrong, cause unknown": "#cccccc",
+                   "unscored": "#eeeeee"}
+
+
+def render(picked: list[str], labels: dict[str, str]) -> None:
+    """The failure-mode breakdown of the picked systems, and the questions of one bucket."""
+    modes = common.call(FM.failure_modes, tuple(picked))
+    st.subheader("Where the wrong answers come from")
+    if modes.empty:
+        common.empty_state("No diagnosable answers.", "Score correctness, retrieval and faithfulness metrics.")
+        return
+    names = common.short_labels(picked, labels)
+    shown = modes.assign(system=modes.system.map(lambda k: names.get(k, k)))
+    fig = px.bar(shown, x="share", y="system", color="bucket", orientation="h", text="n",
+                 category_orders={"bucket": list(FM.BUCKETS)}, color_discrete_map=FAILURE_COLOURS,
+                 labels={"share": "share of answered questions", "system": "", "bucket": "diagnosis"},
+                 title="Diagnosis of each answered question (counts on the bars)")
+    fig.update_layout(xaxis_tickformat=".0%", height=160 + 60 * len(picked), legend_title_text="diagnosis")
+    st.plotly_chart(common.inert_figure(fig), key="failure_modes")
+    st.caption("Retrieval miss: nothing relevant retrieved. Unfaithful: relevant context, unsupported claims. "
+               "Faithful but wrong: supported claims, wrong answer. Pick one to list its questions.")
+    c1, c2 = st.columns(2)
+    key = common.url_select("System", picked, "fs", format_func=lambda k: names.get(k, k), container=c1)
+    bucket = common.url_select("Diagnosis", [b for b in FM.BUCKETS if b != "correct"] + ["correct"], "fm",
+                               container=c2)
+    qids = common.call(FM.questions_in_bucket, key, bucket)
+    st.text(f"{len(qids)} questions: {bucket}")
+    if qids:
+        run, _, method = key.partition(":")
+        st.dataframe(pd.DataFrame({"question_id": qids, "open": [
+            "questions?" + urlencode({"run": run, "method": method, "qid": q}) for q in qids]}),
+            hide_index=True, height=200, column_config={"open": st.column_config.LinkColumn("open", display_text="open")})
