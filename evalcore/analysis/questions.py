@@ -88,3 +88,108 @@ def question_detail(store: RunStore, run_id: str, question_id: str) -> dict[str,
                                     FROM judge_calls WHERE run_id = $run AND question_id = $q
                                     ORDER BY method, purpose""", p, runs),
     }
+
+
+# Metrics in the order a reader weighs them: answer quality, then faithfulness, then retrieval,
+# then everything else alphabetically (abstention, cost, latency...).
+_IMPORTANCE = (
+    ("answer_correctness", "answer_correct", "factual_accuracy", "factual_grade", "answer_class", "judge_correctness",
+     "checks_pass", "token_f1", "exact_match", "semantic_similarity", "bert_score_f1", "keyword_coverage",
+     "weighted_score", "ragas_score", "overall_score"),
+    ("faithfulness", "groundedness", "judge_faithfulness", "citation_precision", "citation_recall"),
+    ("context_precision", "context_recall", "hit_rate@5", "recall@5", "mrr", "ndcg@10"),
+)
+
+
+def metric_order(names: list[str]) -> list[str]:
+    """`names` sorted by importance: answer quality, faithfulness, retrieval, then the rest."""
+    def rank(name: str) -> tuple[int, int, str]:
+        for tier, group in enumerate(_IMPORTANCE):
+            if name in group:
+                return tier, group.index(name), name
+            if tier == 2 and ("@" in name):
+                return tier, len(group), name
+        return len(_IMPORTANCE), 0, name
+    return sorted(names, key=rank)
+
+
+def readable_details(details: str | None) -> list[tuple[str, str]]:
+    """A metric's JSON details as (key, value) lines, nested keys joined with '.', for reading."""
+    import json
+
+    if not isinstance(details, str) or not details:
+        return []
+    try:
+        data = json.loads(details)
+    except ValueError:
+        return [("details", details)]
+    out: list[tuple[str, str]] = []
+
+    def walk(prefix: str, value: object) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else str(k), v)
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            for i, v in enumerate(value, start=1):
+                walk(f"{prefix}[{i}]", v)
+        else:
+            out.append((prefix or "value", value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
+    walk("", data)
+    return out
+
+
+def grid(store: RunStore, run_id: str, metric: str, methods: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Questions x methods of one run, each cell the metric's value (NaN: not scored), plus the
+    question text and `spread` (max - min across methods; 0 when the systems agree)."""
+    values = df(store, """
+        SELECT m.question_id, m.method, CASE WHEN isnan(m.value) THEN NULL ELSE m.value END AS value
+        FROM metrics m WHERE m.run_id = $run AND m.metric = $metric
+          AND ($methods IS NULL OR list_contains($methods, m.method))""",
+                {"run": run_id, "metric": metric, "methods": list(methods) if methods else None}, runs=[run_id])
+    texts = df(store, "SELECT question_id, question FROM questions WHERE run_id = $run", {"run": run_id}, runs=[run_id])
+    if values.empty:
+        return pd.DataFrame(columns=["question_id", "question", "spread"])
+    wide = values.pivot_table(index="question_id", columns="method", values="value", aggfunc="first",
+                              dropna=False)
+    wide.columns.name = None
+    cols = list(wide.columns)
+    wide["spread"] = wide[cols].max(axis=1) - wide[cols].min(axis=1)
+    out = texts.merge(wide.reset_index(), on="question_id", how="right")
+    return out[["question_id", "question", *cols, "spread"]].sort_values("question_id").reset_index(drop=True)
+
+
+def questions_with_unsupported_claims(store: RunStore, run_id: str) -> pd.DataFrame:
+    """(question_id, method, n_unsupported): answers with at least one claim the judge found
+    unsupported by the retrieved contexts."""
+    return df(store, """
+        SELECT question_id, method, count(*) AS n_unsupported FROM claims
+        WHERE run_id = $run AND source = 'answer' AND verdict = 'not_supported'
+        GROUP BY ALL ORDER BY question_id, method""", {"run": run_id}, runs=[run_id])
+
+
+def question_deltas(store: RunStore, run_id: str, metric: str, method_a: str, method_b: str) -> pd.DataFrame:
+    """Per question: the metric for two methods and Δ = b - a (for sorting the question list)."""
+    return df(store, """
+        WITH v AS (SELECT question_id, method, CASE WHEN isnan(value) THEN NULL ELSE value END AS value
+                   FROM metrics WHERE run_id = $run AND metric = $metric)
+        SELECT a.question_id, a.value AS a, b.value AS b, b.value - a.value AS delta
+        FROM v a JOIN v b USING (question_id)
+        WHERE a.method = $ma AND b.method = $mb ORDER BY abs(b.value - a.value) DESC NULLS LAST, a.question_id""",
+              {"run": run_id, "metric": metric, "ma": method_a, "mb": method_b}, runs=[run_id])
+
+
+def key_metrics(names: list[str], per_tier: tuple[int, ...] = (3, 2, 2)) -> list[str]:
+    """The few scores that summarise an answer: the most important of answer quality,
+    faithfulness and retrieval (a few of each), in importance order."""
+    ordered = metric_order(names)
+    picked: list[str] = []
+    for tier, n in enumerate(per_tier):
+        picked += [m for m in ordered if _tier(m) == tier][:n]
+    return picked
+
+
+def _tier(name: str) -> int:
+    for tier, group in enumerate(_IMPORTANCE):
+        if name in group or (tier == 2 and "@" in name):
+            return tier
+    return len(_IMPORTANCE)

@@ -1,25 +1,32 @@
-"""Questions page: filter a run's (question, method) rows, then drill into one question.
+"""Questions page: one question end to end with every method side by side, a grid of questions x
+methods, or the plain list of answers.
 
-The drill-down shows what a reviewer needs to judge the judge: the answer beside the ground
-truth, every retrieved context with its relevance verdict, each claim with its verdict and
-reason, every metric value, and the raw judge request/response. All of it is untrusted
-text and is shown with st.text / st.code / st.dataframe.
+What a researcher comes for: for one question, each method's answer next to the others, with
+its key scores and diagnosis, the claims the judge checked and its verdicts and reasons, the
+retrieved contexts with their relevance verdicts, who judged (a visible badge when it was the
+offline heuristic judge), and the raw judge calls one click away. Everything shown from a run
+is untrusted text: st.text / st.dataframe / st.code only.
 """
 
 from __future__ import annotations
 
 import json
-import re
 
 import pandas as pd
 import streamlit as st
 
+from evalcore.analysis import failure_modes as FM
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import questions as Qn
 from evalcore.ui import common
 
+VIEWS = {"question": "one question, methods side by side", "grid": "grid: questions x methods",
+         "list": "list of answers"}
+BADGE = {"correct": "green", "wrong abstention": "gray", "retrieval miss": "red", "unfaithful": "orange",
+         "faithful but wrong": "orange", "wrong, cause unknown": "gray", "unscored": "gray"}
 
-def _filters() -> tuple[Qn.QuestionFilter, list[str]] | None:
+
+def _filters() -> tuple[Qn.QuestionFilter, list[str], dict] | None:
     runs = common.call(L.run_list)
     if runs.empty:
         common.empty_state("No runs yet.", "Import or launch one first.")
@@ -35,160 +42,247 @@ def _filters() -> tuple[Qn.QuestionFilter, list[str]] | None:
         category = common.url_select("Category", ["(any)", *facets["category"]], "cat", container=st.sidebar)
         qtype = common.url_select("Question type", ["(any)", *facets["question_type"]], "qt", container=st.sidebar)
         text = common.url_text("Text search", "q", container=st.sidebar)
-        metrics = common.call(L.metric_names, (run_id,))
+        metrics = Qn.metric_order(common.call(L.metric_names, (run_id,)))
         metric = common.url_select("Metric threshold on", ["(none)", *metrics], "metric", container=st.sidebar)
         lo = hi = None
         if metric != "(none)":
             lo = common.url_number("min value", "min", lo=-1e9, hi=1e9, default=0.0, container=st.sidebar)
             hi = common.url_number("max value", "max", lo=-1e9, hi=1e9, default=1.0, container=st.sidebar)
-        shown = common.url_multi("Metric columns", metrics, "show", container=st.sidebar,
+        unsupported = common.url_select("Verdict", ["(any)", "answers with an unsupported claim"], "verdict",
+                                        container=st.sidebar)
+        delta_metric = common.url_select("Sort by Δ of", ["(question id)", *metrics], "dm_sort", container=st.sidebar)
+        pair = None
+        if delta_metric != "(question id)" and len(methods_all) >= 2:
+            a = common.url_select("Δ from", methods_all, "da", container=st.sidebar)
+            b = common.url_select("Δ to", [m for m in methods_all if m != a], "db", container=st.sidebar)
+            pair = (delta_metric, a, b)
+        shown = common.url_multi("Metric columns (list view)", metrics, "show", container=st.sidebar,
                                  default=[m for m in L.KEY_METRICS if m in metrics][:4])
     f = Qn.QuestionFilter(run_id=run_id, methods=tuple(methods) or None,
-                         category=None if category == "(any)" else category,
-                         question_type=None if qtype == "(any)" else qtype, text=text or None,
-                         metric=None if metric == "(none)" else metric, min_value=lo, max_value=hi)
-    return f, shown
+                          category=None if category == "(any)" else category,
+                          question_type=None if qtype == "(any)" else qtype, text=text or None,
+                          metric=None if metric == "(none)" else metric, min_value=lo, max_value=hi)
+    return f, shown, {"unsupported": unsupported != "(any)", "pair": pair}
+
+
+def _question_ids(f: Qn.QuestionFilter, table: pd.DataFrame, extra: dict) -> list[str]:
+    qids = list(dict.fromkeys(table["question_id"]))
+    if extra["unsupported"]:
+        flagged = set(common.call(Qn.questions_with_unsupported_claims, f.run_id)["question_id"])
+        qids = [q for q in qids if q in flagged]
+    if extra["pair"]:
+        order = common.call(Qn.question_deltas, f.run_id, *extra["pair"])["question_id"].tolist()
+        rank = {q: i for i, q in enumerate(order)}
+        qids.sort(key=lambda q: rank.get(q, len(rank)))
+    return qids
 
 
 def _step(delta: int, n: int) -> None:
     st.session_state["q_index"] = max(0, min(n - 1, st.session_state.get("q_index", 0) + delta))
 
 
-def _nav(qids: list[str]) -> str:
-    """Previous/next buttons (keyboard shortcuts K and J, st.button(shortcut=)) plus a jump box;
-    the index lives in ?i=."""
+def _nav(qids: list[str], texts: dict[str, str]) -> str:
+    """Previous/next (keyboard K and J) and a picker that shows the question text; ?qid= / ?i= in the URL."""
     n = len(qids)
-    if "q_index" not in st.session_state:
-        wanted = st.query_params.get("qid")
+    wanted = st.query_params.get("qid")
+    if "q_index" not in st.session_state or st.session_state.pop("q_jump", None):
         st.session_state["q_index"] = qids.index(wanted) if wanted in qids else common.url_int("i", 0, n - 1)
     st.session_state["q_index"] = max(0, min(n - 1, st.session_state["q_index"]))
-    c1, c2, c3 = st.columns([1, 1, 4])
+    c1, c2, c3 = st.columns([1, 1, 6])
     c1.button("Previous (K)", on_click=_step, args=(-1, n), shortcut="K", disabled=st.session_state["q_index"] == 0)
-    c2.button("Next (J)", on_click=_step, args=(1, n), shortcut="J",
-              disabled=st.session_state["q_index"] >= n - 1)
-    c3.selectbox("Question", range(n), key="q_index", format_func=lambda i: f"{i + 1}/{n}: {qids[i]}")
+    c2.button("Next (J)", on_click=_step, args=(1, n), shortcut="J", disabled=st.session_state["q_index"] >= n - 1)
+
+    def label(i: int) -> str:
+        text = " ".join(str(texts.get(qids[i]) or "").split())
+        return f"{i + 1}/{n} · {qids[i]} · {text[:90]}{'…' if len(text) > 90 else ''}"
+    c3.selectbox("Question", range(n), key="q_index", format_func=label, label_visibility="collapsed")
     i = st.session_state["q_index"]
     common.set_param("i", i)
-    common.set_param("qid", None)
+    common.set_param("qid", qids[i])
     return qids[i]
 
 
 def _contexts(record: str, verdicts: pd.DataFrame) -> pd.DataFrame:
     """Retrieved contexts with the judge's relevance verdict beside each rank (typed rows of
     the context_verdicts table)."""
-    retrieved = json.loads(record).get("retrieved", [])
+    retrieved = json.loads(record).get("retrieved", []) if isinstance(record, str) else []
     ctx = pd.DataFrame(retrieved, columns=["rank", "chunk_id", "rel_path", "heading_path", "score", "text"])
     verdicts = verdicts[["rank", "verdict", "score", "reason"]].rename(columns={"score": "judge_score"})
     if ctx.empty:
         return ctx
-    # The verdict and its reason next to the rank, the long text last (the table truncates it).
     merged = ctx.merge(verdicts, on="rank", how="left")
-    return merged[["rank", "verdict", "judge_score", "reason", "score", "chunk_id", "rel_path", "heading_path",
-                   "text"]]
+    return merged[["rank", "verdict", "reason", "text", "judge_score", "score", "chunk_id", "rel_path", "heading_path"]]
 
 
-def _call_label(n: int, call) -> str:
-    """`call 3 · support · heuristic:lexical-v1/support@1 · 12 ms`: what, by whom, how it went.
-
-    Our own strings (task names, judge ids, numbers), with markdown characters escaped
-    because expander labels are markdown."""
-    how = "cache hit" if call.cache_hit else (f"{call.latency_ms:.0f} ms" if pd.notna(call.latency_ms) else "live")
-    label = f"call {n} · {call.purpose} · {call.judge_id} · {how}" + (" · error" if isinstance(call.error, str) else "")
-    return re.sub(r"([\\`*_{}\[\]()#+!|<>~.-])", r"\\\1", label)
+def _judges(metrics: pd.DataFrame) -> list[str]:
+    return sorted({j for j in metrics["judge_id"].dropna() if isinstance(j, str)})
 
 
-def _method_detail(detail: dict, method: str) -> None:
-    resp = detail["responses"][detail["responses"].method == method]
+def _method_column(detail: dict, method: str, bucket: str | None, run_id: str) -> None:
+    resp = detail["responses"][detail["responses"].method == method].iloc[0]
     metrics = detail["metrics"][detail["metrics"].method == method]
-    if resp.empty:
-        st.info("This method has no answer for this question.")
-        return
-    r = resp.iloc[0]
-    usage = pd.DataFrame([{k: r[k] for k in ("latency_ms", "input_tokens", "output_tokens", "cost_usd",
-                                             "abstained", "error_kind")}])
-    st.dataframe(usage, hide_index=True)
-    if isinstance(r["error"], str):
-        common.untrusted("Error", r["error"])
-    st.subheader("Retrieved contexts")
-    verdicts = detail["contexts"][(detail["contexts"].method == method)]
+    st.text(method)
+    badges = st.container(horizontal=True)
+    if bucket:
+        badges.badge(bucket, color=BADGE.get(bucket, "gray"))
+    if any(j.startswith("heuristic") for j in _judges(metrics)):
+        badges.badge("heuristic judge", color="orange", icon=":material/warning:",
+                     help="Verdicts from the offline heuristic judge: word-overlap approximations, "
+                          "not an LLM. Treat them as rough; re-judge with a real model.")
+    if isinstance(resp["error"], str):
+        common.untrusted("Target error", resp["error"])
+    common.untrusted("Answer", resp["answer"])
+    key = Qn.key_metrics(metrics["metric"].tolist())
+    scores = metrics.set_index("metric").loc[key, ["value", "label"]].reset_index()
+    st.dataframe(scores, hide_index=True, key=f"scores_{method}",
+                 column_config={"value": st.column_config.NumberColumn("value", format="%.3f")})
+    claims = detail["claims"][(detail["claims"].method == method) & (detail["claims"].source == "answer")]
+    st.caption(f"Claims in the answer ({len(claims)})")
+    if claims.empty:
+        st.text("(no claims stored: faithfulness was not judged)")
+    else:
+        st.dataframe(claims[["idx", "verdict", "text", "reason"]], hide_index=True, key=f"claims_{method}")
+    verdicts = detail["contexts"][detail["contexts"].method == method]
     if len(verdicts):  # one metric's verdicts: context_precision when there, else the first judged
         chosen = "context_precision" if (verdicts.metric == "context_precision").any() else verdicts.metric.iloc[0]
         verdicts = verdicts[verdicts.metric == chosen]
-    ctx = _contexts(r["record"], verdicts)
+    ctx = _contexts(resp["record"], verdicts)
+    st.caption(f"Retrieved contexts ({len(ctx)}), with the judge's relevance verdict")
     if ctx.empty:
-        st.info("No retrieved contexts were recorded.")
+        st.text("(no retrieved contexts recorded)")
     else:
-        if not len(verdicts):
-            st.caption("No context relevance verdicts (context_precision was not judged).")
-        common.show_table(ctx, f"contexts-{method}", key=f"dl_ctx_{method}")
-        with st.expander("Context texts in full"):
+        st.dataframe(ctx, hide_index=True, key=f"ctx_{method}",
+                     column_config={"text": st.column_config.TextColumn("text", width="large")})
+        with st.expander("Context texts in full (the evidence the claims were checked against)"):
             for row in ctx.itertuples(index=False):
-                common.untrusted(f"rank {row.rank} · {row.chunk_id}", row.text)
-    st.subheader("Claims")
-    claims = detail["claims"][detail["claims"].method == method].drop(columns="method")
-    if claims.empty:
-        st.info("No claims stored (faithfulness / context recall were not judged).")
-    else:
-        common.show_table(claims, f"claims-{method}", key=f"dl_claims_{method}")
-    st.subheader("Metrics")
-    shown = metrics.drop(columns=["method"]).copy()
-    shown["details"] = shown["details"].fillna("")
-    common.show_table(shown, f"metrics-{method}", key=f"dl_metrics_{method}")
-    st.subheader("Judge calls")
-    calls = detail["judge_calls"][detail["judge_calls"].method == method]
-    if calls.empty:
-        st.info("No judge calls recorded for this answer.")
-    for n, call in enumerate(calls.itertuples(index=False), start=1):
-        with st.expander(_call_label(n, call), expanded=False):
-            st.dataframe(pd.DataFrame([{"purpose": call.purpose, "judge": call.judge_id,
-                                        "tokens in": call.input_tokens, "tokens out": call.output_tokens,
-                                        "cost_usd": call.cost_usd, "latency_ms": call.latency_ms,
-                                        "cache_hit": call.cache_hit, "error": call.error}]), hide_index=True)
-            st.caption("Request")
-            st.code(call.request or "", language="json", wrap_lines=True)
-            st.caption("Raw response")
-            st.code(call.response_raw or "", language=None, wrap_lines=True)
+                common.untrusted(f"rank {row.rank} · {row.verdict or 'no verdict'}", row.text)
+    who = _judges(metrics)
+    st.caption("Judged by: " + (", ".join(who) if who else "no judge (deterministic metrics only)"))
 
 
-def _show_question(run_id: str, qid: str) -> None:
+def _judge_calls(detail: dict) -> None:
+    calls = detail["judge_calls"]
+    with st.expander(f"Raw judge calls ({len(calls)})"):
+        if calls.empty:
+            st.text("No judge calls recorded for this question.")
+            return
+        labels = [f"{c.method} · {c.purpose} · {c.judge_id}" + (" · cache hit" if c.cache_hit else "")
+                  for c in calls.itertuples()]
+        i = st.selectbox("Call", range(len(calls)), format_func=lambda k: labels[k], key="judge_call")
+        call = calls.iloc[i]
+        st.dataframe(pd.DataFrame([{k: call[k] for k in ("purpose", "judge_id", "input_tokens", "output_tokens",
+                                                        "cost_usd", "latency_ms", "cache_hit", "error")}]),
+                     hide_index=True)
+        st.caption("Request")
+        st.code(call["request"] or "", language="json", wrap_lines=True)
+        st.caption("Raw response")
+        st.code(call["response_raw"] or "", language=None, wrap_lines=True)
+
+
+def _all_metrics(detail: dict) -> None:
+    m = detail["metrics"]
+    if m.empty:
+        return
+    with st.expander("All metrics, every method (importance order), and their details"):
+        wide = m.pivot_table(index="metric", columns="method", values="value", aggfunc="first", dropna=False)
+        wide = wide.loc[Qn.metric_order(list(wide.index))].reset_index()
+        wide.columns.name = None
+        st.dataframe(wide, hide_index=True)
+        metric = st.selectbox("Details of", Qn.metric_order(sorted(set(m.metric))), key="details_metric")
+        rows = []
+        for r in m[m.metric == metric].itertuples():
+            rows += [{"method": r.method, "field": k, "value": v} for k, v in Qn.readable_details(r.details)]
+            if isinstance(r.reason, str):
+                rows.append({"method": r.method, "field": "reason (not scored)", "value": r.reason})
+        st.dataframe(pd.DataFrame(rows, columns=["method", "field", "value"]), hide_index=True)
+
+
+def _show_question(run_id: str, qid: str, methods: tuple[str, ...] | None) -> None:
     detail = common.call(Qn.question_detail, run_id, qid)
     if detail["question"].empty:
         st.error("This question is not in the run.")
         return
     q = detail["question"].iloc[0]
-    common.untrusted("Question id", q["question_id"])
     common.untrusted("Question", q["question"])
-    common.untrusted("Ground truth", q["ground_truth"] if isinstance(q["ground_truth"], str) else "(none)")
-    st.dataframe(pd.DataFrame([{k: q[k] for k in ("category", "question_type", "difficulty", "answerable")}]),
-                 hide_index=True)
-    st.subheader("Answers")
-    for r in detail["responses"].itertuples(index=False):
-        common.untrusted("Method", r.method)
-        st.text(r.answer or "(empty answer)")
-    methods = detail["responses"]["method"].tolist()
-    if methods:
-        st.divider()
-        method = common.url_select("Details for method", methods, "dm")
-        _method_detail(detail, method)
+    common.untrusted("Ground truth", q["ground_truth"])
+    st.text(" · ".join(f"{k}: {q[k]}" for k in ("question_id", "category", "question_type", "difficulty", "answerable")
+                       if q[k] is not None and q[k] == q[k]))
+    shown = [m for m in detail["responses"]["method"] if methods is None or m in methods]
+    if not shown:
+        st.info("No selected method answered this question.")
+        return
+    buckets = {}
+    for method in shown:
+        rows = common.call(FM.diagnoses, (f"{run_id}:{method}",))
+        hit = rows[rows.question_id == qid]
+        buckets[method] = hit.bucket.iloc[0] if len(hit) else None
+    with st.container(key="answers"):
+        for col, method in zip(st.columns(len(shown)), shown):
+            with col:
+                _method_column(detail, method, buckets[method], run_id)
+    _judge_calls(detail)
+    _all_metrics(detail)
+
+
+def _select_from_grid(table: pd.DataFrame) -> None:
+    rows = st.session_state["grid_table"].selection.rows
+    if rows:
+        st.session_state["q_pick"] = table["question_id"].iloc[rows[0]]
+
+
+def _grid(f: Qn.QuestionFilter, qids: list[str], metrics: list[str]) -> None:
+    """Questions x methods, each cell one metric coloured from bad to good; a row opens the question."""
+    if not metrics:
+        common.empty_state("No metric values in this run.", "Score it first.")
+        return
+    c1, c2 = st.columns([2, 2])
+    metric = common.url_select("Metric in the cells", metrics, "gm", container=c1,
+                               default=next((m for m in L.KEY_METRICS if m in metrics), None))
+    differ = c2.checkbox("Only rows where the methods differ", key="grid_differ")
+    table = common.call(Qn.grid, f.run_id, metric, f.methods)
+    table = table[table.question_id.isin(set(qids))]
+    if differ:
+        table = table[table.spread > 1e-9]
+    table = table.reset_index(drop=True)
+    method_cols = [c for c in table.columns if c not in ("question_id", "question", "spread")]
+    st.text(f"{len(table)} questions · {metric} per method · select a row to open the question")
+    from evalcore.analysis.catalog import higher_is_better
+
+    cmap = "RdYlGn" if higher_is_better(metric) else "RdYlGn_r"
+    styled = table.style.background_gradient(cmap=cmap, subset=method_cols, vmin=float(table[method_cols].min().min())
+                                             if len(table) else 0, vmax=float(table[method_cols].max().max())
+                                             if len(table) else 1).format("{:.3f}", subset=[*method_cols, "spread"])
+    st.dataframe(styled, hide_index=True, key="grid_table", on_select=lambda: _select_from_grid(table),
+                 selection_mode="single-row", height=480)
 
 
 def render() -> None:
-    common.header("Questions", "Filter the answers of one run, then inspect a question end to end.")
+    common.header("Questions", "One question end to end, every method side by side; a grid of questions × methods; "
+                  "or the list of answers.")
     picked = _filters()
     if picked is None:
         return
-    f, shown = picked
+    f, shown, extra = picked
     table = common.call(Qn.question_table, f, tuple(shown))
-    st.text(f"{len(table)} answers match ({table['question_id'].nunique() if len(table) else 0} questions)")
-    if table.empty:
+    qids = _question_ids(f, table, extra) if len(table) else []
+    if "q_pick" in st.session_state:  # a grid row was picked: open it
+        qid = st.session_state.pop("q_pick")
+        st.query_params["qid"] = qid
+        st.session_state["url_view"] = "question"
+        st.session_state["q_jump"] = True
+    view = common.url_select("View", list(VIEWS), "view", format_func=VIEWS.get)
+    st.text(f"{len(qids)} questions match ({len(table)} answers)")
+    if not qids:
         common.empty_state("Nothing matches these filters.", "Loosen the filters in the sidebar.")
         return
-    with st.expander("Matching answers", expanded=True):
-        common.show_table(table, "questions", height=300)
-    qids = list(dict.fromkeys(table["question_id"]))
-    st.divider()
-    qid = _nav(qids)
-    _show_question(f.run_id, qid)
+    if view == "grid":
+        _grid(f, qids, Qn.metric_order(common.call(L.metric_names, (f.run_id,))))
+    elif view == "list":
+        common.show_table(table[table.question_id.isin(set(qids))], "questions", height=500)
+    else:
+        texts = dict(zip(table.question_id, table.question))
+        qid = _nav(qids, texts)
+        _show_question(f.run_id, qid, f.methods)
 
 
 if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)

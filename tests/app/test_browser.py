@@ -178,3 +178,38 @@ def test_every_page_loads_in_chromium_without_exceptions(served_app, tmp_path):
             assert labels == list(PAGES.values()), f"page {path or '/'}: sidebar lists {labels}"
     finally:
         tools.close()
+
+
+def _wait_for(tools: "DevTools", expression: str, seconds: float = 30.0):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        value = tools.call("Runtime.evaluate", returnByValue=True, expression=expression)["result"].get("value")
+        if value:
+            return value
+        time.sleep(0.3)
+    return None
+
+
+def test_journeys_render_in_chromium(served_app, app_store, tmp_path):
+    """The researcher's side-by-side answers, the grid, and the PM's verdict, in a real browser:
+    the keyed containers are on the page, each method has its column, the grid has its rows."""
+    browser = chromium()
+    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    run = sorted(r for r in app_store.run_ids() if r.startswith("synthetic"))[0]
+    tools = DevTools(browser, tmp_path / "profile")
+    try:
+        dom = tools.dom_after(f"{served_app}/questions?run={run}&qid=q00002", "Questions")
+        assert not any(m in dom for m in BAD_MARKERS)
+        columns = _wait_for(tools, "(() => { const c = document.querySelector('.st-key-answers');"
+                                   " return c ? c.querySelectorAll('[data-testid=stColumn]').length : 0 })()")
+        assert columns == 2, "one column per method inside the answers container"
+        dom = tools.dom_after(f"{served_app}/questions?run={run}&view=grid&gm=token_f1", "Questions")
+        assert not any(m in dom for m in BAD_MARKERS)
+        assert _wait_for(tools, "document.querySelectorAll('[data-testid=stDataFrame]').length > 0")
+        dom = tools.dom_after(f"{served_app}/compare?sys={run}:basic_search&sys={run}:local_search", "Compare")
+        assert not any(m in dom for m in BAD_MARKERS)
+        text = _wait_for(tools, "(() => { const v = document.querySelector('.st-key-verdict');"
+                                " return v ? v.innerText : '' })()")
+        assert text and "Verdict: local_search against basic_search" in text
+    finally:
+        tools.close()

@@ -72,34 +72,77 @@ def test_leaderboard_means_match_the_store_views(app_store):
     assert len(merged) > 0 and (merged["weighted_score_ci95"] - merged["h"]).abs().max() < 1e-12
 
 
+def _meta(at) -> str:
+    return next(t for t in texts(at) if t.startswith("question_id: "))
+
+
 def test_questions_deep_link_and_next_previous(make_app, app_store):
     run = synthetic_runs(app_store)[0]
     at = make_app("questions", run=run, method="local_search", i="3")
     assert not at.exception
-    assert "q00003" in texts(at)
-    assert at.query_params["i"] == "3"
+    assert _meta(at).startswith("question_id: q00003")
+    assert at.query_params["i"] == "3" and at.query_params["qid"] == "q00003"
     next_button = next(b for b in at.button if b.label.startswith("Next"))
     next_button.click().run()
-    assert at.query_params["i"] == "4" and "q00004" in texts(at)
+    assert at.query_params["i"] == "4" and _meta(at).startswith("question_id: q00004")
     prev_button = next(b for b in at.button if b.label.startswith("Previous"))
     prev_button.click().run()
     assert at.query_params["i"] == "3"
+    # the picker shows the question's text, not only its id
+    picker = at.selectbox(key="q_index")
+    assert picker.format_func(3).startswith("4/24 · q00003 · ") and len(picker.format_func(3)) > 20
 
 
-def test_questions_drilldown_shows_verdicts_claims_and_judge_io(make_app, app_store):
+def test_questions_side_by_side_with_claims_contexts_and_judge(make_app, app_store):
+    """One question, every method in its own column: answer, key scores in importance order,
+    claims with verdicts, contexts with relevance verdicts, the heuristic-judge badge, raw calls."""
     run = synthetic_runs(app_store)[0]
-    at = make_app("questions", run=run, qid="q00002", dm="basic_search")
+    at = make_app("questions", run=run, qid="q00002")
+    assert not at.exception
+    answers = at.get("flex_container") and None  # noqa: F841 (the container is looked up by key below)
+    block = at.container(key="answers") if hasattr(at, "container") else None  # noqa: F841
+    methods = [t for t in texts(at) if t in ("basic_search", "local_search")]
+    assert methods == ["basic_search", "local_search"]  # both methods, side by side (one column each)
     frames = [d.value for d in at.dataframe]
-    contexts = next(f for f in frames if "verdict" in f.columns and "rank" in f.columns)
-    assert contexts["verdict"].isin(["relevant", "not_relevant"]).all()
-    claims = next(f for f in frames if {"text", "verdict", "reason"} <= set(f.columns) and "rank" not in f.columns)
-    assert len(claims) == 3
-    assert any("Judge:" in c.value for c in at.code)  # the stored judge request
-    assert list(contexts.columns[:4]) == ["rank", "verdict", "judge_score", "reason"]
-    full = next(e for e in at.expander if e.label == "Context texts in full")
-    assert [t.value for t in full.text] == contexts["text"].tolist()
-    call_labels = [e.label for e in at.expander if e.label.startswith("call ")]
-    assert call_labels and all(" · " in label for label in call_labels)
+    contexts = [f for f in frames if "verdict" in f.columns and "rank" in f.columns]
+    claims = [f for f in frames if {"idx", "verdict", "text", "reason"} <= set(f.columns)]
+    scores = [f for f in frames if list(f.columns) == ["metric", "value", "label"]]
+    assert len(contexts) == len(claims) == len(scores) == 2
+    assert contexts[0]["verdict"].isin(["relevant", "not_relevant"]).all()
+    assert list(contexts[0].columns[:4]) == ["rank", "verdict", "reason", "text"]
+    assert claims[0]["verdict"].isin(["supported", "not_supported"]).all() and len(claims[0]) == 3
+    assert scores[0]["metric"].iloc[0] in ("answer_correctness", "factual_accuracy", "answer_class", "token_f1")
+    assert list(scores[0]["metric"]).index("faithfulness") < list(scores[0]["metric"]).index("context_precision")
+    assert any("Judged by: heuristic:synthetic" in c.value for c in at.caption)
+    raw = next(e for e in at.expander if e.label.startswith("Raw judge calls"))
+    assert any("Judge:" in c.value for c in raw.code)  # the stored judge request, one click away
+    full = next(e for e in at.expander if e.label.startswith("Context texts in full"))
+    assert [t.value for t in full.text] == contexts[0]["text"].tolist()
+
+
+def test_questions_grid_colours_and_opens_a_row(make_app, app_store):
+    run = synthetic_runs(app_store)[0]
+    at = make_app("questions", run=run, view="grid", gm="token_f1")
+    assert not at.exception
+    grid = next(d.value for d in at.dataframe if "spread" in d.value.columns)
+    assert {"basic_search", "local_search"} <= set(grid.columns) and len(grid) == 24
+    at.checkbox(key="grid_differ").check().run()
+    differ = next(d.value for d in at.dataframe if "spread" in d.value.columns)
+    assert (differ["spread"] > 0).all() and len(differ) <= 24
+
+
+def test_questions_filter_unsupported_claims_and_sort_by_delta(make_app, app_store):
+    from evalcore.analysis.questions import question_deltas, questions_with_unsupported_claims
+
+    run = synthetic_runs(app_store)[0]
+    at = make_app("questions", run=run, view="list", verdict="answers with an unsupported claim")
+    assert not at.exception
+    flagged = set(questions_with_unsupported_claims(app_store, run)["question_id"])
+    assert any(t.startswith(f"{len(flagged)} questions match") for t in texts(at))
+    at = make_app("questions", run=run, dm_sort="token_f1", da="basic_search", db="local_search")
+    assert not at.exception
+    first = question_deltas(app_store, run, "token_f1", "basic_search", "local_search")["question_id"].iloc[0]
+    assert _meta(at).startswith(f"question_id: {first}")  # the biggest change first
 
 
 def test_questions_rejects_bad_url_values(make_app):
