@@ -23,7 +23,7 @@ import pandas as pd
 
 from evalcore.analysis.sql import df
 from evalcore.schemas import Annotation
-from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, TARGET_LABELS
+from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, RETRACTED, TARGET_LABELS
 from evalcore.stats.agreement import agreement_rate, cohen_kappa
 from evalcore.store import RunStore
 
@@ -47,10 +47,18 @@ WITH items AS (
       AND metric IN ({", ".join(f"'{m}'" for m in (*GRADE_METRICS, *CLASS_METRICS))})
 )"""
 
-_QUEUE = _ITEMS + """
+# Items someone has reviewed: a person's newest annotation of the item, unless it retracts.
+_REVIEWED = f""", reviewed AS (
+    SELECT DISTINCT run_id, method, question_id, target_kind, target_ref FROM (
+        SELECT * FROM annotations WHERE run_id = $run
+        QUALIFY row_number() OVER (PARTITION BY who, run_id, method, question_id, target_kind, target_ref
+                                   ORDER BY "when" DESC, annotation_id DESC) = 1)
+    WHERE label <> '{RETRACTED}')"""
+
+_QUEUE = _ITEMS + _REVIEWED + """
 SELECT i.* FROM items i
 WHERE i.target_kind = $kind AND ($method IS NULL OR i.method = $method)
-  AND NOT EXISTS (SELECT 1 FROM annotations a
+  AND NOT EXISTS (SELECT 1 FROM reviewed a
                   WHERE a.run_id = i.run_id AND a.method = i.method AND a.question_id = i.question_id
                     AND a.target_kind = i.target_kind AND a.target_ref = i.target_ref)
   AND NOT list_contains($skip, i.method || '|' || i.question_id || '|' || i.target_ref)
@@ -68,10 +76,10 @@ def queue(store: RunStore, run_id: str, kind: str, method: str | None, skip: tup
 
 def counts(store: RunStore, run_id: str) -> pd.DataFrame:
     """Per verdict kind: how many verdicts the run has and how many are reviewed."""
-    return df(store, _ITEMS + """
+    return df(store, _ITEMS + _REVIEWED + """
         SELECT i.target_kind, count(*) AS n_verdicts,
                count(*) FILTER (WHERE EXISTS (
-                   SELECT 1 FROM annotations a WHERE a.run_id = i.run_id AND a.method = i.method
+                   SELECT 1 FROM reviewed a WHERE a.run_id = i.run_id AND a.method = i.method
                      AND a.question_id = i.question_id AND a.target_kind = i.target_kind
                      AND a.target_ref = i.target_ref)) AS n_reviewed
         FROM items i GROUP BY 1 ORDER BY 1""", {"run": run_id}, runs=[run_id])
@@ -99,7 +107,7 @@ def item_context(store: RunStore, run_id: str, method: str, question_id: str) ->
 def save(store: RunStore, item: dict, who: str, label: str, note: str | None) -> Annotation:
     """Append one annotation (never overwrites: a second opinion is a new row)."""
     allowed = LABELS.get(item["target_kind"])
-    if allowed is not None and label not in allowed:
+    if allowed is not None and label not in (*allowed, RETRACTED):
         raise ValueError(f"label {label!r} is not one of {', '.join(allowed)}")
     a = Annotation(annotation_id=uuid.uuid4().hex, who=who, run_id=item["run_id"], method=item["method"],
                    question_id=item["question_id"], target_kind=item["target_kind"],
@@ -109,13 +117,23 @@ def save(store: RunStore, item: dict, who: str, label: str, note: str | None) ->
     return a
 
 
+def undo(store: RunStore, annotation: Annotation) -> Annotation:
+    """Take back one's own annotation: appends a retraction of the same item by the same person
+    (the original row stays, as every annotation does)."""
+    item = {"run_id": annotation.run_id, "method": annotation.method, "question_id": annotation.question_id,
+            "target_kind": annotation.target_kind, "target_ref": annotation.target_ref,
+            "judge_label": annotation.judge_label}
+    return save(store, item, annotation.who, RETRACTED, f"undo of {annotation.annotation_id}")
+
+
 def _newest(store: RunStore, run_id: str | None) -> pd.DataFrame:
-    """Each person's newest annotation per item."""
-    return df(store, """
+    """Each person's newest annotation per item (an item whose newest is a retraction: none)."""
+    out = df(store, """
         SELECT who, run_id, method, question_id, target_kind, target_ref, judge_label, label FROM annotations
         WHERE ($run IS NULL OR run_id = $run)
         QUALIFY row_number() OVER (PARTITION BY who, run_id, method, question_id, target_kind, target_ref
                                    ORDER BY "when" DESC, annotation_id DESC) = 1""", {"run": run_id})
+    return out[out.label != RETRACTED].reset_index(drop=True)
 
 
 def _norm(x: Any) -> str:

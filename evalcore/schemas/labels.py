@@ -54,6 +54,10 @@ TARGET_LABELS: dict[str, tuple[str, ...]] = {
     "grade": tuple(Grade),
 }
 
+# An annotation with this label takes back the same person's previous label on the same item
+# (undo): annotations are append-only, so an undo is a new row, never a deletion.
+RETRACTED = "(retracted)"
+
 # Metrics whose stored `label` column is a grade / an answer class (summary counts, charts, queue).
 GRADE_METRICS = ("factual_grade", "factual_accuracy")
 CLASS_METRICS = ("answer_class",)

@@ -18,28 +18,26 @@ from evalcore.ui import common
 KINDS = list(A.LABELS)
 
 
-def _show_item(item: dict) -> None:
+BATCH = 20  # items per batch: progress reads "k of 20 in this batch"
+
+
+def _evidence(item: dict) -> None:
+    """What the judge saw, so the annotator decides on the same evidence: the question, the
+    reference, the answer, and the retrieved contexts (the one judged, for a context verdict)."""
     ctx = common.call(A.item_context, item["run_id"], item["method"], item["question_id"])
-    common.untrusted("Question", ctx["question"].iloc[0] if len(ctx) else "")
-    common.untrusted("Ground truth", ctx["ground_truth"].iloc[0] if len(ctx) else "")
-    common.untrusted("Answer", ctx["answer"].iloc[0] if len(ctx) else "")
-    chunks = _retrieved(ctx)
-    if item["target_kind"] == "claim":
-        common.untrusted("Claim", item["target_text"])
-        # The judge decided against these passages; the annotator needs the same evidence.
-        with st.expander(f"Retrieved contexts the judge checked the claim against ({len(chunks)})",
-                         expanded=True):
-            if not chunks:
-                st.text("(no retrieved context stored for this answer)")
-            for c in sorted(chunks, key=lambda c: c.get("rank") or 0):
-                common.untrusted(f"Context rank {c.get('rank')}", c.get("text") or "(no text stored)")
-    elif item["target_kind"] == "context":
+    common.untrusted("Question", ctx["question"].iloc[0] if len(ctx) else None)
+    common.untrusted("Ground truth", ctx["ground_truth"].iloc[0] if len(ctx) else None)
+    if item["target_kind"] != "claim":  # a claim's answer is shown beside the claim itself
+        common.untrusted("Answer", ctx["answer"].iloc[0] if len(ctx) else None)
+    chunks = sorted(_retrieved(ctx), key=lambda c: c.get("rank") or 0)
+    if item["target_kind"] == "context":
         rank = item["target_ref"].rpartition(":")[2]
-        text = next((c.get("text") for c in chunks if str(c.get("rank")) == rank), "(context not stored)")
-        common.untrusted("Retrieved context (rank, text)", f"rank {rank}: {text}")
-    common.untrusted("Judge verdict", item["judge_label"])
-    if isinstance(item.get("judge_reason"), str):
-        common.untrusted("Judge reason", item["judge_reason"])
+        chunks = [c for c in chunks if str(c.get("rank")) == rank] or chunks
+    st.caption(f"Retrieved contexts the judge checked ({len(chunks)})")
+    if not chunks:
+        st.text("(no retrieved context stored for this answer)")
+    for c in chunks:
+        common.untrusted(f"Context rank {c.get('rank')}", c.get("text") or "(no text stored)")
 
 
 def _retrieved(ctx) -> list[dict]:
@@ -53,8 +51,64 @@ def _skip(key: str) -> None:
     st.session_state.setdefault("ann_skip", []).append(key)
 
 
+def _decide(item: dict, who: str, label: str) -> None:
+    note = st.session_state.get("ann_note") or None
+    saved = A.save(common.store(), item, who, label, note)
+    st.session_state.setdefault("ann_done", []).append(saved)
+    st.session_state["ann_note"] = ""
+
+
+def _undo() -> None:
+    done = st.session_state.get("ann_done") or []
+    if done:
+        A.undo(common.store(), done.pop())
+
+
+def _who() -> str:
+    """Who is annotating: asked once per session (kept in the URL as ?who=), then shown."""
+    who = (st.session_state.get("ann_who") or st.query_params.get("who") or "").strip()[:60]
+    if who and not st.session_state.get("ann_change_who"):
+        st.session_state["ann_who"] = who
+        common.set_param("who", who)
+        c1, c2 = st.columns([4, 1])
+        c1.text(f"Annotating as {who}")
+        if c2.button("Change name", key="ann_change"):
+            st.session_state["ann_change_who"] = True
+            st.rerun()
+        return who
+    name = st.text_input("Your name (asked once; stored with each decision)", key="ann_name", max_chars=60)
+    if name.strip():
+        st.session_state["ann_who"], st.session_state["ann_change_who"] = name.strip(), False
+        st.rerun()
+    return ""
+
+
+def _decision(item: dict, kind: str, who: str) -> None:
+    """The verdict and the decision buttons, first on the page: A agree, S correct, N skip, U undo."""
+    common.untrusted("Judge verdict", item["judge_label"])
+    if isinstance(item.get("judge_reason"), str):
+        common.untrusted("Judge reason", item["judge_reason"])
+    others = [x for x in A.LABELS[kind] if x != item["judge_label"]]
+    c1, c2, c3, c4 = st.columns(4)
+    c1.button("Agree (A)", shortcut="A", type="primary", on_click=_decide, args=(item, who, item["judge_label"]),
+              key="ann_agree")
+    if len(others) == 1:  # two labels: correcting means the other one
+        c2.button(f"Correct to {others[0]} (S)", shortcut="S", on_click=_decide, args=(item, who, others[0]),
+                  key="ann_correct")
+    else:
+        choice = c2.selectbox("Correct label", others, key="ann_label", label_visibility="collapsed")
+        c2.button(f"Correct to {choice} (S)", shortcut="S", on_click=_decide, args=(item, who, choice),
+                  key="ann_correct")
+    c3.button("Skip (N)", shortcut="N", on_click=_skip, key="ann_skip_btn",
+              args=(f"{item['method']}|{item['question_id']}|{item['target_ref']}",))
+    c4.button("Undo (U)", shortcut="U", on_click=_undo, key="ann_undo",
+              disabled=not st.session_state.get("ann_done"))
+    st.text_input("Note (optional, saved with the next decision)", key="ann_note", max_chars=500)
+
+
 def render() -> None:
-    common.header("Annotate", "Spot-check judge verdicts. Every decision is appended with who and when.")
+    common.header("Annotate", "Spot-check judge verdicts: agree (A), correct (S), skip (N), undo (U). "
+                  "Every decision is appended with who and when.")
     runs = common.call(L.run_list)
     if runs.empty:
         common.empty_state("No runs yet.", "Import or launch one first.")
@@ -63,43 +117,40 @@ def render() -> None:
     # runs with judge verdicts first (newest first): the queue opens on work to do
     judged = common.call(A.runs_with_verdicts)
     ordered = judged + [r for r in runs.run_id if r not in judged]
-    c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
-    run_id = common.url_select("Run", ordered, "run", container=c1,
-                               format_func=lambda r: f"{names[r]} ({r})")
+    c1, c2, c3 = st.columns([3, 2, 2])
+    run_id = common.url_select("Run", ordered, "run", container=c1, format_func=lambda r: f"{names[r]} ({r})")
     methods = common.call(L.systems, (run_id,))["method"].tolist()
     method = common.url_select("Method", ["(all)", *methods], "method", container=c2)
     kind = common.url_select("Verdict kind", KINDS, "kind", container=c3)
-    who = common.url_text("Your name", "who", max_len=60, container=c4).strip()
     method = None if method == "(all)" else method
+    who = _who()
 
     skip = tuple(st.session_state.get("ann_skip", []))
     nxt = common.call(A.queue, run_id, kind, method, skip)
     counts = common.call(A.counts, run_id)
     row = counts[counts.target_kind == kind]
     total, reviewed = (int(row.n_verdicts.iloc[0]), int(row.n_reviewed.iloc[0])) if len(row) else (0, 0)
-    st.text(f"{reviewed} of {total} {kind} verdicts in this run reviewed")
+    done = len(st.session_state.get("ann_done", []))
+    st.text(f"{done % BATCH} of {BATCH} in this batch · {reviewed} of {total} {kind} verdicts in this run reviewed")
+    st.progress(min(1.0, (done % BATCH) / BATCH))
     if nxt.empty:
         common.empty_state(f"No unreviewed {kind} verdicts here.",
                            "Pick another kind or run; judged metrics create verdicts when a run is scored.")
-    elif not who:
-        st.info("Enter your name to annotate (it is stored with each decision).")
-        _show_item(nxt.iloc[0].to_dict())
     else:
         item = nxt.iloc[0].to_dict()
-        common.untrusted("Item", f"{item['method']} / {item['question_id']} / {item['target_ref']}")
-        _show_item(item)
-        note = st.text_input("Note (optional)", key="ann_note", max_chars=500)
-        c1, c2, c3 = st.columns(3)
-        if c1.button("Agree with the judge (A)", shortcut="A", type="primary"):
-            A.save(common.store(), item, who, item["judge_label"], note)
-            st.rerun()
-        options = [x for x in A.LABELS[kind] if x != item["judge_label"]]
-        correction = c2.selectbox("Correct label", options, key="ann_label")
-        if c2.button("Save correction (S)", shortcut="S"):
-            A.save(common.store(), item, who, correction, note)
-            st.rerun()
-        c3.button("Skip for now (N)", shortcut="N", on_click=_skip,
-                  args=(f"{item['method']}|{item['question_id']}|{item['target_ref']}",))
+        left, right = st.columns([1, 1])
+        with left:
+            common.untrusted("Item", f"{item['method']} / {item['question_id']} / {item['target_ref']}")
+            if item["target_kind"] == "claim":
+                common.untrusted("Claim", item["target_text"])
+                ctx = common.call(A.item_context, item["run_id"], item["method"], item["question_id"])
+                common.untrusted("Answer it comes from", ctx["answer"].iloc[0] if len(ctx) else None)
+            if who:
+                _decision(item, kind, who)
+            else:
+                common.untrusted("Judge verdict", item["judge_label"])
+        with right, st.container(height=560):
+            _evidence(item)
 
     st.divider()
     st.subheader("Judge-human agreement")

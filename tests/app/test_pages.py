@@ -231,23 +231,47 @@ def test_charts_render_and_show_empty_states(make_app, app_store):
     assert "No grade distribution" in infos and "answer_class" in infos
 
 
-def test_annotate_appends_and_reports_agreement(make_app, app_store):
+def _progress(at) -> tuple[int, int, int]:
+    """(done in this batch, reviewed in the run, verdicts in the run) from the progress line."""
+    import re
+
+    line = next(t for t in texts(at) if " verdicts in this run reviewed" in t)
+    m = re.match(r"(\d+) of \d+ in this batch · (\d+) of (\d+) ", line)
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def test_annotate_queue_keyboard_flow_appends_and_reports_agreement(make_app, app_store):
+    """The annotator's flow through the shortcut buttons: agree (A), correct (S) with the judge's own
+    words, undo (U); every step appends a row; progress and agreement follow."""
     run = synthetic_runs(app_store)[1]
     at = make_app("annotate", run=run, kind="claim", who="alice")
     assert not at.exception
-    progress = next(t for t in texts(at) if " verdicts in this run reviewed" in t)
-    before, total = int(progress.split()[0]), int(progress.split()[2])
-    next(b for b in at.button if b.label.startswith("Agree")).click().run()
-    next(b for b in at.button if b.label.startswith("Save correction")).click().run()
-    progress = next(t for t in texts(at) if " verdicts in this run reviewed" in t)
-    assert (int(progress.split()[0]), int(progress.split()[2])) == (before + 2, total)
+    assert any(t == "Annotating as alice" for t in texts(at))  # asked once, then shown
+    _, before, total = _progress(at)
+    agree = next(b for b in at.button if b.label == "Agree (A)")
+    judge_label = next(t.value for t in at.text if t.value in ("supported", "not_supported"))
+    agree.click().run()
+    correct = next(b for b in at.button if b.label.startswith("Correct to "))
+    assert correct.label in ("Correct to supported (S)", "Correct to not_supported (S)")  # the judge's words
+    correct.click().run()
+    assert _progress(at) == (2, before + 2, total)
     agreement = next(d.value for d in at.dataframe if "cohen_kappa" in d.value.columns)
     claim = agreement[agreement.target_kind == "claim"].iloc[0]
     assert claim.n == 2 and claim.agreement_rate == 0.5 and claim.ci_low < 0.5 < claim.ci_high
+    next(b for b in at.button if b.label == "Undo (U)").click().run()
+    assert _progress(at) == (1, before + 1, total)
     from evalcore.queries import query_df
 
-    rows = query_df(app_store, "SELECT who, label, judge_label FROM annotations WHERE run_id = ?", [run])
-    assert len(rows) == 2 and set(rows.who) == {"alice"}
+    rows = query_df(app_store, 'SELECT who, label, judge_label FROM annotations WHERE run_id = ? ORDER BY "when"', [run])
+    assert len(rows) == 3 and set(rows.who) == {"alice"} and rows.label.iloc[-1] == "(retracted)"
+    assert rows.judge_label.iloc[0] == judge_label == rows.label.iloc[0]
+
+
+def test_annotate_opens_on_a_run_with_verdicts(make_app, app_store):
+    at = make_app("annotate")
+    assert not at.exception
+    _, _, total = _progress(at)
+    assert total > 0  # not the newest run without judge verdicts
 
 
 def test_annotating_a_claim_shows_the_contexts_the_judge_saw(make_app, app_store):
@@ -258,13 +282,13 @@ def test_annotating_a_claim_shows_the_contexts_the_judge_saw(make_app, app_store
     run = synthetic_runs(app_store)[1]
     at = make_app("annotate", run=run, kind="claim", who="alice")
     assert not at.exception
-    expander = next(e for e in at.expander if e.label.startswith("Retrieved contexts the judge checked"))
+    assert any(c.value.startswith("Retrieved contexts the judge checked") for c in at.caption)
     item = next(t.value for t in at.text if t.value.count(" / ") == 2)  # "method / question / ref"
     method, qid, _ = item.split(" / ")
     record = query_df(app_store, "SELECT record FROM responses WHERE run_id = ? AND method = ? AND question_id = ?",
                       [run, method, qid])["record"].iloc[0]
     stored = [c["text"] for c in json.loads(record)["retrieved"]]
-    shown = [t.value for t in expander.text]
+    shown = [t.value for t in at.text]
     assert stored and all(text in shown for text in stored)
 
 
