@@ -11,6 +11,7 @@ from evalcore.ui import common, entry
 
 SORTABLE = ["weighted_score", "created_at", "n", "cost_per_query_usd", "latency_p50_ms", "name", "method"]
 STATUSES = ["complete", "running", "created", "failed", "cancelled"]
+ALL = "(all datasets)"
 
 
 def _links(df):
@@ -38,6 +39,14 @@ def render() -> None:
         common.empty_state("The store has no runs yet.",
                            "Start one on the Launch page, or run `evalcore import --example`.")
         return
+    datasets = common.call(L.datasets)
+    choices = [*datasets.key, ALL]
+    names = {**dict(zip(datasets.key, datasets.name)), ALL: ALL}
+    runs_per = dict(zip(datasets.key, datasets.n_runs))
+    dataset = common.url_select("Dataset (only runs of one dataset are ranked together)", choices, "ds",
+                                format_func=lambda k: k if k == ALL else f"{names[k]}  ({runs_per[k]} runs, {k[:12]})")
+    if dataset == ALL:
+        st.warning("Runs of different datasets are listed together: their scores are not comparable.")
     c1, c2, c3 = st.columns([2, 2, 3])
     search = common.url_text("Search (name, run id, method, dataset)", "q", container=c1)
     statuses = common.url_multi("Status", STATUSES, "status", container=c2)
@@ -48,7 +57,8 @@ def render() -> None:
     sort_by = common.url_select("Sort by", SORTABLE + metrics, "sort", container=c4)
     order = common.url_select("Order", ["descending", "ascending"], "order", container=c5)
 
-    board = common.call(L.leaderboard, tuple(metrics), search=search or None, statuses=tuple(statuses) or None)
+    board = common.call(L.leaderboard, tuple(metrics), search=search or None, statuses=tuple(statuses) or None,
+                        dataset=None if dataset == ALL else dataset)
     if board.empty:
         common.empty_state("No run matches these filters.", "Clear the search or the status filter.")
         return
@@ -58,6 +68,9 @@ def render() -> None:
         board = board.drop(columns=["weighted_score", "weighted_score_ci95"], errors="ignore")
         st.caption("No weighted_score in these runs: score them with the composite metrics to rank by it.")
     board = _reading_order(_links(board), metrics)
+    for col in ("judges", "dataset", "name"):  # one convention for a missing value: "–"
+        if col in board:
+            board[col] = board[col].fillna("–")
     col_cfg = {
         "questions": st.column_config.LinkColumn("questions", display_text="open"),
         "charts": st.column_config.LinkColumn("charts", display_text="open"),

@@ -3,6 +3,8 @@ deep links from the URL, bad URL values, and untrusted text staying inert."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -315,3 +317,27 @@ def test_pareto_needs_a_reported_cost_and_labels_its_points():
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)
     shown = [t for trace in figure["data"] if "text" in trace for t in trace["text"]]
     assert sorted(shown) == ["a", "b", "c"]
+
+
+def test_runs_ranks_one_dataset_at_a_time(tmp_path, monkeypatch):
+    """Runs of different datasets are never ranked in one list unless asked: the default is the
+    newest run's dataset; '(all datasets)' lists everything with a warning."""
+    from streamlit.testing.v1 import AppTest
+
+    from evalcore.demo.synthetic import build_store
+    from evalcore.importer import import_recorded
+    from evalcore.cli.store_commands import example_files
+
+    store = build_store(tmp_path / "runs", n_runs=1, n_questions=12)
+    answers, questions = example_files()
+    newest = import_recorded(store, answers, name="example", dataset=questions).run_id
+    monkeypatch.setenv("EVALCORE_STORE", str(store.root))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=60)
+    at.run()
+    assert not at.exception
+    board = next(d.value for d in at.dataframe if "method" in d.value.columns)
+    assert set(board.run_id) == {newest}
+    at.selectbox(key="url_ds").select("(all datasets)").run()
+    board = next(d.value for d in at.dataframe if "method" in d.value.columns)
+    assert len(set(board.run_id)) == 2 and any("not comparable" in w.value for w in at.warning)
+    assert "None" not in set(board.judges.astype(str))
