@@ -7,7 +7,7 @@ Why a script: the images in docs/dashboard.md must show the pages as they are no
 retaking them after a UI change is one command. It drives Chromium the way the browser test
 does (tests/app/test_browser.py: the DevTools protocol, waiting in real time for each page's
 title, since a virtual-time budget often stops at Streamlit's loading skeleton), then scales
-each image to 960 px wide. Binds 127.0.0.1 only. Needs the dev extras and Debian chromium.
+each image to 1050 px wide. Binds 127.0.0.1 only. Needs the dev extras and Debian chromium.
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = {"runs": ("", "Runs"), "launch": ("launch", "Launch"), "questions": ("questions", "Questions"),
-         "compare": ("compare", "Compare"), "charts": ("charts", "Charts"), "annotate": ("annotate", "Annotate")}
+# name -> (url path with query, page title); the queries show each journey's main view
+PAGES = {"runs": ("", "Runs"), "launch": ("launch", "Launch"), "questions": ("questions?qid=q00002", "Questions"),
+         "grid": ("questions?view=grid&gm=token_f1", "Questions"), "compare": ("compare", "Compare"),
+         "charts": ("charts", "Charts"), "annotate": ("annotate?kind=claim&who=annotator", "Annotate")}
+WIDTH, HEIGHT = 1400, 1000  # the window the journeys are designed for (decisions above the fold)
 
 
 def _browser_tools():
@@ -51,11 +54,10 @@ def main() -> int:
         with tools_mod.serve_app(store, work / "streamlit.log") as base:
             tools = tools_mod.DevTools(browser, work / "profile")
             try:
-                tools.call("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1,
+                tools.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT, deviceScaleFactor=1,
                            mobile=False)
-                for path, title in PAGES.values():  # a first pass starts (and lets finish) the snapshot build
+                for path, title in PAGES.values():  # a first pass warms the server and its caches
                     tools.dom_after(f"{base}/{path}", title)
-                time.sleep(5)
                 for name, (path, title) in PAGES.items():
                     dom = tools.dom_after(f"{base}/{path}", title)
                     if not any(h.startswith(title) for h in tools_mod._headings(dom)):
@@ -64,7 +66,7 @@ def main() -> int:
                     out = Path(args.out) / f"{name}.png"
                     tools.screenshot(out)
                     img = Image.open(out)
-                    img.resize((960, round(img.height * 960 / img.width)), Image.LANCZOS).save(out, optimize=True)
+                    img.resize((1050, round(img.height * 1050 / img.width)), Image.LANCZOS).save(out, optimize=True)
                     print(f"{name}: {out}")
             finally:
                 tools.close()

@@ -326,12 +326,10 @@ def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: fl
         outcome = ("better" if gained else "worse") if significant else "same"
         winner, loser = (cand_name, base_name) if gained else (base_name, cand_name)
         way = "higher is better" if hib else "lower is better"
-        ci = f"95% CI of Δ [{r.ci_low:+.3g}, {r.ci_high:+.3g}]"
+        tail = f"Δ {r.delta:+.3g}, 95% CI [{r.ci_low:+.3g}, {r.ci_high:+.3g}] · Holm p = {p:.2g} · n = {int(r.n_pairs)}"
         if significant:
-            text = (f"{r.metric}: {winner} is better than {loser} by {abs(r.delta):.3g} ({way}); "
-                    f"{ci}; Holm p = {p:.2g} over {int(r.n_pairs)} paired questions")
+            text = f"{r.metric}: {winner} is better than {loser} by {abs(r.delta):.3g} ({way}) · {tail}"
         else:
-            text = (f"{r.metric}: no significant difference (Δ = {r.delta:+.3g}, {way}); {ci}; "
-                    f"Holm p = {p:.2g} over {int(r.n_pairs)} paired questions")
+            text = f"{r.metric}: no significant difference ({way}) · {tail}"
         rows.append({"metric": r.metric, "outcome": outcome, "verdict": text})
     return pd.DataFrame(rows, columns=["metric", "outcome", "verdict"])

@@ -89,15 +89,15 @@ def _decision(item: dict, kind: str, who: str) -> None:
     if isinstance(item.get("judge_reason"), str):
         common.untrusted("Judge reason", item["judge_reason"])
     others = [x for x in A.LABELS[kind] if x != item["judge_label"]]
-    c1, c2, c3, c4 = st.columns(4)
+    c1, c2, c3, c4 = st.columns([1, 2, 1, 1])
     c1.button("Agree (A)", shortcut="A", type="primary", on_click=_decide, args=(item, who, item["judge_label"]),
               key="ann_agree")
     if len(others) == 1:  # two labels: correcting means the other one
-        c2.button(f"Correct to {others[0]} (S)", shortcut="S", on_click=_decide, args=(item, who, others[0]),
+        c2.button(f"Correct: {others[0]} (S)", shortcut="S", on_click=_decide, args=(item, who, others[0]),
                   key="ann_correct")
     else:
         choice = c2.selectbox("Correct label", others, key="ann_label", label_visibility="collapsed")
-        c2.button(f"Correct to {choice} (S)", shortcut="S", on_click=_decide, args=(item, who, choice),
+        c2.button(f"Correct: {choice} (S)", shortcut="S", on_click=_decide, args=(item, who, choice),
                   key="ann_correct")
     c3.button("Skip (N)", shortcut="N", on_click=_skip, key="ann_skip_btn",
               args=(f"{item['method']}|{item['question_id']}|{item['target_ref']}",))

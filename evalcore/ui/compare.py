@@ -111,15 +111,15 @@ def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str]) 
         better, worse = (lines.outcome == "better").sum(), (lines.outcome == "worse").sum()
         st.text(f"{better} better, {worse} worse, {len(lines) - better - worse} without a significant difference "
                 f"(α = 0.05 after Holm over {len(lines)} tested metrics)")
-        styled = lines[["verdict", "outcome"]].style.apply(
+        styled = lines[["outcome", "verdict"]].style.apply(
             lambda row: [f"background-color: {_OUTCOME_COLOURS[row['outcome']]}"] * len(row), axis=1)
         st.dataframe(styled, hide_index=True, width="stretch",
                      column_config={"verdict": st.column_config.TextColumn(
-                         "verdict", help="Δ = candidate − baseline. The CI is the paired bootstrap's, per metric "
+                         "verdict", width="large", help="Δ = candidate − baseline. The CI is the paired bootstrap's, per metric "
                                          "(unadjusted); the verdict follows the Holm-adjusted p, which accounts for "
                                          "testing several metrics: a CI that excludes 0 with Holm p ≥ 0.05 is not "
                                          "a difference after multiple testing."),
-                                    "outcome": st.column_config.TextColumn("for the candidate")})
+                                    "outcome": st.column_config.TextColumn("candidate", width="small")})
 
 
 def _count_links(table: pd.DataFrame, picked: list[str]) -> None:

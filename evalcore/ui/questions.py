@@ -88,7 +88,7 @@ def _nav(qids: list[str], texts: dict[str, str]) -> str:
     if "q_index" not in st.session_state or st.session_state.pop("q_jump", None):
         st.session_state["q_index"] = qids.index(wanted) if wanted in qids else common.url_int("i", 0, n - 1)
     st.session_state["q_index"] = max(0, min(n - 1, st.session_state["q_index"]))
-    c1, c2, c3 = st.columns([1, 1, 6])
+    c1, c2, c3 = st.columns([1.3, 1.1, 5.6])
     c1.button("Previous (K)", on_click=_step, args=(-1, n), shortcut="K", disabled=st.session_state["q_index"] == 0)
     c2.button("Next (J)", on_click=_step, args=(1, n), shortcut="J", disabled=st.session_state["q_index"] >= n - 1)
 
@@ -134,6 +134,7 @@ def _method_column(detail: dict, method: str, bucket: str | None, run_id: str) -
     common.untrusted("Answer", resp["answer"])
     key = Qn.key_metrics(metrics["metric"].tolist())
     scores = metrics.set_index("metric").loc[key, ["value", "label"]].reset_index()
+    scores["label"] = scores["label"].fillna("–")
     st.dataframe(scores, hide_index=True, key=f"scores_{method}",
                  column_config={"value": st.column_config.NumberColumn("value", format="%.3f")})
     claims = detail["claims"][(detail["claims"].method == method) & (detail["claims"].source == "answer")]

@@ -253,8 +253,8 @@ def test_annotate_queue_keyboard_flow_appends_and_reports_agreement(make_app, ap
     agree = next(b for b in at.button if b.label == "Agree (A)")
     judge_label = next(t.value for t in at.text if t.value in ("supported", "not_supported"))
     agree.click().run()
-    correct = next(b for b in at.button if b.label.startswith("Correct to "))
-    assert correct.label in ("Correct to supported (S)", "Correct to not_supported (S)")  # the judge's words
+    correct = next(b for b in at.button if b.label.startswith("Correct: "))
+    assert correct.label in ("Correct: supported (S)", "Correct: not_supported (S)")  # the judge's words
     correct.click().run()
     assert _progress(at) == (2, before + 2, total)
     agreement = next(d.value for d in at.dataframe if "cohen_kappa" in d.value.columns)
