@@ -25,8 +25,8 @@ def _links(df):
 def _reading_order(board, metrics: list[str]):
     """Columns as a reader ranks: which system, how good, how many, how costly and slow,
     judged by whom, when; identifiers and links last (they are long and rarely read)."""
-    first = ["name", "method", "weighted_score", "weighted_score_ci95", *metrics, "n", "n_errors", "cost_per_query_usd",
-             "latency_p50_ms", "latency_p95_ms", "judges", "created_at", "status", "dataset", "run_id"]
+    first = ["name", "method", "weighted_score", "weighted_score_ci95", "n", "judges", *metrics, "n_errors",
+             "cost_per_query_usd", "latency_p50_ms", "latency_p95_ms", "created_at", "status", "dataset", "run_id"]
     cols = [c for c in first if c in board.columns]
     rest = [c for c in board.columns if c not in cols and c not in ("questions", "charts")]
     return board[cols + rest + [c for c in ("questions", "charts") if c in board.columns]]

@@ -52,8 +52,10 @@ def test_runs_search_filters_and_bad_sort_is_rejected(make_app, app_store):
 def test_leaderboard_columns_read_system_then_quality_then_cost(make_app):
     at = make_app("runs", cols=["faithfulness", "token_f1"])
     cols = list(at.dataframe[0].value.columns)
-    assert cols[:6] == ["name", "method", "weighted_score", "weighted_score_ci95", "faithfulness", "token_f1"]
-    assert cols.index("n") < cols.index("cost_per_query_usd") < cols.index("judges") < cols.index("run_id")
+    # which system, how good and on how many questions, judged by whom, then the chosen metrics
+    assert cols[:8] == ["name", "method", "weighted_score", "weighted_score_ci95", "n", "judges", "faithfulness",
+                        "token_f1"]
+    assert cols.index("token_f1") < cols.index("cost_per_query_usd") < cols.index("run_id")
     assert cols[-2:] == ["questions", "charts"]
 
 
