@@ -155,6 +155,9 @@ def compact(run_dir: Path, force_summary: bool = False) -> Compaction:
         con = duckdb.connect(":memory:")
         try:
             con.execute("SET disabled_optimizers = 'statistics_propagation'")
+            # the summaries scan each table once: DuckDB's file cache would only hold the run's
+            # data in memory (a 100 MB import grew by it), so it is off here
+            con.execute("SET enable_external_file_cache = false")
             for table in RUN_TABLES:
                 current = [run_dir / files[table]] if table in files else []
                 if pending[table]:

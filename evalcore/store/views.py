@@ -120,6 +120,7 @@ def _summary_sql(name: str, src: Sources) -> str:
 
 _KEPT: "OrderedDict[tuple, duckdb.DuckDBPyConnection]" = OrderedDict()
 _KEPT_MAX = 16
+READER_MEMORY = "1GB"
 _LOCK = threading.Lock()
 
 
@@ -132,6 +133,9 @@ def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnec
     try:
         con.execute("SET disabled_optimizers = 'statistics_propagation'")
         con.execute("SET parquet_metadata_cache = true")
+        # several kept databases live in one dashboard process: each gets a bounded share of memory
+        # (DuckDB's default is 80% of RAM per database) for its file cache and query work
+        con.execute(f"SET memory_limit = '{READER_MEMORY}'")
         # tables, not registered Arrow objects: cursors (other connections) must see them
         con.register("_manifests", _manifest_table(manifests))
         con.execute("CREATE TABLE runs AS SELECT * FROM _manifests")

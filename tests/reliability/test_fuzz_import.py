@@ -179,11 +179,13 @@ SMALL_BYTES = 25 * 2**20
 # for the (method, question id) keys kept to refuse a second answer; since format 2 the import
 # ends by compacting its part files into one canonical file per table and computing the run's
 # summaries (DuckDB), a fixed working set of ~50 MB (Arrow reader/writer buffers, allocator
-# arenas): 25 / 60 / 100 MB files grew 79 / 81 / 89 MB. What must hold is that memory does not
-# follow the file: the growth from the 25 MB to the 100 MB file stays under SLOPE_BOUND per MB
-# (the import as it was before it streamed grew 1 MB per MB of file, and the first compaction,
-# which merged in one SQL window, grew 5.5 MB per MB), with an absolute cap for the 100 MB file.
-SLOPE_BOUND = {"jsonl": 0.45, "json": 0.45}
+# arenas): 25 / 60 / 100 MB files grew 79 / 81 / 89 MB (JSON arrays: 66-73 / 70-102 MB over
+# repeated runs: allocator retention makes single figures vary by +-20 MB). What must hold is
+# that memory does not follow the file: the growth from the 25 MB to the 100 MB file stays under
+# SLOPE_BOUND per MB (the import before it streamed grew 1 MB per MB of file; the first
+# compaction, which merged in one SQL window, 5.5 MB per MB; with DuckDB's file cache on during
+# the summaries, ~0.6), with an absolute cap for the 100 MB file.
+SLOPE_BOUND = {"jsonl": 0.6, "json": 0.6}
 CAP_BYTES = 150 * 2**20
 
 CHILD = textwrap.dedent("""
@@ -261,7 +263,8 @@ def test_100mb_import_in_bounded_memory(tmp_path, suffix):
     figure(f"import_100mb{tag}_file_mb", round(size / 2**20, 1))
     assert stats["base"] > 20 * 2**20  # a real measurement: the interpreter + pyarrow alone exceed 20 MB
     assert stats["n"] == n
-    assert slope < SLOPE_BOUND[suffix], f"peak RSS grows {slope:.2f} MB per MB of file"
+    assert slope < SLOPE_BOUND[suffix], (f"peak RSS grows {slope:.2f} MB per MB of file ({small['growth'] / 2**20:.0f} MB "
+                                         f"for {small_size / 2**20:.0f} MB, {stats['growth'] / 2**20:.0f} MB for {size / 2**20:.0f} MB)")
     assert stats["growth"] < CAP_BYTES, f"peak RSS grew {stats['growth'] / 2**20:.0f} MB"
     assert wall < 90
     store = RunStore(store_root)
