@@ -76,7 +76,8 @@ def render() -> None:
     runs = common.call(L.run_list)
     short = short_system_labels(picked, dict(zip(runs.run_id, runs.name)))
     if len({k.partition(":")[0] for k in picked}) == 1:
-        st.caption(f"All systems are methods of run {picked[0].partition(':')[0]}; charts label them by method.")
+        st.caption(f"All systems are methods of run {common.md(picked[0].partition(':')[0])}; "
+                   "charts label them by method.")
     keys = tuple(picked)
     metrics = common.call(L.metric_names, tuple(sorted({k.partition(":")[0] for k in picked})))
 

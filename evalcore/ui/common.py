@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from typing import Any, Callable, Sequence
 
 import pandas as pd
@@ -31,8 +32,20 @@ def header(title: str, caption: str) -> None:
     st.caption(caption)
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$&\"'=^%@/])")
+
+
+def md(text: Any) -> str:
+    """Untrusted text made inert for the Streamlit elements that render Markdown (warnings,
+    infos, captions, button and download labels, subheaders): every ASCII punctuation mark
+    that Markdown, Streamlit's :color[] directives, KaTeX ($) or autolinks could use is
+    backslash-escaped and line breaks become spaces, so a value shows as the characters it is
+    and nothing in it links, loads an image, colours or typesets."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
 def _warn_dropped(param: str, value: Any, why: str) -> None:
-    st.warning(f"Ignored URL parameter {param}={str(value)[:80]!r}: {why}.")
+    st.warning(f"Ignored URL parameter {md(param)}={md(repr(str(value)[:80]))}: {md(why)}.")
 
 
 def valid_run_ids(values: Sequence[str], known: Sequence[str], param: str) -> list[str]:
@@ -156,7 +169,7 @@ def show_table(df: pd.DataFrame, name: str, *, key: str | None = None, **kwargs:
     st.dataframe(df, hide_index=True, **kwargs)
     buf = io.StringIO()
     df.to_csv(buf, index=False)
-    st.download_button(f"Download {name} (CSV)", buf.getvalue().encode("utf-8"), file_name=f"{name}.csv",
+    st.download_button(f"Download {md(name)} (CSV)", buf.getvalue().encode("utf-8"), file_name=f"{name}.csv",
                        mime="text/csv", key=key or f"dl_{name}", on_click="ignore")
 
 
@@ -171,7 +184,7 @@ def untrusted(label: str, text: Any) -> None:
 
 
 def empty_state(what: str, hint: str) -> None:
-    st.info(f"{what} {hint}")
+    st.info(md(f"{what} {hint}"))
 
 
 def pick_systems(label: str, how_many: int) -> tuple[list[str], dict[str, str]] | None:

@@ -104,7 +104,8 @@ def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str]) 
     names = common.short_labels([base, cand], labels)
     lines = C.verdict_lines(table, names[base], names[cand])
     with st.container(key="verdict"):
-        st.subheader(f"Verdict: {names[cand]} against {names[base]} (baseline)")
+        st.subheader("Verdict")
+        st.text(f"{names[cand]} against {names[base]} (baseline)")
         if lines.empty:
             st.info("Pick metrics to test (below) to get a verdict.")
             return

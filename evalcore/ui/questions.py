@@ -158,7 +158,7 @@ def _method_column(detail: dict, method: str, bucket: str | None, run_id: str) -
             for row in ctx.itertuples(index=False):
                 common.untrusted(f"rank {row.rank} · {row.verdict or 'no verdict'}", row.text)
     who = _judges(metrics)
-    st.caption("Judged by: " + (", ".join(who) if who else "no judge (deterministic metrics only)"))
+    st.text("Judged by: " + (", ".join(who) if who else "no judge (deterministic metrics only)"))
 
 
 def _judge_calls(detail: dict) -> None:
@@ -239,7 +239,8 @@ def _grid(f: Qn.QuestionFilter, qids: list[str], metrics: list[str]) -> None:
     c1, c2 = st.columns([2, 2])
     metric = common.url_select("Metric in the cells", metrics, "gm", container=c1,
                                default=next((m for m in L.KEY_METRICS if m in metrics), None))
-    differ = c2.checkbox("Only rows where the methods differ", key="grid_differ")
+    differ = common.url_select("Rows", ["all questions", "only rows where the methods differ"], "rows",
+                               container=c2) != "all questions"
     table = common.call(Qn.grid, f.run_id, metric, f.methods)
     table = table[table.question_id.isin(set(qids))]
     if differ:

@@ -210,6 +210,6 @@ def test_journeys_render_in_chromium(served_app, app_store, tmp_path):
         assert not any(m in dom for m in BAD_MARKERS)
         text = _wait_for(tools, "(() => { const v = document.querySelector('.st-key-verdict');"
                                 " return v ? v.innerText : '' })()")
-        assert text and "Verdict: local_search against basic_search" in text
+        assert text and "Verdict" in text and "local_search against basic_search (baseline)" in text
     finally:
         tools.close()

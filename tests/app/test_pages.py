@@ -21,6 +21,13 @@ def warnings(at) -> list[str]:
     return [w.value for w in at.warning]
 
 
+def shown(markdown_source: str) -> str:
+    """What an escaped Markdown source displays: each backslash-escaped character as itself."""
+    import re
+
+    return re.sub(r"\\(.)", r"\1", markdown_source)
+
+
 def synthetic_runs(store) -> list[str]:
     return [r for r in store.run_ids() if r.startswith("synthetic-")]
 
@@ -117,7 +124,7 @@ def test_questions_side_by_side_with_claims_contexts_and_judge(make_app, app_sto
     assert claims[0]["verdict"].isin(["supported", "not_supported"]).all() and len(claims[0]) == 3
     assert scores[0]["metric"].iloc[0] in ("answer_correctness", "factual_accuracy", "answer_class", "token_f1")
     assert list(scores[0]["metric"]).index("faithfulness") < list(scores[0]["metric"]).index("context_precision")
-    assert any("Judged by: heuristic:synthetic" in c.value for c in at.caption)
+    assert any(t.startswith("Judged by: heuristic:synthetic") for t in texts(at))
     raw = next(e for e in at.expander if e.label.startswith("Raw judge calls"))
     assert any("Judge:" in c.value for c in raw.code)  # the stored judge request, one click away
     full = next(e for e in at.expander if e.label.startswith("Context texts in full"))
@@ -130,7 +137,8 @@ def test_questions_grid_colours_and_opens_a_row(make_app, app_store):
     assert not at.exception
     grid = next(d.value for d in at.dataframe if "spread" in d.value.columns)
     assert {"basic_search", "local_search"} <= set(grid.columns) and len(grid) == 24
-    at.checkbox(key="grid_differ").check().run()
+    at.selectbox(key="url_rows").select("only rows where the methods differ").run()
+    assert at.query_params["rows"] == "only rows where the methods differ"
     differ = next(d.value for d in at.dataframe if "spread" in d.value.columns)
     assert (differ["spread"] > 0).all() and len(differ) <= 24
 
@@ -207,7 +215,7 @@ def test_compare_verdict_says_who_wins_in_words(make_app, app_store):
             assert (row.outcome == "better") == (winner == "local_search")
         else:
             assert "no significant difference" in row.verdict and row.outcome == "same"
-    assert any(t.startswith("Verdict: local_search against basic_search") for t in (s.value for s in at.subheader))
+    assert "local_search against basic_search (baseline)" in texts(at)
 
 
 def test_compare_defaults_to_the_methods_of_the_newest_scored_run(make_app, app_store):
@@ -231,7 +239,7 @@ def test_charts_render_and_show_empty_states(make_app, app_store):
     hostile_run = next(r for r in app_store.run_ids() if r.startswith("hostile"))
     at = make_app("charts", sys=[f"{hostile_run}:local_search"])
     assert not at.exception
-    infos = " ".join(i.value for i in at.info)
+    infos = shown(" ".join(i.value for i in at.info))
     assert "No grade distribution" in infos and "answer_class" in infos
 
 
@@ -292,8 +300,8 @@ def test_annotating_a_claim_shows_the_contexts_the_judge_saw(make_app, app_store
     record = query_df(app_store, "SELECT record FROM responses WHERE run_id = ? AND method = ? AND question_id = ?",
                       [run, method, qid])["record"].iloc[0]
     stored = [c["text"] for c in json.loads(record)["retrieved"]]
-    shown = [t.value for t in at.text]
-    assert stored and all(text in shown for text in stored)
+    on_page = [t.value for t in at.text]
+    assert stored and all(text in on_page for text in stored)
 
 
 def _pareto_page(zero_cost: bool):
@@ -311,14 +319,14 @@ def test_pareto_needs_a_reported_cost_and_labels_its_points():
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_function(_pareto_page, args=(True,)).run()
-    assert not at.exception and "No cost per query (USD) recorded." in " ".join(i.value for i in at.info)
+    assert not at.exception and "No cost per query (USD) recorded." in shown(" ".join(i.value for i in at.info))
     at = AppTest.from_function(_pareto_page, args=(False,)).run()
     assert not at.exception and not at.info
     import json
 
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)
-    shown = [t for trace in figure["data"] if "text" in trace for t in trace["text"]]
-    assert sorted(shown) == ["a", "b", "c"]
+    labels = [t for trace in figure["data"] if "text" in trace for t in trace["text"]]
+    assert sorted(labels) == ["a", "b", "c"]
 
 
 def test_runs_ranks_one_dataset_at_a_time(tmp_path, monkeypatch):
@@ -343,3 +351,15 @@ def test_runs_ranks_one_dataset_at_a_time(tmp_path, monkeypatch):
     board = next(d.value for d in at.dataframe if "method" in d.value.columns)
     assert len(set(board.run_id)) == 2 and any("not comparable" in w.value for w in at.warning)
     assert "None" not in set(board.judges.astype(str))
+
+
+def test_hostile_url_values_are_echoed_inert(make_app):
+    """A rejected URL value is quoted back in a warning: as escaped text, never as Markdown (no
+    image fetched, no link, no colour, no KaTeX)."""
+    at = make_app("runs", status="![x](http://canary.invalid/i.png)", sort=":red[boom] $x^2$ [l](http://a.invalid)")
+    assert not at.exception
+    joined = " ".join(warnings(at))
+    # every character Markdown, :color[] or KaTeX could act on arrives backslash-escaped
+    assert r"\!\[x\]\(http\:\/\/canary\.invalid\/i\.png\)" in joined
+    assert r"\:red\[boom\] \$x\^2\$ \[l\]\(http" in joined
+    assert "![x](http://canary" in shown(joined)  # and displays as the characters it is
