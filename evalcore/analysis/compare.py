@@ -14,6 +14,8 @@ in the metric's better direction (lower latency is an improvement).
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -147,14 +149,18 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
         unpaired[cand.label] = {"only_in_baseline": sorted(answered[base] - answered[cand]),
                                 "only_in_candidate": sorted(answered[cand] - answered[base])}
         union = answered[base] | answered[cand]
-        cand_rows = []
-        for metric in names:
+        def one(metric: str) -> dict[str, Any]:
             joined = pd.concat([a_df[metric].rename("a"), b_df[metric].rename("b")], axis=1, join="inner").dropna()
             hib, binary = _spec_info(metric)
             stats = compare_pair(joined["a"].to_numpy(float), joined["b"].to_numpy(float), hib, n_boot, n_perm,
                                  seed, binary)
-            cand_rows.append({"baseline": base.label, "candidate": cand.label, "metric": metric,
-                              "higher_is_better": hib, **stats, "missing": len(union) - stats["n_pairs"]})
+            return {"baseline": base.label, "candidate": cand.label, "metric": metric,
+                    "higher_is_better": hib, **stats, "missing": len(union) - stats["n_pairs"]}
+
+        # each metric's resampling is seeded on its own, so running them side by side (numpy
+        # releases the GIL for the heavy parts) gives the same numbers, sooner
+        with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+            cand_rows = list(pool.map(one, names))
         adjusted = holm([r["p_value"] for r in cand_rows])
         for r, p in zip(cand_rows, adjusted):
             r["p_holm"] = p

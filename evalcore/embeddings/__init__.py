@@ -24,7 +24,6 @@ from evalcore.embeddings.models import (
     ModelUnavailableError,
     resolve_model,
 )
-from evalcore.embeddings.openai_compat import OpenAICompatibleBackend, parse_model_at_url
 
 __all__ = ["DEFAULT_MODEL_ID", "Embedder", "ModelRef", "ModelUnavailableError", "get_embedder",
            "l2_normalise", "reset_embedders", "resolve_model", "cache_root"]
@@ -46,6 +45,9 @@ def get_embedder(model: str | None = None, store: Any = None) -> Embedder:
     Raises ModelUnavailableError (an EvalcoreError) at once when a local model cannot be found;
     weights load lazily, on the first text that is not in the cache.
     """
+    # imported here: it brings httpx (~70 ms), which only a remote embedding model needs
+    from evalcore.embeddings.openai_compat import OpenAICompatibleBackend, parse_model_at_url
+
     root = cache_root(store)
     endpoint = parse_model_at_url(model.strip()) if isinstance(model, str) else None
     if endpoint is not None:

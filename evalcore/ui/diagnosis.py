@@ -7,7 +7,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import pandas as pd
-import plotly.express as px
+import plotly.graph_objects as go
 import streamlit as st
 
 from evalcore.analysis import failure_modes as FM
@@ -27,11 +27,14 @@ def render(picked: list[str], labels: dict[str, str]) -> None:
         return
     names = common.short_labels(picked, labels)
     shown = modes.assign(system=modes.system.map(lambda k: names.get(k, k)))
-    fig = px.bar(shown, x="share", y="system", color="bucket", orientation="h", text="n",
-                 category_orders={"bucket": list(FM.BUCKETS)}, color_discrete_map=FAILURE_COLOURS,
-                 labels={"share": "share of answered questions", "system": "", "bucket": "diagnosis"},
-                 title="Diagnosis of each answered question (counts on the bars)")
-    fig.update_layout(xaxis_tickformat=".0%", height=160 + 60 * len(picked), legend_title_text="diagnosis")
+    # plotly.graph_objects rather than plotly.express: ~0.2 s less to import on a cold Compare page
+    fig = go.Figure([go.Bar(x=g["share"], y=g["system"], orientation="h", name=bucket, text=g["n"],
+                            marker_color=FAILURE_COLOURS[bucket],
+                            hovertemplate="%{y}: %{text} answers (%{x:.0%})<extra>" + bucket + "</extra>")
+                     for bucket in FM.BUCKETS if len(g := shown[shown.bucket == bucket])])
+    fig.update_layout(barmode="stack", title="Diagnosis of each answered question (counts on the bars)",
+                      xaxis_title="share of answered questions", xaxis_tickformat=".0%",
+                      height=160 + 60 * len(picked), legend_title_text="diagnosis")
     st.plotly_chart(common.inert_figure(fig), key="failure_modes")
     st.caption("Retrieval miss: nothing relevant retrieved. Unfaithful: relevant context, unsupported claims. "
                "Faithful but wrong: supported claims, wrong answer. Pick one to list its questions.")
