@@ -15,6 +15,10 @@ from evalcore.ui import common, diagnosis
 from evalcore.ui.helpers import pareto_mask, short_system_labels
 
 GRADES = [g.value for g in Grade]
+# One section at a time: each is what one question needs, and the page draws only its charts.
+SECTIONS = {"overview": "grades, answer classes, where wrong answers come from",
+            "facet": "a metric by question facet", "operations": "latency and cost per answer",
+            "fronts": "Pareto fronts: quality vs cost and latency"}
 CLASSES = [c.value for c in AnswerClass]
 # Ordered labels get an ordered, colour-blind-safe scale (good = blue-green, bad = red/orange),
 # so "more red" always means worse; a qualitative palette would make grade C look like WRONG.
@@ -81,35 +85,50 @@ def render() -> None:
     keys = tuple(picked)
     metrics = common.call(L.metric_names, tuple(sorted({k.partition(":")[0] for k in picked})))
 
+    section = common.url_select("Section", list(SECTIONS), "section", format_func=SECTIONS.get)
+    if section == "overview":
+        _overview(keys, picked, short)
+    elif section == "facet":
+        _by_facet(keys, metrics, short)
+    elif section == "operations":
+        _latency_cost(keys, short)
+    else:
+        _fronts(keys, metrics, short)
+
+
+def _overview(keys: tuple[str, ...], picked: list[str], short: dict[str, str]) -> None:
     st.subheader("Grades and answer classes")
     c1, c2 = st.columns(2)
     with c1:
         _stacked(_relabel(common.call(G.label_counts, keys, "grade"), short), GRADES, "Grade distribution (A-E)",
                  "Grades come from factual_accuracy (or factual_grade) scores.")
     with c2:
-        _stacked(_relabel(common.call(G.label_counts, keys, "answer_class"), short), CLASSES, "Correct / wrong / don't know",
-                 "Classes come from the answer_class metric.")
-
+        _stacked(_relabel(common.call(G.label_counts, keys, "answer_class"), short), CLASSES,
+                 "Correct / wrong / don't know", "Classes come from the answer_class metric.")
     diagnosis.render(picked, dict(zip(picked, picked)))
 
+
+def _by_facet(keys: tuple[str, ...], metrics: list[str], short: dict[str, str]) -> None:
     st.subheader("Metric by question facet")
     if not metrics:
         common.empty_state("No metric values for these systems.", "Score the runs first (`evalcore score`).")
-    else:
-        c1, c2 = st.columns(2)
-        metric = common.url_select("Metric", metrics, "metric", container=c1,
-                                   default=next((m for m in L.KEY_METRICS if m in metrics), None))
-        facet = common.url_select("Group by", list(G.FACETS), "facet", container=c2)
-        values = _relabel(common.call(G.metric_by_facet, keys, metric, facet), short)
-        if values.empty:
-            common.empty_state(f"No {metric} values for these systems.", "Pick another metric.")
-        else:
-            fig = px.box(values, x="facet", y="value", color="system", points=False,
-                         title=f"{metric} by {facet}", labels={"facet": facet, "value": metric})
-            fig.update_layout(height=420)
-            st.plotly_chart(common.inert_figure(fig), key="box_facet")
-            common.show_table(common.call(G.facet_means, keys, metric, facet), f"{metric}-by-{facet}")
+        return
+    c1, c2 = st.columns(2)
+    metric = common.url_select("Metric", metrics, "metric", container=c1,
+                               default=next((m for m in L.KEY_METRICS if m in metrics), None))
+    facet = common.url_select("Group by", list(G.FACETS), "facet", container=c2)
+    values = _relabel(common.call(G.metric_by_facet, keys, metric, facet), short)
+    if values.empty:
+        common.empty_state(f"No {metric} values for these systems.", "Pick another metric.")
+        return
+    fig = px.box(values, x="facet", y="value", color="system", points=False,
+                 title=f"{metric} by {facet} (per question)", labels={"facet": facet, "value": metric})
+    fig.update_layout(height=420)
+    st.plotly_chart(common.inert_figure(fig), key="box_facet")
+    common.show_table(common.call(G.facet_means, keys, metric, facet), f"{metric}-by-{facet}")
 
+
+def _latency_cost(keys: tuple[str, ...], short: dict[str, str]) -> None:
     st.subheader("Latency and cost")
     lc = _relabel(common.call(G.latency_cost, keys), short)
     c1, c2 = st.columns(2)
@@ -126,16 +145,20 @@ def render() -> None:
     else:
         c2.info("No cost recorded (targets reported no token cost and no judge was paid).")
 
+
+def _fronts(keys: tuple[str, ...], metrics: list[str], short: dict[str, str]) -> None:
     st.subheader("Pareto fronts")
-    if metrics:
-        quality = common.url_select("Quality metric", metrics, "quality",
-                                    default=next((m for m in L.KEY_METRICS if m in metrics), None))
-        points = common.call(G.frontier_points, keys, quality)
-        c1, c2 = st.columns(2)
-        with c1:
-            _pareto(points, "cost_per_query_usd", "cost per query (USD)", quality, short)
-        with c2:
-            _pareto(points, "latency_p50_ms", "latency p50 (ms)", quality, short)
+    if not metrics:
+        common.empty_state("No metric values for these systems.", "Score the runs first (`evalcore score`).")
+        return
+    quality = common.url_select("Quality metric", metrics, "quality",
+                                default=next((m for m in L.KEY_METRICS if m in metrics), None))
+    points = common.call(G.frontier_points, keys, quality)
+    c1, c2 = st.columns(2)
+    with c1:
+        _pareto(points, "cost_per_query_usd", "cost per query (USD)", quality, short)
+    with c2:
+        _pareto(points, "latency_p50_ms", "latency p50 (ms)", quality, short)
 
 
 if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)

@@ -172,9 +172,11 @@ def render() -> None:
     st.subheader("Question by question")
     metric = common.url_select("Metric for questions and scatter", list(table.metric), "cm",
                                default=stat_metrics[0] if stat_metrics else None)
-    pairs = common.call(C.paired_values, base, cand, (metric,))
-    st.plotly_chart(common.inert_figure(_scatter(pairs, metric, base, cand)), key="scatter")
     _question_diff(base, cand, metric)
+    # the scatter draws every paired question: on request, so the verdict comes up fast
+    if common.url_select("Scatter of every question", ["hidden", "shown"], "scatter") == "shown":
+        pairs = common.call(C.paired_values, base, cand, (metric,))
+        st.plotly_chart(common.inert_figure(_scatter(pairs, metric, base, cand)), key="scatter")
 
 
 if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)

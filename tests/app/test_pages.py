@@ -233,9 +233,13 @@ def test_compare_needs_two_valid_systems(make_app):
 
 def test_charts_render_and_show_empty_states(make_app, app_store):
     a = synthetic_runs(app_store)[0]
-    at = make_app("charts", sys=[f"{a}:local_search", f"{a}:basic_search"])
-    assert not at.exception
-    assert len(at.get("plotly_chart")) >= 5
+    charts = 0
+    for section, expected in (("overview", 3), ("facet", 1), ("operations", 2), ("fronts", 2)):
+        at = make_app("charts", sys=[f"{a}:local_search", f"{a}:basic_search"], section=section)
+        assert not at.exception, section
+        assert len(at.get("plotly_chart")) == expected, section
+        charts += expected
+    assert charts == 8
     hostile_run = next(r for r in app_store.run_ids() if r.startswith("hostile"))
     at = make_app("charts", sys=[f"{hostile_run}:local_search"])
     assert not at.exception
