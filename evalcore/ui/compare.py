@@ -90,7 +90,6 @@ def _question_diff(base: str, cand: str, metric: str) -> None:
     rows = word_diff(a, b)
     st.caption("Word diff ([-only in baseline-] {+only in candidate+})")
     st.text(diff_text(rows))
-    st.dataframe(pd.DataFrame(rows, columns=["op", "words"]), hide_index=True)
     st.page_link(entry.page("questions"), label="Open this question on the Questions page",
                  query_params={"run": cand.partition(":")[0], "method": cand.partition(":")[2], "qid": qid})
 
