@@ -16,7 +16,9 @@ from evalcore.store import RunStore
 FORMATS = ("csv", "json", "md", "parquet")
 
 
-_MD_PUNCTUATION = set("\\`*_{}[]()!|~")
+# Markdown punctuation, plus what GitHub's autolinks need (':' of a scheme, '.' of www.x.y, '@' of
+# an e-mail): escaped, a URL in an answer stays text in a pull request or job summary.
+_MD_PUNCTUATION = set("\\`*_{}[]()!|~:.@")
 
 
 def _md_cell(value: object) -> str:
@@ -45,6 +47,20 @@ def _md_cell(value: object) -> str:
     return "".join(out)
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_safe(df: pd.DataFrame) -> pd.DataFrame:
+    """Text cells a spreadsheet would run as a formula (starting with = + - @, tab or CR) get a
+    leading apostrophe, the usual CSV-injection guard: the cell then reads as text. Numbers are
+    left alone (a negative number is a number, not a formula)."""
+    out = df.copy()
+    for col in out.columns:
+        if out[col].dtype == object or pd.api.types.is_string_dtype(out[col].dtype):
+            out[col] = [("'" + v) if isinstance(v, str) and v.startswith(_FORMULA_START) else v for v in out[col]]
+    return out
+
+
 def to_markdown(df: pd.DataFrame) -> str:
     cols = list(df.columns)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -60,7 +76,7 @@ def export_run(store: RunStore, run_ref: str, fmt: str, output: str | Path | Non
     run_id = store.resolve(run_ref)
     df = wide_results(store, run_id)
     if fmt == "csv":
-        data = df.to_csv(index=False).encode("utf-8")
+        data = _csv_safe(df).to_csv(index=False).encode("utf-8")
     elif fmt == "json":
         records = json.loads(df.to_json(orient="records", force_ascii=False, double_precision=15))
         data = json.dumps({"run_id": run_id, "rows": records}, ensure_ascii=False, indent=2).encode("utf-8")

@@ -106,6 +106,26 @@ def _wide(store: RunStore, sel: Selection, metrics: Sequence[str] | None) -> pd.
                             dropna=False)
 
 
+def _missing_metrics_message(missing: list[str], scored: set[str], base: str, cand: str) -> str:
+    """Why metrics cannot be compared: unknown names (with a 'did you mean'), or known metrics
+    not scored on both sides (score them first)."""
+    import difflib
+
+    from evalcore.metrics.registry import METRICS
+
+    known = set(METRICS) | scored
+    parts = []
+    unknown = [m for m in missing if m not in known]
+    for m in unknown:
+        close = difflib.get_close_matches(m, sorted(known), n=3, cutoff=0.6)
+        parts.append(f"no such metric {m!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+    unscored = [m for m in missing if m in known]
+    if unscored:
+        parts.append(f"metric(s) {', '.join(unscored)} not scored for both {base} and {cand} "
+                     f"(run `evalcore score` first)")
+    return "; ".join(parts)
+
+
 def compare_pair(a: np.ndarray, b: np.ndarray, higher_is_better: bool, n_boot: int, n_perm: int,
                  seed: int, binary: bool | None = None) -> dict[str, Any]:
     """Statistics for aligned, NaN-free paired values of one metric. McNemar for metrics
@@ -144,8 +164,8 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
         names = sorted(set(a_df.columns) & set(b_df.columns)) if metrics is None else list(metrics)
         missing_names = [m for m in names if m not in a_df.columns or m not in b_df.columns]
         if metrics is not None and missing_names:
-            raise EvalcoreError(f"metric(s) {', '.join(missing_names)} not scored for both "
-                                f"{base.label} and {cand.label} (run `evalcore score` first)")
+            raise EvalcoreError(_missing_metrics_message(missing_names, set(a_df.columns) | set(b_df.columns),
+                                                         base.label, cand.label))
         unpaired[cand.label] = {"only_in_baseline": sorted(answered[base] - answered[cand]),
                                 "only_in_candidate": sorted(answered[cand] - answered[base])}
         union = answered[base] | answered[cand]
