@@ -166,7 +166,7 @@ def render() -> None:
     _count_links(table, picked)
     with st.expander("All metrics: means, Δ, CI, p"):
         common.show_table(table, "compare-metrics")
-    diagnosis.render([base, cand], labels)
+    diagnosis.render([base, cand], labels, chart=False)
 
     st.subheader("Question by question")
     metric = common.url_select("Metric for questions and scatter", list(table.metric), "cm",

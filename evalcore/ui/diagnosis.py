@@ -18,8 +18,10 @@ FAILURE_COLOURS = {"correct": "#1a9850", "wrong abstention": "#9e9e9e", "retriev
                    "unscored": "#eeeeee"}
 
 
-def render(picked: list[str], labels: dict[str, str]) -> None:
-    """The failure-mode breakdown of the picked systems, and the questions of one bucket."""
+def render(picked: list[str], labels: dict[str, str], chart: bool = True) -> None:
+    """The failure-mode breakdown of the picked systems, and the questions of one bucket. As a
+    stacked bar chart (Charts), or as a coloured table (Compare: no charting library to load
+    before the verdict page is complete)."""
     modes = common.call(FM.failure_modes, tuple(picked))
     st.subheader("Where the wrong answers come from")
     if modes.empty:
@@ -27,17 +29,42 @@ def render(picked: list[str], labels: dict[str, str]) -> None:
         return
     names = common.short_labels(picked, labels)
     shown = modes.assign(system=modes.system.map(lambda k: names.get(k, k)))
-    # plotly.graph_objects rather than plotly.express: ~0.2 s less to import on a cold Compare page
+    if not chart:
+        _table(shown)
+    else:
+        _chart(shown, len(picked))
+    st.caption("Retrieval miss: nothing relevant retrieved. Unfaithful: relevant context, unsupported claims. "
+               "Faithful but wrong: supported claims, wrong answer. Pick one to list its questions.")
+    _bucket_questions(picked, names)
+
+
+def _table(shown: pd.DataFrame) -> None:
+    wide = shown.pivot_table(index="bucket", columns="system", values="share", aggfunc="first").reindex(
+        [b for b in FM.BUCKETS if b in set(shown.bucket)])
+    counts = shown.pivot_table(index="bucket", columns="system", values="n", aggfunc="first").reindex(wide.index)
+    cells = wide.copy().astype(object)
+    for col in wide.columns:
+        cells[col] = [f"{int(n)} ({v:.0%})" if v == v else "–" for n, v in zip(counts[col].fillna(0), wide[col])]
+    colours = {b: FAILURE_COLOURS[b] for b in wide.index}
+    styled = cells.reset_index().style.apply(
+        lambda row: [f"background-color: {colours[row['bucket']]}55"] * len(row), axis=1)
+    st.dataframe(styled, hide_index=True, width="stretch",
+                 column_config={"bucket": st.column_config.TextColumn("diagnosis")})
+
+
+def _chart(shown: pd.DataFrame, n_systems: int) -> None:
+    # plotly.graph_objects rather than plotly.express: ~0.2 s less to import
     fig = go.Figure([go.Bar(x=g["share"], y=g["system"], orientation="h", name=bucket, text=g["n"],
                             marker_color=FAILURE_COLOURS[bucket],
                             hovertemplate="%{y}: %{text} answers (%{x:.0%})<extra>" + bucket + "</extra>")
                      for bucket in FM.BUCKETS if len(g := shown[shown.bucket == bucket])])
     fig.update_layout(barmode="stack", title="Diagnosis of each answered question (counts on the bars)",
                       xaxis_title="share of answered questions", xaxis_tickformat=".0%",
-                      height=160 + 60 * len(picked), legend_title_text="diagnosis")
+                      height=160 + 60 * n_systems, legend_title_text="diagnosis")
     st.plotly_chart(common.inert_figure(fig), key="failure_modes")
-    st.caption("Retrieval miss: nothing relevant retrieved. Unfaithful: relevant context, unsupported claims. "
-               "Faithful but wrong: supported claims, wrong answer. Pick one to list its questions.")
+
+
+def _bucket_questions(picked: list[str], names: dict[str, str]) -> None:
     c1, c2 = st.columns(2)
     key = common.url_select("System", picked, "fs", format_func=lambda k: names.get(k, k), container=c1)
     bucket = common.url_select("Diagnosis", [b for b in FM.BUCKETS if b != "correct"] + ["correct"], "fm",
