@@ -3,7 +3,7 @@
 Why a separate command: judge verdicts are the part of a run most worth revisiting (a better
 judge model, a new prompt version) and the answers, contexts and full judge requests are all
 in the store, so re-judging needs no target. The new values replace the old ones in the
-run when it is published (tables.json counts the replaced rows), and the command prints, per
+run when it is published (the store counts the replaced rows), and the command prints, per
 metric, the old and new means and how often the two judges disagree.
 """
 
