@@ -188,3 +188,71 @@ def test_claim_sets_replace_whole_sets(store):
     writer.write_claims(claims(["new0", "new1"]))
     writer.publish()
     assert query_df(store, "SELECT text FROM claims ORDER BY idx")["text"].tolist() == ["new0", "new1"]
+
+
+def test_a_query_in_flight_survives_its_database_being_evicted(store):
+    """The reader keeps a few databases; evicting one while another thread still queries it must
+    not close that thread's cursor (closing a DuckDB connection closes its cursors)."""
+    from evalcore.store import views
+
+    _fill(store.create_run(_manifest()))
+    with open_db(store, runs=["r1"]) as cur:
+        for i in range(views._KEPT_MAX + 2):  # other keys push this database out of the cache
+            store.create_run(_manifest(f"x{i}"))
+            with open_db(store):
+                pass
+        assert cur.execute("SELECT count(*) FROM responses").fetchone()[0] == 4
+
+
+def test_parts_left_by_a_killed_sweep_are_not_absorbed_twice(store, monkeypatch):
+    """Killed after publishing its pointer but before removing the parts it absorbed, a compaction
+    leaves them behind; the next one removes them instead of counting their rows as replaced."""
+    from evalcore.store import compaction
+
+    writer = store.create_run(_manifest())
+    writer.write_questions([EvalQuestion(id="q1", question="One?")])
+    writer.write_responses([EvalResponse(question_id="q1", method="a", answer="x")])
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed between pointer and sweep")
+
+    monkeypatch.setattr(compaction, "_sweep", killed)
+    with pytest.raises(KeyboardInterrupt):
+        writer.publish()
+    monkeypatch.undo()
+    assert list((store.root / "r1" / "parts").rglob("part-*.parquet"))  # left behind
+    writer.publish()
+    pointer = json.loads((store.root / "r1" / "tables.json").read_text())
+    assert pointer["replaced"].get("responses", 0) == 0 and pointer["rows"]["responses"] == 1
+    assert not list((store.root / "r1" / "parts").rglob("part-*.parquet"))
+
+
+def test_blank_answers_count_as_empty_in_the_summary(store):
+    writer = store.create_run(_manifest())
+    writer.write_questions([EvalQuestion(id=f"q{i}", question="Q?") for i in range(3)])
+    writer.write_responses([EvalResponse(question_id="q0", method="a", answer="\n \t"),
+                            EvalResponse(question_id="q1", method="a", answer=""),
+                            EvalResponse(question_id="q2", method="a", answer="an answer")])
+    writer.publish()
+    assert query_df(store, "SELECT n_empty FROM summary_responses")["n_empty"].tolist() == [2]
+
+
+def test_delete_waits_for_a_compaction_and_nothing_comes_back(store):
+    """delete_run takes the run's compaction lock; a compaction that then wakes up finds the run
+    gone and recreates nothing (no ghost folder blocking the id)."""
+    import threading
+
+    from evalcore.store.compaction import compaction_lock
+
+    writer = store.create_run(_manifest())
+    writer.write_questions([EvalQuestion(id="q1", question="One?")])
+    run_dir = store.root / "r1"
+    with compaction_lock(run_dir):
+        deleter = threading.Thread(target=store.delete_run, args=("r1",))
+        deleter.start()
+        deleter.join(0.3)
+        assert deleter.is_alive() and run_dir.exists()  # waits for the compaction to end
+    deleter.join(10)
+    assert not run_dir.exists()
+    writer.publish()  # a writer that still holds the run: nothing to publish, nothing recreated
+    assert not run_dir.exists() and store.run_ids() == []

@@ -143,7 +143,7 @@ def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFr
                avg(r.latency_ms) AS latency_mean_ms,
                avg(CASE WHEN r.error IS NOT NULL THEN 1.0 ELSE 0.0 END) AS error_rate,
                avg(CASE WHEN r.error_kind = 'timeout' THEN 1.0 ELSE 0.0 END) AS timeout_rate,
-               avg(CASE WHEN r.error_kind = 'empty' OR (r.error IS NULL AND trim(coalesce(r.answer, '')) = '')
+               avg(CASE WHEN r.error_kind = 'empty' OR (r.error IS NULL AND regexp_matches(coalesce(r.answer, ''), '^\\s*$'))
                         THEN 1.0 ELSE 0.0 END) AS empty_rate,
                sum(c.cost) AS rag_cost_usd, count(c.cost) AS n_costed,
                coalesce(sum(j.judge_cost), 0) AS judge_cost_usd,

@@ -21,6 +21,7 @@ for it — parts they add meanwhile are simply left for the next one.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from evalcore.store.layout import (
     COMPACT_LOCK,
     DATA_DIR,
     FORMAT_VERSION,
+    PARTS_DIR,
     POINTER,
     RUN_TABLES,
     empty_pointer,
@@ -54,6 +56,11 @@ from evalcore.store.summary import SUMMARY_TABLES, summary_sql
 from evalcore.tables import KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS
 
 
+# How long a file that stopped being current stays on disk: a reader that read the old pointer
+# (or listed a format-1 run's parts) a moment before may still be opening it.
+GRACE_S = 600.0
+
+
 @dataclass
 class Compaction:
     """What one compaction did (for logs, tests and benchmarks)."""
@@ -63,6 +70,13 @@ class Compaction:
     generation: int = 0
     parts_absorbed: int = 0
     rows: dict[str, int] = field(default_factory=dict)
+
+
+@contextmanager
+def compaction_lock(run_dir: Path) -> Iterator[None]:
+    """The run's compaction lock (also taken by delete, so a run never vanishes mid-compaction)."""
+    with _locked(run_dir):
+        yield
 
 
 @contextmanager
@@ -98,20 +112,21 @@ def _has_column(paths: list[Path], column: str) -> bool:
 
 
 def merge_sql(table: str, paths: list[Path]) -> str:
-    """SELECT of the newest row per key (or newest set per set key) over `paths`.
-
-    Ties on the timestamp go to the later file name (parts/ sorts after data/, and part names
-    start with their write time), so a re-absorbed part never doubles a row."""
-    src = f"read_parquet({sql_list(paths)}, union_by_name = true, filename = true)"
+    """SELECT of the newest row per key (or newest set per set key) over `paths`: the rule of
+    store/merge.py in SQL, for reading format-1 runs. Ties on the timestamp go to the later file
+    name (part names start with their write time), then to the later row of that file."""
+    src = f"read_parquet({sql_list(paths)}, union_by_name = true, filename = true, file_row_number = true)"
     order = ORDER_COLUMN[table]
     sort = ", ".join(SORT_COLUMNS[table])
-    star = "* EXCLUDE (filename)"
+    star = "* EXCLUDE (filename, file_row_number)"
     if table == "metrics":
         has_label = _has_column(paths, "label")
-        star = f"* EXCLUDE (filename{', label' if has_label else ''}), {_label_fill(has_label)} AS label"
+        star = (f"* EXCLUDE (filename, file_row_number{', label' if has_label else ''}), "
+                f"{_label_fill(has_label)} AS label")
     if table in KEYS:
         keys = ", ".join(KEYS[table])
-        qualify = f"row_number() OVER (PARTITION BY {keys} ORDER BY {order} DESC NULLS LAST, filename DESC) = 1"
+        qualify = (f"row_number() OVER (PARTITION BY {keys} ORDER BY {order} DESC NULLS LAST, filename DESC, "
+                   f"file_row_number DESC) = 1")
     else:
         keys = ", ".join(SET_KEYS[table])
         qualify = f"dense_rank() OVER (PARTITION BY {keys} ORDER BY {order} DESC NULLS LAST, filename DESC) = 1"
@@ -140,13 +155,20 @@ def _define(con: duckdb.DuckDBPyConnection, table: str, path: Path | None) -> No
 def compact(run_dir: Path, force_summary: bool = False) -> Compaction:
     """Compact one run folder (a published run or a staging folder). Idempotent."""
     result = Compaction(run_dir)
+    if not run_dir.is_dir():
+        return result  # deleted meanwhile: nothing to publish, and nothing to recreate
     with _locked(run_dir):
+        if not (run_dir / "run.json").is_file():
+            return result  # deleted (moved to .trash) while this waited for the lock
         pointer = read_pointer(run_dir) or empty_pointer()
-        pending = {t: pending_parts(run_dir, t) for t in RUN_TABLES}
+        done = _finish_previous(run_dir, pointer)
+        pending = {t: [p for p in pending_parts(run_dir, t) if _rel(run_dir, p) not in done] for t in RUN_TABLES}
         files: dict[str, str] = dict(pointer["files"])
         has_summary = all(s in files for s in SUMMARY_TABLES)
         result.generation = int(pointer.get("generation", 0))
         if not any(pending.values()) and has_summary and not force_summary and (run_dir / POINTER).is_file():
+            if pointer.get("retired"):  # nothing new: still let expired files go
+                _sweep(run_dir, {"absorbed": [], **pointer})
             return result
         generation = result.generation + 1
         tag = f"g{generation}-{uuid.uuid4().hex[:8]}"
@@ -177,25 +199,62 @@ def compact(run_dir: Path, force_summary: bool = False) -> Compaction:
         finally:
             con.close()
         previous = sorted(set(pointer["files"].values()) - set(files.values()))
+        absorbed = sorted(_rel(run_dir, p) for paths in pending.values() for p in paths)
+        now = time.time()
+        # files a reader may be reading right now: the previous canonical files, and format-1
+        # parts (readers of a not-yet-upgraded run read those); removed after GRACE_S
+        retired = {**pointer.get("retired", {}), **{f: now for f in previous},
+                   **{f: now for f in absorbed if not f.startswith(f"{PARTS_DIR}/")}}
         write_pointer(run_dir, {"format_version": FORMAT_VERSION, "generation": generation, "files": files,
                                 "previous": previous, "rows": rows, "replaced": replaced,
+                                "absorbed": absorbed, "retired": retired,
                                 "compacted_at": datetime.now(timezone.utc).isoformat()})
-        _sweep(run_dir, pending, set(files.values()) | set(previous))
+        _sweep(run_dir, pointer | {"files": files, "absorbed": absorbed, "retired": retired})
         result.changed, result.generation, result.rows = True, generation, rows
     return result
 
 
-def _sweep(run_dir: Path, absorbed: dict[str, list[Path]], referenced: set[str]) -> None:
-    """Remove absorbed parts, emptied part folders and data files no pointer generation names."""
-    for paths in absorbed.values():
-        for p in paths:
-            p.unlink(missing_ok=True)
+def _rel(run_dir: Path, path: Path) -> str:
+    return path.relative_to(run_dir).as_posix()
+
+
+def _finish_previous(run_dir: Path, pointer: dict) -> set[str]:
+    """The parts the last compaction absorbed (listed in its pointer). Format-2 parts among them
+    that a killed compaction left behind are removed now — absorbing them twice would count their
+    rows as replaced; format-1 parts stay until their grace time ends (readers may hold them)."""
+    absorbed = set(pointer.get("absorbed") or [])
+    for rel in absorbed:
+        if rel.startswith(f"{PARTS_DIR}/"):
+            (run_dir / rel).unlink(missing_ok=True)
+    return absorbed
+
+
+def _sweep(run_dir: Path, pointer: dict) -> None:
+    """After a new pointer is published: remove the absorbed format-2 parts (never read by
+    readers), retired files whose grace time is over, format-1 folders left empty, and data
+    files that no pointer names (leftovers of a compaction that was killed)."""
+    for rel in pointer["absorbed"]:
+        if rel.startswith(f"{PARTS_DIR}/"):
+            (run_dir / rel).unlink(missing_ok=True)
+    now, kept = time.time(), {}
+    for rel, since in pointer["retired"].items():
+        if rel in pointer["files"].values():
+            continue
+        if now - since >= GRACE_S:
+            (run_dir / rel).unlink(missing_ok=True)
+        elif (run_dir / rel).exists():
+            kept[rel] = since
+    if kept != pointer["retired"]:
+        pointer = pointer | {"retired": kept, "absorbed": [a for a in pointer["absorbed"] if a in kept
+                                                            or a.startswith(f"{PARTS_DIR}/")]}
+        write_pointer(run_dir, pointer)
     for table in RUN_TABLES:  # format-1 folders: no format-2 writer ever writes there again
         try:
             (run_dir / table).rmdir()
         except OSError:
             pass
     # parts/<table>/ folders stay, even empty: a writer may be about to publish a file there
+    referenced = set(pointer["files"].values()) | set(pointer["retired"])
     data = run_dir / DATA_DIR
     for f in data.iterdir() if data.is_dir() else []:
         if f"{DATA_DIR}/{f.name}" not in referenced:

@@ -59,9 +59,9 @@ def _winners(paths: list[Path], table: str) -> list[np.ndarray]:
         k = frame[keys].astype("string").fillna("\x00<null>")
         h1.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-1").to_numpy())
         h2.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-2").to_numpy())
-        t = pd.to_datetime(frame[order], utc=True)
-        when.append(np.where(t.isna(), _NO_TIME, t.astype("int64", errors="ignore").to_numpy(dtype="int64",
-                                                                                       na_value=_NO_TIME)))
+        # microseconds whatever unit the file stored (ns in a foreign file must not outrank us)
+        t = pd.to_datetime(frame[order], utc=True).dt.as_unit("us")
+        when.append(np.where(t.isna(), _NO_TIME, t.astype("int64").to_numpy(dtype="int64", na_value=_NO_TIME)))
         file_idx.append(np.full(len(frame), i, dtype=np.int64))
         row_idx.append(np.arange(len(frame), dtype=np.int64))
         sizes.append(len(frame))

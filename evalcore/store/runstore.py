@@ -10,6 +10,7 @@ serialised by its own lock.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -21,7 +22,7 @@ from typing import Iterator
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
 from evalcore.schemas import Annotation, RunManifest
-from evalcore.store.compaction import Compaction, compact, pending_rows
+from evalcore.store.compaction import Compaction, compact, compaction_lock, pending_rows
 from evalcore.store.layout import (
     FORMAT_VERSION,
     POINTER,
@@ -42,6 +43,8 @@ from evalcore.store.layout import (
 )
 from evalcore.store.writer import RunWriter
 from evalcore.tables import annotation_row
+
+log = logging.getLogger(__name__)
 
 
 class RunStore:
@@ -104,7 +107,11 @@ class RunStore:
         for run_id in self.run_ids():
             run_dir = self.run_dir(run_id)
             if is_legacy(run_dir):
-                compact(run_dir)
+                try:
+                    compact(run_dir)
+                except Exception as exc:  # one unreadable old run must not block every write
+                    log.warning("could not upgrade run %s (it stays readable the old way): %s", run_id, exc)
+                    continue
                 done.append(run_id)
         return done
 
@@ -254,6 +261,7 @@ class RunStore:
             writer.write_manifest(manifest)
             yield writer
             writer.publish()  # published runs are canonical from their first moment
+            self._mark()  # before the rename: an import never fails after its run is visible
             # drop the lock file so the published run does not carry it; until the rename,
             # the folder is lock-less but young, which the age rule still protects
             (staging / _staging.LOCK_FILE).unlink(missing_ok=True)
@@ -262,7 +270,6 @@ class RunStore:
             except OSError as exc:  # the id appeared meanwhile (ids are unique, so: a bug)
                 raise StoreError(f"cannot publish run {manifest.run_id!r}: {exc}") from exc
             writer.dir = final
-            self._mark()
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -284,7 +291,8 @@ class RunStore:
         run_id = self.resolve(run_id)
         trash = self.root / TRASH_DIR / f"{run_id}-{uuid.uuid4().hex[:6]}"
         trash.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(self.run_dir(run_id), trash)
+        with compaction_lock(self.run_dir(run_id)):  # not in the middle of a compaction
+            os.replace(self.run_dir(run_id), trash)
         shutil.rmtree(trash, ignore_errors=True)
         return run_id
 

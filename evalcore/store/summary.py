@@ -37,7 +37,7 @@ SUMMARY_SQL: dict[str, str] = {
         SELECT run_id, method, count(*) AS n_responses, count(error) AS n_errors,
                count(*) FILTER (WHERE error_kind = 'timeout') AS n_timeouts,
                count(*) FILTER (WHERE error_kind = 'empty'
-                                OR (error IS NULL AND trim(coalesce(answer, '')) = '')) AS n_empty,
+                                OR (error IS NULL AND regexp_matches(coalesce(answer, ''), '^\\s*$'))) AS n_empty,
                count(*) FILTER (WHERE abstained) AS n_abstained,
                quantile_cont(latency_ms, 0.5) AS latency_p50_ms,
                quantile_cont(latency_ms, 0.95) AS latency_p95_ms,

@@ -120,6 +120,8 @@ def _summary_sql(name: str, src: Sources) -> str:
 
 _KEPT: "OrderedDict[tuple, duckdb.DuckDBPyConnection]" = OrderedDict()
 _KEPT_MAX = 16
+_IN_USE: dict[int, int] = {}  # id(database) -> cursors handed out and not yet closed
+_RETIRED: dict[int, duckdb.DuckDBPyConnection] = {}  # evicted, closed when their last cursor is
 READER_MEMORY = "1GB"
 _LOCK = threading.Lock()
 
@@ -166,19 +168,36 @@ def open_db(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duck
         con = _KEPT.get(key)
         if con is None:
             con = _KEPT[key] = _build(store, runs)
+            _IN_USE.setdefault(id(con), 0)
             while len(_KEPT) > _KEPT_MAX:
-                _KEPT.popitem(last=False)[1].close()
+                _retire(*_KEPT.popitem(last=False))
         else:
             _KEPT.move_to_end(key)
         cur = con.cursor()
+        _IN_USE[id(con)] = _IN_USE.get(id(con), 0) + 1
     try:
         yield cur
     finally:
         cur.close()
+        with _LOCK:
+            _IN_USE[id(con)] -= 1
+            if _IN_USE[id(con)] == 0 and id(con) in _RETIRED:
+                _RETIRED.pop(id(con)).close()
+                del _IN_USE[id(con)]
+
+
+def _retire(key: tuple, con: duckdb.DuckDBPyConnection) -> None:
+    """Close an evicted database once no cursor of it is in use (closing a DuckDB connection
+    closes its cursors too: another thread may be in the middle of a query). Under _LOCK."""
+    if _IN_USE.get(id(con), 0) == 0:
+        _IN_USE.pop(id(con), None)
+        con.close()
+    else:
+        _RETIRED[id(con)] = con
 
 
 def forget_connections() -> None:
     """Close every kept database (tests; a store replaced wholesale underneath a process)."""
     with _LOCK:
         while _KEPT:
-            _KEPT.popitem(last=False)[1].close()
+            _retire(*_KEPT.popitem(last=False))
