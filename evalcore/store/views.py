@@ -29,6 +29,7 @@ thread while other threads use theirs). A changed store gets a new key, so nothi
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -39,11 +40,14 @@ from typing import Iterator, Sequence
 import duckdb
 import pyarrow as pa
 
+from evalcore.errors import StoreError
 from evalcore.store.compaction import merge_sql, sql_list
 from evalcore.store.layout import RUN_TABLES, is_legacy, pending_parts, read_pointer
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import SUMMARY_TABLES, summary_sql
 from evalcore.tables import ANNOTATIONS_SCHEMA, SCHEMAS
+
+log = logging.getLogger(__name__)
 
 _MANIFEST_SCHEMA = pa.schema([
     ("run_id", pa.string()), ("name", pa.string()), ("kind", pa.string()), ("status", pa.string()),
@@ -72,7 +76,12 @@ def sources(store: RunStore, run_ids: Sequence[str]) -> Sources:
             for table in RUN_TABLES:
                 out.legacy.setdefault(table, []).extend(pending_parts(run_dir, table))
             continue
-        for name, rel in read_pointer(run_dir)["files"].items():
+        try:
+            files = read_pointer(run_dir)["files"]
+        except StoreError as exc:  # one damaged run must not hide every other one
+            log.warning("skipped run %s: %s", run_id, exc)
+            continue
+        for name, rel in files.items():
             out.canonical.setdefault(name, []).append(run_dir / rel)
     return out
 
