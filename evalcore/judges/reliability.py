@@ -30,6 +30,11 @@ from evalcore.schemas import MetricValue
 POINT_SCALES = {"groundedness", "correctness", "judge_correctness", "judge_faithfulness", "judge_completeness",
                 "factual_grade"}
 CLASS_METRICS = {"answer_class", "answer_correct", "answer_wrong", "answer_dont_know"}
+# 0-1 copies of point scales -> the width of their native scale: a disagreement on a copy is
+# judged on the native scale (a 1-point gap on 1-5 is 0.25 on the copy, and must not count
+# there when it does not count on the original)
+NORM_RANGES = {"groundedness_norm": 5.0, "correctness_norm": 5.0, "judge_correctness_norm": 4.0,
+               "judge_faithfulness_norm": 4.0, "judge_completeness_norm": 4.0}
 
 
 def category(metric: str, value: float) -> Hashable:
@@ -37,6 +42,8 @@ def category(metric: str, value: float) -> Hashable:
         return int(round(value))
     if metric in POINT_SCALES:
         return int(round(value))
+    if metric in NORM_RANGES:
+        return int(round(NORM_RANGES[metric] * value))
     return int(round(5 * value))
 
 
@@ -45,6 +52,8 @@ def disagree(metric: str, v1: float, v2: float) -> bool:
         return int(round(v1)) != int(round(v2))
     if metric in POINT_SCALES:
         return abs(v1 - v2) > 1.0
+    if metric in NORM_RANGES:
+        return abs(v1 - v2) * NORM_RANGES[metric] > 1.0 + 1e-9
     return abs(v1 - v2) > 0.2 + 1e-12
 
 

@@ -42,6 +42,16 @@ def test_disagreement_rules():
     assert disagree("faithfulness", 1.0, 0.7) and not disagree("faithfulness", 1.0, 0.8)
 
 
+def test_normalised_copies_disagree_by_the_native_scale_rule():
+    """A 1-point gap on a 1-5 (or 0-5) scale is not a disagreement on the native metric, so not
+    on its 0-1 copy either; 2 points is, on both."""
+    for native, copy, width in (("groundedness", "groundedness_norm", 5), ("correctness", "correctness_norm", 5),
+                                ("judge_correctness", "judge_correctness_norm", 4)):
+        for a, b in ((5, 4), (5, 3), (3, 3), (4, 1)):
+            low = 0 if width == 5 else 1
+            assert disagree(copy, (a - low) / width, (b - low) / width) == disagree(native, a, b), (copy, a, b)
+
+
 def _scored_run(store, n=10):
     items = [paris_item(3, qid=f"q{i}", answer="Paris is the capital of France." if i % 2 else "Lyon.")
              for i in range(n)]
