@@ -29,7 +29,8 @@ def rejudge_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
 ) -> None:
     """Re-score judged metrics with JUDGE; prints old vs new mean and disagreement per metric."""
-    from evalcore.judges.reliability import category, cohen_kappa, disagree
+    from evalcore.judges.reliability import category, disagree
+    from evalcore.stats.agreement import cohen_kappa
     from evalcore.metrics.judged import SPECS
     from evalcore.queries import query_df
     from evalcore.scoring import score_run
