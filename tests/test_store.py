@@ -265,3 +265,25 @@ def test_a_damaged_pointer_hides_only_its_own_run(store, caplog):
     df = query_df(store, "SELECT run_id, count(*) AS n FROM responses GROUP BY run_id")
     assert df.to_dict("records") == [{"run_id": "good", "n": 4}]
     assert any("skipped run bad" in r.getMessage() for r in caplog.records)
+
+
+def test_a_cache_hit_never_replaces_the_paid_call(store):
+    """The same judge request answered again from the cache (cost 0) keeps the row of the call
+    that was paid for, so the run's judge cost is not lost by scoring a second metric."""
+    from evalcore.schemas import JudgeCall, JudgeId
+
+    judge = JudgeId(provider="anthropic", model="m", prompt_id="p", prompt_version="1")
+    writer = store.create_run(_manifest())
+    _fill(writer)
+    paid = dict(run_id="r1", call_key="k1", judge_id=judge, method="a", question_id="q1", purpose="support",
+                request={"x": 1})
+    writer.write_judge_calls([JudgeCall(**paid, cost_usd=0.01, input_tokens=100)])
+    writer.publish()
+    writer.write_judge_calls([JudgeCall(**paid, cost_usd=0.0, cache_hit=True)])
+    writer.publish()
+    row = query_df(store, "SELECT cost_usd, cache_hit FROM judge_calls").iloc[0]
+    assert row.cost_usd == 0.01 and not row.cache_hit
+    assert query_df(store, "SELECT judge_cost_usd FROM summary_judges")["judge_cost_usd"].tolist() == [0.01]
+    writer.write_judge_calls([JudgeCall(**paid, cost_usd=0.02)])  # a new paid call does replace it
+    writer.publish()
+    assert query_df(store, "SELECT cost_usd FROM judge_calls")["cost_usd"].tolist() == [0.02]

@@ -125,7 +125,8 @@ def merge_sql(table: str, paths: list[Path]) -> str:
                 f"{_label_fill(has_label)} AS label")
     if table in KEYS:
         keys = ", ".join(KEYS[table])
-        qualify = (f"row_number() OVER (PARTITION BY {keys} ORDER BY {order} DESC NULLS LAST, filename DESC, "
+        first = "cache_hit IS NOT TRUE DESC, " if table == "judge_calls" else ""  # store/merge.PRIORITY
+        qualify = (f"row_number() OVER (PARTITION BY {keys} ORDER BY {first}{order} DESC NULLS LAST, filename DESC, "
                    f"file_row_number DESC) = 1")
     else:
         keys = ", ".join(SET_KEYS[table])

@@ -38,8 +38,15 @@ class Merged:
     rows_out: int
 
 
+# A judge call answered from the cache records no cost; when it repeats a call of the same run
+# (same request, same call key) it must not replace the row of the call that was paid for.
+# Per table: a 0/1 column whose 1 outranks 0 before time does (real calls beat cache hits).
+PRIORITY = {"judge_calls": "cache_hit"}
+
+
 def _key_frame(path: Path, table: str) -> pd.DataFrame:
-    cols = list(KEYS.get(table) or SET_KEYS[table]) + [ORDER_COLUMN[table]]
+    cols = list(KEYS.get(table) or SET_KEYS[table]) + [ORDER_COLUMN[table]] + (
+        [PRIORITY[table]] if table in PRIORITY else [])
     have = set(pq.read_schema(path).names)
     frame = pq.read_table(path, columns=[c for c in cols if c in have], use_threads=False,
                           pre_buffer=False).to_pandas()
@@ -53,7 +60,7 @@ def _winners(paths: list[Path], table: str) -> list[np.ndarray]:
     """Per source file, a boolean mask of the rows that survive."""
     keys = list(KEYS.get(table) or SET_KEYS[table])
     order = ORDER_COLUMN[table]
-    h1, h2, when, file_idx, row_idx, sizes = [], [], [], [], [], []
+    h1, h2, when, file_idx, row_idx, sizes, prio = [], [], [], [], [], [], []
     for i, path in enumerate(paths):
         frame = _key_frame(path, table)
         k = frame[keys].astype("string").fillna("\x00<null>")
@@ -63,13 +70,17 @@ def _winners(paths: list[Path], table: str) -> list[np.ndarray]:
         t = pd.to_datetime(frame[order], utc=True).dt.as_unit("us")
         when.append(np.where(t.isna(), _NO_TIME, t.astype("int64").to_numpy(dtype="int64", na_value=_NO_TIME)))
         file_idx.append(np.full(len(frame), i, dtype=np.int64))
+        if table in PRIORITY:  # cache_hit True -> 0, anything else (a paid call) -> 1
+            prio.append(np.where(frame[PRIORITY[table]].fillna(False).astype(bool), 0, 1).astype(np.int64))
+        else:
+            prio.append(np.zeros(len(frame), dtype=np.int64))
         row_idx.append(np.arange(len(frame), dtype=np.int64))
         sizes.append(len(frame))
     if not sizes or sum(sizes) == 0:
         return [np.zeros(n, dtype=bool) for n in sizes]
-    h1a, h2a, wa, fa, ra = (np.concatenate(x) for x in (h1, h2, when, file_idx, row_idx))
-    # sort by key, then by (time, file, row): the last entry of each key is the newest
-    order_idx = np.lexsort((ra, fa, wa, h2a, h1a))
+    h1a, h2a, wa, fa, ra, pa_ = (np.concatenate(x) for x in (h1, h2, when, file_idx, row_idx, prio))
+    # sort by key, then by (priority, time, file, row): the last entry of each key wins
+    order_idx = np.lexsort((ra, fa, wa, pa_, h2a, h1a))
     h1s, h2s = h1a[order_idx], h2a[order_idx]
     last = np.ones(len(order_idx), dtype=bool)
     last[:-1] = (h1s[1:] != h1s[:-1]) | (h2s[1:] != h2s[:-1])
