@@ -26,9 +26,15 @@ def judged_metrics(names: list[str]) -> list[str]:
     return [m for m in names if m in METRICS and "judge" in METRICS[m].needs]
 
 
-def higher_is_better(metric: str) -> bool:
-    """The metric's direction from the registry; unregistered metrics count as higher-is-better."""
+def direction(metric: str) -> tuple[bool, bool | None]:
+    """(higher_is_better, binary) from the registry; an unregistered metric counts as
+    higher-is-better with binary None (decided from its values)."""
     from evalcore.metrics.registry import METRICS
 
     spec = METRICS.get(metric)
-    return True if spec is None else bool(spec.higher_is_better)
+    return (True, None) if spec is None else (bool(spec.higher_is_better), spec.binary)
+
+
+def higher_is_better(metric: str) -> bool:
+    """The metric's direction (see `direction`)."""
+    return direction(metric)[0]

@@ -24,6 +24,7 @@ import pandas as pd
 
 from evalcore.errors import EvalcoreError
 from evalcore.analysis import sql as Q
+from evalcore.analysis.catalog import direction
 from evalcore.metrics.composites import INVERTED, OBJECTIVES, WEIGHTS, combine, objective_means
 from evalcore.stats.pareto import pareto_front
 from evalcore.stats.resample import (
@@ -88,14 +89,6 @@ def parse_selections(store: RunStore, refs: Sequence[str]) -> list[Selection]:
     if len(set(out)) != len(out):
         raise EvalcoreError("the same run:method is selected twice")
     return out
-
-
-def _spec_info(metric: str) -> tuple[bool, bool | None]:
-    """(higher_is_better, binary) from the registry; binary None for unregistered metrics."""
-    from evalcore.metrics.registry import METRICS
-
-    spec = METRICS.get(metric)
-    return (True, None) if spec is None else (spec.higher_is_better, spec.binary)
 
 
 def _wide(store: RunStore, sel: Selection, metrics: Sequence[str] | None) -> pd.DataFrame:
@@ -171,7 +164,7 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
         union = answered[base] | answered[cand]
         def one(metric: str) -> dict[str, Any]:
             joined = pd.concat([a_df[metric].rename("a"), b_df[metric].rename("b")], axis=1, join="inner").dropna()
-            hib, binary = _spec_info(metric)
+            hib, binary = direction(metric)
             stats = compare_pair(joined["a"].to_numpy(float), joined["b"].to_numpy(float), hib, n_boot, n_perm,
                                  seed, binary)
             return {"baseline": base.label, "candidate": cand.label, "metric": metric,
@@ -267,7 +260,7 @@ def metric_deltas(store: RunStore, base: str, cand: str) -> pd.DataFrame:
         GROUP BY metric ORDER BY metric""", {**p, "eps": EPS}, runs=sorted({p["ra"], p["rb"]}))
     if out.empty:
         return out.assign(higher_is_better=[], improved=[], regressed=[])
-    higher = out["metric"].map(lambda m: _spec_info(m)[0])
+    higher = out["metric"].map(lambda m: direction(m)[0])
     out["higher_is_better"] = higher
     out["improved"] = out["up"].where(higher, out["down"])
     out["regressed"] = out["down"].where(higher, out["up"])
@@ -291,7 +284,7 @@ def changed_questions(store: RunStore, base: str, cand: str, metric: str, outcom
     if outcome not in ("improved", "regressed", "unchanged", "missing"):
         raise EvalcoreError(f"unknown outcome {outcome!r}")
     p = _pair_params(base, cand)
-    sign = 1.0 if _spec_info(metric)[0] else -1.0
+    sign = 1.0 if direction(metric)[0] else -1.0
     return Q.df(store, """
         WITH a AS (SELECT question_id, value FROM metrics WHERE run_id = $ra AND method = $ma
                    AND metric = $metric AND NOT isnan(value)),

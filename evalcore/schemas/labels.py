@@ -80,29 +80,24 @@ def grade_sql(expr: str) -> str:
     return f"CASE WHEN {expr} IS NULL OR isnan({expr}) THEN NULL {cases} ELSE 'E' END"
 
 
-def claim_verdict(value: object) -> ClaimVerdict | None:
-    """A claim verdict from a judge's yes/no/1/0/supported word (None when it gave none)."""
+def _verdict_word(value: object, yes: StrEnum, no: StrEnum, yes_words: set[str], no_words: set[str]):
+    """A two-way verdict from what a judge wrote: a number/bool (>= 0.5 is yes) or a word."""
     if value is None:
         return None
-    if isinstance(value, bool) or isinstance(value, (int, float)):
-        return ClaimVerdict.SUPPORTED if float(value) >= 0.5 else ClaimVerdict.NOT_SUPPORTED
+    if isinstance(value, (bool, int, float)):
+        return yes if float(value) >= 0.5 else no
     text = str(value).strip().lower().replace("-", "_").replace(" ", "_")
-    if text in {"yes", "supported", "true", "1", "entailed"}:
-        return ClaimVerdict.SUPPORTED
-    if text in {"no", "not_supported", "unsupported", "false", "0", "contradicted"}:
-        return ClaimVerdict.NOT_SUPPORTED
-    return None
+    return yes if text in yes_words else no if text in no_words else None
+
+
+def claim_verdict(value: object) -> ClaimVerdict | None:
+    """A claim verdict from a judge's yes/no/1/0/supported word (None when it gave none)."""
+    return _verdict_word(value, ClaimVerdict.SUPPORTED, ClaimVerdict.NOT_SUPPORTED,
+                         {"yes", "supported", "true", "1", "entailed"},
+                         {"no", "not_supported", "unsupported", "false", "0", "contradicted"})
 
 
 def context_verdict(value: object) -> ContextVerdict | None:
     """A context verdict from a judge's yes/no/1/0/relevant word (None when it gave none)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or isinstance(value, (int, float)):
-        return ContextVerdict.RELEVANT if float(value) >= 0.5 else ContextVerdict.NOT_RELEVANT
-    text = str(value).strip().lower().replace("-", "_").replace(" ", "_")
-    if text in {"yes", "relevant", "true", "1"}:
-        return ContextVerdict.RELEVANT
-    if text in {"no", "not_relevant", "irrelevant", "false", "0"}:
-        return ContextVerdict.NOT_RELEVANT
-    return None
+    return _verdict_word(value, ContextVerdict.RELEVANT, ContextVerdict.NOT_RELEVANT,
+                         {"yes", "relevant", "true", "1"}, {"no", "not_relevant", "irrelevant", "false", "0"})

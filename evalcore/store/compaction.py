@@ -37,7 +37,6 @@ try:  # POSIX; elsewhere compactions of one run must not overlap (documented in 
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
 from evalcore.store.layout import (
     COMPACT_LOCK,
     DATA_DIR,
@@ -51,9 +50,9 @@ from evalcore.store.layout import (
     write_parquet_atomic,
     write_pointer,
 )
-from evalcore.store.merge import Merged, merge_files
+from evalcore.store.merge import Merged, merge_files, sql_list
 from evalcore.store.summary import SUMMARY_TABLES, summary_sql
-from evalcore.tables import KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS
+from evalcore.tables import SCHEMAS
 
 
 # How long a file that stopped being current stays on disk: a reader that read the old pointer
@@ -90,48 +89,6 @@ def _locked(run_dir: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
-def sql_list(paths: list[Path]) -> str:
-    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
-
-
-def _label_fill(has_label: bool) -> str:
-    """Format-1 metric rows kept grades and classes only in details: lift them into `label`."""
-    grades = ", ".join(f"'{m}'" for m in GRADE_METRICS)
-    classes = ", ".join(f"'{m}'" for m in CLASS_METRICS)
-    derived = (f"CASE WHEN metric IN ({grades}) THEN upper(json_extract_string(details, '$.grade')) "
-               f"WHEN metric IN ({classes}) THEN upper(json_extract_string(details, '$.class')) END")
-    return f"coalesce(label, {derived})" if has_label else derived
-
-
-def _has_column(paths: list[Path], column: str) -> bool:
-    import pyarrow.parquet as pq
-
-    return any(column in pq.read_schema(p).names for p in paths)
-
-
-def merge_sql(table: str, paths: list[Path]) -> str:
-    """SELECT of the newest row per key (or newest set per set key) over `paths`: the rule of
-    store/merge.py in SQL, for reading format-1 runs. Ties on the timestamp go to the later file
-    name (part names start with their write time), then to the later row of that file."""
-    src = f"read_parquet({sql_list(paths)}, union_by_name = true, filename = true, file_row_number = true)"
-    order = ORDER_COLUMN[table]
-    sort = ", ".join(SORT_COLUMNS[table])
-    star = "* EXCLUDE (filename, file_row_number)"
-    if table == "metrics":
-        has_label = _has_column(paths, "label")
-        star = (f"* EXCLUDE (filename, file_row_number{', label' if has_label else ''}), "
-                f"{_label_fill(has_label)} AS label")
-    if table in KEYS:
-        keys = ", ".join(KEYS[table])
-        first = "cache_hit IS NOT TRUE DESC, " if table == "judge_calls" else ""  # store/merge.PRIORITY
-        qualify = (f"row_number() OVER (PARTITION BY {keys} ORDER BY {first}{order} DESC NULLS LAST, filename DESC, "
-                   f"file_row_number DESC) = 1")
-    else:
-        keys = ", ".join(SET_KEYS[table])
-        qualify = f"dense_rank() OVER (PARTITION BY {keys} ORDER BY {order} DESC NULLS LAST, filename DESC) = 1"
-    return f"SELECT {star} FROM {src} QUALIFY {qualify} ORDER BY {sort}"
 
 
 def _merge_to(path: Path, table: str, sources: list[Path]) -> Merged:
@@ -273,7 +230,3 @@ def pending_rows(run_dir: Path, table: str) -> int:
         except (OSError, pa.ArrowInvalid):  # absorbed and removed meanwhile
             continue
     return total
-
-
-def has_pending(run_dir: Path) -> bool:
-    return any(pending_parts(run_dir, t) for t in RUN_TABLES) or not os.path.isfile(run_dir / POINTER)

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
-from evalcore.tables import KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS
+from evalcore.tables import KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS
 
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
 _NO_TIME = np.iinfo(np.int64).min
@@ -155,3 +155,44 @@ def merge_files(paths: list[Path], table: str, out: Path) -> Merged:
                     writer.write_table(conform(part, schema, table))
                     rows_out += part.num_rows
     return Merged(rows_in, rows_out)
+
+
+# ---- the same rule in SQL, for readers of format-1 runs (store/views.py) -------------------
+def sql_list(paths: list[Path]) -> str:
+    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
+
+
+def _label_fill(has_label: bool) -> str:
+    """Format-1 metric rows kept grades and classes only in details: lift them into `label`."""
+    grades = ", ".join(f"'{m}'" for m in GRADE_METRICS)
+    classes = ", ".join(f"'{m}'" for m in CLASS_METRICS)
+    derived = (f"CASE WHEN metric IN ({grades}) THEN upper(json_extract_string(details, '$.grade')) "
+               f"WHEN metric IN ({classes}) THEN upper(json_extract_string(details, '$.class')) END")
+    return f"coalesce(label, {derived})" if has_label else derived
+
+
+def _has_column(paths: list[Path], column: str) -> bool:
+    return any(column in pq.read_schema(p).names for p in paths)
+
+
+def merge_sql(table: str, paths: list[Path]) -> str:
+    """SELECT of the newest row per key (or newest set per set key) over `paths`: the rule of
+    store/merge.py in SQL, for reading format-1 runs. Ties on the timestamp go to the later file
+    name (part names start with their write time), then to the later row of that file."""
+    src = f"read_parquet({sql_list(paths)}, union_by_name = true, filename = true, file_row_number = true)"
+    order = ORDER_COLUMN[table]
+    sort = ", ".join(SORT_COLUMNS[table])
+    star = "* EXCLUDE (filename, file_row_number)"
+    if table == "metrics":
+        has_label = _has_column(paths, "label")
+        star = (f"* EXCLUDE (filename, file_row_number{', label' if has_label else ''}), "
+                f"{_label_fill(has_label)} AS label")
+    if table in KEYS:
+        keys = ", ".join(KEYS[table])
+        first = "cache_hit IS NOT TRUE DESC, " if table == "judge_calls" else ""  # store/merge.PRIORITY
+        qualify = (f"row_number() OVER (PARTITION BY {keys} ORDER BY {first}{order} DESC NULLS LAST, filename DESC, "
+                   f"file_row_number DESC) = 1")
+    else:
+        keys = ", ".join(SET_KEYS[table])
+        qualify = f"dense_rank() OVER (PARTITION BY {keys} ORDER BY {order} DESC NULLS LAST, filename DESC) = 1"
+    return f"SELECT {star} FROM {src} QUALIFY {qualify} ORDER BY {sort}"

@@ -41,7 +41,7 @@ import duckdb
 import pyarrow as pa
 
 from evalcore.errors import StoreError
-from evalcore.store.compaction import merge_sql, sql_list
+from evalcore.store.merge import merge_sql, sql_list
 from evalcore.store.layout import RUN_TABLES, is_legacy, pending_parts, read_pointer
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import SUMMARY_TABLES, summary_sql

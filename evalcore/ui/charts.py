@@ -12,7 +12,7 @@ from evalcore.analysis import distributions as G
 from evalcore.analysis import leaderboard as L
 from evalcore.schemas.labels import AnswerClass, Grade
 from evalcore.ui import common, diagnosis
-from evalcore.ui.helpers import pareto_mask, short_system_labels
+from evalcore.ui.helpers import pareto_mask
 
 GRADES = [g.value for g in Grade]
 # One section at a time: each is what one question needs, and the page draws only its charts.
@@ -77,8 +77,7 @@ def render() -> None:
     if not picked:
         common.empty_state("Pick at least one system.", "")
         return
-    runs = common.call(L.run_list)
-    short = short_system_labels(picked, dict(zip(runs.run_id, runs.name)))
+    short = common.short_labels(picked)
     if len({k.partition(":")[0] for k in picked}) == 1:
         st.caption(f"All systems are methods of run {common.md(picked[0].partition(':')[0])}; "
                    "charts label them by method.")

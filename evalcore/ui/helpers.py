@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from typing import Any, Iterable, Sequence
+from typing import Iterable, Sequence
 
 
 def pareto_mask(quality: Sequence[float], cost: Sequence[float]) -> list[bool]:
