@@ -2,14 +2,17 @@
 
 Accepts our field names and, unchanged, ragas' (user_input, response, retrieved_contexts,
 reference) and deepeval's (input, actual_output, expected_output, retrieval_context).
-Unknown fields go to the question's metadata. The run is built in staging and published
-whole, so a bad record leaves the store exactly as it was.
+A record must have a question (id or text) and an answer or an error (or, with
+`retrieval_only`, what was retrieved); unknown field names are refused unless `allow_extra`, which keeps them in the
+question's metadata (see `evalcore.import_fields`). Lone UTF-16 surrogates in the text are
+replaced with U+FFFD and counted. The run is built in staging and published whole, so a bad
+record leaves the store exactly as it was.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -21,23 +24,11 @@ from evalcore.datasets.native import OnDuplicate, noting_dropped, question_from_
 from evalcore.datasets.records import check_finite, read_records
 from evalcore.errors import InputError, from_validation
 from evalcore.fingerprint import file_fingerprint
+from evalcore.import_fields import ALIASES, QUESTION_ONLY, RESPONSE_FIELDS, FieldReport
 from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
+from evalcore.schemas.text import replace_lone_surrogates
 from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
 
-# alias -> our field. Applied only when our own field is absent from the record.
-ALIASES: dict[str, str] = {
-    "id": "question_id", "qid": "question_id", "query_id": "question_id",
-    "user_input": "question", "input": "question", "query": "question",
-    "response": "answer", "actual_output": "answer", "output": "answer", "generated_answer": "answer",
-    "reference": "ground_truth", "expected_output": "ground_truth", "gt_answer": "ground_truth",
-    "ground_truths": "ground_truth", "expected_answer": "ground_truth",
-    "retrieved_contexts": "contexts", "retrieval_context": "contexts",
-    "reference_contexts": "gold_contexts", "context": "gold_contexts",
-    "system": "method", "method_name": "method",
-}
-RESPONSE_FIELDS = {"answer", "contexts", "retrieved", "citations", "abstained", "latency_ms",
-                   "token_usage", "timings", "error", "error_kind", "scope"}
-QUESTION_ONLY = {"question_id", "method", "gold_contexts"}
 BATCH_SIZE = 1000  # responses per part file
 
 
@@ -47,6 +38,19 @@ class ImportResult:
     n_records: int
     n_questions: int
     methods: list[str]
+    fields: FieldReport | None = None
+    replaced_surrogates: int = 0
+    records_with_replacements: list[int] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        """What the user should know about how the file was read (mapping, extras, repairs)."""
+        out = self.fields.lines() if self.fields else []
+        if self.replaced_surrogates:
+            recs = ", ".join(map(str, self.records_with_replacements[:10]))
+            more = ", ..." if len(self.records_with_replacements) > 10 else ""
+            out.append(f"replaced {self.replaced_surrogates} invalid character(s) (lone UTF-16 surrogates) "
+                       f"with U+FFFD in record(s) {recs}{more}")
+        return out
 
 
 def _canonical(rec: dict[str, Any]) -> dict[str, Any]:
@@ -101,6 +105,17 @@ def _citations(value: Any) -> list[dict[str, Any]]:
     return [{"chunk_id": str(c)} if isinstance(c, (str, int)) else c for c in items]
 
 
+def _no_question_text(rec: dict[str, Any], qid: str, known: dict[str, EvalQuestion]) -> str:
+    """Why a record without question text cannot be imported, in the user's terms."""
+    if rec.get("question_id") is None or not str(rec["question_id"]).strip():
+        return "no question id and the question text is empty (ids are derived from the question text)"
+    if not known:
+        return (f"no question text, and no dataset was given to look up question id {qid!r} "
+                "(pass --dataset QFILE or add a 'question' field)")
+    return (f"no question text, and question id {qid!r} is not in the dataset "
+            "(check the id, or add a 'question' field)")
+
+
 def _split(rec: dict[str, Any], file: str, recno: int, default_method: str,
            known: dict[str, EvalQuestion], by_text: dict[str, str]) -> tuple[EvalQuestion, EvalResponse]:
     check_finite(rec, file, recno)
@@ -122,9 +137,8 @@ def _split(rec: dict[str, Any], file: str, recno: int, default_method: str,
         q_rec["gold_passages"] = list(q_rec.get("gold_passages") or []) + [{"text": str(t)} for t in texts]
     if qid in known:
         question = known[qid]  # the dataset file is authoritative for question fields
-    elif "question" not in q_rec:
-        raise InputError(file, f"no question text, and question id {qid!r} is not in the dataset "
-                         "(pass --dataset QFILE or add a 'question' field)", record=recno, field="question")
+    elif q_rec.get("question") is None or not str(q_rec["question"]).strip():
+        raise InputError(file, _no_question_text(rec, qid, known), record=recno, field="question")
     else:
         question = question_from_record(q_rec, file, recno)
     r_rec["retrieved"] = _retrieved(r_rec, file, recno)
@@ -150,7 +164,8 @@ class RecordStream:
     """
 
     def __init__(self, path: str | Path, default_method: str = "recorded",
-                 dataset: list[EvalQuestion] | None = None):
+                 dataset: list[EvalQuestion] | None = None, allow_extra: bool = False,
+                 retrieval_only: bool = False):
         self.path = Path(path)
         self.file = str(path)
         self.default_method = default_method
@@ -160,9 +175,17 @@ class RecordStream:
         self.keys: set[tuple[str, str]] = set()
         self.methods: set[str] = set()
         self.n_errors = 0
+        self.fields = FieldReport(allow_extra=allow_extra, retrieval_only=retrieval_only)
+        self.replaced = 0  # lone surrogates replaced with U+FFFD
+        self.replaced_records: list[int] = []
 
     def __iter__(self) -> Iterator[tuple[int, EvalQuestion | None, EvalResponse]]:
         for recno, rec in read_records(self.path):
+            rec, n_replaced = replace_lone_surrogates(rec)
+            if n_replaced:
+                self.replaced += n_replaced
+                self.replaced_records.append(recno)
+            self.fields.check(rec, self.file, recno)
             question, response = _split(rec, self.file, recno, self.default_method, self.known, self.by_text)
             key = (response.method, response.question_id)
             if key in self.keys:
@@ -186,7 +209,9 @@ class RecordStream:
 
 
 def parse_recorded(path: str | Path, default_method: str = "recorded",
-                   dataset: list[EvalQuestion] | None = None) -> tuple[list[EvalQuestion], list[EvalResponse]]:
+                   dataset: list[EvalQuestion] | None = None,
+                   allow_extra: bool = False,
+                   retrieval_only: bool = False) -> tuple[list[EvalQuestion], list[EvalResponse]]:
     """Questions (deduplicated by id) and responses from a recorded-answers file, as lists.
 
     With a dataset, its questions are authoritative and records may omit the question text.
@@ -194,7 +219,7 @@ def parse_recorded(path: str | Path, default_method: str = "recorded",
     """
     questions: dict[str, EvalQuestion] = {}
     responses: list[EvalResponse] = []
-    for _, question, response in RecordStream(path, default_method, dataset):
+    for _, question, response in RecordStream(path, default_method, dataset, allow_extra, retrieval_only):
         if question is not None:
             questions[question.id] = question
         responses.append(response)
@@ -204,7 +229,8 @@ def parse_recorded(path: str | Path, default_method: str = "recorded",
 def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
                     dataset: str | Path | None = None, method: str = "recorded",
                     kind: str = "import", batch_size: int = BATCH_SIZE,
-                    on_duplicate: OnDuplicate = "error") -> ImportResult:
+                    on_duplicate: OnDuplicate = "error", allow_extra: bool = False,
+                    retrieval_only: bool = False) -> ImportResult:
     """Validate a recorded-answers file and publish it as one new run, or change nothing.
 
     Records are streamed: every `batch_size` responses (and the questions first seen with
@@ -212,6 +238,9 @@ def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
     file. The run is renamed into the store only after the last record validated.
     `on_duplicate` applies to `dataset` (see `evalcore.datasets.native.check_unique`); what
     keep_first dropped is listed in the manifest's dataset entry, as for a live run.
+    `allow_extra` keeps unknown field names in question metadata instead of refusing them;
+    the result's `notes()` say what was mapped, kept aside and repaired. `retrieval_only`
+    accepts records that give what was retrieved but no answer (a retriever's log).
     """
     path = Path(path)
     dataset_info: dict[str, Any] = {"name": path.stem, "source": "recorded file"}
@@ -232,7 +261,8 @@ def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
         source={"kind": "recorded", "file": path.name, "fingerprint": file_fingerprint(path)},
     )
     manifest.finished_at = manifest.created_at
-    stream = RecordStream(path, default_method=method, dataset=ds_questions)
+    stream = RecordStream(path, default_method=method, dataset=ds_questions, allow_extra=allow_extra,
+                          retrieval_only=retrieval_only)
     with store.staged_run(manifest) as writer:
         questions: dict[str, EvalQuestion] = {}
         responses: list[EvalResponse] = []
@@ -245,11 +275,19 @@ def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
                 n_responses += _flush(writer, questions, responses)
         n_responses += _flush(writer, questions, responses)
         methods = sorted(stream.methods)
+        source = dict(manifest.source)
+        source["fields"] = dict(sorted(stream.fields.mapping.items()))
+        if stream.fields.extra:
+            source["extra_fields_in_metadata"] = sorted(stream.fields.extra)
+        if stream.replaced:
+            source["text_repairs"] = {"lone_surrogates_replaced": stream.replaced,
+                                      "records": stream.replaced_records[:100]}
         manifest = manifest.model_copy(update={
-            "methods": methods,
+            "methods": methods, "source": source,
             "counts": {"questions": len(stream.seen), "responses": n_responses, "errors": stream.n_errors}})
         writer.write_manifest(manifest)
-    return ImportResult(manifest.run_id, n_responses, len(stream.seen), methods)
+    return ImportResult(manifest.run_id, n_responses, len(stream.seen), methods, stream.fields,
+                        stream.replaced, stream.replaced_records)
 
 
 def _flush(writer: Any, questions: dict[str, EvalQuestion], responses: list[EvalResponse]) -> int:

@@ -52,7 +52,7 @@ def test_markdown_export_neutralises_untrusted_text(tmp_path):
 
 def test_errors_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"question_id": "q", "method": "m", "question": "Q?", "latency_ms": -4}\n')
+    bad.write_text('{"question_id": "q", "method": "m", "question": "Q?", "answer": "a", "latency_ms": -4}\n')
     monkeypatch.setattr("sys.argv", ["evalcore", "--store", str(tmp_path / "runs"), "import", str(bad)])
     with pytest.raises(SystemExit) as info:
         main()

@@ -27,11 +27,16 @@ NATIVE = [
 
 
 def test_native_jsonl_roundtrip(store, tmp_path):
-    result = import_recorded(store, _jsonl(tmp_path / "answers.jsonl", NATIVE), name="native")
+    path = _jsonl(tmp_path / "answers.jsonl", NATIVE)
+    with pytest.raises(InputError, match=r"record 1, field 'team': unknown field.*--allow-extra"):
+        import_recorded(store, path, name="native")
+    assert store.run_ids() == []
+    result = import_recorded(store, path, name="native", allow_extra=True)
+    assert result.fields.extra == {"team"} and any("team" in line for line in result.notes())
     assert result.methods == ["basic", "local"] and result.n_questions == 2 and result.n_records == 3
     questions = {q.id: q for q in run_questions(store, result.run_id)}
     assert questions["q1"].answers == ["Paris", "City of Paris"]
-    assert questions["q1"].metadata == {"team": "blue"}  # unknown fields kept
+    assert questions["q1"].metadata == {"team": "blue"}  # unknown fields kept on request
     assert questions["q2"].answerable is False and questions["q2"].gold_chunk_ids == ["c1", "c2"]
     responses = {(r.method, r.question_id): r for r in run_responses(store, result.run_id)}
     assert responses[("local", "q1")].retrieved[0].text == "Paris is the capital."
@@ -92,7 +97,7 @@ def test_dataset_is_authoritative(store, tmp_path):
     (['{"question_id": "q", "method": "m", "question": "Q?", "answer": "a", "latency_ms": "slow"}'], 1, "latency_ms"),
     (['{"question_id": "q", "method": "m", "question": "Q?", "answer": "a", "latency_ms": NaN}'], 1, None),
     (['{"question_id": "q", "method": "m", "answer": "a"}'], 1, "question"),
-    (['{"question_id": "q", "method": "m", "question": "Q?", "contexts": [1, 2]}'], 1, "contexts"),
+    (['{"question_id": "q", "method": "m", "question": "Q?", "answer": "a", "contexts": [1, 2]}'], 1, "contexts"),
     (['{"question_id": "q", "method": "m", "question": "Q?", "answer": "a"}',
       '{"question_id": "q", "method": "m", "question": "Q?", "answer": "b"}'], 2, "question_id"),
     (['{"question_id": "q", "method": "m", "question": "Q?", "ground_truht": "x"}'], 1, "ground_truht"),

@@ -40,6 +40,13 @@ def import_cmd(
     example: bool = typer.Option(False, "--example", help="Import the small example shipped with evalcore."),
     on_duplicate: OnDuplicate = typer.Option(OnDuplicate.error, "--on-duplicate",
                                              help=ON_DUPLICATE_HELP + " Applies to --dataset."),
+    allow_extra: bool = typer.Option(
+        False, "--allow-extra",
+        help="Keep field names evalcore does not know in each question's metadata "
+             "(default: refuse them, so a misspelt column is not silently dropped)."),
+    retrieval_only: bool = typer.Option(
+        False, "--retrieval-only",
+        help="Accept records that give retrieved contexts but no answer (evaluating a retriever)."),
 ) -> None:
     """Create a run from answers your RAG system already produced.
 
@@ -48,7 +55,10 @@ def import_cmd(
     gold_chunk_ids, citations, abstained, latency_ms, token_usage, question_type, category,
     answerable. ragas names (user_input, response, retrieved_contexts, reference) and deepeval
     names (input, actual_output, expected_output, retrieval_context) work unchanged.
-    Prints the new run id. A bad record stops the import and leaves the store untouched.
+    A record needs a question (id or text) and an answer or an error (with --retrieval-only,
+    retrieved contexts suffice);
+    unknown fields are refused unless --allow-extra. The mapping used (field <- column) is
+    printed. Prints the new run id. A bad record stops the import and leaves the store untouched.
     """
     kind = "import"
     if example:
@@ -62,7 +72,9 @@ def import_cmd(
         raise EvalcoreError("FILE is required (or use --example)")
     with print_dropped_duplicates():
         result = import_recorded(state.store(), file, name=name, dataset=dataset, method=method, kind=kind,
-                                 on_duplicate=on_duplicate.mode)
+                                 on_duplicate=on_duplicate.mode, allow_extra=allow_extra, retrieval_only=retrieval_only)
+    for line in result.notes():
+        typer.echo(line, err=True)
     typer.echo(f"imported {result.n_records} answers to {result.n_questions} questions "
                f"({', '.join(result.methods)}) as run:", err=True)
     typer.echo(result.run_id)

@@ -221,22 +221,58 @@ CSV_FIELD_LIMIT = 2**31 - 1
 
 
 def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a CSV file with a header, refusing the shapes that silently corrupt records.
+
+    The csv module is forgiving in ways that hurt here: an unterminated quote swallows the
+    following lines into one cell, a repeated header name keeps only the last column, a short
+    row fills its missing cells with nothing. Each of these is an error naming the line
+    (strict mode catches broken quoting; the rest is checked per row).
+    """
     csv.field_size_limit(min(CSV_FIELD_LIMIT, sys.maxsize))
     try:
         fh = open(path, encoding="utf-8-sig", newline="")
     except OSError as exc:
         raise InputError(str(path), f"cannot open: {exc.strerror}") from exc
     with fh:
-        reader = csv.DictReader(fh)
+        reader = csv.reader(fh, strict=True)
+        header: list[str] | None = None
+        i, line = 0, 1
         try:
-            for i, row in enumerate(reader, start=1):
-                if None in row:
-                    raise InputError(str(path), "more cells than header columns", record=i)
-                yield i, {k: _csv_cell(v or "") for k, v in row.items() if k}
+            header = next(reader, None)
+            if header is None:
+                return
+            _check_header(header, path)
+            line = reader.line_num + 1
+            for row in reader:
+                if not any(cell.strip() for cell in row):  # blank line
+                    line = reader.line_num + 1
+                    continue
+                i += 1
+                if len(row) != len(header):
+                    ends = f"-{reader.line_num}" if reader.line_num != line else ""
+                    raise InputError(str(path), f"line {line}{ends}: {len(row)} cells, but the header has "
+                                     f"{len(header)} columns (an unterminated quote or a missing/extra "
+                                     "delimiter?)", record=i)
+                yield i, {k: _csv_cell(v) for k, v in zip(header, row) if k}
+                line = reader.line_num + 1
         except UnicodeDecodeError as exc:
             raise InputError(str(path), f"not valid UTF-8 ({exc.reason})") from exc
         except csv.Error as exc:
-            raise InputError(str(path), f"invalid CSV: {exc}", record=reader.line_num) from exc
+            hint = " (a quote opened there is never closed?)" if "end of data" in str(exc) else ""
+            raise InputError(str(path), f"invalid CSV in the row starting at line {line}: {exc}{hint}",
+                             record=i + 1 if header else None) from exc
+
+
+def _check_header(header: list[str], path: Path) -> None:
+    """A header names each column once; a blank name is allowed only for an unnamed index
+    column (pandas' `to_csv` default), whose cells are ignored."""
+    seen: set[str] = set()
+    for col in header:
+        name = col.strip()
+        if name and name in seen:
+            raise InputError(str(path), f"line 1: column {name!r} appears twice in the header; "
+                             "only one can be imported", field=name)
+        seen.add(name)
 
 
 def _plain(value: Any) -> Any:
