@@ -17,6 +17,7 @@ import httpx
 import numpy as np
 
 from evalcore.errors import EvalcoreError
+from evalcore.secret_urls import public_url, split_url, url_secrets
 
 KEY_ENV_VARS = ("EVALCORE_EMBEDDING_API_KEY", "OPENAI_API_KEY")
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
@@ -52,8 +53,13 @@ class OpenAICompatibleBackend:
                  max_retries: int = 3, backoff: float = 0.5, transport: httpx.BaseTransport | None = None):
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self.model_id = f"{model}@{self.base_url}"
-        self.url = embeddings_url(self.base_url)
+        # the model id is stored with every embedding-based score: credentials and secret
+        # query values in the URL are masked there, and sent separately (see secret_urls)
+        self.model_id = f"{model}@{public_url(self.base_url)}"
+        bare, self._params, creds = split_url(self.base_url)
+        self._auth = httpx.BasicAuth(*creds) if creds else None
+        self._secrets = sorted((v for v in url_secrets(self.base_url) if len(v) >= 6), key=len, reverse=True)
+        self.url = embeddings_url(bare)
         self.batch_size = max(1, int(batch_size))
         self.max_retries = max(0, int(max_retries))
         self.backoff = backoff
@@ -74,6 +80,12 @@ class OpenAICompatibleBackend:
                 break
         return headers
 
+    def _scrub(self, text: str) -> str:
+        """An error body without the secrets this backend sends (a server may echo them)."""
+        for secret in self._secrets + [v for v in (os.environ.get(n) for n in KEY_ENV_VARS) if v and len(v) >= 6]:
+            text = text.replace(secret, "[redacted]")
+        return text
+
     def embed(self, texts: list[str]) -> np.ndarray:
         """Vectors for `texts` in order (not yet normalised), one request per `batch_size` texts."""
         chunks = [self._request(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
@@ -86,18 +98,20 @@ class OpenAICompatibleBackend:
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
             try:
-                response = self._client.post(self.url, json=payload, headers=self._headers())
+                response = self._client.post(self.url, json=payload, headers=self._headers(),
+                                             params=self._params or None,
+                                             auth=self._auth if "Authorization" not in self._headers() else None)
             except httpx.TimeoutException as exc:
                 last = f"timeout ({exc.__class__.__name__})"
                 continue
             except httpx.HTTPError as exc:
                 raise EmbeddingServiceError(f"cannot reach embedding endpoint {self.url}: {exc}") from exc
             if response.status_code in _RETRY_STATUS:
-                last = f"HTTP {response.status_code}: {response.text[:200]}"
+                last = f"HTTP {response.status_code}: {self._scrub(response.text)[:200]}"
                 continue
             if response.status_code >= 400:
-                raise EmbeddingServiceError(
-                    f"embedding endpoint {self.url} answered HTTP {response.status_code}: {response.text[:300]}")
+                raise EmbeddingServiceError(f"embedding endpoint {self.url} answered HTTP "
+                                            f"{response.status_code}: {self._scrub(response.text)[:300]}")
             return self._parse(response, len(batch))
         raise EmbeddingServiceError(
             f"embedding endpoint {self.url} failed after {self.max_retries + 1} attempts: {last}")

@@ -18,7 +18,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalcore.secret_urls import split_url, url_secrets
+
 log = logging.getLogger(__name__)
+
+
+def _split_base(base_url: str | None) -> tuple[str | None, dict[str, str] | None]:
+    """A base URL's query (e.g. `?api-version=...&api_key=...`) as the SDK's default query:
+    the SDKs append paths to the base URL, which would land after a query left inside it."""
+    if not base_url:
+        return base_url, None
+    bare, params, _ = split_url(base_url)
+    return (bare, dict(params)) if params else (base_url, None)
 
 
 @dataclass
@@ -117,7 +128,8 @@ class AnthropicBackend:
 
     def secrets(self) -> set[str]:
         """Key values this backend sends; the judge client scrubs them from stored replies."""
-        return {os.environ.get("ANTHROPIC_API_KEY", ""), os.environ.get("ANTHROPIC_AUTH_TOKEN", "")}
+        return {os.environ.get("ANTHROPIC_API_KEY", ""), os.environ.get("ANTHROPIC_AUTH_TOKEN", "")} \
+            | url_secrets(self.base_url)
 
     def open(self) -> Any:
         import anthropic
@@ -127,7 +139,8 @@ class AnthropicBackend:
 
             raise EvalcoreError("the anthropic judge needs ANTHROPIC_API_KEY in the environment "
                                 "(or choose --judge heuristic / openai:MODEL@URL)")
-        return anthropic.AsyncAnthropic(base_url=self.base_url, max_retries=0, timeout=self.timeout)
+        base, query = _split_base(self.base_url)
+        return anthropic.AsyncAnthropic(base_url=base, default_query=query, max_retries=0, timeout=self.timeout)
 
     async def complete(self, client: Any, params: dict[str, Any]) -> Reply:
         import anthropic
@@ -264,7 +277,7 @@ class OpenAIBackend:
                     self.model, param, _ADAPTABLE[param])
 
     def secrets(self) -> set[str]:
-        return {os.environ.get("OPENAI_API_KEY", "")}
+        return {os.environ.get("OPENAI_API_KEY", "")} | url_secrets(self.base_url)
 
     def open(self) -> Any:
         import openai
@@ -275,7 +288,9 @@ class OpenAIBackend:
 
             raise EvalcoreError("the openai judge needs OPENAI_API_KEY (or a local server: openai:MODEL@URL)")
         key = key or "no-key"  # local OpenAI-compatible servers usually accept any key
-        return openai.AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout)
+        base, query = _split_base(self.base_url)
+        return openai.AsyncOpenAI(api_key=key, base_url=base, default_query=query, max_retries=0,
+                                  timeout=self.timeout)
 
     async def complete(self, client: Any, params: dict[str, Any]) -> Reply:
         """Send `params` (as wire_params adapts them) and return the reply.

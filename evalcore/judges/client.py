@@ -28,6 +28,7 @@ from evalcore.judges.pricing import cost_usd, load_prices
 from evalcore.judges.prompts import render
 from evalcore.judges.tasks import PROMPT_VERSIONS, REPAIR_VERSION, build_prompt
 from evalcore.schemas import JudgeCall, JudgeId
+from evalcore.secret_urls import public_url
 
 
 @dataclass
@@ -181,7 +182,8 @@ class LLMJudge(Judge):
 
     def request_for(self, system: str, messages: list[dict], max_tokens: int) -> dict[str, Any]:
         """The full, replayable request (no headers, no key): what the cache key hashes."""
-        return {"provider": self.provider, "model": self.model, "base_url": self.backend.base_url,
+        base_url = public_url(self.backend.base_url) if self.backend.base_url else None
+        return {"provider": self.provider, "model": self.model, "base_url": base_url,
                 "params": self.backend.params(system, messages, max_tokens)}
 
     def cache_key_for(self, task: str, inputs: dict[str, Any]) -> str:

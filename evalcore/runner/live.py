@@ -33,6 +33,7 @@ from evalcore.queries import query_df, run_questions
 from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs
 from evalcore.runner.questions import collect_questions
 from evalcore.schemas import EvalQuestion, RunManifest
+from evalcore.secret_urls import MASK
 from evalcore.store import FORMAT_VERSION, RunStore, RunWriter, new_run_id
 from evalcore.targets.client import RetryPolicy, TargetClient
 
@@ -277,6 +278,9 @@ def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig |
         raise EvalcoreError(f"the config's methods {[m.name for m in config.methods]} differ from the "
                             f"run's {manifest.methods}")
     for spec in config.targets.values():
+        if MASK in spec.url:
+            raise EvalcoreError("this run's target URL carried credentials or a secret query value, which "
+                                "were not stored; pass the same --config to resume (prefer ${ENV_NAME} headers)")
         if any(v.startswith("<redacted") for v in spec.headers.values()):
             raise EvalcoreError("this run's target used a literal secret header that was not stored; "
                                 "pass the same --config to resume (prefer ${ENV_NAME} headers)")

@@ -32,7 +32,8 @@ import httpx
 from evalcore.schemas import EvalResponse
 from evalcore.targets.parse import MalformedResponse, parse_response
 from evalcore.targets.secrets import Redactor, secret_values
-from evalcore.targets.spec import SENSITIVE_HEADER, TargetSpec, public_url, render_body
+from evalcore.secret_urls import public_url, split_url
+from evalcore.targets.spec import SENSITIVE_HEADER, TargetSpec, render_body
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,13 @@ class TargetClient:
         headers = spec.resolved_headers()
         # what the server may echo back must not be stored: see secrets.py
         self._redact = Redactor(secret_values(spec.url, spec.headers, SENSITIVE_HEADER))
+        # httpx would turn user:password@ into a Basic Authorization header that silently
+        # replaces a configured one, and mangles a base URL with a query; so both are taken
+        # out of the URL: credentials become Basic auth only when no Authorization header is
+        # configured, and query parameters (e.g. ?api_key=) are sent with every request.
+        self._base_url, self._url_params, creds = split_url(spec.url)
+        has_auth_header = any(name.lower() == "authorization" for name in headers)
+        self._auth = httpx.BasicAuth(*creds) if creds and not has_auth_header else None
         self._lanes: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
         self._all: list[httpx.AsyncClient] = []
         for _ in range(max(concurrency, 1)):
@@ -112,7 +120,8 @@ class TargetClient:
         transport = httpx.AsyncHTTPTransport(
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1), verify=verify,
             socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-        return httpx.AsyncClient(base_url=self.spec.url, headers=headers, transport=transport,
+        return httpx.AsyncClient(base_url=self._base_url, headers=headers, transport=transport, auth=self._auth,
+                                 params=self._url_params or None,
                                  timeout=httpx.Timeout(self.timeout_s + 5.0), follow_redirects=True)
 
     async def __aenter__(self) -> "TargetClient":
@@ -129,7 +138,7 @@ class TargetClient:
     async def _get_json(self, path: str) -> Any:
         resp = await asyncio.wait_for(self._http.get(path), self.timeout_s)
         resp.raise_for_status()
-        return json.loads(self._redact.data(resp.content))  # stored in the manifest
+        return self._redact.deep(json.loads(self._redact.data(resp.content)))  # stored in the manifest
 
     async def health(self) -> dict[str, Any]:
         """GET /health; raises TargetUnavailable with the reason when the server is not ready."""
@@ -145,7 +154,7 @@ class TargetClient:
             raise TargetUnavailable(f"target {self.spec.name!r}: GET {self.spec.health_path} returned "
                                     f"HTTP {resp.status_code}")
         try:
-            body = json.loads(self._redact.data(resp.content))  # stored in the manifest
+            body = self._redact.deep(json.loads(self._redact.data(resp.content)))  # stored in the manifest
         except ValueError:
             return {"status_code": resp.status_code}
         return body if isinstance(body, dict) else {"body": body}
@@ -183,6 +192,13 @@ class TargetClient:
             self._lanes.put_nowait(lane)
         content = self._redact.data(resp.content)
         text = content.decode(resp.encoding or "utf-8", errors="replace")
+        try:
+            payload = self._redact.deep(json.loads(content))
+            decode_error = None
+            if resp.status_code >= 400:  # the message quotes the body: quote the scrubbed decoding
+                text = json.dumps(payload, ensure_ascii=False)
+        except ValueError as exc:
+            payload, decode_error = None, exc
         if resp.status_code >= 400:
             retry = resp.status_code >= 500 or resp.status_code == 429
             after = retry_after_s(resp.headers.get("retry-after")) if resp.status_code in (429, 503) else None
@@ -190,11 +206,9 @@ class TargetClient:
                 retry = False  # waiting that long would stall the run; report it instead
             raise _Attempt("http", f"HTTP {resp.status_code}: {_short(text, 200)}", retry=retry,
                            retry_after=after)
-        try:
-            payload = json.loads(content)
-        except ValueError as exc:
-            raise _Attempt("malformed", f"body is not valid JSON ({exc}); starts with "
-                           f"{_short(text, 80)!r}", retry=True) from exc
+        if decode_error is not None:
+            raise _Attempt("malformed", f"body is not valid JSON ({decode_error}); starts with "
+                           f"{_short(text, 80)!r}", retry=True) from decode_error
         try:
             return parse_response(payload, self.spec.response, question_id, method)
         except MalformedResponse as exc:

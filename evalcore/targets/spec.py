@@ -21,7 +21,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalcore.errors import EvalcoreError
+from evalcore.secret_urls import public_url
 from evalcore.targets.paths import parse_path
+
+__all__ = ["TargetSpec", "ResponseMap", "TargetConfigError", "public_url", "render_body"]
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -125,9 +128,10 @@ class TargetSpec(_Strict):
         return out
 
     def public_dict(self) -> dict[str, Any]:
-        """The spec as stored in a manifest: env references kept, literal secrets redacted."""
+        """The spec as stored in a manifest: env references kept, literal secrets redacted, URL
+    credentials and secret query values shown as `***`."""
         data = self.model_dump(mode="json")
-        data["url"] = _strip_userinfo(self.url)
+        data["url"] = public_url(self.url)
         headers = {}
         for name, template in self.headers.items():
             if _ENV_REF.search(template) or not SENSITIVE_HEADER.search(name):
@@ -136,15 +140,6 @@ class TargetSpec(_Strict):
                 headers[name] = "<redacted: use ${ENV_NAME} so resume can re-read it>"
         data["headers"] = headers
         return data
-
-
-def _strip_userinfo(url: str) -> str:
-    return re.sub(r"^(https?://)[^@/]*@", r"\1", url)
-
-
-def public_url(url: str) -> str:
-    """The URL as it may be printed or stored: without user:password@."""
-    return _strip_userinfo(url)
 
 
 def render_body(template: Any, variables: dict[str, Any]) -> Any:
