@@ -111,11 +111,18 @@ def _section_accuracy(q: EvalQuestion, r: EvalResponse) -> Score:
 
 
 def _source_quality(q: EvalQuestion, r: EvalResponse, opts: dict[str, Any]) -> Score:
+    """Seed 002's rule: indicator phrases in the answer text. It reads no structured citation,
+    so a run whose method cites nothing still scores (0 = the answer never says where its facts
+    come from, which is what the seed defines). Only an answer that is missing is not scored:
+    a failed or blank answer said nothing, which is not the same as citing nothing."""
+    if not r.answer.strip():
+        reason = f"no answer ({r.error_kind or 'error'})" if r.error else "empty answer"
+        return Score.nan(reason)
     indicators = opts.get("citation_indicators") or DEFAULT_INDICATORS
     per_full = float(opts.get("citation_indicators_for_full", 3))
     answer = normalize(r.answer)
     found = [ind for ind in indicators if normalize(ind) and normalize(ind) in answer]
-    details: dict[str, Any] = {"indicators_found": found}
+    details: dict[str, Any] = {"indicators_found": found, "n_structured_citations": len(r.citations)}
     if r.error:
         details["target_error"] = r.error_kind
     return Score(min(len(found) / per_full, 1.0), details=details)
@@ -171,7 +178,7 @@ SPECS = [
                needs=frozenset({"gold", "citations"}),
                description="Citations naming the right document and section / citations."),
     MetricSpec("source_citation_quality", "citation", _with_options(_source_quality),
-               needs=frozenset({"answer"}),
+               needs=frozenset({"answer"}), version="2",
                description="min(distinct source indicators in the answer / 3, 1)."),
     MetricSpec("recency_rule_pass", "citation", _with_options(_recency_rule),
                needs=frozenset({"citations"}), binary=True,

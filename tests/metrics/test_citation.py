@@ -53,6 +53,17 @@ def test_source_citation_quality_configurable():
     assert s.value == pytest.approx(2 / 3)
 
 
+def test_source_citation_quality_scores_uncited_answers_but_not_missing_ones():
+    """0 means the answer never says where its facts come from (seed 002); a blank or failed
+    answer said nothing at all, so it is not scored rather than scored 0."""
+    s = run("source_citation_quality", Q, answer="The rate is 0.3%.", citations=[])
+    assert s.value == 0.0 and s.details["n_structured_citations"] == 0
+    blank = run("source_citation_quality", Q, answer="   ")
+    assert blank.value != blank.value and blank.reason == "empty answer"
+    failed = run("source_citation_quality", Q, answer="", error="HTTP 500", error_kind="http")
+    assert failed.value != failed.value and failed.reason == "no answer (http)"
+
+
 def test_recency_rules():
     meta = {"recency": {"newer": "rates-2024.md", "older": "rates-2019.md",
                         "newer_terms": ["0.305%"], "older_terms": ["0.290%"]}}
