@@ -33,6 +33,10 @@ def header(title: str, caption: str) -> None:
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$&\"'=^%@/])")
+# GFM's literal autolinks (http://…, www.…, a@b.c) ignore backslash escapes, so a URL
+# in untrusted text would still become a link; an invisible word joiner breaks the pattern.
+_AUTOLINK_START = re.compile(r"(?i)(https?|ftp|www|mailto)(?=\\?[:.])|(?<=@)")
+WORD_JOINER = "\u2060"
 
 
 def md(text: Any) -> str:
@@ -40,8 +44,10 @@ def md(text: Any) -> str:
     infos, captions, button and download labels, subheaders): every ASCII punctuation mark
     that Markdown, Streamlit's :color[] directives, KaTeX ($) or autolinks could use is
     backslash-escaped and line breaks become spaces, so a value shows as the characters it is
-    and nothing in it links, loads an image, colours or typesets."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    and nothing in it links, loads an image, colours or typesets. URL and e-mail beginnings
+    also get an invisible word joiner: GFM autolinks them whatever the escapes."""
+    text = _AUTOLINK_START.sub(lambda m: m.group(0) + WORD_JOINER, " ".join(str(text).split()))
+    return _MD_SPECIAL.sub(r"\\\1", text)
 
 
 def _warn_dropped(param: str, value: Any, why: str) -> None:

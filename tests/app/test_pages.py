@@ -25,7 +25,7 @@ def shown(markdown_source: str) -> str:
     """What an escaped Markdown source displays: each backslash-escaped character as itself."""
     import re
 
-    return re.sub(r"\\(.)", r"\1", markdown_source)
+    return re.sub(r"\\(.)", r"\1", markdown_source).replace("\u2060", "")  # escapes; autolink breakers
 
 
 def synthetic_runs(store) -> list[str]:

@@ -19,7 +19,7 @@ from evalcore.schemas import EvalQuestion
 from evalcore.store import RunStore
 from evalcore.demo.synthetic import write_run
 
-from ..app.test_browser import DevTools, chromium, serve_app
+from ..app.test_browser import BAD_MARKERS, DevTools, _headings, chromium, serve_app
 
 IMG_HTML = '<img src="x-evil-img" onerror="window.__pwned_img=1">'
 SCRIPT = "<script>window.__pwned_script=1</script>"
@@ -69,3 +69,72 @@ def test_hostile_answer_is_literal_text_in_the_dom(hostile_app, tmp_path):
         assert literal in text, f"{literal!r} is not shown literally"
     assert seen["bad"] == [], f"elements created from untrusted text: {seen['bad']}"
     assert seen["pwned"] is False
+
+
+# ---- round 2: hostile names from the store and the URL, and a canary that counts fetches ----
+@pytest.fixture
+def canary():
+    """An HTTP server on 127.0.0.1 that counts every request: an image or link that the page
+    builds from untrusted text and the browser fetches shows up here."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server API
+            hits.append(self.path)
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", hits
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_hostile_names_and_url_params_render_inert_on_every_page(canary, tmp_path):
+    """Method names, categories and question types from the store, and rejected URL values, go
+    into button labels, table headers, Plotly ticks/legends/titles and warnings. None of them
+    may become an element, a style or a fetch: the canary must see no request."""
+    browser = chromium()
+    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    url, hits = canary
+    methods = [f"![m]({url}/method.png)", f'<a xlink:href="{url}/svg">x</a><b style="fill:red">B</b>']
+    questions = [EvalQuestion(id=f"q{i}", question=f"Question {i}?", ground_truth="Paris",
+                              category=f"[cat]({url}/category) <img src={url}/cat.png>",
+                              question_type=f"<img src='{url}/type.png'> :red[t] $x^2$") for i in range(6)]
+    store = RunStore(tmp_path / "runs")
+    run_id = write_run(store, "hostile", questions, methods, ["token_f1", "faithfulness"], seed=5)
+    bad_value = f"![x]({url}/param.png)"
+    probe = ("(() => JSON.stringify([...document.querySelectorAll('img,a,image,script,iframe,link')]"
+             ".map(e => (e.getAttribute('src') || '') + ' ' + (e.getAttribute('href') || '') + ' '"
+             f" + (e.getAttribute('xlink:href') || '')).filter(s => s.includes('{url}'))))()")
+    pages = [("", "Runs", f"?status={bad_value}&sort={bad_value}"),
+             ("questions", "Questions", f"?run={run_id}&method={bad_value}"),
+             ("compare", "Compare", f"?run={run_id}&scatter=shown"),
+             ("charts", "Charts", f"?run={run_id}"),
+             ("annotate", "Annotate", f"?run={run_id}&status={bad_value}")]
+    with serve_app(store.root, tmp_path / "streamlit.log") as base:
+        tools = DevTools(browser, tmp_path / "profile")
+        try:
+            for path, title, query in pages:
+                dom = tools.dom_after(f"{base}/{path}{query}", title)
+                (tmp_path / f"dom-{path or 'runs'}.html").write_text(dom)
+                assert any(h.startswith(title) for h in _headings(dom)), f"{path or '/'} did not render"
+                for marker in BAD_MARKERS:
+                    assert marker not in dom, f"{path or '/'} shows {marker}"
+                time.sleep(2.0)  # charts draw after the title; give fetches time to happen
+                made = json.loads(tools.call("Runtime.evaluate", expression=probe,
+                                             returnByValue=True)["result"]["value"])
+                assert made == [], f"{path or '/'}: elements built from untrusted text: {made}"
+                assert hits == [], f"{path or '/'}: the browser fetched {hits}"
+        finally:
+            tools.close()
