@@ -164,6 +164,8 @@ class LLMJudge(Judge):
         # what is stored, cached or parsed is scrubbed of it first.
         self._secrets = sorted((v for v in backend.secrets() if len(v) >= 6), key=len, reverse=True) \
             if hasattr(backend, "secrets") else []
+        # requests being sent right now, per event loop: identical ones wait for the first
+        self._inflight: dict[tuple[int, str], asyncio.Future] = {}
 
     @property
     def temperature(self) -> float | None:  # type: ignore[override]
@@ -246,6 +248,13 @@ class LLMJudge(Judge):
                                                                  "p": purpose})[:40],
                          judge_id=jid, method=t.method, question_id=t.question_id, purpose=purpose, request=stored)
         hit = self.cache.get(key)
+        slot = (id(asyncio.get_running_loop()), key)
+        if hit is None and slot in self._inflight:
+            # The same request is already on its way (e.g. context relevance for two methods
+            # that retrieved the same contexts): wait for that reply instead of paying twice.
+            hit = await asyncio.shield(self._inflight[slot])
+            if hit is not None:
+                meta["shared_in_flight"] = True
         if hit is not None and isinstance(hit.get("text"), str):
             call.cache_hit = True
             call.response_raw = hit["text"]
@@ -253,6 +262,19 @@ class LLMJudge(Judge):
             call.output_tokens = int(hit.get("output_tokens", 0))
             self._note_sent(call, request, (hit.get("request") or {}).get("params"), hit.get("params_adapted") or [])
             return hit["text"], call, None
+        leader: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._inflight[slot] = leader
+        entry: dict[str, Any] | None = None
+        try:
+            text, call, err, entry = await self._send(request, key, meta, call, client, sem)
+            return text, call, err
+        finally:
+            del self._inflight[slot]
+            leader.set_result(entry)  # followers get the reply, or None to send their own
+
+    async def _send(self, request: dict[str, Any], key: str, meta: dict[str, Any], call: JudgeCall, client: Any,
+                    sem: asyncio.Semaphore) -> tuple[str | None, JudgeCall, str | None, dict[str, Any] | None]:
+        """Send one request with retries; (reply text, call, error, cache entry written)."""
         async with sem:
             waits: list[float] = []
             start = time.perf_counter()
@@ -265,7 +287,7 @@ class LLMJudge(Judge):
                         meta["retry_waits"] = waits
                         call.error = f"gave up after {attempt} attempts: {self._scrub(str(exc), 400)}"
                         call.latency_ms = (time.perf_counter() - start) * 1000
-                        return None, call, call.error
+                        return None, call, call.error, None
                     wait = exc.retry_after if exc.retry_after is not None else \
                         self.backoff_base * 2 ** (attempt - 1) * (1 + random.random())
                     wait = min(wait, self.max_wait)
@@ -274,7 +296,7 @@ class LLMJudge(Judge):
                 except FatalError as exc:
                     call.error = self._scrub(str(exc), 400)
                     call.latency_ms = (time.perf_counter() - start) * 1000
-                    return None, call, call.error
+                    return None, call, call.error, None
             call.latency_ms = (time.perf_counter() - start) * 1000
         reply.text = self._scrub(reply.text) or ""
         sent = self._note_sent(call, request, reply.sent_params, reply.adapted,
@@ -291,7 +313,7 @@ class LLMJudge(Judge):
         if reply.adapted:
             entry["params_adapted"] = reply.adapted
         self.cache.put(key, entry)
-        return reply.text, call, None
+        return reply.text, call, None, entry
 
     @staticmethod
     def _note_sent(call: JudgeCall, request: dict[str, Any], sent_params: dict[str, Any] | None,

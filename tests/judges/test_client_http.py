@@ -146,3 +146,33 @@ def test_bounded_concurrency(anthropic_env, store):
     tasks = [JudgeTask("answer_class", {**CLASS_INPUTS, "answer": f"a{i}"}, "r", "m", f"q{i}") for i in range(6)]
     outs = judge.run_many(tasks)
     assert all(o.output for o in outs) and peak[0] == 2
+
+
+def test_identical_requests_in_flight_are_sent_once(anthropic_env, store):
+    """Two methods that retrieved the same contexts ask the same context-relevance question in
+    one concurrent batch: one HTTP request; the other call is recorded as a free shared reply."""
+    def slow(body, api):
+        time.sleep(0.3)  # keep the first request in flight while the duplicates arrive
+        return {"text": json.dumps({"label": "CORRECT", "reason": "x"})}
+
+    anthropic_env.responder = slow
+    judge = make_judge("anthropic:claude-haiku-4-5", store=store, concurrency=4)
+    tasks = [JudgeTask("answer_class", CLASS_INPUTS, "r", method, "q1") for method in ("a", "b", "c")]
+    tasks.append(JudgeTask("answer_class", {**CLASS_INPUTS, "answer": "Rome"}, "r", "a", "q2"))
+    outs = judge.run_many(tasks)
+    assert anthropic_env.count() == 2  # three identical requests sent once, plus the different one
+    assert all(o.output and o.output["label"] == "CORRECT" for o in outs)
+    calls = sorted(judge.drain_calls(), key=lambda c: (c.question_id, c.method))
+    assert [(c.method, c.cache_hit) for c in calls] == [("a", False), ("b", True), ("c", True), ("a", False)]
+    assert [c.request["meta"].get("shared_in_flight") for c in calls] == [None, True, True, None]
+    assert sum(c.cost_usd for c in calls[:3]) == calls[0].cost_usd > 0
+    assert judge.live_calls == 2 and judge.cached_calls == 2
+
+
+def test_a_failed_leader_lets_followers_send_their_own(anthropic_env, store):
+    anthropic_env.push({"status": 400, "sleep": 0.3})  # the first request fails for good
+    anthropic_env.responder = lambda body, api: {"text": json.dumps({"label": "WRONG", "reason": "y"})}
+    judge = make_judge("anthropic:claude-haiku-4-5", store=store, concurrency=4, max_attempts=1)
+    outs = judge.run_many([JudgeTask("answer_class", CLASS_INPUTS, "r", m, "q1") for m in ("a", "b")])
+    assert sorted(bool(o.error) for o in outs) == [False, True]
+    assert anthropic_env.count() == 2
