@@ -16,6 +16,7 @@ as the reason and the report lists it; EvalcoreError (bad configuration) stops t
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,12 +26,13 @@ from typing import Any, Iterable
 from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
 from evalcore.queries import query_df, run_questions, run_responses
-from evalcore.schemas import ContextJudgement, EvalQuestion, EvalResponse, MetricValue
+from evalcore.schemas import Claim, ContextJudgement, EvalQuestion, EvalResponse, MetricValue
 from evalcore.schemas.labels import context_verdict
 from evalcore.store import RunStore
 
 COMPOSITE = "composite"
 DEFAULT_CHUNK = 200
+EMPTY_SET = -1  # the idx/rank of an empty claim or verdict set's marker row (store/merge.py)
 
 
 @dataclass
@@ -180,15 +182,91 @@ def _values(run_id: str, spec: MetricSpec, chunk: list[Item], scores: list[Score
 
 def _context_verdicts(run_id: str, spec: MetricSpec, chunk: list[Item],
                       scores: list[Score]) -> list[ContextJudgement]:
-    """The typed per-context verdicts a metric returned (context_precision...), one set per answer."""
+    """The typed per-context verdicts a metric returned (context_precision...), one set per
+    answer; for a metric that states them, an answer without any gets the empty-set marker
+    (rank -1, dropped at compaction), so a re-score leaves no verdicts of an older value."""
     out = []
+    now = datetime.now(timezone.utc)
     for (q, r), s in zip(chunk, scores):
+        if not s.contexts and spec.states_context_verdicts:
+            out.append(ContextJudgement(run_id=run_id, method=r.method, question_id=q.id, metric=spec.name,
+                                        rank=EMPTY_SET, judge_id=s.judge_id, computed_at=now))
         for c in s.contexts:
             verdict = context_verdict(c.get("verdict"))
             out.append(ContextJudgement(run_id=run_id, method=r.method, question_id=q.id, metric=spec.name,
                                         rank=int(c["rank"]), verdict=verdict.value if verdict else None,
-                                        score=c.get("score"), reason=c.get("reason"), judge_id=s.judge_id))
+                                        score=c.get("score"), reason=c.get("reason"), judge_id=s.judge_id,
+                                        computed_at=now))
     return out
+
+
+def _claims(run_id: str, spec: MetricSpec, chunk: list[Item], scores: list[Score]) -> list[Claim]:
+    """The claim sets a metric returned (faithfulness, context_recall), one per answer; an
+    answer scored without claims gets the empty-set marker (idx -1, dropped at compaction)."""
+    out = []
+    now = datetime.now(timezone.utc)
+    for (q, r), s in zip(chunk, scores):
+        if not s.claims and spec.states_claims:
+            out.append(Claim(run_id=run_id, method=r.method, question_id=q.id, source="answer", idx=EMPTY_SET,
+                             text="", metric=spec.name, judge_id=s.judge_id, computed_at=now))
+        out += [Claim(run_id=run_id, method=r.method, question_id=q.id, source=c["source"], idx=int(c["idx"]),
+                      text=c["text"], verdict=c.get("verdict"), reason=c.get("reason"), metric=spec.name,
+                      judge_id=s.judge_id, computed_at=now) for c in s.claims]
+    return out
+
+
+class _Warmup:
+    """Loads what the selected metrics will need (an embedding model) in a background thread
+    while judge calls are in flight; `wait()` before computing the metrics that use it."""
+
+    def __init__(self, specs: list[MetricSpec], ctx: ScoringContext):
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+        warms = [s.warm for s in specs if s.warm is not None]
+        if warms:
+            self.thread = threading.Thread(target=self._run, args=(warms, ctx), daemon=True)
+            self.thread.start()
+
+    def _run(self, warms: list, ctx: ScoringContext) -> None:
+        try:
+            for warm in dict.fromkeys(warms):
+                warm(ctx)
+        except BaseException as exc:  # noqa: BLE001 - the metric that needs it reports it
+            self.error = exc
+
+    def wait(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+
+
+def _first_stage(specs: list[MetricSpec], chunk: list[Item], ctx: ScoringContext) -> None:
+    """Send the first-round judge requests of every selected metric in one concurrent batch
+    (the metrics then find the replies in the pass's memo)."""
+    batches = [b for s in specs if s.first_stage is not None for b in s.first_stage(chunk)]
+    if batches:
+        from evalcore.judges.work import get_work
+
+        get_work(ctx).run_batches(batches)
+
+
+def _judge_calls(ctx: ScoringContext, writer: Any) -> None:
+    """Store the judge calls made since the last time (the judge layer writes nothing)."""
+    work = ctx._resources.get("judge_work")
+    if work is not None:
+        calls = work.take_calls()
+        if calls:
+            writer.write_judge_calls(calls)
+
+
+def _judge_manifest(ctx: ScoringContext, writer: Any) -> None:
+    """Record the pass's judge call counts and the judges used in the run manifest."""
+    work = ctx._resources.get("judge_work")
+    if work is None or not work.update_manifest:
+        return
+    figures = work.figures()
+    writer.edit_manifest(lambda m: {"counts": {**m.counts, **figures["counts"]},
+                                    "judges": sorted(set(m.judges) | set(figures["judges"]))})
 
 
 def _estimate(specs: list[MetricSpec], items: list[Item], ctx: ScoringContext) -> dict[str, Any]:
@@ -292,6 +370,7 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
         return report
     phase1 = [s for s in specs if s.group != COMPOSITE]
     phase2 = [s for s in specs if s.group == COMPOSITE]
+    warmup = _Warmup(phase1, ctx)
     with _Progress(progress, len(items) * len(specs)) as bar:
         for phase in (phase1, phase2):
             if not phase:
@@ -302,13 +381,20 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
                 for chunk in _chunks(items, chunk_size):
                     values: list[MetricValue] = []
                     verdicts: list[ContextJudgement] = []
+                    claims: list[Claim] = []
+                    _first_stage(phase, chunk, ctx)
                     for spec in phase:
+                        if spec.warm is not None:
+                            warmup.wait()
                         scores = _compute(spec, chunk, ctx, report)
                         for s in scores:
                             report.by_metric.setdefault(spec.name, MetricReport()).add(s)
                         values.extend(_values(run_id, spec, chunk, scores))
                         verdicts.extend(_context_verdicts(run_id, spec, chunk, scores))
+                        claims.extend(_claims(run_id, spec, chunk, scores))
                         bar.advance(len(chunk), spec.name)
+                    _judge_calls(ctx, writer)
+                    writer.write_claims(claims)
                     writer.write_context_verdicts(verdicts)
                     if writer.write_metrics(values):
                         report.parts_written += 1
@@ -316,6 +402,9 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
             finally:
                 # publish what was scored, also when interrupted (Ctrl-C, an error): composites
                 # in phase 2 read phase 1's values, and readers see finished chunks
+                warmup.wait()
+                _judge_calls(ctx, writer)
+                _judge_manifest(ctx, writer)
                 writer.publish()
     if specs:
         _record_in_manifest(writer, specs, options)

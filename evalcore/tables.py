@@ -92,6 +92,9 @@ SET_KEYS: dict[str, tuple[str, ...]] = {
     "claims": ("run_id", "method", "question_id", "metric"),
     "context_verdicts": ("run_id", "method", "question_id", "metric"),
 }
+# An empty set is written as one marker row whose column here is negative: it wins like any
+# newer set (so a re-score that found no claims replaces the old ones) and compaction drops it.
+EMPTY_SET_MARKER = {"claims": "idx", "context_verdicts": "rank"}
 ORDER_COLUMN = {"questions": "written_at", "responses": "written_at", "metrics": "computed_at",
                 "judge_calls": "created_at", "claims": "computed_at", "context_verdicts": "computed_at"}
 # Sort order of a compacted file: what readers filter on first.

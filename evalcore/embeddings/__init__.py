@@ -61,6 +61,15 @@ def get_embedder(model: str | None = None, store: Any = None) -> Embedder:
     return _EMBEDDERS[key]
 
 
+def warm_up(model: str | None = None, store: Any = None) -> None:
+    """Load a local model's weights now (one short forward pass, nothing cached), so that a
+    scoring pass can do it in the background while judge calls are in flight. A remote
+    embedding endpoint needs no loading: nothing is sent."""
+    embedder = get_embedder(model, store)
+    if getattr(embedder.backend, "source", "") == "sentence-transformers":
+        embedder.backend.embed(["warm-up"])
+
+
 def reset_embedders(keep_models: bool = False) -> None:
     """Forget the per-process embedders' in-memory caches (and their loaded models unless
     `keep_models`), so the next encode sees only what the store's cache holds."""

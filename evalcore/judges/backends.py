@@ -122,9 +122,22 @@ class AnthropicBackend:
         self.timeout = timeout
         self.base_url = os.environ.get("ANTHROPIC_BASE_URL") or None
         self.temperature: float | None = None
+        self.rejected: set[str] = set()  # "output_config" once the model refuses a schema
 
-    def params(self, system: str, messages: list[dict], max_tokens: int) -> dict[str, Any]:
-        return {"model": self.model, "max_tokens": max_tokens, "system": system, "messages": messages}
+    def params(self, system: str, messages: list[dict], max_tokens: int,
+               schema: dict[str, Any] | None = None, name: str = "reply") -> dict[str, Any]:
+        """The request; with `schema`, the reply is constrained to it (structured outputs)."""
+        params: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "system": system,
+                                  "messages": messages}
+        if schema is not None:
+            params["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
+        return params
+
+    def wire_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`params` without the output schema once this model has refused one."""
+        if "output_config" in self.rejected and "output_config" in params:
+            return {k: v for k, v in params.items() if k != "output_config"}
+        return params
 
     def secrets(self) -> set[str]:
         """Key values this backend sends; the judge client scrubs them from stored replies."""
@@ -143,17 +156,29 @@ class AnthropicBackend:
         return anthropic.AsyncAnthropic(base_url=base, default_query=query, max_retries=0, timeout=self.timeout)
 
     async def complete(self, client: Any, params: dict[str, Any]) -> Reply:
+        """Send `params`; a 400 refusing the output schema is learnt once and the request
+        resent without it (the judge client then parses free text, with its repair path)."""
         import anthropic
 
-        try:
-            msg = await _within(self.timeout, client.messages.create(**params))
-        except TransientError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - classified below
-            raise _classify(exc, anthropic) from None
+        sent, rejections = self.wire_params(params), []
+        while True:
+            try:
+                msg = await _within(self.timeout, client.messages.create(**sent))
+                break
+            except TransientError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - classified below
+                message = _schema_rejection(exc, "output_config")
+                if message is None or "output_config" not in sent:
+                    raise _classify(exc, anthropic) from None
+                _learn_schema(self, "output_config")
+                rejections.append(f"HTTP 400 rejected output_config: {message[:300]}")
+                sent = self.wire_params(params)
         text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text")
+        adapted = [SCHEMA_REFUSED] if "output_config" in params and "output_config" not in sent else []
         return Reply(text=text, input_tokens=msg.usage.input_tokens or 0,
-                     output_tokens=msg.usage.output_tokens or 0, stop_reason=msg.stop_reason, model=msg.model)
+                     output_tokens=msg.usage.output_tokens or 0, stop_reason=msg.stop_reason, model=msg.model,
+                     sent_params=sent if sent != params else None, adapted=adapted, rejections=rejections)
 
 
 # o1, o3, o4-mini, o3-pro-2025-06-10, gpt-5, gpt-5-mini, gpt-5.1 ... but not gpt-50 or olmo.
@@ -217,6 +242,33 @@ def _rejection(exc: Exception) -> tuple[str, str] | None:
     return (named.group(1), message) if named and named.group(1) in _ADAPTABLE else None
 
 
+SCHEMA_REFUSED = "the model refuses an output schema: the reply is parsed from free text"
+_SCHEMA_WORDS = re.compile(r"output_config|output_format|response_format|json_schema|structured output|"
+                           r"schema", re.IGNORECASE)
+
+
+def _schema_rejection(exc: Exception, key: str) -> str | None:
+    """The server's message when a 400 refuses the output schema (`key` is the request field
+    carrying it), else None. Providers say so in the error's `param` or its message."""
+    if getattr(exc, "status_code", None) != 400:
+        return None
+    body = getattr(exc, "body", None)
+    body = body if isinstance(body, dict) else {}
+    inner = body.get("error") if isinstance(body.get("error"), dict) else body
+    message = str(inner.get("message") or body.get("message") or "")
+    if inner.get("param") == key or str(inner.get("param") or "").startswith(key):
+        return message or f"{key} refused"
+    return message if _SCHEMA_WORDS.search(message) else None
+
+
+def _learn_schema(backend: Any, key: str) -> None:
+    """Remember, once per backend, that this model takes no output schema (and say so)."""
+    if key not in backend.rejected:
+        backend.rejected.add(key)
+        log.warning("%s judge %s: the model refuses an output schema; replies are parsed from free text",
+                    backend.provider, backend.model)
+
+
 class OpenAIBackend:
     """Any OpenAI-compatible chat-completions server (OpenAI, vLLM, Ollama...).
 
@@ -240,8 +292,10 @@ class OpenAIBackend:
         self.temperature: float | None = None if self.reasoning else 0.0
         self.rejected: set[str] = set()  # parameters this server refused for this model
 
-    def params(self, system: str, messages: list[dict], max_tokens: int) -> dict[str, Any]:
-        """The request the judge asks for, which is also what the cache key hashes.
+    def params(self, system: str, messages: list[dict], max_tokens: int,
+               schema: dict[str, Any] | None = None, name: str = "reply") -> dict[str, Any]:
+        """The request the judge asks for, which is also what the cache key hashes. With
+        `schema`, the reply is constrained to it (`response_format` json_schema, strict).
 
         It depends on the model name only, never on what this instance has learnt from the
         server: the adaptation is the same for every request to one server and model, so a
@@ -253,6 +307,9 @@ class OpenAIBackend:
             params["max_completion_tokens"] = max_tokens + reasoning_allowance()
         else:
             params.update(max_tokens=max_tokens, temperature=0.0)
+        if schema is not None:
+            params["response_format"] = {"type": "json_schema",
+                                         "json_schema": {"name": name, "strict": True, "schema": schema}}
         return params
 
     def wire_params(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -263,6 +320,8 @@ class OpenAIBackend:
             sent["max_completion_tokens"] = sent.pop("max_tokens") + reasoning_allowance()
         if "temperature" in self.rejected:
             sent.pop("temperature", None)
+        if "response_format" in self.rejected:
+            sent.pop("response_format", None)
         return sent
 
     def _learn(self, param: str) -> None:
@@ -311,6 +370,12 @@ class OpenAIBackend:
             except TransientError:
                 raise
             except Exception as exc:  # noqa: BLE001
+                refused = _schema_rejection(exc, "response_format")
+                if refused is not None and "response_format" in sent:
+                    _learn_schema(self, "response_format")
+                    rejections.append(f"HTTP 400 rejected response_format: {refused[:300]}")
+                    sent = self.wire_params(params)
+                    continue
                 rejection = _rejection(exc)
                 if rejection is None or rejection[0] not in sent:
                     raise _classify(exc, openai) from None
@@ -328,6 +393,8 @@ class OpenAIBackend:
         usage = resp.usage
         adapted = [f"the server rejects {name} for this model: {_ADAPTABLE[name]}"
                    for name in _ADAPTABLE if name in params and name not in sent]
+        if "response_format" in params and "response_format" not in sent:
+            adapted.append(SCHEMA_REFUSED)
         return Reply(text=choice.message.content or "", input_tokens=(usage.prompt_tokens if usage else 0) or 0,
                      output_tokens=(usage.completion_tokens if usage else 0) or 0,
                      stop_reason=choice.finish_reason, model=resp.model,

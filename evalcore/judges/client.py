@@ -26,7 +26,7 @@ from evalcore.judges.cache import JudgeCache, request_key
 from evalcore.judges.parsing import ParseError, parse_reply
 from evalcore.judges.pricing import cost_usd, load_prices
 from evalcore.judges.prompts import render
-from evalcore.judges.tasks import PROMPT_VERSIONS, REPAIR_VERSION, build_prompt
+from evalcore.judges.tasks import PROMPT_VERSIONS, REPAIR_VERSION, get_task
 from evalcore.schemas import JudgeCall, JudgeId
 from evalcore.secret_urls import public_url
 
@@ -150,8 +150,12 @@ class LLMJudge(Judge):
     """A real model behind an official SDK backend (see backends.py)."""
 
     def __init__(self, backend: Any, cache: JudgeCache, prices: dict | None = None, concurrency: int = 8,
-                 max_attempts: int = 5, backoff_base: float = 0.5, max_wait: float = 60.0):
+                 max_attempts: int = 5, backoff_base: float = 0.5, max_wait: float = 60.0,
+                 structured: bool = True):
         super().__init__(concurrency)
+        # ask for replies constrained to each task's JSON schema (structured outputs); a model
+        # that refuses is learnt by the backend and gets free text with the repair path
+        self.structured = structured
         self.backend = backend
         self.provider = backend.provider
         self.model = backend.model
@@ -182,20 +186,25 @@ class LLMJudge(Judge):
     def _session(self) -> Any:
         return _SdkSession(self.backend)
 
-    def request_for(self, system: str, messages: list[dict], max_tokens: int) -> dict[str, Any]:
-        """The full, replayable request (no headers, no key): what the cache key hashes."""
+    def request_for(self, system: str, messages: list[dict], max_tokens: int,
+                    task: str | None = None) -> dict[str, Any]:
+        """The full, replayable request (no headers, no key): what the cache key hashes.
+        With `task` and structured outputs on, it carries the task's reply schema."""
         base_url = public_url(self.backend.base_url) if self.backend.base_url else None
-        return {"provider": self.provider, "model": self.model, "base_url": base_url,
-                "params": self.backend.params(system, messages, max_tokens)}
+        schema = get_task(task).schema() if task and self.structured else None
+        params = self.backend.params(system, messages, max_tokens, schema=schema, name=task or "reply") \
+            if schema is not None else self.backend.params(system, messages, max_tokens)
+        return {"provider": self.provider, "model": self.model, "base_url": base_url, "params": params}
 
     def cache_key_for(self, task: str, inputs: dict[str, Any]) -> str:
-        p = build_prompt(task, inputs)
-        return request_key(self.request_for(p.system, [{"role": "user", "content": p.user}], p.max_tokens))
+        p = get_task(task).prompt(inputs)
+        return request_key(self.request_for(p.system, [{"role": "user", "content": p.user}], p.max_tokens,
+                                            task=task))
 
     async def _run_one(self, t: JudgeTask, client: Any, sem: asyncio.Semaphore) -> Outcome:
         """Ask once; when the reply does not parse, ask once more with the problem named."""
         jid = self.judge_id(t.task)
-        prompt = build_prompt(t.task, t.inputs)
+        prompt = get_task(t.task).prompt(t.inputs)
         messages = [{"role": "user", "content": prompt.user}]
         purpose = t.purpose or t.task
         text, out, err, problem, live = await self._ask_and_parse(
@@ -239,10 +248,11 @@ class LLMJudge(Judge):
 
     async def _request(self, t: JudgeTask, jid: JudgeId, system: str, messages: list[dict], max_tokens: int,
                        client: Any, sem: asyncio.Semaphore, purpose: str) -> tuple[str | None, JudgeCall, str | None]:
-        request = self.request_for(system, messages, max_tokens)
+        request = self.request_for(system, messages, max_tokens, task=t.task)
         key = request_key(request)
         meta: dict[str, Any] = {"cache_key": key, "task": t.task, "prompt_id": jid.prompt_id,
-                                "prompt_version": jid.prompt_version}
+                                "prompt_version": jid.prompt_version,
+                                "output_mode": "schema" if self._schema_sent(request["params"]) else "text"}
         stored = {**request, "meta": meta}
         call = JudgeCall(run_id=t.run_id, call_key=request_key({"k": key, "m": t.method, "q": t.question_id,
                                                                  "p": purpose})[:40],
@@ -316,6 +326,10 @@ class LLMJudge(Judge):
         return reply.text, call, None, entry
 
     @staticmethod
+    def _schema_sent(params: dict[str, Any]) -> bool:
+        return "output_config" in params or "response_format" in params
+
+    @staticmethod
     def _note_sent(call: JudgeCall, request: dict[str, Any], sent_params: dict[str, Any] | None,
                    adapted: list[str], rejections: list[str] | None = None) -> dict[str, Any]:
         """Make the call's stored request show the parameters that really went out, and return
@@ -336,6 +350,7 @@ class LLMJudge(Judge):
         sent = {**request, "params": sent_params}
         call.request = {**sent, "meta": meta}
         meta["params_adapted"] = list(adapted)
+        meta["output_mode"] = "schema" if LLMJudge._schema_sent(sent_params) else "text"
         temperature = sent_params.get("temperature")
         if call.judge_id.temperature != temperature:
             call.judge_id = call.judge_id.model_copy(update={"temperature": temperature})

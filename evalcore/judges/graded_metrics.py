@@ -71,7 +71,6 @@ def _one_call(task: str, items: list[Item], ctx: ScoringContext, to_score: Calla
         else:
             s = to_score(o.output, work, label)
             scores.append(dataclasses.replace(s, judge_id=label))
-    work.flush()
     return scores
 
 
@@ -129,7 +128,7 @@ def _groundedness(items: list[Item], ctx: ScoringContext, normalised: bool) -> l
     decs = decompositions(work, items)
     reqs = []
     for (q, r), d in zip(items, decs):
-        claims = d.output["answer_claims"] if d is not None and d.output else None
+        claims = d.output["claims"] if d is not None and d.output else None
         reqs.append(None if r.error or not claims else
                     (r.method, q.id, {"contexts": contexts_of(r), "answer": r.answer, "claims": claims,
                                       "n_citations": len(r.citations)}))
@@ -142,7 +141,7 @@ def _groundedness(items: list[Item], ctx: ScoringContext, normalised: bool) -> l
         if d is None or d.output is None:
             scores.append(Score(float("nan"), reason=d.error if d else "no judge output", judge_id=label))
             continue
-        claims = d.output["answer_claims"]
+        claims = d.output["claims"]
         if not claims:
             scores.append(Score(float("nan"), reason="the answer makes no factual claims", judge_id=label))
             continue
@@ -155,7 +154,6 @@ def _groundedness(items: list[Item], ctx: ScoringContext, normalised: bool) -> l
                         supported_claims=pick(o.output["supported_claims"]),
                         unsupported_claims=pick(o.output["unsupported_claims"]))
         scores.append(Score(native / 5 if normalised else native, details=details, judge_id=label))
-    work.flush()
     return scores
 
 
@@ -214,7 +212,6 @@ def classify(items: list[Item], ctx: ScoringContext) -> list[tuple[str | None, d
         else:
             row[0] = o.output["label"]
             row[1] = {**row[1], "by": "answer_class_judge", "reason": o.output["reason"]}
-    work.flush()
     return [tuple(row) for row in res]
 
 

@@ -19,6 +19,7 @@ import string
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -51,9 +52,10 @@ def _prompt_dir():
 
 
 @lru_cache(maxsize=None)
-def load_prompt(prompt_id: str, version: str = "1") -> PromptTemplate:
-    """Read `<id>.v<version>.yaml` (and the preamble it names) from evalcore/prompts/."""
-    path = _prompt_dir() / f"{prompt_id}.v{version}.yaml"
+def load_prompt(prompt_id: str, version: str = "1", directory: Path | None = None) -> PromptTemplate:
+    """Read `<id>.v<version>.yaml` from evalcore/prompts/ (or `directory`, for a task defined
+    outside the package); the preamble it names always comes from evalcore/prompts/."""
+    path = (Path(directory) if directory is not None else _prompt_dir()) / f"{prompt_id}.v{version}.yaml"
     if not path.is_file():
         raise KeyError(f"no prompt template {prompt_id!r} version {version!r}")
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -108,7 +110,7 @@ def _collect_texts(value: Any, out: list[str]) -> None:
 
 
 def render(prompt_id: str, data: dict[str, Any], version: str = "1",
-           plain: dict[str, str] | None = None) -> RenderedPrompt:
+           plain: dict[str, str] | None = None, directory: Path | None = None) -> RenderedPrompt:
     """Fill a template. `data` values are untrusted and get fenced:
 
     - a string becomes one block labelled with its key;
@@ -116,7 +118,7 @@ def render(prompt_id: str, data: dict[str, Any], version: str = "1",
       "(none)" when empty. The singular label is the key without a trailing "s".
     `plain` values are trusted strings written by us (counts, flags) and are not fenced.
     """
-    tpl = load_prompt(prompt_id, version)
+    tpl = load_prompt(prompt_id, version, directory)
     texts: list[str] = []
     _collect_texts(data, texts)
     token = fence_token(texts)

@@ -1,17 +1,20 @@
 """The four ragas-style judged metrics: faithfulness, context_precision(_ap), context_recall,
 answer_relevance. Formulas are in docs/metrics/judged.md; the call budget is the point here.
 
-Calls per (method, question), whatever subset is selected (shared through JudgeWork):
-  decompose (answer claims + reference statements) 1, support (all claims and statements
-  against all contexts) 1, context_relevance (all contexts) 1, question_generation 1
-  -> at most 4 calls for the four metrics, independent of the number of contexts.
-The shared decompose/support calls carry the reference statements even when only
-faithfulness is selected (a few more tokens, never another call).
+Calls, whatever subset of the four is selected (shared through JudgeWork):
+  per question:            reference_statements 1 (the reference split once, for every method)
+  per (method, question):  decompose 1 (the answer's claims), context_review 1 (each context's
+                           relevance, and which context supports each claim and each reference
+                           statement), question_generation 1
+  -> 3 + 1/M calls per answer for M methods (3.5 for two), independent of the number of contexts.
+Context recall of every method is measured against the same statement list, and a re-score
+finds it in the cache. The review always carries the claims and the statements (a few more
+tokens when only context precision is selected, never another call for the others).
+Metric functions return values, reasons, claim verdicts and context verdicts; scoring writes.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -19,7 +22,6 @@ import numpy as np
 from evalcore.judges.lexical import tokens
 from evalcore.judges.work import JudgeWork, get_work
 from evalcore.metrics.base import Item, Score, ScoringContext
-from evalcore.schemas import Claim
 
 
 def contexts_of(r) -> list[str]:
@@ -32,55 +34,94 @@ def _base(work: JudgeWork, label: str, **extra: Any) -> dict[str, Any]:
     return d
 
 
+def has_truth(q) -> bool:
+    return bool((q.ground_truth or "").strip())
+
+
+# ---- the requests, one builder per task (the dry-run estimator uses the same ones) ------------
+def decompose_request(q, r) -> dict[str, Any] | None:
+    return None if r.error else {"question": q.question, "answer": r.answer or ""}
+
+
+def reference_request(q, r=None) -> dict[str, Any] | None:
+    return {"question": q.question, "ground_truth": q.ground_truth} if has_truth(q) else None
+
+
+def review_request(q, r, claims: list[str], statements: list[str]) -> dict[str, Any] | None:
+    ctxs = contexts_of(r)
+    if r.error or not ctxs:
+        return None
+    return {"question": q.question, "ground_truth": q.ground_truth or "", "contexts": ctxs,
+            "claims": claims, "statements": statements, "n_contexts": len(ctxs), "n_claims": len(claims),
+            "n_statements": len(statements)}
+
+
+def questions_request(q, r) -> dict[str, Any] | None:
+    return None if r.error or not (r.answer or "").strip() else {"answer": r.answer}
+
+
 def decompositions(work: JudgeWork, items: list[Item]):
-    reqs = [None if r.error else (r.method, q.id, {"question": q.question, "answer": r.answer or "",
-                                                     "ground_truth": q.ground_truth or ""}) for q, r in items]
-    return work.run("decompose", reqs)
+    return work.run("decompose", _requests("decompose", items))
 
 
-def supports(work: JudgeWork, items: list[Item], decs):
+def _claims_of(d) -> list[str]:
+    return list(d.output["claims"]) if d is not None and d.output is not None else []
+
+
+def _statements_of(s) -> list[str]:
+    return list(s.output["statements"]) if s is not None and s.output is not None else []
+
+
+def _requests(task: str, items: list[Item]) -> list:
+    build = {"decompose": decompose_request, "question_generation": questions_request}
+    if task == "reference_statements":  # method None: one request per question, shared
+        return [None if (i := reference_request(q)) is None else (None, q.id, i) for q, _ in items]
+    return [None if (i := build[task](q, r)) is None else (r.method, q.id, i) for q, r in items]
+
+
+def claims_stage(items: list[Item]) -> list[tuple[str, list]]:
+    """The first-round requests of faithfulness, context recall and context precision: the
+    answer's claims and the reference statements (their context review needs both)."""
+    return [("decompose", _requests("decompose", items)),
+            ("reference_statements", _requests("reference_statements", items))]
+
+
+def questions_stage(items: list[Item]) -> list[tuple[str, list]]:
+    """answer_relevance's first-round requests."""
+    return [("question_generation", _requests("question_generation", items))]
+
+
+def reviews(work: JudgeWork, items: list[Item]):
+    """(decompositions, references, reviews) for the items; the review of an answer carries
+    its claims and the question's reference statements."""
+    decs, refs = work.run_batches(claims_stage(items))
     reqs = []
-    for (q, r), d in zip(items, decs):
-        ctxs = contexts_of(r)
-        if d is None or d.output is None or not ctxs:
-            reqs.append(None)
-            continue
-        claims, stmts = d.output["answer_claims"], d.output["ground_truth_statements"]
-        if not claims and not stmts:
-            reqs.append(None)
-            continue
-        reqs.append((r.method, q.id, {"contexts": ctxs, "claims": claims, "statements": stmts,
-                                      "n_claims": len(claims), "n_statements": len(stmts)}))
-    return work.run("support", reqs)
+    for (q, r), d, s in zip(items, decs, refs):
+        inp = review_request(q, r, _claims_of(d), _statements_of(s))
+        reqs.append(None if inp is None else (r.method, q.id, inp))
+    return decs, refs, work.run("context_review", reqs)
 
 
-def _write_claims(ctx: ScoringContext, work: JudgeWork, rows: list[Claim]) -> None:
-    if rows and work.record_claims and ctx.writer is not None:
-        ctx.writer.write_claims(rows)
-
-
-def _claim_scores(ctx: ScoringContext, items: list[Item], metric: str, source: str) -> list[Score]:
+def _claim_scores(ctx: ScoringContext, items: list[Item], source: str) -> list[Score]:
     """faithfulness (source=answer) and context_recall (source=ground_truth) share this."""
     work = get_work(ctx)
-    label = work.judge.label("decompose", "support")
-    decs = decompositions(work, items)
-    sups = supports(work, items, decs)
-    key_list, key_verdicts = (("answer_claims", "claims") if source == "answer"
-                              else ("ground_truth_statements", "statements"))
-    now = datetime.now(timezone.utc)
-    claims_out: list[Claim] = []
+    tasks = ("decompose", "context_review") if source == "answer" else ("reference_statements", "context_review")
+    label = work.judge.label(*tasks)
+    decs, refs, revs = reviews(work, items)
+    key = "claims" if source == "answer" else "statements"
     scores: list[Score] = []
-    for (q, r), d, s in zip(items, decs, sups):
+    for (q, r), d, ref, rev in zip(items, decs, refs, revs):
         if r.error:
             scores.append(Score.nan("target error"))
             continue
-        if source == "ground_truth" and not (q.ground_truth or "").strip():
+        if source == "ground_truth" and not has_truth(q):
             scores.append(Score.nan("no ground truth"))
             continue
-        if d is None or d.output is None:
-            scores.append(Score(float("nan"), reason=d.error if d else "no judge output", judge_id=label))
+        split = d if source == "answer" else ref
+        if split is None or split.output is None:
+            scores.append(Score(float("nan"), reason=split.error if split else "no judge output", judge_id=label))
             continue
-        texts = d.output[key_list]
+        texts = _claims_of(split) if source == "answer" else _statements_of(split)
         ctxs = contexts_of(r)
         if not texts:
             what = "the answer makes no factual claims" if source == "answer" else "the ground truth has no statements"
@@ -88,44 +129,30 @@ def _claim_scores(ctx: ScoringContext, items: list[Item], metric: str, source: s
             continue
         if not ctxs:
             verdicts = [{"verdict": 0, "context": None, "reason": "no retrieved contexts"} for _ in texts]
-        elif s is None or s.output is None:
-            scores.append(Score(float("nan"), reason=s.error if s else "no judge output", judge_id=label))
+        elif rev is None or rev.output is None:
+            scores.append(Score(float("nan"), reason=rev.error if rev else "no judge output", judge_id=label))
             continue
         else:
-            verdicts = s.output[key_verdicts]
+            verdicts = rev.output[key]
         n_ok = sum(v["verdict"] for v in verdicts)
         listed = [{"text": t, **v} for t, v in zip(texts, verdicts)]
-        reason = "no retrieved contexts" if not ctxs else None
-        scores.append(Score(n_ok / len(texts), reason=reason,
+        claims = tuple({"source": source, "idx": i, "text": t,
+                        "verdict": "supported" if v["verdict"] else "not_supported", "reason": v["reason"]}
+                       for i, (t, v) in enumerate(zip(texts, verdicts)))
+        scores.append(Score(n_ok / len(texts), reason="no retrieved contexts" if not ctxs else None,
                             details=_base(work, label, n=len(texts), n_supported=n_ok, statements=listed),
-                            judge_id=label))
-        claims_out += [Claim(run_id=ctx.run_id, method=r.method, question_id=q.id, source=source, idx=i,
-                             text=t, verdict="supported" if v["verdict"] else "not_supported",
-                             reason=v["reason"], metric=metric, judge_id=label, computed_at=now)
-                       for i, (t, v) in enumerate(zip(texts, verdicts))]
-    _write_claims(ctx, work, claims_out)
-    work.flush()
+                            judge_id=label, claims=claims))
     return scores
 
 
 def faithfulness(items: list[Item], ctx: ScoringContext) -> list[Score]:
     """supported answer claims / answer claims (1.0 with a reason when there are no claims)."""
-    return _claim_scores(ctx, items, "faithfulness", "answer")
+    return _claim_scores(ctx, items, "answer")
 
 
 def context_recall(items: list[Item], ctx: ScoringContext) -> list[Score]:
     """reference statements attributable to the contexts / reference statements."""
-    return _claim_scores(ctx, items, "context_recall", "ground_truth")
-
-
-def relevance_outcomes(work: JudgeWork, items: list[Item]):
-    reqs = []
-    for q, r in items:
-        ctxs = contexts_of(r)
-        reqs.append(None if r.error or not ctxs else
-                    (r.method, q.id, {"question": q.question, "ground_truth": q.ground_truth or "",
-                                      "contexts": ctxs, "n_contexts": len(ctxs)}))
-    return work.run("context_relevance", reqs)
+    return _claim_scores(ctx, items, "ground_truth")
 
 
 def average_precision(verdicts: list[int]) -> float:
@@ -140,8 +167,8 @@ def average_precision(verdicts: list[int]) -> float:
 
 def _precision(items: list[Item], ctx: ScoringContext, ap: bool) -> list[Score]:
     work = get_work(ctx)
-    label = work.judge.label("context_relevance")
-    outs = relevance_outcomes(work, items)
+    label = work.judge.label("context_review")
+    _, _, outs = reviews(work, items)
     scores = []
     for (q, r), o in zip(items, outs):
         if r.error:
@@ -158,7 +185,6 @@ def _precision(items: list[Item], ctx: ScoringContext, ap: bool) -> list[Score]:
             scores.append(Score(value, details=_base(work, label, n=len(v), n_relevant=sum(v),
                                                      contexts=o.output["contexts"]), judge_id=label,
                                 contexts=ranked))
-    work.flush()
     return scores
 
 
@@ -181,6 +207,16 @@ def _lexical_cos(a: str, b: str) -> float:
         vb[t] = vb.get(t, 0) + 1
     dot = sum(c * vb.get(t, 0) for t, c in va.items())
     return dot / (sum(c * c for c in va.values()) ** 0.5 * sum(c * c for c in vb.values()) ** 0.5)
+
+
+def warm_embedder(ctx: ScoringContext) -> None:
+    """Load the embedding model answer_relevance compares questions with (scoring calls this
+    in the background while the judge calls are in flight)."""
+    try:
+        from evalcore.embeddings import warm_up
+    except ImportError:
+        return
+    warm_up(ctx.options.get("embedding_model"), ctx.store)
 
 
 def similarities(ctx: ScoringContext, pairs: list[tuple[str, list[str]]]) -> tuple[list[list[float]], str]:
@@ -218,8 +254,7 @@ def answer_relevance(items: list[Item], ctx: ScoringContext) -> list[Score]:
     work = get_work(ctx)
     label = work.judge.label("question_generation")
     direct_label = work.judge.label("question_generation", "answer_relevance_direct")
-    outs = work.run("question_generation", [None if r.error or not (r.answer or "").strip()
-                                            else (r.method, q.id, {"answer": r.answer}) for q, r in items])
+    (outs,) = work.run_batches(questions_stage(items))
     directs = work.run("answer_relevance_direct", [
         (r.method, q.id, {"question": q.question, "answer": r.answer})
         if o is not None and not _generated(o) else None for (q, r), o in zip(items, outs)])
@@ -251,5 +286,4 @@ def answer_relevance(items: list[Item], ctx: ScoringContext) -> list[Score]:
                                               cosines=[round(s, 4) for s in sim], noncommittal=nc,
                                               similarity=how),
                                 judge_id=label))
-    work.flush()
     return scores

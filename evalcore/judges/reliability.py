@@ -103,8 +103,12 @@ def spot_check(store, run_id: str, fraction: float = 0.1, second_judge: str = "h
     judge = make_judge(second_judge, store=store)
     writer = store.open_run(run_id)
     ctx = ScoringContext(run_id=run_id, store=store, writer=writer,
-                         options={"judge": judge, "judge_update_manifest": False, "judge_record_claims": False})
+                         options={"judge": judge, "judge_update_manifest": False})
     second = {m: specs[m].compute(items, ctx) for m in metrics}
+    work = ctx._resources.get("judge_work")
+    calls = work.take_calls() if work is not None else []
+    if calls:  # the second judge's calls are kept with the run (its claims are not)
+        writer.write_judge_calls(calls)
     firsts = {(r.method, r.question_id, r.metric): r.value for r in df.itertuples(index=False)}
 
     per_metric: dict[str, dict[str, Any]] = {}

@@ -1,56 +1,166 @@
-"""The judge tasks: which prompt each uses and how its inputs become a prompt.
+"""Judge tasks: one definition per task, the unit both judge kinds implement.
 
-A task is the unit both judge kinds implement: an LLM judge renders the task's prompt and
-parses the reply; the heuristic judge computes the same output shape without a model. Metrics
-ask for tasks, never for prompts, so switching judges never changes metric code.
+A task is everything the judge layer needs to know about one kind of question put to a judge,
+kept together so that adding a judged metric means writing one `TaskDef` (plus the metric
+function and its docs page), not editing eight files:
+
+- `version` of its prompt file, `<name>.v<version>.yaml` (in evalcore/prompts, or a task's
+  own `prompt_dir`): the (name, version) pair is part of every stored judge id;
+- `reply`, a pydantic model of the answer the judge must give. It is the JSON schema sent to
+  providers that accept one (structured outputs), and the first check on every reply;
+- `check(output, inputs)`, the rules that need the inputs (one verdict per context, claim
+  numbers in range), returning the normalised output metric code relies on;
+- `heuristic(inputs)`, the offline judge's output in the same shape;
+- `output_tokens`, a reply-size estimate for `score --dry-run` (fixed + per listed item);
+- `counts(inputs)`, the `n_*` numbers its prompt quotes.
+
+Metrics ask for tasks, never for prompts, so switching judges never changes metric code.
+Built-in definitions live in `evalcore.judges.task_library`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel, ValidationError
 
 from evalcore.judges.prompts import RenderedPrompt, render
 
-# task -> prompt version in use. Bump here (and add the new file) when a prompt changes.
-PROMPT_VERSIONS: dict[str, str] = {
-    "decompose": "1",
-    "support": "1",
-    "context_relevance": "1",
-    "question_generation": "1",
-    "answer_relevance_direct": "1",
-    "factual_accuracy": "1",
-    "answer_class": "1",
-    "abstention": "1",
-    "groundedness": "1",
-    "correctness": "1",
-    "answer_correctness": "1",
-    "plan_scores": "1",
-}
 REPAIR_VERSION = "1"
 ABSENT = "(absent)"
 
 
+class ParseError(ValueError):
+    """The reply is not the JSON the task asked for (the message says what is wrong)."""
+
+
+def _no_counts(inputs: dict[str, Any]) -> dict[str, int]:
+    return {}
+
+
+@dataclass(frozen=True)
+class TaskDef:
+    name: str
+    version: str
+    reply: type[BaseModel]
+    heuristic: Callable[[dict[str, Any]], dict[str, Any]]
+    check: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]] | None = None
+    output_tokens: tuple[int, int] = (100, 0)
+    counts: Callable[[dict[str, Any]], dict[str, int]] = _no_counts
+    prompt_dir: Path | None = None
+    description: str = ""
+    _schema: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def schema(self) -> dict[str, Any]:
+        """The reply's JSON schema in the strict form both providers accept: every property
+        required, no extra properties, no titles or defaults (built once)."""
+        if not self._schema:
+            self._schema.update(strict_schema(self.reply.model_json_schema()))
+        return self._schema
+
+    def with_counts(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """`inputs` plus the derived counts the prompt quotes."""
+        return {**inputs, **self.counts(inputs)}
+
+    def prompt(self, inputs: dict[str, Any], version: str | None = None) -> RenderedPrompt:
+        """Untrusted strings/lists are fenced; `n_*` counts are ours and written as-is;
+        a missing optional text becomes the plain word (absent), outside any fence."""
+        data: dict[str, Any] = {}
+        plain: dict[str, str] = {}
+        for key, value in inputs.items():
+            if key.startswith("n_"):
+                plain[key] = str(int(value))
+            elif value is None or (isinstance(value, str) and not value.strip()):
+                plain[key] = ABSENT
+            else:
+                data[key] = value
+        return render(self.name, data, version or self.version, plain, directory=self.prompt_dir)
+
+    def parse(self, obj: Any, inputs: dict[str, Any]) -> dict[str, Any]:
+        """Validate a decoded reply against the model, then the input-dependent rules."""
+        try:
+            model = self.reply.model_validate(obj)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
+            more = len(exc.errors()) - 1
+            raise ParseError(f"{where}: {first.get('msg')}" + (f" (and {more} more problems)" if more else "")) \
+                from None
+        out = model.model_dump()
+        return self.check(out, inputs) if self.check else out
+
+    def estimate_output(self, inputs: dict[str, Any]) -> int:
+        fixed, per = self.output_tokens
+        return fixed + per * sum(len(v) for v in inputs.values() if isinstance(v, list))
+
+    def estimate_input(self, inputs: dict[str, Any]) -> int:
+        """Prompt tokens, roughly: characters / 3.5 (what the dry run has always used)."""
+        p = self.prompt(self.with_counts(inputs))
+        return math.ceil(len(p.system + p.user) / 3.5)
+
+
+TASKS: dict[str, TaskDef] = {}
+# task -> prompt version in use; kept in step with TASKS by `register`
+PROMPT_VERSIONS: dict[str, str] = {}
+
+
+def register(defn: TaskDef, replace: bool = False) -> TaskDef:
+    """Add a task. The prompt file must exist now, so a typo fails at import, not mid-run."""
+    if defn.name in TASKS and not replace:
+        raise ValueError(f"judge task {defn.name!r} is already defined")
+    from evalcore.judges.prompts import load_prompt
+
+    load_prompt(defn.name, defn.version, directory=defn.prompt_dir)
+    TASKS[defn.name] = defn
+    PROMPT_VERSIONS[defn.name] = defn.version
+    return defn
+
+
+def unregister(name: str) -> None:
+    """Remove a task (tests that define their own)."""
+    TASKS.pop(name, None)
+    PROMPT_VERSIONS.pop(name, None)
+
+
+def get_task(name: str) -> TaskDef:
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise KeyError(f"no judge task {name!r}; defined: {', '.join(sorted(TASKS))}") from None
+
+
 def build_prompt(task: str, inputs: dict[str, Any], version: str | None = None) -> RenderedPrompt:
-    """Untrusted strings/lists are fenced; `n_*` counts are ours and written as-is;
-    a missing optional text becomes the plain word (absent), outside any fence."""
-    data: dict[str, Any] = {}
-    plain: dict[str, str] = {}
-    for key, value in inputs.items():
-        if key.startswith("n_"):
-            plain[key] = str(int(value))
-        elif value is None or (isinstance(value, str) and not value.strip()):
-            plain[key] = ABSENT
-        else:
-            data[key] = value
-    return render(task, data, version or PROMPT_VERSIONS[task], plain)
+    return get_task(task).prompt(inputs, version)
 
 
 def inputs_for(task: str, **kw: Any) -> dict[str, Any]:
     """Inputs dict with the derived counts the prompts quote."""
-    out = dict(kw)
-    if task == "support":
-        out["n_claims"] = len(kw["claims"])
-        out["n_statements"] = len(kw["statements"])
-    elif task == "context_relevance":
-        out["n_contexts"] = len(kw["contexts"])
+    return get_task(task).with_counts(kw)
+
+
+# Keywords left out of the schema sent to providers: titles and defaults say nothing to a
+# model, and range/length limits are refused by some structured-output implementations
+# (the reply model still enforces them when the reply is parsed).
+_NOT_SENT = ("title", "default", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+             "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "pattern")
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic JSON schema made strict: every object lists all its properties as required
+    and allows no others. OpenAI's strict json_schema mode needs exactly this, and
+    Anthropic's structured outputs accept it."""
+    if isinstance(schema, list):
+        return [strict_schema(s) for s in schema]  # type: ignore[return-value]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: strict_schema(v) for k, v in schema.items() if k not in _NOT_SENT}
+    if out.get("type") == "object" and "properties" in out:
+        out["required"] = list(out["properties"])
+        out["additionalProperties"] = False
     return out
+
+
+import evalcore.judges.task_library  # noqa: E402,F401  (registers the built-in tasks)

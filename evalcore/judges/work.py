@@ -1,44 +1,40 @@
 """Shared judge work for one scoring pass: the glue between metrics and the judge client.
 
-Why a memo: several metrics need the same judge output (faithfulness and context_recall both
-need the decomposition and the support verdicts; groundedness reuses the answer's claims).
-Every metric asks `work.run(task, requests)`; identical (task, method, question, inputs)
-requests are answered once per pass, so claim extraction happens once per answer whatever
-metrics are selected. The LLM cache below it makes repeated passes free as well.
+Why a memo: several metrics need the same judge output (faithfulness, context recall and
+context precision share the claims, the reference statements and one context review;
+groundedness reuses the answer's claims). Every metric asks `work.run(task, requests)`;
+identical (task, method, question, inputs) requests are answered once per pass, so claim
+extraction happens once per answer whatever metrics are selected. A request made with method
+None (reference statements) is shared by every method. The LLM cache below it makes repeated
+passes free as well.
 
-`flush()` writes the pass's JudgeCall rows to the run and records the judges used and the
-judge calls per question in the run manifest (counts: judge_calls, judge_calls_live,
+`run_batches` sends the requests of several tasks in one concurrent batch: scoring uses it to
+start every selected metric's first-round requests at once (see MetricSpec.first_stage).
+The judge layer writes nothing: `take_calls` hands the pass's JudgeCall rows to scoring, and
+`figures` the counts scoring records in the manifest (judge_calls, judge_calls_live,
 judge_calls_cached, judge_questions, judge_calls_per_question_max).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from evalcore.judges import DEFAULT_JUDGE, Judge, make_judge
 from evalcore.judges.cache import request_key
 from evalcore.judges.client import JudgeTask, LLMJudge, Outcome
 from evalcore.judges.lexical import sentences
-from evalcore.judges.tasks import build_prompt, inputs_for
+from evalcore.judges.tasks import get_task, inputs_for
+from evalcore.schemas import JudgeCall
 
-# Rough reply sizes (tokens) for dry-run estimates: fixed part + per listed item.
-OUTPUT_TOKENS = {"decompose": (40, 30), "support": (30, 35), "context_relevance": (20, 40),
-                 "question_generation": (80, 0), "answer_relevance_direct": (50, 0),
-                 "factual_accuracy": (300, 0), "answer_class": (40, 0),
-                 "abstention": (30, 0), "groundedness": (80, 5), "correctness": (50, 0),
-                 "answer_correctness": (50, 0), "plan_scores": (150, 0)}
+Request = tuple[str | None, str, dict[str, Any]] | None
 
 
 class JudgeWork:
-    def __init__(self, judge: Judge, run_id: str, writer: Any = None, update_manifest: bool = True,
-                 record_claims: bool = True):
+    def __init__(self, judge: Judge, run_id: str, update_manifest: bool = True):
         self.judge = judge
         self.run_id = run_id
-        self.writer = writer
         self.update_manifest = update_manifest
-        self.record_claims = record_claims
         self._memo: dict[str, Outcome] = {}
         self.labels: set[str] = set()
 
@@ -46,44 +42,44 @@ class JudgeWork:
     def heuristic(self) -> bool:
         return self.judge.kind == "heuristic"
 
-    def run(self, task: str, requests: list[tuple[str, str, dict[str, Any]] | None]) -> list[Outcome | None]:
+    def run(self, task: str, requests: list[Request]) -> list[Outcome | None]:
         """Outcomes for (method, question_id, inputs) requests; None requests stay None."""
-        keys: list[str | None] = []
+        return self.run_batches([(task, requests)])[0]
+
+    def run_batches(self, batches: list[tuple[str, list[Request]]]) -> list[list[Outcome | None]]:
+        """Like `run` for several tasks, with every request not yet answered sent together."""
+        all_keys: list[list[str | None]] = []
         todo: dict[str, JudgeTask] = {}
-        for req in requests:
-            if req is None:
-                keys.append(None)
-                continue
-            method, qid, inputs = req
-            key = request_key({"t": task, "m": method, "q": qid, "i": inputs})
-            keys.append(key)
-            if key not in self._memo and key not in todo:
-                todo[key] = JudgeTask(task, inputs, self.run_id, method, qid, task)
+        for task, requests in batches:
+            keys: list[str | None] = []
+            for req in requests:
+                if req is None:
+                    keys.append(None)
+                    continue
+                method, qid, inputs = req
+                key = request_key({"t": task, "m": method, "q": qid, "i": inputs})
+                keys.append(key)
+                if key not in self._memo and key not in todo:
+                    todo[key] = JudgeTask(task, inputs, self.run_id, method, qid, task)
+            all_keys.append(keys)
         if todo:
             outs = self.judge.run_many(list(todo.values()))
             for key, out in zip(todo, outs):
                 self._memo[key] = out
                 self.labels.add(out.judge_id.label)
-        return [self._memo[k] if k is not None else None for k in keys]
+        return [[self._memo[k] if k is not None else None for k in keys] for keys in all_keys]
 
-    def flush(self) -> None:
-        calls = self.judge.drain_calls()
-        if self.writer is None:
-            return
-        if calls:
-            self.writer.write_judge_calls(calls)
-        if not self.update_manifest:
-            return
+    def take_calls(self) -> list[JudgeCall]:
+        """The JudgeCall rows made since the last take (scoring stores them)."""
+        return self.judge.drain_calls()
+
+    def figures(self) -> dict[str, Any]:
+        """The pass's call counts and the judges used, for the run manifest."""
         per_q = self.judge.per_question
-        figures = {
-            "judge_calls": sum(per_q.values()),
-            "judge_calls_live": self.judge.live_calls,
-            "judge_calls_cached": self.judge.cached_calls,
-            "judge_questions": len(per_q),
-            "judge_calls_per_question_max": max(per_q.values(), default=0),
-        }
-        self.writer.edit_manifest(lambda m: {"counts": {**m.counts, **figures},
-                                             "judges": sorted(set(m.judges) | self.labels)})
+        return {"counts": {"judge_calls": sum(per_q.values()), "judge_calls_live": self.judge.live_calls,
+                           "judge_calls_cached": self.judge.cached_calls, "judge_questions": len(per_q),
+                           "judge_calls_per_question_max": max(per_q.values(), default=0)},
+                "judges": sorted(self.labels)}
 
 
 def get_work(ctx: Any) -> JudgeWork:
@@ -94,20 +90,19 @@ def get_work(ctx: Any) -> JudgeWork:
         spec = ctx.options.get("judge")
         judge = spec if isinstance(spec, Judge) else make_judge(
             spec or DEFAULT_JUDGE, store=ctx.store, concurrency=ctx.options.get("judge_concurrency"))
-        return JudgeWork(judge, ctx.run_id, ctx.writer,
-                         update_manifest=ctx.options.get("judge_update_manifest", True),
-                         record_claims=ctx.options.get("judge_record_claims", True))
+        return JudgeWork(judge, ctx.run_id, update_manifest=ctx.options.get("judge_update_manifest", True))
 
     return ctx.resource("judge_work", factory)
 
 
 # ---- dry-run estimates -------------------------------------------------------------------
-def estimate_calls(ctx: Any, planned: list[tuple[str, str, str, dict[str, Any]]]) -> dict[str, float]:
+def estimate_calls(ctx: Any, planned: list[tuple[str, str | None, str, dict[str, Any]]]) -> dict[str, float]:
     """Calls, tokens and cost for planned (task, method, question_id, inputs) requests.
 
     Requests already counted by another metric in this ctx are not counted again (shared
-    work), and requests already in the judge cache cost nothing. Second-stage inputs (claims)
-    are guessed from sentences by the caller, so those figures are approximate.
+    work; a method None request is one per question), and requests already in the judge cache
+    cost nothing. Second-stage inputs (claims) are guessed from sentences by the caller, so
+    token figures are approximate; call counts are exact unless a fallback or repair is needed.
     """
     work = get_work(ctx)
     seen: set = ctx.resource("judge_estimate_seen", set)
@@ -125,11 +120,8 @@ def estimate_calls(ctx: Any, planned: list[tuple[str, str, str, dict[str, Any]]]
         if judge.cache.contains(judge.cache_key_for(task, inputs)):
             cached += 1
             continue
-        prompt = build_prompt(task, inputs)
-        n_in = math.ceil(len(prompt.system + prompt.user) / 3.5)
-        fixed, per = OUTPUT_TOKENS.get(task, (100, 0))
-        n_items = sum(len(v) for k, v in inputs.items() if isinstance(v, list))
-        n_out = fixed + per * n_items
+        defn = get_task(task)
+        n_in, n_out = defn.estimate_input(inputs), defn.estimate_output(inputs)
         from evalcore.judges.pricing import cost_usd
 
         c, _ = cost_usd(judge.prices, judge.model, n_in, n_out)

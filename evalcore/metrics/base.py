@@ -36,6 +36,9 @@ class Score:
     # per-context relevance verdicts: ({"rank", "verdict", "score", "reason"}, ...); scoring
     # stores them in the context_verdicts table
     contexts: tuple[dict[str, Any], ...] = ()
+    # the statements a value was computed from, with their verdicts: ({"source": "answer" or
+    # "ground_truth", "idx", "text", "verdict", "reason"}, ...); scoring stores them as claims
+    claims: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if math.isinf(self.value):
@@ -80,6 +83,16 @@ class MetricSpec:
     description: str = ""
     # Optional: estimate(items, ctx) -> {"calls": int, "input_tokens": int, "output_tokens": int}
     estimate: Callable[[list[Item], ScoringContext], dict[str, float]] | None = None
+    # Optional: the judge requests this metric needs first, [(task, [(method, question_id,
+    # inputs) or None, ...]), ...]; scoring sends those of every selected metric in one batch
+    first_stage: Callable[[list[Item]], list[tuple[str, list]]] | None = None
+    # Whether each value states a set of claims / of per-context verdicts: scoring then stores
+    # the set for every answer it scores, an empty set included (so a re-score replaces it)
+    states_claims: bool = False
+    states_context_verdicts: bool = False
+    # Optional: warm(ctx) prepares something slow this metric will use (loads an embedding
+    # model); scoring runs it in the background while judge calls are in flight
+    warm: Callable[["ScoringContext"], None] | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.needs) - NEEDS

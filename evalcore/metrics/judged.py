@@ -16,79 +16,85 @@ from evalcore.judges import ragas_metrics as rg
 from evalcore.judges.work import estimate_calls, guess_claims
 from evalcore.metrics.base import Item, MetricSpec, ScoringContext
 
-Plan = Callable[[object, object], list[tuple[str, dict]]]
+# a metric's planned judge requests for one answer: [(task, method or None, inputs), ...]
+Plan = Callable[[object, object], list[tuple[str, str | None, dict]]]
 
 
-def _decompose(q, r):
-    return [("decompose", {"question": q.question, "answer": r.answer or "", "ground_truth": q.ground_truth or ""})]
-
-
-def _support(q, r):
-    ctxs = rg.contexts_of(r)
-    claims, stmts = guess_claims(r.answer), guess_claims(q.ground_truth)
-    if not ctxs or not (claims or stmts):
-        return []
-    return [("support", {"contexts": ctxs, "claims": claims, "statements": stmts,
-                         "n_claims": len(claims), "n_statements": len(stmts)})]
-
-
-def _relevance(q, r):
-    ctxs = rg.contexts_of(r)
-    return [("context_relevance", {"question": q.question, "ground_truth": q.ground_truth or "",
-                                   "contexts": ctxs, "n_contexts": len(ctxs)})] if ctxs else []
+def _claims(q, r):
+    """The requests faithfulness, context recall and precision make: claims, reference
+    statements (method None: once per question) and one context review (claims guessed)."""
+    plan = []
+    dec = rg.decompose_request(q, r)
+    if dec is not None:
+        plan.append(("decompose", r.method, dec))
+    ref = rg.reference_request(q)
+    if ref is not None:
+        plan.append(("reference_statements", None, ref))
+    review = rg.review_request(q, r, guess_claims(r.answer) if dec is not None else [],
+                               guess_claims(q.ground_truth) if ref is not None else [])
+    if review is not None:
+        plan.append(("context_review", r.method, review))
+    return plan
 
 
 def _questions(q, r):
-    return [("question_generation", {"answer": r.answer})] if (r.answer or "").strip() else []
+    inp = rg.questions_request(q, r)
+    return [("question_generation", r.method, inp)] if inp is not None else []
 
 
 def _single(task: str) -> Plan:
     build, needs_gt, _ = g.BUILDERS[task]
-    return lambda q, r: [] if needs_gt and not q.ground_truth else [(task, build(q, r))]
+    return lambda q, r: [] if needs_gt and not q.ground_truth else [(task, r.method, build(q, r))]
 
 
 def _grounded(q, r):
     claims = guess_claims(r.answer)
-    return _decompose(q, r) + ([("groundedness", {"contexts": rg.contexts_of(r), "answer": r.answer,
-                                                  "claims": claims, "n_citations": len(r.citations)})]
-                               if claims else [])
+    dec = rg.decompose_request(q, r)
+    return ([("decompose", r.method, dec)] if dec is not None else []) + \
+        ([("groundedness", r.method, {"contexts": rg.contexts_of(r), "answer": r.answer, "claims": claims,
+                                      "n_citations": len(r.citations)})] if claims else [])
 
 
 def _classes(q, r):
     plan = []
     if q.ground_truth:
-        plan.append(("answer_class", {"question": q.question, "ground_truth": q.ground_truth,
-                                      "answer": r.answer or ""}))
+        plan.append(("answer_class", r.method, {"question": q.question, "ground_truth": q.ground_truth,
+                                                "answer": r.answer or ""}))
     return plan
 
 
 def _estimator(*plans: Plan):
     def estimate(items: list[Item], ctx: ScoringContext) -> dict[str, float]:
-        planned = [(task, r.method, q.id, inputs) for q, r in items if not r.error
-                   for plan in plans for task, inputs in plan(q, r)]
+        planned = [(task, method, q.id, inputs) for q, r in items if not r.error
+                   for plan in plans for task, method, inputs in plan(q, r)]
         return estimate_calls(ctx, planned)
     return estimate
 
 
-def _spec(name, fn, group, needs, plans, description, binary=False, higher=True):
-    return MetricSpec(name=name, group=group, compute=fn, needs=frozenset({"judge", *needs}),
+def _spec(name, fn, group, needs, plans, description, binary=False, higher=True, version="1", **kw):
+    return MetricSpec(name=name, group=group, compute=fn, needs=frozenset({"judge", *needs}), version=version,
                       description=description, estimate=_estimator(*plans), binary=binary,
-                      higher_is_better=higher)
+                      higher_is_better=higher, **kw)
 
 
 ANS, CTX, GT = "answer", "contexts", "ground_truth"
 SPECS: list[MetricSpec] = [
-    _spec("faithfulness", rg.faithfulness, "judged", {ANS, CTX}, [_decompose, _support],
-          "Share of the answer's claims supported by the retrieved contexts (0-1)."),
-    _spec("context_precision", rg.context_precision, "judged", {CTX}, [_relevance],
-          "Mean judge relevance verdict over retrieved contexts (0-1)."),
-    _spec("context_precision_ap", rg.context_precision_ap, "judged", {CTX}, [_relevance],
-          "Rank-aware context precision: sum_k precision@k * v_k / #relevant (0-1)."),
-    _spec("context_recall", rg.context_recall, "judged", {CTX, GT}, [_decompose, _support],
-          "Share of ground-truth statements attributable to the contexts (0-1)."),
+    _spec("faithfulness", rg.faithfulness, "judged", {ANS, CTX}, [_claims],
+          "Share of the answer's claims supported by the retrieved contexts (0-1).", version="2",
+          first_stage=rg.claims_stage, states_claims=True),
+    _spec("context_precision", rg.context_precision, "judged", {CTX}, [_claims],
+          "Mean judge relevance verdict over retrieved contexts (0-1).", version="2",
+          first_stage=rg.claims_stage, states_context_verdicts=True),
+    _spec("context_precision_ap", rg.context_precision_ap, "judged", {CTX}, [_claims],
+          "Rank-aware context precision: sum_k precision@k * v_k / #relevant (0-1).", version="2",
+          first_stage=rg.claims_stage, states_context_verdicts=True),
+    _spec("context_recall", rg.context_recall, "judged", {CTX, GT}, [_claims],
+          "Share of ground-truth statements attributable to the contexts (0-1).", version="2",
+          first_stage=rg.claims_stage, states_claims=True),
     _spec("answer_relevance", rg.answer_relevance, "judged", {ANS}, [_questions],
           "Mean cosine between the question and 3 questions generated from the answer (0-1); "
-          "a direct 0-1 judge rating when no question could be generated."),
+          "a direct 0-1 judge rating when no question could be generated.", first_stage=rg.questions_stage,
+          warm=rg.warm_embedder),
     _spec("factual_accuracy", g.factual_accuracy, "judged", {ANS, GT}, [_single("factual_accuracy")],
           "G-Eval 0.5 correctness + 0.3 completeness + 0.2 consistency, / 100 (0-1)."),
     _spec("factual_grade", g.factual_grade, "judged", {ANS, GT}, [_single("factual_accuracy")],
@@ -102,9 +108,9 @@ SPECS: list[MetricSpec] = [
     _spec("answer_dont_know", g.class_metric("DONT_KNOW"), "judged", {ANS}, [_classes],
           "Indicator of class DONT_KNOW.", binary=True, higher=False),
     _spec("groundedness", g.groundedness, "judged", {ANS, CTX}, [_grounded],
-          "Judge 0-5: claims supported by contexts, 5 needs citations."),
+          "Judge 0-5: claims supported by contexts, 5 needs citations.", version="2"),
     _spec("groundedness_norm", g.groundedness_norm, "judged", {ANS, CTX}, [_grounded],
-          "groundedness / 5."),
+          "groundedness / 5.", version="2"),
     _spec("correctness", g.correctness, "judged", {ANS}, [_single("correctness")],
           "Judge 0-5: does the answer correctly address the question (with contexts)."),
     _spec("correctness_norm", g.correctness_norm, "judged", {ANS}, [_single("correctness")],

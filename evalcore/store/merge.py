@@ -23,10 +23,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
-from evalcore.tables import KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS
+from evalcore.tables import EMPTY_SET_MARKER, KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS
 
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
 _NO_TIME = np.iinfo(np.int64).min
@@ -149,6 +150,8 @@ def merge_files(paths: list[Path], table: str, out: Path) -> Merged:
             for batch in source.iter_batches(batch_size=_batch_rows(source), use_threads=False):
                 n = batch.num_rows
                 part = pa.Table.from_batches([batch]).filter(pa.array(mask[start:start + n]))
+                if table in EMPTY_SET_MARKER and part.num_rows:  # empty sets won, and hold nothing
+                    part = part.filter(pc.greater_equal(part.column(EMPTY_SET_MARKER[table]), 0))
                 start += n
                 rows_in += n
                 if part.num_rows:

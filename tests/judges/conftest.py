@@ -144,8 +144,10 @@ def blocks(user: str, label: str) -> list[str]:
 
 
 def task_of(system: str) -> str:
-    for marker, task in (("rewrite texts as lists", "decompose"), ("check statements against", "support"),
-                         ("retrieved passages help", "context_relevance"), ("which questions an answer", "question_generation"),
+    for marker, task in (("rewrite an answer as a list", "decompose"),
+                         ("rewrite a reference answer", "reference_statements"),
+                         ("review retrieved passages", "context_review"),
+                         ("which questions an answer", "question_generation"),
                          ("factual accuracy of an answer", "factual_accuracy"), ("correct or wrong", "answer_class"),
                          ("declines to answer", "abstention"), ("grounded in retrieved", "groundedness"),
                          ("correctly addresses", "correctness"), ("same thing as an expected", "answer_correctness"),
@@ -157,25 +159,26 @@ def task_of(system: str) -> str:
 
 
 def good_judge(body: dict, api: str) -> dict:
-    """Supports claims/contexts that mention 'Paris'; 3 claims, 2 statements."""
+    """Supports claims/contexts that mention 'Paris'; 3 claims, 2 reference statements."""
     system, user = fence_of(body, api)
     task = task_of(system)
     if task == "decompose":
-        out = {"answer_claims": ["Paris is the capital of France.", "Paris has the Eiffel Tower.",
-                                 "Paris was founded on the Moon."],
-               "ground_truth_statements": ["Paris is the capital of France.", "Paris lies on the Seine."]}
-    elif task == "support":
+        out = {"claims": ["Paris is the capital of France.", "Paris has the Eiffel Tower.",
+                          "Paris was founded on the Moon."]}
+    elif task == "reference_statements":
+        out = {"statements": ["Paris is the capital of France.", "Paris lies on the Seine."]}
+    elif task == "context_review":
         ctxs = blocks(user, r"context \d+")
         first = next((i for i, c in enumerate(ctxs, 1) if "Paris" in c), None)
-        out = {"claims": [{"i": 1, "verdict": 1, "context": first, "reason": "stated"},
-                          {"i": 2, "verdict": 1, "context": first, "reason": "stated"},
-                          {"i": 3, "verdict": 0, "context": None, "reason": "not mentioned"}],
-               "statements": [{"i": 1, "verdict": 1, "context": first, "reason": "stated"},
-                              {"i": 2, "verdict": 0, "context": None, "reason": "absent"}]}
-    elif task == "context_relevance":
-        ctxs = blocks(user, r"context \d+")
+        n_claims, n_statements = len(blocks(user, r"claim \d+")), len(blocks(user, r"statement \d+"))
+        claims = [{"i": 1, "verdict": 1, "context": first, "reason": "stated"},
+                  {"i": 2, "verdict": 1, "context": first, "reason": "stated"},
+                  {"i": 3, "verdict": 0, "context": None, "reason": "not mentioned"}]
+        statements = [{"i": 1, "verdict": 1, "context": first, "reason": "stated"},
+                      {"i": 2, "verdict": 0, "context": None, "reason": "absent"}]
         out = {"contexts": [{"i": i, "relevant": "Paris" in c, "score": 90 if "Paris" in c else 5, "reason": "r"}
-                            for i, c in enumerate(ctxs, 1)]}
+                            for i, c in enumerate(ctxs, 1)],
+               "claims": claims[:n_claims], "statements": statements[:n_statements]}
     elif task == "question_generation":
         out = {"questions": ["What is the capital of France?", "Which city is France's capital?",
                              "What is the French capital?"], "noncommittal": 0}

@@ -105,7 +105,7 @@ def test_malformed_twice_gives_reasoned_failure(anthropic_env, store):
     anthropic_env.push({"text": "CORRECT"}, {"text": '{"label": "MAYBE"}'})
     judge = make_judge("anthropic:claude-haiku-4-5", store=store)
     out = _one(judge)
-    assert out.output is None and "after one repair" in out.error and "CORRECT or WRONG" in out.error
+    assert out.output is None and "after one repair" in out.error and "'CORRECT' or 'WRONG'" in out.error
     assert anthropic_env.count() == 2
 
 

@@ -81,11 +81,11 @@ def test_hostile_text_does_not_flip_heuristic_verdicts():
 def test_heuristic_tasks_give_validated_shapes():
     from evalcore.judges.parsing import VALIDATORS
 
-    inputs = {"decompose": {"question": "Q?", "answer": "Paris. 2 people.", "ground_truth": "Paris"},
-              "support": {"contexts": ["Paris has 2 people"], "claims": ["Paris"], "statements": ["Lyon"],
-                          "n_claims": 1, "n_statements": 1},
-              "context_relevance": {"question": "Paris?", "ground_truth": "", "contexts": ["Paris", "x"],
-                                    "n_contexts": 2},
+    inputs = {"decompose": {"question": "Q?", "answer": "Paris. 2 people."},
+              "reference_statements": {"question": "Q?", "ground_truth": "Paris. It has 2 people."},
+              "context_review": {"question": "Paris?", "ground_truth": "", "contexts": ["Paris has 2 people", "x"],
+                                 "claims": ["Paris"], "statements": ["Lyon"], "n_contexts": 2, "n_claims": 1,
+                                 "n_statements": 1},
               "question_generation": {"answer": "Paris is big."},
               "answer_relevance_direct": {"question": "What is the capital of France?", "answer": "Paris."},
               "factual_accuracy": {"question": "Q", "ground_truth": "Paris", "answer": "Paris"},
@@ -103,12 +103,11 @@ def test_heuristic_tasks_give_validated_shapes():
 
 def test_korean_support_and_numbers():
     ctx = ["할덴 천문대는 1987년에 일반에 공개되었습니다."]
-    sup = run_task("support", {"contexts": ctx, "claims": ["할덴 천문대는 1987년에 공개되었다.",
-                                                             "할덴 천문대는 1990년에 공개되었다."],
-                               "statements": [], "n_claims": 2, "n_statements": 0})
+    sup = run_task("context_review", {"question": "?", "ground_truth": "", "contexts": ctx,
+                                      "claims": ["할덴 천문대는 1987년에 공개되었다.", "할덴 천문대는 1990년에 공개되었다."],
+                                      "statements": []})
     assert [c["verdict"] for c in sup["claims"]] == [1, 0]
-    assert run_task("decompose", {"question": "?", "answer": "해당 정보를 찾을 수 없습니다.", "ground_truth": ""}) == \
-        {"answer_claims": [], "ground_truth_statements": []}
+    assert run_task("decompose", {"question": "?", "answer": "해당 정보를 찾을 수 없습니다."}) == {"claims": []}
 
 
 def test_heuristic_direct_relevance_bands_question_word_coverage():

@@ -132,7 +132,7 @@ def test_both_refused_costs_two_rejections_once(server, store):
     assert all(o.error is None for o in judge.run_many(_tasks(2)))
     bodies = _bodies(server)
     assert len(bodies) == 4
-    assert {k for k in bodies[2] if k != "messages"} == {"model", "max_completion_tokens"} == \
+    assert {k for k in bodies[2] if k != "messages"} == {"model", "max_completion_tokens", "response_format"} == \
         {k for k in bodies[3] if k != "messages"}
     assert len(judge.drain_calls()[0].request["meta"]["param_rejections"]) == 2
 

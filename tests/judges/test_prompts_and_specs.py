@@ -19,9 +19,10 @@ def test_every_task_has_a_prompt_and_validator():
 
 
 def test_absent_optional_text_is_plain_and_counts_are_ours():
-    p = build_prompt("context_relevance", {"question": "Q?", "ground_truth": "", "contexts": ["a", "b"],
-                                           "n_contexts": 2})
-    assert "(absent)" in p.user and "exactly 2 entries" in p.user
+    p = build_prompt("context_review", {"question": "Q?", "ground_truth": "", "contexts": ["a", "b"],
+                                        "claims": ["c"], "statements": [], "n_contexts": 2, "n_claims": 1,
+                                        "n_statements": 0})
+    assert "(absent)" in p.user and "2 for the passages, 1 for" in p.user and "0 for group S" in p.user
     assert p.user.count(f"<<<{p.fence} BEGIN context") == 2
 
 
@@ -32,7 +33,7 @@ def test_make_judge_specs(store, monkeypatch):
     assert isinstance(j, LLMJudge) and j.spec == DEFAULT_JUDGE
     o = make_judge("openai:llama3@http://127.0.0.1:8000/v1")
     assert o.model == "llama3" and o.backend.base_url == "http://127.0.0.1:8000/v1"
-    assert o.label("decompose", "support") == "openai:llama3/decompose+support@1+1"
+    assert o.label("decompose", "context_review") == "openai:llama3/decompose+context_review@2+1"
     with pytest.raises(EvalcoreError, match="credentials"):
         make_judge("openai:m@http://user:secret@host/v1")
     with pytest.raises(EvalcoreError, match="unknown judge"):

@@ -61,8 +61,8 @@ def test_strict_parser_accepts_one_fenced_value_and_checks_ranges():
     with pytest.raises(ParseError):
         parse_reply("correctness", '{"score": 7, "reason": ""}', {})
     with pytest.raises(ParseError):
-        parse_reply("context_relevance", '{"contexts": [{"i": 1, "relevant": true, "score": 5}]}',
-                    {"contexts": ["a", "b"]})
+        parse_reply("context_review", '{"contexts": [{"i": 1, "relevant": true, "score": 5}], '
+                    '"claims": [], "statements": []}', {"contexts": ["a", "b"], "claims": [], "statements": []})
 
 
 def test_hostile_replies_from_llm_end_as_reasoned_nan(anthropic_env, store):
