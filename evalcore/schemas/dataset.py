@@ -138,7 +138,12 @@ class EvalQuestion(Strict):
             data = dict(data)
             items = [str(x) for x in data["ground_truth"] if x is not None and str(x).strip()]
             data["ground_truth"] = items[0] if items else None
-            data["answers"] = list(dict.fromkeys(items + list(data.get("answers") or [])))
+            given = data.get("answers") or []
+            merged: list[Any] = []
+            for answer in items + (list(given) if isinstance(given, list) else [given]):
+                if answer not in merged:  # by equality: a malformed item (a list) must reach
+                    merged.append(answer)  # validation and be reported, not crash hashing
+            data["answers"] = merged
         return data
 
     @model_validator(mode="after")
