@@ -52,7 +52,8 @@ class Check(Strict):
 
     - contains / not_contains: `value` (a string) must (not) appear, Unicode-normalised.
     - contains_any: any of `values` appears.
-    - regex: `value` is a Python regex searched in the answer.
+    - regex: `value` is a regex in Python syntax, searched in the answer in linear time by
+      RE2 (evalcore/metrics/linear_regex.py; what RE2 cannot run scores NaN with the reason).
     - number: `number` appears in the answer within `tolerance` (absolute).
     - list_coverage: fraction of `values` present must reach `min_fraction`.
     """
