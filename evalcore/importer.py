@@ -26,7 +26,7 @@ from evalcore.errors import InputError, from_validation
 from evalcore.fingerprint import file_fingerprint
 from evalcore.import_fields import ALIASES, QUESTION_ONLY, RESPONSE_FIELDS, FieldReport
 from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
-from evalcore.schemas.text import replace_lone_surrogates
+from evalcore.schemas.storable import make_storable
 from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
 
 BATCH_SIZE = 1000  # responses per part file
@@ -48,8 +48,8 @@ class ImportResult:
         if self.replaced_surrogates:
             recs = ", ".join(map(str, self.records_with_replacements[:10]))
             more = ", ..." if len(self.records_with_replacements) > 10 else ""
-            out.append(f"replaced {self.replaced_surrogates} invalid character(s) (lone UTF-16 surrogates) "
-                       f"with U+FFFD in record(s) {recs}{more}")
+            out.append(f"replaced lone UTF-16 surrogates (unstorable characters) with U+FFFD in "
+                       f"{self.replaced_surrogates} field(s) of record(s) {recs}{more}")
         return out
 
 
@@ -176,14 +176,14 @@ class RecordStream:
         self.methods: set[str] = set()
         self.n_errors = 0
         self.fields = FieldReport(allow_extra=allow_extra, retrieval_only=retrieval_only)
-        self.replaced = 0  # lone surrogates replaced with U+FFFD
+        self.replaced = 0  # fields whose lone surrogates were replaced with U+FFFD
         self.replaced_records: list[int] = []
 
     def __iter__(self) -> Iterator[tuple[int, EvalQuestion | None, EvalResponse]]:
         for recno, rec in read_records(self.path):
-            rec, n_replaced = replace_lone_surrogates(rec)
-            if n_replaced:
-                self.replaced += n_replaced
+            rec, changed = make_storable(rec)
+            if changed:
+                self.replaced += len(changed)
                 self.replaced_records.append(recno)
             self.fields.check(rec, self.file, recno)
             question, response = _split(rec, self.file, recno, self.default_method, self.known, self.by_text)
@@ -280,7 +280,7 @@ def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
         if stream.fields.extra:
             source["extra_fields_in_metadata"] = sorted(stream.fields.extra)
         if stream.replaced:
-            source["text_repairs"] = {"lone_surrogates_replaced": stream.replaced,
+            source["text_repairs"] = {"fields_with_lone_surrogates": stream.replaced,
                                       "records": stream.replaced_records[:100]}
         manifest = manifest.model_copy(update={
             "methods": methods, "source": source,

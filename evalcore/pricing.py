@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from evalcore import safe_yaml
 from evalcore.errors import EvalcoreError
 
 DEFAULT_PRICES: dict[str, dict[str, float]] = {
@@ -61,7 +62,7 @@ def load_prices(extra: dict[str, dict[str, float]] | None = None) -> dict[str, d
         if path:
             try:
                 text = Path(path).read_text(encoding="utf-8")
-                data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+                data = json.loads(text) if path.endswith(".json") else safe_yaml.loads(text)
             except (OSError, ValueError, yaml.YAMLError) as exc:
                 raise EvalcoreError(f"{var}={path}: unreadable price table ({exc})") from exc
             table.update(_entries(data, path))

@@ -71,3 +71,11 @@ def test_metric_value_nan_needs_reason():
     assert math.isnan(ok.value)
     with pytest.raises(ValidationError):
         MetricValue(run_id="r", method="m", question_id="q", metric="x", value=float("inf"), group="g")
+
+
+def test_ground_truth_list_with_malformed_answers_is_a_validation_error():
+    """Found by the loader fuzzer: answers holding a list crashed with TypeError (unhashable)."""
+    with pytest.raises(ValidationError, match="answers"):
+        EvalQuestion.model_validate({"id": "q", "question": "x", "ground_truth": [], "answers": [[]]})
+    q = EvalQuestion.model_validate({"id": "q", "question": "x", "ground_truth": ["a", "b"], "answers": ["b", "c"]})
+    assert q.ground_truth == "a" and q.answers == ["a", "b", "c"]

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import typer
 
+from evalcore.cli.child_process import run_tied
 from evalcore.cli.context import state
 from evalcore.errors import EvalcoreError
 
@@ -52,11 +52,8 @@ def app_cmd(
     store_root = state.store().root.resolve()
     env = {**os.environ, "EVALCORE_STORE": str(store_root)}
     typer.echo(f"dashboard for store {store_root} on http://127.0.0.1:{port} (Ctrl-C stops)", err=True)
-    try:
-        code = subprocess.call(streamlit_argv(app_script(), port, headless=not open_browser), env=env)
-    except KeyboardInterrupt:
-        code = 0
-    raise typer.Exit(code)
+    # the Streamlit server stops with this command, whatever stops it (cli/child_process.py)
+    raise typer.Exit(run_tied(streamlit_argv(app_script(), port, headless=not open_browser), env=env))
 
 
 def register(app: typer.Typer) -> None:

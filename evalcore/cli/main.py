@@ -12,6 +12,7 @@ import typer
 
 from evalcore import __version__
 from evalcore.cli.context import state
+from evalcore.cli.disk_errors import disk_full_message, is_disk_full
 from evalcore.errors import EvalcoreError
 
 app = typer.Typer(
@@ -59,7 +60,8 @@ for _module in COMMAND_MODULES:
 
 
 def main() -> None:
-    """Console entry point: evalcore errors become one clear line on stderr and exit code 2."""
+    """Console entry point: evalcore errors and a full disk become one clear line on stderr and
+    exit code 2."""
     try:
         app()
     except EvalcoreError as exc:
@@ -68,6 +70,11 @@ def main() -> None:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         sys.exit(130)
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        typer.echo(f"error: {disk_full_message(exc, state.store_root)}", err=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
+from evalcore import safe_yaml
 
 _FENCE_SALT = "evalcore-fence-v1"
 
@@ -58,7 +58,7 @@ def load_prompt(prompt_id: str, version: str = "1", directory: Path | None = Non
     path = (Path(directory) if directory is not None else _prompt_dir()) / f"{prompt_id}.v{version}.yaml"
     if not path.is_file():
         raise KeyError(f"no prompt template {prompt_id!r} version {version!r}")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = safe_yaml.loads(path.read_text(encoding="utf-8"))
     if data.get("id") != prompt_id or str(data.get("version")) != str(version):
         raise ValueError(f"{path}: id/version inside the file do not match its name")
     system = data.get("system", "")

@@ -6,7 +6,9 @@ new question needs no code. Check types (see schemas.dataset.Check):
 
   contains / not_contains  the value is (not) in the answer (Unicode-normalised, word edges)
   contains_any             any of `values` is in the answer
-  regex                    Python regex searched in the NFKC-normalised answer (case-insensitive)
+  regex                    regex (Python syntax) searched in the NFKC-normalised answer, case-
+                           insensitive, by RE2 in linear time (metrics/linear_regex.py): a pattern
+                           RE2 cannot run makes both metrics NaN with the reason, never a hang
   number                   some number in the answer equals `number` within `tolerance`
   list_coverage            fraction of `values` present >= `min_fraction`
 
@@ -27,12 +29,17 @@ import re
 import unicodedata
 
 from evalcore.metrics.base import MetricSpec, Score, per_item
+from evalcore.metrics.linear_regex import PatternUnsupported, compile_pattern
 from evalcore.metrics.text import find, normalize, numbers_equal, parse_numbers
 from evalcore.schemas import Check, EvalQuestion, EvalResponse
 
 
 class RuleError(ValueError):
     """An is_correct_rule that does not parse or names an unknown check."""
+
+
+class CheckUnrunnable(ValueError):
+    """A check that cannot give a pass/fail (a regex the linear-time engine refuses)."""
 
 
 def check_name(check: Check, position: int) -> str:
@@ -51,8 +58,11 @@ def run_check(check: Check, answer: str) -> tuple[bool, dict]:
         return bool(hits), {"hits": hits}
     if check.type == "regex":
         text = unicodedata.normalize("NFKC", answer or "")
-        m = re.search(check.value or "", text, flags=re.IGNORECASE)
-        return m is not None, {"match": m.group(0) if m else None}
+        try:
+            match = compile_pattern(check.value or "").search(text)
+        except PatternUnsupported as exc:
+            raise CheckUnrunnable(str(exc)) from None
+        return match is not None, {"match": match}
     if check.type == "number":
         found = parse_numbers(answer)
         target = float(check.number)  # validated non-None by the schema
@@ -138,13 +148,24 @@ def evaluate_rule(rule: str, results: dict[str, bool]) -> bool:
 
 
 def run_checks(q: EvalQuestion, answer: str) -> dict[str, tuple[bool, dict]]:
-    return {check_name(c, i): run_check(c, answer) for i, c in enumerate(q.checks, start=1)}
+    """Every check's (passed, details); CheckUnrunnable names the check that cannot run."""
+    results = {}
+    for i, c in enumerate(q.checks, start=1):
+        name = check_name(c, i)
+        try:
+            results[name] = run_check(c, answer)
+        except CheckUnrunnable as exc:
+            raise CheckUnrunnable(f"check {name!r}: {exc}") from None
+    return results
 
 
 def _checks_pass(q: EvalQuestion, r: EvalResponse) -> Score:
     if not q.checks and not q.is_correct_rule:
         return Score.nan("no checks on this question")
-    results = run_checks(q, r.answer)
+    try:
+        results = run_checks(q, r.answer)
+    except CheckUnrunnable as exc:
+        return Score.nan(str(exc))
     passed = {name: ok for name, (ok, _) in results.items()}
     details = {"checks": {name: {"pass": ok, **d} for name, (ok, d) in results.items()}}
     if q.is_correct_rule:
@@ -159,7 +180,10 @@ def _checks_pass(q: EvalQuestion, r: EvalResponse) -> Score:
 def _checks_score(q: EvalQuestion, r: EvalResponse) -> Score:
     if not q.checks:
         return Score.nan("no checks on this question")
-    results = run_checks(q, r.answer)
+    try:
+        results = run_checks(q, r.answer)
+    except CheckUnrunnable as exc:
+        return Score.nan(str(exc))
     passed = [ok for ok, _ in results.values()]
     return Score(sum(passed) / len(passed),
                  details={"passed": [n for n, (ok, _) in results.items() if ok],

@@ -9,7 +9,11 @@ Why this shape:
 * answers are buffered and written as one atomic Parquet part file per `batch_size` answers
   or `flush_seconds`, whichever comes first; a crash loses at most the unwritten buffer and
   `--resume` re-asks exactly those jobs. On cancellation (Ctrl-C) the buffer is flushed
-  synchronously before the cancellation propagates.
+  synchronously before the cancellation propagates;
+* one bad answer never fails the run. A run that fails on an answer fails again on
+  `--resume` (the server says the same thing), so it could never finish: an unexpected
+  exception while asking, or an answer the store cannot encode, becomes that job's error
+  row (`error_kind` "error" / "malformed") and every other answer is kept.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Callable
 from evalcore.config import EvalConfig, MethodConfig
 from evalcore.runner.progress import RunProgress
 from evalcore.schemas import EvalQuestion, EvalResponse
+from evalcore.schemas.storable import storable_text
 from evalcore.store import RunWriter
 from evalcore.targets.client import TargetClient
 
@@ -72,14 +77,42 @@ class ResponseSink:
                 batch, self._buffer = self._buffer, []
             if not batch:
                 return 0
-            self.writer.write_responses(batch)
+            try:
+                self.writer.write_responses(batch)
+            except ValueError:  # a record the store cannot encode; disk errors (OSError) propagate
+                self._write_one_by_one(batch)
             self.written += len(batch)
             if self.on_flush is not None:
                 self.on_flush(self.written)
             return len(batch)
 
+    def _write_one_by_one(self, batch: list[EvalResponse]) -> None:
+        """Write each answer alone; one that still cannot be written is stored as an error
+        naming why, so the job counts as asked and the rest of the batch is kept."""
+        for response in batch:
+            try:
+                self.writer.write_responses([response])
+            except ValueError as exc:
+                self.writer.write_responses([unstorable(response, exc)])
+
     async def flush(self) -> int:
         return await asyncio.to_thread(self.flush_sync)
+
+
+def unstorable(response: EvalResponse, exc: BaseException) -> EvalResponse:
+    """The error row that replaces an answer the store could not encode."""
+    reason, _ = storable_text(f"{type(exc).__name__}: {exc}"[:500])
+    return EvalResponse(question_id=response.question_id, method=response.method,
+                        error=f"the answer could not be stored ({reason})", error_kind="malformed",
+                        latency_ms=response.latency_ms,
+                        raw={k: response.raw[k] for k in ("attempts", "retry_waits") if k in response.raw})
+
+
+def _crashed(job: Job, exc: Exception) -> EvalResponse:
+    """The error row for a job whose asking raised instead of returning a response."""
+    reason, _ = storable_text(f"{type(exc).__name__}: {exc}"[:500])
+    return EvalResponse(question_id=job.question.id, method=job.method.name,
+                        error=f"unexpected failure while asking: {reason}", error_kind="error")
 
 
 async def _periodic_flush(sink: ResponseSink, every_s: float) -> None:
@@ -105,9 +138,12 @@ async def ask_jobs(jobs: list[Job], clients: dict[str, TargetClient], config: Ev
                 except asyncio.QueueEmpty:
                     return
                 m = job.method
-                response = await clients[m.target].query(
-                    job.question.question, job.question.id, m.name, m.send_as,
-                    m.top_k or config.top_k, m.params)
+                try:
+                    response = await clients[m.target].query(
+                        job.question.question, job.question.id, m.name, m.send_as,
+                        m.top_k or config.top_k, m.params)
+                except Exception as exc:  # noqa: BLE001 - see the module docstring
+                    response = _crashed(job, exc)
                 stats.asked += 1
                 if response.error_kind:
                     stats.errors[response.error_kind] += 1

@@ -33,6 +33,7 @@ from evalcore.queries import query_df, run_questions
 from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs
 from evalcore.runner.questions import collect_questions
 from evalcore.schemas import EvalQuestion, RunManifest
+from evalcore.schemas.storable import make_storable, storable_note
 from evalcore.secret_urls import MASK
 from evalcore.store import FORMAT_VERSION, RunStore, RunWriter, new_run_id
 from evalcore.targets.client import RetryPolicy, TargetClient
@@ -73,8 +74,14 @@ async def _probe(clients: dict[str, TargetClient], config: EvalConfig) -> dict[s
                       "index_stats": await client.optional_json(spec.stats_path),
                       "probed_at": datetime.now(timezone.utc).isoformat()}
     first = next(iter(info.values()))
-    return {"targets": info, "url": first["url"], "models_info": first["models_info"],
-            "index_stats": first["index_stats"]}
+    snapshot = {"targets": info, "url": first["url"], "models_info": first["models_info"],
+                "index_stats": first["index_stats"]}
+    # What the server said goes into run.json: text UTF-8 cannot hold must not stop the run
+    # from being created (it used to leave an empty run folder behind).
+    snapshot, repaired = make_storable(snapshot)
+    if repaired:
+        snapshot["note"] = "target info: " + storable_note(repaired)
+    return snapshot
 
 
 PUBLISH_EVERY_S = 5.0  # how often a live run compacts what it has written (see on_flush)
@@ -201,6 +208,8 @@ def run_evaluation(config: EvalConfig, store: RunStore | None = None) -> RunResu
                            counts={"questions": len(questions), "expected": len(questions) * len(config.methods)})
     # Probe before creating the run, so an unreachable server leaves no empty run behind.
     manifest.target_info = asyncio.run(_probe_only(config, snapshot=True))
+    if manifest.target_info.get("note"):
+        manifest.notes.append(manifest.target_info["note"])
     writer = store.create_run(manifest)
     writer.write_questions(questions)
     writer.publish()

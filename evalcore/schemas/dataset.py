@@ -52,7 +52,8 @@ class Check(Strict):
 
     - contains / not_contains: `value` (a string) must (not) appear, Unicode-normalised.
     - contains_any: any of `values` appears.
-    - regex: `value` is a Python regex searched in the answer.
+    - regex: `value` is a regex in Python syntax, searched in the answer in linear time by
+      RE2 (evalcore/metrics/linear_regex.py; what RE2 cannot run scores NaN with the reason).
     - number: `number` appears in the answer within `tolerance` (absolute).
     - list_coverage: fraction of `values` present must reach `min_fraction`.
     """
@@ -138,7 +139,12 @@ class EvalQuestion(Strict):
             data = dict(data)
             items = [str(x) for x in data["ground_truth"] if x is not None and str(x).strip()]
             data["ground_truth"] = items[0] if items else None
-            data["answers"] = list(dict.fromkeys(items + list(data.get("answers") or [])))
+            given = data.get("answers") or []
+            merged: list[Any] = []
+            for answer in items + (list(given) if isinstance(given, list) else [given]):
+                if answer not in merged:  # by equality: a malformed item (a list) must reach
+                    merged.append(answer)  # validation and be reported, not crash hashing
+            data["answers"] = merged
         return data
 
     @model_validator(mode="after")

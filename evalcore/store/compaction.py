@@ -45,6 +45,7 @@ from evalcore.store.layout import (
     POINTER,
     RUN_TABLES,
     empty_pointer,
+    failed_write,
     pending_parts,
     read_pointer,
     write_parquet_atomic,
@@ -95,10 +96,13 @@ def _merge_to(path: Path, table: str, sources: list[Path]) -> Merged:
     """Stream the merge into a temporary file, fsync it, rename it into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    merged = merge_files(sources, table, tmp)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        merged = merge_files(sources, table, tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:  # e.g. a full disk: no half file left, and the error names the file
+        raise failed_write(exc, tmp, path) from None
     return merged
 
 

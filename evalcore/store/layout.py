@@ -71,14 +71,30 @@ def new_run_id(name: str) -> str:
     return f"{slug}-{stamp}-{uuid.uuid4().hex[:6]}"
 
 
+def failed_write(exc: OSError, tmp: Path, path: Path) -> OSError:
+    """After a failed write: remove the half-written temporary file, and return the error
+    naming the file that was being written. Neither `fh.write` nor pyarrow names it, and a
+    full disk reported without a path leaves a user guessing which store filled up."""
+    try:
+        tmp.unlink()
+    except OSError:
+        pass
+    if exc.errno is None:
+        return exc
+    return OSError(exc.errno, os.strerror(exc.errno), str(path))  # a subclass by errno, as raised
+
+
 def write_atomic_bytes(path: Path, data: bytes) -> None:
     """Write under a temporary name, fsync, rename: the file is whole or absent."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise failed_write(exc, tmp, path) from None
 
 
 def write_parquet_atomic(path: Path, arrow: pa.Table) -> Path:
@@ -87,10 +103,13 @@ def write_parquet_atomic(path: Path, arrow: pa.Table) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     stats = [f.name for f in arrow.schema if not pa.types.is_floating(f.type)]
-    pq.write_table(arrow, tmp, compression="zstd", write_statistics=stats)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        pq.write_table(arrow, tmp, compression="zstd", write_statistics=stats)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise failed_write(exc, tmp, path) from None
     return path
 
 

@@ -222,16 +222,24 @@ class RunStore:
         return writer
 
     def create_run(self, manifest: RunManifest) -> RunWriter:
-        """Create a run in place (live runs: visible while they proceed, resumable)."""
+        """Create a run in place (live runs: visible while they proceed, resumable).
+
+        The run exists once its folder holds a pointer and a manifest; if either cannot be
+        written (a full disk, a manifest that cannot be encoded) the folder is removed again,
+        so a failed start leaves no empty run behind."""
         directory = self.run_dir(manifest.run_id)
         self.check_format()
         if directory.exists():
             raise StoreError(f"run {manifest.run_id!r} already exists")
         directory.mkdir(parents=True)
-        self._mark()
-        writer = RunWriter(self, manifest.run_id, directory)
-        write_pointer(directory, empty_pointer())
-        writer.write_manifest(manifest)
+        try:
+            self._mark()
+            writer = RunWriter(self, manifest.run_id, directory)
+            write_pointer(directory, empty_pointer())
+            writer.write_manifest(manifest)
+        except BaseException:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
         return writer
 
     @contextmanager

@@ -4,21 +4,28 @@ Lenient where servers differ harmlessly (heading paths as lists, ranks missing, 
 bare ids, numbers as strings) and strict where a metric would be silently wrong: a payload
 that is not an object, an answer that is not text, or a ranking that fails EvalResponse's
 validation (duplicate chunk ids) is `MalformedResponse`, which the runner classifies and
-retries like any other transient server fault.
+retries like any other transient server fault. Text that UTF-8 cannot hold (lone
+surrogates, which JSON can spell) is replaced by U+FFFD and listed in `raw["unencodable_text"]`
+(evalcore/schemas/storable.py says why).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from pydantic import ValidationError
 
 from evalcore.schemas import EvalResponse
+from evalcore.schemas.storable import MAX_PATHS, make_storable, storable_note
 from evalcore.targets.paths import get_path
 from evalcore.targets.spec import ResponseMap
 
 RAW_LIMIT = 4000  # characters of unmapped payload kept in EvalResponse.raw for debugging
+REPAIRED_KEY = "unencodable_text"  # EvalResponse.raw entry: fields whose lone surrogates were replaced
+
+log = logging.getLogger(__name__)
 
 
 class MalformedResponse(ValueError):
@@ -124,6 +131,11 @@ def parse_response(payload: Any, rmap: ResponseMap, question_id: str, method: st
     """Map one JSON payload to an EvalResponse (latency/attempts are filled by the caller)."""
     if not isinstance(payload, dict):
         raise MalformedResponse(f"expected a JSON object, got {type(payload).__name__}")
+    # Text that cannot be stored (lone surrogates) is repaired, not refused: refusing would
+    # make the same question fail on every --resume. The record says what was changed.
+    payload, repaired = make_storable(payload)
+    if repaired:
+        log.warning("question %s, method %s: %s", question_id, method, storable_note(repaired))
     answer = get_path(payload, rmap.answer)
     if answer is None:
         raise MalformedResponse(f"no answer at field path {rmap.answer!r}")
@@ -146,6 +158,8 @@ def parse_response(payload: Any, rmap: ResponseMap, question_id: str, method: st
         "timings": _timings(get_path(payload, rmap.timings) if rmap.timings else None),
         "raw": _raw_extras(payload, rmap),
     }
+    if repaired:
+        data["raw"][REPAIRED_KEY] = {"replaced": len(repaired), "fields": repaired[:MAX_PATHS]}
     try:
         return EvalResponse.model_validate(data)
     except ValidationError as exc:

@@ -1,0 +1,28 @@
+"""A full disk (or an exhausted quota) is a one-line message, not a traceback.
+
+Why here, at the top of the CLI: every write in the store is atomic (a temporary file renamed
+into place) and imports are staged, so when a write fails for lack of space nothing already
+stored is damaged; the user only needs to know which file could not be written and that the
+store is intact. The store's writers name the file in the error (store/layout.py
+`failed_write`), since neither Python's `write` nor pyarrow does.
+"""
+
+from __future__ import annotations
+
+import errno
+
+DISK_FULL = {errno.ENOSPC: "no space left on device"}
+if hasattr(errno, "EDQUOT"):
+    DISK_FULL[errno.EDQUOT] = "disk quota exceeded"
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL
+
+
+def disk_full_message(exc: OSError, store_root: object | None = None) -> str:
+    """One line: what happened, which file, and that what was stored is intact."""
+    where = f" while writing {exc.filename}" if exc.filename else (
+        f" while writing to {store_root}" if store_root else "")
+    return (f"{DISK_FULL[exc.errno]}{where}; nothing already stored was changed "
+            f"(free some space and run the command again)")
