@@ -197,8 +197,8 @@ class TargetClient:
             decode_error = None
             if resp.status_code >= 400:  # the message quotes the body: quote the scrubbed decoding
                 text = json.dumps(payload, ensure_ascii=False)
-        except ValueError as exc:
-            payload, decode_error = None, exc
+        except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deeply
+            payload, decode_error = None, exc if isinstance(exc, ValueError) else ValueError("nested too deeply")
         if resp.status_code >= 400:
             retry = resp.status_code >= 500 or resp.status_code == 429
             after = retry_after_s(resp.headers.get("retry-after")) if resp.status_code in (429, 503) else None
