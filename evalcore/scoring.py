@@ -273,7 +273,9 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
               dry_run: bool = False, progress: bool = True, chunk_size: int = DEFAULT_CHUNK) -> ScoreReport:
     """Compute and store metric values for every (question, method) of a run."""
     started = time.monotonic()
-    options = dict(options or {})
+    from evalcore.metrics.options import check_options
+
+    options = check_options(options or {})  # a misspelt option must not fall back to a default
     run_id = store.resolve(run_ref)
     # a writer first (not for a dry run, which writes nothing): opening publishes what a pass
     # that died left behind, so the stored state read below is the run's true state

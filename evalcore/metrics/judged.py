@@ -70,10 +70,10 @@ def _estimator(*plans: Plan):
     return estimate
 
 
-def _spec(name, fn, group, needs, plans, description, binary=False, higher=True):
+def _spec(name, fn, group, needs, plans, description, binary=False, higher=True, version="1"):
     return MetricSpec(name=name, group=group, compute=fn, needs=frozenset({"judge", *needs}),
                       description=description, estimate=_estimator(*plans), binary=binary,
-                      higher_is_better=higher)
+                      higher_is_better=higher, version=version)
 
 
 ANS, CTX, GT = "answer", "contexts", "ground_truth"
@@ -94,13 +94,13 @@ SPECS: list[MetricSpec] = [
     _spec("factual_grade", g.factual_grade, "judged", {ANS, GT}, [_single("factual_accuracy")],
           "Grade points of factual_accuracy: A=4 ... E=0 (letter in details)."),
     _spec("answer_class", g.class_metric(None), "judged", {ANS}, [_classes],
-          "1 if the answer is CORRECT, 0 if WRONG or DONT_KNOW (class in details)."),
+          "1 if the answer is CORRECT, 0 if WRONG or DONT_KNOW (class in details).", version="2"),
     _spec("answer_correct", g.class_metric("CORRECT"), "judged", {ANS}, [_classes],
-          "Indicator of class CORRECT (mean = rate, sum = count).", binary=True),
+          "Indicator of class CORRECT (mean = rate, sum = count).", binary=True, version="2"),
     _spec("answer_wrong", g.class_metric("WRONG"), "judged", {ANS}, [_classes],
-          "Indicator of class WRONG.", binary=True, higher=False),
+          "Indicator of class WRONG.", binary=True, higher=False, version="2"),
     _spec("answer_dont_know", g.class_metric("DONT_KNOW"), "judged", {ANS}, [_classes],
-          "Indicator of class DONT_KNOW.", binary=True, higher=False),
+          "Indicator of class DONT_KNOW.", binary=True, higher=False, version="2"),
     _spec("groundedness", g.groundedness, "judged", {ANS, CTX}, [_grounded],
           "Judge 0-5: claims supported by contexts, 5 needs citations."),
     _spec("groundedness_norm", g.groundedness_norm, "judged", {ANS, CTX}, [_grounded],

@@ -45,6 +45,16 @@ def strip_punct(text: str) -> str:
     return "".join(ch for ch in text if not unicodedata.category(ch).startswith(("P", "S")))
 
 
+def trim_punct(text: str) -> str:
+    """`text` without punctuation/symbol characters at either end (inner ones stay)."""
+    start, end = 0, len(text)
+    while start < end and (text[start].isspace() or not strip_punct(text[start])):
+        start += 1
+    while end > start and (text[end - 1].isspace() or not strip_punct(text[end - 1])):
+        end -= 1
+    return text[start:end]
+
+
 def tokenize(text: str | None) -> list[str]:
     """Normalised word tokens: runs of letters/digits; each CJK ideograph/kana is its own token.
 
