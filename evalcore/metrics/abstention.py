@@ -233,6 +233,33 @@ def negative_check_type(q: EvalQuestion) -> tuple[str | None, bool]:
     return None, False
 
 
+def correcting_terms(q: EvalQuestion) -> tuple[list[str], str] | str:
+    """The terms a should_correct_premise answer must name, and where they came from; or why
+    there are none. In order:
+    1. the check's own term, `metadata.correcting_term` (text or list; the plan's
+       `check: {type: should_correct_premise, correcting_term: ...}` puts it there);
+    2. `expected_keywords`;
+    3. the expected answer: its keywords that the question does not contain. The question holds
+       the false premise, so its words cannot show a correction; what the expected answer adds
+       (the right company, the right person) can. The plan's own negative questions carry only
+       an expected answer, so without this rule they could not be scored."""
+    own = q.metadata.get("correcting_term")
+    if own is not None:
+        terms = [own] if isinstance(own, str) else own
+        if not isinstance(terms, list) or not all(isinstance(t, str) and t.strip() for t in terms):
+            return "metadata.correcting_term must be a text or a list of texts"
+        return list(terms), "correcting_term"
+    if q.expected_keywords:
+        return list(q.expected_keywords), "expected_keywords"
+    question = normalize(q.question)
+    terms = [k for k in extract_keywords(q.ground_truth) if not find(question, k)]
+    if terms:
+        return terms, "expected_answer"
+    if q.ground_truth:
+        return "should_correct_premise: the expected answer adds no term the question lacks; give correcting_term"
+    return "should_correct_premise needs the correcting term (correcting_term, expected_keywords or an expected answer)"
+
+
 def _negative_detection(q: EvalQuestion, r: EvalResponse, opts: dict) -> Score:
     check, defaulted = negative_check_type(q)
     if check is None:
@@ -244,11 +271,12 @@ def _negative_detection(q: EvalQuestion, r: EvalResponse, opts: dict) -> Score:
     answer = normalize(r.answer)
     base = {"check_type": check, "defaulted": defaulted}
     if check == "should_correct_premise":
-        if not q.expected_keywords:
-            return Score.nan("should_correct_premise needs the correcting term in expected_keywords",
-                             check_type=check)
-        hits = [k for k in q.expected_keywords if find(answer, k)]
-        return Score(float(bool(hits)), details={**base, "hits": hits})
+        found = correcting_terms(q)
+        if isinstance(found, str):
+            return Score.nan(found, check_type=check)
+        terms, source = found
+        hits = [k for k in terms if find(answer, k)]
+        return Score(float(bool(hits)), details={**base, "hits": hits, "terms": terms, "term_source": source})
     ok, how = rule_passes(answer, negative_rules(opts)[check])
     if not ok and r.abstained and check != "should_provide_accurate_disclaimer":
         ok, how = True, {"by": "abstained_field"}
@@ -278,7 +306,7 @@ SPECS = [
                compute=_with_options(_false_negative),
                needs=frozenset({"answer"}), binary=True, higher_is_better=False,
                description="Unanswerable questions: 1 if it answered anyway (hallucination rate)."),
-    MetricSpec("negative_detection", "abstention", _with_options(_negative_detection),
+    MetricSpec("negative_detection", "abstention", version="2", compute=_with_options(_negative_detection),
                needs=frozenset({"answer"}), binary=True,
                description="Negative questions: 1 if the answer refuses/corrects per its check type."),
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from evalcore.metrics.abstention import detect_dont_know
+from evalcore.metrics.abstention import detect_dont_know, negative_check_type
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext, per_item
 from evalcore.metrics.checks import SPECS as CHECK_SPECS, zero_on_error
 from evalcore.metrics.text import (
@@ -116,8 +116,16 @@ def keyword_matches(q: EvalQuestion, answer: str) -> tuple[list[str], list[str],
     return hits, [k for k in keywords if k not in hits], source
 
 
+NEGATIVE_NO_KEYWORDS = "negative question: scored by negative_detection, not by keywords"
+
+
 def _keyword_metric(kind: str):
     def fn(q: EvalQuestion, r: EvalResponse) -> Score:
+        # The Korean plan scores keywords over its non-negative questions only: the expected answer
+        # of a negative question is a refusal or a correction, whose words an answer need not repeat
+        # (and a refusal repeating "정보 ... 없습니다" is not a fact found).
+        if negative_check_type(q)[0] is not None:
+            return Score.nan(NEGATIVE_NO_KEYWORDS)
         found = keyword_matches(q, r.answer)
         if found is None:
             why = "no expected_keywords and no ground truth" if not q.ground_truth else \
@@ -189,9 +197,11 @@ SPECS = [
     MetricSpec("token_f1", "lexical", version="2",
                compute=_with_options(_token_f1), needs=frozenset({"answer", "ground_truth"}),
                description="SQuAD 2.0 token F1, max over gold answers."),
-    MetricSpec("keyword_hit", "lexical", per_item(zero_on_error(_keyword_metric("hit"))), needs=frozenset({"answer", "keywords"}),
+    MetricSpec("keyword_hit", "lexical", version="2",
+               compute=per_item(zero_on_error(_keyword_metric("hit"))), needs=frozenset({"answer", "keywords"}),
                binary=True, description="1 if any expected keyword is in the answer."),
-    MetricSpec("keyword_coverage", "lexical", per_item(zero_on_error(_keyword_metric("coverage"))),
+    MetricSpec("keyword_coverage", "lexical", version="2",
+               compute=per_item(zero_on_error(_keyword_metric("coverage"))),
                needs=frozenset({"answer", "keywords"}), description="Fraction of expected keywords in the answer."),
     MetricSpec("number_match", "lexical", per_item(zero_on_error(_number_match)), needs=frozenset({"answer", "ground_truth"}),
                description="Fraction of the reference's numbers present in the answer."),

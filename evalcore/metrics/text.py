@@ -198,6 +198,8 @@ def extract_keywords(text: str | None, stop_words: frozenset[str] = STOP_WORDS) 
         words = m.group(0).strip(" .,;:").split()
         while words and words[0].casefold() in stop_words:
             words = words[1:]
+        if words and has_hangul(words[-1][-1]):  # "ETF는": a Korean particle glued to a Latin word
+            words[-1] = _strip_particle(words[-1])
         if words:
             found.append(" ".join(words))
             taken.append((m.start(), m.end()))
