@@ -65,6 +65,7 @@ NO_ANSWER_FORMS: dict[str, list[str]] = {
 # A sentence "<anything> <linking verb> [one word] <form>" is an abstention-shaped sentence.
 _LINKING = r"(?:is|are|was|were|remains?|stays?|seems?|appears?|be|been|\S+'s)"
 _SENTENCE_END = re.compile(r"[.!?;\n。！？]+")
+
 NEGATIVE_RULES: dict[str, dict[str, list[list[str]]]] = {
     "should_not_hallucinate": {
         "ko": [["없", "찾을 수 없", "존재하지 않"]],
