@@ -67,6 +67,9 @@ class EvalConfig(BaseModel):
     metrics: list[str] | None = None
     groups: list[str] | None = None
     store: str | None = None
+    # Options for scoring (evalcore.metrics.options): phrase lists, negative rules, snippet rule,
+    # composite weights and budgets... Checked when the config is read, stored in the snapshot.
+    score_options: dict[str, Any] = Field(default_factory=dict)
     thresholds: dict[str, float | dict[str, float]] = Field(default_factory=dict)
     baseline: str | None = None
     regression_alpha: float = Field(default=0.05, gt=0, lt=1)
@@ -105,6 +108,21 @@ class EvalConfig(BaseModel):
             value = [v for v in value if v != ""]
             return list(dict.fromkeys(value)) or None
         return value
+
+    @field_validator("score_options")
+    @classmethod
+    def _known_score_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Unknown or malformed options fail here, before any question is asked. `judge` and
+        `progress` have fields of their own, so they are refused here (one place each)."""
+        from evalcore.metrics.options import check_options
+
+        for own in ("judge", "progress"):
+            if own in value:
+                raise ValueError(f"set {own!r} as the config field `{own}`, not in score_options")
+        try:
+            return check_options(value, "score_options")
+        except EvalcoreError as exc:
+            raise ValueError(str(exc)) from exc
 
     @model_validator(mode="after")
     def _targets_and_methods(self) -> "EvalConfig":

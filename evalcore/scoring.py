@@ -351,7 +351,9 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
               dry_run: bool = False, progress: bool = True, chunk_size: int = DEFAULT_CHUNK) -> ScoreReport:
     """Compute and store metric values for every (question, method) of a run."""
     started = time.monotonic()
-    options = dict(options or {})
+    from evalcore.metrics.options import check_options
+
+    options = check_options(options or {})  # a misspelt option must not fall back to a default
     run_id = store.resolve(run_ref)
     # a writer first (not for a dry run, which writes nothing): opening publishes what a pass
     # that died left behind, so the stored state read below is the run's true state
@@ -363,7 +365,7 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
     specs, skipped = select_metrics(_registry(), items, metrics, groups, options, set(stored["metric"]))
     report = ScoreReport(run_id=run_id, metrics=[s.name for s in specs], skipped=skipped,
                          n_items=len(items), unmatched_responses=unmatched, dry_run=dry_run)
-    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options)
+    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options, items=items)
     if dry_run:
         report.estimate = _estimate(specs, items, ctx)
         report.seconds = time.monotonic() - started

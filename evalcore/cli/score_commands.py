@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -41,6 +42,24 @@ def _print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     console().print(table)
 
 
+def _options_from(path: Optional[str], pairs: list[str]) -> dict:
+    """Scoring options from --options FILE and --option KEY=VALUE (these win), checked by name."""
+    from evalcore.metrics.options import check_options, parse_option
+
+    options: dict = {}
+    if path:
+        from evalcore.datasets.records import read_yaml
+
+        if not Path(path).is_file():
+            raise EvalcoreError(f"--options {path}: no such file")
+        data = read_yaml(Path(path))
+        options.update(check_options(data if data is not None else {}, f"--options {path}"))
+    for text in pairs:
+        key, value = parse_option(text)
+        options[key] = value
+    return check_options(options, "--option")
+
+
 def score_cmd(
     run: str = typer.Argument(..., help="Run id, unique prefix, name, or 'latest'."),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated metric names."),
@@ -56,6 +75,11 @@ def score_cmd(
     bertscore_idf: bool = typer.Option(False, "--bertscore-idf", help="Weight BERTScore tokens by idf."),
     bertscore_rescale: bool = typer.Option(False, "--bertscore-rescale",
                                            help="Rescale BERTScore with the model's baseline."),
+    options_file: Optional[str] = typer.Option(
+        None, "--options", help="YAML/JSON file of scoring options (phrase lists, negative_rules, "
+                                "match_snippets, weights, budgets...; see docs/metrics)."),
+    option: Optional[list[str]] = typer.Option(
+        None, "--option", help="One scoring option as KEY=VALUE (VALUE is YAML); repeatable; wins over --options."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show a progress bar."),
 ) -> None:
     """Compute metric values for every answer of a run and store them (re-scoring replaces).
@@ -70,7 +94,7 @@ def score_cmd(
         raise EvalcoreError("--spot-check takes a fraction in (0, 1], e.g. 0.1")
     if spot_check is not None and not second_judge:
         raise EvalcoreError("--spot-check needs --second-judge")
-    options = {}
+    options = _options_from(options_file, option or [])
     if judge:
         options["judge"] = judge
     if embedding_model:

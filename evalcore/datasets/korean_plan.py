@@ -102,6 +102,17 @@ def record_label(category: str, position: int) -> str:
     return f"{category} #{position}"
 
 
+def _check_mapping(check: dict[str, Any], file: str, record: str) -> tuple[Any, Any]:
+    """`check: {type: should_correct_premise, correcting_term: 미래에셋}` -> (type, term): the
+    check may carry its own correcting term (negative_detection reads metadata.correcting_term)."""
+    unknown = sorted(set(check) - {"type", "correcting_term"})
+    if unknown or "type" not in check:
+        raise InputError(file, "a check mapping has 'type' and optionally 'correcting_term'"
+                         + (f", not {', '.join(map(repr, unknown))}" if unknown else ""),
+                         record=record, field="check")
+    return check["type"], check.get("correcting_term")
+
+
 def plan_question(item: Any, category: str, position: int, file: str,
                   defaults: dict[str, Any] | None = None) -> EvalQuestion:
     """Map one plan question (the `position`-th, 1-based, of `category`) to an EvalQuestion."""
@@ -136,6 +147,9 @@ def plan_question(item: Any, category: str, position: int, file: str,
             raise InputError(file, "expected a list of keywords", record=record, field="expected_keywords")
         data["expected_keywords"] = [str(k) for k in keywords]
     check = item.pop("check", None)
+    term = None
+    if isinstance(check, dict):
+        check, term = _check_mapping(check, file, record)
     if check is not None:
         if "negative_check" in item:
             raise InputError(file, "give 'check' or 'negative_check', not both", record=record, field="check")
@@ -148,6 +162,8 @@ def plan_question(item: Any, category: str, position: int, file: str,
     for key in PLAN_METADATA:
         if key in item:
             metadata[key] = item.pop(key)
+    if term is not None:
+        metadata["correcting_term"] = term
     defaults = defaults or {}
     data["difficulty"] = item.pop("difficulty", defaults.get("difficulty", CATEGORY_DIFFICULTY.get(category)))
     if "answerable" not in item:

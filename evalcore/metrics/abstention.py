@@ -1,11 +1,23 @@
 """Abstention ("don't know") detection, abstention accuracy and negative-question rules.
 
 Why phrase lists and not a model: abstention must be cheap, deterministic and explainable.
-The explicit `abstained` field from the target always wins; phrases are the fallback, and the
-phrase that fired is stored in `details` so a wrong call is visible. Lists are per language and
-configurable through scoring options:
+The explicit `abstained` field from the target always wins; the text rules are the fallback,
+and the rule that fired is stored in `details` so a wrong call is visible. Two kinds of list,
+per language:
+
+- phrases (DONT_KNOW_PHRASES): wordings only an abstention uses ("i don't know", "not sure",
+  "cannot determine"); found anywhere in the answer, on word edges;
+- no-answer forms (NO_ANSWER_FORMS): words that are an abstention only when they *are* the
+  answer ("unknown", "n/a", "not available", "no data"); they also occur in real answers
+  ("the unknown soldier", "not available in Europe"). A form counts when a sentence of the
+  answer is the form alone, or ends in it after a linking verb ("The population is unknown.",
+  "There is no data."). See `no_answer_form`.
+
+Lists, negative rules and the snippet rule are scoring options (run config `score_options`,
+`evalcore score --options FILE / --option KEY=VALUE`, or Python):
 
   options["dont_know_phrases"] = {"en": [...], "ko": [...]}   (replaces the defaults per language)
+  options["dont_know_forms"]   = {"en": [...], "ko": [...]}   (replaces the defaults per language)
   options["negative_rules"]    = {check_type: {lang: [[any-of], [any-of], ...]}}
 
 A negative rule is a list of groups; it passes when every group has at least one phrase in the
@@ -19,29 +31,40 @@ performance metrics).
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, Mapping
 
+from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
-from evalcore.metrics.text import find, normalize, strip_punct
+from evalcore.metrics.text import extract_keywords, find, normalize, strip_punct, trim_punct
 from evalcore.schemas import EvalQuestion, EvalResponse
 
 DONT_KNOW_PHRASES: dict[str, list[str]] = {
     "en": [
         "i don't know", "i do not know", "i dont know", "don't have enough information",
         "do not have enough information", "not enough information", "insufficient information",
-        "cannot answer", "can't answer", "unable to answer", "unable to find", "cannot find",
-        "can't find", "could not find", "couldn't find", "no information", "not mentioned",
+        "insufficient data", "cannot answer", "can't answer", "unable to answer", "unable to find",
+        "cannot find", "can't find", "could not find", "couldn't find", "no information", "not mentioned",
         "not provided in the", "does not contain information", "doesn't contain information",
         "no relevant information", "not available in the", "cannot be determined",
-        "can't be determined", "there is no information", "i'm not sure", "i am not sure",
+        "can't be determined", "cannot determine", "can't determine", "unable to determine",
+        "there is no information", "there is no data", "there are no data", "no data available",
+        "no data is available", "i'm not sure", "i am not sure", "not sure",
         "unanswerable", "no answer",
     ],
     "ko": ["없", "모르", "찾을 수 없", "확인 불가", "알 수 없", "답변할 수 없", "확인할 수 없"],
 }
 
-# Whole-answer forms that mean "no answer" even though they are not sentences.
-SHORT_NO_ANSWER = frozenset({"", "n/a", "na", "none", "unknown", "null", "nil", "no answer", "-", "?",
-                             "없음", "해당 없음", "모름", "unanswerable"})
+# Abstentions only when they are the answer (alone, or after a linking verb): see no_answer_form.
+NO_ANSWER_FORMS: dict[str, list[str]] = {
+    "en": ["unknown", "not known", "n/a", "none", "null", "nil", "no answer", "unanswerable",
+           "not available", "no data", "no information", "not applicable"],
+    "ko": ["없음", "해당 없음", "모름", "알 수 없음", "정보 없음", "확인 불가"],
+}
+
+# A sentence "<anything> <linking verb> [one word] <form>" is an abstention-shaped sentence.
+_LINKING = r"(?:is|are|was|were|remains?|stays?|seems?|appears?|be|been|\S+'s)"
+_SENTENCE_END = re.compile(r"[.!?;\n。！？]+")
 
 NEGATIVE_RULES: dict[str, dict[str, list[list[str]]]] = {
     "should_not_hallucinate": {
@@ -65,17 +88,64 @@ NEGATIVE_CHECKS = ("should_not_hallucinate", "should_correct_premise", "should_n
                    "should_provide_accurate_disclaimer")
 
 
+def language_lists(options: Mapping[str, Any] | None, key: str,
+                   defaults: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The defaults with options[key] replacing whole languages. The option must be a mapping
+    of language -> list of phrases: anything else is an error naming the option, because a
+    malformed list would silently switch detection off."""
+    value = (options or {}).get(key)
+    if value is None:
+        return dict(defaults)
+    if not isinstance(value, Mapping) or not all(
+            isinstance(lang, str) and isinstance(items, list) and all(isinstance(p, str) for p in items)
+            for lang, items in value.items()):
+        raise EvalcoreError(f"option {key!r} must map a language to a list of phrases, "
+                            f"e.g. {{'en': ['no idea'], 'ko': ['모름']}}; got {value!r}")
+    return {**defaults, **value}
+
+
+def _sentences(answer_norm: str) -> list[str]:
+    """The answer's sentences, without punctuation at their edges (inner punctuation stays, so
+    "n/a" is not "na", the symbol of sodium)."""
+    parts = (trim_punct(p) for p in _SENTENCE_END.split(answer_norm))
+    return [" ".join(p.split()) for p in parts if p]
+
+
+def _form_text(form: str) -> str:
+    return " ".join(trim_punct(normalize(form)).split())
+
+
+def no_answer_form(answer_norm: str, forms: dict[str, list[str]]) -> dict | None:
+    """Which no-answer form the answer is, if any: a sentence that is the form alone ("N/A",
+    "Unknown.") or ends in it after a linking verb ("The 2023 revenue is not available.",
+    "There is no data."). A form inside a sentence ("the unknown soldier", "not available in
+    Europe") does not count: those are answers."""
+    sentences = _sentences(answer_norm)
+    for lang, items in forms.items():
+        for form in items:
+            f = _form_text(form)
+            if not f:
+                continue
+            shaped = re.compile(rf"(?:^|\s){_LINKING}\s+(?:\S+\s+)?{re.escape(f)}$")
+            for sentence in sentences:
+                if sentence == f or shaped.search(sentence):
+                    return {"lang": lang, "form": form, "sentence": sentence}
+    return None
+
+
 def detect_dont_know(response: EvalResponse, options: dict[str, Any] | None = None) -> tuple[bool, dict]:
-    """(is_dont_know, how). `how` names the evidence: explicit field, short form or phrase."""
+    """(is_dont_know, how). `how` names the evidence: explicit field, empty answer, a no-answer
+    form (whole answer: by=short_answer; one sentence of it: by=no_answer_sentence), or a phrase."""
     if response.abstained is not None:
         return response.abstained, {"by": "abstained_field"}
     answer = normalize(response.answer)
-    bare = strip_punct(answer).strip()
-    if answer in SHORT_NO_ANSWER or bare in SHORT_NO_ANSWER:
-        return True, {"by": "short_answer", "answer": answer}
-    phrases = dict(DONT_KNOW_PHRASES)
-    phrases.update((options or {}).get("dont_know_phrases") or {})
-    for lang, items in phrases.items():
+    if not strip_punct(answer).strip():
+        return True, {"by": "empty_answer", "answer": answer}
+    form = no_answer_form(answer, language_lists(options, "dont_know_forms", NO_ANSWER_FORMS))
+    if form is not None:
+        whole = len(_sentences(answer)) == 1 and form["sentence"] == _form_text(form["form"])
+        return True, {"by": "short_answer" if whole else "no_answer_sentence", **form}
+    for lang, items in language_lists(options, "dont_know_phrases", DONT_KNOW_PHRASES).items():
         for phrase in items:
             if find(answer, phrase, whole_word=True):
                 return True, {"by": "phrase", "lang": lang, "phrase": phrase}
@@ -130,6 +200,30 @@ def rule_passes(answer_norm: str, rule: dict[str, list[list[str]]]) -> tuple[boo
     return False, {"tried": tried}
 
 
+def negative_rules(options: Mapping[str, Any] | None) -> dict[str, dict[str, list[list[str]]]]:
+    """NEGATIVE_RULES with options["negative_rules"] replacing whole check types. Checked: a
+    check type without phrase rules, or a rule that is not {lang: [[phrase, ...], ...]}, is an
+    error naming the option rather than a rule that can never pass."""
+    value = (options or {}).get("negative_rules")
+    if value is None:
+        return dict(NEGATIVE_RULES)
+    if not isinstance(value, Mapping):
+        raise EvalcoreError(f"option 'negative_rules' must map a check type to its rule, got {value!r}")
+    for check, rule in value.items():
+        if check not in NEGATIVE_RULES:
+            raise EvalcoreError(f"option 'negative_rules': {check!r} has no phrase rule to replace; "
+                                f"rules exist for {', '.join(NEGATIVE_RULES)} (should_correct_premise "
+                                "is decided by its correcting term)")
+        good = isinstance(rule, Mapping) and rule and all(
+            isinstance(groups, list) and groups and all(
+                isinstance(g, list) and g and all(isinstance(p, str) and p.strip() for p in g) for g in groups)
+            for groups in rule.values())
+        if not good:
+            raise EvalcoreError(f"option 'negative_rules' {check!r} must map a language to a list of "
+                                f"phrase groups, e.g. {{'en': [['guarantee'], ['not', 'no']]}}; got {rule!r}")
+    return {**NEGATIVE_RULES, **value}
+
+
 def negative_check_type(q: EvalQuestion) -> tuple[str | None, bool]:
     """(check type, defaulted). A `negative` question without a check type is judged by
     should_not_hallucinate, and says so in details."""
@@ -138,6 +232,33 @@ def negative_check_type(q: EvalQuestion) -> tuple[str | None, bool]:
     if (q.category or "").casefold() == "negative":
         return "should_not_hallucinate", True
     return None, False
+
+
+def correcting_terms(q: EvalQuestion) -> tuple[list[str], str] | str:
+    """The terms a should_correct_premise answer must name, and where they came from; or why
+    there are none. In order:
+    1. the check's own term, `metadata.correcting_term` (text or list; the plan's
+       `check: {type: should_correct_premise, correcting_term: ...}` puts it there);
+    2. `expected_keywords`;
+    3. the expected answer: its keywords that the question does not contain. The question holds
+       the false premise, so its words cannot show a correction; what the expected answer adds
+       (the right company, the right person) can. The plan's own negative questions carry only
+       an expected answer, so without this rule they could not be scored."""
+    own = q.metadata.get("correcting_term")
+    if own is not None:
+        terms = [own] if isinstance(own, str) else own
+        if not isinstance(terms, list) or not all(isinstance(t, str) and t.strip() for t in terms):
+            return "metadata.correcting_term must be a text or a list of texts"
+        return list(terms), "correcting_term"
+    if q.expected_keywords:
+        return list(q.expected_keywords), "expected_keywords"
+    question = normalize(q.question)
+    terms = [k for k in extract_keywords(q.ground_truth) if not find(question, k)]
+    if terms:
+        return terms, "expected_answer"
+    if q.ground_truth:
+        return "should_correct_premise: the expected answer adds no term the question lacks; give correcting_term"
+    return "should_correct_premise needs the correcting term (correcting_term, expected_keywords or an expected answer)"
 
 
 def _negative_detection(q: EvalQuestion, r: EvalResponse, opts: dict) -> Score:
@@ -151,14 +272,13 @@ def _negative_detection(q: EvalQuestion, r: EvalResponse, opts: dict) -> Score:
     answer = normalize(r.answer)
     base = {"check_type": check, "defaulted": defaulted}
     if check == "should_correct_premise":
-        if not q.expected_keywords:
-            return Score.nan("should_correct_premise needs the correcting term in expected_keywords",
-                             check_type=check)
-        hits = [k for k in q.expected_keywords if find(answer, k)]
-        return Score(float(bool(hits)), details={**base, "hits": hits})
-    rules = dict(NEGATIVE_RULES)
-    rules.update((opts.get("negative_rules") or {}))
-    ok, how = rule_passes(answer, rules[check])
+        found = correcting_terms(q)
+        if isinstance(found, str):
+            return Score.nan(found, check_type=check)
+        terms, source = found
+        hits = [k for k in terms if find(answer, k)]
+        return Score(float(bool(hits)), details={**base, "hits": hits, "terms": terms, "term_source": source})
+    ok, how = rule_passes(answer, negative_rules(opts)[check])
     if not ok and r.abstained and check != "should_provide_accurate_disclaimer":
         ok, how = True, {"by": "abstained_field"}
     return Score(float(ok), details={**base, **how})
@@ -171,19 +291,23 @@ def _with_options(fn):
 
 
 SPECS = [
-    MetricSpec("dont_know", "abstention", _with_options(_dont_know), needs=frozenset({"answer"}),
+    MetricSpec("dont_know", "abstention", version="2",
+               compute=_with_options(_dont_know), needs=frozenset({"answer"}),
                binary=True, higher_is_better=False,
                description="1 if the answer abstains (explicit field, short form, or phrase)."),
-    MetricSpec("unanswerable_accuracy", "abstention", _with_options(_unanswerable_accuracy),
+    MetricSpec("unanswerable_accuracy", "abstention", version="2",
+               compute=_with_options(_unanswerable_accuracy),
                needs=frozenset({"answer"}), binary=True,
                description="1 if it abstains on an unanswerable question or answers an answerable one."),
-    MetricSpec("abstention_false_positive_rate", "abstention", _with_options(_false_positive),
+    MetricSpec("abstention_false_positive_rate", "abstention", version="2",
+               compute=_with_options(_false_positive),
                needs=frozenset({"answer"}), binary=True, higher_is_better=False,
                description="Answerable questions: 1 if the answer abstained."),
-    MetricSpec("abstention_false_negative_rate", "abstention", _with_options(_false_negative),
+    MetricSpec("abstention_false_negative_rate", "abstention", version="2",
+               compute=_with_options(_false_negative),
                needs=frozenset({"answer"}), binary=True, higher_is_better=False,
                description="Unanswerable questions: 1 if it answered anyway (hallucination rate)."),
-    MetricSpec("negative_detection", "abstention", _with_options(_negative_detection),
+    MetricSpec("negative_detection", "abstention", version="2", compute=_with_options(_negative_detection),
                needs=frozenset({"answer"}), binary=True,
                description="Negative questions: 1 if the answer refuses/corrects per its check type."),
 ]

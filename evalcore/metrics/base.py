@@ -60,6 +60,10 @@ class ScoringContext:
     store: Any = None
     writer: Any = None
     options: dict[str, Any] = field(default_factory=dict)
+    # Every item of the scoring pass. Metrics see one chunk at a time; a metric whose definition
+    # depends on the whole set (BERTScore's idf over the run's references) reads it here, so its
+    # values do not depend on where the chunks were cut. Empty: the items of the compute call.
+    items: list[Item] = field(default_factory=list)
     _resources: dict[str, Any] = field(default_factory=dict)
 
     def resource(self, name: str, factory: Callable[[], Any]) -> Any:

@@ -60,6 +60,7 @@ class BertScorer:
         self._root = cache_root(store)
         self.encoder = get_token_encoder(self.ref, self.layer)  # shared per process; loads lazily
         self._caches: dict[str, ArrayCache] = {}
+        self._idf_weights: dict[str, dict[int, float]] = {}
 
     @property
     def label(self) -> str:
@@ -98,9 +99,13 @@ class BertScorer:
         return out
 
     # ---- pieces --------------------------------------------------------------------------
+    def idf_tag(self, corpus: list[str]) -> str:
+        """A short name of the idf weights: "none" without idf, else a hash of the corpus as a
+        multiset (idf does not depend on the order of the references)."""
+        return text_key(*sorted(t.strip() for t in corpus))[:16] if self.idf else "none"
+
     def _pair_cache(self, corpus: list[str]) -> ArrayCache:
-        idf_tag = text_key(*corpus)[:16] if self.idf else "none"
-        identity = f"{self.model_id}|layer={self.layer}|idf={idf_tag}|v{FORMULA_VERSION}"
+        identity = f"{self.model_id}|layer={self.layer}|idf={self.idf_tag(corpus)}|v{FORMULA_VERSION}"
         if identity not in self._caches:
             directory = namespace_dir(self._root, "bertscore", identity) if self._root is not None else None
             self._caches[identity] = ArrayCache(directory, width=3, meta={"kind": "bertscore-prf",
@@ -108,7 +113,16 @@ class BertScorer:
         return self._caches[identity]
 
     def _weights(self, corpus: list[str]) -> dict[int, float]:
-        """idf over the reference corpus (document frequency; duplicates count as documents)."""
+        """idf over the reference corpus (document frequency; duplicates count as documents).
+        Kept per corpus: scoring asks again for every chunk of a run with the same corpus."""
+        if not corpus:  # every weight would be log(1) = 0 and every score 0/0
+            raise ValueError("BERTScore idf needs at least one reference text")
+        tag = self.idf_tag(corpus)
+        if tag not in self._idf_weights:
+            self._idf_weights[tag] = self._count_idf(corpus)
+        return self._idf_weights[tag]
+
+    def _count_idf(self, corpus: list[str]) -> dict[int, float]:
         df: Counter[int] = Counter()
         for ids in self.encoder.ids(corpus):
             df.update(set(ids))

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from evalcore.metrics.abstention import detect_dont_know
-from evalcore.metrics.base import MetricSpec, Score, per_item
+from evalcore.metrics.abstention import detect_dont_know, negative_check_type
+from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext, per_item
 from evalcore.metrics.checks import SPECS as CHECK_SPECS, zero_on_error
 from evalcore.metrics.text import (
     extract_keywords,
@@ -38,14 +38,14 @@ def _golds(q: EvalQuestion) -> list[str]:
     return [a for a in q.answers if a is not None and a.strip()]
 
 
-def _no_answer_score(q: EvalQuestion, r: EvalResponse) -> Score | None:
+def _no_answer_score(q: EvalQuestion, r: EvalResponse, opts: dict | None = None) -> Score | None:
     """The SQuAD 2.0 no-answer rule, or a NaN when there is nothing to compare with."""
     if _golds(q):
         return None
     if not q.answerable:
         if r.error:
             return Score(0.0, details={"no_answer_question": True, "target_error": r.error_kind})
-        flag, how = detect_dont_know(r)
+        flag, how = detect_dont_know(r, opts)  # the run's phrase lists, like the dont_know metric
         return Score(float(flag), details={"no_answer_question": True, "abstained": flag, **how})
     return Score.nan("no ground truth")
 
@@ -60,8 +60,8 @@ def norm_answer(text: str | None) -> str:
     return text
 
 
-def _exact_match(q: EvalQuestion, r: EvalResponse) -> Score:
-    special = _no_answer_score(q, r)
+def _exact_match(q: EvalQuestion, r: EvalResponse, opts: dict | None = None) -> Score:
+    special = _no_answer_score(q, r, opts)
     if special is not None:
         return special
     pred = norm_answer(r.answer)
@@ -82,8 +82,8 @@ def squad_f1_one(prediction: str, gold: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def _squad_em(q: EvalQuestion, r: EvalResponse) -> Score:
-    special = _no_answer_score(q, r)
+def _squad_em(q: EvalQuestion, r: EvalResponse, opts: dict | None = None) -> Score:
+    special = _no_answer_score(q, r, opts)
     if special is not None:
         return special
     pred = squad_normalize(r.answer)
@@ -91,8 +91,8 @@ def _squad_em(q: EvalQuestion, r: EvalResponse) -> Score:
     return Score(float(bool(hits)), details={"matched": hits[0] if hits else None})
 
 
-def _token_f1(q: EvalQuestion, r: EvalResponse) -> Score:
-    special = _no_answer_score(q, r)
+def _token_f1(q: EvalQuestion, r: EvalResponse, opts: dict | None = None) -> Score:
+    special = _no_answer_score(q, r, opts)
     if special is not None:
         return special
     scores = [(squad_f1_one(r.answer, g), g) for g in _golds(q)]
@@ -116,8 +116,16 @@ def keyword_matches(q: EvalQuestion, answer: str) -> tuple[list[str], list[str],
     return hits, [k for k in keywords if k not in hits], source
 
 
+NEGATIVE_NO_KEYWORDS = "negative question: scored by negative_detection, not by keywords"
+
+
 def _keyword_metric(kind: str):
     def fn(q: EvalQuestion, r: EvalResponse) -> Score:
+        # The Korean plan scores keywords over its non-negative questions only: the expected answer
+        # of a negative question is a refusal or a correction, whose words an answer need not repeat
+        # (and a refusal repeating "정보 ... 없습니다" is not a fact found).
+        if negative_check_type(q)[0] is not None:
+            return Score.nan(NEGATIVE_NO_KEYWORDS)
         found = keyword_matches(q, r.answer)
         if found is None:
             why = "no expected_keywords and no ground truth" if not q.ground_truth else \
@@ -170,16 +178,30 @@ def _completeness(q: EvalQuestion, r: EvalResponse) -> Score:
     return Score((length + coverage) / 2, details={"length_score": length, "keyword_coverage": coverage})
 
 
+def _with_options(fn):
+    """Batch form handing the scoring options to `fn`, so the no-answer rule of unanswerable
+    questions uses the run's dont_know phrase lists, as the dont_know metric does."""
+    def batch(items: list[Item], ctx: ScoringContext) -> list[Score]:
+        one = zero_on_error(lambda q, r: fn(q, r, ctx.options))
+        return [one(q, r) for q, r in items]
+    return batch
+
+
 SPECS = [
-    MetricSpec("exact_match", "lexical", per_item(zero_on_error(_exact_match)), needs=frozenset({"answer", "ground_truth"}),
+    MetricSpec("exact_match", "lexical", version="2",
+               compute=_with_options(_exact_match), needs=frozenset({"answer", "ground_truth"}),
                binary=True, description="Normalised (NFKC+casefold) equality, max over gold answers."),
-    MetricSpec("squad_em", "lexical", per_item(zero_on_error(_squad_em)), needs=frozenset({"answer", "ground_truth"}),
+    MetricSpec("squad_em", "lexical", version="2",
+               compute=_with_options(_squad_em), needs=frozenset({"answer", "ground_truth"}),
                binary=True, description="SQuAD 2.0 exact match, max over gold answers."),
-    MetricSpec("token_f1", "lexical", per_item(zero_on_error(_token_f1)), needs=frozenset({"answer", "ground_truth"}),
+    MetricSpec("token_f1", "lexical", version="2",
+               compute=_with_options(_token_f1), needs=frozenset({"answer", "ground_truth"}),
                description="SQuAD 2.0 token F1, max over gold answers."),
-    MetricSpec("keyword_hit", "lexical", per_item(zero_on_error(_keyword_metric("hit"))), needs=frozenset({"answer", "keywords"}),
+    MetricSpec("keyword_hit", "lexical", version="2",
+               compute=per_item(zero_on_error(_keyword_metric("hit"))), needs=frozenset({"answer", "keywords"}),
                binary=True, description="1 if any expected keyword is in the answer."),
-    MetricSpec("keyword_coverage", "lexical", per_item(zero_on_error(_keyword_metric("coverage"))),
+    MetricSpec("keyword_coverage", "lexical", version="2",
+               compute=per_item(zero_on_error(_keyword_metric("coverage"))),
                needs=frozenset({"answer", "keywords"}), description="Fraction of expected keywords in the answer."),
     MetricSpec("number_match", "lexical", per_item(zero_on_error(_number_match)), needs=frozenset({"answer", "ground_truth"}),
                description="Fraction of the reference's numbers present in the answer."),

@@ -11,6 +11,8 @@ A gold passage matches a retrieved chunk when
      anchors survive re-chunking, snippets pin the exact passage. Callers may switch the
      snippet rule off (use_snippets=False);
   3. a gold passage with only text/snippet matches a chunk whose text contains it.
+required_support_groups entries go through the same function: `support_entry_gold` says which
+gold passages (or which anchor of its own) an entry stands for.
 
 Ranked lists are used in the target's rank order; scores are never used to re-sort, so tied
 scores keep the order the target gave. `judge_ranking` turns one question + one ranking into the
@@ -95,11 +97,30 @@ def resolve_citation(citation, response: EvalResponse):
     return citation
 
 
-def support_entry_matches(anchor_id: str, chunk: ChunkLike) -> bool:
-    """A required_support_groups entry names a chunk id or a document path."""
-    if chunk.chunk_id and chunk.chunk_id == anchor_id:
-        return True
-    return bool(chunk.rel_path) and normalise_path(chunk.rel_path) == normalise_path(anchor_id)
+def entry_anchor(entry: str) -> GoldPassage:
+    """A support-group entry read on its own: `rel_path [> heading > path]`, keeping the whole
+    entry as a chunk id too, so `c9` matches chunk c9, `guide.md` the whole document and
+    `guide.md > Setup` that section (and deeper ones) of it."""
+    path, _, heading = entry.partition(">")
+    return GoldPassage(chunk_id=entry, rel_path=path.strip() or None, heading_path=heading.strip() or None)
+
+
+def support_entry_gold(entry: str, gold: Sequence[GoldPassage]) -> list[GoldPassage]:
+    """What a required_support_groups entry asks for, as gold passages for `gold_matches`.
+
+    An entry equal to a gold passage's chunk id, or naming the document or section a gold
+    passage lies in, stands for those gold passages: their own heading and snippet then decide,
+    so "a.md" in a group cannot be satisfied by a section of a.md that the gold does not name
+    (recall_all would otherwise be 1 while recall is 0). Any other entry is an anchor of its own
+    (`entry_anchor`)."""
+    named = [g for g in gold if g.chunk_id and g.chunk_id == entry]
+    if named:
+        return named
+    anchor = entry_anchor(entry)
+    path, want = normalise_path(anchor.rel_path), heading_parts(anchor.heading_path)
+    inside = [g for g in gold if g.rel_path and normalise_path(g.rel_path) == path
+              and heading_parts(g.heading_path or g.section)[: len(want)] == want]
+    return inside or [anchor]
 
 
 def ranked_chunks(response: EvalResponse) -> list:

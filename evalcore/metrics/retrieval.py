@@ -17,7 +17,7 @@ from evalcore import trec_eval
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
 from evalcore.metrics.matching import (
     Judgement, gold_matches, judge_ranking, normalise_path, ranked_chunks, relevant_gold, resolve_citation,
-    support_entry_matches,
+    support_entry_gold,
 )
 from evalcore.schemas import EvalQuestion, EvalResponse
 
@@ -88,14 +88,18 @@ def map_at_k(j: Judgement, k: int = MAP_K) -> Score:
     return Score(_first(trec_eval.average_precision(_ranking(j), k)), details={"k": k})
 
 
-def recall_all_at_k(question: EvalQuestion, response: EvalResponse, k: int) -> Score:
+def recall_all_at_k(question: EvalQuestion, response: EvalResponse, k: int, use_snippets: bool = True) -> Score:
     """recall_all@k = 1[every required support group has an entry matched in the first k].
-    A group lists alternatives (chunk ids or document paths); all groups are needed (multi-hop)."""
+    A group lists alternatives; all groups are needed (multi-hop). Entries are matched with the
+    gold-passage rules (`gold_matches` on `support_entry_gold`), so a group naming a section is
+    not satisfied by another section of the same document."""
     if not question.required_support_groups:
         return Score.nan("no support groups")
     top = ranked_chunks(response)[:k]
+    gold = relevant_gold(question, 0.0)
     missing = [i for i, group in enumerate(question.required_support_groups)
-               if not any(support_entry_matches(a, c) for a in group for c in top)]
+               if not any(gold_matches(g, c, use_snippets) for entry in group
+                          for g in support_entry_gold(entry, gold) for c in top)]
     return Score(0.0 if missing else 1.0,
                  details={"k": k, "groups": len(question.required_support_groups), "missing_groups": missing})
 
@@ -157,6 +161,16 @@ def _ranked_metric(fn: Callable[[Judgement], Score]):
     return batch
 
 
+def _recall_all_metric(k: int):
+    """recall_all@k honouring the scoring option `match_snippets`, like the ranked metrics."""
+
+    def batch(items: list[Item], ctx: ScoringContext) -> list[Score]:
+        use_snippets = bool(ctx.options.get("match_snippets", True))
+        return [recall_all_at_k(q, r, k, use_snippets) for q, r in items]
+
+    return batch
+
+
 def _item_metric(fn: Callable[[EvalQuestion, EvalResponse], Score]):
     def batch(items: list[Item], ctx: ScoringContext) -> list[Score]:
         return [fn(q, r) for q, r in items]
@@ -168,16 +182,17 @@ def _specs() -> list[MetricSpec]:
     ranked = frozenset({"gold", "retrieved"})
     specs = []
 
-    def add(name, compute, description, needs=ranked, binary=False, higher=True):
+    def add(name, compute, description, needs=ranked, binary=False, higher=True, version="1"):
         specs.append(MetricSpec(name=name, group="retrieval", compute=compute, needs=needs, binary=binary,
-                                higher_is_better=higher, description=description))
+                                higher_is_better=higher, description=description, version=version))
 
     for k in RECALL_KS:
         add(f"recall@{k}", _ranked_metric(lambda j, k=k: recall_at_k(j, k)), "gold passages found in the top k / gold")
         add(f"hit_rate@{k}", _ranked_metric(lambda j, k=k: hit_rate_at_k(j, k)),
             "1 if any gold passage is in the top k (recall_any)", binary=True)
-        add(f"recall_all@{k}", _item_metric(lambda q, r, k=k: recall_all_at_k(q, r, k)),
-            "1 if every required support group is matched in the top k (multi-hop)", binary=True)
+        add(f"recall_all@{k}", _recall_all_metric(k),
+            "1 if every required support group is matched in the top k (multi-hop)", binary=True,
+            version="2")
     for k in PRECISION_KS:
         add(f"precision@{k}", _ranked_metric(lambda j, k=k: precision_at_k(j, k)), "gold-matching chunks in the top k / k")
     add("mrr", _ranked_metric(lambda j: mrr_at_k(j, MRR_K)), "1 / rank of the first gold match (top 10)")

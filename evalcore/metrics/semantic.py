@@ -12,7 +12,8 @@ Options read from the scoring context (`ctx.options`):
                       Hugging Face name, or MODEL@BASE_URL for an OpenAI-compatible endpoint
   bertscore_model     model for BERTScore (a local/cached Hugging Face encoder; default packaged MiniLM)
   bertscore_layer     hidden layer (default: the model's last, or bert-score's choice for known models)
-  bertscore_idf       weight tokens by idf over the run's ground truths (default false)
+  bertscore_idf       weight tokens by idf over the run's ground truths, one per question, computed
+                      once for the whole scoring pass (default false)
   bertscore_rescale   rescale with a baseline (default false); bertscore_baseline = LAYER,P,R,F csv
   progress            show progress bars (default: only on a terminal)
 
@@ -92,24 +93,39 @@ def _bert_scorer(ctx: ScoringContext):
         store=ctx.store, progress=o.get("progress")))
 
 
+def idf_corpus(items: list[Item], ctx: ScoringContext) -> list[str]:
+    """The texts BERTScore's idf is computed over: the first reference of every question of the
+    scoring pass (`ctx.items`; the given items when the context has none), one per question.
+    Run-wide on purpose: idf over a scoring chunk would make a pair's value depend on which
+    other answers share its chunk, and on how many answers of a question were empty."""
+    corpus: dict[str, str] = {}
+    for q, _ in ctx.items or items:
+        refs = _references(q)
+        if refs and q.id not in corpus:
+            corpus[q.id] = refs[0]
+    return list(corpus.values())
+
+
 def _bert_results(items: list[Item], ctx: ScoringContext) -> list[dict[str, Any] | str]:
     """P/R/F per item (or the reason it cannot be scored), computed once for all three metrics:
-    the first of bert_score_p/r/f1 to run fills a memo the other two read."""
+    the first of bert_score_p/r/f1 to run fills a memo the other two read. The memo key holds
+    the idf corpus, so a pair is never given a value computed under other idf weights."""
     scorer = _bert_scorer(ctx)
-    memo: dict[str, dict[str, Any]] = ctx.resource(f"bertscore-memo:{id(scorer)}", dict)
+    memo: dict[tuple[str, str], dict[str, Any]] = ctx.resource(f"bertscore-memo:{id(scorer)}", dict)
+    corpus = idf_corpus(items, ctx) if scorer.idf else []
+    idf_tag = scorer.idf_tag(corpus)
     reasons = [_why_unscorable(item) for item in items]
-    keys = [None if why else text_key(items[i][1].answer, *_references(items[i][0]))
+    keys = [None if why else (idf_tag, text_key(items[i][1].answer, *_references(items[i][0])))
             for i, why in enumerate(reasons)]
     todo = [i for i, k in enumerate(keys) if k is not None and k not in memo]
     if todo:
-        corpus_by_question = {items[i][0].id: _references(items[i][0])[0] for i, k in enumerate(keys) if k}
         cands, refs, owner = [], [], []
         for i in todo:
             for ref in _references(items[i][0]):
                 cands.append(items[i][1].answer)
                 refs.append(ref)
                 owner.append(i)
-        prf = scorer.score(cands, refs, idf_corpus=list(corpus_by_question.values()))
+        prf = scorer.score(cands, refs, idf_corpus=corpus)
         rows_of: dict[int, list[int]] = {}
         for row, i in enumerate(owner):
             rows_of.setdefault(i, []).append(row)
@@ -141,10 +157,10 @@ def _bert_metric(component: int):
 SPECS = [
     MetricSpec("semantic_similarity", "semantic", semantic_similarity, needs=NEEDS,
                description="max(0, cosine) of answer and ground-truth sentence embeddings"),
-    MetricSpec("bert_score_p", "semantic", _bert_metric(0), needs=NEEDS,
+    MetricSpec("bert_score_p", "semantic", _bert_metric(0), needs=NEEDS, version="2",
                description="BERTScore precision: answer tokens matched in the ground truth"),
-    MetricSpec("bert_score_r", "semantic", _bert_metric(1), needs=NEEDS,
+    MetricSpec("bert_score_r", "semantic", _bert_metric(1), needs=NEEDS, version="2",
                description="BERTScore recall: ground-truth tokens covered by the answer"),
-    MetricSpec("bert_score_f1", "semantic", _bert_metric(2), needs=NEEDS,
+    MetricSpec("bert_score_f1", "semantic", _bert_metric(2), needs=NEEDS, version="2",
                description="BERTScore F1 (harmonic mean of bert_score_p and bert_score_r)"),
 ]

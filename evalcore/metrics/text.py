@@ -45,6 +45,16 @@ def strip_punct(text: str) -> str:
     return "".join(ch for ch in text if not unicodedata.category(ch).startswith(("P", "S")))
 
 
+def trim_punct(text: str) -> str:
+    """`text` without punctuation/symbol characters at either end (inner ones stay)."""
+    start, end = 0, len(text)
+    while start < end and (text[start].isspace() or not strip_punct(text[start])):
+        start += 1
+    while end > start and (text[end - 1].isspace() or not strip_punct(text[end - 1])):
+        end -= 1
+    return text[start:end]
+
+
 def tokenize(text: str | None) -> list[str]:
     """Normalised word tokens: runs of letters/digits; each CJK ideograph/kana is its own token.
 
@@ -188,6 +198,8 @@ def extract_keywords(text: str | None, stop_words: frozenset[str] = STOP_WORDS) 
         words = m.group(0).strip(" .,;:").split()
         while words and words[0].casefold() in stop_words:
             words = words[1:]
+        if words and has_hangul(words[-1][-1]):  # "ETF는": a Korean particle glued to a Latin word
+            words[-1] = _strip_particle(words[-1])
         if words:
             found.append(" ".join(words))
             taken.append((m.start(), m.end()))

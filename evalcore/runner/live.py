@@ -180,7 +180,7 @@ def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunRe
     t0 = time.perf_counter()
     try:
         result.score_result = scoring.score_run(store, result.run_id, metrics=config.metrics,
-                                                groups=config.groups, options={"judge": config.judge_option},
+                                                groups=config.groups, options={**config.score_options, "judge": config.judge_option},
                                                 progress=config.progress)
     except EvalcoreError as exc:
         result.score_message = f"scoring failed: {exc}; the answers are stored, retry with `evalcore score`"

@@ -132,6 +132,18 @@ class EvalQuestion(Strict):
             raise ValueError("question must not be empty")
         return value
 
+    @field_validator("required_support_groups")
+    @classmethod
+    def _support_groups_can_match(cls, value: list[list[str]]) -> list[list[str]]:
+        """An empty group or a blank entry could never be matched, so recall_all would be 0 for
+        every answer: refuse it at load time instead."""
+        for i, group in enumerate(value):
+            if not group:
+                raise ValueError(f"support group {i} is empty")
+            if any(not entry.strip() for entry in group):
+                raise ValueError(f"support group {i} has a blank entry")
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _ground_truth_list(cls, data: Any) -> Any:
