@@ -6,7 +6,7 @@ Checked on every module's imports (module level and inside functions, via the AS
 - the dashboard (evalcore/ui) reads through evalcore.analysis and the store only: it imports no
   metrics, judges, scoring, importer, queries or runner code, and builds no DuckDB connection;
 - Streamlit is imported only by evalcore/ui;
-- metrics and the analysis layer never write to the store: no writer methods are called there,
+- metrics, judges (but the spot-check command) and the analysis layer never write to the store: no writer methods are called there,
   and metrics import nothing that writes (store, scoring);
 - the store imports nothing above it;
 - the analysis layer imports neither the CLI nor the dashboard.
@@ -78,6 +78,16 @@ def test_metrics_never_write(path):
     bad = sorted(m for m in _imports(path) if _under(m, "evalcore.store", "evalcore.scoring", "evalcore.importer"))
     assert not bad, f"{_rel(path)} imports {bad}: metrics return values; scoring writes them"
     assert not (_calls(path) & WRITES), f"{_rel(path)} calls {sorted(_calls(path) & WRITES)}"
+
+
+@pytest.mark.parametrize("path", _modules("judges"), ids=_rel)
+def test_judges_never_write(path):
+    """Judged metrics return claims, verdicts and values; scoring stores them and the calls.
+    The spot-check command (reliability.py) is a command of its own and stores its results."""
+    if path.name == "reliability.py":
+        return
+    writes = _calls(path) & WRITES
+    assert not writes, f"{_rel(path)} calls {sorted(writes)}: judges return, scoring writes"
 
 
 @pytest.mark.parametrize("path", _modules("analysis"), ids=_rel)

@@ -116,7 +116,8 @@ def metric_means(store: RunStore, run_id: str, by: str | None = None,
 
 def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFrame:
     """Per method [, bucket]: latency p50/p95/mean, error/timeout/empty rates, RAG cost, judge
-    cost from judge_calls, cost per query. RAG cost of an answer (one rule, also the
+    cost from judge_calls (a call made for no method shared evenly by the question's methods),
+    cost per query. RAG cost of an answer (one rule, also the
     leaderboard's): its cost_usd metric (priced from tokens, or reported) when scored, else the
     cost the target reported."""
     expr, join = _by(by)
@@ -132,10 +133,19 @@ def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFr
         ), c AS (
             SELECT r.method, r.question_id, coalesce(p.cost, r.reported_cost) AS cost
             FROM r LEFT JOIN priced p USING (method, question_id)
+        ), shares AS (  -- a call made for no method (reference statements) is shared by the question's methods
+            SELECT question_id, 1.0 / count(DISTINCT method) AS share FROM r GROUP BY ALL
         ), j AS (
-            SELECT method, question_id, sum(cost_usd) AS judge_cost, count(*) AS judge_calls,
-                   sum(latency_ms) AS judge_ms
-            FROM judge_calls WHERE run_id = ? GROUP BY ALL
+            SELECT method, question_id, sum(cost * share) AS judge_cost, sum(share) AS judge_calls,
+                   sum(ms * share) AS judge_ms
+            FROM (SELECT c.method, c.question_id, c.cost_usd AS cost, c.latency_ms AS ms, 1.0 AS share
+                  FROM judge_calls c WHERE c.run_id = ? AND c.method IS NOT NULL
+                  UNION ALL
+                  SELECT a.method, c.question_id, c.cost_usd, c.latency_ms, s.share
+                  FROM judge_calls c JOIN (SELECT DISTINCT method, question_id FROM r) a USING (question_id)
+                                     JOIN shares s USING (question_id)
+                  WHERE c.run_id = ? AND c.method IS NULL)
+            GROUP BY ALL
         )
         SELECT r.method, r.bucket, count(*) AS n,
                quantile_cont(r.latency_ms, 0.5) AS latency_p50_ms,
@@ -156,7 +166,7 @@ def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFr
         GROUP BY r.method, r.bucket ORDER BY r.method, r.bucket NULLS FIRST
     """
     with connect(store, [run_id]) as con:
-        return con.execute(sql, [run_id, run_id, run_id]).df()
+        return con.execute(sql, [run_id, run_id, run_id, run_id]).df()
 
 
 def timing_breakdown(store: RunStore, run_id: str) -> pd.DataFrame:

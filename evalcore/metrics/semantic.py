@@ -54,6 +54,13 @@ def _embedder(ctx: ScoringContext):
     return ctx.resource(f"embedder:{model}", lambda: get_embedder(model, ctx.store))
 
 
+def _warm(ctx: ScoringContext) -> None:
+    """Load the embedding model in the background while scoring starts other work."""
+    from evalcore.embeddings import warm_up
+
+    warm_up(ctx.options.get("embedding_model"), ctx.store)
+
+
 def semantic_similarity(items: list[Item], ctx: ScoringContext) -> list[Score]:
     """max(0, cos) between answer and ground-truth sentence vectors; one batched encode for all."""
     reasons = [_why_unscorable(item) for item in items]
@@ -155,7 +162,7 @@ def _bert_metric(component: int):
 
 
 SPECS = [
-    MetricSpec("semantic_similarity", "semantic", semantic_similarity, needs=NEEDS,
+    MetricSpec("semantic_similarity", "semantic", semantic_similarity, needs=NEEDS, warm=_warm,
                description="max(0, cosine) of answer and ground-truth sentence embeddings"),
     MetricSpec("bert_score_p", "semantic", _bert_metric(0), needs=NEEDS, version="2",
                description="BERTScore precision: answer tokens matched in the ground truth"),

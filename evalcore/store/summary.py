@@ -45,14 +45,29 @@ SUMMARY_SQL: dict[str, str] = {
                sum(cost_usd) AS reported_cost_usd, count(cost_usd) AS n_reported_cost,
                sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens
         FROM responses WHERE {where} GROUP BY run_id, method""",
-    # per (run, method): judge calls, cache hits, tokens, cost, which judges
+    # per (run, method): judge calls, cache hits, tokens, cost, which judges. A call made for
+    # no method (reference statements, split once per question for every method) is shared
+    # evenly by the methods that answered its question, so per-method cost adds up to the run's.
     "summary_judges": """
-        SELECT run_id, coalesce(method, '') AS method, count(*) AS n_calls,
-               count(*) FILTER (WHERE cache_hit) AS n_cache_hits, count(error) AS n_call_errors,
-               sum(cost_usd) AS judge_cost_usd, sum(input_tokens) AS judge_input_tokens,
-               sum(output_tokens) AS judge_output_tokens,
+        WITH calls AS (SELECT * FROM judge_calls WHERE {where}),
+        answered AS (SELECT DISTINCT run_id, method, question_id FROM responses WHERE {where}),
+        shares AS (SELECT run_id, question_id, 1.0 / count(*) AS share FROM answered GROUP BY ALL),
+        attributed AS (
+            SELECT run_id, method, 1.0 AS share, cache_hit, error, cost_usd, input_tokens, output_tokens, judge_id
+            FROM calls WHERE method IS NOT NULL
+            UNION ALL
+            SELECT c.run_id, a.method, s.share, c.cache_hit, c.error, c.cost_usd, c.input_tokens,
+                   c.output_tokens, c.judge_id
+            FROM calls c JOIN answered a ON a.run_id = c.run_id AND a.question_id = c.question_id
+                         JOIN shares s ON s.run_id = c.run_id AND s.question_id = c.question_id
+            WHERE c.method IS NULL)
+        SELECT run_id, method, sum(share) AS n_calls,
+               coalesce(sum(share) FILTER (WHERE cache_hit), 0) AS n_cache_hits,
+               coalesce(sum(share) FILTER (WHERE error IS NOT NULL), 0) AS n_call_errors,
+               sum(cost_usd * share) AS judge_cost_usd, sum(input_tokens * share) AS judge_input_tokens,
+               sum(output_tokens * share) AS judge_output_tokens,
                string_agg(DISTINCT judge_id, ', ' ORDER BY judge_id) AS judges
-        FROM judge_calls WHERE {where} GROUP BY run_id, coalesce(method, '')""",
+        FROM attributed GROUP BY run_id, method""",
     # per (run, method, metric, label): counts of categorical verdicts (grades, answer classes)
     "summary_labels": """
         SELECT run_id, method, metric, label, count(*) AS n

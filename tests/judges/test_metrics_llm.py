@@ -93,6 +93,16 @@ def test_two_methods_share_reference_statements_and_scoring_writes(anthropic_env
     assert counts["judge_calls_live"] == 14 and counts["judge_calls_per_question_max"] == 3
     verdicts = query_df(store, "SELECT metric, rank FROM context_verdicts WHERE metric = 'context_precision'")
     assert len(verdicts) == 4 + 3 + 4 + 3 and (verdicts["rank"] >= 1).all()
+    # the shared reference calls' cost is split between the methods: per-method cost adds up
+    from evalcore.analysis.leaderboard import system_rows
+    from evalcore.analysis.sql import operations
+
+    total = float(query_df(store, "SELECT sum(cost_usd) AS c FROM judge_calls").c[0])
+    assert total > 0
+    assert float(operations(store, "r2").judge_cost_usd.sum()) == pytest.approx(total)
+    rows = system_rows(store)
+    assert float((rows.judge_cost_per_query_usd * rows.n).sum()) == pytest.approx(total)
+    assert float(rows.judge_calls.sum()) == pytest.approx(14)
 
 
 def test_dry_run_matches_the_real_call_count(anthropic_env, store):
