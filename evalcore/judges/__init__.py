@@ -38,15 +38,19 @@ def _check_url(url: str | None, what: str) -> None:
                             "put the key in the environment variable instead")
 
 
+DEFAULT_CONCURRENCY = 16
+
+
 def make_judge(spec: str | None, store=None, *, prices: dict | None = None, concurrency: int | None = None,
                timeout: float = 60.0, max_attempts: int = 5, backoff_base: float = 0.5) -> Judge:
     """Build a judge from `heuristic`, `anthropic[:MODEL]` or `openai:MODEL[@BASE_URL]`.
 
     `store` (a RunStore) enables the content-addressed cache in <store>/_shared/judge_cache.
-    Concurrency defaults to EVALCORE_JUDGE_CONCURRENCY or 8 requests in flight.
+    Concurrency defaults to EVALCORE_JUDGE_CONCURRENCY or 16 requests in flight (a judge call
+    waits ~1 s on the network; 429s are retried after the provider's Retry-After).
     """
     spec = (spec or DEFAULT_JUDGE).strip()
-    conc = int(concurrency or os.environ.get("EVALCORE_JUDGE_CONCURRENCY") or 8)
+    conc = int(concurrency or os.environ.get("EVALCORE_JUDGE_CONCURRENCY") or DEFAULT_CONCURRENCY)
     if spec == "heuristic":
         return HeuristicJudge(concurrency=conc)
     provider, _, rest = spec.partition(":")

@@ -116,6 +116,10 @@ class Judge:
             out, self._calls = self._calls, []
         return out
 
+    def preload(self) -> None:
+        """Import what the first call will need (an SDK takes seconds to import): scoring does
+        this before it starts loading other things in the background."""
+
     def run_many(self, tasks: list[JudgeTask]) -> list[Outcome]:
         if not tasks:
             return []
@@ -185,6 +189,11 @@ class LLMJudge(Judge):
 
     def _session(self) -> Any:
         return _SdkSession(self.backend)
+
+    def preload(self) -> None:
+        import importlib
+
+        importlib.import_module(self.backend.provider)  # "anthropic" / "openai": the SDK's module
 
     def request_for(self, system: str, messages: list[dict], max_tokens: int,
                     task: str | None = None) -> dict[str, Any]:
