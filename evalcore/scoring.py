@@ -240,14 +240,18 @@ class _Warmup:
             self.thread = None
 
 
-def _first_stage(specs: list[MetricSpec], chunk: list[Item], ctx: ScoringContext) -> None:
-    """Send the first-round judge requests of every selected metric in one concurrent batch
-    (the metrics then find the replies in the pass's memo)."""
-    batches = [b for s in specs if s.first_stage is not None for b in s.first_stage(chunk)]
-    if batches:
-        from evalcore.judges.work import get_work
+def _judge_rounds(specs: list[MetricSpec], chunk: list[Item], ctx: ScoringContext) -> None:
+    """Send the judge requests of every selected metric in two concurrent rounds (what needs
+    nothing, then what needs the first round's replies), so the calls of all metrics overlap
+    instead of waiting metric by metric; the metrics then find the replies in the pass's memo."""
+    from evalcore.judges.work import get_work
 
-        get_work(ctx).run_batches(batches)
+    first = [b for s in specs if s.first_stage is not None for b in s.first_stage(chunk)]
+    if first:
+        get_work(ctx).run_batches(first)
+    second = [b for s in specs if s.second_stage is not None for b in s.second_stage(chunk, ctx)]
+    if second:
+        get_work(ctx).run_batches(second)
 
 
 def _judge_calls(ctx: ScoringContext, writer: Any) -> None:
@@ -372,7 +376,7 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
         return report
     phase1 = [s for s in specs if s.group != COMPOSITE]
     phase2 = [s for s in specs if s.group == COMPOSITE]
-    if any(s.first_stage is not None for s in phase1):
+    if any(s.first_stage is not None or s.second_stage is not None for s in phase1):
         from evalcore.judges.work import get_work
 
         get_work(ctx).judge.preload()  # before the warm-up thread competes for the interpreter
@@ -388,7 +392,7 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
                     values: list[MetricValue] = []
                     verdicts: list[ContextJudgement] = []
                     claims: list[Claim] = []
-                    _first_stage(phase, chunk, ctx)
+                    _judge_rounds(phase, chunk, ctx)
                     for spec in phase:
                         if spec.warm is not None:
                             warmup.wait()

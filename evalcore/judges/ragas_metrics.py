@@ -86,20 +86,32 @@ def claims_stage(items: list[Item]) -> list[tuple[str, list]]:
             ("reference_statements", _requests("reference_statements", items))]
 
 
-def questions_stage(items: list[Item]) -> list[tuple[str, list]]:
-    """answer_relevance's first-round requests."""
+def questions_stage(items: list[Item], ctx: ScoringContext | None = None) -> list[tuple[str, list]]:
+    """answer_relevance's requests. They depend on nothing, so scoring sends them in the
+    second round, beside the context reviews: two rounds in all instead of three."""
     return [("question_generation", _requests("question_generation", items))]
+
+
+def _review_requests(items: list[Item], decs, refs) -> list:
+    reqs = []
+    for (q, r), d, s in zip(items, decs, refs):
+        inp = review_request(q, r, _claims_of(d), _statements_of(s))
+        reqs.append(None if inp is None else (r.method, q.id, inp))
+    return reqs
+
+
+def review_stage(items: list[Item], ctx: ScoringContext) -> list[tuple[str, list]]:
+    """The second-round requests (one context review per answer), built from the first
+    round's claims and statements (already in the pass's memo when scoring calls this)."""
+    decs, refs = get_work(ctx).run_batches(claims_stage(items))
+    return [("context_review", _review_requests(items, decs, refs))]
 
 
 def reviews(work: JudgeWork, items: list[Item]):
     """(decompositions, references, reviews) for the items; the review of an answer carries
     its claims and the question's reference statements."""
     decs, refs = work.run_batches(claims_stage(items))
-    reqs = []
-    for (q, r), d, s in zip(items, decs, refs):
-        inp = review_request(q, r, _claims_of(d), _statements_of(s))
-        reqs.append(None if inp is None else (r.method, q.id, inp))
-    return decs, refs, work.run("context_review", reqs)
+    return decs, refs, work.run("context_review", _review_requests(items, decs, refs))
 
 
 def _claim_scores(ctx: ScoringContext, items: list[Item], source: str) -> list[Score]:
