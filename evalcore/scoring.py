@@ -411,8 +411,8 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
                     report.n_values += len(values)
             finally:
                 # publish what was scored, also when interrupted (Ctrl-C, an error): composites
-                # in phase 2 read phase 1's values, and readers see finished chunks
-                warmup.wait()
+                # in phase 2 read phase 1's values, and readers see finished chunks (a model
+                # still loading in the background is left to finish alone: it writes nothing)
                 _judge_calls(ctx, writer)
                 _judge_manifest(ctx, writer)
                 writer.publish()
