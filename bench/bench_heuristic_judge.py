@@ -3,7 +3,8 @@
     HF_HUB_OFFLINE=1 python bench/bench_heuristic_judge.py [--limit N] [--no-embeddings]
 
 Prints ROC AUCs (P(score of a right case > score of a wrong case), ties half) for:
-- answer_correctness: the heuristic judge's `answer_correctness` next to the product's own
+- answer_correctness: the heuristic judge's `answer_correctness` (and its CORRECT/WRONG
+  `answer_class`, a yes/no verdict, so its AUC is its balanced accuracy) next to the product's own
   `token_f1` and `exact_match` and the MiniLM cosine (packaged all-MiniLM-L6-v2, max over gold
   answers), each computed through the product's metric specs;
 - faithfulness: the heuristic judge's `faithfulness` next to bare word overlap (share of the
@@ -52,7 +53,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 DATA = ROOT.parent / "shared" / "data"
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
@@ -266,6 +266,7 @@ def auc(labels, scores) -> float:
 
 
 CORRECTNESS_SCORES = {"heuristic answer_correctness": lambda cs: metric("answer_correctness", cs),
+                      "heuristic answer_class": lambda cs: metric("answer_class", cs),
                       "token_f1": lambda cs: metric("token_f1", cs),
                       "exact_match": lambda cs: metric("exact_match", cs),
                       "MiniLM cosine": minilm_gold}
@@ -294,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="use the first N cases of each set")
     ap.add_argument("--no-embeddings", action="store_true", help="skip the MiniLM columns")
     args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the packaged model only; never a download
     if not args.data.is_dir():
         print(f"no labelled data at {args.data}", file=sys.stderr)
         return 2
