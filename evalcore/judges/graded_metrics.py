@@ -15,7 +15,7 @@ import dataclasses
 from typing import Any, Callable
 
 from evalcore.judges.lexical import is_hedge, norm
-from evalcore.judges.ragas_metrics import _base, contexts_of, decompositions
+from evalcore.judges.ragas_metrics import _base, contexts_of, decompositions, gold_list
 from evalcore.judges.work import get_work
 from evalcore.metrics.base import Item, Score, ScoringContext
 from evalcore.schemas.labels import AnswerClass, grade_for
@@ -43,13 +43,13 @@ def _expected(q) -> str:
 # task -> (inputs builder, needs ground truth, needs contexts)
 BUILDERS: dict[str, tuple[Callable[[Any, Any], dict], bool, bool]] = {
     "factual_accuracy": (lambda q, r: {"question": q.question, "ground_truth": q.ground_truth or "",
-                                       "answer": r.answer or ""}, True, False),
+                                       "answers": gold_list(q), "answer": r.answer or ""}, True, False),
     "correctness": (lambda q, r: {"question": q.question, "contexts": contexts_of(r), "answer": r.answer or ""},
                     False, False),
     "answer_correctness": (lambda q, r: {"question": q.question, "ground_truth": q.ground_truth or "",
-                                         "answer": r.answer or ""}, True, False),
-    "plan_scores": (lambda q, r: {"question": q.question, "expected": _expected(q), "contexts": contexts_of(r),
-                                  "answer": r.answer or ""}, False, False),
+                                         "answers": gold_list(q), "answer": r.answer or ""}, True, False),
+    "plan_scores": (lambda q, r: {"question": q.question, "expected": _expected(q), "answers": gold_list(q),
+                                  "contexts": contexts_of(r), "answer": r.answer or ""}, False, False),
 }
 
 
@@ -200,7 +200,8 @@ def classify(items: list[Item], ctx: ScoringContext) -> list[tuple[str | None, d
             row[0] = "DONT_KNOW"
             row[1] = {"by": "abstention_judge", "judge": work.judge.label("abstention"), "reason": o.output["reason"]}
     cls_reqs = [None if row[0] or row[2] or not (q.ground_truth or "").strip() else
-                (r.method, q.id, {"question": q.question, "ground_truth": q.ground_truth, "answer": r.answer or ""})
+                (r.method, q.id, {"question": q.question, "ground_truth": q.ground_truth, "answers": gold_list(q),
+                                  "answer": r.answer or ""})
                 for row, (q, r) in zip(res, items)]
     for row, (q, _), o in zip(res, items, work.run("answer_class", cls_reqs)):
         if row[0] or row[2]:

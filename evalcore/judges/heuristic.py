@@ -6,19 +6,27 @@ end. It is never the default and never pretends to be a model: its provider is `
 so every stored value's judge id starts with `heuristic:`.
 
 How each task is approximated (each task's heuristic sits with its definition in
-task_library; shared rules in offline.py, `coverage` in lexical.py):
+task_library; shared rules in offline.py, `coverage` and `key_words` in lexical.py):
 - decompose / reference_statements: sentences of the answer / reference.
-- context_review: a statement is supported when >= 85% of its content words occur in the
-  contexts (numbers exactly), the best-covering context named (measured on HaluEval QA: see
-  docs); a context's relevance is the share of the question's (and reference's) content words.
+- context_review: a statement is supported when every name and number in it occurs in the
+  contexts and >= 70% of its other content words do, the best-covering context named (rule and
+  measurements: docs/judges.md); a context's relevance is the share of the question's (or the
+  best gold answer's) content words.
 - question_generation: cannot write questions, so it returns the answer's first sentences;
   answer_relevance then compares them with the question by embedding cosine.
 - answer_relevance_direct (answer_relevance's fallback when no question was generated): share
   of the question's content words found in the answer, banded to quarters; 0 for a hedge.
-- factual_accuracy: correctness = share of answer words in reference+question, completeness =
-  share of reference words in the answer, consistency = 100 minus 50 per negation clash.
-- answer_class / answer_correctness: reference recall and token F1.
-- groundedness / correctness / plan_scores: banded from the support and recall shares.
+- answer_correctness: the best match over every gold answer (`answers`, SQuAD-style): 1 for
+  the same words, 0.9 when the answer holds a gold answer, else 0.9 x the mean of the two word
+  shares; answer_class: CORRECT when that match is >= 0.6.
+- factual_accuracy: correctness = share of answer words in the gold answers + question,
+  completeness = share of the best gold answer's words in the answer, consistency = 100 minus
+  50 per negation clash.
+- groundedness / correctness / plan_scores: banded from the support and match shares.
+
+What it cannot do: see meaning. A paraphrase in other words is "unsupported" / "wrong", a
+negated copy of the context is "supported", and a wrong answer that repeats the gold answer's
+words ("not Paris") counts as right. `lexical-v2` in its judge id names this rule set.
 """
 
 from __future__ import annotations
@@ -29,7 +37,6 @@ from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
 from evalcore.judges.client import Judge, JudgeTask, Outcome
-from evalcore.judges.offline import SUPPORT_THRESHOLD  # noqa: F401  (documented here)
 from evalcore.judges.tasks import get_task
 from evalcore.schemas import JudgeCall
 
@@ -44,7 +51,7 @@ def run_task(task: str, inp: dict[str, Any]) -> dict[str, Any]:
 class HeuristicJudge(Judge):
     kind = "heuristic"
     provider = "heuristic"
-    model = "lexical-v1"
+    model = "lexical-v2"
 
     @asynccontextmanager
     async def _noop(self) -> AsyncIterator[None]:

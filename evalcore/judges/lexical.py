@@ -104,6 +104,20 @@ def coverage(statement: str, vocab: Vocabulary, drop_text: str = "") -> tuple[fl
     return 1.0 - len(missing) / len(words), missing
 
 
+def key_words(text: str | None) -> set[str]:
+    """The statement's names and numbers: words written with a capital (except the first,
+    capitalised by grammar alone) and numbers, as tokens, stop words excluded.
+
+    Why: these carry the facts a claim asserts ("flows through Uganda", "6,650 km"), so a
+    context without them does not support it, however many other words it shares. Scripts
+    without letter case (Korean, CJK) contribute numbers only."""
+    out: set[str] = set()
+    for i, word in enumerate(_TOKEN.findall(unicodedata.normalize("NFKC", text or ""))):
+        if _NUM.match(word) or (i > 0 and word[0].isupper()):
+            out.update(t for t in tokens(word) if t not in STOP)
+    return out
+
+
 def recall(reference: str, candidate: str, question: str = "") -> float:
     """Share of the reference's content words (not in the question) present in the candidate."""
     return coverage(reference, Vocabulary(candidate), question)[0] if content(reference) else 1.0

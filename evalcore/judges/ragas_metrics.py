@@ -38,6 +38,13 @@ def has_truth(q) -> bool:
     return bool((q.ground_truth or "").strip())
 
 
+def gold_list(q) -> list[str]:
+    """Every acceptable gold answer (ground truth first, blanks and repeats dropped), sent as
+    the `answers` input: the heuristic judge takes the best match over them, as SQuAD does.
+    LLM prompts do not show it (TaskDef.offline_only), so their requests are unchanged."""
+    return list(dict.fromkeys(a.strip() for a in [q.ground_truth, *q.answers] if a and a.strip()))
+
+
 # ---- the requests, one builder per task (the dry-run estimator uses the same ones) ------------
 def decompose_request(q, r) -> dict[str, Any] | None:
     return None if r.error else {"question": q.question, "answer": r.answer or ""}
@@ -51,7 +58,7 @@ def review_request(q, r, claims: list[str], statements: list[str]) -> dict[str, 
     ctxs = contexts_of(r)
     if r.error or not ctxs:
         return None
-    return {"question": q.question, "ground_truth": q.ground_truth or "", "contexts": ctxs,
+    return {"question": q.question, "ground_truth": q.ground_truth or "", "answers": gold_list(q), "contexts": ctxs,
             "claims": claims, "statements": statements, "n_contexts": len(ctxs), "n_claims": len(claims),
             "n_statements": len(statements)}
 

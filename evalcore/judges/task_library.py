@@ -141,13 +141,15 @@ def _review_check(out: dict, inp: dict) -> dict:
             "statements": _verdicts(out["statements"], "statements", len(inp["statements"]), n_ctx)}
 
 
-def _relevance_heuristic(q: str, gt: str, contexts: list[str]) -> list[dict]:
+def _relevance_heuristic(q: str, golds: list[str], contexts: list[str]) -> list[dict]:
+    """A context's relevance: the share of the question's words it holds, or of a gold
+    answer's (the best one), or their mean, whichever is highest."""
     out = []
     for i, c in enumerate(contexts, 1):
         v = Vocabulary(c)
         qcov = coverage(q, v)[0] if content(q) else 0.0
-        gcov = coverage(gt, v, drop_text=q)[0] if content(gt, drop=set(tokens(q))) else 0.0
-        score = 100 * max(qcov, gcov if gt else 0.0, 0.5 * qcov + 0.5 * gcov if gt else 0.0)
+        gcov = max([coverage(g, v, drop_text=q)[0] for g in golds if content(g, drop=set(tokens(q)))], default=0.0)
+        score = 100 * max(qcov, gcov if golds else 0.0, 0.5 * qcov + 0.5 * gcov if golds else 0.0)
         out.append({"i": i, "relevant": int(score >= 50), "score": round(score, 1),
                     "reason": f"question words {qcov:.0%}, reference words {gcov:.0%} found"})
     return out
@@ -155,7 +157,7 @@ def _relevance_heuristic(q: str, gt: str, contexts: list[str]) -> list[dict]:
 
 def _review_heuristic(inp: dict) -> dict:
     ctxs = list(inp.get("contexts") or [])
-    return {"contexts": _relevance_heuristic(inp.get("question") or "", inp.get("ground_truth") or "", ctxs),
+    return {"contexts": _relevance_heuristic(inp.get("question") or "", offline.gold_answers(inp), ctxs),
             "claims": offline.verdicts(list(inp["claims"]), ctxs),
             "statements": offline.verdicts(list(inp["statements"]), ctxs)}
 
@@ -223,9 +225,11 @@ class FactualReply(Reply):
 
 
 def _factual_heuristic(inp: dict) -> dict:
-    q, a, gt = inp.get("question") or "", inp.get("answer") or "", inp.get("ground_truth") or ""
-    prec = coverage(a, Vocabulary(gt + "\n" + q))[0] if content(a) else 0.0
-    comp = recall(gt, a)
+    """correctness: answer words found in any gold answer or the question; completeness: the
+    best gold answer's words found in the answer."""
+    q, a, golds = inp.get("question") or "", inp.get("answer") or "", offline.gold_answers(inp)
+    prec = coverage(a, Vocabulary("\n".join([*golds, q])))[0] if content(a) else 0.0
+    comp = max((recall(g, a) for g in golds), default=recall("", a))
     clashes = contradiction_pairs(a)
     return {"correctness": {"score": round(100 * prec, 1), "reasoning": f"{prec:.0%} of answer words in reference"},
             "completeness": {"score": round(100 * comp, 1), "reasoning": f"{comp:.0%} of reference words in answer"},
@@ -243,9 +247,14 @@ class ClassReply(Reply):
     reason: Text = ""
 
 
+CORRECT_AT = 0.6
+
+
 def _class_heuristic(inp: dict) -> dict:
-    r = recall(inp.get("ground_truth") or "", inp.get("answer") or "", inp.get("question") or "")
-    return {"label": "CORRECT" if r >= 0.6 else "WRONG", "reason": f"{r:.0%} of reference words in answer"}
+    """CORRECT when answer_correctness's match with the best gold answer is >= CORRECT_AT:
+    the answer holds a gold answer, or the two share most of their words."""
+    score, why = offline.best_match(inp.get("answer") or "", offline.gold_answers(inp), inp.get("question") or "")
+    return {"label": "CORRECT" if score >= CORRECT_AT else "WRONG", "reason": f"match {score:.2f}; {why}"}
 
 
 register(TaskDef("answer_class", "1", ClassReply, heuristic=_class_heuristic, output_tokens=(40, 0),
@@ -319,9 +328,10 @@ register(TaskDef("correctness", "1", Grade05Reply, heuristic=_correctness_heuris
 
 
 def _answer_correctness_heuristic(inp: dict) -> dict:
-    a, gt = inp.get("answer") or "", inp.get("ground_truth") or ""
-    value = 1.0 if gt and content(gt) and recall(gt, a) == 1.0 else offline.f1(a, gt)
-    return {"score": round(value, 4), "reason": "token F1 with the expected answer"}
+    """The best match over every gold answer (offline.match: same words 1, holds a gold
+    answer 0.9, else 0.9 x the mean of the two word shares)."""
+    score, why = offline.best_match(inp.get("answer") or "", offline.gold_answers(inp), inp.get("question") or "")
+    return {"score": round(score, 4), "reason": why}
 
 
 register(TaskDef("answer_correctness", "1", RatingReply, heuristic=_answer_correctness_heuristic,
@@ -341,10 +351,18 @@ class PlanReply(Reply):
 
 
 def _plan_heuristic(inp: dict) -> dict:
+    """correctness: the best match with a gold answer (else token F1 with the expected text,
+    which may be keywords only, else support by the contexts); completeness: the best gold
+    answer's words found in the answer; faithfulness: share of sentences supported."""
     a, exp, ctxs = inp.get("answer") or "", inp.get("expected") or "", list(inp.get("contexts") or [])
-    corr = offline.f1(a, exp) if exp else offline.support_frac(a, ctxs)
+    golds = offline.gold_answers(inp)
+    if golds:
+        corr = offline.best_match(a, golds, inp.get("question") or "")[0]
+        comp = max(recall(g, a) for g in golds)
+    else:
+        corr = offline.f1(a, exp) if exp else offline.support_frac(a, ctxs)
+        comp = recall(exp, a) if exp else corr
     faith = offline.support_frac(a, ctxs)
-    comp = recall(exp, a) if exp else corr
     return {k: {"score": float(1 + offline.band(v, 4)), "reason": f"lexical share {v:.0%}"}
             for k, v in (("correctness", corr), ("faithfulness", faith), ("completeness", comp))}
 

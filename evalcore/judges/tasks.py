@@ -12,7 +12,10 @@ function and its docs page), not editing eight files:
   numbers in range), returning the normalised output metric code relies on;
 - `heuristic(inputs)`, the offline judge's output in the same shape;
 - `output_tokens`, a reply-size estimate for `score --dry-run` (fixed + per listed item);
-- `counts(inputs)`, the `n_*` numbers its prompt quotes.
+- `counts(inputs)`, the `n_*` numbers its prompt quotes;
+- `offline_only`, input keys only the heuristic reads (default: `answers`, every acceptable
+  gold answer). The prompt never shows them and they do not enter its fence, so an LLM
+  judge's prompt, and its cache key, stay exactly what they were without them.
 
 Metrics ask for tasks, never for prompts, so switching judges never changes metric code.
 Built-in definitions live in `evalcore.judges.task_library`.
@@ -52,6 +55,7 @@ class TaskDef:
     counts: Callable[[dict[str, Any]], dict[str, int]] = _no_counts
     prompt_dir: Path | None = None
     description: str = ""
+    offline_only: tuple[str, ...] = ("answers",)
     _schema: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def schema(self) -> dict[str, Any]:
@@ -71,6 +75,8 @@ class TaskDef:
         data: dict[str, Any] = {}
         plain: dict[str, str] = {}
         for key, value in inputs.items():
+            if key in self.offline_only:
+                continue
             if key.startswith("n_"):
                 plain[key] = str(int(value))
             elif value is None or (isinstance(value, str) and not value.strip()):
@@ -94,7 +100,8 @@ class TaskDef:
 
     def estimate_output(self, inputs: dict[str, Any]) -> int:
         fixed, per = self.output_tokens
-        return fixed + per * sum(len(v) for v in inputs.values() if isinstance(v, list))
+        listed = [v for k, v in inputs.items() if isinstance(v, list) and k not in self.offline_only]
+        return fixed + per * sum(len(v) for v in listed)
 
     def estimate_input(self, inputs: dict[str, Any]) -> int:
         """Prompt tokens, roughly: characters / 3.5 (what the dry run has always used)."""

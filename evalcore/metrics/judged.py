@@ -59,7 +59,7 @@ def _classes(q, r):
     plan = []
     if q.ground_truth:
         plan.append(("answer_class", r.method, {"question": q.question, "ground_truth": q.ground_truth,
-                                                "answer": r.answer or ""}))
+                                                "answers": rg.gold_list(q), "answer": r.answer or ""}))
     return plan
 
 

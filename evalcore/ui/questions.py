@@ -114,6 +114,15 @@ def _contexts(record: str, verdicts: pd.DataFrame) -> pd.DataFrame:
     return merged[["rank", "verdict", "reason", "text", "judge_score", "score", "chunk_id", "rel_path", "heading_path"]]
 
 
+# Fixed text (ours, not data): what the offline judge is, said where its verdicts are shown.
+HEURISTIC_BADGE = "heuristic judge: word overlap, not a model"
+HEURISTIC_HELP = ("These verdicts come from the offline heuristic judge, a lexical approximation "
+                  "that counts words shared with the contexts and gold answers. It is not a "
+                  "language model and cannot see meaning: paraphrases count as unsupported or "
+                  "wrong, negated copies as supported. Use it for quick looks and tests; re-judge "
+                  "with an LLM before trusting the numbers (docs/judges.md, 'The heuristic judge').")
+
+
 def _judges(metrics: pd.DataFrame) -> list[str]:
     return sorted({j for j in metrics["judge_id"].dropna() if isinstance(j, str)})
 
@@ -126,9 +135,7 @@ def _method_column(detail: dict, method: str, bucket: str | None, run_id: str) -
     if bucket:
         badges.badge(bucket, color=BADGE.get(bucket, "gray"))
     if any(j.startswith("heuristic") for j in _judges(metrics)):
-        badges.badge("heuristic judge", color="orange", icon=":material/warning:",
-                     help="Verdicts from the offline heuristic judge: word-overlap approximations, "
-                          "not an LLM. Treat them as rough; re-judge with a real model.")
+        badges.badge(HEURISTIC_BADGE, color="orange", icon=":material/warning:", help=HEURISTIC_HELP)
     if isinstance(resp["error"], str):
         common.untrusted("Target error", resp["error"])
     common.untrusted("Answer", resp["answer"])

@@ -125,6 +125,8 @@ def test_questions_side_by_side_with_claims_contexts_and_judge(make_app, app_sto
     assert scores[0]["metric"].iloc[0] in ("answer_correctness", "factual_accuracy", "answer_class", "token_f1")
     assert list(scores[0]["metric"]).index("faithfulness") < list(scores[0]["metric"]).index("context_precision")
     assert any(t.startswith("Judged by: heuristic:synthetic") for t in texts(at))
+    # the badge says what the offline judge is: a lexical approximation, not a model
+    assert any("heuristic judge: word overlap, not a model" in m.value for m in at.markdown)
     raw = next(e for e in at.expander if e.label.startswith("Raw judge calls"))
     assert any("Judge:" in c.value for c in raw.code)  # the stored judge request, one click away
     full = next(e for e in at.expander if e.label.startswith("Context texts in full"))
