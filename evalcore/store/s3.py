@@ -232,10 +232,8 @@ class S3Path:
             extra["IfNoneMatch"] = "*"
         try:
             reply = fs.call_s3("put_object", Bucket=self.bucket, Key=self.key, Body=data, **extra)
-        except FileExistsError:  # s3fs's name for 412 Precondition Failed
-            return None
         except Exception as exc:
-            if extra and "ConditionalRequestConflict" in str(exc):  # a concurrent conditional PUT
+            if extra and _condition_failed(exc):
                 return None
             raise error(self, exc) from None
         return reply.get("ETag", "")
@@ -350,6 +348,16 @@ class S3Path:
 
     def rglob(self, pattern: str) -> Iterator["S3Path"]:
         return iter([p for p, _ in self.walk_files() if fnmatch.fnmatchcase(p.name, pattern)])
+
+
+def _condition_failed(exc: BaseException) -> bool:
+    """412 Precondition Failed (s3fs turns it into FileExistsError for If-None-Match and into
+    a plain OSError for If-Match), or 409 ConditionalRequestConflict (a concurrent conditional
+    PUT on AWS): either way another writer got there first."""
+    if isinstance(exc, FileExistsError):
+        return True
+    text = f"{exc} {getattr(exc, '__cause__', '')}"
+    return any(m in text for m in ("pre-condition", "PreconditionFailed", "ConditionalRequestConflict", "412"))
 
 
 def _get(fs: Any, bucket: str, key: str) -> tuple[bytes, str]:
