@@ -11,12 +11,14 @@ already atomic, the pointer and the manifest are replaced with conditional PUTs
 Credentials and endpoint come from the environment only (the standard AWS chain:
 AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, profiles, instance roles;
 AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL for a non-AWS server). Nothing here stores, logs or
-prints them: errors are one line naming the s3:// path and what went wrong.
+prints them: errors are one line naming the s3:// path and what went wrong, and the AWS
+libraries' DEBUG logs (which print signed request headers) are held at INFO.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import logging
 import os
 import threading
 from dataclasses import dataclass
@@ -40,10 +42,24 @@ def endpoint() -> str | None:
     return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
 
 
+# botocore's DEBUG records print every signed request's headers: the access key id and the
+# session token. Nothing below INFO from these libraries is let through, whatever the
+# application's logging level (tests/reliability/test_security_secrets.py checks the logs).
+QUIET_LOGGERS = ("botocore", "aiobotocore", "s3fs", "boto3")
+
+
+def _quiet_logs() -> None:
+    for name in QUIET_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level < logging.INFO:
+            logger.setLevel(logging.INFO)
+
+
 def filesystem() -> Any:
     """The process's s3fs filesystem for the current endpoint (one per endpoint: it holds a
     connection pool). Listings are never cached: another process may have changed them."""
     key = (endpoint(), os.environ.get("AWS_PROFILE"))
+    _quiet_logs()
     with _LOCK:
         fs = _FS.get(key)
         if fs is None:
