@@ -30,6 +30,9 @@ def shared_data() -> Path:
     return _require(SHARED_DATA)
 
 
+from tests.s3server import s3_endpoint, s3_env, s3_store  # noqa: E402,F401  (fixtures)
+
+
 @pytest.fixture
 def store(tmp_path):
     """An empty run store in a temporary folder."""

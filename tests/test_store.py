@@ -13,6 +13,15 @@ from evalcore.schemas.results import Annotation
 from evalcore.store import FORMAT_VERSION, RunStore, check_run_id, new_run_id
 
 
+@pytest.fixture(params=["local", "s3"])
+def store(request, tmp_path):
+    """Every test here runs on a local folder and on S3-compatible object storage (moto on
+    127.0.0.1): the same guarantees must hold on both."""
+    if request.param == "s3":
+        return request.getfixturevalue("s3_store")
+    return RunStore(tmp_path / "runs")
+
+
 def _manifest(run_id="r1", name="demo"):
     return RunManifest(format_version=FORMAT_VERSION, run_id=run_id, name=name, evalcore_version="test",
                        methods=["a", "b"])
@@ -216,10 +225,10 @@ def test_parts_left_by_a_killed_sweep_are_not_absorbed_twice(store, monkeypatch)
     def killed(*args, **kwargs):
         raise KeyboardInterrupt("killed between pointer and sweep")
 
-    monkeypatch.setattr(compaction, "_sweep", killed)
-    with pytest.raises(KeyboardInterrupt):
-        writer.publish()
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:  # (undo only this: the S3 store's environment stays)
+        patch.setattr(compaction, "_sweep", killed)
+        with pytest.raises(KeyboardInterrupt):
+            writer.publish()
     assert list((store.root / "r1" / "parts").rglob("part-*.parquet"))  # left behind
     writer.publish()
     pointer = json.loads((store.root / "r1" / "tables.json").read_text())

@@ -10,7 +10,7 @@ from evalcore.store import RunStore
 
 @dataclass
 class CliState:
-    store_root: Path | None = None
+    store_root: str | Path | None = None  # a folder or s3://bucket/prefix
 
     def store(self) -> RunStore:
         return RunStore(self.store_root)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-from pathlib import Path
 from typing import Optional
 
 import typer
@@ -46,9 +45,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    store: Optional[Path] = typer.Option(
+    store: Optional[str] = typer.Option(
         None, "--store", envvar="EVALCORE_STORE",
-        help="Run store folder (default ./runs). Also read from EVALCORE_STORE."),
+        help="Run store: a folder (default ./runs) or s3://bucket/prefix. Also read from EVALCORE_STORE."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
 ) -> None:

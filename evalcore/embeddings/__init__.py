@@ -33,10 +33,13 @@ _BACKENDS: dict[str, Any] = {}  # model id -> backend: one loaded model per proc
 
 
 def cache_root(store: Any) -> Path | None:
-    """The store-level folder for embedding caches, or None without a store (memory only)."""
+    """The store-level folder for embedding caches, or None without a store (memory only).
+    For a store on object storage it is a folder on this machine (RunStore.local_shared_dir):
+    the cache's part files and merge lock need a local file system."""
     if store is None:
         return None
-    return Path(store.shared_dir("embeddings"))
+    local = getattr(store, "local_shared_dir", None)
+    return Path(local("embeddings") if local is not None else store.shared_dir("embeddings"))
 
 
 def get_embedder(model: str | None = None, store: Any = None) -> Embedder:

@@ -5,7 +5,8 @@ parameter sent: system text, messages, max_tokens, temperature). Same request ->
 the stored reply, so re-scoring a run with the same judge makes no calls at all, and any
 change in prompt version, model or data misses the cache as it should.
 
-Entries are one JSON file each, written atomically (temp file + rename) and never modified:
+Entries are one JSON file each, written atomically (temp file + rename; on an s3:// store one
+PUT) and never modified:
 two processes racing on one key write identical content. Only successful replies are cached;
 errors are retried next time. Nothing secret is in a request, so nothing secret is cached.
 """
@@ -26,10 +27,12 @@ def request_key(request: dict[str, Any]) -> str:
 
 
 class JudgeCache:
-    def __init__(self, directory: Path | None):
-        self.dir = Path(directory) if directory is not None else None
+    def __init__(self, directory: Path | Any | None):
+        # a folder, or the store's shared folder on object storage (an S3Path, whose PUT is
+        # atomic by itself)
+        self.dir = Path(directory) if isinstance(directory, (str, os.PathLike)) else directory
 
-    def _path(self, key: str) -> Path:
+    def _path(self, key: str) -> Any:
         if self.dir is None:
             raise ValueError("cache disabled")
         return self.dir / key[:2] / f"{key}.json"
@@ -50,6 +53,9 @@ class JudgeCache:
         if self.dir is None:
             return
         path = self._path(key)
+        if not isinstance(path, Path):  # object storage: one PUT is whole or absent
+            path.write_text(json.dumps(entry, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
         tmp.write_text(json.dumps(entry, ensure_ascii=False, sort_keys=True), encoding="utf-8")

@@ -14,13 +14,17 @@ Crash safety, by construction:
   which changes nothing (same rows, same timestamps: the newest still wins);
 * the files the previous pointer named are kept for one more generation, so a reader that
   read the old pointer a moment ago can still open them.
-One compaction per run at a time (an flock on the run's `.compact.lock`); writers never wait
-for it — parts they add meanwhile are simply left for the next one.
+One compaction per run at a time (an flock on the run's `.compact.lock`; on object storage a
+lease object of that name, store/lease.py); writers never wait for it — parts they add
+meanwhile are simply left for the next one. On object storage the pointer is also replaced
+conditionally on the version this compaction read: one that lost its lease (frozen past it)
+finds the pointer changed, and starts over from the new one instead of overwriting it.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 import uuid
 from contextlib import contextmanager
@@ -37,17 +41,18 @@ try:  # POSIX; elsewhere compactions of one run must not overlap (documented in 
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
+from evalcore.store import fs as _fs
+from evalcore.store.fs import Conflict, Location
 from evalcore.store.layout import (
     COMPACT_LOCK,
     DATA_DIR,
     FORMAT_VERSION,
     PARTS_DIR,
-    POINTER,
     RUN_TABLES,
     empty_pointer,
     failed_write,
     pending_parts,
-    read_pointer,
+    read_pointer_versioned,
     write_parquet_atomic,
     write_pointer,
 )
@@ -59,13 +64,14 @@ from evalcore.tables import SCHEMAS
 # How long a file that stopped being current stays on disk: a reader that read the old pointer
 # (or listed a format-1 run's parts) a moment before may still be opening it.
 GRACE_S = 600.0
+ATTEMPTS = 3  # object storage: compactions that start over after a pointer changed under them
 
 
 @dataclass
 class Compaction:
     """What one compaction did (for logs, tests and benchmarks)."""
 
-    run_dir: Path
+    run_dir: Location
     changed: bool = False
     generation: int = 0
     parts_absorbed: int = 0
@@ -73,14 +79,18 @@ class Compaction:
 
 
 @contextmanager
-def compaction_lock(run_dir: Path) -> Iterator[None]:
+def compaction_lock(run_dir: Location) -> Iterator[None]:
     """The run's compaction lock (also taken by delete, so a run never vanishes mid-compaction)."""
     with _locked(run_dir):
         yield
 
 
 @contextmanager
-def _locked(run_dir: Path) -> Iterator[None]:
+def _locked(run_dir: Location) -> Iterator[None]:
+    if _fs.is_remote(run_dir):
+        with _fs.lease(run_dir / COMPACT_LOCK):
+            yield
+        return
     if fcntl is None:
         yield
         return
@@ -92,8 +102,15 @@ def _locked(run_dir: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def _merge_to(path: Path, table: str, sources: list[Path]) -> Merged:
-    """Stream the merge into a temporary file, fsync it, rename it into place."""
+def _merge_to(path: Location, table: str, sources: list[Location]) -> Merged:
+    """Stream the merge into a temporary file, fsync it, rename it into place (object
+    storage: into a local temporary file, sent as one object)."""
+    if _fs.is_remote(path):
+        with tempfile.TemporaryDirectory(prefix="evalcore-merge-") as tmpdir:
+            local = Path(tmpdir) / path.name
+            merged = merge_files(sources, table, local)
+            _fs.upload(local, path)
+        return merged
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
@@ -106,7 +123,7 @@ def _merge_to(path: Path, table: str, sources: list[Path]) -> Merged:
     return merged
 
 
-def _define(con: duckdb.DuckDBPyConnection, table: str, path: Path | None) -> None:
+def _define(con: duckdb.DuckDBPyConnection, table: str, path: Location | None) -> None:
     if path is None:
         con.register(f"_empty_{table}", SCHEMAS[table].empty_table())
         con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM _empty_{table}")
@@ -114,73 +131,85 @@ def _define(con: duckdb.DuckDBPyConnection, table: str, path: Path | None) -> No
         con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet({sql_list([path])})")
 
 
-def compact(run_dir: Path, force_summary: bool = False) -> Compaction:
+def compact(run_dir: Location, force_summary: bool = False) -> Compaction:
     """Compact one run folder (a published run or a staging folder). Idempotent."""
     result = Compaction(run_dir)
     if not run_dir.is_dir():
         return result  # deleted meanwhile: nothing to publish, and nothing to recreate
     with _locked(run_dir):
-        if not (run_dir / "run.json").is_file():
-            return result  # deleted (moved to .trash) while this waited for the lock
-        pointer = read_pointer(run_dir) or empty_pointer()
-        done = _finish_previous(run_dir, pointer)
-        pending = {t: [p for p in pending_parts(run_dir, t) if _rel(run_dir, p) not in done] for t in RUN_TABLES}
-        files: dict[str, str] = dict(pointer["files"])
-        has_summary = all(s in files for s in SUMMARY_TABLES)
-        result.generation = int(pointer.get("generation", 0))
-        if not any(pending.values()) and has_summary and not force_summary and (run_dir / POINTER).is_file():
-            if pointer.get("retired"):  # nothing new: still let expired files go
-                _sweep(run_dir, {"absorbed": [], **pointer})
-            return result
-        generation = result.generation + 1
-        tag = f"g{generation}-{uuid.uuid4().hex[:8]}"
-        rows = dict(pointer.get("rows") or {})
-        replaced = dict(pointer.get("replaced") or {})
-        con = duckdb.connect(":memory:")
-        try:
-            con.execute("SET disabled_optimizers = 'statistics_propagation'")
-            # the summaries scan each table once: DuckDB's file cache would only hold the run's
-            # data in memory (a 100 MB import grew by it), so it is off here
-            con.execute("SET enable_external_file_cache = false")
-            for table in RUN_TABLES:
-                current = [run_dir / files[table]] if table in files else []
-                if pending[table]:
-                    name = f"{DATA_DIR}/{table}-{tag}.parquet"
-                    merged = _merge_to(run_dir / name, table, current + pending[table])
-                    # rows superseded by a newer version of the same key (a re-score; for a live
-                    # run's answers always 0: each is asked once) — an audit trail of replacements
-                    replaced[table] = replaced.get(table, 0) + merged.rows_in - merged.rows_out
-                    files[table], rows[table] = name, merged.rows_out
-                    result.parts_absorbed += len(pending[table])
-                _define(con, table, run_dir / files[table] if table in files else None)
-            for name in SUMMARY_TABLES:
-                arrow = con.sql(summary_sql(name)).to_arrow_table()
-                rel = f"{DATA_DIR}/{name}-{tag}.parquet"
-                write_parquet_atomic(run_dir / rel, arrow)
-                files[name] = rel
-        finally:
-            con.close()
-        previous = sorted(set(pointer["files"].values()) - set(files.values()))
-        absorbed = sorted(_rel(run_dir, p) for paths in pending.values() for p in paths)
-        now = time.time()
-        # files a reader may be reading right now: the previous canonical files, and format-1
-        # parts (readers of a not-yet-upgraded run read those); removed after GRACE_S
-        retired = {**pointer.get("retired", {}), **{f: now for f in previous},
-                   **{f: now for f in absorbed if not f.startswith(f"{PARTS_DIR}/")}}
-        write_pointer(run_dir, {"format_version": FORMAT_VERSION, "generation": generation, "files": files,
-                                "previous": previous, "rows": rows, "replaced": replaced,
-                                "absorbed": absorbed, "retired": retired,
-                                "compacted_at": datetime.now(timezone.utc).isoformat()})
-        _sweep(run_dir, pointer | {"files": files, "absorbed": absorbed, "retired": retired})
-        result.changed, result.generation, result.rows = True, generation, rows
+        for attempt in range(ATTEMPTS):
+            try:
+                return _compact_locked(run_dir, force_summary, result)
+            except Conflict:  # object storage only: another compactor published meanwhile
+                if attempt == ATTEMPTS - 1:
+                    raise
+    return result  # pragma: no cover - the loop returns or raises
+
+
+def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) -> Compaction:
+    if not (run_dir / "run.json").is_file():
+        return result  # deleted (moved to .trash) while this waited for the lock
+    found, token = read_pointer_versioned(run_dir)
+    pointer = found or empty_pointer()
+    done = _finish_previous(run_dir, pointer)
+    pending = {t: [p for p in pending_parts(run_dir, t) if _rel(run_dir, p) not in done] for t in RUN_TABLES}
+    files: dict[str, str] = dict(pointer["files"])
+    has_summary = all(s in files for s in SUMMARY_TABLES)
+    result.generation = int(pointer.get("generation", 0))
+    if not any(pending.values()) and has_summary and not force_summary and found:
+        if pointer.get("retired"):  # nothing new: still let expired files go
+            _sweep(run_dir, {"absorbed": [], **pointer}, token)
+        return result
+    generation = result.generation + 1
+    tag = f"g{generation}-{uuid.uuid4().hex[:8]}"
+    rows = dict(pointer.get("rows") or {})
+    replaced = dict(pointer.get("replaced") or {})
+    con = duckdb.connect(":memory:")
+    try:
+        _fs.use_in(con, run_dir)
+        con.execute("SET disabled_optimizers = 'statistics_propagation'")
+        # the summaries scan each table once: DuckDB's file cache would only hold the run's
+        # data in memory (a 100 MB import grew by it), so it is off here
+        con.execute("SET enable_external_file_cache = false")
+        for table in RUN_TABLES:
+            current = [run_dir / files[table]] if table in files else []
+            if pending[table]:
+                name = f"{DATA_DIR}/{table}-{tag}.parquet"
+                merged = _merge_to(run_dir / name, table, current + pending[table])
+                # rows superseded by a newer version of the same key (a re-score; for a live
+                # run's answers always 0: each is asked once) — an audit trail of replacements
+                replaced[table] = replaced.get(table, 0) + merged.rows_in - merged.rows_out
+                files[table], rows[table] = name, merged.rows_out
+                result.parts_absorbed += len(pending[table])
+            _define(con, table, run_dir / files[table] if table in files else None)
+        for name in SUMMARY_TABLES:
+            arrow = con.sql(summary_sql(name)).to_arrow_table()
+            rel = f"{DATA_DIR}/{name}-{tag}.parquet"
+            write_parquet_atomic(run_dir / rel, arrow)
+            files[name] = rel
+    finally:
+        con.close()
+    previous = sorted(set(pointer["files"].values()) - set(files.values()))
+    absorbed = sorted(_rel(run_dir, p) for paths in pending.values() for p in paths)
+    now = time.time()
+    # files a reader may be reading right now: the previous canonical files, and format-1
+    # parts (readers of a not-yet-upgraded run read those); removed after GRACE_S
+    retired = {**pointer.get("retired", {}), **{f: now for f in previous},
+               **{f: now for f in absorbed if not f.startswith(f"{PARTS_DIR}/")}}
+    token = write_pointer(run_dir, {"format_version": FORMAT_VERSION, "generation": generation, "files": files,
+                                    "previous": previous, "rows": rows, "replaced": replaced,
+                                    "absorbed": absorbed, "retired": retired,
+                                    "compacted_at": datetime.now(timezone.utc).isoformat()}, token)
+    _sweep(run_dir, pointer | {"files": files, "absorbed": absorbed, "retired": retired}, token)
+    result.changed, result.generation, result.rows = True, generation, rows
     return result
 
 
-def _rel(run_dir: Path, path: Path) -> str:
+def _rel(run_dir: Location, path: Location) -> str:
     return path.relative_to(run_dir).as_posix()
 
 
-def _finish_previous(run_dir: Path, pointer: dict) -> set[str]:
+def _finish_previous(run_dir: Location, pointer: dict) -> set[str]:
     """The parts the last compaction absorbed (listed in its pointer). Format-2 parts among them
     that a killed compaction left behind are removed now — absorbing them twice would count their
     rows as replaced; format-1 parts stay until their grace time ends (readers may hold them)."""
@@ -191,7 +220,7 @@ def _finish_previous(run_dir: Path, pointer: dict) -> set[str]:
     return absorbed
 
 
-def _sweep(run_dir: Path, pointer: dict) -> None:
+def _sweep(run_dir: Location, pointer: dict, token: str | None = None) -> None:
     """After a new pointer is published: remove the absorbed format-2 parts (never read by
     readers), retired files whose grace time is over, format-1 folders left empty, and data
     files that no pointer names (leftovers of a compaction that was killed)."""
@@ -209,7 +238,7 @@ def _sweep(run_dir: Path, pointer: dict) -> None:
     if kept != pointer["retired"]:
         pointer = pointer | {"retired": kept, "absorbed": [a for a in pointer["absorbed"] if a in kept
                                                             or a.startswith(f"{PARTS_DIR}/")]}
-        write_pointer(run_dir, pointer)
+        write_pointer(run_dir, pointer, token)
     for table in RUN_TABLES:  # format-1 folders: no format-2 writer ever writes there again
         try:
             (run_dir / table).rmdir()
@@ -223,14 +252,15 @@ def _sweep(run_dir: Path, pointer: dict) -> None:
             f.unlink(missing_ok=True)
 
 
-def pending_rows(run_dir: Path, table: str) -> int:
+def pending_rows(run_dir: Location, table: str) -> int:
     """Rows written to `table` since the last compaction (Parquet footers only: cheap)."""
     import pyarrow.parquet as pq
 
     total = 0
     for p in pending_parts(run_dir, table):
+        where, filesystem = _fs.arrow(p)
         try:
-            total += pq.read_metadata(p).num_rows
+            total += pq.read_metadata(where, filesystem=filesystem).num_rows
         except (OSError, pa.ArrowInvalid):  # absorbed and removed meanwhile
             continue
     return total

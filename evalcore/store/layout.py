@@ -37,6 +37,8 @@ import pyarrow.parquet as pq
 
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
+from evalcore.store import fs as _fs
+from evalcore.store.fs import Location
 from evalcore.tables import SCHEMAS, to_arrow
 
 FORMAT_VERSION = 2
@@ -54,8 +56,9 @@ PARTS_DIR = "parts"
 RUN_TABLES = tuple(SCHEMAS)  # questions, responses, metrics, judge_calls, claims, context_verdicts
 
 
-def default_root() -> Path:
-    return Path(os.environ.get("EVALCORE_STORE") or DEFAULT_ROOT)
+def default_root() -> Location:
+    """`EVALCORE_STORE` (a folder or `s3://bucket/prefix`), else ./runs."""
+    return _fs.location(os.environ.get("EVALCORE_STORE") or DEFAULT_ROOT)
 
 
 def check_run_id(run_id: str) -> str:
@@ -84,8 +87,12 @@ def failed_write(exc: OSError, tmp: Path, path: Path) -> OSError:
     return OSError(exc.errno, os.strerror(exc.errno), str(path))  # a subclass by errno, as raised
 
 
-def write_atomic_bytes(path: Path, data: bytes) -> None:
-    """Write under a temporary name, fsync, rename: the file is whole or absent."""
+def write_atomic_bytes(path: Location, data: bytes) -> None:
+    """Write under a temporary name, fsync, rename: the file is whole or absent (on object
+    storage one PUT is that already)."""
+    if _fs.is_remote(path):
+        path.write_bytes(data)
+        return
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with open(tmp, "wb") as fh:
@@ -97,12 +104,18 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
         raise failed_write(exc, tmp, path) from None
 
 
-def write_parquet_atomic(path: Path, arrow: pa.Table) -> Path:
-    """One Parquet file, published by rename. No min/max statistics on float columns:
-    Parquet statistics ignore NaN, which lets readers wrongly conclude a column has none."""
+def write_parquet_atomic(path: Location, arrow: pa.Table) -> Location:
+    """One Parquet file, published by rename (on object storage: one PUT). No min/max
+    statistics on float columns: Parquet statistics ignore NaN, which lets readers wrongly
+    conclude a column has none."""
+    stats = [f.name for f in arrow.schema if not pa.types.is_floating(f.type)]
+    if _fs.is_remote(path):
+        sink = pa.BufferOutputStream()
+        pq.write_table(arrow, sink, compression="zstd", write_statistics=stats)
+        path.write_bytes(sink.getvalue().to_pybytes())
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    stats = [f.name for f in arrow.schema if not pa.types.is_floating(f.type)]
     try:
         pq.write_table(arrow, tmp, compression="zstd", write_statistics=stats)
         with open(tmp, "rb") as fh:
@@ -141,22 +154,34 @@ def is_legacy(run_dir: Path) -> bool:
     return not (run_dir / POINTER).is_file()
 
 
-def read_pointer(run_dir: Path) -> dict[str, Any]:
+def read_pointer(run_dir: Location) -> dict[str, Any]:
     """The run's pointer ({} for a format-1 run)."""
+    return read_pointer_versioned(run_dir)[0]
+
+
+def read_pointer_versioned(run_dir: Location) -> tuple[dict[str, Any], str | None]:
+    """The run's pointer and its version (an ETag on object storage, for `write_pointer`)."""
     path = run_dir / POINTER
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw, token = _fs.read_versioned(path)
+        data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
-        return {}
+        return {}, None
     except (OSError, ValueError) as exc:
         raise StoreError(f"{path}: unreadable table pointer ({exc})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
         raise StoreError(f"{path}: table pointer has no 'files' object")
-    return data
+    return data, token
 
 
-def write_pointer(run_dir: Path, pointer: dict[str, Any]) -> None:
-    write_atomic_bytes(run_dir / POINTER, json.dumps(pointer, indent=1, sort_keys=True).encode())
+def write_pointer(run_dir: Location, pointer: dict[str, Any], token: str | None = None) -> str | None:
+    """Replace the pointer atomically. On object storage the PUT is conditional on `token`
+    (the version read; None = it must not exist yet) and the new version is returned; a
+    pointer changed meanwhile raises fs.Conflict instead of being overwritten."""
+    data = json.dumps(pointer, indent=1, sort_keys=True).encode()
+    if _fs.is_remote(run_dir):
+        return _fs.replace(run_dir / POINTER, data, token)
+    write_atomic_bytes(run_dir / POINTER, data)
     try:  # make the rename durable before the files it replaced are removed
         fd = os.open(run_dir, os.O_RDONLY)
         try:
@@ -165,6 +190,7 @@ def write_pointer(run_dir: Path, pointer: dict[str, Any]) -> None:
             os.close(fd)
     except OSError:  # pragma: no cover - platforms without directory fsync
         pass
+    return None
 
 
 def empty_pointer() -> dict[str, Any]:

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
+from evalcore.store.fs import arrow as _arrow
 from evalcore.tables import EMPTY_SET_MARKER, KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS
 
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
@@ -48,9 +49,10 @@ PRIORITY = {"judge_calls": "cache_hit"}
 def _key_frame(path: Path, table: str) -> pd.DataFrame:
     cols = list(KEYS.get(table) or SET_KEYS[table]) + [ORDER_COLUMN[table]] + (
         [PRIORITY[table]] if table in PRIORITY else [])
-    have = set(pq.read_schema(path).names)
-    frame = pq.read_table(path, columns=[c for c in cols if c in have], use_threads=False,
-                          pre_buffer=False).to_pandas()
+    where, filesystem = _arrow(path)
+    have = set(pq.read_schema(where, filesystem=filesystem).names)
+    frame = pq.read_table(where, columns=[c for c in cols if c in have], use_threads=False,
+                          pre_buffer=False, filesystem=filesystem).to_pandas()
     for c in cols:
         if c not in frame:
             frame[c] = None
@@ -146,7 +148,8 @@ def merge_files(paths: list[Path], table: str, out: Path) -> Merged:
             start = 0
             # one thread, no pre-buffering: reader threads each keep an allocator arena, which
             # for a 100 MB import cost ~30 MB of resident memory more than this
-            source = pq.ParquetFile(path, pre_buffer=False)
+            where, filesystem = _arrow(path)
+            source = pq.ParquetFile(where, pre_buffer=False, filesystem=filesystem)
             for batch in source.iter_batches(batch_size=_batch_rows(source), use_threads=False):
                 n = batch.num_rows
                 part = pa.Table.from_batches([batch]).filter(pa.array(mask[start:start + n]))
@@ -175,7 +178,7 @@ def _label_fill(has_label: bool) -> str:
 
 
 def _has_column(paths: list[Path], column: str) -> bool:
-    return any(column in pq.read_schema(p).names for p in paths)
+    return any(column in pq.read_schema(_arrow(p)[0], filesystem=_arrow(p)[1]).names for p in paths)
 
 
 def merge_sql(table: str, paths: list[Path]) -> str:

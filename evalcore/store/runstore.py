@@ -1,5 +1,9 @@
 """RunStore: a directory of runs — listing, resolving, creating, publishing, deleting.
 
+The directory is a local folder or `s3://bucket/prefix` (store/fs.py says what differs; on
+object storage a staged import is published by copying it into place with its run.json last,
+and a delete removes run.json first: either way a run appears or vanishes in one step).
+
 The layout and its reasons are in store/layout.py; writing in store/writer.py; compaction in
 store/compaction.py; the DuckDB views readers get in store/views.py. Several processes may
 write one store at once (two imports, a live run, a re-score): part files and staging folders
@@ -22,7 +26,9 @@ from typing import Iterator
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
 from evalcore.schemas import Annotation, RunManifest
+from evalcore.store import fs as _fs
 from evalcore.store.compaction import Compaction, compact, compaction_lock, pending_rows
+from evalcore.store.fs import Location
 from evalcore.store.layout import (
     FORMAT_VERSION,
     POINTER,
@@ -48,22 +54,28 @@ log = logging.getLogger(__name__)
 
 
 class RunStore:
-    """A directory of runs. Cheap to create; holds no open handles."""
+    """A directory of runs (a folder or `s3://bucket/prefix`). Cheap to create; holds no
+    open handles."""
 
     def __init__(self, root: str | Path | None = None):
-        self.root = Path(root) if root is not None else default_root()
+        self.root: Location = _fs.location(root) if root is not None else default_root()
+
+    @property
+    def remote(self) -> bool:
+        """True for a store on object storage."""
+        return _fs.is_remote(self.root)
 
     # ---- paths -------------------------------------------------------------------------
-    def run_dir(self, run_id: str) -> Path:
+    def run_dir(self, run_id: str) -> Location:
         path = (self.root / check_run_id(run_id)).resolve()
         if path.parent != self.root.resolve():
             raise StoreError(f"run id {run_id!r} escapes the store")
         return path
 
-    def annotations_dir(self) -> Path:
+    def annotations_dir(self) -> Location:
         return self.root / SHARED_DIR / "annotations"
 
-    def marker_path(self) -> Path:
+    def marker_path(self) -> Location:
         return self.root / SHARED_DIR / STORE_MARKER
 
     def check_format(self) -> int:
@@ -78,6 +90,8 @@ class RunStore:
             return 1
         except (OSError, UnicodeDecodeError) as exc:
             raise StoreError(f"{path}: unreadable store marker ({exc})") from exc
+        # (on object storage a missing bucket, no credentials or an unreachable endpoint are
+        # StoreErrors already, one line naming the store: store/s3.py)
         try:
             version = json.loads(text).get("format_version")
         except (ValueError, AttributeError):
@@ -131,8 +145,7 @@ class RunStore:
                 run_dir = self.run_dir(run_id)
                 for name in ("run.json", POINTER):
                     try:
-                        st = (run_dir / name).stat()  # atomic replaces give a new inode every time
-                        parts.append(f"{run_id}/{name}:{st.st_ino}:{st.st_mtime_ns}:{st.st_size}")
+                        parts.append(f"{run_id}/{name}:{_fs.version(run_dir / name)}")
                     except FileNotFoundError:
                         parts.append(f"{run_id}/{name}:-")
                 if is_legacy(run_dir):
@@ -146,27 +159,56 @@ class RunStore:
         """Rows a writer of the run has written but not yet published (a live run's progress)."""
         return pending_rows(self.run_dir(check_run_id(run_id)), table)
 
-    def shared_dir(self, name: str) -> Path:
+    def shared_dir(self, name: str) -> Location:
         """A store-level folder for caches (judge, embeddings) beside the runs."""
         if not re.match(r"^[a-z_]+$", name):
             raise StoreError(f"invalid shared folder name {name!r}")
         return self.root / SHARED_DIR / name
 
+    def local_shared_dir(self, name: str) -> Path:
+        """`shared_dir` where its users need a local folder (the embedding caches' .npz files
+        and locks, the dashboard's job logs and uploads): the store's own for a local store;
+        for a store on object storage, a folder on this machine named after the store URL
+        (EVALCORE_CACHE_DIR, else ~/.cache/evalcore), so those stay per machine."""
+        if not self.remote:
+            return Path(self.shared_dir(name))
+        import hashlib
+
+        self.shared_dir(name)  # the same name check
+        base = Path(os.environ.get("EVALCORE_CACHE_DIR") or Path.home() / ".cache" / "evalcore")
+        tag = hashlib.sha256(str(self.root).encode()).hexdigest()[:16]
+        return base / "object-stores" / tag / name
+
     # ---- runs --------------------------------------------------------------------------
     def run_ids(self) -> list[str]:
-        if not self.root.is_dir():
+        if self.remote:
+            self.check_format()  # also: one clear line for a missing bucket or credentials
+            try:
+                entries = list(self.root.iterdir())
+            except FileNotFoundError:
+                return []
+        elif not self.root.is_dir():
             return []
-        self.check_format()
-        return sorted(p.name for p in self.root.iterdir()
+        else:
+            self.check_format()
+            entries = self.root.iterdir()
+        return sorted(p.name for p in entries
                       if p.is_dir() and RUN_ID_RE.match(p.name) and (p / "run.json").is_file())
 
     def exists(self, run_id: str) -> bool:
         return (self.run_dir(run_id) / "run.json").is_file()
 
-    def _read_manifest_at(self, path: Path) -> RunManifest:
+    def _read_manifest_at(self, path: Location) -> RunManifest:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise StoreError(f"{path}: unreadable run manifest ({exc})") from exc
+        return self._parse_manifest(path, raw)
+
+    def _parse_manifest(self, path: Location, raw: bytes) -> RunManifest:
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise StoreError(f"{path}: unreadable run manifest ({exc})") from exc
         version = data.get("format_version")
         if not isinstance(version, int) or version > FORMAT_VERSION:
@@ -232,13 +274,19 @@ class RunStore:
         if directory.exists():
             raise StoreError(f"run {manifest.run_id!r} already exists")
         directory.mkdir(parents=True)
+        if self.remote:  # claim the id: the pointer is written only if nobody else wrote it
+            try:
+                write_pointer(directory, empty_pointer())
+            except _fs.Conflict:
+                raise StoreError(f"run {manifest.run_id!r} already exists") from None
         try:
             self._mark()
             writer = RunWriter(self, manifest.run_id, directory)
-            write_pointer(directory, empty_pointer())
+            if not self.remote:
+                write_pointer(directory, empty_pointer())
             writer.write_manifest(manifest)
         except BaseException:
-            shutil.rmtree(directory, ignore_errors=True)
+            _fs.remove_tree(directory)
             raise
         return writer
 
@@ -255,6 +303,10 @@ class RunStore:
         self.check_format()
         if final.exists():
             raise StoreError(f"run {manifest.run_id!r} already exists")
+        if self.remote:
+            with self._staged_remote(manifest, final) as writer:
+                yield writer
+            return
         _staging.sweep_quietly(self.root)
         staging = self.root / STAGING_DIR / manifest.run_id
         try:
@@ -285,18 +337,54 @@ class RunStore:
             if lock is not None:
                 lock.close()
 
+    @contextmanager
+    def _staged_remote(self, manifest: RunManifest, final: Location) -> Iterator[RunWriter]:
+        """staged_run on object storage: built under .staging/<run_id>/ while a lease object
+        there says its writer lives (store/remote_staging.py), then copied into place with
+        run.json last — written only if absent, so the run appears whole, in one PUT."""
+        from evalcore.store import remote_staging
+
+        staging = self.root / STAGING_DIR / manifest.run_id
+        remote_staging.sweep_quietly(self.root)
+        if staging.exists():
+            raise StoreError(f"run {manifest.run_id!r} is already being staged")
+        writer = RunWriter(self, manifest.run_id, staging)
+        try:
+            with remote_staging.writer_lease(staging):
+                write_pointer(staging, empty_pointer())
+                writer.write_manifest(manifest)
+                yield writer
+                writer.publish()
+                self._mark()
+                _fs.publish_tree(staging, final, last=(POINTER, "run.json"))
+                writer.dir = final
+        finally:
+            _fs.remove_tree(staging)
+
     def clean_staging(self, dry_run: bool = False, kept: list[Path] | None = None) -> list[_staging.Removed]:
         """Remove staging folders left by imports that were killed; return each with the bytes
         it held. A folder whose writer still lives is never touched (listed in `kept` if given).
         With `dry_run`, only report what would go."""
+        if self.remote:
+            from evalcore.store import remote_staging
+
+            return remote_staging.sweep(self.root, dry_run=dry_run, kept=kept)
         return _staging.sweep(self.root, dry_run=dry_run, kept=kept)
 
     def clean_trash(self, dry_run: bool = False) -> list[_staging.Removed]:
         """Remove runs a killed `delete` left half-removed in .trash (never visible to readers)."""
+        if self.remote:  # a remote delete needs no trash: its run.json goes first
+            return []
         return _staging.sweep_trash(self.root, dry_run=dry_run)
 
     def delete_run(self, run_id: str) -> str:
         run_id = self.resolve(run_id)
+        if self.remote:  # no rename on S3: the manifest goes first, so the run vanishes at once
+            run_dir = self.run_dir(run_id)
+            with compaction_lock(run_dir):
+                (run_dir / "run.json").unlink(missing_ok=True)
+                _fs.remove_tree(run_dir)
+            return run_id
         trash = self.root / TRASH_DIR / f"{run_id}-{uuid.uuid4().hex[:6]}"
         trash.parent.mkdir(parents=True, exist_ok=True)
         with compaction_lock(self.run_dir(run_id)):  # not in the middle of a compaction

@@ -41,6 +41,7 @@ import duckdb
 import pyarrow as pa
 
 from evalcore.errors import StoreError
+from evalcore.store import fs as _fs
 from evalcore.store.merge import merge_sql, sql_list
 from evalcore.store.layout import RUN_TABLES, is_legacy, pending_parts, read_pointer
 from evalcore.store.runstore import RunStore
@@ -142,6 +143,7 @@ def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnec
     src = sources(store, wanted)
     con = duckdb.connect(":memory:")
     try:
+        _fs.use_in(con, store.root)  # s3:// paths read through s3fs (store/fs.py)
         con.execute("SET disabled_optimizers = 'statistics_propagation'")
         con.execute("SET parquet_metadata_cache = true")
         # several kept databases live in one dashboard process: each gets a bounded share of memory

@@ -86,7 +86,7 @@ def evalcore_cmd() -> list[str]:
 
 
 def jobs_root(store: RunStore) -> Path:
-    return store.shared_dir(JOBS_DIR)
+    return store.local_shared_dir(JOBS_DIR)
 
 
 def _job_dir(store: RunStore, job_id: str) -> Path:

@@ -27,7 +27,7 @@ IMPORT_TIMEOUT_S = 3600
 
 
 def _uploads(store) -> Path:
-    return store.shared_dir("app_uploads")
+    return store.local_shared_dir("app_uploads")
 
 
 def _save_upload(store, upload) -> Path:

@@ -18,6 +18,8 @@ import subprocess
 import sys
 import textwrap
 import time
+
+import pytest
 from pathlib import Path
 
 from evalcore.importer import import_recorded
@@ -68,7 +70,7 @@ WORKER = textwrap.dedent("""
         writer.update_manifest(status="complete")
         print(json.dumps({"done": True}))
     elif mode == "notes":
-        while not (Path(root) / "live-run" / "run.json").exists():
+        while not (store.root / "live-run" / "run.json").exists():
             time.sleep(0.002)
         writer = store.open_run("live-run")
         tag = sys.argv[5]
@@ -98,9 +100,18 @@ WORKER = textwrap.dedent("""
             last = counts
             for run_id, n in per_run.items():  # an import is visible whole or not at all
                 assert complete.setdefault(run_id, n) == n, f"{run_id} seen with {complete[run_id]} then {n} rows"
-            for path in glob.glob(f"{root}/*/*/*.parquet") + glob.glob(f"{root}/*/parts/*/*.parquet"):
-                try:
-                    pq.read_table(path)  # never half-written (a file compacted away may vanish)
+            if store.remote:  # every object of the store but staging folders
+                from evalcore.store.fs import arrow
+                paths = [p for p in store.root.rglob("*.parquet") if "/.staging/" not in str(p)]
+            else:
+                paths = glob.glob(f"{root}/*/*/*.parquet") + glob.glob(f"{root}/*/parts/*/*.parquet")
+            for path in paths:
+                try:  # never half-written (a file compacted away may vanish)
+                    if store.remote:
+                        where, fs = arrow(path)
+                        pq.read_table(where, filesystem=fs)
+                    else:
+                        pq.read_table(path)
                 except FileNotFoundError:
                     continue
                 files += 1
@@ -127,8 +138,17 @@ def _figure(name, value):
             fh.write(json.dumps({"name": name, "value": value}) + "\n")
 
 
-def test_concurrent_writers_and_reader(tmp_path):
-    root = tmp_path / "runs"
+@pytest.fixture(params=["local", "s3"])
+def store_root(request, tmp_path):
+    """The same race on a local folder and on S3-compatible object storage (moto, 127.0.0.1):
+    there the manifest and pointer are guarded by lease objects and conditional PUTs."""
+    if request.param == "s3":
+        return str(request.getfixturevalue("s3_store").root)
+    return tmp_path / "runs"
+
+
+def test_concurrent_writers_and_reader(tmp_path, store_root):
+    root = store_root
     store = RunStore(root)
     base = import_recorded(store, _answers(tmp_path / "base.jsonl", "base"), name="base")
     first = score_run(store, base.run_id, metrics=METRICS, progress=False)
@@ -172,9 +192,9 @@ def test_concurrent_writers_and_reader(tmp_path):
     assert by_run["live-run"] == (n_live, n_live, 0)
     assert by_run[base.run_id] == (N_IMPORT, N_IMPORT // 2, first.n_values)
     # compacted: the re-score replaced rows on disk too (one row per key, no part left behind)
-    pointer = json.loads((root / base.run_id / "tables.json").read_text())
+    pointer = json.loads((store.root / base.run_id / "tables.json").read_text())
     assert pointer["rows"]["metrics"] == first.n_values
-    assert not list((root / base.run_id / "parts").rglob("*.parquet"))
+    assert not list((store.root / base.run_id / "parts").rglob("*.parquet"))
     assert outputs[5]["n_values"] == first.n_values == N_IMPORT * len(METRICS)
 
     # the manifest: every update of both processes survived the race
@@ -183,7 +203,7 @@ def test_concurrent_writers_and_reader(tmp_path):
     for tag in "xy":  # each process's notes all there, in its order, interleaved with the other's
         assert [n for n in live.notes if n.startswith(tag)] == [f"{tag}{i}" for i in range(N_NOTES)]
     assert len(live.notes) == 2 * N_NOTES
-    assert not list((root / ".staging").iterdir())
+    assert not list((store.root / ".staging").iterdir())
     _figure("concurrency_rows", {run_id[:12]: list(map(int, v)) for run_id, v in by_run.items()})
     _figure("concurrency_reader_loops", seen["loops"])
     _figure("concurrency_part_files_read", seen["files_read"])

@@ -21,12 +21,16 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.export import FORMATS
+from evalcore.store import RunStore
 
 from .servers import Fault, ScriptedServer, api_of, llm_completion, rag_answer
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADER_CANARY = "hdr-CANARY-91c2e7aa"
 KEY_CANARY = "sk-CANARY-openai-4d1f0b"
+AWS_KEY_CANARY = "AKIACANARY7E1D0B2C9F"
+AWS_SECRET_CANARY = "aws-secret-CANARY-0c4b9e77d1"
+AWS_TOKEN_CANARY = "aws-session-CANARY-5a8f3e"
 PAGES = ["runs", "launch", "questions", "compare", "charts", "annotate"]
 
 
@@ -42,6 +46,19 @@ def _judge_reply(request: dict) -> Fault:
     else:
         out = {"label": "CORRECT", "reason": "same fact"}
     return llm_completion(api_of(request["path"]), body.get("model", "m"), json.dumps(out))
+
+
+def everything_in_bucket(store) -> str:
+    """Every object of an s3:// store as text, Parquet decoded too."""
+    import io
+
+    chunks = []
+    for path, _ in store.root.walk_files():
+        data = path.read_bytes()
+        chunks.append(data.decode("utf-8", "replace"))
+        if path.suffix == ".parquet":
+            chunks.append(json.dumps(pq.read_table(io.BytesIO(data)).to_pylist(), default=str))
+    return "\n".join(chunks)
 
 
 def everything_written(root: Path) -> str:
@@ -98,7 +115,22 @@ def servers():
     llm.stop()
 
 
-def test_canaries_never_leave_memory(servers, tmp_path, monkeypatch, caplog):
+@pytest.fixture(params=["local", "s3"])
+def store_root(request, tmp_path, monkeypatch):
+    """A local store, or one on S3-compatible storage whose credentials are canaries too."""
+    if request.param == "local":
+        return tmp_path / "runs"
+    from evalcore.store import s3
+
+    root = request.getfixturevalue("s3_store").root  # its bucket made with the test credentials
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_KEY_CANARY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_SECRET_CANARY)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", AWS_TOKEN_CANARY)
+    s3.reset()
+    return str(root)
+
+
+def test_canaries_never_leave_memory(servers, tmp_path, monkeypatch, caplog, store_root):
     rag, llm = servers
     monkeypatch.setenv("RAG_TOKEN_FOR_TEST", HEADER_CANARY)
     monkeypatch.setenv("OPENAI_API_KEY", KEY_CANARY)
@@ -124,7 +156,7 @@ metrics: [answer_class, faithfulness, token_f1]
 judge: "openai:gpt-4o-mini@{llm.url}/v1"
 progress: false
 """)
-    root = tmp_path / "runs"
+    root = store_root
     cli = CliRunner()
     outputs = []
     res = cli.invoke(app, ["--store", str(root), "run", "--config", str(work / "eval.yaml")])
@@ -148,11 +180,18 @@ progress: false
     pages = render_pages(root, run_id, monkeypatch)
     assert run_id in pages  # the pages did render this run
     written = everything_written(tmp_path)
+    store = RunStore(root)
+    if store.remote:  # the bucket too, and the credentials did sign every request
+        import boto3
+
+        assert boto3.Session().get_credentials().secret_key == AWS_SECRET_CANARY
+        written += everything_in_bucket(store)
+        outputs.append(cli.invoke(app, ["--store", str(root).replace("s3://", "s3://no-such-"), "runs"]).output)
     assert "judge_calls" in written and "question 1?" in written  # scoring and export did write
     haystacks = {"files": written, "logs": caplog.text, "cli": "\n".join(outputs), "pages": pages}
     for where, text in haystacks.items():
-        for canary in (HEADER_CANARY, KEY_CANARY, "CANARY"):
+        for canary in (HEADER_CANARY, KEY_CANARY, AWS_KEY_CANARY, AWS_SECRET_CANARY, AWS_TOKEN_CANARY, "CANARY"):
             assert canary not in text, f"{canary!r} found in {where}"
-    manifest = json.loads((root / run_id / "run.json").read_text())
+    manifest = json.loads((store.root / run_id / "run.json").read_text())
     headers = manifest["config"]["targets"]["rag"]["headers"]
     assert headers["X-Api-Key"] == "${RAG_TOKEN_FOR_TEST}"  # the template, never the value

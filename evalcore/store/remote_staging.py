@@ -1,0 +1,84 @@
+"""Staging folders on object storage: telling a live import from a dead one, and sweeping.
+
+On a local disk an importing process proves it lives by holding an flock (evalcore/staging.py).
+S3 has no locks, so the import holds a lease object `.staging/<run_id>/.writer.lock` instead
+(store/lease.py: renewed every few seconds while the process runs). A cleaner that can take
+that lease over (it expired: the writer stopped renewing it) knows the writer is gone; a
+folder without one (caught between its first object and the lease) goes only when nothing in
+it changed for 24 hours, as on disk. Removing a folder is deleting its objects.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from contextlib import contextmanager
+from typing import Iterator
+
+from evalcore import staging as _staging
+from evalcore.errors import StoreError
+from evalcore.store import fs as _fs
+from evalcore.store.lease import acquire, expired, holder, lease_lock
+from evalcore.store.s3 import S3Path
+
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def writer_lease(folder: S3Path) -> Iterator[None]:
+    """Held for the whole life of an import into `folder`."""
+    with lease_lock(folder / _staging.LOCK_FILE, wait_s=0):
+        yield
+
+
+def sweep(root: S3Path, *, max_age: float = _staging.STALE_AFTER, dry_run: bool = False,
+          kept: list | None = None) -> list[_staging.Removed]:
+    """Remove abandoned `<root>/.staging/<run_id>/` folders; return what was removed."""
+    try:
+        entries = sorted((root / _staging.STAGING_DIR).iterdir())
+    except FileNotFoundError:
+        return []
+    now, removed = time.time(), []
+    for folder in entries:
+        if not folder.is_dir() or not _staging._NAME_RE.match(folder.name):
+            continue
+        objects = folder.walk_files()
+        lock = folder / _staging.LOCK_FILE
+        reason = None
+        if any(p == lock for p, _ in objects):
+            if dry_run:
+                info, _ = holder(lock)
+                reason = "its writer is gone" if info is not None and expired(info) else None
+            else:
+                try:  # a lease we can take over is one its writer stopped renewing
+                    acquire(lock, uuid.uuid4().hex, wait_s=0)
+                    reason = "its writer is gone"
+                except StoreError:
+                    reason = None
+        else:
+            times = [info["LastModified"].timestamp() for _, info in objects if info.get("LastModified")]
+            if times and now - max(times) > max_age:
+                reason = f"untouched for {(now - max(times)) / 3600:.0f} h"
+        if reason is None:
+            if kept is not None:
+                kept.append(folder)
+            continue
+        size = sum(int(info.get("size") or 0) for _, info in objects)
+        if not dry_run:
+            _fs.remove_tree(folder)
+        removed.append(_staging.Removed(folder, size, reason))  # type: ignore[arg-type]
+    return removed
+
+
+def sweep_quietly(root: S3Path) -> list[_staging.Removed]:
+    """The sweep an import runs first: never raises, warns for what it removed."""
+    try:
+        removed = sweep(root)
+    except Exception as exc:  # cleanup must never cost the user their import
+        log.warning("could not clean up abandoned staging folders in %s: %s", root, exc)
+        return []
+    for item in removed:
+        log.warning("removed abandoned staging folder %s (%s, %s): an import was interrupted there",
+                    item.path, _staging.human_bytes(item.bytes), item.reason)
+    return removed
