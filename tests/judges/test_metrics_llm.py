@@ -187,7 +187,11 @@ def test_edge_cases_have_reasons(anthropic_env, store):
 
 
 def test_no_claims_scores_one_with_reason(anthropic_env, store):
-    anthropic_env.push({"text": '{"claims": []}'})
+    from .conftest import fence_of, task_of
+
+    anthropic_env.responder = lambda body, api: ({"text": '{"claims": []}'}
+                                                 if task_of(fence_of(body, api)[0]) == "decompose"
+                                                 else good_judge(body, api))
     items = [paris_item(2, answer="Hello!")]
     ctx = _ctx(store, _run(store, items))
     s = BY_NAME["faithfulness"].compute(items, ctx)[0]

@@ -30,6 +30,9 @@ from evalcore.store import RunStore
 N_IMPORT = 400        # records per imported file (2 methods x 200 questions)
 N_LIVE_BATCHES = 40   # live run: batches of 5 responses, each followed by a manifest update
 N_NOTES = 150         # notes appended to the live run's manifest by each of two competing processes
+# On object storage each write is several HTTP requests to the moto server: the same race with
+# a quarter of the work keeps it (and CI) within minutes; every process still overlaps the others.
+SIZES = {"local": (N_IMPORT, N_LIVE_BATCHES, N_NOTES), "s3": (100, 10, 40)}
 METRICS = ["token_f1", "exact_match"]
 
 WORKER = textwrap.dedent("""
@@ -122,9 +125,9 @@ WORKER = textwrap.dedent("""
 """)
 
 
-def _answers(path: Path, tag: str) -> Path:
+def _answers(path: Path, tag: str, n_import: int = N_IMPORT) -> Path:
     with open(path, "w", encoding="utf-8") as fh:
-        for q in range(N_IMPORT // 2):
+        for q in range(n_import // 2):
             for m in ("a", "b"):
                 fh.write(json.dumps({"question_id": f"{tag}{q}", "method": m, "question": f"{tag} question {q}?",
                                      "ground_truth": f"answer {q}", "answer": f"answer {q} by {m}"}) + "\n")
@@ -143,14 +146,14 @@ def store_root(request, tmp_path):
     """The same race on a local folder and on S3-compatible object storage (moto, 127.0.0.1):
     there the manifest and pointer are guarded by lease objects and conditional PUTs."""
     if request.param == "s3":
-        return str(request.getfixturevalue("s3_store").root)
-    return tmp_path / "runs"
+        return str(request.getfixturevalue("s3_store").root), SIZES["s3"]
+    return tmp_path / "runs", SIZES["local"]
 
 
 def test_concurrent_writers_and_reader(tmp_path, store_root):
-    root = store_root
+    root, (n_import, n_live_batches, n_notes) = store_root
     store = RunStore(root)
-    base = import_recorded(store, _answers(tmp_path / "base.jsonl", "base"), name="base")
+    base = import_recorded(store, _answers(tmp_path / "base.jsonl", "base", n_import), name="base")
     first = score_run(store, base.run_id, metrics=METRICS, progress=False)
     go, stop = tmp_path / "go", tmp_path / "stop"
 
@@ -159,9 +162,9 @@ def test_concurrent_writers_and_reader(tmp_path, store_root):
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     reader = start("reader", stop)
-    writers = [start("import", _answers(tmp_path / "a.jsonl", "a"), "import-a"),
-               start("import", _answers(tmp_path / "b.jsonl", "b"), "import-b"),
-               start("live", N_LIVE_BATCHES), start("notes", N_NOTES, "x"), start("notes", N_NOTES, "y"),
+    writers = [start("import", _answers(tmp_path / "a.jsonl", "a", n_import), "import-a"),
+               start("import", _answers(tmp_path / "b.jsonl", "b", n_import), "import-b"),
+               start("live", n_live_batches), start("notes", n_notes, "x"), start("notes", n_notes, "y"),
                start("rescore", base.run_id, ",".join(METRICS))]
     deadline = time.monotonic() + 60  # let every process finish importing, then release them together
     while len(list(tmp_path.glob("go.*.ready"))) < 7 and time.monotonic() < deadline:
@@ -186,23 +189,23 @@ def test_concurrent_writers_and_reader(tmp_path, store_root):
     ids = {outputs[0]["run_id"], outputs[1]["run_id"], base.run_id, "live-run"}
     assert set(by_run) == ids
     for run_id in (outputs[0]["run_id"], outputs[1]["run_id"]):
-        assert by_run[run_id] == (N_IMPORT, N_IMPORT // 2, 0)
-        assert seen["per_run"][run_id] == N_IMPORT
-    n_live = 5 * N_LIVE_BATCHES
+        assert by_run[run_id] == (n_import, n_import // 2, 0)
+        assert seen["per_run"][run_id] == n_import
+    n_live = 5 * n_live_batches
     assert by_run["live-run"] == (n_live, n_live, 0)
-    assert by_run[base.run_id] == (N_IMPORT, N_IMPORT // 2, first.n_values)
+    assert by_run[base.run_id] == (n_import, n_import // 2, first.n_values)
     # compacted: the re-score replaced rows on disk too (one row per key, no part left behind)
     pointer = json.loads((store.root / base.run_id / "tables.json").read_text())
     assert pointer["rows"]["metrics"] == first.n_values
     assert not list((store.root / base.run_id / "parts").rglob("*.parquet"))
-    assert outputs[5]["n_values"] == first.n_values == N_IMPORT * len(METRICS)
+    assert outputs[5]["n_values"] == first.n_values == n_import * len(METRICS)
 
     # the manifest: every update of both processes survived the race
     live = store.manifest("live-run")
     assert live.counts["responses"] == n_live and live.status == "complete"
     for tag in "xy":  # each process's notes all there, in its order, interleaved with the other's
-        assert [n for n in live.notes if n.startswith(tag)] == [f"{tag}{i}" for i in range(N_NOTES)]
-    assert len(live.notes) == 2 * N_NOTES
+        assert [n for n in live.notes if n.startswith(tag)] == [f"{tag}{i}" for i in range(n_notes)]
+    assert len(live.notes) == 2 * n_notes
     assert not list((store.root / ".staging").iterdir())
     _figure("concurrency_rows", {run_id[:12]: list(map(int, v)) for run_id, v in by_run.items()})
     _figure("concurrency_reader_loops", seen["loops"])
