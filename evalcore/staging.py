@@ -34,7 +34,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, Callable
 
 try:  # POSIX; without it only the age rule applies (documented in docs/reliability.md)
     import fcntl
@@ -206,11 +206,12 @@ def sweep_trash(root: Path, *, dry_run: bool = False) -> list[Removed]:
     return removed
 
 
-def sweep_quietly(root: Path) -> list[Removed]:
+def sweep_quietly(root: Path, sweeper: Callable[[Any], list[Removed]] | None = None) -> list[Removed]:
     """The sweep run when an import starts: best effort, never raises, and tells the user
-    (a WARNING, so it shows without any logging setup) what it removed and why."""
+    (a WARNING, so it shows without any logging setup) what it removed and why. `sweeper`
+    replaces the local folder sweep (the S3 store passes its own)."""
     try:
-        removed = sweep(root)
+        removed = (sweeper or sweep)(root)
     except Exception as exc:  # cleanup must never cost the user their import
         log.warning("could not clean up abandoned staging folders in %s: %s", root, exc)
         return []

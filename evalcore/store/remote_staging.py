@@ -72,13 +72,6 @@ def sweep(root: S3Path, *, max_age: float = _staging.STALE_AFTER, dry_run: bool 
 
 
 def sweep_quietly(root: S3Path) -> list[_staging.Removed]:
-    """The sweep an import runs first: never raises, warns for what it removed."""
-    try:
-        removed = sweep(root)
-    except Exception as exc:  # cleanup must never cost the user their import
-        log.warning("could not clean up abandoned staging folders in %s: %s", root, exc)
-        return []
-    for item in removed:
-        log.warning("removed abandoned staging folder %s (%s, %s): an import was interrupted there",
-                    item.path, _staging.human_bytes(item.bytes), item.reason)
-    return removed
+    """The sweep an import runs first: never raises, warns for what it removed (the local
+    store's wording and rules, with this store's sweep)."""
+    return _staging.sweep_quietly(root, sweep)
