@@ -15,6 +15,7 @@ string, and the metric turns an error into a NaN score with that reason.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import threading
 import time
@@ -86,6 +87,11 @@ class Judge:
         self.per_question: dict[tuple[str | None, str | None], int] = {}
         self.live_calls = 0
         self.cached_calls = 0
+        # Optional: a zero-argument factory of an async context manager held around every HTTP
+        # request on top of the local semaphore. The Ray engine installs a cluster-wide gate
+        # here (evalcore/scale/judge_gate.py), so N workers together keep one concurrency and
+        # rate limit instead of N times the local one. Cache hits never pass through it.
+        self.gate: Any = None
 
     def judge_id(self, task: str) -> JudgeId:
         return JudgeId(provider=self.provider, model=self.model, prompt_id=task,
@@ -294,7 +300,7 @@ class LLMJudge(Judge):
     async def _send(self, request: dict[str, Any], key: str, meta: dict[str, Any], call: JudgeCall, client: Any,
                     sem: asyncio.Semaphore) -> tuple[str | None, JudgeCall, str | None, dict[str, Any] | None]:
         """Send one request with retries; (reply text, call, error, cache entry written)."""
-        async with sem:
+        async with sem, (self.gate() if self.gate is not None else contextlib.nullcontext()):
             waits: list[float] = []
             start = time.perf_counter()
             for attempt in range(1, self.max_attempts + 1):

@@ -1,0 +1,349 @@
+"""`evalcore score RUN --engine ray`: the scoring pass as a Ray Data pipeline.
+
+Why this shape (and what stays the local engine's):
+* The driver does what decides *which* values exist: it resolves the run, publishes what an
+  earlier pass left behind, selects metrics with the local `select_metrics`, and at the end
+  publishes (compacts) the run and records the pass in the manifest, exactly as locally.
+* Workers read the run's answers in blocks straight from the store's canonical responses file
+  (Parquet, local or s3://), never through the driver; the questions, which every block
+  needs, are shipped once per worker.
+* Blocks go through one fixed-size pool of scoring actors (map_batches), so what is slow to
+  build is built once per actor: the embedding model (a GPU requested per actor when the
+  cluster has GPUs and embedding metrics run), the judge client (behind one cluster-wide gate
+  actor for concurrency and rate, with the shared judge cache). One pool, not one per metric
+  kind: with chained pools on a small cluster Ray Data waited forever (2.60, 2 CPUs, three
+  pools), and the blocks would cross the object store once per pool. The metric functions
+  are the local ones, so values equal `--engine local` (tests/scale: 1e-9, embeddings 1e-6).
+* Every actor writes its own part files (metrics, claims, context verdicts, judge calls)
+  into the run, exactly as the local pass does per chunk; nothing is visible to readers until
+  the driver publishes. A pass that dies keeps every finished block (the next writer
+  publishes them); re-scoring replaces values, as locally.
+* Composites (phase 2) read the values phase 1 published; they are cheap arithmetic and run
+  on the driver with the local code.
+
+Known limits (docs/scale.md): the driver still reads the run's questions and answers once to
+choose metrics and for the composites; judge call counts can include cache hits a local pass
+would have answered from its in-memory memo (values are the same).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from typing import Any, Iterable
+
+import numpy as np
+
+from evalcore.errors import EvalcoreError
+from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
+from evalcore.queries import query_df, run_questions, run_responses
+from evalcore.scale.ray_session import ray_session
+from evalcore.schemas import EvalQuestion, EvalResponse
+from evalcore.scoring import (
+    COMPOSITE,
+    DEFAULT_CHUNK,
+    MetricReport,
+    ScoreReport,
+    _chunks,
+    _claims,
+    _compute,
+    _context_verdicts,
+    _judge_calls,
+    _judge_rounds,
+    _pair,
+    _record_in_manifest,
+    _registry,
+    _values,
+    select_metrics,
+)
+from evalcore.store import RunStore
+
+DETERMINISTIC_BATCH = 2000   # rows per block for cheap metrics: one part file per table per block
+EMBEDDING_BATCH = 512        # a few encode batches per block
+JUDGE_BATCH = DEFAULT_CHUNK  # judge requests of a block are sent together (two rounds)
+KEEP_RESOURCES = ("embedder:", "bertscorer:")  # built once per actor; memos are per block
+
+
+# ---- what a worker does with one block --------------------------------------------------------
+class _Scorer:
+    """The scoring actor: scores blocks of answers with the selected metrics exactly as the
+    local pass scores a chunk, writes the rows as part files, returns a one-line summary.
+
+    Built once per actor: the store handle, the parsed questions, the judge client (behind
+    the cluster-wide gate) and, on first use, the embedding model; per block: a fresh
+    ScoringContext, so memos do not grow over millions of answers."""
+
+    def __init__(self, *, store_root: str, run_id: str, metric_names: list[str], options: dict[str, Any],
+                 questions: dict[str, str], idf_questions: list[str], gate: Any = None):
+        from evalcore.store.writer import RunWriter
+
+        self.store = RunStore(store_root)
+        self.run_id = run_id
+        self.writer = RunWriter(self.store, run_id, self.store.run_dir(run_id))
+        registry = _registry()
+        self.specs = [registry[name] for name in metric_names]
+        self.options = dict(options)
+        self.questions = {qid: EvalQuestion.model_validate_json(raw) for qid, raw in questions.items()}
+        # BERTScore's idf is over the whole pass's questions (ScoringContext.items), never a block
+        self.pass_items: list[Item] = [(self.questions[qid], None) for qid in idf_questions]  # type: ignore[misc]
+        self.kept: dict[str, Any] = {}
+        self.judge = None
+        if any("judge" in s.needs for s in self.specs):
+            from evalcore.judges import make_judge
+
+            self.judge = make_judge(self.options.get("judge"), store=self.store,
+                                    concurrency=self.options.get("judge_concurrency"))
+            if gate is not None:
+                from evalcore.scale.judge_gate import gate_factory
+
+                self.judge.gate = gate_factory(gate)
+            self.judge.preload()
+
+    def _context(self) -> ScoringContext:
+        options = dict(self.options)
+        if self.judge is not None:
+            options["judge"] = self.judge  # get_work accepts a built judge: one client per actor
+        ctx = ScoringContext(run_id=self.run_id, store=self.store, writer=self.writer, options=options,
+                             items=self.pass_items)
+        ctx._resources.update(self.kept)
+        return ctx
+
+    def _keep(self, ctx: ScoringContext) -> None:
+        self.kept = {k: v for k, v in ctx._resources.items() if k.startswith(KEEP_RESOURCES)}
+
+    def items_of(self, records: Iterable[str]) -> list[Item]:
+        items = []
+        for raw in records:
+            response = EvalResponse.model_validate_json(raw)
+            question = self.questions.get(response.question_id)
+            if question is not None:  # unmatched answers are counted (and skipped) by the driver
+                items.append((question, response))
+        return items
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        items = self.items_of(str(r) for r in batch["record"])
+        return {"summary": np.array([json.dumps(self.score(items)) if items else ""], dtype=object)}
+
+    def score(self, items: list[Item]) -> dict[str, Any]:
+        """Score a block as the local pass scores its chunks; the block's summary for the driver."""
+        ctx = self._context()
+        summary: dict[str, Any] = {"metrics": {}, "errors": {}, "values": 0, "parts": 0, "calls": [], "judges": []}
+        report = ScoreReport(run_id=self.run_id, metrics=[s.name for s in self.specs])
+        judged = self.judge is not None
+        for chunk in _chunks(items, JUDGE_BATCH) if judged else [items]:
+            values, verdicts, claims = [], [], []
+            if judged:
+                _judge_rounds(self.specs, chunk, ctx)
+            for spec in self.specs:
+                scores = _compute(spec, chunk, ctx, report)
+                _add(summary["metrics"].setdefault(spec.name, _empty()), scores)
+                values.extend(_values(self.run_id, spec, chunk, scores))
+                verdicts.extend(_context_verdicts(self.run_id, spec, chunk, scores))
+                claims.extend(_claims(self.run_id, spec, chunk, scores))
+            if judged:
+                calls = self.judge.drain_calls()
+                if calls:
+                    self.writer.write_judge_calls(calls)
+                summary["calls"] += [[c.method, c.question_id, bool(c.cache_hit),
+                                      bool(not c.cache_hit and (c.error is None or c.response_raw is not None))]
+                                     for c in calls]
+            self.writer.write_claims(claims)
+            self.writer.write_context_verdicts(verdicts)
+            if self.writer.write_metrics(values):
+                summary["parts"] += 1
+            summary["values"] += len(values)
+        work = ctx._resources.get("judge_work")
+        if work is not None:
+            summary["judges"] = sorted(work.labels)
+        summary["errors"] = report.errors
+        self._keep(ctx)
+        return summary
+
+
+def _empty() -> dict[str, Any]:
+    return {"n": 0, "n_nan": 0, "sum": 0.0, "reasons": {}}
+
+
+def _add(into: dict[str, Any], scores: list[Score]) -> None:
+    for s in scores:
+        into["n"] += 1
+        if math.isnan(s.value):
+            into["n_nan"] += 1
+            why = s.reason or "?"
+            into["reasons"][why] = into["reasons"].get(why, 0) + 1
+        else:
+            into["sum"] += s.value
+
+
+# ---- the driver --------------------------------------------------------------------------------
+def _responses_file(store: RunStore, run_id: str) -> Any:
+    """The run's canonical responses file, as published when this pass started."""
+    from evalcore.store.layout import read_pointer
+
+    run_dir = store.run_dir(run_id)
+    rel = read_pointer(run_dir).get("files", {}).get("responses")
+    if not rel:
+        raise EvalcoreError(f"run {run_id} has no published answers to score")
+    return run_dir / rel
+
+
+def _read_blocks(ray: Any, path: Any) -> Any:
+    """A Ray dataset of the answers' `record` column, read by the workers (local or s3://)."""
+    from evalcore.store import fs as _fs
+
+    where, filesystem = _fs.arrow(path)
+    return ray.data.read_parquet(where, filesystem=filesystem, columns=["record"], num_cpus=READ_CPUS)
+
+
+# Ray Data (2.60) leaves half of the cluster to reservations of its own: an actor pool asking
+# for more than the other half never gets its blocks scheduled and the pass waits forever (seen
+# here with two actors at 0.75 CPU on 2 CPUs). So the pool's CPU reservations add up to at most
+# half the cluster's CPUs: one actor per CPU, each reserving half a CPU (it still uses a whole
+# core when busy; the reservation is only Ray's bookkeeping).
+ACTOR_CPUS = 0.5
+READ_CPUS = 0.25
+POOL_SHARE = 0.5
+
+
+def pool_plan(cpus: float, gpus: int = 0, embeds: bool = False, workers: int | None = None) -> tuple[int, float]:
+    """(scoring actors, CPUs reserved per actor): `workers` actors when given; one per GPU when
+    embedding metrics run on a GPU cluster; else one per CPU (at least one)."""
+    if workers:
+        size = max(1, int(workers))
+    elif embeds and gpus:
+        size = gpus
+    else:
+        size = max(1, int(cpus))
+    return size, min(ACTOR_CPUS, max(0.01, cpus * POOL_SHARE / size))
+
+
+def _actor_resources(ray: Any, size: int, cpus: float, gpu: bool) -> dict[str, Any]:
+    """The fixed-size actor pool and each actor's resources (a GPU for embedding models)."""
+    remote: dict[str, Any] = {"compute": ray.data.ActorPoolStrategy(size=size), "max_restarts": 0,
+                              "num_cpus": cpus}
+    return {**remote, "num_gpus": 1} if gpu else remote
+
+
+def _merge_summaries(report: ScoreReport, summaries: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Fold the blocks' summaries into the report; the judge figures for the manifest."""
+    per_q: Counter = Counter()
+    live = cached = 0
+    judges: set[str] = set()
+    sums: dict[str, dict[str, Any]] = {}
+    for s in summaries:
+        report.n_values += s["values"]
+        report.parts_written += s["parts"]
+        report.errors.update(s["errors"])
+        for name, m in s["metrics"].items():
+            into = sums.setdefault(name, _empty())
+            into["n"] += m["n"]
+            into["n_nan"] += m["n_nan"]
+            into["sum"] += m["sum"]
+            for why, n in m["reasons"].items():
+                into["reasons"][why] = into["reasons"].get(why, 0) + n
+        for method, qid, hit, is_live in s["calls"]:
+            per_q[(method, qid)] += 1
+            cached += hit
+            live += is_live
+        judges |= set(s["judges"])
+    for name, m in sums.items():
+        mr = MetricReport(n=m["n"], n_nan=m["n_nan"], reasons=Counter(m["reasons"]))
+        scored = m["n"] - m["n_nan"]
+        mr.mean = m["sum"] / scored if scored else None
+        report.by_metric[name] = mr
+    return {"counts": {"judge_calls": sum(per_q.values()), "judge_calls_live": live, "judge_calls_cached": cached,
+                       "judge_questions": len(per_q), "judge_calls_per_question_max": max(per_q.values(), default=0)},
+            "judges": sorted(judges)}
+
+
+def score_run_ray(store: RunStore, run_ref: str, metrics: Iterable[str] | None = None,
+                  groups: Iterable[str] | None = None, options: dict[str, Any] | None = None,
+                  address: str | None = None, num_cpus: int | None = None, progress: bool = False,
+                  workers: int | None = None, judge_per_minute: float | None = None) -> ScoreReport:
+    """Compute and store metric values for every (question, method) of a run on Ray."""
+    started = time.monotonic()
+    from evalcore.judges.client import Judge
+    from evalcore.metrics.options import check_options
+
+    options = check_options(options or {})
+    if isinstance(options.get("judge"), Judge):
+        raise EvalcoreError("--engine ray takes the judge as a spec (e.g. anthropic:MODEL), not a built client")
+    run_id = store.resolve(run_ref)
+    writer = store.open_run(run_id)  # publishes what a pass that died left behind
+    questions = run_questions(store, run_id)
+    items, unmatched = _pair(questions, run_responses(store, run_id))
+    if not items:
+        raise EvalcoreError(f"run {run_id} has no answers to score")
+    stored = query_df(store, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id], runs=[run_id])
+    specs, skipped = select_metrics(_registry(), items, metrics, groups, options, set(stored["metric"]))
+    report = ScoreReport(run_id=run_id, metrics=[s.name for s in specs], skipped=skipped,
+                         n_items=len(items), unmatched_responses=unmatched)
+    phase1 = [s for s in specs if s.group != COMPOSITE]
+    phase2 = [s for s in specs if s.group == COMPOSITE]
+    wire_options = {k: v for k, v in options.items() if k != "progress"}
+    wire_options["progress"] = False  # no per-block bars from the workers
+    figures: dict[str, Any] | None = None
+    try:
+        if phase1:
+            with ray_session(address, num_cpus, progress) as ray:
+                figures = _phase1_on_ray(ray, store, run_id, questions, items, phase1, wire_options, report,
+                                         workers, judge_per_minute)
+    finally:
+        if figures is not None and options.get("judge_update_manifest", True) and figures["counts"]["judge_calls"]:
+            writer.edit_manifest(lambda m: {"counts": {**m.counts, **figures["counts"]},
+                                            "judges": sorted(set(m.judges) | set(figures["judges"]))})
+        writer.publish()  # also when interrupted: finished blocks become visible
+    if phase2:
+        _phase2_local(store, writer, run_id, items, phase2, options, report)
+    if specs:
+        _record_in_manifest(writer, specs, {**options, "engine": "ray"})
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, questions: list[EvalQuestion], items: list[Item],
+                   specs: list[MetricSpec], options: dict[str, Any], report: ScoreReport,
+                   workers: int | None, judge_per_minute: float | None) -> dict[str, Any]:
+    resources = ray.cluster_resources()
+    gpus = int(resources.get("GPU", 0))
+    embeds = any("embeddings" in s.needs for s in specs)
+    judged = any("judge" in s.needs for s in specs)
+    gate = None
+    if judged and str(options.get("judge") or "") != "heuristic":
+        from evalcore.scale.judge_gate import start_gate
+
+        gate = start_gate(ray, int(options.get("judge_concurrency") or 16), judge_per_minute)
+    wanted = {q.id for q, _ in items}
+    question_json = {q.id: q.model_dump_json() for q in questions if q.id in wanted}
+    kwargs = {"store_root": str(store.root), "run_id": run_id, "metric_names": [s.name for s in specs],
+              "options": options, "questions": question_json,
+              "idf_questions": list(dict.fromkeys(q.id for q, _ in items)) if embeds else [], "gate": gate}
+    size, actor_cpus = pool_plan(float(resources.get("CPU", 1)), gpus, embeds, workers)
+    batch = JUDGE_BATCH if judged else EMBEDDING_BATCH if embeds else DETERMINISTIC_BATCH
+    ds = _read_blocks(ray, _responses_file(store, run_id))
+    ds = ds.map_batches(_Scorer, fn_constructor_kwargs=kwargs, batch_size=batch, batch_format="numpy",
+                        **_actor_resources(ray, size, actor_cpus, gpu=embeds and gpus > 0))
+    summaries = [json.loads(str(row["summary"])) for row in ds.iter_rows() if row["summary"]]
+    return _merge_summaries(report, summaries)
+
+
+def _phase2_local(store: RunStore, writer: Any, run_id: str, items: list[Item], specs: list[MetricSpec],
+                  options: dict[str, Any], report: ScoreReport) -> None:
+    """Composites over the values just published, with the local engine's code."""
+    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options, items=items)
+    try:
+        for chunk in _chunks(items, DEFAULT_CHUNK):
+            values = []
+            for spec in specs:
+                scores = _compute(spec, chunk, ctx, report)
+                for s in scores:
+                    report.by_metric.setdefault(spec.name, MetricReport()).add(s)
+                values.extend(_values(run_id, spec, chunk, scores))
+            if writer.write_metrics(values):
+                report.parts_written += 1
+            report.n_values += len(values)
+    finally:
+        _judge_calls(ctx, writer)
+        writer.publish()
