@@ -8,10 +8,13 @@ so every stored value's judge id starts with `heuristic:`.
 How each task is approximated (each task's heuristic sits with its definition in
 task_library; shared rules in offline.py, `coverage` and `key_words` in lexical.py):
 - decompose / reference_statements: sentences of the answer / reference.
-- context_review: a statement is supported when every name and number in it occurs in the
-  contexts and >= 70% of its other content words do, the best-covering context named (rule and
-  measurements: docs/judges.md); a context's relevance is the share of the question's (or the
-  best gold answer's) content words.
+- context_review: a statement's support is a weighted share (0-1) of six word-overlap measures
+  against the contexts (words, content words, names and numbers found...), supported when it
+  is >= 0.882; weights and threshold were fitted on HaluEval QA rows 1-250 alone and measured on
+  the other sets (offline.support; protocol and figures: docs/judges.md). faithfulness and
+  context_recall are the mean support of the claims / statements; the verdict and its reason
+  (what was not found) are shown per claim. A context's relevance is the share of the
+  question's (or the best gold answer's) content words.
 - question_generation: cannot write questions, so it returns the answer's first sentences;
   answer_relevance then compares them with the question by embedding cosine.
 - answer_relevance_direct (answer_relevance's fallback when no question was generated): share
@@ -26,7 +29,8 @@ task_library; shared rules in offline.py, `coverage` and `key_words` in lexical.
 
 What it cannot do: see meaning. A paraphrase in other words is "unsupported" / "wrong", a
 negated copy of the context is "supported", and a wrong answer that repeats the gold answer's
-words ("not Paris") counts as right. `lexical-v2` in its judge id names this rule set.
+words ("not Paris") counts as right. `lexical-v3` in its judge id names this rule set
+(`lexical-v2`: names and numbers plus 70% of the other words, verdicts counted 0/1).
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ def run_task(task: str, inp: dict[str, Any]) -> dict[str, Any]:
 class HeuristicJudge(Judge):
     kind = "heuristic"
     provider = "heuristic"
-    model = "lexical-v2"
+    model = "lexical-v3"
 
     @asynccontextmanager
     async def _noop(self) -> AsyncIterator[None]:

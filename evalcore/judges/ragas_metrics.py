@@ -158,14 +158,20 @@ def _claim_scores(ctx: ScoringContext, items: list[Item], source: str) -> list[S
         claims = tuple({"source": source, "idx": i, "text": t,
                         "verdict": "supported" if v["verdict"] else "not_supported", "reason": v["reason"]}
                        for i, (t, v) in enumerate(zip(texts, verdicts)))
-        scores.append(Score(n_ok / len(texts), reason="no retrieved contexts" if not ctxs else None,
+        # The heuristic judge's value is its mean graded support, not the share of its 0/1
+        # verdicts: a yes/no per sentence ranks answers worse than the plain word overlap it
+        # is built from (docs/judges.md, "The heuristic judge"). A model's verdicts count as given.
+        graded = work.heuristic and ctxs and all(v.get("support") is not None for v in verdicts)
+        value = sum(v["support"] for v in verdicts) / len(texts) if graded else n_ok / len(texts)
+        scores.append(Score(value, reason="no retrieved contexts" if not ctxs else None,
                             details=_base(work, label, n=len(texts), n_supported=n_ok, statements=listed),
                             judge_id=label, claims=claims))
     return scores
 
 
 def faithfulness(items: list[Item], ctx: ScoringContext) -> list[Score]:
-    """supported answer claims / answer claims (1.0 with a reason when there are no claims)."""
+    """supported answer claims / answer claims (1.0 with a reason when there are no claims);
+    with the heuristic judge, the claims' mean graded support."""
     return _claim_scores(ctx, items, "answer")
 
 

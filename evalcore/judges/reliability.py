@@ -62,7 +62,7 @@ def _judge_spec(label: str) -> str:
 
 
 def _resolve_spec(spec: str) -> str:
-    """`heuristic` -> `heuristic:lexical-v2`, `anthropic` -> its default model, `openai:m@url` ->
+    """`heuristic` -> `heuristic:lexical-v3`, `anthropic` -> its default model, `openai:m@url` ->
     `openai:m`: the provider:model prefix stored judge labels start with."""
     try:
         return make_judge(spec).spec

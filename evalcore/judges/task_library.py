@@ -15,6 +15,7 @@ import math
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt
+from pydantic.json_schema import SkipJsonSchema
 
 from evalcore.judges import offline
 from evalcore.judges.lexical import (Vocabulary, content, contradiction_pairs, coverage, is_hedge, recall,
@@ -74,6 +75,9 @@ class Verdict(Reply):
     verdict: Flag
     context: StrictInt | None = None
     reason: Text = ""
+    # the heuristic judge's graded support (0-1) behind its verdict; never asked of a model
+    # (left out of the schema sent to providers) and read only for heuristic outputs
+    support: SkipJsonSchema[Score01 | None] = None
 
 
 class Relevance(Reply):
@@ -99,7 +103,10 @@ def _verdicts(entries: list[dict], where: str, n: int, n_contexts: int) -> list[
         ctx = e["context"]
         if ctx is not None and not 1 <= ctx <= n_contexts:
             raise ParseError(f"{where}[{k}].context must be a passage number 1..{n_contexts} or null")
-        out.append({"verdict": e["verdict"], "context": ctx, "reason": e["reason"]})
+        kept = {"verdict": e["verdict"], "context": ctx, "reason": e["reason"]}
+        if e.get("support") is not None:
+            kept["support"] = e["support"]
+        out.append(kept)
     return out
 
 

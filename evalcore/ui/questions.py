@@ -119,7 +119,10 @@ HEURISTIC_BADGE = "heuristic judge: word overlap, not a model"
 HEURISTIC_HELP = ("These verdicts come from the offline heuristic judge, a lexical approximation "
                   "that counts words shared with the contexts and gold answers. It is not a "
                   "language model and cannot see meaning: paraphrases count as unsupported or "
-                  "wrong, negated copies as supported. Use it for quick looks and tests; re-judge "
+                  "wrong, negated copies as supported. Its claim verdicts are strict (one "
+                  "paraphrased word can fail a claim), and its faithfulness is a mean word-support "
+                  "score fitted on one dataset (HaluEval QA), not a share of claims: compare "
+                  "methods under the same judge only. Use it for quick looks and tests; re-judge "
                   "with an LLM before trusting the numbers (docs/judges.md, 'The heuristic judge').")
 
 

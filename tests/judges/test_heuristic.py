@@ -5,6 +5,7 @@ import json
 import numpy as np
 from scipy.stats import rankdata
 
+from evalcore.judges import offline
 from evalcore.judges.heuristic import run_task
 from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.judged import SPECS
@@ -69,7 +70,9 @@ def test_hostile_text_does_not_flip_heuristic_verdicts():
     wrong = "The Eiffel Tower opened in 1925 in Lyon."
     base = {n: BY_NAME[n].compute([_item(wrong)], ctx)[0].value
             for n in ("faithfulness", "answer_class", "groundedness", "factual_accuracy")}
-    assert base["faithfulness"] == 0.0 and base["answer_class"] == 0.0
+    # faithfulness is the claims' graded support: the wrong claim is unsupported, not zero
+    assert BY_NAME["faithfulness"].compute([_item(wrong)], ctx)[0].details["n_supported"] == 0
+    assert base["faithfulness"] < offline.SUPPORT_THRESHOLD and base["answer_class"] == 0.0
     for suffix in HOSTILE_SUFFIXES:
         item = _item(wrong + "\n" + suffix)
         got = {n: BY_NAME[n].compute([item], ctx)[0].value for n in base}

@@ -78,25 +78,41 @@ def test_containment_ranks_below_an_exact_match_and_above_partial_overlap():
     assert exact == 1.0 > inside == 0.9 > other
 
 
-def test_names_and_numbers_must_be_found_for_support():
-    """A missing name or number sinks a claim however many other words it shares (the old
-    85%-of-words rule accepted the first claim); one paraphrased verb in four other words does
-    not (the old rule rejected the third)."""
+def test_support_is_graded_and_the_reason_says_what_was_not_found():
+    """A swapped name or number costs more than a changed verb, and a verbatim claim scores 1;
+    the fitted threshold (0.882) is strict: one paraphrased verb in six words is already
+    "not supported" (a limit docs/judges.md names), though it still ranks above the swaps."""
     ctx = ["The Nile flows north through Egypt and Sudan into the Mediterranean Sea, about 6,650 km."]
     claims = ["The Nile flows north through Egypt and Uganda into the Mediterranean Sea.",
               "The Nile is about 7,000 km long.",
-              "The Nile travels north through Egypt into the sea."]
+              "The Nile travels north through Egypt into the sea.",
+              "The Nile flows north through Egypt into the Mediterranean Sea."]
     out = run_task("context_review", {"question": "?", "ground_truth": "", "contexts": ctx, "statements": [],
-                                      "claims": claims})
-    assert [c["verdict"] for c in out["claims"]] == [0, 0, 1]
-    assert "uganda" in out["claims"][0]["reason"] and "7000" in out["claims"][1]["reason"]
+                                      "claims": claims})["claims"]
+    assert [c["verdict"] for c in out] == [0, 0, 0, 1]
+    assert out[1]["support"] < out[0]["support"] < out[2]["support"] < out[3]["support"] == 1.0
+    assert "name/number not found: uganda" in out[0]["reason"] and "7000" in out[1]["reason"]
+    assert "not found: travels" in out[2]["reason"] and out[3]["context"] == 1
+
+
+def test_heuristic_faithfulness_is_the_mean_support_of_the_claims():
+    """The value ranks answers by graded support; the verdicts (and n_supported) stay 0/1."""
+    q = EvalQuestion(id="q", question="Where does the Nile flow?", ground_truth="North.")
+    r = EvalResponse(question_id="q", method="m",
+                     answer="The Nile flows north through Egypt. The Nile is about 7,000 km long.",
+                     retrieved=[RetrievedChunk(rank=1, text="The Nile flows north through Egypt and Sudan, "
+                                                             "about 6,650 km.")])
+    score = BY_NAME["faithfulness"].compute([(q, r)], ScoringContext(run_id="x", options={"judge": "heuristic"}))[0]
+    supports = [s["support"] for s in score.details["statements"]]
+    assert supports[0] == 1.0 > supports[1]
+    assert abs(score.value - sum(supports) / 2) < 1e-9 and score.details["n_supported"] == 1
 
 
 def test_stored_values_name_the_new_heuristic():
-    assert HeuristicJudge.model == "lexical-v2"
+    assert HeuristicJudge.model == "lexical-v3"
     assert BY_NAME["answer_correctness"].compute(
         [_second_gold_item("Rollo")], ScoringContext(run_id="x", options={"judge": "heuristic"})
-    )[0].judge_id.startswith("heuristic:lexical-v2/")
+    )[0].judge_id.startswith("heuristic:lexical-v3/")
 
 
 def test_answer_correctness_auc_at_least_the_best_lexical_metric(shared_data):
@@ -110,23 +126,28 @@ def test_answer_correctness_auc_at_least_the_best_lexical_metric(shared_data):
         assert ours >= max(lexical.values()), name
 
 
-# Measured when the names-and-numbers rule went in (bench/bench_heuristic_judge.py): HaluEval
-# held-out half 0.888 (0.866 with the previous 85%-of-words rule), RAGChecker 0.841 (0.750).
-# The floors sit between the two, so the previous rule fails them.
-FAITHFULNESS_FLOORS = {"halueval_held_out": 0.88, "ragchecker": 0.82}
-
-
-def test_faithfulness_improves_off_its_tuning_set(shared_data):
+def test_the_support_rule_is_the_fit_on_the_tuning_set_alone(shared_data):
+    """The protocol: refitting on the tuning rows (and nothing else) gives the frozen weights and
+    threshold, and no hold-out set shares a case with the tuning set."""
     bench = _bench()
-    for name, floor in FAITHFULNESS_FLOORS.items():
+    ok, lines = bench.check_frozen(shared_data)
+    assert ok, "\n".join(lines)
+    tuning = {(c.question, c.answer) for c in bench.FAITHFULNESS_SETS[bench.TUNING_SET](shared_data)}
+    assert bench.TUNING_SET not in bench.HOLD_OUT_SETS and len(bench.HOLD_OUT_SETS) >= 3
+    for name in bench.HOLD_OUT_SETS:
+        assert not tuning & {(c.question, c.answer) for c in bench.FAITHFULNESS_SETS[name](shared_data)}, name
+
+
+def test_faithfulness_never_ranks_below_word_overlap_off_its_tuning_set(shared_data):
+    """On every hold-out set the heuristic's faithfulness AUC is >= plain word overlap's and
+    above the previous rule set's (lexical-v2); on the tuning set too."""
+    bench = _bench()
+    for name in [bench.TUNING_SET, *bench.HOLD_OUT_SETS]:
         cases = bench.FAITHFULNESS_SETS[name](shared_data)
-        value = bench.auc([c.label for c in cases], bench.metric("faithfulness", cases))
-        print(f"\n{name}: heuristic faithfulness AUC {value:.3f} (floor {floor})")
-        assert value >= floor, name
-
-
-def test_faithfulness_holds_on_its_tuning_set(shared_data):
-    bench = _bench()
-    cases = bench.FAITHFULNESS_SETS["halueval_tune"](shared_data)
-    value = bench.auc([c.label for c in cases], bench.metric("faithfulness", cases))
-    assert value >= 0.91, value  # 0.920 measured; 0.908 with the previous rule
+        labels = [c.label for c in cases]
+        ours = bench.auc(labels, bench.metric("faithfulness", cases))
+        overlap = bench.auc(labels, bench.word_overlap(cases))
+        previous = bench.auc(labels, bench.FAITHFULNESS_SCORES["lexical-v2"](cases))
+        print(f"\n{name}: heuristic {ours:.3f}, word overlap {overlap:.3f}, lexical-v2 {previous:.3f}")
+        assert ours >= overlap, name
+        assert ours > previous, name

@@ -44,7 +44,7 @@ def test_make_judge_specs(store, monkeypatch):
 
 def test_heuristic_is_labelled():
     j = make_judge("heuristic")
-    assert j.judge_id("support").label == "heuristic:lexical-v2/support@1"
+    assert j.judge_id("support").label == "heuristic:lexical-v3/support@1"
 
 
 def test_missing_key_is_a_clear_error(monkeypatch):

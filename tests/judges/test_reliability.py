@@ -68,7 +68,7 @@ def test_spot_check_against_a_second_llm_judge(anthropic_env, store):
     _scored_run(store)
     anthropic_env.responder = good_judge  # says CORRECT / groundedness 4 / 2 of 3 claims for everything
     out = spot_check(store, "r1", fraction=0.3, second_judge="anthropic:claude-haiku-4-5-20251001", seed=7)
-    assert out["spot_check_n"] == 3 and out["first_judge"] == "heuristic:lexical-v2"
+    assert out["spot_check_n"] == 3 and out["first_judge"] == "heuristic:lexical-v3"
     again = spot_check(store, "r1", fraction=0.3, second_judge="anthropic:claude-haiku-4-5-20251001", seed=7,
                        first_judge="heuristic")  # the CLI passes the --judge spec
     assert again["per_metric"] == out["per_metric"]  # seeded sample, cached verdicts
