@@ -241,15 +241,24 @@ class _Warmup:
 
 
 def _judge_rounds(specs: list[MetricSpec], chunk: list[Item], ctx: ScoringContext) -> None:
-    """Send the judge requests of every selected metric in two concurrent rounds (what needs
-    nothing, then what needs the first round's replies), so the calls of all metrics overlap
-    instead of waiting metric by metric; the metrics then find the replies in the pass's memo."""
+    """Send the judge requests of every selected metric before computing any, so the calls of
+    all metrics overlap instead of waiting metric by metric; the metrics then find the replies
+    in the pass's memo. First-stage requests (what needs nothing) go out at once; an answer's
+    second-stage requests (built from its first-stage replies) go out as soon as those replies
+    are in, without waiting for the rest of the chunk (JudgeWork.run_staged)."""
     from evalcore.judges.work import get_work
 
     first = [b for s in specs if s.first_stage is not None for b in s.first_stage(chunk)]
-    if first:
+    seconds = [s.second_stage for s in specs if s.second_stage is not None]
+    if not first and not seconds:
+        return
+    if all(len(requests) == len(chunk) for _, requests in first):  # one request (or None) per answer
+        get_work(ctx).run_staged(first, len(chunk), lambda i: [b for stage in seconds
+                                                               for b in stage(chunk[i:i + 1], ctx)])
+        return
+    if first:  # requests not aligned with the answers: two rounds, with a barrier
         get_work(ctx).run_batches(first)
-    second = [b for s in specs if s.second_stage is not None for b in s.second_stage(chunk, ctx)]
+    second = [b for stage in seconds for b in stage(chunk, ctx)]
     if second:
         get_work(ctx).run_batches(second)
 
