@@ -385,11 +385,11 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
         return report
     phase1 = [s for s in specs if s.group != COMPOSITE]
     phase2 = [s for s in specs if s.group == COMPOSITE]
+    warmup = _Warmup(phase1, ctx)
     if any(s.first_stage is not None or s.second_stage is not None for s in phase1):
         from evalcore.judges.work import get_work
 
-        get_work(ctx).judge.preload()  # before the warm-up thread competes for the interpreter
-    warmup = _Warmup(phase1, ctx)
+        get_work(ctx).judge.preload()  # the judge SDK, while the embedding model loads
     with _Progress(progress, len(items) * len(specs)) as bar:
         for phase in (phase1, phase2):
             if not phase:

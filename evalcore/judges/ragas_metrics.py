@@ -230,12 +230,14 @@ def _lexical_cos(a: str, b: str) -> float:
 
 def warm_embedder(ctx: ScoringContext) -> None:
     """Load the embedding model answer_relevance compares questions with (scoring calls this
-    in the background while the judge calls are in flight)."""
+    in the background while the judge calls are in flight), in a child process when this one
+    has not imported torch: the loading then runs beside the judge calls instead of competing
+    with them for the interpreter (embeddings/worker.py)."""
     try:
         from evalcore.embeddings import warm_up
     except ImportError:
         return
-    warm_up(ctx.options.get("embedding_model"), ctx.store)
+    warm_up(ctx.options.get("embedding_model"), ctx.store, in_child=True)
 
 
 def similarities(ctx: ScoringContext, pairs: list[tuple[str, list[str]]]) -> tuple[list[list[float]], str]:
