@@ -94,8 +94,9 @@ def claims_stage(items: list[Item]) -> list[tuple[str, list]]:
 
 
 def questions_stage(items: list[Item], ctx: ScoringContext | None = None) -> list[tuple[str, list]]:
-    """answer_relevance's requests. They depend on nothing, so scoring sends them in the
-    second round, beside the context reviews: two rounds in all instead of three."""
+    """answer_relevance's requests. They depend on nothing, but go out as a second stage,
+    beside each answer's context review, so the first stage's request slots go to the claims
+    and statements the reviews wait for."""
     return [("question_generation", _requests("question_generation", items))]
 
 
@@ -108,8 +109,8 @@ def _review_requests(items: list[Item], decs, refs) -> list:
 
 
 def review_stage(items: list[Item], ctx: ScoringContext) -> list[tuple[str, list]]:
-    """The second-round requests (one context review per answer), built from the first
-    round's claims and statements (already in the pass's memo when scoring calls this)."""
+    """The second-stage requests (one context review per answer), built from the answer's
+    claims and its question's statements (already in the pass's memo when scoring calls this)."""
     decs, refs = get_work(ctx).run_batches(claims_stage(items))
     return [("context_review", _review_requests(items, decs, refs))]
 

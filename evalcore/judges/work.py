@@ -8,8 +8,9 @@ extraction happens once per answer whatever metrics are selected. A request made
 None (reference statements) is shared by every method. The LLM cache below it makes repeated
 passes free as well.
 
-`run_batches` sends the requests of several tasks in one concurrent batch: scoring uses it to
-start every selected metric's first-round requests at once (see MetricSpec.first_stage).
+`run_batches` sends the requests of several tasks in one concurrent batch; `run_staged` also
+sends each answer's second-stage requests as soon as its first-stage replies are in (scoring
+uses it for every selected metric's first_stage/second_stage, see MetricSpec).
 The judge layer writes nothing: `take_calls` hands the pass's JudgeCall rows to scoring, and
 `figures` the counts scoring records in the manifest (judge_calls, judge_calls_live,
 judge_calls_cached, judge_questions, judge_calls_per_question_max).
