@@ -217,7 +217,12 @@ def _claims(run_id: str, spec: MetricSpec, chunk: list[Item], scores: list[Score
 
 class _Warmup:
     """Loads what the selected metrics will need (an embedding model) in a background thread
-    while judge calls are in flight; `wait()` before computing the metrics that use it."""
+    while judge calls are in flight; `wait()` before computing the metrics that use it.
+
+    score_run starts it before importing the judge SDK: answer_relevance's model then loads in
+    a child process (embeddings/worker.py) on another core from the start. A load that stays in
+    this process (semantic metrics, or torch already imported) overlaps that import instead of
+    the calls: the same interpreter time either way."""
 
     def __init__(self, specs: list[MetricSpec], ctx: ScoringContext):
         self.thread: threading.Thread | None = None
