@@ -217,7 +217,12 @@ def _claims(run_id: str, spec: MetricSpec, chunk: list[Item], scores: list[Score
 
 class _Warmup:
     """Loads what the selected metrics will need (an embedding model) in a background thread
-    while judge calls are in flight; `wait()` before computing the metrics that use it."""
+    while judge calls are in flight; `wait()` before computing the metrics that use it.
+
+    score_run starts it before importing the judge SDK: answer_relevance's model then loads in
+    a child process (embeddings/worker.py) on another core from the start. A load that stays in
+    this process (semantic metrics, or torch already imported) overlaps that import instead of
+    the calls: the same interpreter time either way."""
 
     def __init__(self, specs: list[MetricSpec], ctx: ScoringContext):
         self.thread: threading.Thread | None = None
@@ -241,15 +246,24 @@ class _Warmup:
 
 
 def _judge_rounds(specs: list[MetricSpec], chunk: list[Item], ctx: ScoringContext) -> None:
-    """Send the judge requests of every selected metric in two concurrent rounds (what needs
-    nothing, then what needs the first round's replies), so the calls of all metrics overlap
-    instead of waiting metric by metric; the metrics then find the replies in the pass's memo."""
+    """Send the judge requests of every selected metric before computing any, so the calls of
+    all metrics overlap instead of waiting metric by metric; the metrics then find the replies
+    in the pass's memo. First-stage requests (what needs nothing) go out at once; an answer's
+    second-stage requests (built from its first-stage replies) go out as soon as those replies
+    are in, without waiting for the rest of the chunk (JudgeWork.run_staged)."""
     from evalcore.judges.work import get_work
 
     first = [b for s in specs if s.first_stage is not None for b in s.first_stage(chunk)]
-    if first:
+    seconds = [s.second_stage for s in specs if s.second_stage is not None]
+    if not first and not seconds:
+        return
+    if all(len(requests) == len(chunk) for _, requests in first):  # one request (or None) per answer
+        get_work(ctx).run_staged(first, len(chunk), lambda i: [b for stage in seconds
+                                                               for b in stage(chunk[i:i + 1], ctx)])
+        return
+    if first:  # requests not aligned with the answers: two rounds, with a barrier
         get_work(ctx).run_batches(first)
-    second = [b for s in specs if s.second_stage is not None for b in s.second_stage(chunk, ctx)]
+    second = [b for stage in seconds for b in stage(chunk, ctx)]
     if second:
         get_work(ctx).run_batches(second)
 
@@ -376,11 +390,11 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
         return report
     phase1 = [s for s in specs if s.group != COMPOSITE]
     phase2 = [s for s in specs if s.group == COMPOSITE]
+    warmup = _Warmup(phase1, ctx)
     if any(s.first_stage is not None or s.second_stage is not None for s in phase1):
         from evalcore.judges.work import get_work
 
-        get_work(ctx).judge.preload()  # before the warm-up thread competes for the interpreter
-    warmup = _Warmup(phase1, ctx)
+        get_work(ctx).judge.preload()  # the judge SDK, while the embedding model loads
     with _Progress(progress, len(items) * len(specs)) as bar:
         for phase in (phase1, phase2):
             if not phase:

@@ -64,13 +64,18 @@ def get_embedder(model: str | None = None, store: Any = None) -> Embedder:
     return _EMBEDDERS[key]
 
 
-def warm_up(model: str | None = None, store: Any = None) -> None:
+def warm_up(model: str | None = None, store: Any = None, in_child: bool = False) -> None:
     """Load a local model's weights now (one short forward pass, nothing cached), so that a
     scoring pass can do it in the background while judge calls are in flight. A remote
-    embedding endpoint needs no loading: nothing is sent."""
+    embedding endpoint needs no loading: nothing is sent.
+
+    `in_child`: load it in a child process when this one has not imported torch yet (see
+    worker.py), so that the loading does not compete with this process's own work; the
+    model's vectors are the same either way."""
     embedder = get_embedder(model, store)
     if getattr(embedder.backend, "source", "") == "sentence-transformers":
-        embedder.backend.embed(["warm-up"])
+        if not (in_child and embedder.backend.start_worker()):
+            embedder.backend.embed(["warm-up"])
 
 
 def reset_embedders(keep_models: bool = False) -> None:
@@ -78,4 +83,6 @@ def reset_embedders(keep_models: bool = False) -> None:
     `keep_models`), so the next encode sees only what the store's cache holds."""
     _EMBEDDERS.clear()
     if not keep_models:
+        for backend in _BACKENDS.values():
+            getattr(backend, "close_worker", lambda: None)()
         _BACKENDS.clear()

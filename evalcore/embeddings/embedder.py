@@ -53,6 +53,7 @@ class SentenceTransformerBackend:
         self.batch_size = batch_size
         self._model: Any = None
         self._plan: tuple[int, int] | None | bool = False  # False = not inspected yet
+        self._worker: Any = None  # an EmbeddingWorker loading/holding the model in a child process
 
     def describe(self) -> str:
         return self.ref.describe()
@@ -68,7 +69,35 @@ class SentenceTransformerBackend:
                                     normalize_embeddings=False, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
+    def _loaded_here(self) -> bool:
+        if self._plan is False:
+            self._plan = mean_pooling_plan(self.ref)
+        return self._model is not None or bool(self._plan and get_token_encoder(self.ref, self._plan[0]).loaded)
+
+    def start_worker(self) -> bool:
+        """Load the model in a child process (worker.py) instead of here, when this process has
+        not imported torch yet: the 4-5 s of importing and loading then run on another core.
+        False (nothing started) when the model or torch is already here: loading here is quicker."""
+        if self._worker is None and not self._loaded_here() and "torch" not in sys.modules:
+            from evalcore.embeddings.worker import EmbeddingWorker
+
+            self._worker = EmbeddingWorker(self.ref)
+        return self._worker is not None
+
+    def close_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
     def embed(self, texts: list[str]) -> np.ndarray:
+        if self._worker is not None and not self._loaded_here():
+            from evalcore.embeddings.worker import WorkerError
+
+            try:
+                return self._worker.embed(texts)
+            except WorkerError:  # e.g. the model cannot load: the in-process path raises the real error
+                self.close_worker()
+        self.close_worker()  # loaded here meanwhile (e.g. BERTScore): one copy is enough
         if self._plan is False:
             self._plan = mean_pooling_plan(self.ref)
         if not self._plan:

@@ -20,7 +20,7 @@ import random
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Coroutine
+from typing import Any, Callable, Coroutine
 
 from evalcore.judges.backends import FatalError, TransientError
 from evalcore.judges.cache import JudgeCache, request_key
@@ -126,15 +126,47 @@ class Judge:
         """Import what the first call will need (an SDK takes seconds to import): scoring does
         this before it starts loading other things in the background."""
 
-    def run_many(self, tasks: list[JudgeTask]) -> list[Outcome]:
+    def run_many(self, tasks: list[JudgeTask],
+                 more: Callable[[int, Outcome], list[JudgeTask]] | None = None) -> list[Outcome]:
+        """Outcomes of `tasks`, sent concurrently. With `more`, each outcome is handed to
+        `more(index, outcome)` as it arrives, and the tasks it returns are sent at once in the
+        same session (so a request that needs another's reply starts as soon as that reply is
+        in, not when the whole batch is); their outcomes follow, in the order they were added."""
         if not tasks:
             return []
-        return run_sync(self._run_all(tasks))
+        return run_sync(self._run_all(tasks) if more is None else self._run_chained(tasks, more))
 
     async def _run_all(self, tasks: list[JudgeTask]) -> list[Outcome]:
         sem = asyncio.Semaphore(self.concurrency)
         async with self._session() as session:
             return list(await asyncio.gather(*(self._run_one(t, session, sem) for t in tasks)))
+
+    async def _run_chained(self, tasks: list[JudgeTask],
+                           more: Callable[[int, Outcome], list[JudgeTask]]) -> list[Outcome]:
+        sem = asyncio.Semaphore(self.concurrency)
+        outcomes: list[Outcome | None] = []
+        index: dict[asyncio.Future, int] = {}
+        async with self._session() as session:
+
+            def submit(t: JudgeTask) -> asyncio.Future:
+                fut = asyncio.ensure_future(self._run_one(t, session, sem))
+                index[fut] = len(outcomes)
+                outcomes.append(None)
+                return fut
+
+            pending = {submit(t) for t in tasks}
+            try:
+                while pending:
+                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    for fut in sorted(done, key=index.__getitem__):
+                        i = index[fut]
+                        outcomes[i] = fut.result()
+                        pending.update(submit(t) for t in more(i, outcomes[i]))
+            finally:
+                for fut in pending:  # a failing `more`: stop what is still running
+                    fut.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+        return outcomes  # type: ignore[return-value]
 
     def _session(self) -> Any:
         raise NotImplementedError

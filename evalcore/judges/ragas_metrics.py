@@ -94,8 +94,9 @@ def claims_stage(items: list[Item]) -> list[tuple[str, list]]:
 
 
 def questions_stage(items: list[Item], ctx: ScoringContext | None = None) -> list[tuple[str, list]]:
-    """answer_relevance's requests. They depend on nothing, so scoring sends them in the
-    second round, beside the context reviews: two rounds in all instead of three."""
+    """answer_relevance's requests. They depend on nothing, but go out as a second stage,
+    beside each answer's context review, so the first stage's request slots go to the claims
+    and statements the reviews wait for."""
     return [("question_generation", _requests("question_generation", items))]
 
 
@@ -108,8 +109,8 @@ def _review_requests(items: list[Item], decs, refs) -> list:
 
 
 def review_stage(items: list[Item], ctx: ScoringContext) -> list[tuple[str, list]]:
-    """The second-round requests (one context review per answer), built from the first
-    round's claims and statements (already in the pass's memo when scoring calls this)."""
+    """The second-stage requests (one context review per answer), built from the answer's
+    claims and its question's statements (already in the pass's memo when scoring calls this)."""
     decs, refs = get_work(ctx).run_batches(claims_stage(items))
     return [("context_review", _review_requests(items, decs, refs))]
 
@@ -236,12 +237,14 @@ def _lexical_cos(a: str, b: str) -> float:
 
 def warm_embedder(ctx: ScoringContext) -> None:
     """Load the embedding model answer_relevance compares questions with (scoring calls this
-    in the background while the judge calls are in flight)."""
+    in the background while the judge calls are in flight), in a child process when this one
+    has not imported torch: the loading then runs beside the judge calls instead of competing
+    with them for the interpreter (embeddings/worker.py)."""
     try:
         from evalcore.embeddings import warm_up
     except ImportError:
         return
-    warm_up(ctx.options.get("embedding_model"), ctx.store)
+    warm_up(ctx.options.get("embedding_model"), ctx.store, in_child=True)
 
 
 def similarities(ctx: ScoringContext, pairs: list[tuple[str, list[str]]]) -> tuple[list[list[float]], str]:

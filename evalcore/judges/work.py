@@ -8,8 +8,9 @@ extraction happens once per answer whatever metrics are selected. A request made
 None (reference statements) is shared by every method. The LLM cache below it makes repeated
 passes free as well.
 
-`run_batches` sends the requests of several tasks in one concurrent batch: scoring uses it to
-start every selected metric's first-round requests at once (see MetricSpec.first_stage).
+`run_batches` sends the requests of several tasks in one concurrent batch; `run_staged` also
+sends each answer's second-stage requests as soon as its first-stage replies are in (scoring
+uses it for every selected metric's first_stage/second_stage, see MetricSpec).
 The judge layer writes nothing: `take_calls` hands the pass's JudgeCall rows to scoring, and
 `figures` the counts scoring records in the manifest (judge_calls, judge_calls_live,
 judge_calls_cached, judge_questions, judge_calls_per_question_max).
@@ -18,7 +19,7 @@ judge_calls_cached, judge_questions, judge_calls_per_question_max).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from evalcore.judges import DEFAULT_JUDGE, Judge, make_judge
 from evalcore.judges.cache import request_key
@@ -46,6 +47,18 @@ class JudgeWork:
         """Outcomes for (method, question_id, inputs) requests; None requests stay None."""
         return self.run_batches([(task, requests)])[0]
 
+    def _key(self, task: str, req: tuple[str | None, str, dict[str, Any]]) -> str:
+        method, qid, inputs = req
+        return request_key({"t": task, "m": method, "q": qid, "i": inputs})
+
+    def _task(self, task: str, req: tuple[str | None, str, dict[str, Any]]) -> JudgeTask:
+        method, qid, inputs = req
+        return JudgeTask(task, inputs, self.run_id, method, qid, task)
+
+    def _keep(self, key: str, out: Outcome) -> None:
+        self._memo[key] = out
+        self.labels.add(out.judge_id.label)
+
     def run_batches(self, batches: list[tuple[str, list[Request]]]) -> list[list[Outcome | None]]:
         """Like `run` for several tasks, with every request not yet answered sent together."""
         all_keys: list[list[str | None]] = []
@@ -56,18 +69,72 @@ class JudgeWork:
                 if req is None:
                     keys.append(None)
                     continue
-                method, qid, inputs = req
-                key = request_key({"t": task, "m": method, "q": qid, "i": inputs})
+                key = self._key(task, req)
                 keys.append(key)
                 if key not in self._memo and key not in todo:
-                    todo[key] = JudgeTask(task, inputs, self.run_id, method, qid, task)
+                    todo[key] = self._task(task, req)
             all_keys.append(keys)
         if todo:
             outs = self.judge.run_many(list(todo.values()))
             for key, out in zip(todo, outs):
-                self._memo[key] = out
-                self.labels.add(out.judge_id.label)
+                self._keep(key, out)
         return [[self._memo[k] if k is not None else None for k in keys] for keys in all_keys]
+
+    def run_staged(self, first: list[tuple[str, list[Request]]], n_items: int,
+                   then: Callable[[int], list[tuple[str, list[Request]]]]) -> None:
+        """Answer `first` (batches with one request, or None, per item of n_items) and, as soon
+        as item i's first requests are all answered, `then(i)`'s requests (built from those
+        replies, found in the memo), all in one concurrent session.
+
+        Why: with a barrier between the stages, every answer's second request waited for the
+        slowest first reply of the whole chunk, and the free request slots idled meanwhile.
+        Identical requests are sent once, as in run_batches; outcomes land in the memo."""
+        waiting: list[set[str]] = [set() for _ in range(n_items)]
+        sent: list[str] = []  # the key of each task handed to the judge, in order
+        tasks: list[JudgeTask] = []
+
+        def add(task: str, req: tuple[str | None, str, dict[str, Any]]) -> str | None:
+            key = self._key(task, req)
+            if key in self._memo:
+                return None
+            if key not in seen:
+                seen.add(key)
+                sent.append(key)
+                tasks.append(self._task(task, req))
+            return key
+
+        seen: set[str] = set()
+
+        for task, requests in first:
+            for i, req in enumerate(requests):
+                key = add(task, req) if req is not None else None
+                if key is not None:
+                    waiting[i].add(key)
+
+        def follow(i: int) -> None:
+            for task, requests in then(i):
+                for req in requests:
+                    if req is not None:
+                        add(task, req)
+
+        for i in range(n_items):
+            if not waiting[i]:
+                follow(i)
+
+        def more(index: int, out: Outcome) -> list[JudgeTask]:
+            key = sent[index]
+            self._keep(key, out)
+            start = len(tasks)
+            for i in range(n_items):
+                if key in waiting[i]:
+                    waiting[i].discard(key)
+                    if not waiting[i]:
+                        follow(i)
+            return tasks[start:]
+
+        initial = list(tasks)
+        if initial:
+            self.judge.run_many(initial, more=more)
 
     def take_calls(self) -> list[JudgeCall]:
         """The JudgeCall rows made since the last take (scoring stores them)."""

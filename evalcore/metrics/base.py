@@ -90,8 +90,9 @@ class MetricSpec:
     # Optional: the judge requests this metric needs first, [(task, [(method, question_id,
     # inputs) or None, ...]), ...]; scoring sends those of every selected metric in one batch
     first_stage: Callable[[list[Item]], list[tuple[str, list]]] | None = None
-    # Optional: its second-round requests, built once the first round's replies are in the
-    # pass's memo; scoring sends every selected metric's second round in one batch too
+    # Optional: its second-stage requests, built from first-stage replies found in the pass's
+    # memo; scoring calls it per answer (a one-item list) as soon as that answer's first-stage
+    # replies are in, and sends the requests at once (no barrier across the chunk)
     second_stage: Callable[[list[Item], "ScoringContext"], list[tuple[str, list]]] | None = None
     # Whether each value states a set of claims / of per-context verdicts: scoring then stores
     # the set for every answer it scores, an empty set included (so a re-score replaces it)
