@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -20,6 +21,11 @@ def _print_result(result, store_root: str) -> None:
     if result.score_message:
         typer.echo(result.score_message, err=True)
     typer.echo(f"see it with `evalcore --store {store_root} show {result.run_id}` or `evalcore app`", err=True)
+
+
+class Engine(str, Enum):
+    local = "local"
+    ray = "ray"
 
 
 def _names(flag: str | None) -> list[str] | None:
@@ -56,17 +62,26 @@ def run_cmd(
     name: Optional[str] = typer.Option(None, "--name", help="Run name."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue run RUN: ask only what is missing."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    engine: Engine = typer.Option(Engine.local, "--engine", help="Where to ask and score: this process "
+                                  "(local), or spread over a Ray cluster (ray; needs evalcore[scale]). "
+                                  "--concurrency stays the limit for the whole cluster."),
+    address: Optional[str] = typer.Option(None, "--address", help="With --engine ray: the Ray cluster "
+                                          "(e.g. ray://head:10001 or auto); default a local instance."),
 ) -> None:
     """Ask a RAG server every question for every method, store the answers as they arrive, score them.
 
     Prints the run id on stdout. Ctrl-C stops cleanly (status `cancelled`); a crash or kill loses
-    at most the batch in flight. Either way `evalcore run --resume RUN` asks only what is missing.
+    at most the batch in flight. Either way `evalcore run --resume RUN` asks only what is missing
+    (with either engine).
     """
     from evalcore.config import EvalConfig, load_config
     from evalcore.runner import resume_run, run_evaluation
 
+    if address and engine is not Engine.ray:
+        raise EvalcoreError("--address is for --engine ray")
     store = state.store()
     progress = False if no_progress else None
+    how = {"engine": engine.value, "address": address}
     duplicates = on_duplicate.mode if on_duplicate else None
     if resume:
         # The run keeps the on_duplicate it started with (stored in its manifest); with a
@@ -76,7 +91,7 @@ def run_cmd(
             result = resume_run(resume, store, config=given, concurrency=concurrency, timeout=timeout,
                                 retries=retries, progress=progress, score=False if no_score else None,
                                 judge=judge, no_judge=no_judge or None, metrics=_names(metrics),
-                                groups=_names(group), on_duplicate=None if config else duplicates)
+                                groups=_names(group), on_duplicate=None if config else duplicates, **how)
     else:
         overrides = {"target": target, "dataset": dataset, "datasets": datasets, "methods": methods,
                      "samples": samples, "concurrency": concurrency, "timeout": timeout, "retries": retries,
@@ -90,7 +105,7 @@ def run_cmd(
                 raise EvalcoreError("give --config FILE, or --target URL with --dataset FILE (or --datasets)")
             cfg = EvalConfig.model_validate({k: v for k, v in overrides.items() if v is not None})
         with print_dropped_duplicates():
-            result = run_evaluation(cfg, store)
+            result = run_evaluation(cfg, store, **how)
     _print_result(result, str(store.root))
     typer.echo(result.run_id)
 

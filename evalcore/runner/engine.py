@@ -30,7 +30,7 @@ from evalcore.runner.progress import RunProgress
 from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.schemas.storable import storable_text
 from evalcore.store import RunWriter
-from evalcore.targets.client import TargetClient
+from evalcore.targets.client import RetryPolicy, TargetClient
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,14 @@ class AskStats:
     written: int = 0
     errors: Counter = field(default_factory=Counter)
     seconds: float = 0.0
+
+
+def target_clients(config: EvalConfig, lanes: int | None = None) -> dict[str, TargetClient]:
+    """One client per target, each with `lanes` (default: the config's concurrency) connections."""
+    retry = RetryPolicy(retries=config.retries, backoff_s=config.backoff)
+    return {name: TargetClient(spec, timeout_s=config.timeout, concurrency=lanes or config.concurrency,
+                               retry=retry)
+            for name, spec in config.targets.items()}
 
 
 def plan_jobs(questions: list[EvalQuestion], methods: list[MethodConfig],

@@ -22,21 +22,22 @@ import asyncio
 import importlib.util
 import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from evalcore import __version__
 from evalcore.config import EvalConfig
 from evalcore.errors import EvalcoreError
 from evalcore.queries import query_df, run_questions
-from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs
+from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs, target_clients
 from evalcore.runner.questions import collect_questions
 from evalcore.schemas import EvalQuestion, RunManifest
 from evalcore.schemas.storable import make_storable, storable_note
 from evalcore.secret_urls import MASK
 from evalcore.store import FORMAT_VERSION, RunStore, RunWriter, new_run_id
-from evalcore.targets.client import RetryPolicy, TargetClient
+from evalcore.targets.client import TargetClient
 
 
 @dataclass
@@ -54,13 +55,6 @@ class RunResult:
     scored: bool = False
     score_message: str = ""
     score_result: Any = None
-
-
-def _clients(config: EvalConfig, lanes: int | None = None) -> dict[str, TargetClient]:
-    retry = RetryPolicy(retries=config.retries, backoff_s=config.backoff)
-    return {name: TargetClient(spec, timeout_s=config.timeout, concurrency=lanes or config.concurrency,
-                               retry=retry)
-            for name, spec in config.targets.items()}
 
 
 async def _probe(clients: dict[str, TargetClient], config: EvalConfig) -> dict[str, Any]:
@@ -92,33 +86,49 @@ def _existing_done(store: RunStore, run_id: str) -> set[tuple[str, str]]:
     return set(zip(df["method"], df["question_id"]))
 
 
+def _recorder(writer: RunWriter, n_done: int, expected: int) -> Callable[[int], None]:
+    """What runs as answers get written: the manifest's counts, and a publish every few seconds."""
+    published = [time.monotonic()]
+
+    def on_flush(written: int) -> None:
+        writer.edit_manifest(lambda m: {"counts": {**m.counts, "responses": n_done + written,
+                                                   "expected": expected}})
+        # readers (the dashboard) see a live run's answers as it goes, a few seconds late:
+        # compaction rewrites the run's file, so it runs at most every PUBLISH_EVERY_S
+        if time.monotonic() - published[0] >= PUBLISH_EVERY_S:
+            writer.publish()
+            published[0] = time.monotonic()
+
+    return on_flush
+
+
 async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuestion],
                done: set[tuple[str, str]], probe: bool) -> tuple[AskStats, dict[str, Any] | None, int]:
-    clients = _clients(config)
+    clients = target_clients(config)
     try:
         info = await _probe(clients, config) if probe else None
         if probe:
             writer.update_manifest(target_info=info)
         jobs = plan_jobs(questions, config.methods, done)
-        expected = len(questions) * len(config.methods)
-
-        published = [time.monotonic()]
-
-        def on_flush(written: int) -> None:
-            writer.edit_manifest(lambda m: {"counts": {**m.counts, "responses": len(done) + written,
-                                                       "expected": expected}})
-            # readers (the dashboard) see a live run's answers as it goes, a few seconds late:
-            # compaction rewrites the run's file, so it runs at most every PUBLISH_EVERY_S
-            if time.monotonic() - published[0] >= PUBLISH_EVERY_S:
-                writer.publish()
-                published[0] = time.monotonic()
-
+        on_flush = _recorder(writer, len(done), len(questions) * len(config.methods))
         sink = ResponseSink(writer, config.batch_size, on_flush=on_flush)
         stats = await ask_jobs(jobs, clients, config, sink, show_progress=config.progress)
         return stats, info, len(jobs)
     finally:
         for client in clients.values():
             await client.aclose()
+
+
+def _ask_on_ray(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
+                done: set[tuple[str, str]], probe: bool, address: str | None) -> AskStats:
+    """The asking phase on Ray (evalcore/scale/ray_asking.py): the same plan, spread over actors."""
+    from evalcore.scale.ray_asking import ask_on_ray
+
+    if probe:
+        writer.update_manifest(target_info=asyncio.run(_probe_only(config, snapshot=True)))
+    jobs = plan_jobs(questions, config.methods, done)
+    on_written = _recorder(writer, len(done), len(questions) * len(config.methods))
+    return ask_on_ray(config, store, writer.run_id, jobs, on_written=on_written, address=address)
 
 
 def _finish(writer: RunWriter, store: RunStore, status: str, started: float, note: str | None = None,
@@ -149,11 +159,14 @@ def _finish(writer: RunWriter, store: RunStore, status: str, started: float, not
 
 
 def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
-             done: set[tuple[str, str]], probe: bool) -> RunResult:
+             done: set[tuple[str, str]], probe: bool, engine: str = "local", address: str | None = None) -> RunResult:
     started = time.perf_counter()
     writer.update_manifest(status="running", finished_at=None)
     try:
-        stats, _, _ = asyncio.run(_ask(config, writer, questions, done, probe))
+        if engine == "ray":
+            stats = _ask_on_ray(config, store, writer, questions, done, probe, address)
+        else:
+            stats, _, _ = asyncio.run(_ask(config, writer, questions, done, probe))
     except KeyboardInterrupt:
         _finish(writer, store, "cancelled", started, note="cancelled by the user; continue with --resume")
         raise
@@ -165,12 +178,14 @@ def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: 
                        methods=[m.name for m in config.methods], n_questions=len(questions),
                        asked=stats.asked, errors=dict(Counter(stats.errors)), seconds=stats.seconds)
     if config.score:
-        _score(store, writer, config, result)
+        _score(store, writer, config, result, engine, address)
     return result
 
 
-def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunResult) -> None:
-    """Score with evalcore.scoring when it exists; the answers are kept either way."""
+def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunResult,
+           engine: str = "local", address: str | None = None) -> None:
+    """Score with evalcore.scoring when it exists (on Ray with engine "ray"); the answers are
+    kept either way."""
     if importlib.util.find_spec("evalcore.scoring") is None:
         result.score_message = ("scoring skipped: evalcore.scoring is not available in this install; "
                                 f"score later with `evalcore score {result.run_id}`")
@@ -178,10 +193,17 @@ def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunRe
     from evalcore import scoring
 
     t0 = time.perf_counter()
+    options = {**config.score_options, "judge": config.judge_option}
     try:
-        result.score_result = scoring.score_run(store, result.run_id, metrics=config.metrics,
-                                                groups=config.groups, options={**config.score_options, "judge": config.judge_option},
-                                                progress=config.progress)
+        if engine == "ray":
+            from evalcore.scale.ray_scoring import score_run_ray
+
+            result.score_result = score_run_ray(store, result.run_id, metrics=config.metrics, groups=config.groups,
+                                                options=options, address=address, progress=config.progress)
+        else:
+            result.score_result = scoring.score_run(store, result.run_id, metrics=config.metrics,
+                                                    groups=config.groups, options=options,
+                                                    progress=config.progress)
     except EvalcoreError as exc:
         result.score_message = f"scoring failed: {exc}; the answers are stored, retry with `evalcore score`"
         message = result.score_message
@@ -193,10 +215,43 @@ def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunRe
     result.score_message = "scored"
 
 
-def run_evaluation(config: EvalConfig, store: RunStore | None = None) -> RunResult:
-    """Ask every question of `config` to every method, store the answers, then score them."""
+ENGINES = ("local", "ray")
+
+
+def _check_engine(engine: str, address: str | None) -> None:
+    """Before anything is read or written: a known engine, and Ray installed for "ray"."""
+    if engine not in ENGINES:
+        raise EvalcoreError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if engine == "local" and address:
+        raise EvalcoreError("--address is for --engine ray")
+    if engine == "ray":
+        from evalcore.scale.ray_session import require_ray
+
+        require_ray()
+
+
+@contextmanager
+def _engine_session(engine: str, address: str | None) -> Iterator[None]:
+    """Hold one Ray session for the whole command with engine "ray" (asking, then scoring), so a
+    local instance starts once and is shut down at the end (an existing session is reused)."""
+    if engine != "ray":
+        yield
+        return
+    from evalcore.scale.ray_session import ray_session
+
+    with ray_session(address):
+        yield
+
+
+def run_evaluation(config: EvalConfig, store: RunStore | None = None, engine: str = "local",
+                   address: str | None = None) -> RunResult:
+    """Ask every question of `config` to every method, store the answers, then score them.
+
+    engine "ray" spreads the asking (and scoring) over a Ray cluster at `address` (None: a local
+    instance); the answers and the guarantees are the local engine's (evalcore/scale/ray_asking.py)."""
     store = store or RunStore(config.store)
     config.check_metric_choice()  # a typo in --metrics must not cost a whole collection
+    _check_engine(engine, address)  # before the dataset is read or the target probed
     questions, dataset_info = collect_questions(config)
     name = config.name or dataset_info.get("name") or "live"
     manifest = RunManifest(format_version=FORMAT_VERSION, run_id=new_run_id(name), name=name, kind="live",
@@ -210,14 +265,15 @@ def run_evaluation(config: EvalConfig, store: RunStore | None = None) -> RunResu
     manifest.target_info = asyncio.run(_probe_only(config, snapshot=True))
     if manifest.target_info.get("note"):
         manifest.notes.append(manifest.target_info["note"])
-    writer = store.create_run(manifest)
-    writer.write_questions(questions)
-    writer.publish()
-    return _execute(config, store, writer, questions, set(), probe=False)
+    with _engine_session(engine, address):  # a cluster that cannot be reached: no run is created
+        writer = store.create_run(manifest)
+        writer.write_questions(questions)
+        writer.publish()
+        return _execute(config, store, writer, questions, set(), probe=False, engine=engine, address=address)
 
 
 async def _probe_only(config: EvalConfig, snapshot: bool = False) -> dict[str, Any] | None:
-    clients = _clients(config, lanes=1)
+    clients = target_clients(config, lanes=1)
     try:
         if snapshot:
             return await _probe(clients, config)
@@ -264,12 +320,14 @@ def _questions_for_resume(store: RunStore, writer: RunWriter, manifest: RunManif
 
 
 def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig | None = None,
-               **overrides: Any) -> RunResult:
+               engine: str = "local", address: str | None = None, **overrides: Any) -> RunResult:
     """Continue a live run: ask only the (question, method) jobs that have no stored answer.
 
     The config comes from the run's manifest unless one is given (e.g. to supply headers);
     `overrides` may change operational settings (concurrency, timeout, progress, score...).
+    Any engine can resume a run any engine started.
     """
+    _check_engine(engine, address)
     store = store or RunStore()
     run_id = store.resolve(run_ref)
     manifest = store.manifest(run_id)
@@ -301,7 +359,10 @@ def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig |
                            methods=manifest.methods, n_questions=len(questions), asked=0,
                            score_message="nothing to resume: every question has an answer for every method")
         if config.score and _unscored_responses(store, run_id):
-            _score(store, writer, config, result)  # scoring was interrupted: finish it
+            with _engine_session(engine, address):
+                _score(store, writer, config, result, engine, address)  # scoring was interrupted: finish it
         return result
     asyncio.run(_probe_only(config))
-    return _execute(config, store, writer, questions, done, probe=not manifest.target_info)
+    with _engine_session(engine, address):
+        return _execute(config, store, writer, questions, done, probe=not manifest.target_info,
+                        engine=engine, address=address)

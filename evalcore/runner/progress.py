@@ -43,9 +43,9 @@ class RunProgress:
             self._task = self._progress.add_task(self.description, total=self.total, errors=0)
         return self
 
-    def advance(self, errors: int) -> None:
+    def advance(self, errors: int, n: int = 1) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, advance=1, errors=errors)
+            self._progress.update(self._task, advance=n, errors=errors)
 
     def __exit__(self, *exc: Any) -> None:
         if self._progress is not None:
