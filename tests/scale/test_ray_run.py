@@ -113,7 +113,7 @@ def test_ray_run_asks_each_job_once_with_the_local_answers(ray_local, target, tm
 def test_interrupted_ray_run_resumes_asking_only_the_missing(ray_local, target, tmp_path, audit, monkeypatch, how):
     """Ctrl-C on the driver (status cancelled) or an asking actor killed (the others finish,
     status failed): everything written is kept, and `--resume --engine ray` asks the rest."""
-    target.latency_ms = 40  # ~2 s of asking, so the interruption lands mid-run
+    target.latency_ms = 60  # ~2.4 s of asking, so the interruption lands mid-run
     store = RunStore(tmp_path / "runs")
     real_poll = ray_asking._poll
     fired = []
