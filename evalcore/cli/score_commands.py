@@ -81,6 +81,14 @@ def score_cmd(
     option: Optional[list[str]] = typer.Option(
         None, "--option", help="One scoring option as KEY=VALUE (VALUE is YAML); repeatable; wins over --options."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show a progress bar."),
+    engine: str = typer.Option("local", "--engine", help="local (this process) or ray (a Ray Data pipeline; "
+                               "needs evalcore[scale]). Same values either way."),
+    address: Optional[str] = typer.Option(None, "--address", help="With --engine ray: the Ray cluster to use "
+                                          "(e.g. ray://head:10001 or auto); default: start a local instance."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="With --engine ray: scoring actors "
+                                          "(default: one per CPU of the cluster, one per GPU for embeddings)."),
+    judge_rpm: Optional[float] = typer.Option(None, "--judge-rpm", help="With --engine ray: judge requests "
+                                              "started per minute, cluster-wide (default: no rate limit)."),
 ) -> None:
     """Compute metric values for every answer of a run and store them (re-scoring replaces).
 
@@ -108,9 +116,19 @@ def score_cmd(
     if bertscore_rescale:
         options["bertscore_rescale"] = True
     options["progress"] = not no_progress
+    if engine not in ("local", "ray"):
+        raise EvalcoreError(f"--engine {engine!r}: choose local or ray")
+    if engine == "local" and (address or workers or judge_rpm):
+        raise EvalcoreError("--address, --workers and --judge-rpm need --engine ray")
     store = state.store()
-    report = score_run(store, run, metrics=_split(metrics), groups=_split(group), options=options,
-                       dry_run=dry_run, progress=not no_progress)
+    if engine == "ray" and not dry_run:  # a dry run computes nothing: the local estimate is the same
+        from evalcore.scale.ray_scoring import score_run_ray
+
+        report = score_run_ray(store, run, metrics=_split(metrics), groups=_split(group), options=options,
+                               address=address, workers=workers, judge_per_minute=judge_rpm)
+    else:
+        report = score_run(store, run, metrics=_split(metrics), groups=_split(group), options=options,
+                           dry_run=dry_run, progress=not no_progress)
     if dry_run:
         est = report.estimate or {}
         typer.echo(json.dumps({"run_id": report.run_id, "metrics": report.metrics, **est}, indent=2,

@@ -63,6 +63,7 @@ from evalcore.store import RunStore
 DETERMINISTIC_BATCH = 2000   # rows per block for cheap metrics: one part file per table per block
 EMBEDDING_BATCH = 512        # a few encode batches per block
 JUDGE_BATCH = DEFAULT_CHUNK  # judge requests of a block are sent together (two rounds)
+MAX_BLOCKS = 512             # beyond this, blocks simply hold several batches
 KEEP_RESOURCES = ("embedder:", "bertscorer:")  # built once per actor; memos are per block
 
 
@@ -189,12 +190,24 @@ def _responses_file(store: RunStore, run_id: str) -> Any:
     return run_dir / rel
 
 
-def _read_blocks(ray: Any, path: Any) -> Any:
-    """A Ray dataset of the answers' `record` column, read by the workers (local or s3://)."""
+def block_rows(rows: int, actors: int, batch: int, judged: bool) -> int:
+    """Rows per block: the metric kind's batch, smaller when the run is too small to give every
+    actor two blocks (four for judged passes, whose blocks take long), so no actor idles while
+    another works through one big block."""
+    per_actor = 4 if judged else 2
+    return max(1, min(batch, -(-rows // (per_actor * actors))))
+
+
+def _read_blocks(ray: Any, path: Any, rows: int, batch: int, actors: int) -> Any:
+    """A Ray dataset of the answers' `record` column, read by the workers (local or s3://),
+    in at least two blocks per actor: a run's canonical file is one Parquet file, which Ray
+    reads as one block per row group, and one block would keep every actor but one idle."""
     from evalcore.store import fs as _fs
 
     where, filesystem = _fs.arrow(path)
-    return ray.data.read_parquet(where, filesystem=filesystem, columns=["record"], num_cpus=READ_CPUS)
+    ds = ray.data.read_parquet(where, filesystem=filesystem, num_cpus=READ_CPUS).select_columns(["record"])
+    blocks = max(1, min(-(-rows // batch), MAX_BLOCKS))
+    return ds.repartition(blocks)
 
 
 # Ray Data (2.60) leaves half of the cluster to reservations of its own: an actor pool asking
@@ -219,10 +232,12 @@ def pool_plan(cpus: float, gpus: int = 0, embeds: bool = False, workers: int | N
     return size, min(ACTOR_CPUS, max(0.01, cpus * POOL_SHARE / size))
 
 
-def _actor_resources(ray: Any, size: int, cpus: float, gpu: bool) -> dict[str, Any]:
-    """The fixed-size actor pool and each actor's resources (a GPU for embedding models)."""
-    remote: dict[str, Any] = {"compute": ray.data.ActorPoolStrategy(size=size), "max_restarts": 0,
-                              "num_cpus": cpus}
+def _actor_resources(ray: Any, size: int, cpus: float, gpu: bool, judged: bool) -> dict[str, Any]:
+    """The fixed-size actor pool and each actor's resources (a GPU for embedding models).
+    A judged block takes seconds to minutes: an actor then takes one block at a time, so
+    blocks queued behind a busy actor do not wait while another actor is idle."""
+    pool = ray.data.ActorPoolStrategy(size=size, max_tasks_in_flight_per_actor=1 if judged else None)
+    remote: dict[str, Any] = {"compute": pool, "num_cpus": cpus}
     return {**remote, "num_gpus": 1} if gpu else remote
 
 
@@ -321,10 +336,11 @@ def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, questions: list[EvalQ
               "options": options, "questions": question_json,
               "idf_questions": list(dict.fromkeys(q.id for q, _ in items)) if embeds else [], "gate": gate}
     size, actor_cpus = pool_plan(float(resources.get("CPU", 1)), gpus, embeds, workers)
-    batch = JUDGE_BATCH if judged else EMBEDDING_BATCH if embeds else DETERMINISTIC_BATCH
-    ds = _read_blocks(ray, _responses_file(store, run_id))
+    batch = block_rows(len(items), size, JUDGE_BATCH if judged else EMBEDDING_BATCH if embeds else DETERMINISTIC_BATCH,
+                       judged)
+    ds = _read_blocks(ray, _responses_file(store, run_id), len(items), batch, size)
     ds = ds.map_batches(_Scorer, fn_constructor_kwargs=kwargs, batch_size=batch, batch_format="numpy",
-                        **_actor_resources(ray, size, actor_cpus, gpu=embeds and gpus > 0))
+                        **_actor_resources(ray, size, actor_cpus, gpu=embeds and gpus > 0, judged=judged))
     summaries = [json.loads(str(row["summary"])) for row in ds.iter_rows() if row["summary"]]
     return _merge_summaries(report, summaries)
 

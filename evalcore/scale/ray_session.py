@@ -56,10 +56,10 @@ def ray_session(address: str | None = None, num_cpus: int | None = None,
     data_context = ray.data.DataContext.get_current()
     data_context.enable_progress_bars = progress
     data_context.print_on_execution_start = progress
-    if not progress:  # Ray Data logs each execution at INFO on the terminal
+    if not progress:  # Ray Data logs each execution, and that its bars are off, on the terminal
         import logging
 
-        logging.getLogger("ray.data").setLevel(logging.WARNING)
+        logging.getLogger("ray.data").setLevel(logging.ERROR)
     try:
         yield ray
     finally:
