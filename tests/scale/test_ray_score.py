@@ -235,3 +235,23 @@ def test_judge_requests_across_actors_respect_one_cluster_limit(tmp_path, ray_fr
     assert most <= 2
     manifest = RunStore(root).manifest(run_id)
     assert any("claude-test" in j for j in manifest.judges)
+
+
+def test_ray_scoring_on_an_s3_store(tmp_path, ray_fresh, s3_store):
+    """Workers read the answers from the bucket and write their part files there; the engine
+    starts (and stops) its own Ray instance, whose workers inherit the S3 settings."""
+    from evalcore.scale.ray_scoring import score_run_ray
+    from evalcore.scoring import score_run
+
+    run_id = _import(s3_store.root, "--example")
+    local_root = tmp_path / "local"
+    local_id = _import(local_root, "--example", "--name", "twin")
+    report = score_run_ray(s3_store, run_id, groups=["retrieval", "lexical"])
+    score_run(RunStore(local_root), local_id, groups=["retrieval", "lexical"], progress=False)
+    assert report.n_values > 0 and not report.errors
+    assert s3_store.pending_rows(run_id, "metrics") == 0
+    sql = "SELECT method, question_id, metric, value FROM metrics WHERE run_id = ? ORDER BY 1, 2, 3"
+    remote = _table(s3_store, run_id, sql)
+    local = _table(RunStore(local_root), local_id, sql)
+    assert len(remote) == len(local) == report.n_values
+    assert (remote.value.fillna(-1) - local.value.fillna(-1)).abs().max() <= 1e-9
