@@ -255,3 +255,13 @@ def test_ray_scoring_on_an_s3_store(tmp_path, ray_fresh, s3_store):
     local = _table(RunStore(local_root), local_id, sql)
     assert len(remote) == len(local) == report.n_values
     assert (remote.value.fillna(-1) - local.value.fillna(-1)).abs().max() <= 1e-9
+
+
+def test_the_default_path_never_imports_ray():
+    """Ray is an optional extra: the CLI, the local scoring and live-run code load without it."""
+    import subprocess
+
+    code = ("import sys, evalcore.cli.main, evalcore.scoring, evalcore.runner.live, evalcore.cli.score_commands;"
+            "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith(('ray.', 'evalcore.scale'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
