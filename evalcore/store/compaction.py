@@ -51,6 +51,7 @@ from evalcore.store.layout import (
     RUN_TABLES,
     empty_pointer,
     failed_write,
+    fsync_dir,
     pending_parts,
     read_pointer_versioned,
     write_parquet_atomic,
@@ -64,6 +65,7 @@ from evalcore.tables import SCHEMAS
 # How long a file that stopped being current stays on disk: a reader that read the old pointer
 # (or listed a format-1 run's parts) a moment before may still be opening it.
 GRACE_S = 600.0
+STALE_TMP_S = 3600.0  # a temporary part file this old belongs to a writer that died
 ATTEMPTS = 3  # object storage: compactions that start over after a pointer changed under them
 
 
@@ -189,6 +191,9 @@ def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) 
             files[name] = rel
     finally:
         con.close()
+    # the new files' directory entries must be durable before the pointer names them: after a
+    # power cut a pointer naming a file that was never written down would leave the run unreadable
+    fsync_dir(run_dir / DATA_DIR)
     previous = sorted(set(pointer["files"].values()) - set(files.values()))
     absorbed = sorted(_rel(run_dir, p) for paths in pending.values() for p in paths)
     now = time.time()
@@ -244,12 +249,31 @@ def _sweep(run_dir: Location, pointer: dict, token: str | None = None) -> None:
             (run_dir / table).rmdir()
         except OSError:
             pass
-    # parts/<table>/ folders stay, even empty: a writer may be about to publish a file there
+    # parts/<table>/ folders stay, even empty: a writer may be about to publish a file there;
+    # a temporary part file is left only by a writer killed between writing and renaming it
+    # (never read: readers and compaction see only renamed parts); removed once surely dead
+    _sweep_stale_temporaries(run_dir)
     referenced = set(pointer["files"].values()) | set(pointer["retired"])
     data = run_dir / DATA_DIR
     for f in data.iterdir() if data.is_dir() else []:
         if f"{DATA_DIR}/{f.name}" not in referenced:
             f.unlink(missing_ok=True)
+
+
+def _sweep_stale_temporaries(run_dir: Location) -> None:
+    """Remove `.part-*.tmp` files older than STALE_TMP_S from parts/<table>/ (local stores only:
+    on object storage a part is one PUT, there is no temporary object)."""
+    if _fs.is_remote(run_dir):
+        return
+    now = time.time()
+    for table in RUN_TABLES:
+        folder = run_dir / PARTS_DIR / table
+        for f in folder.glob(".part-*.tmp") if folder.is_dir() else []:
+            try:
+                if now - f.stat().st_mtime >= STALE_TMP_S:
+                    f.unlink(missing_ok=True)
+            except OSError:
+                pass
 
 
 def pending_rows(run_dir: Location, table: str) -> int:

@@ -174,6 +174,21 @@ def read_pointer_versioned(run_dir: Location) -> tuple[dict[str, Any], str | Non
     return data, token
 
 
+def fsync_dir(path: Location) -> None:
+    """Make the entries of a local folder durable (the files renamed into it). On object storage
+    a finished PUT is durable already."""
+    if _fs.is_remote(path):
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:  # pragma: no cover - platforms without directory fsync
+        pass
+
+
 def write_pointer(run_dir: Location, pointer: dict[str, Any], token: str | None = None) -> str | None:
     """Replace the pointer atomically. On object storage the PUT is conditional on `token`
     (the version read; None = it must not exist yet) and the new version is returned; a
@@ -182,14 +197,7 @@ def write_pointer(run_dir: Location, pointer: dict[str, Any], token: str | None 
     if _fs.is_remote(run_dir):
         return _fs.replace(run_dir / POINTER, data, token)
     write_atomic_bytes(run_dir / POINTER, data)
-    try:  # make the rename durable before the files it replaced are removed
-        fd = os.open(run_dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:  # pragma: no cover - platforms without directory fsync
-        pass
+    fsync_dir(run_dir)  # make the rename durable before the files it replaced are removed
     return None
 
 
