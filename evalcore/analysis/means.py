@@ -38,6 +38,25 @@ def metric_table(store: RunStore, run_id: str) -> pd.DataFrame:
         FROM summary_metrics WHERE run_id = ? ORDER BY method, "group", metric""", [run_id], runs=[run_id])
 
 
+def metric_judges(store: RunStore, keys: Sequence[str], metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """Who judged what: per system (`run_id:method`) and metric, one row per judge id whose
+    verdicts produced its stored values (metric_table's judge column, split), sorted.
+    Metrics computed without a judge have no row. Every page that shows a judged score names
+    its judge from these rows."""
+    rows = []
+    for run_id in dict.fromkeys(k.partition(":")[0] for k in keys):
+        table = metric_table(store, run_id)
+        for r in table.itertuples(index=False):
+            key = f"{run_id}:{r.method}"
+            if key not in keys or (metrics is not None and r.metric not in metrics):
+                continue
+            if isinstance(r.judge_id, str):
+                rows += [{"system": key, "metric": r.metric, "judge_id": j.strip()}
+                         for j in r.judge_id.split(", ") if j.strip()]
+    out = pd.DataFrame(rows, columns=["system", "metric", "judge_id"]).drop_duplicates()
+    return out.sort_values(["system", "metric", "judge_id"]).reset_index(drop=True)
+
+
 def summarize(store: RunStore, run_id: str, by: str | None = None, methods: Sequence[str] | None = None,
               metrics: Sequence[str] | None = None, n_boot: int = DEFAULT_BOOT, seed: int = 0,
               confidence: float = 0.95) -> pd.DataFrame:

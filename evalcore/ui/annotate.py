@@ -14,6 +14,7 @@ import streamlit as st
 from evalcore.analysis import annotations as A
 from evalcore.analysis import leaderboard as L
 from evalcore.ui import common
+from evalcore.ui.helpers import judged_by
 
 KINDS = list(A.LABELS)
 
@@ -83,9 +84,16 @@ def _who() -> str:
     return ""
 
 
+def _verdict(item: dict) -> None:
+    """The judge's verdict and which judge gave it (every judged score names its judge)."""
+    common.untrusted("Judge verdict", item["judge_label"])
+    judge = item.get("judge_id")
+    st.text(judged_by([judge]) if isinstance(judge, str) and judge else "judged by: no judge recorded")
+
+
 def _decision(item: dict, kind: str, who: str) -> None:
     """The verdict and the decision buttons, first on the page: A agree, S correct, N skip, U undo."""
-    common.untrusted("Judge verdict", item["judge_label"])
+    _verdict(item)
     if isinstance(item.get("judge_reason"), str):
         common.untrusted("Judge reason", item["judge_reason"])
     others = [x for x in A.LABELS[kind] if x != item["judge_label"]]
@@ -148,7 +156,7 @@ def render() -> None:
             if who:
                 _decision(item, kind, who)
             else:
-                common.untrusted("Judge verdict", item["judge_label"])
+                _verdict(item)
         with right, st.container(height=560):
             _evidence(item)
 

@@ -10,9 +10,10 @@ import streamlit as st
 
 from evalcore.analysis import distributions as G
 from evalcore.analysis import leaderboard as L
-from evalcore.schemas.labels import AnswerClass, Grade
+from evalcore.analysis import means as M
+from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, AnswerClass, Grade
 from evalcore.ui import common, diagnosis
-from evalcore.ui.helpers import pareto_mask
+from evalcore.ui.helpers import judged_by, pareto_mask
 
 GRADES = [g.value for g in Grade]
 # One section at a time: each is what one question needs, and the page draws only its charts.
@@ -101,10 +102,21 @@ def _overview(keys: tuple[str, ...], picked: list[str], short: dict[str, str]) -
     with c1:
         _stacked(_relabel(common.call(G.label_counts, keys, "grade"), short), GRADES, "Grade distribution (A-E)",
                  "Grades come from factual_accuracy (or factual_grade) scores.")
+        _judge_caption("Grades", keys, GRADE_METRICS)
     with c2:
         _stacked(_relabel(common.call(G.label_counts, keys, "answer_class"), short), CLASSES,
                  "Correct / wrong / don't know", "Classes come from the answer_class metric.")
+        _judge_caption("Answer classes", keys, CLASS_METRICS)
     diagnosis.render(picked, dict(zip(picked, picked)))
+
+
+def _judge_caption(what: str, keys: tuple[str, ...], metrics) -> None:
+    """Which judge produced the labels of a chart (every judge, when several did)."""
+    judges = common.call(M.metric_judges, keys, tuple(metrics))
+    if len(judges):
+        st.caption(common.md(f"{what}: {judged_by(judges.judge_id)}"))
+    else:
+        st.caption(common.md(f"{what}: no judge recorded for these labels"))
 
 
 def _by_facet(keys: tuple[str, ...], metrics: list[str], short: dict[str, str]) -> None:

@@ -17,11 +17,18 @@ import streamlit as st
 
 from evalcore.analysis import compare as C
 from evalcore.analysis import leaderboard as L
+from evalcore.analysis import means as M
 from evalcore.ui import common, diagnosis, entry
-from evalcore.ui.helpers import diff_text, word_diff
+from evalcore.ui.helpers import diff_text, judges_text, word_diff
 
 OUTCOMES = ["regressed", "improved", "unchanged", "missing"]
 
+
+
+def _judges(keys: list[str], metrics: list[str]) -> dict[str, str]:
+    """metric -> the judges of its values on either side, in words (judged metrics only)."""
+    rows = common.call(M.metric_judges, tuple(keys), tuple(metrics))
+    return {m: judges_text(g.judge_id) for m, g in rows.groupby("metric")}
 
 
 def _metric_table(base: str, cand: str, stat_metrics: list[str]) -> pd.DataFrame:
@@ -29,6 +36,7 @@ def _metric_table(base: str, cand: str, stat_metrics: list[str]) -> pd.DataFrame
         table = common.call(C.pair_table, base, cand, tuple(stat_metrics))
     if table.empty:
         return table
+    table = table.assign(judged_by=table.metric.map(_judges([base, cand], list(table.metric))))
     st.caption("CI: paired bootstrap 95%. p: exact McNemar (0/1 metrics) or paired randomization, "
                "Holm-adjusted across the tested metrics — the numbers `evalcore compare --metrics` prints. "
                "Tested metrics are listed first.")
@@ -38,7 +46,7 @@ def _metric_table(base: str, cand: str, stat_metrics: list[str]) -> pd.DataFrame
 
 # What a reader scans first: the effect and its uncertainty, then the counts, then the test used.
 _COLUMN_ORDER = ["metric", "n_pairs", "mean_base", "mean_cand", "delta", "ci_low", "ci_high", "p_holm",
-                 "significant", "improved", "regressed", "unchanged", "missing", "test", "p_value",
+                 "significant", "judged_by", "improved", "regressed", "unchanged", "missing", "test", "p_value",
                  "higher_is_better"]
 
 
@@ -111,7 +119,9 @@ def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str]) 
         better, worse = (lines.outcome == "better").sum(), (lines.outcome == "worse").sum()
         st.text(f"{better} better, {worse} worse, {len(lines) - better - worse} without a significant difference "
                 f"(α = 0.05 after Holm over {len(lines)} tested metrics)")
-        styled = lines[["outcome", "verdict"]].style.apply(
+        # every judged score names its judge (computed metrics: none, shown as "–")
+        lines["judged by"] = lines.metric.map(dict(zip(table.metric, table.judged_by)))
+        styled = lines[["outcome", "verdict", "judged by"]].style.apply(
             lambda row: [f"background-color: {_OUTCOME_COLOURS[row['outcome']]}"] * len(row), axis=1)
         st.dataframe(styled, hide_index=True, width="stretch",
                      column_config={"verdict": st.column_config.TextColumn(
@@ -119,7 +129,11 @@ def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str]) 
                                          "(unadjusted); the verdict follows the Holm-adjusted p, which accounts for "
                                          "testing several metrics: a CI that excludes 0 with Holm p ≥ 0.05 is not "
                                          "a difference after multiple testing."),
-                                    "outcome": st.column_config.TextColumn("candidate", width="small")})
+                                    "outcome": st.column_config.TextColumn("candidate", width="small"),
+                                    "judged by": st.column_config.TextColumn(
+                                        "judged by", help="The judge whose verdicts produced this metric's "
+                                        "values (both systems); heuristic = the offline word-overlap judge.")},
+                     placeholder="–")
 
 
 def _count_links(table: pd.DataFrame, picked: list[str]) -> None:

@@ -17,8 +17,10 @@ import streamlit as st
 
 from evalcore.analysis import failure_modes as FM
 from evalcore.analysis import leaderboard as L
+from evalcore.analysis import means as M
 from evalcore.analysis import questions as Qn
 from evalcore.ui import common
+from evalcore.ui.helpers import HEURISTIC_BADGE, judged_by
 
 VIEWS = {"question": "one question, methods side by side", "grid": "grid: questions x methods",
          "list": "list of answers"}
@@ -114,8 +116,6 @@ def _contexts(record: str, verdicts: pd.DataFrame) -> pd.DataFrame:
     return merged[["rank", "verdict", "reason", "text", "judge_score", "score", "chunk_id", "rel_path", "heading_path"]]
 
 
-# Fixed text (ours, not data): what the offline judge is, said where its verdicts are shown.
-HEURISTIC_BADGE = "heuristic judge: word overlap, not a model"
 HEURISTIC_HELP = ("These verdicts come from the offline heuristic judge, a lexical approximation "
                   "that counts words shared with the contexts and gold answers. It is not a "
                   "language model and cannot see meaning: paraphrases count as unsupported or "
@@ -258,6 +258,9 @@ def _grid(f: Qn.QuestionFilter, qids: list[str], metrics: list[str]) -> None:
     table = table.reset_index(drop=True)
     method_cols = [c for c in table.columns if c not in ("question_id", "question", "spread")]
     st.text(f"{len(table)} questions · {metric} per method · select a row to open the question")
+    judges = common.call(M.metric_judges, tuple(f"{f.run_id}:{m}" for m in method_cols), (metric,))
+    if len(judges):  # every judged score names its judge
+        st.caption(common.md(f"{metric}: {judged_by(judges.judge_id)}"))
     from evalcore.analysis.catalog import higher_is_better
 
     cmap = "RdYlGn" if higher_is_better(metric) else "RdYlGn_r"

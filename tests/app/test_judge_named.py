@@ -1,0 +1,51 @@
+"""Every judged score names the judge that produced it (a project rule): Compare's verdict,
+the Charts overview, the Questions grid and Annotate's verdict, not only the side-by-side view.
+The synthetic store's judged metrics (faithfulness, context_precision, factual_accuracy) come
+from the offline heuristic judge `heuristic:synthetic`; token_f1 is computed, not judged."""
+
+from __future__ import annotations
+
+from tests.app.test_pages import shown, synthetic_runs, texts
+
+NAMED = "heuristic:synthetic (word overlap, not a model)"
+
+
+def _everything(at) -> str:
+    return "\n".join([*texts(at), *(shown(c.value) for c in at.caption)])
+
+
+def test_compare_verdict_names_the_judge_of_judged_metrics(make_app, app_store):
+    run = synthetic_runs(app_store)[0]
+    at = make_app("compare", sys=[f"{run}:basic_search", f"{run}:local_search"], tm=["faithfulness", "token_f1"])
+    assert not at.exception
+    lines = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    lines = lines.set_index(lines.verdict.str.split(":").str[0])
+    assert lines.loc["faithfulness", "judged by"] == NAMED
+    assert lines.loc["token_f1"].isna()["judged by"]  # computed, not judged: the table shows "–"
+    table = next(d.value for d in at.dataframe if "p_holm" in d.value.columns).set_index("metric")
+    assert table.loc["faithfulness", "judged_by"] == NAMED
+
+
+def test_charts_overview_names_the_grade_judge(make_app, app_store):
+    run = synthetic_runs(app_store)[0]
+    at = make_app("charts", sys=[f"{run}:local_search", f"{run}:basic_search"], section="overview")
+    assert not at.exception
+    assert f"Grades: judged by {NAMED}" in _everything(at)
+    # answer_class in the synthetic store carries no judge: the chart says so instead of naming one
+    assert "Answer classes: no judge recorded" in _everything(at)
+
+
+def test_questions_grid_names_the_judge_of_its_metric(make_app, app_store):
+    run = synthetic_runs(app_store)[0]
+    at = make_app("questions", run=run, view="grid", gm="faithfulness")
+    assert not at.exception
+    assert f"faithfulness: judged by {NAMED}" in _everything(at)
+    at = make_app("questions", run=run, view="grid", gm="token_f1")
+    assert "judged by" not in _everything(at)
+
+
+def test_annotate_verdict_names_its_judge(make_app, app_store):
+    run = synthetic_runs(app_store)[1]
+    at = make_app("annotate", run=run, kind="claim", who="bob")
+    assert not at.exception
+    assert f"judged by {NAMED}" in texts(at)
