@@ -28,7 +28,7 @@ def _evidence(item: dict) -> None:
     ctx = common.call(A.item_context, item["run_id"], item["method"], item["question_id"])
     common.untrusted("Question", ctx["question"].iloc[0] if len(ctx) else None)
     common.untrusted("Ground truth", ctx["ground_truth"].iloc[0] if len(ctx) else None)
-    if item["target_kind"] != "claim":  # a claim's answer is shown beside the claim itself
+    if _claim_source(item) != "answer":  # an answer claim's answer is shown beside the claim itself
         common.untrusted("Answer", ctx["answer"].iloc[0] if len(ctx) else None)
     chunks = sorted(_retrieved(ctx), key=lambda c: c.get("rank") or 0)
     if item["target_kind"] == "context":
@@ -39,6 +39,21 @@ def _evidence(item: dict) -> None:
         st.text("(no retrieved context stored for this answer)")
     for c in chunks:
         common.untrusted(f"Context rank {c.get('rank')}", c.get("text") or "(no text stored)")
+
+
+def _claim_source(item: dict) -> str | None:
+    """Where a claim was taken from: 'answer' (faithfulness and kin: the model's answer) or
+    'ground_truth' (context_recall: a statement of the reference); None for other kinds.
+    A claim's target_ref is `metric:source:idx`."""
+    if item["target_kind"] != "claim":
+        return None
+    parts = str(item["target_ref"]).rsplit(":", 2)
+    return parts[1] if len(parts) == 3 else "answer"
+
+
+# Where each claim source comes from: the caption and the evidence column it is read from.
+SOURCES = {"answer": ("Answer it comes from", "answer"),
+           "ground_truth": ("Reference (ground truth) it comes from", "ground_truth")}
 
 
 def _retrieved(ctx) -> list[dict]:
@@ -97,20 +112,18 @@ def _decision(item: dict, kind: str, who: str) -> None:
     if isinstance(item.get("judge_reason"), str):
         common.untrusted("Judge reason", item["judge_reason"])
     others = [x for x in A.LABELS[kind] if x != item["judge_label"]]
-    c1, c2, c3, c4 = st.columns([1, 2, 1, 1])
-    c1.button("Agree (A)", shortcut="A", type="primary", on_click=_decide, args=(item, who, item["judge_label"]),
-              key="ann_agree")
-    if len(others) == 1:  # two labels: correcting means the other one
-        c2.button(f"Correct: {others[0]} (S)", shortcut="S", on_click=_decide, args=(item, who, others[0]),
-                  key="ann_correct")
-    else:
-        choice = c2.selectbox("Correct label", others, key="ann_label", label_visibility="collapsed")
-        c2.button(f"Correct: {choice} (S)", shortcut="S", on_click=_decide, args=(item, who, choice),
-                  key="ann_correct")
-    c3.button("Skip (N)", shortcut="N", on_click=_skip, key="ann_skip_btn",
-              args=(f"{item['method']}|{item['question_id']}|{item['target_ref']}",))
-    c4.button("Undo (U)", shortcut="U", on_click=_undo, key="ann_undo",
-              disabled=not st.session_state.get("ann_done"))
+    # Labels without "(A)": Streamlit draws each shortcut as a key badge beside the label. One row
+    # sized to its content, so nothing is cut off in the half-width column of a 1400 px window.
+    choice = others[0] if len(others) == 1 else st.selectbox("Correct label", others, key="ann_label")
+    row = st.container(horizontal=True, gap="small")
+    row.button("Agree", shortcut="A", type="primary", on_click=_decide, args=(item, who, item["judge_label"]),
+               key="ann_agree", help="The judge is right (key A)")
+    row.button(f"Correct → {choice}", shortcut="S", on_click=_decide, args=(item, who, choice),
+               key="ann_correct", help="Replace the judge's label by this one (key S)")
+    row.button("Skip", shortcut="N", on_click=_skip, key="ann_skip_btn", help="Next item, no decision (key N)",
+               args=(f"{item['method']}|{item['question_id']}|{item['target_ref']}",))
+    row.button("Undo", shortcut="U", on_click=_undo, key="ann_undo", help="Retract your last decision (key U)",
+               disabled=not st.session_state.get("ann_done"))
     st.text_input("Note (optional, saved with the next decision)", key="ann_note", max_chars=500)
 
 
@@ -152,7 +165,8 @@ def render() -> None:
             if item["target_kind"] == "claim":
                 common.untrusted("Claim", item["target_text"])
                 ctx = common.call(A.item_context, item["run_id"], item["method"], item["question_id"])
-                common.untrusted("Answer it comes from", ctx["answer"].iloc[0] if len(ctx) else None)
+                label, column = SOURCES.get(_claim_source(item), SOURCES["answer"])
+                common.untrusted(label, ctx[column].iloc[0] if len(ctx) else None)
             if who:
                 _decision(item, kind, who)
             else:

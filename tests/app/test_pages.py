@@ -266,17 +266,17 @@ def test_annotate_queue_keyboard_flow_appends_and_reports_agreement(make_app, ap
     assert not at.exception
     assert any(t == "Annotating as alice" for t in texts(at))  # asked once, then shown
     _, before, total = _progress(at)
-    agree = next(b for b in at.button if b.label == "Agree (A)")
+    agree = next(b for b in at.button if b.label == "Agree")
     judge_label = next(t.value for t in at.text if t.value in ("supported", "not_supported"))
     agree.click().run()
-    correct = next(b for b in at.button if b.label.startswith("Correct: "))
-    assert correct.label in ("Correct: supported (S)", "Correct: not_supported (S)")  # the judge's words
+    correct = next(b for b in at.button if b.label.startswith("Correct → "))
+    assert correct.label in ("Correct → supported", "Correct → not_supported")  # the judge's words
     correct.click().run()
     assert _progress(at) == (2, before + 2, total)
     agreement = next(d.value for d in at.dataframe if "cohen_kappa" in d.value.columns)
     claim = agreement[agreement.target_kind == "claim"].iloc[0]
     assert claim.n == 2 and claim.agreement_rate == 0.5 and claim.ci_low < 0.5 < claim.ci_high
-    next(b for b in at.button if b.label == "Undo (U)").click().run()
+    next(b for b in at.button if b.label == "Undo").click().run()
     assert _progress(at) == (1, before + 1, total)
     from evalcore.queries import query_df
 
