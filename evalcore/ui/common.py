@@ -170,9 +170,20 @@ def set_param(param: str, value: Any) -> None:
         st.query_params[param] = new
 
 
+MISSING = "–"  # how every table shows a missing value (Streamlit's default reads "None")
+
+
+def dataframe(data: Any, **kwargs: Any) -> Any:
+    """st.dataframe as every page draws one: no index, missing values read "–" (the one
+    convention, docs/dashboard.md). Cell text stays inert (the grid renders no Markdown/HTML)."""
+    kwargs.setdefault("hide_index", True)
+    kwargs.setdefault("placeholder", MISSING)
+    return st.dataframe(data, **kwargs)
+
+
 def show_table(df: pd.DataFrame, name: str, *, key: str | None = None, **kwargs: Any) -> None:
     """A dataframe (text rendered inert) plus a CSV download of exactly what is shown."""
-    st.dataframe(df, hide_index=True, **kwargs)
+    dataframe(df, **kwargs)
     buf = io.StringIO()
     df.to_csv(buf, index=False)
     st.download_button(f"Download {md(name)} (CSV)", buf.getvalue().encode("utf-8"), file_name=f"{name}.csv",

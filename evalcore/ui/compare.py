@@ -120,10 +120,11 @@ def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str]) 
         st.text(f"{better} better, {worse} worse, {len(lines) - better - worse} without a significant difference "
                 f"(α = 0.05 after Holm over {len(lines)} tested metrics)")
         # every judged score names its judge (computed metrics: none, shown as "–")
-        lines["judged by"] = lines.metric.map(dict(zip(table.metric, table.judged_by)))
+        # (filled here: a Styler's cells show its own text for a missing value, not the placeholder)
+        lines["judged by"] = lines.metric.map(dict(zip(table.metric, table.judged_by))).fillna(common.MISSING)
         styled = lines[["outcome", "verdict", "judged by"]].style.apply(
             lambda row: [f"background-color: {_OUTCOME_COLOURS[row['outcome']]}"] * len(row), axis=1)
-        st.dataframe(styled, hide_index=True, width="stretch",
+        common.dataframe(styled, hide_index=True, width="stretch",
                      column_config={"verdict": st.column_config.TextColumn(
                          "verdict", width="large", help="Δ = candidate − baseline. The CI is the paired bootstrap's, per metric "
                                          "(unadjusted); the verdict follows the Holm-adjusted p, which accounts for "
@@ -132,8 +133,7 @@ def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str]) 
                                     "outcome": st.column_config.TextColumn("candidate", width="small"),
                                     "judged by": st.column_config.TextColumn(
                                         "judged by", help="The judge whose verdicts produced this metric's "
-                                        "values (both systems); heuristic = the offline word-overlap judge.")},
-                     placeholder="–")
+                                        "values (both systems); heuristic = the offline word-overlap judge.")})
 
 
 def _count_links(table: pd.DataFrame, picked: list[str]) -> None:
@@ -147,7 +147,7 @@ def _count_links(table: pd.DataFrame, picked: list[str]) -> None:
         "missing": table.missing})
     cfg = {o: st.column_config.LinkColumn(o, display_text=r"n=(\d+)$", help=f"questions {o} on this metric: open the list")
            for o in ("improved", "regressed", "unchanged")}
-    st.dataframe(rows, hide_index=True, column_config=cfg, width="stretch")
+    common.dataframe(rows, hide_index=True, column_config=cfg, width="stretch")
 
 
 def render() -> None:

@@ -48,7 +48,7 @@ def _table(shown: pd.DataFrame) -> None:
     colours = {b: FAILURE_COLOURS[b] for b in wide.index}
     styled = cells.reset_index().style.apply(
         lambda row: [f"background-color: {colours[row['bucket']]}55"] * len(row), axis=1)
-    st.dataframe(styled, hide_index=True, width="stretch",
+    common.dataframe(styled, hide_index=True, width="stretch",
                  column_config={"bucket": st.column_config.TextColumn("diagnosis")})
 
 
@@ -73,6 +73,6 @@ def _bucket_questions(picked: list[str], names: dict[str, str]) -> None:
     st.text(f"{len(qids)} questions: {bucket}")
     if qids:
         run, _, method = key.partition(":")
-        st.dataframe(pd.DataFrame({"question_id": qids, "open": [
+        common.dataframe(pd.DataFrame({"question_id": qids, "open": [
             "questions?" + urlencode({"run": run, "method": method, "qid": q}) for q in qids]}),
             hide_index=True, height=200, column_config={"open": st.column_config.LinkColumn("open", display_text="open")})

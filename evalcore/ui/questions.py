@@ -145,14 +145,14 @@ def _method_column(detail: dict, method: str, bucket: str | None, run_id: str) -
     key = Qn.key_metrics(metrics["metric"].tolist())
     scores = metrics.set_index("metric").loc[key, ["value", "label"]].reset_index()
     scores["label"] = scores["label"].fillna("–")
-    st.dataframe(scores, hide_index=True, key=f"scores_{method}",
+    common.dataframe(scores, hide_index=True, key=f"scores_{method}",
                  column_config={"value": st.column_config.NumberColumn("value", format="%.3f")})
     claims = detail["claims"][(detail["claims"].method == method) & (detail["claims"].source == "answer")]
     st.caption(f"Claims in the answer ({len(claims)})")
     if claims.empty:
         st.text("(no claims stored: faithfulness was not judged)")
     else:
-        st.dataframe(claims[["idx", "verdict", "text", "reason"]], hide_index=True, key=f"claims_{method}")
+        common.dataframe(claims[["idx", "verdict", "text", "reason"]], hide_index=True, key=f"claims_{method}")
     verdicts = detail["contexts"][detail["contexts"].method == method]
     if len(verdicts):  # one metric's verdicts: context_precision when there, else the first judged
         chosen = "context_precision" if (verdicts.metric == "context_precision").any() else verdicts.metric.iloc[0]
@@ -162,7 +162,7 @@ def _method_column(detail: dict, method: str, bucket: str | None, run_id: str) -
     if ctx.empty:
         st.text("(no retrieved contexts recorded)")
     else:
-        st.dataframe(ctx, hide_index=True, key=f"ctx_{method}",
+        common.dataframe(ctx, hide_index=True, key=f"ctx_{method}",
                      column_config={"text": st.column_config.TextColumn("text", width="large")})
         with st.expander("Context texts in full (the evidence the claims were checked against)"):
             for row in ctx.itertuples(index=False):
@@ -181,7 +181,7 @@ def _judge_calls(detail: dict) -> None:
                   for c in calls.itertuples()]
         i = st.selectbox("Call", range(len(calls)), format_func=lambda k: labels[k], key="judge_call")
         call = calls.iloc[i]
-        st.dataframe(pd.DataFrame([{k: call[k] for k in ("purpose", "judge_id", "input_tokens", "output_tokens",
+        common.dataframe(pd.DataFrame([{k: call[k] for k in ("purpose", "judge_id", "input_tokens", "output_tokens",
                                                         "cost_usd", "latency_ms", "cache_hit", "error")}]),
                      hide_index=True)
         st.caption("Request")
@@ -198,14 +198,14 @@ def _all_metrics(detail: dict) -> None:
         wide = m.pivot_table(index="metric", columns="method", values="value", aggfunc="first", dropna=False)
         wide = wide.loc[Qn.metric_order(list(wide.index))].reset_index()
         wide.columns.name = None
-        st.dataframe(wide, hide_index=True)
+        common.dataframe(wide, hide_index=True)
         metric = st.selectbox("Details of", Qn.metric_order(sorted(set(m.metric))), key="details_metric")
         rows = []
         for r in m[m.metric == metric].itertuples():
             rows += [{"method": r.method, "field": k, "value": v} for k, v in Qn.readable_details(r.details)]
             if isinstance(r.reason, str):
                 rows.append({"method": r.method, "field": "reason (not scored)", "value": r.reason})
-        st.dataframe(pd.DataFrame(rows, columns=["method", "field", "value"]), hide_index=True)
+        common.dataframe(pd.DataFrame(rows, columns=["method", "field", "value"]), hide_index=True)
 
 
 def _show_question(run_id: str, qid: str, methods: tuple[str, ...] | None) -> None:
@@ -266,8 +266,8 @@ def _grid(f: Qn.QuestionFilter, qids: list[str], metrics: list[str]) -> None:
     cmap = "RdYlGn" if higher_is_better(metric) else "RdYlGn_r"
     styled = table.style.background_gradient(cmap=cmap, subset=method_cols, vmin=float(table[method_cols].min().min())
                                              if len(table) else 0, vmax=float(table[method_cols].max().max())
-                                             if len(table) else 1).format("{:.3f}", subset=[*method_cols, "spread"])
-    st.dataframe(styled, hide_index=True, key="grid_table", on_select=lambda: _select_from_grid(table),
+                                             if len(table) else 1).format("{:.3f}", subset=[*method_cols, "spread"], na_rep=common.MISSING)
+    common.dataframe(styled, hide_index=True, key="grid_table", on_select=lambda: _select_from_grid(table),
                  selection_mode="single-row", height=480)
 
 
