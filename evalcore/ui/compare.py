@@ -130,7 +130,9 @@ def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str]) 
                                          "(unadjusted); the verdict follows the Holm-adjusted p, which accounts for "
                                          "testing several metrics: a CI that excludes 0 with Holm p ≥ 0.05 is not "
                                          "a difference after multiple testing."),
-                                    "outcome": st.column_config.TextColumn("candidate", width="small"),
+                                    "outcome": st.column_config.TextColumn(
+                                        "outcome", width="small", help="The candidate against the baseline: "
+                                        "better, worse or same (no significant difference after Holm)."),
                                     "judged by": st.column_config.TextColumn(
                                         "judged by", help="The judge whose verdicts produced this metric's "
                                         "values (both systems); heuristic = the offline word-overlap judge.")})

@@ -49,3 +49,15 @@ def test_annotate_verdict_names_its_judge(make_app, app_store):
     at = make_app("annotate", run=run, kind="claim", who="bob")
     assert not at.exception
     assert f"judged by {NAMED}" in texts(at)
+
+
+def test_compare_verdict_column_is_headed_by_what_it_holds(make_app, app_store):
+    """The verdict's first column holds better / worse / same: headed "outcome", not "candidate"."""
+    import json
+
+    run = synthetic_runs(app_store)[0]
+    at = make_app("compare", sys=[f"{run}:basic_search", f"{run}:local_search"], tm=["faithfulness", "token_f1"])
+    frame = next(d for d in at.dataframe if "verdict" in d.value.columns)
+    config = json.loads(frame.proto.columns)
+    assert config["outcome"]["label"] == "outcome"
+    assert "candidate" in config["outcome"]["help"]  # better/worse/same is said of the candidate
