@@ -134,7 +134,7 @@ def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str]) 
                                         "outcome", width="small", help="The candidate against the baseline: "
                                         "better, worse or same (no significant difference after Holm)."),
                                     "judged by": st.column_config.TextColumn(
-                                        "judged by", help="The judge whose verdicts produced this metric's "
+                                        "judged by", width="medium", help="The judge whose verdicts produced this metric's "
                                         "values (both systems); heuristic = the offline word-overlap judge.")})
 
 
