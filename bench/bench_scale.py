@@ -246,17 +246,65 @@ t0 = time.perf_counter()
 store = RunStore(sys.argv[1]); run_id = store.resolve(sys.argv[2])
 items, _ = _pair(run_questions(store, run_id), run_responses(store, run_id))
 specs, _ = select_metrics(_registry(), items, sys.argv[3:] or None, None, {})
-print(time.perf_counter() - t0)
+import resource
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, time.perf_counter() - t0)
 """
 
 
-def driver_read(store: Path, run_id: str, metrics: list[str]) -> float:
-    """Seconds for the driver's one read of every question and answer + metric selection."""
+def driver_read(store: Path, run_id: str, metrics: list[str]) -> tuple[float, float]:
+    """(seconds, peak RSS bytes) of the driver's one read of every question and answer + metric
+    selection, in a fresh process (imports excluded from the seconds, included in the RSS)."""
     res = subprocess.run([sys.executable, "-c", DRIVER_READ, str(store), run_id, *metrics],
                          capture_output=True, text=True, env=_env())
     if res.returncode != 0:
         raise SystemExit(f"driver read failed:\n{res.stderr}")
-    return float(res.stdout.strip().splitlines()[-1])
+    rss, seconds = map(float, res.stdout.strip().splitlines()[-1].split())
+    return seconds, rss
+
+
+BREAKDOWN = """
+import json, sys, time
+from contextlib import contextmanager
+import ray
+import evalcore.scale.ray_scoring as rs
+import evalcore.scale.ray_session as session
+from evalcore.store import RunStore
+from evalcore.store.writer import RunWriter
+T = {}
+def timed(name, fn):
+    def wrapper(*a, **k):
+        t = time.perf_counter()
+        try:
+            return fn(*a, **k)
+        finally:
+            T[name] = T.get(name, 0.0) + time.perf_counter() - t
+    return wrapper
+rs.run_questions = timed("driver: read questions", rs.run_questions)
+rs.run_responses = timed("driver: read answers", rs.run_responses)
+rs._pair = timed("driver: pair", rs._pair)
+rs.select_metrics = timed("driver: select metrics", rs.select_metrics)
+rs._read_blocks = timed("driver: plan the read", rs._read_blocks)
+rs._phase1_on_ray = timed("phase 1 on Ray (incl. pipeline start, actors, their writes)", rs._phase1_on_ray)
+rs._phase2_local = timed("phase 2: composites on the driver (incl. its publish)", rs._phase2_local)
+rs._record_in_manifest = timed("driver: manifest", rs._record_in_manifest)
+RunWriter.publish = timed("publish = compaction (all calls)", RunWriter.publish)
+ray.init = timed("ray.init", ray.init)
+ray.shutdown = timed("ray.shutdown", ray.shutdown)
+store = RunStore(sys.argv[1])
+t = time.perf_counter()
+report = rs.score_run_ray(store, sys.argv[2])
+T["total (score_run_ray)"] = time.perf_counter() - t
+print(json.dumps(T))
+"""
+
+
+def breakdown(store: Path, run_id: str) -> dict[str, float]:
+    """Where an in-process `score_run_ray` pass spends its time (seconds per step)."""
+    res = subprocess.run([sys.executable, "-c", BREAKDOWN, str(store), run_id], capture_output=True, text=True,
+                         env=_env(store.parent / "cache-breakdown"))
+    if res.returncode != 0:
+        raise SystemExit(f"breakdown failed:\n{res.stderr[-3000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def stored_values(store: Path, run_id: str):
@@ -285,7 +333,7 @@ def compare(local: Path, ray_store: Path, run_id: str) -> dict[str, object]:
 
 
 # ---- one comparison -----------------------------------------------------------------------------
-def measure(kind: str, n: int, work: Path, metrics: list[str]) -> dict[str, object]:
+def measure(kind: str, n: int, work: Path, metrics: list[str], only_breakdown: bool = False) -> dict[str, object]:
     build = deterministic_records if kind == "deterministic" else semantic_records
     src = work / f"{kind}.jsonl"
     t0 = time.perf_counter()
@@ -298,10 +346,20 @@ def measure(kind: str, n: int, work: Path, metrics: list[str]) -> dict[str, obje
     print(f"[{kind}] {data['records']:,} answers, {data['distinct_texts']:,} distinct answer/ground-truth texts, "
           f"JSONL {data['bytes'] / 1e6:.0f} MB built in {built:.1f} s; imported in {import_wall:.1f} s "
           f"(run {run_id}, store {_du(pristine) / 1e6:.0f} MB)", flush=True)
-    driver = driver_read(pristine, run_id, metrics)
+    driver, driver_rss = driver_read(pristine, run_id, metrics)
+    if only_breakdown:
+        shutil.copytree(pristine, work / "breakdown")
+        steps = breakdown(work / "breakdown", run_id)
+        print(f"[{kind}] driver read (separate process) {driver:.1f} s, peak RSS {driver_rss / 1e9:.2f} GB; "
+              f"in-process Ray pass, seconds per step:")
+        for name, sec in steps.items():
+            print(f"    {sec:8.1f}  {name}")
+        shutil.rmtree(work / "breakdown")
+        shutil.rmtree(pristine)
+        return {}
     args = ["score", run_id, "--no-progress"] + (["--metrics", ",".join(metrics)] if metrics else [])
     result: dict[str, object] = {"kind": kind, "n": data["records"], "run_id": run_id, "import_s": import_wall,
-                                 "driver_read_s": driver, "store_mb": _du(pristine) / 1e6}
+                                 "driver_read_s": driver, "driver_rss": driver_rss, "store_mb": _du(pristine) / 1e6}
     for engine in ("local", "ray"):
         copy = work / f"{kind}-{engine}"
         shutil.copytree(pristine, copy)
@@ -328,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="10,000 and 1,000 answers (a smoke run)")
     parser.add_argument("--deterministic", type=int, default=None, help="answers for part 1 (default 200,000)")
     parser.add_argument("--semantic", type=int, default=None, help="answers for part 2 (default 20,000; 0 skips)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="instead of the comparison: where an in-process Ray pass over the deterministic "
+                             "set spends its time (driver read, Ray start, actors, composites, publish)")
     parser.add_argument("--workdir", default=None, help="where the stores go (default: a temporary folder)")
     args = parser.parse_args(argv)
     n_det = args.deterministic if args.deterministic is not None else 10_000 if args.quick else 200_000
@@ -348,6 +409,10 @@ def main(argv: list[str] | None = None) -> int:
     base = python_seconds("import time; t=time.perf_counter(); import evalcore.cli.main; "
                           "print(time.perf_counter()-t)")
     print(f"evalcore CLI import (fresh process): {base:.1f} s (in both engines' figures)", flush=True)
+    if args.breakdown:
+        with tempfile.TemporaryDirectory(prefix="bench-scale-", dir=args.workdir) as tmp:
+            measure("deterministic", n_det, Path(tmp), [], only_breakdown=True)
+        return 0
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-scale-", dir=args.workdir) as tmp:
         work = Path(tmp)
@@ -371,7 +436,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{'' if equal else '  NOT EQUAL ' + json.dumps(c)}")
     for r in results:
         print(f"[{r['kind']}] driver-side read of all questions+answers and metric selection: "
-              f"{r['driver_read_s']:.1f} s ({100 * r['driver_read_s'] / r['ray_s']:.0f}% of the Ray wall time); "
+              f"{r['driver_read_s']:.1f} s ({100 * r['driver_read_s'] / r['ray_s']:.0f}% of the Ray wall time), "
+              f"peak RSS {r['driver_rss'] / 1e9:.2f} GB; "
               f"import {r['import_s']:.1f} s; store {r['store_mb']:.0f} MB before scoring, "
               f"{r['stored_mb']:.0f} MB after")
     print(f"goal: ray/local <= {GOAL} and equal values (<= 1e-9 deterministic, <= 1e-6 embeddings): "
