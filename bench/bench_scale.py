@@ -163,7 +163,7 @@ def semantic_records(n: int):
     emitted = 0
     for k in range(-(-n // SEMANTIC_METHODS)):
         row = rows[k % len(rows)]
-        qid = f"{row['id']}~{k // len(rows)}"
+        qid = f"{row['id']}~{k}"  # the source repeats a few ids: k makes each question's id unique
         for m in range(SEMANTIC_METHODS):
             if emitted == n:
                 return
