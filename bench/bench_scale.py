@@ -240,20 +240,23 @@ def ray_startup() -> tuple[float, float]:
 DRIVER_READ = """
 import sys, time
 from evalcore.store import RunStore
-from evalcore.queries import run_questions, run_responses
-from evalcore.scoring import _pair, _registry, select_metrics
+from evalcore.queries import run_questions
+from evalcore.scoring import _registry, select_metrics
+from evalcore.scale.ray_scoring import _responses_file, scan_answers
 t0 = time.perf_counter()
 store = RunStore(sys.argv[1]); run_id = store.resolve(sys.argv[2])
-items, _ = _pair(run_questions(store, run_id), run_responses(store, run_id))
-specs, _ = select_metrics(_registry(), items, sys.argv[3:] or None, None, {})
+questions = {q.id: q for q in run_questions(store, run_id)}
+scan = scan_answers(_responses_file(store, run_id), questions)
+specs, _ = select_metrics(_registry(), [], sys.argv[3:] or None, None, {}, have=scan.have)
 import resource
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, time.perf_counter() - t0)
 """
 
 
 def driver_read(store: Path, run_id: str, metrics: list[str]) -> tuple[float, float]:
-    """(seconds, peak RSS bytes) of the driver's one read of every question and answer + metric
-    selection, in a fresh process (imports excluded from the seconds, included in the RSS)."""
+    """(seconds, peak RSS bytes) of what the Ray driver reads before the pass: every question,
+    the answers scanned in batches, metric selection; in a fresh process (imports excluded
+    from the seconds, included in the RSS)."""
     res = subprocess.run([sys.executable, "-c", DRIVER_READ, str(store), run_id, *metrics],
                          capture_output=True, text=True, env=_env())
     if res.returncode != 0:

@@ -101,8 +101,11 @@ def _registry() -> dict[str, MetricSpec]:
 
 def select_metrics(registry: dict[str, MetricSpec], items: list[Item], metrics: Iterable[str] | None,
                    groups: Iterable[str] | None, options: dict[str, Any],
-                   stored_names: set[str] | None = None) -> tuple[list[MetricSpec], dict[str, str]]:
-    """(selected specs, skipped {name: why}). Explicit names are checked; defaults are filtered."""
+                   stored_names: set[str] | None = None,
+                   have: set[str] | None = None) -> tuple[list[MetricSpec], dict[str, str]]:
+    """(selected specs, skipped {name: why}). Explicit names are checked; defaults are filtered.
+    `have`: what the run can meet, when the caller computed it without holding every item
+    (the Ray engine scans the answers in batches); by default computed from `items`."""
     metrics = [m for m in (metrics or []) if m]
     groups = [g for g in (groups or []) if g]
     unknown = [m for m in metrics if m not in registry]
@@ -117,7 +120,7 @@ def select_metrics(registry: dict[str, MetricSpec], items: list[Item], metrics: 
                                                and s.name not in metrics]
     if not explicit:
         chosen = list(registry.values())
-    have = _run_has(items)
+    have = _run_has(items) if have is None else have
     judge = options.get("judge")
     selected, skipped = [], {}
     for spec in chosen:

@@ -21,9 +21,9 @@ Why this shape (and what stays the local engine's):
 * Composites (phase 2) read the values phase 1 published; they are cheap arithmetic and run
   on the driver with the local code.
 
-Known limits (docs/scale.md): the driver still reads the run's questions and answers once to
-choose metrics and for the composites; judge call counts can include cache hits a local pass
-would have answered from its in-memory memo (values are the same).
+Known limits (docs/scale.md): the driver holds the run's questions and reads the answers in
+batches twice (to choose the metrics; for the composites); judge call counts can include
+cache hits a local pass would have answered from its in-memory memo (values are the same).
 """
 
 from __future__ import annotations
@@ -32,13 +32,15 @@ import json
 import math
 import time
 from collections import Counter
-from typing import Any, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
 
 import numpy as np
+import pyarrow.parquet as pq
 
 from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
-from evalcore.queries import query_df, run_questions, run_responses
+from evalcore.queries import query_df, run_questions
 from evalcore.scale.ray_session import ray_session
 from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.scoring import (
@@ -52,7 +54,6 @@ from evalcore.scoring import (
     _context_verdicts,
     _judge_calls,
     _judge_rounds,
-    _pair,
     _record_in_manifest,
     _registry,
     _values,
@@ -287,14 +288,15 @@ def score_run_ray(store: RunStore, run_ref: str, metrics: Iterable[str] | None =
         raise EvalcoreError("--engine ray takes the judge as a spec (e.g. anthropic:MODEL), not a built client")
     run_id = store.resolve(run_ref)
     writer = store.open_run(run_id)  # publishes what a pass that died left behind
-    questions = run_questions(store, run_id)
-    items, unmatched = _pair(questions, run_responses(store, run_id))
-    if not items:
+    questions = {q.id: q for q in run_questions(store, run_id)}
+    answers = _responses_file(store, run_id)
+    scan = scan_answers(answers, questions)
+    if not scan.n_items:
         raise EvalcoreError(f"run {run_id} has no answers to score")
     stored = query_df(store, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id], runs=[run_id])
-    specs, skipped = select_metrics(_registry(), items, metrics, groups, options, set(stored["metric"]))
+    specs, skipped = select_metrics(_registry(), [], metrics, groups, options, set(stored["metric"]), have=scan.have)
     report = ScoreReport(run_id=run_id, metrics=[s.name for s in specs], skipped=skipped,
-                         n_items=len(items), unmatched_responses=unmatched)
+                         n_items=scan.n_items, unmatched_responses=scan.unmatched)
     phase1 = [s for s in specs if s.group != COMPOSITE]
     phase2 = [s for s in specs if s.group == COMPOSITE]
     wire_options = {k: v for k, v in options.items() if k != "progress"}
@@ -303,23 +305,23 @@ def score_run_ray(store: RunStore, run_ref: str, metrics: Iterable[str] | None =
     try:
         if phase1:
             with ray_session(address, num_cpus, progress) as ray:
-                figures = _phase1_on_ray(ray, store, run_id, questions, items, phase1, wire_options, report,
-                                         workers, judge_per_minute)
+                figures = _phase1_on_ray(ray, store, run_id, answers, questions, scan, phase1, wire_options,
+                                         report, workers, judge_per_minute)
     finally:
         if figures is not None and options.get("judge_update_manifest", True) and figures["counts"]["judge_calls"]:
             writer.edit_manifest(lambda m: {"counts": {**m.counts, **figures["counts"]},
                                             "judges": sorted(set(m.judges) | set(figures["judges"]))})
         writer.publish()  # also when interrupted: finished blocks become visible
     if phase2:
-        _phase2_local(store, writer, run_id, items, phase2, options, report)
+        _phase2_local(store, writer, run_id, answers, questions, phase2, options, report)
     if specs:
         _record_in_manifest(writer, specs, {**options, "engine": "ray"})
     report.seconds = time.monotonic() - started
     return report
 
 
-def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, questions: list[EvalQuestion], items: list[Item],
-                   specs: list[MetricSpec], options: dict[str, Any], report: ScoreReport,
+def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: Any, questions: dict[str, EvalQuestion],
+                   scan: "AnswerScan", specs: list[MetricSpec], options: dict[str, Any], report: ScoreReport,
                    workers: int | None, judge_per_minute: float | None) -> dict[str, Any]:
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0))
@@ -330,27 +332,27 @@ def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, questions: list[EvalQ
         from evalcore.scale.judge_gate import start_gate
 
         gate = start_gate(ray, int(options.get("judge_concurrency") or 16), judge_per_minute)
-    wanted = {q.id for q, _ in items}
-    question_json = {q.id: q.model_dump_json() for q in questions if q.id in wanted}
+    question_json = {qid: questions[qid].model_dump_json() for qid in scan.question_ids}
     kwargs = {"store_root": str(store.root), "run_id": run_id, "metric_names": [s.name for s in specs],
               "options": options, "questions": question_json,
-              "idf_questions": list(dict.fromkeys(q.id for q, _ in items)) if embeds else [], "gate": gate}
+              "idf_questions": list(scan.question_ids) if embeds else [], "gate": gate}
     size, actor_cpus = pool_plan(float(resources.get("CPU", 1)), gpus, embeds, workers)
-    batch = block_rows(len(items), size, JUDGE_BATCH if judged else EMBEDDING_BATCH if embeds else DETERMINISTIC_BATCH,
+    batch = block_rows(scan.n_items, size, JUDGE_BATCH if judged else EMBEDDING_BATCH if embeds else DETERMINISTIC_BATCH,
                        judged)
-    ds = _read_blocks(ray, _responses_file(store, run_id), len(items), batch, size)
+    ds = _read_blocks(ray, answers, scan.n_items, batch, size)
     ds = ds.map_batches(_Scorer, fn_constructor_kwargs=kwargs, batch_size=batch, batch_format="numpy",
                         **_actor_resources(ray, size, actor_cpus, gpu=embeds and gpus > 0, judged=judged))
     summaries = [json.loads(str(row["summary"])) for row in ds.iter_rows() if row["summary"]]
     return _merge_summaries(report, summaries)
 
 
-def _phase2_local(store: RunStore, writer: Any, run_id: str, items: list[Item], specs: list[MetricSpec],
-                  options: dict[str, Any], report: ScoreReport) -> None:
-    """Composites over the values just published, with the local engine's code."""
-    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options, items=items)
+def _phase2_local(store: RunStore, writer: Any, run_id: str, answers: Any, questions: dict[str, EvalQuestion],
+                  specs: list[MetricSpec], options: dict[str, Any], report: ScoreReport) -> None:
+    """Composites over the values just published, with the local engine's code, reading the
+    answers again chunk by chunk (the driver never holds them all)."""
+    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options)
     try:
-        for chunk in _chunks(items, DEFAULT_CHUNK):
+        for chunk in iter_items(answers, questions, DEFAULT_CHUNK):
             values = []
             for spec in specs:
                 scores = _compute(spec, chunk, ctx, report)
@@ -363,3 +365,54 @@ def _phase2_local(store: RunStore, writer: Any, run_id: str, items: list[Item], 
     finally:
         _judge_calls(ctx, writer)
         writer.publish()
+
+
+# ---- the driver reads the answers in batches, never all at once --------------------------------
+SCAN_BATCH = 5000
+
+
+@dataclass
+class AnswerScan:
+    """What the driver needs to know of the answers: what the run can meet (for metric
+    selection), the questions that have answers (in first-seen order), and the counts."""
+
+    have: set[str] = field(default_factory=set)
+    question_ids: dict[str, None] = field(default_factory=dict)
+    n_items: int = 0
+    unmatched: int = 0
+
+
+def _parquet(answers: Any) -> pq.ParquetFile:
+    from evalcore.store import fs as _fs
+
+    where, filesystem = _fs.arrow(answers)
+    return pq.ParquetFile(filesystem.open_input_file(where) if filesystem is not None else where)
+
+
+def iter_items(answers: Any, questions: dict[str, EvalQuestion], size: int) -> Iterator[list[Item]]:
+    """(question, answer) pairs of the run's canonical responses file, `size` at a time
+    (answers whose question is not in the run are skipped: the scan counts them)."""
+    for batch in _parquet(answers).iter_batches(batch_size=size, columns=["record"]):
+        chunk = []
+        for raw in batch.column(0).to_pylist():
+            response = EvalResponse.model_validate_json(raw)
+            question = questions.get(response.question_id)
+            if question is not None:
+                chunk.append((question, response))
+        if chunk:
+            yield chunk
+
+
+def scan_answers(answers: Any, questions: dict[str, EvalQuestion]) -> AnswerScan:
+    """One pass over the answers in batches, keeping only what metric selection needs (the
+    local `_run_has` per batch), so the driver's memory does not grow with the answers."""
+    from evalcore.scoring import _run_has
+
+    scan = AnswerScan()
+    for chunk in iter_items(answers, questions, SCAN_BATCH):
+        scan.have |= _run_has(chunk)
+        scan.n_items += len(chunk)
+        for q, _ in chunk:
+            scan.question_ids.setdefault(q.id)
+    scan.unmatched = _parquet(answers).metadata.num_rows - scan.n_items
+    return scan
