@@ -184,8 +184,12 @@ SMALL_BYTES = 25 * 2**20
 # that memory does not follow the file: the growth from the 25 MB to the 100 MB file stays under
 # SLOPE_BOUND per MB (the import before it streamed grew 1 MB per MB of file; the first
 # compaction, which merged in one SQL window, 5.5 MB per MB; with DuckDB's file cache on during
-# the summaries, ~0.6), with an absolute cap for the 100 MB file.
-SLOPE_BOUND = {"jsonl": 0.6, "json": 0.6}
+# the summaries, ~0.6), with an absolute cap for the 100 MB file. The bound is 0.9, not tighter:
+# two single figures that each vary by +-20 MB, 75 MB of file apart, make the slope itself vary
+# by up to +-0.5 (a CI run measured 0.75 with 59 MB for the 25 MB file, where 79 is usual); 0.9
+# still fails both regressions seen (1 and 5.5 MB per MB), and the cap fails memory that
+# follows the file (100 MB of file + the ~50 MB working set reaches it).
+SLOPE_BOUND = {"jsonl": 0.9, "json": 0.9}
 CAP_BYTES = 150 * 2**20
 
 CHILD = textwrap.dedent("""
