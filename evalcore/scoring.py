@@ -53,6 +53,19 @@ class MetricReport:
             scored = self.n - self.n_nan
             self.mean = self._sum / scored
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain figures, for a report computed elsewhere (a Ray worker) to be merged here."""
+        return {"n": self.n, "n_nan": self.n_nan, "sum": self._sum, "reasons": dict(self.reasons)}
+
+    def merge(self, other: dict[str, Any]) -> None:
+        """Add the figures of another report of the same metric (`to_dict`)."""
+        self.n += other["n"]
+        self.n_nan += other["n_nan"]
+        self._sum += other["sum"]
+        self.reasons.update(other["reasons"])
+        scored = self.n - self.n_nan
+        self.mean = self._sum / scored if scored else None
+
 
 @dataclass
 class ScoreReport:

@@ -29,7 +29,6 @@ cache hits a local pass would have answered from its in-memory memo (values are 
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -39,7 +38,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from evalcore.errors import EvalcoreError
-from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
+from evalcore.metrics.base import Item, MetricSpec, ScoringContext
 from evalcore.queries import query_df, run_questions
 from evalcore.scale.ray_session import ray_session
 from evalcore.schemas import EvalQuestion, EvalResponse
@@ -140,7 +139,8 @@ class _Scorer:
                 _judge_rounds(self.specs, chunk, ctx)
             for spec in self.specs:
                 scores = _compute(spec, chunk, ctx, report)
-                _add(summary["metrics"].setdefault(spec.name, _empty()), scores)
+                for score in scores:
+                    report.by_metric.setdefault(spec.name, MetricReport()).add(score)
                 values.extend(_values(self.run_id, spec, chunk, scores))
                 verdicts.extend(_context_verdicts(self.run_id, spec, chunk, scores))
                 claims.extend(_claims(self.run_id, spec, chunk, scores))
@@ -160,23 +160,9 @@ class _Scorer:
         if work is not None:
             summary["judges"] = sorted(work.labels)
         summary["errors"] = report.errors
+        summary["metrics"] = {name: m.to_dict() for name, m in report.by_metric.items()}
         self._keep(ctx)
         return summary
-
-
-def _empty() -> dict[str, Any]:
-    return {"n": 0, "n_nan": 0, "sum": 0.0, "reasons": {}}
-
-
-def _add(into: dict[str, Any], scores: list[Score]) -> None:
-    for s in scores:
-        into["n"] += 1
-        if math.isnan(s.value):
-            into["n_nan"] += 1
-            why = s.reason or "?"
-            into["reasons"][why] = into["reasons"].get(why, 0) + 1
-        else:
-            into["sum"] += s.value
 
 
 # ---- the driver --------------------------------------------------------------------------------
@@ -247,28 +233,17 @@ def _merge_summaries(report: ScoreReport, summaries: Iterable[dict[str, Any]]) -
     per_q: Counter = Counter()
     live = cached = 0
     judges: set[str] = set()
-    sums: dict[str, dict[str, Any]] = {}
     for s in summaries:
         report.n_values += s["values"]
         report.parts_written += s["parts"]
         report.errors.update(s["errors"])
         for name, m in s["metrics"].items():
-            into = sums.setdefault(name, _empty())
-            into["n"] += m["n"]
-            into["n_nan"] += m["n_nan"]
-            into["sum"] += m["sum"]
-            for why, n in m["reasons"].items():
-                into["reasons"][why] = into["reasons"].get(why, 0) + n
+            report.by_metric.setdefault(name, MetricReport()).merge(m)
         for method, qid, hit, is_live in s["calls"]:
             per_q[(method, qid)] += 1
             cached += hit
             live += is_live
         judges |= set(s["judges"])
-    for name, m in sums.items():
-        mr = MetricReport(n=m["n"], n_nan=m["n_nan"], reasons=Counter(m["reasons"]))
-        scored = m["n"] - m["n_nan"]
-        mr.mean = m["sum"] / scored if scored else None
-        report.by_metric[name] = mr
     return {"counts": {"judge_calls": sum(per_q.values()), "judge_calls_live": live, "judge_calls_cached": cached,
                        "judge_questions": len(per_q), "judge_calls_per_question_max": max(per_q.values(), default=0)},
             "judges": sorted(judges)}
