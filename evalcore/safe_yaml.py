@@ -59,16 +59,27 @@ def _prescan(text: str) -> None:
     """Walk the event stream (libyaml's parser is iterative): refuse the first alias, and
     nesting the C composer would have to recurse through."""
     depth = 0
-    for event in yaml.parse(text, Loader=_CSafeLoader):
-        if isinstance(event, yaml.AliasEvent):
-            raise AliasRefused(event.anchor, event.start_mark)
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_DEPTH:
-                mark = event.start_mark
-                raise TooDeep(f"nested deeper than {MAX_DEPTH} levels (at line {mark.line + 1})")
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
+    try:
+        for event in yaml.parse(text, Loader=_CSafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                raise AliasRefused(event.anchor, event.start_mark)
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    mark = event.start_mark
+                    raise TooDeep(f"nested too deeply (more than {MAX_DEPTH} levels, at line {mark.line + 1})")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except (AliasRefused, TooDeep):
+        raise
+    except yaml.YAMLError as exc:
+        # Newer libyaml (PyYAML 6.0.4+) has a nesting limit of its own that can fire before
+        # ours; whichever layer refuses, the user reads the same sentence.
+        if "nesting depth" in str(exc):
+            mark = getattr(exc, "problem_mark", None)
+            where = f", at line {mark.line + 1}" if mark is not None else ""
+            raise TooDeep(f"nested too deeply (over the YAML parser's own limit{where})") from None
+        raise
 
 
 def loads(text: str) -> Any:
@@ -94,6 +105,6 @@ def read_yaml(path: str | Path) -> Any:
     except yaml.YAMLError as exc:
         raise InputError(str(path), f"invalid YAML: {exc}") from exc
     except RecursionError:
-        raise InputError(str(path), "invalid YAML: nested too deeply") from None
+        raise InputError(str(path), "nested too deeply (over Python's recursion limit)") from None
     except OSError as exc:
         raise InputError(str(path), f"cannot open: {exc.strerror}") from exc
