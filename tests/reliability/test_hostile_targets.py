@@ -17,6 +17,7 @@ Two servers on 127.0.0.1 on different ports are two origins; no other address is
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -80,7 +81,9 @@ def test_a_cross_origin_redirect_is_an_error_naming_the_origin(two_servers, stor
 def test_follow_redirects_never_carries_configured_secrets_across(two_servers, store, tmp_path, monkeypatch):
     home, other = two_servers
     monkeypatch.setenv("RAG_KEY", KEY)
-    home.decide = lambda r: _redirect(307, f"{other.url}/query")
+    # the cookie jar ignores ports: a cookie home sets would go to the other port if jar-built
+    home.decide = lambda r: Fault("ok", 307, b"", {"Location": f"{other.url}/query",
+                                                   "Set-Cookie": "session=CANARY-cookie; Path=/"})
     url = f"http://user:pw-CANARY-creds@{home.url.removeprefix('http://')}/?api_key={QUERY_SECRET}&region=eu"
     spec = TargetSpec(url=url, headers={"X-Api-Key": "${RAG_KEY}", "Authorization": "Bearer ${RAG_KEY}",
                                         "X-Team": "evals"})
@@ -197,7 +200,8 @@ def test_a_non_finite_number_is_a_malformed_reply_naming_the_field(store, tmp_pa
         assert "OverflowError" not in response.error and "unexpected" not in response.error
 
 
-def test_a_base_url_query_goes_with_every_endpoint_after_its_own(store, tmp_path):
+def test_a_base_url_query_goes_with_every_endpoint_after_its_own(store, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
     seen: list[str] = []
 
     def on_get(request: dict) -> Fault:
@@ -218,6 +222,23 @@ def test_a_base_url_query_goes_with_every_endpoint_after_its_own(store, tmp_path
     assert server.requests[0]["path"] == f"/query?mode=fast&region=us&api_key={QUERY_SECRET}"
     written = everything_written(store.root)
     assert QUERY_SECRET not in written and "api_key=***" in written
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "HTTP Request" in logged and QUERY_SECRET not in logged  # httpx logs every URL
+
+
+def test_the_cli_flag_follows_a_redirect_to_another_origin(two_servers, tmp_path):
+    from typer.testing import CliRunner
+
+    from evalcore.cli.main import app
+
+    home, other = two_servers
+    home.decide = lambda r: _redirect(307, f"{other.url}/query")
+    args = ["--store", str(tmp_path / "runs"), "run", "--target", home.url, "--dataset", str(_qfile(tmp_path)),
+            "--no-score", "--no-progress", "--retries", "0"]
+    refused = CliRunner().invoke(app, args)
+    followed = CliRunner().invoke(app, [*args, "--follow-redirects", "--max-response-mb", "2"])
+    assert refused.exit_code == 0 and followed.exit_code == 0, followed.output
+    assert len(other.requests) == 2  # only the second run went there
 
 
 @pytest.mark.parametrize("field", ["health_path", "query_path", "info_path"])
