@@ -27,6 +27,7 @@ from evalcore.runner import run_evaluation
 from evalcore.targets.spec import TargetSpec
 
 from .servers import Fault, ScriptedServer, ok_json, rag_answer
+from .test_fuzz_import import figure
 from .test_security_secrets import everything_written
 
 KEY = "rk-CANARY-redirect-7d3a"
@@ -146,6 +147,7 @@ def test_a_body_without_end_is_cut_at_the_cap(store, tmp_path):
     assert all("response larger than 1 MB" in r.error for r in responses)
     assert len(server.requests) == 2  # the same body would come again: not retried
     assert server.streamed < total / 2, server.streamed  # the client stopped reading
+    figure("endless_body_mb_sent_before_the_1_mb_cap_stopped_it", round(server.streamed / 2 ** 20, 1))
 
 
 def test_a_declared_length_over_the_cap_is_refused_before_reading(store, tmp_path):
