@@ -158,7 +158,7 @@ class TargetClient:
         """The reply's JSON as the manifest may store it: secrets scrubbed, size capped."""
         body = self._redact.deep(json.loads(self._redact.data(reply.content)))
         body = body if isinstance(body, dict) else {"body": body}
-        return cap_snapshot(body, f"GET {path}")
+        return cap_snapshot(body, f"GET {public_url(path)}")
 
     async def health(self) -> dict[str, Any]:
         """GET /health; raises TargetUnavailable with the reason when the server is not ready."""
@@ -172,7 +172,7 @@ class TargetClient:
             raise TargetUnavailable(f"target {self.spec.name!r} at {public_url(self.spec.url)} is not "
                                     f"reachable ({type(exc).__name__}: {detail})") from exc
         except Refused as exc:
-            raise TargetUnavailable(f"target {self.spec.name!r}: GET {path}: {exc}") from exc
+            raise TargetUnavailable(f"target {self.spec.name!r}: GET {public_url(path)}: {exc}") from exc
         if reply.status >= 400:
             hint = ("; the target URL's query parameters go with every endpoint" if self._urls.params else "")
             raise TargetUnavailable(f"target {self.spec.name!r}: GET {self._fetch.shown(reply.url)} returned "
@@ -193,7 +193,7 @@ class TargetClient:
                 return None
             return self._snapshot(reply, path)
         except Refused as exc:
-            return {"_not_kept": f"GET {path}: {exc}"}
+            return {"_not_kept": f"GET {public_url(path)}: {exc}"}
         except (httpx.HTTPError, asyncio.TimeoutError, ValueError, RecursionError):
             return None
 

@@ -180,7 +180,23 @@ def test_a_huge_models_info_is_capped_in_the_manifest(store, tmp_path):
     snapshot = store.manifest(result.run_id).target_info["models_info"]
     assert len(json.dumps(snapshot)) <= 64 * 1024
     assert snapshot["llm"] == "big-model-1" and snapshot["embedding"] == "e5"
-    assert "truncated" in json.dumps(snapshot)
+    assert snapshot["blob"].startswith("<left out: ") and "more fields not listed" in snapshot["_truncated"]
+
+
+def test_a_models_info_over_the_read_cap_is_a_note(store, tmp_path):
+    def on_get(request: dict) -> Fault:
+        if request["path"].startswith("/models/info"):
+            return Fault("stream", body=b"[1," * 20000, total=3 * 2 ** 20)
+        return ok_json({"status": "ok"})
+
+    server = ScriptedServer(lambda r: rag_answer(r["body"]["question"]), on_get=on_get).start()
+    try:
+        result, responses = _run(store, tmp_path, TargetSpec(url=server.url), max_response_mb=1)
+    finally:
+        server.stop()
+    assert [r.error for r in responses] == [None, None]
+    info = store.manifest(result.run_id).target_info["models_info"]
+    assert info == {"_not_kept": "GET /models/info: response larger than 1 MB"}
 
 
 @pytest.mark.parametrize("field, value, named", [
