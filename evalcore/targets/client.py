@@ -38,7 +38,7 @@ import httpx
 from evalcore.errors import EvalcoreError
 from evalcore.schemas import EvalResponse
 from evalcore.secret_urls import public_url
-from evalcore.targets.fetch import EndpointUrls, Fetcher, RedirectRefused, Refused, Reply, TooLarge
+from evalcore.targets.fetch import EndpointUrls, Fetcher, RedirectRefused, Refused, Reply, TooLarge, shown_origin
 from evalcore.targets.parse import MalformedResponse, parse_response
 from evalcore.targets.secrets import Redactor, secret_values
 from evalcore.targets.snapshot import cap_snapshot
@@ -242,9 +242,12 @@ class TargetClient:
             raise _Attempt("malformed", f"body is not valid JSON ({decode_error}); starts with "
                            f"{_short(text, 80)!r}", retry=True) from decode_error
         try:
-            return parse_response(payload, self.spec.response, question_id, method)
+            response = parse_response(payload, self.spec.response, question_id, method)
         except MalformedResponse as exc:
             raise _Attempt("malformed", str(exc), retry=True) from exc
+        if not self._urls.is_home(resp.url):  # followed with follow_redirects: say who answered
+            response.raw["answered_by"] = self._redact.text(shown_origin(resp.url))
+        return response
 
     async def query(self, question: str, question_id: str, method: str, send_method: str,
                     top_k: int, params: dict[str, Any] | None = None) -> EvalResponse:

@@ -91,6 +91,7 @@ def test_follow_redirects_never_carries_configured_secrets_across(two_servers, s
     result, responses = _run(store, tmp_path, spec, follow_redirects=True)
     assert result.status == "complete"
     assert [r.answer for r in responses] == ["the other server's answer"] * 2  # followed: the user asked for it
+    assert [r.raw["answered_by"] for r in responses] == [other.url] * 2  # and the record says who answered
     assert home.requests[0]["headers"]["x-api-key"] == KEY  # the home origin did get the configured headers
     assert QUERY_SECRET in home.requests[0]["path"]
     assert len(other.requests) == 2
