@@ -61,6 +61,10 @@ class EvalConfig(BaseModel):
     backoff: float = Field(default=0.5, ge=0)
     batch_size: int = Field(default=16, ge=1, le=10_000)
     flush_seconds: float = Field(default=2.0, gt=0)
+    # What a target may make the runner do (evalcore/targets/fetch.py): follow a redirect to
+    # another origin (never with the configured headers), and send a body of what size.
+    follow_redirects: bool = False
+    max_response_mb: float = Field(default=32.0, gt=0, le=4096)
     score: bool = True
     judge: str | None = None
     no_judge: bool = False

@@ -91,8 +91,10 @@ def test_quota_exceeded_is_one_line_too(imported, monkeypatch, capsys):
 
 
 def test_other_os_errors_are_not_disguised(imported, monkeypatch, capsys):
+    """Not a full disk: said as the unexpected error it is (the CLI's safety net), exit 1."""
     _disk_full(monkeypatch, errno.EIO)
-    monkeypatch.setattr(sys, "argv", ["evalcore", "--store", str(imported), "import", "--example"])
-    with pytest.raises(OSError) as raised:
-        main()
-    assert raised.value.errno == errno.EIO
+    code, _, err = _cli(monkeypatch, capsys, "--store", str(imported), "import", "--example")
+    line = _one_error_line(err)
+    assert code == 1
+    assert line.startswith("error: unexpected OSError: [Errno 5]") and "--debug" in line
+    assert "no space" not in line

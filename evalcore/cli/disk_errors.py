@@ -1,4 +1,5 @@
-"""A full disk (or an exhausted quota) is a one-line message, not a traceback.
+"""A full disk (or an exhausted quota), or a store that cannot be written (a read-only
+volume, missing permissions), is a one-line message, not a traceback.
 
 Why here, at the top of the CLI: every write in the store is atomic (a temporary file renamed
 into place) and imports are staged, so when a write fails for lack of space nothing already
@@ -14,10 +15,25 @@ import errno
 DISK_FULL = {errno.ENOSPC: "no space left on device"}
 if hasattr(errno, "EDQUOT"):
     DISK_FULL[errno.EDQUOT] = "disk quota exceeded"
+NOT_WRITABLE = {errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
+                errno.EPERM: "operation not permitted"}
 
 
 def is_disk_full(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in DISK_FULL
+
+
+def is_not_writable(exc: BaseException) -> bool:
+    """A refused access to a named file (the store's writers and locks name theirs)."""
+    return isinstance(exc, OSError) and exc.errno in NOT_WRITABLE and bool(exc.filename)
+
+
+def not_writable_message(exc: OSError) -> str:
+    """One line: which file, why, and that what was stored is intact (a refused write
+    changes nothing; the store's writes are atomic)."""
+    verb = "cannot write" if exc.errno == errno.EROFS else "no access to"
+    return (f"{verb} {exc.filename} ({NOT_WRITABLE[exc.errno]}); nothing already stored was changed "
+            "(check the permissions or the mount of that folder, or pass another --store)")
 
 
 def disk_full_message(exc: OSError, store_root: object | None = None) -> str:

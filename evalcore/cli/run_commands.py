@@ -52,6 +52,11 @@ def run_cmd(
     retries: Optional[int] = typer.Option(None, "--retries", help="Retries on 5xx/timeouts/connection errors/"
                                           "malformed JSON (default 3)."),
     top_k: Optional[int] = typer.Option(None, "--top-k", help="top_k sent to the server (default 10)."),
+    follow_redirects: bool = typer.Option(False, "--follow-redirects", help="Follow a target's redirect to "
+                                          "another origin (default: an error naming it). Configured headers "
+                                          "and URL secrets are never sent there."),
+    max_response_mb: Optional[float] = typer.Option(None, "--max-response-mb", help="Largest reply read from "
+                                                    "a target, in MB (default 32); a larger one is an error."),
     no_judge: bool = typer.Option(False, "--no-judge", help="Score without any judge."),
     judge: Optional[str] = typer.Option(None, "--judge", help="Judge for judged metrics (e.g. heuristic)."),
     no_score: bool = typer.Option(False, "--no-score", help="Only collect answers; score later."),
@@ -82,6 +87,7 @@ def run_cmd(
     store = state.store()
     progress = False if no_progress else None
     how = {"engine": engine.value, "address": address}
+    target_rules = {"follow_redirects": follow_redirects or None, "max_response_mb": max_response_mb}
     duplicates = on_duplicate.mode if on_duplicate else None
     if resume:
         # The run keeps the on_duplicate it started with (stored in its manifest); with a
@@ -91,13 +97,15 @@ def run_cmd(
             result = resume_run(resume, store, config=given, concurrency=concurrency, timeout=timeout,
                                 retries=retries, progress=progress, score=False if no_score else None,
                                 judge=judge, no_judge=no_judge or None, metrics=_names(metrics),
-                                groups=_names(group), on_duplicate=None if config else duplicates, **how)
+                                groups=_names(group), on_duplicate=None if config else duplicates,
+                                **target_rules, **how)
     else:
         overrides = {"target": target, "dataset": dataset, "datasets": datasets, "methods": methods,
                      "samples": samples, "concurrency": concurrency, "timeout": timeout, "retries": retries,
                      "top_k": top_k, "judge": judge, "no_judge": no_judge or None, "name": name,
                      "metrics": _names(metrics), "groups": _names(group),
-                     "score": False if no_score else None, "progress": progress, "on_duplicate": duplicates}
+                     "score": False if no_score else None, "progress": progress, "on_duplicate": duplicates,
+                     **target_rules}
         if config:
             cfg = load_config(config, **overrides)
         else:

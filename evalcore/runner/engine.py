@@ -51,7 +51,8 @@ def target_clients(config: EvalConfig, lanes: int | None = None) -> dict[str, Ta
     """One client per target, each with `lanes` (default: the config's concurrency) connections."""
     retry = RetryPolicy(retries=config.retries, backoff_s=config.backoff)
     return {name: TargetClient(spec, timeout_s=config.timeout, concurrency=lanes or config.concurrency,
-                               retry=retry)
+                               retry=retry, follow_redirects=config.follow_redirects,
+                               max_response_mb=config.max_response_mb)
             for name, spec in config.targets.items()}
 
 

@@ -335,7 +335,7 @@ def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig |
         raise EvalcoreError(f"run {run_id} is a {manifest.kind} run; only live runs can be resumed")
     base = config or EvalConfig.from_snapshot(manifest.config)
     allowed = {"concurrency", "timeout", "retries", "backoff", "batch_size", "progress", "score",
-               "judge", "no_judge", "metrics", "groups", "flush_seconds"}
+               "judge", "no_judge", "metrics", "groups", "flush_seconds", "follow_redirects", "max_response_mb"}
     bad = set(k for k, v in overrides.items() if v is not None) - allowed
     if bad:
         raise EvalcoreError(f"cannot change {sorted(bad)} when resuming; they define the run")

@@ -8,12 +8,18 @@ ends as exactly one EvalResponse, either parsed or carrying `error` + `error_kin
   http       a non-2xx status (5xx and 429 are retried first; other 4xx are not). A
              Retry-After header (seconds or an HTTP date) on 429/503 is honoured: the
              next attempt waits at least that long, capped at `max_retry_after_s`
-  malformed  2xx with a body that is not JSON or does not fit the response map (retried)
+  malformed  2xx with a body that is not JSON or does not fit the response map (retried);
+             also a body larger than `max_response_mb` (not retried: it would come again)
   empty      a valid response whose answer is blank while not declaring `abstained`
   error      connection refused/reset and anything else unexpected (connection faults retried)
 
+A redirect is followed only within the target's origin; one to another origin, or one that
+would turn the POST into a GET, is an `http` error saying so (not retried), and configured
+headers never cross origins, even with `follow_redirects` (fetch.py says why).
+
 Retries back off exponentially with jitter. Secrets in headers are resolved once, held in
-memory only, and never put into an error message.
+memory only, and never put into an error message. What the server says about itself
+(/health, /models/info, /index/stats) is capped before it is stored (snapshot.py).
 """
 
 from __future__ import annotations
@@ -29,11 +35,16 @@ from typing import Any
 
 import httpx
 
+from evalcore.errors import EvalcoreError
 from evalcore.schemas import EvalResponse
+from evalcore.secret_urls import public_url
+from evalcore.targets.fetch import EndpointUrls, Fetcher, RedirectRefused, Refused, Reply, TooLarge, shown_origin
 from evalcore.targets.parse import MalformedResponse, parse_response
 from evalcore.targets.secrets import Redactor, secret_values
-from evalcore.secret_urls import public_url, split_url
+from evalcore.targets.snapshot import cap_snapshot
 from evalcore.targets.spec import SENSITIVE_HEADER, TargetSpec, render_body
+
+DEFAULT_MAX_RESPONSE_MB = 32.0
 
 
 @dataclass(frozen=True)
@@ -49,8 +60,9 @@ class RetryPolicy:
         return random.uniform(ceiling / 2, ceiling)
 
 
-class TargetUnavailable(Exception):
-    """The target failed its health check or could not be reached before the run started."""
+class TargetUnavailable(EvalcoreError):
+    """The target failed its health check or could not be reached before the run started
+    (an expected failure: the CLI says it in one line)."""
 
 
 class _Attempt(Exception):
@@ -86,7 +98,8 @@ class TargetClient:
     """Talks to one target with up to `concurrency` requests in flight. Use as `async with`."""
 
     def __init__(self, spec: TargetSpec, timeout_s: float = 30.0, concurrency: int = 8,
-                 retry: RetryPolicy | None = None):
+                 retry: RetryPolicy | None = None, follow_redirects: bool = False,
+                 max_response_mb: float = DEFAULT_MAX_RESPONSE_MB):
         self.spec = spec
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
@@ -102,27 +115,30 @@ class TargetClient:
         # httpx would turn user:password@ into a Basic Authorization header that silently
         # replaces a configured one, and mangles a base URL with a query; so both are taken
         # out of the URL: credentials become Basic auth only when no Authorization header is
-        # configured, and query parameters (e.g. ?api_key=) are sent with every request.
-        self._base_url, self._url_params, creds = split_url(spec.url)
+        # configured, and query parameters (e.g. ?api_key=) go with every endpoint (fetch.py).
+        self._urls = EndpointUrls(spec.url)
+        creds = self._urls.credentials
         has_auth_header = any(name.lower() == "authorization" for name in headers)
-        self._auth = httpx.BasicAuth(*creds) if creds and not has_auth_header else None
+        auth = httpx.BasicAuth(*creds) if creds and not has_auth_header else None
+        self._fetch = Fetcher(self._urls, headers, auth, follow_redirects,
+                              max_bytes=int(max_response_mb * 2 ** 20), redact=self._redact.text)
         self._lanes: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
         self._all: list[httpx.AsyncClient] = []
         for _ in range(max(concurrency, 1)):
-            client = self._new_client(headers, verify)
+            client = self._new_client(verify)
             self._all.append(client)
             self._lanes.put_nowait(client)
         self._http = self._all[0]  # metadata endpoints (before the run starts)
 
-    def _new_client(self, headers: dict[str, str], verify: bool | ssl.SSLContext) -> httpx.AsyncClient:
+    def _new_client(self, verify: bool | ssl.SSLContext) -> httpx.AsyncClient:
         # TCP_NODELAY: httpx may write a POST's headers and body separately; with Nagle's
         # algorithm and the server's delayed ACK that costs ~40 ms per request.
         transport = httpx.AsyncHTTPTransport(
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1), verify=verify,
             socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-        return httpx.AsyncClient(base_url=self._base_url, headers=headers, transport=transport, auth=self._auth,
-                                 params=self._url_params or None,
-                                 timeout=httpx.Timeout(self.timeout_s + 5.0), follow_redirects=True)
+        # URL, headers, auth and redirects are the Fetcher's: per request, by origin
+        return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(self.timeout_s + 5.0),
+                                 follow_redirects=False)
 
     async def __aenter__(self) -> "TargetClient":
         return self
@@ -135,39 +151,51 @@ class TargetClient:
             await client.aclose()
 
     # ---- metadata endpoints --------------------------------------------------------
-    async def _get_json(self, path: str) -> Any:
-        resp = await asyncio.wait_for(self._http.get(path), self.timeout_s)
-        resp.raise_for_status()
-        return self._redact.deep(json.loads(self._redact.data(resp.content)))  # stored in the manifest
+    async def _get(self, path: str) -> Reply:
+        return await asyncio.wait_for(self._fetch.fetch(self._http, "GET", path), self.timeout_s)
+
+    def _snapshot(self, reply: Reply, path: str) -> Any:
+        """The reply's JSON as the manifest may store it: secrets scrubbed, size capped."""
+        body = self._redact.deep(json.loads(self._redact.data(reply.content)))
+        body = body if isinstance(body, dict) else {"body": body}
+        return cap_snapshot(body, f"GET {public_url(path)}")
 
     async def health(self) -> dict[str, Any]:
         """GET /health; raises TargetUnavailable with the reason when the server is not ready."""
-        if not self.spec.health_path:
+        path = self.spec.health_path
+        if not path:
             return {"skipped": True}
         try:
-            resp = await asyncio.wait_for(self._http.get(self.spec.health_path), self.timeout_s)
+            reply = await self._get(path)
         except (httpx.HTTPError, asyncio.TimeoutError) as exc:
             detail = self._redact.text(_short(str(exc))) or "no detail"
             raise TargetUnavailable(f"target {self.spec.name!r} at {public_url(self.spec.url)} is not "
                                     f"reachable ({type(exc).__name__}: {detail})") from exc
-        if resp.status_code >= 400:
-            raise TargetUnavailable(f"target {self.spec.name!r}: GET {self.spec.health_path} returned "
-                                    f"HTTP {resp.status_code}")
+        except Refused as exc:
+            raise TargetUnavailable(f"target {self.spec.name!r}: GET {public_url(path)}: {exc}") from exc
+        if reply.status >= 400:
+            hint = ("; the target URL's query parameters go with every endpoint" if self._urls.params else "")
+            raise TargetUnavailable(f"target {self.spec.name!r}: GET {self._fetch.shown(reply.url)} returned "
+                                    f"HTTP {reply.status}{hint}")
         try:
-            body = self._redact.deep(json.loads(self._redact.data(resp.content)))  # stored in the manifest
-        except ValueError:
-            return {"status_code": resp.status_code}
-        return body if isinstance(body, dict) else {"body": body}
+            return self._snapshot(reply, path)
+        except (ValueError, RecursionError):
+            return {"status_code": reply.status}
 
     async def optional_json(self, path: str | None) -> dict[str, Any] | None:
-        """GET an optional endpoint (/models/info, /index/stats); None when absent or broken."""
+        """GET an optional endpoint (/models/info, /index/stats); None when absent or broken,
+        a note when it is refused (too large, redirected away)."""
         if not path:
             return None
         try:
-            body = await self._get_json(path)
-        except (httpx.HTTPError, asyncio.TimeoutError, ValueError):
+            reply = await self._get(path)
+            if reply.status >= 400:
+                return None
+            return self._snapshot(reply, path)
+        except Refused as exc:
+            return {"_not_kept": f"GET {public_url(path)}: {exc}"}
+        except (httpx.HTTPError, asyncio.TimeoutError, ValueError, RecursionError):
             return None
-        return body if isinstance(body, dict) else {"body": body}
 
     # ---- query ---------------------------------------------------------------------
     def _request_kwargs(self, variables: dict[str, Any]) -> dict[str, Any]:
@@ -181,38 +209,45 @@ class TargetClient:
         lane = await self._lanes.get()
         try:
             resp = await asyncio.wait_for(
-                lane.request(self.spec.query_http_method, self.spec.query_path, **kwargs),
+                self._fetch.fetch(lane, self.spec.query_http_method, self.spec.query_path, **kwargs),
                 self.timeout_s)
         except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
             raise _Attempt("timeout", f"no answer within {self.timeout_s:g}s", retry=True) from exc
         except httpx.TransportError as exc:
             detail = self._redact.text(_short(str(exc))) or "connection failed"
             raise _Attempt("error", f"{type(exc).__name__}: {detail}", retry=True) from exc
+        except TooLarge as exc:  # the same body would come again
+            raise _Attempt("malformed", str(exc), retry=False) from exc
+        except RedirectRefused as exc:  # so would the same redirect
+            raise _Attempt("http", str(exc), retry=False) from exc
         finally:
             self._lanes.put_nowait(lane)
         content = self._redact.data(resp.content)
-        text = content.decode(resp.encoding or "utf-8", errors="replace")
+        text = content.decode(resp.encoding, errors="replace")
         try:
             payload = self._redact.deep(json.loads(content))
             decode_error = None
-            if resp.status_code >= 400:  # the message quotes the body: quote the scrubbed decoding
+            if resp.status >= 400:  # the message quotes the body: quote the scrubbed decoding
                 text = json.dumps(payload, ensure_ascii=False)
         except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deeply
             payload, decode_error = None, exc if isinstance(exc, ValueError) else ValueError("nested too deeply")
-        if resp.status_code >= 400:
-            retry = resp.status_code >= 500 or resp.status_code == 429
-            after = retry_after_s(resp.headers.get("retry-after")) if resp.status_code in (429, 503) else None
+        if resp.status >= 400:
+            retry = resp.status >= 500 or resp.status == 429
+            after = retry_after_s(resp.headers.get("retry-after")) if resp.status in (429, 503) else None
             if after is not None and after > self.retry.max_retry_after_s:
                 retry = False  # waiting that long would stall the run; report it instead
-            raise _Attempt("http", f"HTTP {resp.status_code}: {_short(text, 200)}", retry=retry,
+            raise _Attempt("http", f"HTTP {resp.status}: {_short(text, 200)}", retry=retry,
                            retry_after=after)
         if decode_error is not None:
             raise _Attempt("malformed", f"body is not valid JSON ({decode_error}); starts with "
                            f"{_short(text, 80)!r}", retry=True) from decode_error
         try:
-            return parse_response(payload, self.spec.response, question_id, method)
+            response = parse_response(payload, self.spec.response, question_id, method)
         except MalformedResponse as exc:
             raise _Attempt("malformed", str(exc), retry=True) from exc
+        if not self._urls.is_home(resp.url):  # followed with follow_redirects: say who answered
+            response.raw["answered_by"] = self._redact.text(shown_origin(resp.url))
+        return response
 
     async def query(self, question: str, question_id: str, method: str, send_method: str,
                     top_k: int, params: dict[str, Any] | None = None) -> EvalResponse:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,6 +24,7 @@ from evalcore.targets.paths import get_path
 from evalcore.targets.spec import ResponseMap
 
 RAW_LIMIT = 4000  # characters of unmapped payload kept in EvalResponse.raw for debugging
+MAX_RANK = 2 ** 53  # a rank beyond this is not a position (and floats lose whole numbers past it)
 REPAIRED_KEY = "unencodable_text"  # EvalResponse.raw entry: fields whose lone surrogates were replaced
 
 log = logging.getLogger(__name__)
@@ -41,12 +43,22 @@ def _text(value: Any) -> str | None:
 
 
 def _number(value: Any, field: str) -> float | None:
+    """A finite number, or MalformedResponse naming the field (JSON as Python reads it may
+    spell Infinity and NaN, which no metric can use)."""
     if value is None or value == "":
         return None
     try:
-        return float(value)
-    except (TypeError, ValueError) as exc:
-        raise MalformedResponse(f"{field} is not a number: {value!r}") from exc
+        number = float(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise MalformedResponse(f"{field} is not a number: {_short_repr(value)}") from exc
+    if not math.isfinite(number):
+        raise MalformedResponse(f"{field} is not a finite number: {_short_repr(value)}")
+    return number
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -67,6 +79,8 @@ def _chunk(item: Any, position: int, fields: dict[str, str]) -> dict[str, Any]:
             continue
         if key == "rank":
             rank = _number(value, f"retrieved[{position - 1}].rank")
+            if rank is not None and rank > MAX_RANK:
+                raise MalformedResponse(f"retrieved[{position - 1}].rank is out of range: {value!r}")
             out["rank"] = int(rank) if rank is not None and rank >= 1 else position
         elif key == "score":
             out["score"] = _number(value, f"retrieved[{position - 1}].score")
@@ -112,7 +126,7 @@ def _timings(value: Any) -> dict[str, float]:
     out = {}
     for key, number in value.items():
         if isinstance(number, (int, float)) and not isinstance(number, bool):
-            out[str(key)] = float(number)
+            out[str(key)] = _number(number, f"timings.{key}")
     return out
 
 

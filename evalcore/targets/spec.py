@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -105,6 +106,18 @@ class TargetSpec(_Strict):
         if not re.match(r"^https?://[^/\s]+", value):
             raise ValueError(f"target url must start with http:// or https://, got {value!r}")
         return value.rstrip("/")
+
+    @field_validator("health_path", "info_path", "stats_path", "query_path")
+    @classmethod
+    def _endpoint_is_a_path(cls, value: str | None) -> str | None:
+        """An endpoint is a path (and query) on the target's URL: a full URL here would send the
+        configured headers to another server."""
+        if value is not None:
+            parts = urlsplit(value)
+            if parts.scheme or parts.netloc:
+                raise ValueError(f"endpoint must be a path on the target url (like /health), not a URL: "
+                                 f"{value!r}; to reach another server, set the target's url")
+        return value
 
     @field_validator("query_http_method")
     @classmethod

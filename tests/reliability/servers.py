@@ -12,6 +12,9 @@ Fault kinds (each one is a way real networks fail):
   truncate  headers announce the full Content-Length, half the body is sent, then close
   drip      the body is sent `chunk` bytes at a time, `seconds` apart (each gap shorter than a
             per-read timeout, the whole longer than any sane total deadline)
+  stream    a chunked body with no Content-Length: `body` repeated until `total` bytes are sent
+            (a body "without end" that still stops by itself); the bytes the client accepted
+            are added to the server's `streamed`
 
 Every sleep waits on the server's stop event, so stopping the server frees its threads fast
 and no test can hang on a stalled handler.
@@ -38,6 +41,7 @@ class Fault:
     headers: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     chunk: int = 4
+    total: int = 0
 
 
 def ok_json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Fault:
@@ -102,7 +106,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _head(self, fault: Fault, length: int) -> None:
         self.send_response(fault.status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(length))
+        if "content-length" not in {k.lower() for k in fault.headers}:  # a fault may announce its own
+            self.send_header("Content-Length", str(length))
         for k, v in fault.headers.items():
             self.send_header(k, v)
         self.end_headers()
@@ -133,10 +138,31 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(fault.body[i:i + fault.chunk])
                     self.wfile.flush()
                 return
+            if fault.kind == "stream":
+                self._stream(fault, stop)
+                return
             self._head(fault, len(fault.body))
             self.wfile.write(fault.body)
         except OSError:  # the client gave up (timeout) and hung up: expected here
             self.close_connection = True
+
+
+    def _stream(self, fault: Fault, stop: threading.Event) -> None:
+        self.send_response(fault.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        for k, v in fault.headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        sent = 0
+        while sent < fault.total and not stop.is_set():
+            piece = fault.body[: fault.total - sent]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            sent += len(piece)
+            with self.server.lock:
+                self.server.streamed += len(piece)
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
 
 class ScriptedServer(ThreadingHTTPServer):
@@ -154,6 +180,7 @@ class ScriptedServer(ThreadingHTTPServer):
         self.key = key or (lambda r: (r["body"].get("question"), r["body"].get("method")))
         self.calls: Counter = Counter()
         self.requests: list[dict] = []
+        self.streamed = 0  # bytes of "stream" bodies written (see Fault)
         self.lock = threading.Lock()
         self.stopping = threading.Event()
 

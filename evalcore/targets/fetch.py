@@ -1,0 +1,191 @@
+"""One HTTP exchange with a target, on rules that a hostile or broken server cannot bend.
+
+Why not httpx's own redirect handling and `Response.content`:
+
+* httpx follows a redirect to any origin and strips only `Authorization` on the way, so a
+  configured `X-Api-Key` (and the target URL's `?api_key=`) went to whatever server a 307
+  named, and that server's answers were stored as the target's. Here a redirect is followed
+  only within the target's origin (scheme, host and port). A redirect to another origin is
+  refused with that origin named, unless `follow_redirects` is on; even then nothing that was
+  configured (headers, URL credentials, the URL's query parameters, cookies) goes there.
+* a 301, 302 or 303 turns a POST into a GET without its body (what browsers do): the server
+  then answers another request, typically with a 404 that hides the cause. It is refused and
+  said as it is.
+* `Response.content` reads a body of any size into memory; here the body is read in pieces
+  and refused once it passes `max_bytes` (after decompression, so a gzip bomb is cut too).
+
+Endpoint URLs are built here as well (`EndpointUrls`), because httpx replaces an endpoint's
+own query by the client's parameters (`/health?deep=1` lost `deep=1`). The rule: the target
+URL's path is a prefix of every endpoint path; the query is the endpoint's own parameters,
+then the request's (a GET query's template), then the target URL's parameters whose names
+are not there yet. So the most specific value of a parameter wins, and a key in the target
+URL goes with every endpoint of that target, never to another origin.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+from urllib.parse import parse_qsl, urlsplit
+
+import httpx
+
+from evalcore.secret_urls import public_url, split_url
+
+REDIRECTS = {301, 302, 303, 307, 308}
+MAX_REDIRECTS = 10
+DEFAULT_PORTS = {"http": 80, "https": 443}
+_NO_BODY = object()
+
+
+class Refused(Exception):
+    """The exchange was stopped on purpose; the message says why, for the user."""
+
+
+class TooLarge(Refused):
+    """The body passed the size cap."""
+
+
+class RedirectRefused(Refused):
+    """A redirect this client will not follow (another origin, POST turned GET, a loop...)."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: httpx.Headers
+    content: bytes
+    encoding: str
+    url: httpx.URL
+
+
+def _origin_key(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port or DEFAULT_PORTS.get(url.scheme)
+
+
+def shown_origin(url: httpx.URL) -> str:
+    """`scheme://host[:port]`: what a message may name of a URL a server chose."""
+    return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}"
+
+
+class EndpointUrls:
+    """The full URL of every endpoint of one target (see the module docstring for the rule)."""
+
+    def __init__(self, target_url: str):
+        bare, self.params, self.credentials = split_url(target_url)
+        self.base = httpx.URL(bare)
+        self.origin = _origin_key(self.base)
+
+    def __call__(self, path: str, extra: dict[str, Any] | None = None) -> httpx.URL:
+        endpoint = urlsplit(path)
+        prefix = self.base.path.rstrip("/")
+        joined = f"{prefix}/{endpoint.path.lstrip('/')}" if endpoint.path else (prefix or "/")
+        pairs = parse_qsl(endpoint.query, keep_blank_values=True)
+        if extra:
+            pairs += httpx.QueryParams(extra).multi_items()
+        return self.with_target_params(self.base.copy_with(path=joined), pairs)
+
+    def with_target_params(self, url: httpx.URL, pairs: list[tuple[str, str]] | None = None) -> httpx.URL:
+        """`url` with the target URL's query parameters added where its query lacks the name."""
+        pairs = list(url.params.multi_items()) if pairs is None else pairs
+        names = {name for name, _ in pairs}
+        pairs += [(name, value) for name, value in self.params if name not in names]
+        return url.copy_with(params=pairs) if pairs else url
+
+    def is_home(self, url: httpx.URL) -> bool:
+        return _origin_key(url) == self.origin
+
+
+async def read_capped(response: httpx.Response, max_bytes: int, label: str) -> bytes:
+    """The whole (decoded) body, or TooLarge as soon as it passes `max_bytes`."""
+    declared = (response.headers.get("content-length") or "").strip()
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise TooLarge(f"response larger than {label} (it announced {int(declared):,} bytes)")
+    body = bytearray()
+    async for piece in response.aiter_bytes():
+        body += piece
+        if len(body) > max_bytes:
+            raise TooLarge(f"response larger than {label}")
+    return bytes(body)
+
+
+class Fetcher:
+    """Sends one request of a target and reads its reply under the rules above.
+
+    `headers` and `auth` are the target's configured ones; they go only to its own origin.
+    `redact` scrubs secrets from anything a message quotes of a server-chosen URL."""
+
+    def __init__(self, urls: EndpointUrls, headers: dict[str, str], auth: httpx.Auth | None,
+                 follow_redirects: bool, max_bytes: int, redact: Callable[[str], str]):
+        self.urls = urls
+        self.headers = headers
+        self.auth = auth
+        self.follow_redirects = follow_redirects
+        self.max_bytes = max_bytes
+        self.size_label = f"{max_bytes / 2 ** 20:g} MB"
+        self.redact = redact
+
+    def shown(self, url: httpx.URL) -> str:
+        """A URL as a message may show it: secret query values masked, other secrets scrubbed."""
+        return self.redact(public_url(str(url)))
+
+    async def fetch(self, client: httpx.AsyncClient, method: str, path: str, *, json: Any = _NO_BODY,
+                    params: dict[str, Any] | None = None) -> Reply:
+        url = self.urls(path, params)
+        for _ in range(MAX_REDIRECTS + 1):
+            home = self.urls.is_home(url)
+            body = {} if json is _NO_BODY else {"json": json}
+            if home:
+                request = client.build_request(method, url, headers=self.headers, **body)
+            else:  # built bare: no configured header, no cookie from the client's jar
+                request = httpx.Request(method, url, headers={"accept": "*/*"}, **body)
+            response = await client.send(request, stream=True, auth=self.auth if home else None)
+            try:
+                if response.status_code in REDIRECTS and response.headers.get("location"):
+                    method, url, json = self._next(method, url, json, response)
+                    continue
+                content = await read_capped(response, self.max_bytes, self.size_label)
+                return Reply(response.status_code, response.headers, content,
+                             response.charset_encoding or "utf-8", url)
+            finally:
+                await response.aclose()
+        raise RedirectRefused(f"more than {MAX_REDIRECTS} redirects, the last to {self.shown(url)}")
+
+    def _next(self, method: str, url: httpx.URL, json: Any, response: httpx.Response) -> tuple[str, httpx.URL, Any]:
+        """Where a redirect leads, or RedirectRefused saying why it is not followed."""
+        status = response.status_code
+        try:
+            target = url.join(response.headers["location"])
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise RedirectRefused(f"HTTP {status} redirect with an invalid Location") from exc
+        if target.scheme not in DEFAULT_PORTS:
+            raise RedirectRefused(f"HTTP {status} redirect to a non-HTTP URL ({target.scheme}:)")
+        if not self.urls.is_home(target):
+            if not self.follow_redirects:
+                raise RedirectRefused(f"HTTP {status} redirect to another origin, {self.redact(shown_origin(target))}; "
+                                      "set the target URL to it, or pass --follow-redirects")
+        else:
+            target = self.urls.with_target_params(target)
+        if status in (301, 302, 303) and method not in ("GET", "HEAD"):
+            raise RedirectRefused(f"HTTP {status} redirect of {method} {self.shown(url.copy_with(query=None))} to "
+                                  f"{self.shown(target.copy_with(query=None))}, which would be sent as a GET "
+                                  "without the question; point the target's query_path (or url) at the new location")
+        if status == 303:
+            return "GET", target, _NO_BODY
+        return method, target, json
+
+
+class MaskUrlsInLogs(logging.Filter):
+    """httpx logs every request's URL at INFO; a key in the target URL's query must not reach
+    a log that way."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and any(isinstance(a, httpx.URL) for a in record.args):
+            record.args = tuple(public_url(str(a)) if isinstance(a, httpx.URL) else a for a in record.args)
+        return True
+
+
+_HTTPX_LOG = logging.getLogger("httpx")
+if not any(isinstance(f, MaskUrlsInLogs) for f in _HTTPX_LOG.filters):
+    _HTTPX_LOG.addFilter(MaskUrlsInLogs())
