@@ -115,6 +115,14 @@ class LLMJudge(Judge):
         return request_key(self.request_for(p.system, [{"role": "user", "content": p.user}], p.max_tokens,
                                             task=task))
 
+    def answered_from_cache(self, task: str, inputs: dict[str, Any]) -> bool:
+        """Whether a pass would answer this request from the cache: an entry exists and
+        passes the same checks as at use (for `--dry-run`, which counts such calls free)."""
+        p = get_task(task).prompt(inputs)
+        request = self.request_for(p.system, [{"role": "user", "content": p.user}], p.max_tokens, task=task)
+        entry = self.cache.get(request_key(request))
+        return self._usable(entry, request, lambda text: parse_reply(task, text, inputs), {}) is not None
+
     async def _run_one(self, t: JudgeTask, client: Any, sem: asyncio.Semaphore) -> Outcome:
         """Ask once; when the reply does not parse, ask once more with the problem named."""
         jid = self.judge_id(t.task)

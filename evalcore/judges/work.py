@@ -187,7 +187,7 @@ def estimate_calls(ctx: Any, planned: list[tuple[str, str | None, str, dict[str,
         if not isinstance(judge, LLMJudge):
             calls += 1
             continue
-        if judge.cache.contains(judge.cache_key_for(task, inputs)):
+        if judge.answered_from_cache(task, inputs):
             cached += 1
             continue
         defn = get_task(task)

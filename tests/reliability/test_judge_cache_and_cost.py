@@ -85,16 +85,36 @@ def test_a_good_repair_is_cached_but_the_bad_first_reply_is_not(llm, store):
     assert [c.cache_hit for c in judge.drain_calls()] == [False]
 
 
+def test_a_bad_reply_in_flight_is_not_shared_with_identical_requests(llm, store):
+    """Two methods asking the same request at once: the first reply is prose; the second
+    request does not take it as a free hit but sends its own."""
+    seen = []
+
+    def respond(body: dict, api: str) -> dict:
+        seen.append(len(body["messages"]))
+        return {"text": PROSE, "sleep": 0.3} if len(seen) == 1 else {"text": GOOD}
+
+    llm.responder = respond
+    judge = _judge("anthropic", llm, store)
+    outs = judge.run_many([JudgeTask("answer_class", INPUTS, "r", m, "q1") for m in ("a", "b")])
+    assert [o.output["label"] for o in outs] == ["CORRECT", "CORRECT"]
+    assert sorted(seen) == [1, 1, 3]  # the first request twice, one repair turn
+    assert not any(c.cache_hit for c in judge.drain_calls() if c.response_raw == PROSE)
+    assert PROSE not in _cached_texts(store)
+
+
 def test_a_poisoned_entry_from_an_older_version_is_ignored(llm, store):
     judge = _judge("anthropic", llm, store)
     key = judge.cache_key_for("answer_class", INPUTS)
     judge.cache.put(key, {"text": PROSE, "input_tokens": 1000, "output_tokens": 100})  # what 0.x cached
+    assert not judge.answered_from_cache("answer_class", INPUTS)  # --dry-run counts it as a call
     llm.push({"text": GOOD})
     out = _ask(judge)
     assert out.output["label"] == "CORRECT" and llm.count() == 1
     calls = judge.drain_calls()
     assert [c.cache_hit for c in calls] == [False] and calls[0].request["meta"]["cache_entry_rejected"]
     assert judge.cache.get(key)["text"] == GOOD  # the good reply replaced the poisoned one
+    assert judge.answered_from_cache("answer_class", INPUTS)
 
 
 def test_an_entry_with_impossible_usage_is_ignored(llm, store):
