@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 from typer.testing import CliRunner
@@ -51,6 +52,14 @@ def _judge(provider: str, llm, store, model: str | None = None):
 
 def _ask(judge, task: str = "answer_class", inputs: dict = INPUTS):
     return judge.run_many([JudgeTask(task, inputs, "r", "m", "q1")])[0]
+
+
+def figure(name: str, value) -> None:
+    """Hand a measured figure to bench/reliability_campaign.py (when it is the caller)."""
+    target = os.environ.get("EVALCORE_CAMPAIGN_FIGURES")
+    if target:
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"name": name, "value": value}) + "\n")
 
 
 def _cached_texts(store) -> list[str]:
@@ -188,6 +197,8 @@ def test_a_rescore_asks_again_every_value_a_bad_reply_left_nan(llm, store):
                                               "correctness", "correctness"]
     assert not any(math.isnan(v) for v in _values(store).values())
     assert _values(store)[("q1", "correctness")] == 4
+    figure("judge_rescore_after_fix", f"{llm.count() - before} requests re-asked for 6 NaN values "
+                                      f"({before} in the bad pass), all 6 values scored")
 
 
 def test_rejudge_after_the_fix_asks_the_judge_again(llm, store):
