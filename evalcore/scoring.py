@@ -306,7 +306,9 @@ def _judge_manifest(ctx: ScoringContext, writer: Any) -> None:
 def _estimate(specs: list[MetricSpec], items: list[Item], ctx: ScoringContext) -> dict[str, Any]:
     """Sum of each selected spec's estimate. A spec's own cost_usd is used when it gives one
     (the judge layer prices its own calls and skips cached ones); otherwise its tokens are
-    priced with the performance price table for the chosen judge's model."""
+    priced with the performance price table for the chosen judge's model. A spec whose calls
+    have no price is listed in `unpriced_metrics`, and then the total cost is None (unknown),
+    never the sum of the priced ones."""
     from evalcore.metrics.performance import token_cost
 
     per_metric: dict[str, Any] = {}
@@ -323,6 +325,8 @@ def _estimate(specs: list[MetricSpec], items: list[Item], ctx: ScoringContext) -
             total[key] += float(est.get(key, 0) or 0)
         if est.get("cost_usd") is not None:
             total["cost_usd"] += float(est["cost_usd"])
+        elif est.get("price_known") is False:
+            unpriced.append(spec.name)
         else:
             cost = token_cost(ctx.options.get("judge"), int(est.get("input_tokens", 0) or 0),
                               int(est.get("output_tokens", 0) or 0), ctx.options.get("prices"))
@@ -332,7 +336,7 @@ def _estimate(specs: list[MetricSpec], items: list[Item], ctx: ScoringContext) -
                 total["cost_usd"] += cost
     return {"per_metric": per_metric, "calls": int(total["calls"]), "cached": int(total["cached"]),
             "input_tokens": int(total["input_tokens"]), "output_tokens": int(total["output_tokens"]),
-            "cost_usd": float(total["cost_usd"]),
+            "cost_usd": None if unpriced else float(total["cost_usd"]),
             "unpriced_metrics": unpriced}
 
 

@@ -8,7 +8,8 @@ Definitions used everywhere a system's cost or latency is shown (Runs, Charts, C
 - cost per query = RAG cost per answer + judge cost per answer. RAG cost per answer is the mean
   of the `cost_usd` metric where scored (priced from tokens, or what the target reported), else
   the mean cost the target reported; judge cost is every judge call's cost for the system / its
-  answers. Missing on both sides -> missing (never 0).
+  answers. Missing on both sides -> missing (never 0). A judge call of an unpriced model
+  records cost NaN (unknown), which makes its system's judge cost and total unknown too.
 - latency = the target's p50 / p95 over answers, in ms.
 - weighted_score = the mean of its per-question values (fixed budgets: comparable across runs).
 - ± (half-width of a normal 95% interval of weighted_score) only where n_scored >= MIN_N_FOR_CI.
@@ -37,6 +38,7 @@ _SYSTEMS_SQL = """
            CASE WHEN c.n_scored > 0 THEN c.mean
                 WHEN s.n_reported_cost > 0 THEN s.reported_cost_usd / s.n_reported_cost END AS rag_cost_per_query_usd,
            j.judge_cost_usd / nullif(s.n_responses, 0) AS judge_cost_per_query_usd,
+           coalesce(isnan(j.judge_cost_usd), false) AS judge_cost_unknown,
            s.latency_p50_ms, s.latency_p95_ms, s.n_abstained,
            coalesce(j.judges, nullif(array_to_string(r.judges, ', '), '')) AS judges, j.n_calls AS judge_calls
     FROM runs r
@@ -51,7 +53,9 @@ _SYSTEMS_SQL = """
 def _with_cost(rows: pd.DataFrame) -> pd.DataFrame:
     rag, judge = rows["rag_cost_per_query_usd"], rows["judge_cost_per_query_usd"]
     total = rag.fillna(0) + judge.fillna(0)
-    rows["cost_per_query_usd"] = total.where(rag.notna() | judge.notna())
+    # a judge cost that is NaN (not missing: a call of an unpriced model) makes the total unknown
+    unknown = rows.pop("judge_cost_unknown").astype(bool)
+    rows["cost_per_query_usd"] = total.where((rag.notna() | judge.notna()) & ~unknown)
     return rows
 
 

@@ -37,11 +37,13 @@ class Reply:
     """A completion. `sent_params` is set when the backend sent other parameters than it was
     given (see OpenAIBackend: a server that rejects one), so the judge client can store the
     request that really went out; `adapted` says how they differ and `rejections` lists the
-    requests the server refused on the way (each a 400 that cost no tokens)."""
+    requests the server refused on the way (each a 400 that cost no tokens). The token counts
+    are what the reply's usage said, unchecked (None: not reported); the judge client checks
+    them (judges/usage.py)."""
 
     text: str
-    input_tokens: int
-    output_tokens: int
+    input_tokens: Any
+    output_tokens: Any
     stop_reason: str | None
     model: str | None
     sent_params: dict[str, Any] | None = None
@@ -176,8 +178,9 @@ class AnthropicBackend:
                 sent = self.wire_params(params)
         text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text")
         adapted = [SCHEMA_REFUSED] if "output_config" in params and "output_config" not in sent else []
-        return Reply(text=text, input_tokens=msg.usage.input_tokens or 0,
-                     output_tokens=msg.usage.output_tokens or 0, stop_reason=msg.stop_reason, model=msg.model,
+        usage = getattr(msg, "usage", None)  # the SDK builds replies unvalidated: it may be absent
+        return Reply(text=text, input_tokens=getattr(usage, "input_tokens", None),
+                     output_tokens=getattr(usage, "output_tokens", None), stop_reason=msg.stop_reason, model=msg.model,
                      sent_params=sent if sent != params else None, adapted=adapted, rejections=rejections)
 
 
@@ -390,12 +393,12 @@ class OpenAIBackend:
         if not resp.choices:
             raise TransientError("reply without choices")
         choice = resp.choices[0]
-        usage = resp.usage
+        usage = getattr(resp, "usage", None)
         adapted = [f"the server rejects {name} for this model: {_ADAPTABLE[name]}"
                    for name in _ADAPTABLE if name in params and name not in sent]
         if "response_format" in params and "response_format" not in sent:
             adapted.append(SCHEMA_REFUSED)
-        return Reply(text=choice.message.content or "", input_tokens=(usage.prompt_tokens if usage else 0) or 0,
-                     output_tokens=(usage.completion_tokens if usage else 0) or 0,
+        return Reply(text=choice.message.content or "", input_tokens=getattr(usage, "prompt_tokens", None),
+                     output_tokens=getattr(usage, "completion_tokens", None),
                      stop_reason=choice.finish_reason, model=resp.model,
                      sent_params=sent if sent != params else None, adapted=adapted, rejections=rejections)

@@ -7,8 +7,10 @@ change in prompt version, model or data misses the cache as it should.
 
 Entries are one JSON file each, written atomically (temp file + rename; on an s3:// store one
 PUT) and never modified:
-two processes racing on one key write identical content. Only successful replies are cached;
-errors are retried next time. Nothing secret is in a request, so nothing secret is cached.
+two processes racing on one key write identical content. The judge client puts a reply only
+after it parsed and passed its task's check, and re-checks an entry before using it (older
+versions cached unchecked replies); errors and bad replies are asked again next time. Nothing
+secret is in a request, so nothing secret is cached.
 """
 
 from __future__ import annotations

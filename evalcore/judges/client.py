@@ -2,12 +2,18 @@
 
 Responsibilities, in the order a request meets them:
 1. render the task's versioned prompt (data fenced) and build the full request dict;
-2. content-addressed cache lookup (a hit makes no call and costs nothing);
+2. content-addressed cache lookup (a hit makes no call and costs nothing); a cached entry is
+   used only if it still parses and passes its task's check (an older evalcore cached every
+   reply, bad ones too);
 3. bounded concurrency (an asyncio semaphore shared by all requests of a batch);
 4. retry with exponential backoff and jitter on 429 / 5xx / timeouts, honouring Retry-After;
-5. strict JSON parsing + validation, with exactly one repair request on a bad reply;
-6. token and cost accounting; every HTTP request (or cache hit) becomes a JudgeCall row with
-   the full request and raw reply, so a verdict can be audited or re-judged later.
+5. token usage checked (usage.py: missing -> estimated, impossible -> a malformed reply) and
+   priced (evalcore.pricing: an unpriced model's cost is NaN, unknown, never 0);
+6. strict JSON parsing + validation, with exactly one repair request on a bad reply; only a
+   reply that parsed and passed the check enters the cache, so a judge that answered badly
+   once is asked again on the next pass;
+7. every HTTP request (or cache hit) becomes a JudgeCall row with the full request and raw
+   reply, so a verdict can be audited or re-judged later.
 Failures never raise into metric code: an Outcome carries either an output or an error
 string, and the metric turns an error into a NaN score with that reason.
 """
@@ -16,163 +22,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
-import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Coroutine
+from typing import Any, Callable
 
+from evalcore.judges import usage
 from evalcore.judges.backends import FatalError, TransientError
+from evalcore.judges.base import Judge, JudgeTask, Outcome, run_sync
 from evalcore.judges.cache import JudgeCache, request_key
 from evalcore.judges.parsing import ParseError, parse_reply
-from evalcore.judges.pricing import cost_usd, load_prices
 from evalcore.judges.prompts import render
-from evalcore.judges.tasks import PROMPT_VERSIONS, REPAIR_VERSION, get_task
+from evalcore.judges.tasks import REPAIR_VERSION, get_task
+from evalcore.pricing import load_prices, token_cost
 from evalcore.schemas import JudgeCall, JudgeId
 from evalcore.secret_urls import public_url
 
-
-@dataclass
-class JudgeTask:
-    task: str
-    inputs: dict[str, Any]
-    run_id: str
-    method: str | None = None
-    question_id: str | None = None
-    purpose: str = ""
-
-
-@dataclass
-class Outcome:
-    output: dict[str, Any] | None
-    error: str | None
-    judge_id: JudgeId
-    live_calls: int = 0
-
-
-def run_sync(coro: Coroutine) -> Any:
-    """Run a coroutine from sync code, also when the caller already runs an event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
-class Judge:
-    """Common part: identity, call log, per-question call counts, batch execution."""
-
-    kind = "llm"
-    provider = ""
-    model = ""
-    temperature: float | None = 0.0  # None: the provider's default (no sampling parameter sent)
-
-    def __init__(self, concurrency: int = 8):
-        self.concurrency = max(1, int(concurrency))
-        self._calls: list[JudgeCall] = []
-        self._lock = threading.Lock()
-        self.per_question: dict[tuple[str | None, str | None], int] = {}
-        self.live_calls = 0
-        self.cached_calls = 0
-        # Optional: a zero-argument factory of an async context manager held around every HTTP
-        # request on top of the local semaphore. The Ray engine installs a cluster-wide gate
-        # here (evalcore/scale/judge_gate.py), so N workers together keep one concurrency and
-        # rate limit instead of N times the local one. Cache hits never pass through it.
-        self.gate: Any = None
-
-    def judge_id(self, task: str) -> JudgeId:
-        return JudgeId(provider=self.provider, model=self.model, prompt_id=task,
-                       prompt_version=PROMPT_VERSIONS.get(task, "1"), temperature=self.temperature)
-
-    def label(self, *tasks: str) -> str:
-        """One label for a value built from several prompts: provider:model/a+b@1+1."""
-        return JudgeId(provider=self.provider, model=self.model, prompt_id="+".join(tasks),
-                       prompt_version="+".join(PROMPT_VERSIONS.get(t, "1") for t in tasks),
-                       temperature=self.temperature).label
-
-    @property
-    def spec(self) -> str:
-        return f"{self.provider}:{self.model}"
-
-    def _record(self, call: JudgeCall) -> None:
-        with self._lock:
-            self._calls.append(call)
-            key = (call.method, call.question_id)
-            self.per_question[key] = self.per_question.get(key, 0) + 1
-            if call.cache_hit:
-                self.cached_calls += 1
-            elif call.error is None or call.response_raw is not None:
-                self.live_calls += 1
-
-    def drain_calls(self) -> list[JudgeCall]:
-        with self._lock:
-            out, self._calls = self._calls, []
-        return out
-
-    def preload(self) -> None:
-        """Import what the first call will need (an SDK takes seconds to import): scoring does
-        this before it starts loading other things in the background."""
-
-    def run_many(self, tasks: list[JudgeTask],
-                 more: Callable[[int, Outcome], list[JudgeTask]] | None = None) -> list[Outcome]:
-        """Outcomes of `tasks`, sent concurrently. With `more`, each outcome is handed to
-        `more(index, outcome)` as it arrives, and the tasks it returns are sent at once in the
-        same session (so a request that needs another's reply starts as soon as that reply is
-        in, not when the whole batch is); their outcomes follow, in the order they were added."""
-        if not tasks:
-            return []
-        return run_sync(self._run_all(tasks) if more is None else self._run_chained(tasks, more))
-
-    async def _run_all(self, tasks: list[JudgeTask]) -> list[Outcome]:
-        sem = asyncio.Semaphore(self.concurrency)
-        async with self._session() as session:
-            return list(await asyncio.gather(*(self._run_one(t, session, sem) for t in tasks)))
-
-    async def _run_chained(self, tasks: list[JudgeTask],
-                           more: Callable[[int, Outcome], list[JudgeTask]]) -> list[Outcome]:
-        sem = asyncio.Semaphore(self.concurrency)
-        outcomes: list[Outcome | None] = []
-        index: dict[asyncio.Future, int] = {}
-        async with self._session() as session:
-
-            def submit(t: JudgeTask) -> asyncio.Future:
-                fut = asyncio.ensure_future(self._run_one(t, session, sem))
-                index[fut] = len(outcomes)
-                outcomes.append(None)
-                return fut
-
-            pending = {submit(t) for t in tasks}
-            try:
-                while pending:
-                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                    for fut in sorted(done, key=index.__getitem__):
-                        i = index[fut]
-                        outcomes[i] = fut.result()
-                        pending.update(submit(t) for t in more(i, outcomes[i]))
-            finally:
-                for fut in pending:  # a failing `more`: stop what is still running
-                    fut.cancel()
-                await asyncio.gather(*pending, return_exceptions=True)
-        return outcomes  # type: ignore[return-value]
-
-    def _session(self) -> Any:
-        raise NotImplementedError
-
-    async def _run_one(self, t: JudgeTask, session: Any, sem: asyncio.Semaphore) -> Outcome:
-        raise NotImplementedError
+# Judge, JudgeTask, Outcome and run_sync live in base.py; importers of this module keep them
+__all__ = ["Judge", "JudgeTask", "LLMJudge", "Outcome", "run_sync"]
 
 
 class _SdkSession:
@@ -248,6 +115,14 @@ class LLMJudge(Judge):
         return request_key(self.request_for(p.system, [{"role": "user", "content": p.user}], p.max_tokens,
                                             task=task))
 
+    def answered_from_cache(self, task: str, inputs: dict[str, Any]) -> bool:
+        """Whether a pass would answer this request from the cache: an entry exists and
+        passes the same checks as at use (for `--dry-run`, which counts such calls free)."""
+        p = get_task(task).prompt(inputs)
+        request = self.request_for(p.system, [{"role": "user", "content": p.user}], p.max_tokens, task=task)
+        entry = self.cache.get(request_key(request))
+        return self._usable(entry, request, lambda text: parse_reply(task, text, inputs), {}) is not None
+
     async def _run_one(self, t: JudgeTask, client: Any, sem: asyncio.Semaphore) -> Outcome:
         """Ask once; when the reply does not parse, ask once more with the problem named."""
         jid = self.judge_id(t.task)
@@ -278,23 +153,30 @@ class LLMJudge(Judge):
                              ) -> tuple[str | None, dict | None, str | None, str | None, int]:
         """One request, recorded, and its parse: (reply text, output, call error, parse problem,
         live calls made). Exactly one of output / call error / parse problem is set."""
-        text, call, err = await self._request(t, jid, system, messages, max_tokens, client, sem, purpose)
+
+        def check(text: str | None) -> dict:
+            return parse_reply(t.task, text, t.inputs)
+
+        text, call, err, out, problem = await self._request(t, jid, system, messages, max_tokens, client, sem,
+                                                            purpose, check)
         live = 0 if call.cache_hit else 1
         if err is not None:
             self._record(call)
             return text, None, err, None, live
-        try:
-            out = parse_reply(t.task, text, t.inputs)
-        except ParseError as exc:
-            call.error = f"{parse_label}: {exc}"
+        if problem is not None:
+            call.error = f"{parse_label}: {problem}"
             self._record(call)
-            return text, None, None, str(exc), live
+            return text, None, None, problem, live
         call.parsed = out
         self._record(call)
         return text, out, None, None, live
 
     async def _request(self, t: JudgeTask, jid: JudgeId, system: str, messages: list[dict], max_tokens: int,
-                       client: Any, sem: asyncio.Semaphore, purpose: str) -> tuple[str | None, JudgeCall, str | None]:
+                       client: Any, sem: asyncio.Semaphore, purpose: str, check: Callable[[str | None], dict]
+                       ) -> tuple[str | None, JudgeCall, str | None, dict | None, str | None]:
+        """(reply text, call, call error, output, parse problem) for one request: from the cache,
+        from an identical request in flight, or sent. A sent reply is cached only once it
+        parsed and passed `check`; a cached or shared one is used only if it passes it too."""
         request = self.request_for(system, messages, max_tokens, task=t.task)
         key = request_key(request)
         meta: dict[str, Any] = {"cache_key": key, "task": t.task, "prompt_id": jid.prompt_id,
@@ -304,34 +186,63 @@ class LLMJudge(Judge):
         call = JudgeCall(run_id=t.run_id, call_key=request_key({"k": key, "m": t.method, "q": t.question_id,
                                                                  "p": purpose})[:40],
                          judge_id=jid, method=t.method, question_id=t.question_id, purpose=purpose, request=stored)
-        hit = self.cache.get(key)
+        hit = self._usable(self.cache.get(key), request, check, meta)
         slot = (id(asyncio.get_running_loop()), key)
         if hit is None and slot in self._inflight:
             # The same request is already on its way (e.g. context relevance for two methods
             # that retrieved the same contexts): wait for that reply instead of paying twice.
-            hit = await asyncio.shield(self._inflight[slot])
+            hit = self._usable(await asyncio.shield(self._inflight[slot]), request, check, meta)
             if hit is not None:
                 meta["shared_in_flight"] = True
-        if hit is not None and isinstance(hit.get("text"), str):
+        if hit is not None:
+            entry, out = hit
             call.cache_hit = True
-            call.response_raw = hit["text"]
-            call.input_tokens = int(hit.get("input_tokens", 0))
-            call.output_tokens = int(hit.get("output_tokens", 0))
-            self._note_sent(call, request, (hit.get("request") or {}).get("params"), hit.get("params_adapted") or [])
-            return hit["text"], call, None
+            call.response_raw = entry["text"]
+            call.input_tokens = int(entry.get("input_tokens") or 0)
+            call.output_tokens = int(entry.get("output_tokens") or 0)
+            self._note_sent(call, request, (entry.get("request") or {}).get("params"),
+                            entry.get("params_adapted") or [])
+            return entry["text"], call, None, out, None
         leader: asyncio.Future = asyncio.get_running_loop().create_future()
         self._inflight[slot] = leader
-        entry: dict[str, Any] | None = None
+        good: dict[str, Any] | None = None
         try:
-            text, call, err, entry = await self._send(request, key, meta, call, client, sem)
-            return text, call, err
+            text, err, entry = await self._send(request, meta, call, client, sem)
+            if err is not None:
+                return text, call, err, None, None
+            try:
+                out = check(text)
+            except ParseError as exc:
+                return text, call, None, None, str(exc)
+            self.cache.put(key, entry)
+            good = entry
+            return text, call, None, out, None
         finally:
             del self._inflight[slot]
-            leader.set_result(entry)  # followers get the reply, or None to send their own
+            leader.set_result(good)  # followers get a checked reply, or None to send their own
 
-    async def _send(self, request: dict[str, Any], key: str, meta: dict[str, Any], call: JudgeCall, client: Any,
-                    sem: asyncio.Semaphore) -> tuple[str | None, JudgeCall, str | None, dict[str, Any] | None]:
-        """Send one request with retries; (reply text, call, error, cache entry written)."""
+    @staticmethod
+    def _usable(entry: dict[str, Any] | None, request: dict[str, Any], check: Callable[[str | None], dict],
+                meta: dict[str, Any]) -> tuple[dict[str, Any], dict] | None:
+        """(entry, output) when a cached or shared entry can be used: its reply parses, passes
+        the task's check and its usage can be true. Otherwise None (the request is sent), with
+        the reason in meta.cache_entry_rejected: older versions cached unchecked replies."""
+        if entry is None:
+            return None
+        try:
+            if not isinstance(entry.get("text"), str):
+                raise ParseError("no reply text")
+            params = (entry.get("request") or {}).get("params") or request["params"]
+            usage.checked(params, entry["text"], entry.get("input_tokens"), entry.get("output_tokens"))
+            return entry, check(entry["text"])
+        except (ParseError, usage.UsageError) as exc:
+            meta["cache_entry_rejected"] = str(exc)[:300]
+            return None
+
+    async def _send(self, request: dict[str, Any], meta: dict[str, Any], call: JudgeCall, client: Any,
+                    sem: asyncio.Semaphore) -> tuple[str | None, str | None, dict[str, Any] | None]:
+        """Send one request with retries; (reply text, error, cache entry to write once the
+        reply is checked). Fills the call: reply, tokens, cost, latency, retry waits."""
         async with sem, (self.gate() if self.gate is not None else contextlib.nullcontext()):
             waits: list[float] = []
             start = time.perf_counter()
@@ -344,7 +255,7 @@ class LLMJudge(Judge):
                         meta["retry_waits"] = waits
                         call.error = f"gave up after {attempt} attempts: {self._scrub(str(exc), 400)}"
                         call.latency_ms = (time.perf_counter() - start) * 1000
-                        return None, call, call.error, None
+                        return None, call.error, None
                     wait = exc.retry_after if exc.retry_after is not None else \
                         self.backoff_base * 2 ** (attempt - 1) * (1 + random.random())
                     wait = min(wait, self.max_wait)
@@ -353,7 +264,7 @@ class LLMJudge(Judge):
                 except FatalError as exc:
                     call.error = self._scrub(str(exc), 400)
                     call.latency_ms = (time.perf_counter() - start) * 1000
-                    return None, call, call.error, None
+                    return None, call.error, None
             call.latency_ms = (time.perf_counter() - start) * 1000
         reply.text = self._scrub(reply.text) or ""
         sent = self._note_sent(call, request, reply.sent_params, reply.adapted,
@@ -361,16 +272,29 @@ class LLMJudge(Judge):
         meta["retry_waits"] = waits
         meta["stop_reason"] = reply.stop_reason
         meta["served_model"] = reply.model
-        cost, known = cost_usd(self.prices, self.model, reply.input_tokens, reply.output_tokens)
-        meta["price_known"] = known
         call.response_raw = reply.text
-        call.input_tokens, call.output_tokens, call.cost_usd = reply.input_tokens, reply.output_tokens, cost
-        entry = {"request": sent, "text": reply.text, "input_tokens": reply.input_tokens,
-                 "output_tokens": reply.output_tokens, "stop_reason": reply.stop_reason, "served_model": reply.model}
+        try:
+            used = usage.checked(sent["params"], reply.text, reply.input_tokens, reply.output_tokens)
+        except usage.UsageError as exc:
+            # We were billed something we cannot know: no tokens, an unknown cost, and a
+            # reply not to be trusted (no repair, not cached).
+            meta["usage"] = "malformed"
+            meta["usage_reported"] = {"input_tokens": _plain(reply.input_tokens),
+                                      "output_tokens": _plain(reply.output_tokens)}
+            call.cost_usd = math.nan
+            call.error = f"malformed judge reply: {exc}"
+            return reply.text, call.error, None
+        cost = token_cost(self.model, used.input_tokens, used.output_tokens, self.prices)
+        meta["usage"] = "estimated" if used.estimated else "reported"
+        meta["price_known"] = cost is not None
+        call.input_tokens, call.output_tokens = used.input_tokens, used.output_tokens
+        call.cost_usd = cost if cost is not None else math.nan
+        entry = {"request": sent, "text": reply.text, "input_tokens": used.input_tokens,
+                 "output_tokens": used.output_tokens, "usage": meta["usage"], "stop_reason": reply.stop_reason,
+                 "served_model": reply.model}
         if reply.adapted:
             entry["params_adapted"] = reply.adapted
-        self.cache.put(key, entry)
-        return reply.text, call, None, entry
+        return reply.text, None, entry
 
     @staticmethod
     def _schema_sent(params: dict[str, Any]) -> bool:
@@ -402,3 +326,8 @@ class LLMJudge(Judge):
         if call.judge_id.temperature != temperature:
             call.judge_id = call.judge_id.model_copy(update={"temperature": temperature})
         return sent
+
+
+def _plain(value: Any) -> Any:
+    """A reported count as JSON can hold it (the SDKs do not validate usage)."""
+    return value if value is None or isinstance(value, (int, float, str, bool)) else repr(value)[:100]

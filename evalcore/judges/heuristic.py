@@ -40,7 +40,7 @@ import json
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
-from evalcore.judges.client import Judge, JudgeTask, Outcome
+from evalcore.judges.base import Judge, JudgeTask, Outcome
 from evalcore.judges.tasks import get_task
 from evalcore.schemas import JudgeCall
 

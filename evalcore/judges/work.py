@@ -26,6 +26,7 @@ from evalcore.judges.cache import request_key
 from evalcore.judges.client import JudgeTask, LLMJudge, Outcome
 from evalcore.judges.lexical import sentences
 from evalcore.judges.tasks import get_task, inputs_for
+from evalcore.pricing import token_cost
 from evalcore.schemas import JudgeCall
 
 Request = tuple[str | None, str, dict[str, Any]] | None
@@ -170,12 +171,14 @@ def estimate_calls(ctx: Any, planned: list[tuple[str, str | None, str, dict[str,
     work; a method None request is one per question), and requests already in the judge cache
     cost nothing. Second-stage inputs (claims) are guessed from sentences by the caller, so
     token figures are approximate; call counts are exact unless a fallback or repair is needed.
+    The cost is None (unknown, never 0) when calls are to be made and the judge's model has no
+    price; `price_known` says so.
     """
     work = get_work(ctx)
     seen: set = ctx.resource("judge_estimate_seen", set)
     judge = work.judge
     calls = cached = tin = tout = 0
-    cost = 0.0
+    cost: float | None = 0.0
     for task, method, qid, inputs in planned:
         key = (task, method, qid, json.dumps(inputs, sort_keys=True, ensure_ascii=False))
         if key in seen:
@@ -184,16 +187,16 @@ def estimate_calls(ctx: Any, planned: list[tuple[str, str | None, str, dict[str,
         if not isinstance(judge, LLMJudge):
             calls += 1
             continue
-        if judge.cache.contains(judge.cache_key_for(task, inputs)):
+        if judge.answered_from_cache(task, inputs):
             cached += 1
             continue
         defn = get_task(task)
         n_in, n_out = defn.estimate_input(inputs), defn.estimate_output(inputs)
-        from evalcore.judges.pricing import cost_usd
-
-        c, _ = cost_usd(judge.prices, judge.model, n_in, n_out)
-        calls, tin, tout, cost = calls + 1, tin + n_in, tout + n_out, cost + c
-    return {"calls": calls, "cached": cached, "input_tokens": tin, "output_tokens": tout, "cost_usd": round(cost, 6)}
+        c = token_cost(judge.model, n_in, n_out, judge.prices)
+        calls, tin, tout = calls + 1, tin + n_in, tout + n_out
+        cost = None if cost is None or c is None else cost + c
+    return {"calls": calls, "cached": cached, "input_tokens": tin, "output_tokens": tout,
+            "cost_usd": None if cost is None else round(cost, 6), "price_known": cost is not None}
 
 
 def guess_claims(text: str | None) -> list[str]:

@@ -4,6 +4,7 @@ chat-completions API, so the real SDK code runs over real HTTP in tests.
 `server.push(action, ...)` queues actions consumed in order; when the queue is empty the
 `responder(body, api)` callable decides. An action is {"text": reply} (a normal completion),
 or {"status": code, "headers": {...}} (an error), optionally with "sleep": seconds first.
+A completion may carry "usage": a dict replaces the provider's usage block, None leaves it out.
 An error action may carry "error": {...}, sent as OpenAI does ({"error": {message, type,
 param, code}}); `openai_error(...)` builds one.
 Every request is recorded with its path, headers and JSON body.
@@ -11,12 +12,13 @@ Every request is recorded with its path, headers and JSON body.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -51,14 +53,24 @@ class ScriptedLLM:
         return len(self.requests)
 
 
-def _completion(api: str, body: dict, text: str) -> dict:
+_NO_OVERRIDE = object()
+
+
+def _completion(api: str, body: dict, text: str, usage: Any = _NO_OVERRIDE) -> dict:
     if api == "anthropic":
-        return {"id": "msg_test", "type": "message", "role": "assistant", "model": body.get("model"),
-                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": 1000, "output_tokens": 100}}
-    return {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body.get("model"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}}
+        out = {"id": "msg_test", "type": "message", "role": "assistant", "model": body.get("model"),
+               "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": None,
+               "usage": {"input_tokens": 1000, "output_tokens": 100}}
+    else:
+        out = {"id": "chatcmpl-test", "object": "chat.completion", "created": 0, "model": body.get("model"),
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                            "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 1000, "completion_tokens": 100, "total_tokens": 1100}}
+    if usage is None:
+        del out["usage"]
+    elif usage is not _NO_OVERRIDE:
+        out["usage"] = usage
+    return out
 
 
 def openai_error(param: str | None, code: str, message: str, status: int = 400) -> dict:
@@ -82,7 +94,7 @@ def _handler(llm: ScriptedLLM):
             if action.get("sleep"):
                 time.sleep(action["sleep"])
             if "text" in action:
-                status, payload = 200, _completion(api, body, action["text"])
+                status, payload = 200, _completion(api, body, action["text"], action.get("usage", _NO_OVERRIDE))
             elif "error" in action:
                 status, payload = action.get("status", 400), {"error": action["error"]}
             else:
@@ -103,15 +115,25 @@ def _handler(llm: ScriptedLLM):
     return Handler
 
 
-@pytest.fixture
-def llm_server():
+@contextlib.contextmanager
+def scripted_llm() -> Iterator[ScriptedLLM]:
+    """A ScriptedLLM serving on 127.0.0.1 for the duration of the block (other suites use it
+    too, e.g. tests/reliability/test_judge_cache_and_cost.py)."""
     llm = ScriptedLLM()
     llm.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(llm))
     thread = threading.Thread(target=llm.httpd.serve_forever, daemon=True)
     thread.start()
-    yield llm
-    llm.httpd.shutdown()
-    llm.httpd.server_close()
+    try:
+        yield llm
+    finally:
+        llm.httpd.shutdown()
+        llm.httpd.server_close()
+
+
+@pytest.fixture
+def llm_server():
+    with scripted_llm() as llm:
+        yield llm
 
 
 CANARY_ANTHROPIC = "sk-ant-CANARY-7f3e9b1c2d4a"

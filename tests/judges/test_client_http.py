@@ -1,6 +1,7 @@
 """The judge client over real HTTP (official SDKs) against the scripted server."""
 
 import json
+import math
 import time
 
 from evalcore.judges import make_judge
@@ -46,7 +47,7 @@ def test_openai_compatible_with_base_url(llm_server, store, monkeypatch):
     assert req["body"]["temperature"] == 0 and req["body"]["messages"][0]["role"] == "system"
     assert req["headers"].get("authorization") == f"Bearer {CANARY_OPENAI}"
     call = judge.drain_calls()[0]
-    assert call.judge_id.temperature == 0.0 and call.cost_usd == 0.0  # unpriced local model
+    assert call.judge_id.temperature == 0.0 and math.isnan(call.cost_usd)  # unpriced local model: unknown
     assert call.request["meta"]["price_known"] is False
 
 
