@@ -87,7 +87,7 @@ def estimable_metrics(store: RunStore, run_id: str) -> list[str]:
     return [m for m in UNITS if m in have] + sorted((rated & have) - set(UNITS))
 
 
-def _items(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
+def label_items(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
     """Every item a person labels for this system x metric: question_id, target_kind, target_ref,
     judge_label, text (claims)."""
     u = unit(metric)
@@ -140,7 +140,7 @@ def answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFr
     human (NaN unless every item has a label)."""
     u = unit(metric)
     pred = _predictions(store, run_id, method, metric)
-    items = _items(store, run_id, method, metric)
+    items = label_items(store, run_id, method, metric)
     if u.kind == "metric":
         items = items[items.target_ref == metric]
     labels = newest_labels(store, run_id, method, u.kind)
@@ -174,7 +174,7 @@ def _item_values(u: Unit, labels: pd.Series) -> pd.Series:
 
 def items_of_answer(store: RunStore, run_id: str, method: str, metric: str, question_id: str) -> pd.DataFrame:
     """The items of one answer the 'label this whole answer' form shows (with the judge's labels)."""
-    items = _items(store, run_id, method, metric)
+    items = label_items(store, run_id, method, metric)
     items = items[items.question_id == question_id]
     if unit(metric).kind == "metric":
         items = items[items.target_ref == metric]
