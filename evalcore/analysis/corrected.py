@@ -120,6 +120,23 @@ def corrected_means(store: RunStore, run_id: str, methods: Sequence[str] | None 
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def corrected_texts(store: RunStore, systems: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """'run:method' -> one line of its corrected means ('faithfulness 0.61 [0.55, 0.67]; answer_class
+    12 of 50 labels'), for the systems among `systems` with any randomly sampled label."""
+    from evalcore.analysis.sql import df
+
+    have = df(store, "SELECT DISTINCT run_id, method FROM annotations WHERE sample_id IS NOT NULL")
+    wanted = set(map(tuple, systems))
+    out = {}
+    for run_id, method in zip(have.run_id, have.method):
+        if (run_id, method) not in wanted:
+            continue
+        rows = corrected_means(store, run_id, methods=[method])
+        if len(rows):
+            out[f"{run_id}:{method}"] = "; ".join(f"{r['metric']} {shown(r)}" for r in rows.to_dict("records"))
+    return out
+
+
 def _verdict(lo: float | None, hi: float | None) -> str:
     if lo is None or hi is None:
         return "–"
