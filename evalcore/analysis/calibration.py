@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis import label_units as U
-from evalcore.analysis.corrected import ALPHA, _corr, ppi
+from evalcore.analysis.corrected import ALPHA, _corr, ppi, sampled_systems
 from evalcore.analysis.sql import df, run_methods
 from evalcore.schemas.labels import RETRACTED
 from evalcore.stats.agreement import cohen_kappa
@@ -99,6 +99,8 @@ def _advice(kappa: Any, bias_low: Any, bias_high: Any, rho: Any, n: int) -> str:
 def summary(store: RunStore, run_id: str) -> pd.DataFrame:
     """Per judge x labellable metric with sampled labels: kappa [CI], bias [CI], rho, advice."""
     rows = []
+    if not any(r == run_id for r, _ in sampled_systems(store)):
+        return pd.DataFrame(rows, columns=COLUMNS)
     for metric in U.estimable_metrics(store, run_id):
         items, answers = sampled_pairs(store, run_id, metric)
         for judge in sorted(set(items.judge) | set(answers.judge)):

@@ -51,6 +51,21 @@ def ppi():
     return ppi_py
 
 
+def available() -> bool:
+    """Whether ppi-python is installed (without importing it: the import takes seconds)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ppi_py") is not None
+
+
+def sampled_systems(store: RunStore) -> set[tuple[str, str]]:
+    """(run, method) pairs with any randomly sampled label: the only ones worth estimating."""
+    from evalcore.analysis.sql import df
+
+    have = df(store, "SELECT DISTINCT run_id, method FROM annotations WHERE sample_id IS NOT NULL")
+    return set(zip(have.run_id, have.method))
+
+
 def labels_to_target(n: int, half_width: float | None, target: float = TARGET_HALF_WIDTH) -> int | None:
     """Roughly how many more labels bring the CI half-width to `target`: width shrinks as 1/sqrt(n)
     at the observed variance, so n_needed = n (half_width / target)^2."""
@@ -110,6 +125,11 @@ def corrected_means(store: RunStore, run_id: str, methods: Sequence[str] | None 
     from evalcore.analysis.sql import run_methods
 
     methods = list(methods) if methods else run_methods(store, run_id)
+    if labelled_only:
+        have = sampled_systems(store)
+        methods = [m for m in methods if (run_id, m) in have]
+        if not methods:
+            return pd.DataFrame(columns=COLUMNS)
     metrics = list(metrics) if metrics else U.estimable_metrics(store, run_id)
     rows = []
     for method in methods:
@@ -123,12 +143,9 @@ def corrected_means(store: RunStore, run_id: str, methods: Sequence[str] | None 
 def corrected_texts(store: RunStore, systems: Sequence[tuple[str, str]]) -> dict[str, str]:
     """'run:method' -> one line of its corrected means ('faithfulness 0.61 [0.55, 0.67]; answer_class
     12 of 50 labels'), for the systems among `systems` with any randomly sampled label."""
-    from evalcore.analysis.sql import df
-
-    have = df(store, "SELECT DISTINCT run_id, method FROM annotations WHERE sample_id IS NOT NULL")
     wanted = set(map(tuple, systems))
     out = {}
-    for run_id, method in zip(have.run_id, have.method):
+    for run_id, method in sorted(sampled_systems(store)):
         if (run_id, method) not in wanted:
             continue
         rows = corrected_means(store, run_id, methods=[method])
@@ -174,7 +191,10 @@ def corrected_compare(store: RunStore, base: tuple[str, str], cands: Sequence[tu
                       metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """Corrected Δ per candidate x labellable metric with sampled labels on both sides (DELTA_COLUMNS)."""
     rows = []
+    have = sampled_systems(store)
     for cand in cands:
+        if tuple(base) not in have or tuple(cand) not in have:
+            continue
         shared = [m for m in U.estimable_metrics(store, base[0]) if m in set(U.estimable_metrics(store, cand[0]))]
         for metric in metrics or shared:
             if metric not in shared:

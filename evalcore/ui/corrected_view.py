@@ -19,7 +19,6 @@ from evalcore.analysis import calibration as K
 from evalcore.analysis import corrected as C
 from evalcore.analysis import label_sampling as S
 from evalcore.analysis import label_units as U
-from evalcore.errors import EvalcoreError
 from evalcore.ui import common
 
 MODES = ["random sample", "queue"]
@@ -38,10 +37,8 @@ def mode_select(container=st) -> str:
 
 
 def _available() -> bool:
-    try:
-        C.ppi()
-    except EvalcoreError as exc:
-        st.info(common.md(str(exc)))
+    if not C.available():
+        st.info(common.md(C.INSTALL_HINT))
         return False
     return True
 
@@ -175,10 +172,9 @@ def _reliability_chart(rel: pd.DataFrame, metric: str) -> None:
 def render_compare(base: str, cand: str) -> None:
     """Compare: judge Δ and human-corrected Δ side by side, with whether the verdict changes."""
     base_t, cand_t = tuple(base.split(":", 1)), tuple(cand.split(":", 1))
-    try:
-        table = common.call(C.corrected_compare, base_t, (cand_t,))
-    except EvalcoreError:
+    if not C.available():
         return  # ppi-python absent: the CLI names the install; the page stays as it was
+    table = common.call(C.corrected_compare, base_t, (cand_t,))
     if table.empty:
         return
     st.subheader("Judge vs human-corrected")
@@ -202,10 +198,9 @@ def corrected_column(board: pd.DataFrame) -> pd.DataFrame:
     """Runs: a 'corrected' column where a system has randomly sampled labels."""
     if board.empty or not {"run_id", "method"} <= set(board.columns):
         return board
-    try:
-        texts = common.call(C.corrected_texts, tuple(zip(board.run_id, board.method)))
-    except EvalcoreError:
+    if not C.available():
         return board
+    texts = common.call(C.corrected_texts, tuple(zip(board.run_id, board.method)))
     if not texts:
         return board
     out = board.copy()
