@@ -87,13 +87,13 @@ def _advice(kappa: Any, bias_low: Any, bias_high: Any, rho: Any, n: int) -> str:
     """One plain reading of the row (thresholds: Landis & Koch's 'substantial' kappa 0.6; a bias
     CI that holds 0; rho 0.5, where PPI++ needs ~13% fewer labels)."""
     if n < 30:
-        return "too few sampled answers to say"
+        return "too few to say"
     unbiased = bias_low is not None and bias_low <= 0 <= bias_high
     if unbiased and (kappa is None or kappa >= 0.6):
-        return "trust its mean (no bias detected)"
+        return "trust its mean"
     if rho is not None and rho >= 0.5:
-        return "use the corrected mean (judge informative, biased)"
-    return "weak judge: rely on the labels"
+        return "biased: use corrected"
+    return "weak: rely on labels"
 
 
 def summary(store: RunStore, run_id: str) -> pd.DataFrame:

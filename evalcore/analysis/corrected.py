@@ -150,7 +150,7 @@ def corrected_texts(store: RunStore, systems: Sequence[tuple[str, str]]) -> dict
             continue
         rows = corrected_means(store, run_id, methods=[method])
         if len(rows):
-            out[f"{run_id}:{method}"] = "; ".join(f"{r['metric']} {shown(r)}" for r in rows.to_dict("records"))
+            out[f"{run_id}:{method}"] = "; ".join(f"{r['metric']} {shown(r, 2)}" for r in rows.to_dict("records"))
     return out
 
 
@@ -205,8 +205,21 @@ def corrected_compare(store: RunStore, base: tuple[str, str], cands: Sequence[tu
     return pd.DataFrame(rows, columns=DELTA_COLUMNS)
 
 
+def num(x: float | None, digits: int = 3, sign: bool = False) -> str:
+    """A number as people read it: '–' when missing, never '-0.000'."""
+    if x is None or x != x:
+        return "–"
+    x = 0.0 if round(x, digits) == 0 else x  # a tiny negative rounds to 0, not '-0.000'
+    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+
+
+def interval(lo: float | None, hi: float | None, digits: int = 3) -> str:
+    """'[lo, hi]' or '–'."""
+    return "–" if lo is None or lo != lo else f"[{num(lo, digits)}, {num(hi, digits)}]"
+
+
 def shown(row: dict[str, Any] | pd.Series, digits: int = 3) -> str:
-    """The one-cell text of a corrected mean: '0.612 [0.55, 0.67]' or 'n of 50 labels'."""
+    """The one-cell text of a corrected mean: '0.612 [0.550, 0.670]' or 'n of 50 labels'."""
     if row["status"] != "ok" or row["corrected"] is None:
         return f"{int(row['n_labelled'])} of {MIN_LABELS} labels"
-    return f"{row['corrected']:.{digits}f} [{row['ci_low']:.{digits}f}, {row['ci_high']:.{digits}f}]"
+    return f"{num(row['corrected'], digits)} {interval(row['ci_low'], row['ci_high'], digits)}"

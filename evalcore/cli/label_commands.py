@@ -47,16 +47,20 @@ def export_cmd(run: Optional[str] = typer.Option(None, "--run", help="Only this 
 
 
 def _f(x, digits: int = 3) -> str:
-    return "–" if x is None or x != x else f"{x:.{digits}f}"
+    from evalcore.analysis.corrected import num
+
+    return num(x, digits)
 
 
 def _ci(lo, hi) -> str:
-    return "–" if lo is None or lo != lo else f"[{_f(lo)}, {_f(hi)}]"
+    from evalcore.analysis.corrected import interval
+
+    return interval(lo, hi)
 
 
 def print_corrected_means(store, run_id: str, as_json: bool = False) -> None:
     """`show RUN --corrected`: judge mean beside the human-corrected one, per method x metric."""
-    from evalcore.analysis.corrected import MIN_LABELS, corrected_means
+    from evalcore.analysis.corrected import MIN_LABELS, corrected_means, num
 
     table = corrected_means(store, run_id)
     if as_json:
@@ -75,7 +79,7 @@ def print_corrected_means(store, run_id: str, as_json: bool = False) -> None:
             typer.echo(f"  {r.method:<20} {r.metric:<20} {_f(r.judge_mean):>7} "
                        f"{f'{r.n_labelled} of {MIN_LABELS} labels':>27} {labelled:>10}")
             continue
-        bias = f"{r.bias:+.3f} {_ci(r.bias_low, r.bias_high)}"
+        bias = f"{num(r.bias, sign=True)} {_ci(r.bias_low, r.bias_high)}"
         typer.echo(f"  {r.method:<20} {r.metric:<20} {_f(r.judge_mean):>7} {_f(r.corrected):>9} "
                    f"{_ci(r.ci_low, r.ci_high):>17} {labelled:>10} {bias:>25} {_f(r.rho, 2):>6} "
                    f"{_f(r.implied_width_ratio, 2):>6}")
@@ -85,7 +89,7 @@ def print_corrected_means(store, run_id: str, as_json: bool = False) -> None:
 def print_corrected_compare(store, sels: list, metrics: list[str] | None) -> None:
     """`compare A B --corrected`: judge Δ vs corrected Δ with CIs and verdicts, side by side.
     `sels`: the comparison's selections, baseline first."""
-    from evalcore.analysis.corrected import MIN_LABELS, corrected_compare
+    from evalcore.analysis.corrected import MIN_LABELS, corrected_compare, num
 
     table = corrected_compare(store, (sels[0].run_id, sels[0].method), [(s.run_id, s.method) for s in sels[1:]],
                               metrics)
@@ -95,11 +99,11 @@ def print_corrected_compare(store, sels: list, metrics: list[str] | None) -> Non
     typer.echo(f"judge Δ vs human-corrected Δ (paired PPI++ on per-question differences; {MIN_LABELS}+ "
                "questions labelled on both sides; unadjusted 95% CI):")
     for r in table.itertuples(index=False):
-        left = f"judge {r.judge_delta:+.3f} {_ci(r.judge_low, r.judge_high)} {r.judge_verdict}"
+        left = f"judge {num(r.judge_delta, sign=True)} {_ci(r.judge_low, r.judge_high)} {r.judge_verdict}"
         if r.status != "ok":
             right = f"corrected: {r.n_labelled} of {MIN_LABELS} labels"
         else:
-            right = (f"corrected {r.corrected_delta:+.3f} {_ci(r.ci_low, r.ci_high)} {r.corrected_verdict}"
+            right = (f"corrected {num(r.corrected_delta, sign=True)} {_ci(r.ci_low, r.ci_high)} {r.corrected_verdict}"
                      + ("  (verdict changes)" if r.verdict_changes else ""))
         typer.echo(f"  {r.candidate:<28} {r.metric:<20} {left:<48} {right}  n={r.n_labelled}/{r.N}")
 

@@ -46,7 +46,8 @@ def _available() -> bool:
 def _progress(est: dict) -> None:
     """Where the population's estimate stands and what the next labels buy."""
     n = int(est["n_labelled"])
-    st.text(f"{n} of {C.MIN_LABELS} labels for an estimate · {n} of {est['N']} answers labelled at random")
+    st.text(f"{n} of {est['N']} answers labelled at random · {min(n, C.MIN_LABELS)} of the {C.MIN_LABELS} "
+            "an estimate needs")
     st.progress(min(1.0, n / C.MIN_LABELS))
     if est["ci_low"] is None:
         st.text("Corrected CI: needs at least 2 labelled answers")
@@ -120,7 +121,7 @@ def render_sample(run_id: str, methods: list[str], who: str, evidence: Callable[
 
 
 def _pm(lo, hi) -> str:
-    return "–" if lo is None or pd.isna(lo) else f"[{lo:.3f}, {hi:.3f}]"
+    return C.interval(None if lo is None or pd.isna(lo) else lo, hi)
 
 
 def render_calibration(run_id: str) -> None:
@@ -135,10 +136,11 @@ def render_calibration(run_id: str) -> None:
                            "Label in random-sample mode (or `evalcore labels import`) to calibrate the judges.")
         return
     shown = pd.DataFrame({
-        "judge": table.judge, "metric": table.metric, "sampled answers": table.n_answers, "items": table.n_items,
+        "judge": table.judge, "metric": table.metric, "reading": table.advice, "sampled answers": table.n_answers,
+        "items": table.n_items,
         "kappa": table.kappa, "kappa 95% CI": [_pm(a, b) for a, b in zip(table.kappa_low, table.kappa_high)],
         "bias (judge − human)": table.bias, "bias 95% CI": [_pm(a, b) for a, b in zip(table.bias_low, table.bias_high)],
-        "rho": table.rho, "reading": table.advice})
+        "rho": table.rho})
     st.caption("kappa: item-level agreement beyond chance (bootstrap CI). bias: the judge's mean minus the people's "
                "on the same answers. rho: answer-level correlation; PPI++ needs about (1 − rho²) of the labels.")
     common.show_table(shown, "calibration", column_config={
@@ -148,7 +150,7 @@ def render_calibration(run_id: str) -> None:
     with c1:
         st.caption("Confusion matrix: judge's label (rows) × person's label (columns), sampled items")
         conf = common.call(K.confusion, run_id, metric)
-        common.dataframe(conf.reset_index() if not conf.empty else conf)
+        common.dataframe(conf.rename_axis("judge \\ person").reset_index() if not conf.empty else conf)
     with c2:
         rel = common.call(K.reliability, run_id, metric)
         if K.is_graded(metric) and len(rel):

@@ -205,3 +205,8 @@ def test_order_is_seeded_and_the_same_for_every_method():
     assert S.order(qs, 0) == S.order(list(reversed(qs)), 0)
     assert S.order(qs, 0) != S.order(qs, 1)
     assert S.inclusion_prob(0, 100) == 0.2 and S.inclusion_prob(20, 100) == 0.4 and S.inclusion_prob(99, 30) == 1.0
+
+
+def test_numbers_read_without_minus_zero():
+    assert C.interval(-0.0002, 0.171) == "[0.000, 0.171]"
+    assert C.num(-0.0004, sign=True) == "+0.000" and C.num(-0.25) == "-0.250" and C.num(None) == "–"

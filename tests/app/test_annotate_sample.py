@@ -57,8 +57,8 @@ def _app(store, monkeypatch, page, **params):
 
 
 def _progress(at) -> int:
-    line = next(t for t in texts(at) if " of 50 labels for an estimate" in t)
-    return int(re.match(r"(\d+) of 50", line).group(1))
+    line = next(t for t in texts(at) if " answers labelled at random · " in t)
+    return int(re.match(r"(\d+) of \d+ answers", line).group(1))
 
 
 def test_random_sample_through_the_page_then_cli_and_compare_agree(sample_store, monkeypatch):
@@ -126,4 +126,4 @@ def test_calibration_section_reads_sampled_labels(sample_store, monkeypatch):
     row = cal[cal.metric == "answer_class"].iloc[0]
     assert row["sampled answers"] >= 98 and 0 < row["kappa"] < 1
     assert row["reading"]
-    assert any("judge" in d.value.columns and "CORRECT" in d.value.columns for d in at.dataframe)  # confusion
+    assert any("judge \\ person" in d.value.columns and "CORRECT" in d.value.columns for d in at.dataframe)
