@@ -139,3 +139,12 @@ def test_a_bad_record_is_one_line_and_nothing_is_stored(labelled, tmp_path, chan
     assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
     assert str(path) in lines[0] and "record 4" in lines[0] and f"field '{field}'" in lines[0], lines[0]
     assert query_df(store, "SELECT count(*) AS n FROM annotations").n[0] == before
+
+
+def test_without_ppi_python_the_cli_names_the_install(labelled, monkeypatch):
+    """ppi-python is an extra: absent, `--corrected` is one clear error naming the install."""
+    store, run, _ = labelled
+    monkeypatch.setitem(sys.modules, "ppi_py", None)  # `import ppi_py` now raises ImportError
+    res = _cli(store.root, "show", run, "--corrected")
+    assert res.exit_code != 0
+    assert C.INSTALL_HINT in str(res.exception) and "evalcore[labels]" in C.INSTALL_HINT
