@@ -124,12 +124,33 @@ def _pm(lo, hi) -> str:
     return C.interval(None if lo is None or pd.isna(lo) else lo, hi)
 
 
+def means_table(table: pd.DataFrame) -> pd.DataFrame:
+    """corrected_means as people read it (the columns `show --corrected` prints)."""
+    ok = table.status == "ok"
+    return pd.DataFrame({
+        "method": table.method, "metric": table.metric, "judge mean": table.judge_mean,
+        "corrected [95% CI]": [C.shown(r) for r in table.to_dict("records")],
+        "labelled": [f"{n}/{N}" for n, N in zip(table.n_labelled, table.N)],
+        "judge bias": table.bias.where(ok),
+        "bias 95% CI": [_pm(a, b) if k else "–" for a, b, k in zip(table.bias_low, table.bias_high, ok)],
+        "rho": table.rho.where(ok),
+        "width vs labels alone ≈ √(1−rho²)": table.implied_width_ratio.where(ok)})
+
+
 def render_calibration(run_id: str) -> None:
-    """Judge calibration against sampled labels: one table of which judge to trust for what, then
-    the confusion matrix and reliability diagram of one metric."""
-    st.subheader("Judge calibration (randomly sampled labels only)")
+    """The run's corrected means, then judge calibration against sampled labels: one table of
+    which judge to trust for what, the confusion matrix and reliability diagram of one metric."""
     if not _available():
         return
+    means = common.call(C.corrected_means, run_id)
+    if len(means):
+        st.subheader("Human-corrected means (this run)")
+        st.caption(f"PPI++ from randomly sampled labels ({C.MIN_LABELS}+ per method × metric). The width column: "
+                   "how wide the corrected interval is next to labels alone, as the judge–human correlation implies.")
+        common.show_table(means_table(means), "corrected-means", column_config={
+            c: st.column_config.NumberColumn(c, format="%.3f")
+            for c in ("judge mean", "judge bias", "rho", "width vs labels alone ≈ √(1−rho²)")})
+    st.subheader("Judge calibration (randomly sampled labels only)")
     table = common.call(K.summary, run_id)
     if table.empty:
         common.empty_state("No randomly sampled labels in this run yet.",

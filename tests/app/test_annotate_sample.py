@@ -127,3 +127,15 @@ def test_calibration_section_reads_sampled_labels(sample_store, monkeypatch):
     assert row["sampled answers"] >= 98 and 0 < row["kappa"] < 1
     assert row["reading"]
     assert any("judge \\ person" in d.value.columns and "CORRECT" in d.value.columns for d in at.dataframe)
+
+
+def test_annotate_lists_the_runs_corrected_means(sample_store, monkeypatch):
+    from evalcore.analysis import corrected as C
+
+    store, run = sample_store
+    at = _app(store, monkeypatch, "annotate", run=run, smethod="basic_search", metric="answer_class", who="eve")
+    table = next(d.value for d in at.dataframe if "corrected [95% CI]" in d.value.columns)
+    want = C.system_estimate(store, run, "basic_search", "answer_class")
+    row = table[(table.method == "basic_search") & (table.metric == "answer_class")].iloc[0]
+    assert row["corrected [95% CI]"] == C.shown(want)
+    assert row["judge bias"] == pytest.approx(want["bias"]) and row["rho"] == pytest.approx(want["rho"])
