@@ -210,3 +210,31 @@ def test_order_is_seeded_and_the_same_for_every_method():
 def test_numbers_read_without_minus_zero():
     assert C.interval(-0.0002, 0.171) == "[0.000, 0.171]"
     assert C.num(-0.0004, sign=True) == "+0.000" and C.num(-0.25) == "-0.250" and C.num(None) == "–"
+
+
+def test_each_metric_maps_its_labels_to_one_answer_value(tmp_path):
+    """grades -> points/4 on both sides; contexts -> share relevant once every rank is labelled;
+    a 0-1 rating of any other metric -> the rating, beside the metric's value."""
+    from evalcore.demo.synthetic import build_store
+
+    store = build_store(tmp_path / "runs", n_runs=1, n_questions=4, n_metrics=11)
+    run, m, q = store.run_ids()[0], "basic_search", "q00001"
+    base = dict(run_id=run, method=m, question_id=q)
+    grade = U.label_items(store, run, m, "factual_accuracy")
+    grade = grade[grade.question_id == q].iloc[0]
+    ctx = U.items_of_answer(store, run, m, "context_precision", q)
+    rows = [A.build({**base, "target_kind": "grade", "target_ref": "factual_accuracy", "judge_label": grade.judge_label},
+                    "ann", "B", None, ("srs:0", 0.25)),
+            A.build({**base, "target_kind": "metric", "target_ref": "token_f1", "judge_label": None}, "ann", "0.8",
+                    None, ("srs:0", 0.25))]
+    rows += [A.build({**base, "target_kind": "context", "target_ref": r.target_ref, "judge_label": r.judge_label}, "ann",
+                     "relevant" if i != 1 else "not_relevant", None, ("srs:0", 0.25))
+             for i, r in enumerate(ctx.itertuples())]
+    store.append_annotations(rows)
+    g = U.answers(store, run, m, "factual_accuracy").set_index("question_id").loc[q]
+    assert g.human == 0.75 and g.judge == U.grade_value(grade.judge_label)
+    c = U.answers(store, run, m, "context_precision").set_index("question_id").loc[q]
+    assert c.human == pytest.approx((len(ctx) - 1) / len(ctx)) and len(ctx) >= 2
+    r = U.answers(store, run, m, "token_f1").set_index("question_id").loc[q]
+    assert r.human == 0.8 and r.sampled
+    assert "token_f1" in U.estimable_metrics(store, run)  # rated, so labellable
