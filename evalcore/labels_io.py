@@ -80,7 +80,9 @@ def _label(kind: str, raw: str, file: str, recno: int) -> str:
     elif kind == "grade":
         v = Grade(raw.upper()) if raw.upper() in set(Grade) else None
     else:
-        return raw if not math.isnan(U.rating_value(raw)) else _bad(file, recno, "label", f"{raw!r} is not a rating between 0 and 1")
+        if math.isnan(U.rating_value(raw)):
+            _bad(file, recno, "label", f"{raw!r} is not a rating between 0 and 1")
+        return raw
     if v is None:
         words = {"claim": "supported / not_supported", "context": "relevant / not_relevant",
                  "answer_class": "CORRECT / WRONG / DONT_KNOW", "grade": "A, B, C, D or E"}[kind]

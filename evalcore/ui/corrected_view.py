@@ -76,8 +76,8 @@ def _form(run_id: str, method: str, metric: str, draw: S.Draw, who: str) -> None
             default = it["judge_label"] if it["judge_label"] in options else (
                 f"{round(float(it['judge_label']) * 10) / 10:.1f}" if kind == "metric" else options[0])
             chosen.append(st.selectbox(f"Your label, item {i + 1}", options, index=options.index(default),
-                                       key=f"lab_{draw.question_id}_{i}"))
-        note = st.text_input("Note (optional)", key=f"lab_note_{draw.question_id}", max_chars=500)
+                                       key=f"lab_{method}_{metric}_{draw.question_id}_{i}"))
+        note = st.text_input("Note (optional)", key=f"lab_note_{method}_{metric}_{draw.question_id}", max_chars=500)
         if st.form_submit_button("Label this whole answer", type="primary", disabled=not who):
             rows = [{**it, "run_id": run_id, "method": method} for it in items.to_dict("records")]
             A.save_answer(common.store(), rows, who, chosen, note or None, (draw.sample_id, draw.inclusion_prob))
