@@ -139,3 +139,25 @@ def test_annotate_lists_the_runs_corrected_means(sample_store, monkeypatch):
     row = table[(table.method == "basic_search") & (table.metric == "answer_class")].iloc[0]
     assert row["corrected [95% CI]"] == C.shown(want)
     assert row["judge bias"] == pytest.approx(want["bias"]) and row["rho"] == pytest.approx(want["rho"])
+
+
+def test_the_whole_answer_form_shows_hostile_claims_as_plain_text(tmp_path, monkeypatch):
+    from datetime import datetime, timezone
+
+    from evalcore.demo.synthetic import JUDGE, build_store
+    from evalcore.schemas import Claim
+    from tests.app.conftest import HOSTILE
+
+    store = build_store(tmp_path / "runs", n_runs=1, n_questions=6, n_metrics=1)
+    run = store.run_ids()[0]
+    q = S.next_answer(store, run, "basic_search", "faithfulness").question_id
+    writer = store.open_run(run)
+    now = datetime.now(timezone.utc)
+    writer.write_claims([Claim(run_id=run, method="basic_search", question_id=q, source="answer", idx=i,
+                               text=HOSTILE if i == 0 else "a plain claim", verdict="supported", reason="r",
+                               metric="faithfulness", judge_id=JUDGE.label, computed_at=now) for i in range(2)])
+    writer.publish()
+    at = _app(store, monkeypatch, "annotate", run=run, smethod="basic_search", metric="faithfulness", who="eve")
+    assert HOSTILE in texts(at)  # verbatim, as plain text
+    assert all(HOSTILE not in m.value for m in at.markdown)
+    assert len([s for s in at.selectbox if s.label.startswith("Your label")]) == 2
