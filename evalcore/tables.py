@@ -75,7 +75,7 @@ ANNOTATIONS_SCHEMA = pa.schema([
     ("annotation_id", pa.string()), ("who", pa.string()), ("when", TS), ("run_id", pa.string()),
     ("method", pa.string()), ("question_id", pa.string()), ("target_kind", pa.string()),
     ("target_ref", pa.string()), ("judge_label", pa.string()), ("label", pa.string()),
-    ("note", pa.string()),
+    ("note", pa.string()), ("sample_id", pa.string()), ("inclusion_prob", pa.float64()),
 ])
 
 # Key columns per table: compaction keeps the newest row per key, so re-writing a row

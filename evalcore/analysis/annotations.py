@@ -104,17 +104,33 @@ def item_context(store: RunStore, run_id: str, method: str, question_id: str) ->
               runs=[run_id])
 
 
-def save(store: RunStore, item: dict, who: str, label: str, note: str | None) -> Annotation:
-    """Append one annotation (never overwrites: a second opinion is a new row)."""
+def build(item: dict, who: str, label: str, note: str | None, sample: tuple[str, float] | None = None) -> Annotation:
+    """One annotation of an item, checked against its kind's labels. `sample` = (sample id,
+    inclusion probability) when the item was drawn at random (None: hand-picked)."""
     allowed = LABELS.get(item["target_kind"])
     if allowed is not None and label not in (*allowed, RETRACTED):
         raise ValueError(f"label {label!r} is not one of {', '.join(allowed)}")
-    a = Annotation(annotation_id=uuid.uuid4().hex, who=who, run_id=item["run_id"], method=item["method"],
-                   question_id=item["question_id"], target_kind=item["target_kind"],
-                   target_ref=item["target_ref"], judge_label=item["judge_label"], label=label,
-                   note=note or None)
+    sample_id, prob = sample if sample else (None, None)
+    return Annotation(annotation_id=uuid.uuid4().hex, who=who, run_id=item["run_id"], method=item["method"],
+                      question_id=item["question_id"], target_kind=item["target_kind"],
+                      target_ref=item["target_ref"], judge_label=item["judge_label"], label=label,
+                      note=note or None, sample_id=sample_id, inclusion_prob=prob)
+
+
+def save(store: RunStore, item: dict, who: str, label: str, note: str | None,
+         sample: tuple[str, float] | None = None) -> Annotation:
+    """Append one annotation (never overwrites: a second opinion is a new row)."""
+    a = build(item, who, label, note, sample)
     store.append_annotations([a])
     return a
+
+
+def save_answer(store: RunStore, items: list[dict], who: str, labels: list[str], note: str | None,
+                sample: tuple[str, float] | None = None) -> list[Annotation]:
+    """'Label this whole answer': every item of one answer in one append (all or nothing)."""
+    rows = [build(item, who, label, note, sample) for item, label in zip(items, labels, strict=True)]
+    store.append_annotations(rows)
+    return rows
 
 
 def undo(store: RunStore, annotation: Annotation) -> Annotation:

@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "evalcore.cli.judge_commands",  # rejudge
     "evalcore.cli.run_commands",  # run, demo, demo-server
     "evalcore.cli.app_commands",  # app
+    "evalcore.cli.label_commands",  # labels import|export (show/compare --corrected print from it too)
 ]
 
 

@@ -176,6 +176,8 @@ def compare_cmd(
         None, "--fail-on-regression", help="METRIC[:MIN_DELTA]; exit 1 if it regresses significantly (Holm)."),
     seed: int = typer.Option(0, "--seed", help="Seed for bootstrap and randomization."),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level after Holm correction."),
+    corrected: bool = typer.Option(False, "--corrected",
+                                   help="Also judge Δ vs human-corrected Δ from randomly sampled labels."),
 ) -> None:
     """Compare methods/runs paired on question_id: Δ, CI, p (Holm-adjusted), win/loss counts."""
     from evalcore.analysis.compare import compare, pareto, regressions
@@ -196,6 +198,13 @@ def compare_cmd(
         if front is not None:
             out["pareto"] = {"points": json.loads(front[0].to_json(orient="records", double_precision=15)), "dropped_axes": front[1]}
         out["regressions"] = failures
+        if corrected:
+            from evalcore.analysis.corrected import corrected_compare
+
+            sels = [result.baseline, *result.candidates]
+            table = corrected_compare(store, (sels[0].run_id, sels[0].method), [(x.run_id, x.method) for x in sels[1:]],
+                                      wanted)
+            out["corrected"] = json.loads(table.to_json(orient="records", double_precision=15))
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
     elif markdown:
         from evalcore.analysis.report import comparison_markdown
@@ -226,6 +235,10 @@ def compare_cmd(
                            p.dominated_by] for p in df.itertuples()])
             if dropped:
                 typer.echo(f"Pareto axes dropped (missing values): {', '.join(dropped)}", err=True)
+        if corrected:
+            from evalcore.cli.label_commands import print_corrected_compare
+
+            print_corrected_compare(store, sels, wanted)
     if failures:
         for f in failures:
             typer.echo(f"REGRESSION {f}", err=True)

@@ -107,7 +107,9 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON inst
 
 
 def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, or 'latest'."),
-             as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+             as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+             corrected: bool = typer.Option(False, "--corrected",
+                                            help="Also the human-corrected means from randomly sampled labels.")) -> None:
     """Show a run's manifest and its per-method metric means (n scored / n)."""
     store = state.store()
     run_id = store.resolve(run)
@@ -119,6 +121,10 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
         payload = {"manifest": json.loads(manifest.model_dump_json()),
                    "metrics": json.loads(summary.to_json(orient="records", force_ascii=False, double_precision=15)),
                    "indexing_coverage": indexing, "hit_rate@5_by_doc_type": by_type}
+        if corrected:
+            from evalcore.analysis.corrected import corrected_means
+
+            payload["corrected"] = json.loads(corrected_means(store, run_id).to_json(orient="records", double_precision=15))
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
     typer.echo(f"run {manifest.run_id}  ({manifest.name}, {manifest.kind}, {manifest.status})")
@@ -141,6 +147,10 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
         typer.echo("hit_rate@5 by gold document type:")
         for r in by_type:
             typer.echo(f"  {r['method']:<20} {r['doc_type']:<12} {r['mean']:.4f}  (n={r['n']})")
+    if corrected:
+        from evalcore.cli.label_commands import print_corrected_means
+
+        print_corrected_means(store, run_id)
 
 
 def export_cmd(

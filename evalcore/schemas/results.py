@@ -131,6 +131,18 @@ class Annotation(Strict):
     judge_label: str | None = None
     label: str
     note: str | None = None
+    # How the answer was chosen. None (and every label written before these fields existed) =
+    # hand-picked: it counts for agreement only. A random sample names its draw (sample_id) and
+    # the probability the draw gave this answer of being in it; only such labels feed the
+    # corrected estimates (evalcore.analysis.corrected). docs/labels.md.
+    sample_id: str | None = None
+    inclusion_prob: float | None = Field(default=None, gt=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _sample_complete(self) -> "Annotation":
+        if (self.sample_id is None) != (self.inclusion_prob is None):
+            raise ValueError("sample_id and inclusion_prob go together (both, or neither for a hand-picked item)")
+        return self
 
 
 RunStatus = Literal["created", "running", "complete", "failed", "cancelled"]

@@ -159,7 +159,11 @@ def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnec
             con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src)}")
         ann = sorted(p for p in store.annotations_dir().glob("*.parquet")) if store.annotations_dir().is_dir() else []
         if ann:
-            con.execute(f"CREATE VIEW annotations AS SELECT * FROM read_parquet({sql_list(ann)}, union_by_name = true)")
+            # BY NAME over the typed empty table: part files written before a column existed
+            # (sample_id, inclusion_prob) read it as NULL instead of lacking it
+            empty = _empty_table(con, "_empty_annotations", ANNOTATIONS_SCHEMA, view=False)
+            con.execute(f"CREATE VIEW annotations AS SELECT * FROM read_parquet({sql_list(ann)}, union_by_name = true)"
+                        f" UNION ALL BY NAME SELECT * FROM {empty}")
         else:
             _empty_table(con, "annotations", ANNOTATIONS_SCHEMA)
     except BaseException:

@@ -13,7 +13,7 @@ import streamlit as st
 
 from evalcore.analysis import annotations as A
 from evalcore.analysis import leaderboard as L
-from evalcore.ui import common
+from evalcore.ui import common, corrected_view
 from evalcore.ui.helpers import judged_by
 
 KINDS = list(A.LABELS)
@@ -128,7 +128,8 @@ def _decision(item: dict, kind: str, who: str) -> None:
 
 
 def render() -> None:
-    common.header("Annotate", "Spot-check judge verdicts: agree (A), correct (S), skip (N), undo (U). "
+    common.header("Annotate", "Random sample: label answers drawn at random, so the labels correct the judge's "
+                  "means. Queue: spot-check any verdict — agree (A), correct (S), skip (N), undo (U). "
                   "Every decision is appended with who and when.")
     runs = common.call(L.run_list)
     if runs.empty:
@@ -138,9 +139,22 @@ def render() -> None:
     # runs with judge verdicts first (newest first): the queue opens on work to do
     judged = common.call(A.runs_with_verdicts)
     ordered = judged + [r for r in runs.run_id if r not in judged]
-    c1, c2, c3 = st.columns([3, 2, 2])
+    c0, c1 = st.columns([2, 5])
+    mode = corrected_view.mode_select(c0)
     run_id = common.url_select("Run", ordered, "run", container=c1, format_func=lambda r: f"{names[r]} ({r})")
     methods = common.call(L.systems, (run_id,))["method"].tolist()
+    if mode == "random sample":  # labels that feed the corrected estimates (docs/labels.md)
+        who = _who()
+        corrected_view.render_sample(run_id, methods, who, _evidence)
+    else:
+        _queue(run_id, methods)
+    _agreement(run_id)
+    corrected_view.render_calibration(run_id)
+
+
+def _queue(run_id: str, methods: list[str]) -> None:
+    """The hand-picked queue: any unreviewed verdict of a kind, one at a time (agreement only)."""
+    c2, c3 = st.columns([2, 2])
     method = common.url_select("Method", ["(all)", *methods], "method", container=c2)
     kind = common.url_select("Verdict kind", KINDS, "kind", container=c3)
     method = None if method == "(all)" else method
@@ -174,6 +188,8 @@ def render() -> None:
         with right, st.container(height=560):
             _evidence(item)
 
+
+def _agreement(run_id: str) -> None:
     st.divider()
     st.subheader("Judge-human agreement")
     scope = common.url_select("Agreement over", ["this run", "all runs"], "scope")

@@ -18,7 +18,7 @@ import streamlit as st
 from evalcore.analysis import compare as C
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
-from evalcore.ui import common, diagnosis, entry
+from evalcore.ui import common, corrected_view, diagnosis, entry
 from evalcore.ui.helpers import diff_text, judges_text, word_diff
 
 OUTCOMES = ["regressed", "improved", "unchanged", "missing"]
@@ -182,6 +182,7 @@ def render() -> None:
     _count_links(table, picked)
     with st.expander("All metrics: means, Δ, CI, p"):
         common.show_table(table, "compare-metrics")
+    corrected_view.render_compare(base, cand)  # judge vs human-corrected Δ, where labels exist
     diagnosis.render([base, cand], labels, chart=False)
 
     st.subheader("Question by question")

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from evalcore.analysis import leaderboard as L
-from evalcore.ui import common, entry
+from evalcore.ui import common, corrected_view, entry
 
 SORTABLE = ["weighted_score", "created_at", "n", "cost_per_query_usd", "latency_p50_ms", "name", "method"]
 STATUSES = ["complete", "running", "created", "failed", "cancelled"]
@@ -67,7 +67,7 @@ def render() -> None:
     if "weighted_score" in board.columns and board["weighted_score"].isna().all():
         board = board.drop(columns=["weighted_score", "weighted_score_ci95"], errors="ignore")
         st.caption("No weighted_score in these runs: score them with the composite metrics to rank by it.")
-    board = _reading_order(_links(board), metrics)
+    board = corrected_view.corrected_column(_reading_order(_links(board), metrics))  # where labels exist
     for col in ("judges", "dataset", "name"):  # one convention for a missing value: "–"
         if col in board:
             board[col] = board[col].fillna("–")

@@ -286,7 +286,7 @@ def test_annotate_queue_keyboard_flow_appends_and_reports_agreement(make_app, ap
 
 
 def test_annotate_opens_on_a_run_with_verdicts(make_app, app_store):
-    at = make_app("annotate")
+    at = make_app("annotate", mode="queue")  # random sample is the default mode (tests/app/test_annotate_sample.py)
     assert not at.exception
     _, _, total = _progress(at)
     assert total > 0  # not the newest run without judge verdicts

@@ -1,0 +1,181 @@
+"""Which answer a human label belongs to, and the human value of an answer, per judged metric.
+
+Why a module of its own: a corrected estimate (evalcore.analysis.corrected) needs, for each answer
+of a system, the judge's value of a metric (the prediction) and, for randomly sampled answers, the
+value a person's labels give the same metric (the truth). The unit of sampling and estimation is
+the answer; how labels add up to an answer's value depends on the metric:
+
+  metric              labels (target_kind)        an answer is labelled when            human value
+  faithfulness        claim, source "answer"        every claim of the answer has one     share supported
+  context_recall      claim, source "ground_truth"  every reference statement has one     share supported
+  context_precision   context                       every retrieved context has one       share relevant
+  answer_class        answer_class                  one decision                          1 if CORRECT else 0
+  factual_accuracy,   grade                         one decision                          grade points / 4
+  factual_grade                                                                           (A=1 ... E=0)
+  any other metric    metric (a 0-1 rating)         one decision                          the rating
+
+The judge's prediction is the metric's stored value (for grades: the judge's letter on the same
+points/4 scale), so judge and human values share one scale. An answer counts as *sampled* when any
+label on it carries a sample id (it was drawn at random, evalcore.analysis.label_sampling); only
+sampled, fully labelled answers feed an estimate. Several people labelling the same item: the
+newest label counts (a retraction takes the person's label back).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from evalcore.analysis.sql import df
+from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, GRADE_POINTS, RETRACTED, Grade
+from evalcore.store import RunStore
+
+
+@dataclass(frozen=True)
+class Unit:
+    """How one metric's labels make an answer's human value."""
+
+    kind: str  # the Annotation target_kind of its labels
+    source: str | None = None  # claims: which text the claims come from
+
+    @property
+    def whole_answer(self) -> bool:
+        """Several labels per answer (claims, contexts): the queue offers 'label this whole answer'."""
+        return self.kind in ("claim", "context")
+
+
+UNITS: dict[str, Unit] = {
+    "faithfulness": Unit("claim", "answer"),
+    "context_recall": Unit("claim", "ground_truth"),
+    "context_precision": Unit("context"),
+    **{m: Unit("answer_class") for m in CLASS_METRICS},
+    **{m: Unit("grade") for m in GRADE_METRICS},
+}
+RATING = Unit("metric")  # any other metric: a person's 0-1 rating of the answer
+
+
+def unit(metric: str) -> Unit:
+    return UNITS.get(metric, RATING)
+
+
+def grade_value(letter: object) -> float:
+    """A grade letter on the 0-1 scale both sides share (A=1, B=.75, ... E=0); NaN if not a grade."""
+    try:
+        return GRADE_POINTS[Grade(str(letter).strip().upper())] / 4.0
+    except ValueError:
+        return math.nan
+
+
+def rating_value(label: object) -> float:
+    """A person's 0-1 rating ('0.8'); NaN when it is not a number in [0, 1]."""
+    try:
+        x = float(str(label))
+    except ValueError:
+        return math.nan
+    return x if 0.0 <= x <= 1.0 else math.nan
+
+
+def estimable_metrics(store: RunStore, run_id: str) -> list[str]:
+    """The run's metrics a person can label: judged metrics with a unit above, plus any metric
+    that already has 0-1 ratings."""
+    have = set(df(store, "SELECT DISTINCT metric FROM summary_metrics WHERE run_id = $run", {"run": run_id},
+                  runs=[run_id])["metric"])
+    rated = set(df(store, "SELECT DISTINCT target_ref FROM annotations WHERE run_id = $run AND target_kind = 'metric'",
+                   {"run": run_id})["target_ref"])
+    return [m for m in UNITS if m in have] + sorted((rated & have) - set(UNITS))
+
+
+def label_items(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
+    """Every item a person labels for this system x metric: question_id, target_kind, target_ref,
+    judge_label, text (claims)."""
+    u = unit(metric)
+    p = {"run": run_id, "method": method, "metric": metric}
+    if u.kind == "claim":
+        p["source"] = u.source
+        sql = """SELECT question_id, 'claim' AS target_kind, metric || ':' || source || ':' || idx AS target_ref,
+                        verdict AS judge_label, text, idx AS pos
+                 FROM claims WHERE run_id = $run AND method = $method AND metric = $metric
+                   AND source = $source AND verdict IS NOT NULL"""
+    elif u.kind == "context":
+        sql = """SELECT question_id, 'context' AS target_kind, metric || ':' || rank AS target_ref,
+                        verdict AS judge_label, NULL AS text, rank AS pos
+                 FROM context_verdicts WHERE run_id = $run AND method = $method AND metric = $metric
+                   AND verdict IS NOT NULL"""
+    else:
+        ref = "'answer_class'" if u.kind == "answer_class" else "metric"
+        judge = "CAST(value AS VARCHAR)" if u.kind == "metric" else "label"
+        has = "value IS NOT NULL AND NOT isnan(value)" if u.kind == "metric" else "label IS NOT NULL"
+        sql = f"""SELECT question_id, '{u.kind}' AS target_kind, {ref} AS target_ref, {judge} AS judge_label,
+                         NULL AS text, 0 AS pos
+                  FROM metrics WHERE run_id = $run AND method = $method AND metric = $metric AND {has}"""
+    return df(store, sql + " ORDER BY question_id, pos", p, runs=[run_id])
+
+
+def _predictions(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
+    """question_id, judge (the judge's value on the shared 0-1 scale) for every judged answer."""
+    out = df(store, """SELECT question_id, value, label FROM metrics
+                       WHERE run_id = $run AND method = $method AND metric = $metric""",
+             {"run": run_id, "method": method, "metric": metric}, runs=[run_id])
+    judge = out["label"].map(grade_value) if unit(metric).kind == "grade" else out["value"].astype(float)
+    return pd.DataFrame({"question_id": out["question_id"], "judge": judge}).dropna().reset_index(drop=True)
+
+
+def newest_labels(store: RunStore, run_id: str, method: str, kind: str) -> pd.DataFrame:
+    """The newest label per item of one system and label kind (anyone's; a retraction removes the
+    item's label), with whether any label of the item came from a random sample."""
+    out = df(store, """
+        SELECT question_id, target_ref, label, sample_id, inclusion_prob,
+               bool_or(sample_id IS NOT NULL) OVER (PARTITION BY question_id) AS answer_sampled FROM annotations
+        WHERE run_id = $run AND method = $method AND target_kind = $kind
+        QUALIFY row_number() OVER (PARTITION BY question_id, target_ref ORDER BY "when" DESC, annotation_id DESC) = 1""",
+             {"run": run_id, "method": method, "kind": kind})
+    return out
+
+
+def answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
+    """One row per answer in the population (answers with a judge value, and for claim/context
+    metrics at least one item to label): question_id, judge, n_items, n_labelled, sampled,
+    human (NaN unless every item has a label)."""
+    u = unit(metric)
+    pred = _predictions(store, run_id, method, metric)
+    items = label_items(store, run_id, method, metric)
+    if u.kind == "metric":
+        items = items[items.target_ref == metric]
+    labels = newest_labels(store, run_id, method, u.kind)
+    if u.kind == "metric":
+        labels = labels[labels.target_ref == metric]
+    sampled = set(labels.loc[labels.answer_sampled.astype(bool), "question_id"])
+    labels = labels[labels.label != RETRACTED]
+    merged = items.merge(labels[["question_id", "target_ref", "label"]], on=["question_id", "target_ref"], how="left")
+    merged["h"] = _item_values(u, merged["label"])
+    per = merged.groupby("question_id").agg(n_items=("target_ref", "size"), n_labelled=("label", "count"),
+                                            human=("h", "mean")).reset_index()
+    per.loc[per.n_labelled < per.n_items, "human"] = math.nan
+    out = pred.merge(per, on="question_id", how="inner")
+    out["sampled"] = out["question_id"].isin(sampled)
+    return out[["question_id", "judge", "n_items", "n_labelled", "sampled", "human"]]
+
+
+def _item_values(u: Unit, labels: pd.Series) -> pd.Series:
+    """Each item's human value (NaN where no label)."""
+    text = labels.astype("string").str.strip().str.lower()
+    if u.kind == "claim":
+        return text.map({"supported": 1.0, "not_supported": 0.0}).astype(float)
+    if u.kind == "context":
+        return text.map({"relevant": 1.0, "not_relevant": 0.0}).astype(float)
+    if u.kind == "answer_class":
+        return text.map(lambda x: math.nan if pd.isna(x) else float(x == "correct")).astype(float)
+    if u.kind == "grade":
+        return labels.map(lambda x: math.nan if pd.isna(x) else grade_value(x)).astype(float)
+    return labels.map(lambda x: math.nan if pd.isna(x) else rating_value(x)).astype(float)
+
+
+def items_of_answer(store: RunStore, run_id: str, method: str, metric: str, question_id: str) -> pd.DataFrame:
+    """The items of one answer the 'label this whole answer' form shows (with the judge's labels)."""
+    items = label_items(store, run_id, method, metric)
+    items = items[items.question_id == question_id]
+    if unit(metric).kind == "metric":
+        items = items[items.target_ref == metric]
+    return items.reset_index(drop=True)

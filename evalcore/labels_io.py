@@ -1,0 +1,212 @@
+"""Human labels from elsewhere (Label Studio, Argilla, a spreadsheet) in, and the store's labels out.
+
+Why: teams label where they already work; their labels should correct the same numbers the
+Annotate page's do. One flat record per label, the same fields both ways (an export re-imports):
+
+  run, method, question_id   the answer (run id, unique prefix or name)
+  metric                     what the label is about (docs/labels.md: which metric maps how)
+  target                     claim index (faithfulness, context_recall) or context rank
+                             (context_precision); empty for per-answer labels
+  label                      the verdict word (supported / not_supported, relevant / not_relevant,
+                             CORRECT / WRONG / DONT_KNOW, a grade A-E) or a 0-1 rating
+  who                        the person
+  sample_id, inclusion_prob  optional, together: the item was drawn at random (else hand-picked)
+  note, when                 optional
+
+The same rules as every import: the whole file is checked before anything is stored, and the
+first bad record is refused with one line naming file, record and field (nothing stored).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import ValidationError
+
+from evalcore.analysis import label_units as U
+from evalcore.analysis.sql import df
+from evalcore.datasets.records import read_records
+from evalcore.errors import InputError, StoreError, from_validation
+from evalcore.schemas import Annotation
+from evalcore.schemas.labels import RETRACTED, AnswerClass, Grade, claim_verdict, context_verdict
+from evalcore.store import RunStore
+
+FIELDS = ["run", "method", "question_id", "metric", "target", "label", "who", "when", "note",
+          "sample_id", "inclusion_prob", "judge_label"]
+REQUIRED = ("run", "method", "question_id", "metric", "label", "who")
+
+
+def _text(rec: dict[str, Any], name: str) -> str | None:
+    v = rec.get(name)
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    v = str(v).strip()
+    return v or None
+
+
+class _Items:
+    """The labellable items of each (run, method, metric), loaded once per import."""
+
+    def __init__(self, store: RunStore):
+        self.store = store
+        self.cache: dict[tuple[str, str, str], dict[tuple[str, str], str | None]] = {}
+
+    def get(self, run_id: str, method: str, metric: str) -> dict[tuple[str, str], str | None]:
+        key = (run_id, method, metric)
+        if key not in self.cache:
+            items = U.label_items(self.store, run_id, method, metric)
+            self.cache[key] = {(q, ref): j for q, ref, j in zip(items.question_id, items.target_ref, items.judge_label)}
+        return self.cache[key]
+
+
+def _label(kind: str, raw: str, file: str, recno: int) -> str:
+    """The store's word for a person's label of this kind (synonyms a labelling tool writes,
+    like yes/no or lower-case classes, are mapped once here). A retraction re-imports as one."""
+    if raw == RETRACTED:
+        return raw
+    if kind == "claim":
+        v = claim_verdict(raw)
+    elif kind == "context":
+        v = context_verdict(raw)
+    elif kind == "answer_class":
+        v = AnswerClass(raw.upper()) if raw.upper() in set(AnswerClass) else None
+    elif kind == "grade":
+        v = Grade(raw.upper()) if raw.upper() in set(Grade) else None
+    else:
+        if math.isnan(U.rating_value(raw)):
+            _bad(file, recno, "label", f"{raw!r} is not a rating between 0 and 1")
+        return raw
+    if v is None:
+        words = {"claim": "supported / not_supported", "context": "relevant / not_relevant",
+                 "answer_class": "CORRECT / WRONG / DONT_KNOW", "grade": "A, B, C, D or E"}[kind]
+        _bad(file, recno, "label", f"{raw!r} is not a {kind} label ({words})")
+    return str(v.value)
+
+
+def _bad(file: str, recno: int, field: str, message: str):
+    raise InputError(file, message, record=recno, field=field)
+
+
+def _ref(unit: U.Unit, metric: str, target: str | None, file: str, recno: int) -> str:
+    """The store's target_ref for a record's metric + target."""
+    if unit.kind in ("claim", "context"):
+        if target is None or not target.lstrip("-").isdigit():
+            what = "claim index" if unit.kind == "claim" else "context rank"
+            _bad(file, recno, "target", f"{metric} labels need the {what} as a whole number, got {target!r}")
+        return f"{metric}:{unit.source}:{int(target)}" if unit.kind == "claim" else f"{metric}:{int(target)}"
+    if target not in (None, metric):
+        _bad(file, recno, "target", f"{metric} is labelled per answer: leave target empty (got {target!r})")
+    return metric
+
+
+def parse(store: RunStore, path: str | Path) -> list[Annotation]:
+    """Every label of the file as Annotations, or an InputError for the first bad record."""
+    file = str(path)
+    items = _Items(store)
+    runs: dict[str, str] = {}
+    out = []
+    for recno, rec in read_records(path):
+        for name in REQUIRED:
+            if _text(rec, name) is None:
+                _bad(file, recno, name, "required field is missing or empty")
+        unknown = sorted(set(rec) - set(FIELDS))
+        if unknown:
+            _bad(file, recno, unknown[0], f"unknown field (fields: {', '.join(FIELDS)})")
+        ref_in = _text(rec, "run")
+        if ref_in not in runs:
+            try:
+                runs[ref_in] = store.resolve(ref_in)
+            except StoreError as exc:
+                _bad(file, recno, "run", str(exc))
+        run_id, method, qid, metric = runs[ref_in], _text(rec, "method"), _text(rec, "question_id"), _text(rec, "metric")
+        unit = U.unit(metric)
+        ref = _ref(unit, metric, _text(rec, "target"), file, recno)
+        known = items.get(run_id, method, metric)
+        if not known:
+            _bad(file, recno, "method" if not _has_method(store, run_id, method) else "metric",
+                 f"run {run_id} has no {metric} verdicts for method {method!r}")
+        if (qid, ref) not in known:
+            field = "target" if any(q == qid for q, _ in known) else "question_id"
+            _bad(file, recno, field, f"no {metric} item {ref!r} for question {qid!r} of {run_id}/{method}")
+        label = _label(unit.kind, _text(rec, "label"), file, recno)
+        prob = _text(rec, "inclusion_prob")
+        try:
+            when = _text(rec, "when")
+            a = Annotation(annotation_id=uuid.uuid4().hex, who=_text(rec, "who"),
+                           when=when or datetime.now(timezone.utc), run_id=run_id, method=method, question_id=qid,
+                           target_kind=unit.kind, target_ref=ref, judge_label=known[(qid, ref)], label=label,
+                           note=_text(rec, "note"), sample_id=_text(rec, "sample_id"),
+                           inclusion_prob=float(prob) if prob is not None and _is_number(prob) else prob)
+        except ValidationError as exc:
+            err = from_validation(file, recno, exc)
+            if err.field is None and "go together" in err.detail:
+                err = InputError(file, err.detail, record=recno, field="inclusion_prob")
+            raise err from exc
+        out.append(a)
+    if not out:
+        raise InputError(file, "no records found")
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _has_method(store: RunStore, run_id: str, method: str) -> bool:
+    return method in store.manifest(run_id).methods
+
+
+def import_labels(store: RunStore, path: str | Path) -> int:
+    """Validate the whole file, then append its labels in one part file (all or nothing)."""
+    rows = parse(store, path)
+    store.append_annotations(rows)
+    return len(rows)
+
+
+def _target(kind: str, ref: str) -> str:
+    if kind in ("claim", "context"):
+        return ref.rsplit(":", 1)[1]
+    return ""
+
+
+def _metric(kind: str, ref: str) -> str:
+    return ref.split(":", 1)[0]
+
+
+def export_rows(store: RunStore, run_id: str | None = None) -> Iterator[dict[str, Any]]:
+    """Every stored label (the append-only log, oldest first) as import records."""
+    ann = df(store, """SELECT * FROM annotations WHERE $run IS NULL OR run_id = $run
+                       ORDER BY "when", annotation_id""", {"run": run_id})
+    for r in ann.to_dict("records"):
+        prob = r.get("inclusion_prob")
+        yield {"run": r["run_id"], "method": r["method"], "question_id": r["question_id"],
+               "metric": _metric(r["target_kind"], r["target_ref"]), "target": _target(r["target_kind"], r["target_ref"]),
+               "label": r["label"], "who": r["who"], "when": r["when"].isoformat() if r["when"] is not None else None,
+               "note": r["note"] if isinstance(r["note"], str) else None,
+               "sample_id": r["sample_id"] if isinstance(r.get("sample_id"), str) else None,
+               "inclusion_prob": None if prob is None or (isinstance(prob, float) and math.isnan(prob)) else float(prob),
+               "judge_label": r["judge_label"] if isinstance(r["judge_label"], str) else None}
+
+
+def export_text(store: RunStore, fmt: str, run_id: str | None = None) -> str:
+    """The labels as CSV or JSONL text."""
+    rows = list(export_rows(store, run_id))
+    if fmt == "jsonl":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: ("" if v is None else v) for k, v in r.items()})
+    return buf.getvalue()

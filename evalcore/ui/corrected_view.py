@@ -1,0 +1,232 @@
+"""The dashboard's human-corrected estimates: random-sample labelling, calibration, corrected numbers.
+
+Why one module: Annotate, Compare and Runs each show a piece of the same thing (docs/labels.md),
+and keeping the pieces here leaves those pages one call each. Every number comes from
+evalcore.analysis.corrected / calibration — the functions `show --corrected` and `compare
+--corrected` print — so page and CLI agree. Untrusted text (answers, claims, run names) only
+through common.untrusted / st.dataframe, never Markdown.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import pandas as pd
+import streamlit as st
+
+from evalcore.analysis import annotations as A
+from evalcore.analysis import calibration as K
+from evalcore.analysis import corrected as C
+from evalcore.analysis import label_sampling as S
+from evalcore.analysis import label_units as U
+from evalcore.ui import common
+
+MODES = ["random sample", "queue"]
+RATINGS = [f"{x / 10:.1f}" for x in range(11)]
+ITEM_LABELS = {"claim": ("supported", "not_supported"), "context": ("relevant", "not_relevant"),
+               "answer_class": tuple(A.LABELS["answer_class"]), "grade": tuple(A.LABELS["grade"])}
+
+
+def mode_select(container=st) -> str:
+    """Annotate's mode: random sample (the default, for estimates) unless the URL asks for a
+    verdict kind's queue (`?kind=`, the hand-picked queue's old links) or says `?mode=queue`."""
+    default = "queue" if "kind" in st.query_params and "mode" not in st.query_params else "random sample"
+    return common.url_select("Mode", MODES, "mode", default=default, container=container,
+                             help="Random sample: answers drawn at random (seeded); only these labels correct "
+                                  "the judge's means. Queue: any verdict, hand-picked; counts for agreement only.")
+
+
+def _available() -> bool:
+    if not C.available():
+        st.info(common.md(C.INSTALL_HINT))
+        return False
+    return True
+
+
+def _progress(est: dict) -> None:
+    """Where the population's estimate stands and what the next labels buy."""
+    n = int(est["n_labelled"])
+    st.text(f"{n} of {est['N']} answers labelled at random · {min(n, C.MIN_LABELS)} of the {C.MIN_LABELS} "
+            "an estimate needs")
+    st.progress(min(1.0, n / C.MIN_LABELS))
+    if est["ci_low"] is None:
+        st.text("Corrected CI: needs at least 2 labelled answers")
+        return
+    half = (est["ci_high"] - est["ci_low"]) / 2
+    more = est["labels_to_target"]
+    rough = "" if n >= C.MIN_LABELS else " (rough until 50 labels)"
+    reach = "already within ±0.05" if more == 0 else f"about {more} more labels reach ±0.05"
+    st.text(f"Corrected CI now ±{half:.3f}{rough}; {reach}. "
+            f"Judge mean {est['judge_mean']:.3f}, corrected {C.shown(est)}")
+
+
+def _form(run_id: str, method: str, metric: str, draw: S.Draw, who: str) -> None:
+    """'Label this whole answer': every item of the drawn answer in one form, one submit."""
+    kind = U.unit(metric).kind
+    items = common.call(S.answer_items, run_id, method, metric, draw.question_id)
+    with st.form(f"whole_{run_id}_{method}_{metric}_{draw.question_id}", border=False):
+        chosen = []
+        for i, it in enumerate(items.to_dict("records")):
+            if kind == "claim":
+                common.untrusted(f"Claim {i + 1}", it["text"])
+            elif kind == "context":
+                st.caption(f"Retrieved context rank {it['target_ref'].rpartition(':')[2]} (text in the evidence panel)")
+            common.untrusted("Judge's verdict" if kind != "metric" else "Judge's value", it["judge_label"])
+            options = list(ITEM_LABELS.get(kind, RATINGS))
+            default = it["judge_label"] if it["judge_label"] in options else (
+                f"{round(float(it['judge_label']) * 10) / 10:.1f}" if kind == "metric" else options[0])
+            chosen.append(st.selectbox(f"Your label, item {i + 1}", options, index=options.index(default),
+                                       key=f"lab_{method}_{metric}_{draw.question_id}_{i}"))
+        note = st.text_input("Note (optional)", key=f"lab_note_{method}_{metric}_{draw.question_id}", max_chars=500)
+        if st.form_submit_button("Label this whole answer", type="primary", disabled=not who):
+            rows = [{**it, "run_id": run_id, "method": method} for it in items.to_dict("records")]
+            A.save_answer(common.store(), rows, who, chosen, note or None, (draw.sample_id, draw.inclusion_prob))
+            st.session_state.setdefault("lab_done", 0)
+            st.session_state["lab_done"] += 1
+            st.rerun()
+    if not who:
+        st.text("Enter your name above to label.")
+
+
+def render_sample(run_id: str, methods: list[str], who: str, evidence: Callable[[dict], None]) -> None:
+    """Annotate's random-sample mode for one run: method x metric population, next drawn answer."""
+    if not _available():
+        return
+    metrics = common.call(U.estimable_metrics, run_id)
+    if not metrics or not methods:
+        common.empty_state("This run has no judged metric to label.", "Score it with judged metrics first.")
+        return
+    c1, c2 = st.columns([2, 2])
+    method = common.url_select("Method (population)", methods, "smethod", container=c1)
+    metric = common.url_select("Metric (population)", metrics, "metric", container=c2)
+    seed = common.url_int("seed", 0, 10**9, default=S.DEFAULT_SEED)
+    est = common.call(C.system_estimate, run_id, method, metric)
+    _progress(est)
+    draw = common.call(S.next_answer, run_id, method, metric, seed)
+    if draw.question_id is None:
+        common.empty_state("Every answer of this population is labelled.", "Pick another method or metric.")
+        return
+    st.caption(f"Random sample {draw.sample_id}: answer {draw.position + 1} of {draw.population} in the seeded "
+               f"order (inclusion probability {draw.inclusion_prob:.3f}). No skipping: a skipped answer would make "
+               "the sample depend on what was easy to label.")
+    # the evidence panel shows the answer and every retrieved context for a whole-answer label
+    item = {"run_id": run_id, "method": method, "question_id": draw.question_id, "target_kind": "answer",
+            "target_ref": metric}
+    left, right = st.columns([1, 1])
+    with left:
+        common.untrusted("Answer labelled", f"{method} / {draw.question_id} / {metric}")
+        _form(run_id, method, metric, draw, who)
+    with right, st.container(height=560):
+        evidence(item)
+
+
+def _pm(lo, hi) -> str:
+    return C.interval(None if lo is None or pd.isna(lo) else lo, hi)
+
+
+def means_table(table: pd.DataFrame) -> pd.DataFrame:
+    """corrected_means as people read it (the columns `show --corrected` prints)."""
+    ok = table.status == "ok"
+    return pd.DataFrame({
+        "method": table.method, "metric": table.metric, "judge mean": table.judge_mean,
+        "corrected [95% CI]": [C.shown(r) for r in table.to_dict("records")],
+        "labelled": [f"{n}/{N}" for n, N in zip(table.n_labelled, table.N)],
+        "judge bias": table.bias.where(ok),
+        "bias 95% CI": [_pm(a, b) if k else "–" for a, b, k in zip(table.bias_low, table.bias_high, ok)],
+        "rho": table.rho.where(ok),
+        "width vs labels alone ≈ √(1−rho²)": table.implied_width_ratio.where(ok)})
+
+
+def render_calibration(run_id: str) -> None:
+    """The run's corrected means, then judge calibration against sampled labels: one table of
+    which judge to trust for what, the confusion matrix and reliability diagram of one metric."""
+    if not _available():
+        return
+    means = common.call(C.corrected_means, run_id)
+    if len(means):
+        st.subheader("Human-corrected means (this run)")
+        st.caption(f"PPI++ from randomly sampled labels ({C.MIN_LABELS}+ per method × metric). The width column: "
+                   "how wide the corrected interval is next to labels alone, as the judge–human correlation implies.")
+        common.show_table(means_table(means), "corrected-means", column_config={
+            c: st.column_config.NumberColumn(c, format="%.3f")
+            for c in ("judge mean", "judge bias", "rho", "width vs labels alone ≈ √(1−rho²)")})
+    st.subheader("Judge calibration (randomly sampled labels only)")
+    table = common.call(K.summary, run_id)
+    if table.empty:
+        common.empty_state("No randomly sampled labels in this run yet.",
+                           "Label in random-sample mode (or `evalcore labels import`) to calibrate the judges.")
+        return
+    shown = pd.DataFrame({
+        "judge": table.judge, "metric": table.metric, "reading": table.advice, "sampled answers": table.n_answers,
+        "items": table.n_items,
+        "kappa": table.kappa, "kappa 95% CI": [_pm(a, b) for a, b in zip(table.kappa_low, table.kappa_high)],
+        "bias (judge − human)": table.bias, "bias 95% CI": [_pm(a, b) for a, b in zip(table.bias_low, table.bias_high)],
+        "rho": table.rho})
+    st.caption("kappa: item-level agreement beyond chance (bootstrap CI). bias: the judge's mean minus the people's "
+               "on the same answers. rho: answer-level correlation; PPI++ needs about (1 − rho²) of the labels.")
+    common.show_table(shown, "calibration", column_config={
+        c: st.column_config.NumberColumn(c, format="%.3f") for c in ("kappa", "bias (judge − human)", "rho")})
+    metric = common.url_select("Calibration detail for", list(dict.fromkeys(table.metric)), "calm")
+    c1, c2 = st.columns([1, 1])
+    with c1:
+        st.caption("Confusion matrix: judge's label (rows) × person's label (columns), sampled items")
+        conf = common.call(K.confusion, run_id, metric)
+        common.dataframe(conf.rename_axis("judge \\ person").reset_index() if not conf.empty else conf)
+    with c2:
+        rel = common.call(K.reliability, run_id, metric)
+        if K.is_graded(metric) and len(rel):
+            _reliability_chart(rel, metric)
+        else:
+            st.caption("Reliability diagram: for graded scores")
+
+
+def _reliability_chart(rel: pd.DataFrame, metric: str) -> None:
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="calibrated", line={"dash": "dot"}))
+    fig.add_trace(go.Scatter(x=rel.judge_mean, y=rel.human_mean, mode="markers+lines", name="judge",
+                             text=[f"n={n}" for n in rel.n], marker={"size": [6 + min(n, 40) / 2 for n in rel.n]}))
+    fig.update_layout(title=common.plotly_text(f"Reliability: {metric}"), height=320, margin={"t": 40, "b": 30},
+                      xaxis_title="judge value (bin mean)", yaxis_title="human value (mean)")
+    st.plotly_chart(common.inert_figure(fig), key=f"reliability_{metric}")
+
+
+def render_compare(base: str, cand: str) -> None:
+    """Compare: judge Δ and human-corrected Δ side by side, with whether the verdict changes."""
+    base_t, cand_t = tuple(base.split(":", 1)), tuple(cand.split(":", 1))
+    if not C.available():
+        return  # ppi-python absent: the CLI names the install; the page stays as it was
+    table = common.call(C.corrected_compare, base_t, (cand_t,))
+    if table.empty:
+        return
+    st.subheader("Judge vs human-corrected")
+    st.caption(f"Paired PPI++ on per-question differences, from questions labelled at random on both sides "
+               f"({C.MIN_LABELS}+ needed); unadjusted 95% CIs.")
+    shown = pd.DataFrame({
+        "metric": table.metric, "judge Δ": table.judge_delta,
+        "judge 95% CI": [_pm(a, b) for a, b in zip(table.judge_low, table.judge_high)],
+        "judge verdict": table.judge_verdict,
+        "corrected Δ": [d if s == "ok" else None for d, s in zip(table.corrected_delta, table.status)],
+        "corrected 95% CI": [_pm(a, b) if s == "ok" else f"{n} of {C.MIN_LABELS} labels"
+                             for a, b, s, n in zip(table.ci_low, table.ci_high, table.status, table.n_labelled)],
+        "corrected verdict": table.corrected_verdict,
+        "verdict changes": ["yes" if v else "no" for v in table.verdict_changes],
+        "labelled": [f"{n}/{N}" for n, N in zip(table.n_labelled, table.N)]})
+    common.show_table(shown, "compare-corrected", column_config={
+        c: st.column_config.NumberColumn(c, format="%+.3f") for c in ("judge Δ", "corrected Δ")})
+
+
+def corrected_column(board: pd.DataFrame) -> pd.DataFrame:
+    """Runs: a 'corrected' column where a system has randomly sampled labels."""
+    if board.empty or not {"run_id", "method"} <= set(board.columns):
+        return board
+    if not C.available():
+        return board
+    texts = common.call(C.corrected_texts, tuple(zip(board.run_id, board.method)))
+    if not texts:
+        return board
+    out = board.copy()
+    out.insert(min(len(out.columns), list(out.columns).index("method") + 1), "corrected",
+               [texts.get(f"{r}:{m}") for r, m in zip(board.run_id, board.method)])
+    return out
