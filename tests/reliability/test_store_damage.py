@@ -76,6 +76,14 @@ def _cli(root, *args):
     return runner.invoke(app, ["--store", str(root), *args])
 
 
+def figure(name: str, value) -> None:
+    """Hand a measured figure to bench/reliability_campaign.py (when it is the caller)."""
+    target = os.environ.get("EVALCORE_CAMPAIGN_FIGURES")
+    if target:
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"name": name, "value": value}) + "\n")
+
+
 def _truncate(path, size: int = 100) -> None:
     path.write_bytes(path.read_bytes()[:size])
 
@@ -131,7 +139,10 @@ def test_cli_missing_pointer_reproduction(tmp_path):
         assert proc.returncode != 0, args
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and "damaged" in lines[0] and f"store repair {run_id}" in lines[0], (args, proc.stderr)
-    assert sorted(p.name for p in (run_dir / "data").iterdir()) == before
+    after = sorted(p.name for p in (run_dir / "data").iterdir())
+    figure("damage_missing_pointer_data_files", f"{len(before)} before, {len(after)} after score/show/export "
+                                                f"of a run without tables.json (each refused in one line)")
+    assert after == before
     listed = _main(root, "runs")
     assert listed.returncode == 0 and f"damaged run {run_id}" in listed.stdout
     check = _main(root, "store", "check")
@@ -142,6 +153,7 @@ def test_cli_missing_pointer_reproduction(tmp_path):
     assert _main(root, "store", "check").returncode == 0
     shown = _main(root, "show", run_id, "--json")
     assert shown.returncode == 0 and json.loads(shown.stdout)["metrics"]
+    figure("damage_repair", repair.stdout.strip().splitlines()[0])
 
 
 def _main(root, *args) -> subprocess.CompletedProcess:
@@ -256,6 +268,8 @@ def test_cli_one_truncated_file_only_its_own_commands_fail(tmp_path):
         assert "damaged" in lines[0] and damaged in lines[0]
     check = _main(root, "store", "check")
     assert check.returncode == 1 and f"DAMAGED {bad}: {damaged} is unreadable" in check.stdout
+    figure("damage_truncated_file", "healthy run: runs/show/export/compare/score exit 0; damaged run: "
+                                    "listed as damaged, show/export/score/compare exit non-zero in one line")
     assert _main(root, "store", "check", good).returncode == 0
 
 
