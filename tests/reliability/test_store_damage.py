@@ -143,16 +143,16 @@ def test_cli_missing_pointer_reproduction(tmp_path):
     figure("damage_missing_pointer_data_files", f"{len(before)} before, {len(after)} after score/show/export "
                                                 f"of a run without tables.json (each refused in one line)")
     assert after == before
-    listed = _main(root, "runs")
-    assert listed.returncode == 0 and f"damaged run {run_id}" in listed.stdout
-    check = _main(root, "store", "check")
-    assert check.returncode == 1 and f"DAMAGED {run_id}" in check.stdout
-    repair = _main(root, "store", "repair", run_id)
-    assert repair.returncode == 0, repair.stderr
+    listed = _cli(root, "runs")
+    assert listed.exit_code == 0 and f"damaged run {run_id}" in listed.stdout
+    check = _cli(root, "store", "check")
+    assert check.exit_code == 1 and f"DAMAGED {run_id}" in check.stdout
+    repair = _cli(root, "store", "repair", run_id)
+    assert repair.exit_code == 0, repair.output
     assert "rebuilt tables.json" in repair.stdout and "metrics: data/metrics-g" in repair.stdout
-    assert _main(root, "store", "check").returncode == 0
-    shown = _main(root, "show", run_id, "--json")
-    assert shown.returncode == 0 and json.loads(shown.stdout)["metrics"]
+    assert _cli(root, "store", "check").exit_code == 0
+    shown = _cli(root, "show", run_id, "--json")
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["metrics"]
     figure("damage_repair", repair.stdout.strip().splitlines()[0])
 
 
@@ -253,29 +253,29 @@ def test_cli_one_truncated_file_only_its_own_commands_fail(tmp_path):
     listed = _main(root, "runs")
     assert listed.returncode == 0 and good in listed.stdout
     assert f"damaged run {bad}" in listed.stdout and damaged in listed.stdout
-    assert json.loads(_main(root, "runs", "--json").stdout)[0]["run_id"] == good
+    assert json.loads(_cli(root, "runs", "--json").stdout)[0]["run_id"] == good
     for args in (("show", good), ("export", good, "--format", "json"),
                  ("compare", f"{good}:basic_search", f"{good}:local_search", "--metrics", "token_f1"),
                  ("score", good, "--group", "lexical", "--no-progress")):
-        proc = _main(root, *args)
-        assert proc.returncode == 0, (args, proc.stderr[-2000:])
-        assert "Traceback" not in proc.stderr
+        res = _cli(root, *args)
+        assert res.exit_code == 0, (args, res.output[-2000:])
     for args in (("show", bad), ("export", bad, "--format", "json"), ("score", bad, "--no-progress"),
                  ("compare", f"{good}:basic_search", f"{bad}:basic_search", "--metrics", "token_f1")):
         proc = _main(root, *args)
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode != 0 and len(lines) == 1, (args, proc.stderr[-2000:])
         assert "damaged" in lines[0] and damaged in lines[0]
-    check = _main(root, "store", "check")
-    assert check.returncode == 1 and f"DAMAGED {bad}: {damaged} is unreadable" in check.stdout
+    check = _cli(root, "store", "check")
+    assert check.exit_code == 1 and f"DAMAGED {bad}: {damaged} is unreadable" in check.stdout
     figure("damage_truncated_file", "healthy run: runs/show/export/compare/score exit 0; damaged run: "
                                     "listed as damaged, show/export/score/compare exit non-zero in one line")
-    assert _main(root, "store", "check", good).returncode == 0
+    assert _cli(root, "store", "check", good).exit_code == 0
 
 
-@pytest.mark.parametrize("garbage", [b"", b"not parquet at all", b"PAR1" + b"\0" * 64 + b"PAR1"])
-def test_unreadable_parts_are_set_aside_with_one_warning(any_store, garbage, caplog):
-    store = any_store
+@pytest.mark.parametrize("where, garbage", [("local", b""), ("local", b"not parquet at all"),
+                                            ("local", b"PAR1" + b"\0" * 64 + b"PAR1"), ("s3", b"")])
+def test_unreadable_parts_are_set_aside_with_one_warning(request, tmp_path, where, garbage, caplog):
+    store = request.getfixturevalue("s3_store") if where == "s3" else RunStore(tmp_path / "runs")
     _run(store, "r1", rescore=False)
     run_dir = store.run_dir("r1")
     writer = store.open_run("r1")
