@@ -107,7 +107,8 @@ def test_a_missing_pointer_refuses_writers_and_deletes_nothing(any_store):
         assert con.execute("SELECT run_id FROM damaged_runs").fetchall() == [("r1",)]
 
 
-@pytest.mark.parametrize("text", ["{not json", "{}", '{"files": {}}', '{"files": {"metrics": "../x"}, "generation": 1}'])
+@pytest.mark.parametrize("text", ["{not json", "{}", '{"files": {}}',
+                                  '{"files": {"metrics": "../x"}, "generation": 1}'])
 def test_an_unreadable_pointer_is_damage_too(store_local, text):
     store = store_local
     _run(store, "r1")
