@@ -200,7 +200,7 @@ def _data_strays(run_dir: Location, pointer: dict) -> list[str]:
             continue
         parsed = data_generation(f.name)
         if parsed and parsed[1] == generation + 1:
-            why = "left by a compaction that did not publish; the next compaction removes it"
+            why = "written by a compaction that has not published (running, or killed); the next one removes it"
         elif parsed and parsed[1] > generation + 1:
             why = f"newer than the pointer's generation {generation}; kept (was the pointer restored from a copy?)"
         else:
@@ -273,7 +273,7 @@ def repair_run(run_dir: Location) -> Repair:
         for f in _listing(run_dir / DATA_DIR):
             parsed = data_generation(f.name)
             if parsed is None or f.name.startswith("."):
-                report.skipped.append(f"{DATA_DIR}/{f.name}: not a file a compaction writes; left in place")
+                report.skipped.append(f"{DATA_DIR}/{f.name}: not a published data file; left in place")
                 continue
             newest = max(newest, parsed[1])
             candidates.setdefault(parsed[0], []).append((parsed[1], _mtime(f), f))
