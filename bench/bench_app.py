@@ -92,6 +92,11 @@ def format1_copy(root: Path, dest: Path) -> Path:
                 os.replace(run / files[table], run / table / "part-0.parquet")
         shutil.rmtree(run / "data", ignore_errors=True)
         pointer.unlink()
+        # a format-1 run.json says so (a format-2 one without its pointer is a damaged run);
+        # written anew, as the copy's run.json is a hard link to the original's
+        manifest = json.loads((run / "run.json").read_text())
+        (run / "run.json").unlink()
+        (run / "run.json").write_text(json.dumps({**manifest, "format_version": 1}, indent=2))
     (dest / "_shared" / "store.json").unlink(missing_ok=True)  # a format-1 store had no marker
     return dest
 

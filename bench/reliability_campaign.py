@@ -3,8 +3,8 @@
     python bench/reliability_campaign.py [extra pytest args]
 
 Runs every test in tests/reliability/ (fuzzed inputs, concurrent writers, format upgrades,
-fault injection, security, hostile targets, one-line errors, the judge cache and judge cost;
-slow ones included) plus tests/test_import_fuzz.py with pytest -q,
+fault injection, damaged store files, security, hostile targets, one-line errors, the judge
+cache and judge cost; slow ones included) plus tests/test_import_fuzz.py with pytest -q,
 then prints a summary with the figures the tests measured: tests run, fuzz examples generated
 by hypothesis, the 100 MB import's time and peak memory growth, the concurrent-writer row
 counts. The tests hand their figures over through the file named by EVALCORE_CAMPAIGN_FIGURES

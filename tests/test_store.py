@@ -270,13 +270,14 @@ def test_delete_waits_for_a_compaction_and_nothing_comes_back(store):
     assert not run_dir.exists() and store.run_ids() == []
 
 
-def test_a_damaged_pointer_hides_only_its_own_run(store, caplog):
+def test_a_damaged_pointer_hides_only_its_own_run(store):
     for rid in ("good", "bad"):
         _fill(store.create_run(_manifest(rid)))
     (store.root / "bad" / "tables.json").write_text("{not json")
     df = query_df(store, "SELECT run_id, count(*) AS n FROM responses GROUP BY run_id")
     assert df.to_dict("records") == [{"run_id": "good", "n": 4}]
-    assert any("skipped run bad" in r.getMessage() for r in caplog.records)
+    damaged = query_df(store, "SELECT run_id, reason FROM damaged_runs")  # said, not hidden silently
+    assert damaged.run_id.tolist() == ["bad"] and "unreadable table pointer" in damaged.reason[0]
 
 
 def test_a_cache_hit_never_replaces_the_paid_call(store):

@@ -1,4 +1,5 @@
-"""Commands over the run store: import, runs, show, export, delete, and `store clean`."""
+"""Commands over the run store: import, runs, show, export, delete, and `store clean` (`store
+check` and `store repair` live in store_health_commands.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Optional
 import typer
 
 from evalcore.cli.context import state
+from evalcore.cli import store_health_commands
 from evalcore.cli.dataset_commands import ON_DUPLICATE_HELP, OnDuplicate, print_dropped_duplicates
 from evalcore.errors import EvalcoreError
 from evalcore.export import FORMATS, export_run
@@ -88,10 +90,12 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON inst
         typer.echo(f"warning: skipped a run: {problem}", err=True)
     df = runs_overview(state.store())
     if as_json:
+        store_health_commands.print_damaged(state.store(), err=True)  # stdout stays JSON
         typer.echo(df.to_json(orient="records", date_format="iso", force_ascii=False, double_precision=15))
         return
     if df.empty:
-        typer.echo(f"no runs in {state.store().root} (try: evalcore import --example)")
+        if not store_health_commands.print_damaged(state.store()):
+            typer.echo(f"no runs in {state.store().root} (try: evalcore import --example)")
         return
     from rich.table import Table
 
@@ -104,6 +108,7 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON inst
         table.add_row(row.run_id, row.name, row.status, row.methods, str(row.n_questions),
                       str(row.n_responses), str(row.n_errors), str(row.created_at)[:19])
     console().print(table)
+    store_health_commands.print_damaged(state.store())
 
 
 def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, or 'latest'."),
@@ -202,6 +207,7 @@ def clean_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="Only list w
         typer.echo(f"nothing to clean in {store.root / '.staging'} or {store.root / '.trash'}")
     if kept:
         typer.echo(f"left {len(kept)} staging folder(s) alone: an import may still be writing them")
+    store_health_commands.print_quarantined(store)
 
 
 def register(app: typer.Typer) -> None:
@@ -213,4 +219,5 @@ def register(app: typer.Typer) -> None:
     store_app = typer.Typer(help="Maintenance of the run store folder.", no_args_is_help=True,
                             rich_markup_mode=None)
     store_app.command("clean")(clean_cmd)
+    store_health_commands.register(store_app)
     app.add_typer(store_app, name="store")

@@ -2,7 +2,8 @@
 
 store/layout.py says where everything lives and why; writer.py appends part files;
 compaction.py folds them into one canonical file per table plus a summary; views.py hands
-readers DuckDB views over the canonical files; runstore.py ties a folder of runs together.
+readers DuckDB views over the canonical files; runstore.py ties a folder of runs together;
+health.py finds damage, keeps it inside its run, and repairs a lost pointer.
 Import from here: `from evalcore.store import RunStore, open_db`.
 """
 
@@ -15,6 +16,7 @@ from evalcore.store.layout import (
     STAGING_DIR,
     STORE_MARKER,
     TRASH_DIR,
+    RunDamaged,
     check_run_id,
     default_root,
     new_run_id,
@@ -23,5 +25,5 @@ from evalcore.store.runstore import RunStore
 from evalcore.store.views import open_db
 from evalcore.store.writer import RunWriter
 
-__all__ = ["Compaction", "DEFAULT_ROOT", "FORMAT_VERSION", "RUN_ID_RE", "RunStore", "RunWriter", "SHARED_DIR",
-           "STAGING_DIR", "STORE_MARKER", "TRASH_DIR", "check_run_id", "default_root", "new_run_id", "open_db"]
+__all__ = ["Compaction", "DEFAULT_ROOT", "FORMAT_VERSION", "RUN_ID_RE", "RunDamaged", "RunStore", "RunWriter",
+           "SHARED_DIR", "STAGING_DIR", "STORE_MARKER", "TRASH_DIR", "check_run_id", "default_root", "new_run_id", "open_db"]

@@ -13,7 +13,13 @@ Crash safety, by construction:
 * after it, the absorbed parts may still be on disk; the next compaction absorbs them again,
   which changes nothing (same rows, same timestamps: the newest still wins);
 * the files the previous pointer named are kept for one more generation, so a reader that
-  read the old pointer a moment ago can still open them.
+  read the old pointer a moment ago can still open them;
+* nothing is deleted that a readable pointer cannot account for: a file goes only if a
+  pointer named it and a newer one retired it, or it is the unpublished output of a
+  compaction that was killed (the generation after the pointer's, which no pointer can have
+  named). A run whose pointer is missing or unreadable, or whose current files cannot be
+  read, is refused (layout.RunDamaged) instead of being read as empty; an unreadable part
+  file is set aside in quarantine/ (store/health.py) instead of failing every compaction.
 One compaction per run at a time (an flock on the run's `.compact.lock`; on object storage a
 lease object of that name, store/lease.py); writers never wait for it — parts they add
 meanwhile are simply left for the next one. On object storage the pointer is also replaced
@@ -49,6 +55,8 @@ from evalcore.store.layout import (
     FORMAT_VERSION,
     PARTS_DIR,
     RUN_TABLES,
+    RunDamaged,
+    data_generation,
     empty_pointer,
     failed_write,
     fsync_dir,
@@ -57,6 +65,7 @@ from evalcore.store.layout import (
     write_parquet_atomic,
     write_pointer,
 )
+from evalcore.store.health import quarantine_unreadable_parts, unreadable
 from evalcore.store.merge import Merged, merge_files, sql_list
 from evalcore.store.summary import SUMMARY_TABLES, summary_sql
 from evalcore.tables import SCHEMAS
@@ -122,6 +131,9 @@ def _merge_to(path: Location, table: str, sources: list[Location]) -> Merged:
         os.replace(tmp, path)
     except OSError as exc:  # e.g. a full disk: no half file left, and the error names the file
         raise failed_write(exc, tmp, path) from None
+    except BaseException:  # e.g. a source that cannot be read: no half file left either
+        tmp.unlink(missing_ok=True)
+        raise
     return merged
 
 
@@ -151,7 +163,7 @@ def compact(run_dir: Location, force_summary: bool = False) -> Compaction:
 def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) -> Compaction:
     if not (run_dir / "run.json").is_file():
         return result  # deleted (moved to .trash) while this waited for the lock
-    found, token = read_pointer_versioned(run_dir)
+    found, token = read_pointer_versioned(run_dir)  # RunDamaged: never compact what we cannot read
     pointer = found or empty_pointer()
     done = _finish_previous(run_dir, pointer)
     pending = {t: [p for p in pending_parts(run_dir, t) if _rel(run_dir, p) not in done] for t in RUN_TABLES}
@@ -160,8 +172,30 @@ def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) 
     result.generation = int(pointer.get("generation", 0))
     if not any(pending.values()) and has_summary and not force_summary and found:
         if pointer.get("retired"):  # nothing new: still let expired files go
-            _sweep(run_dir, {"absorbed": [], **pointer}, token)
+            _sweep(run_dir, {"absorbed": [], **pointer}, token, base_generation=result.generation)
         return result
+    if any(pending.values()):  # a part that cannot be read would fail this and every later compaction
+        pending = quarantine_unreadable_parts(run_dir, pending)
+    try:
+        return _write_generation(run_dir, pointer, token, pending, files, result)
+    except (pa.ArrowException, duckdb.Error, OSError) as exc:
+        _diagnose(run_dir, files, exc)
+        raise
+
+
+def _diagnose(run_dir: Location, files: dict[str, str], exc: BaseException) -> None:
+    """After a compaction failed reading: if a file the pointer names is unreadable, the run is
+    damaged (one line naming the file) — not a traceback, and nothing written."""
+    if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError) and exc.errno is not None:
+        return  # a full disk, a read-only store: the error already names the file being written
+    for name, rel in sorted(files.items()):
+        why = unreadable(run_dir / rel)
+        if why:
+            raise RunDamaged(run_dir, f"{rel} is unreadable ({why})", file=rel) from None
+
+
+def _write_generation(run_dir: Location, pointer: dict, token: str | None,
+                      pending: dict[str, list[Location]], files: dict[str, str], result: Compaction) -> Compaction:
     generation = result.generation + 1
     tag = f"g{generation}-{uuid.uuid4().hex[:8]}"
     rows = dict(pointer.get("rows") or {})
@@ -173,6 +207,7 @@ def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) 
         # the summaries scan each table once: DuckDB's file cache would only hold the run's
         # data in memory (a 100 MB import grew by it), so it is off here
         con.execute("SET enable_external_file_cache = false")
+        files = dict(files)
         for table in RUN_TABLES:
             current = [run_dir / files[table]] if table in files else []
             if pending[table]:
@@ -205,7 +240,8 @@ def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) 
                                     "previous": previous, "rows": rows, "replaced": replaced,
                                     "absorbed": absorbed, "retired": retired,
                                     "compacted_at": datetime.now(timezone.utc).isoformat()}, token)
-    _sweep(run_dir, pointer | {"files": files, "absorbed": absorbed, "retired": retired}, token)
+    _sweep(run_dir, pointer | {"files": files, "absorbed": absorbed, "retired": retired}, token,
+           base_generation=result.generation)
     result.changed, result.generation, result.rows = True, generation, rows
     return result
 
@@ -225,10 +261,13 @@ def _finish_previous(run_dir: Location, pointer: dict) -> set[str]:
     return absorbed
 
 
-def _sweep(run_dir: Location, pointer: dict, token: str | None = None) -> None:
+def _sweep(run_dir: Location, pointer: dict, token: str | None = None, base_generation: int = 0) -> None:
     """After a new pointer is published: remove the absorbed format-2 parts (never read by
-    readers), retired files whose grace time is over, format-1 folders left empty, and data
-    files that no pointer names (leftovers of a compaction that was killed)."""
+    readers), retired files whose grace time is over, format-1 folders left empty, and the
+    output of compactions that were killed before publishing: data files of generation
+    `base_generation + 1` (the one every compaction starting from the pointer it read writes)
+    that the new pointer does not name. Any other file in data/ no pointer accounts for stays
+    (`evalcore store check` lists it)."""
     for rel in pointer["absorbed"]:
         if rel.startswith(f"{PARTS_DIR}/"):
             (run_dir / rel).unlink(missing_ok=True)
@@ -255,8 +294,12 @@ def _sweep(run_dir: Location, pointer: dict, token: str | None = None) -> None:
     _sweep_stale_temporaries(run_dir)
     referenced = set(pointer["files"].values()) | set(pointer["retired"])
     data = run_dir / DATA_DIR
-    for f in data.iterdir() if data.is_dir() else []:
-        if f"{DATA_DIR}/{f.name}" not in referenced:
+    found = [(f, data_generation(f.name)) for f in (data.iterdir() if data.is_dir() else [])]
+    newest = max((g[1] for _, g in found if g), default=0)
+    if newest > base_generation + 1:
+        return  # data/ is newer than the pointer this compaction started from: leave it all
+    for f, parsed in found:
+        if f"{DATA_DIR}/{f.name}" not in referenced and parsed and parsed[1] == base_generation + 1:
             f.unlink(missing_ok=True)
 
 

@@ -6,6 +6,7 @@ Layout (root = `--store`, `EVALCORE_STORE`, or `./runs`), format 2::
     <root>/<run_id>/tables.json                  the run's pointer: which canonical files are current
     <root>/<run_id>/data/<table>-g<N>-<id>.parquet   canonical rows, one file per table (and summary)
     <root>/<run_id>/parts/<table>/part-*.parquet     rows written since the last compaction (unseen by readers)
+    <root>/<run_id>/quarantine/parts/<table>/...     part files that could not be read, set aside (store/health.py)
     <root>/_shared/store.json                    store marker {"format_version": N} (absent = 1)
     <root>/_shared/annotations/part-*.parquet    human annotations (append-only, across runs)
     <root>/.staging/<run_id>/                    a run being imported; renamed into place when complete
@@ -20,6 +21,11 @@ nothing. It reads `tables.json`, which names exactly one file per table, and a c
 publishes a new set of files by replacing that one small file atomically (os.replace), so a
 reader sees the old set or the new set, never a mix. The same holds on object storage, where
 a listing is not atomic but a single object write is.
+
+Why a missing pointer is damage, not emptiness: every format-2 run gets its pointer before its
+run.json, so a run with a format-2 manifest and no pointer lost it. Reading that as "no files"
+once made the next compaction delete every file of the run; now readers and writers refuse the
+run (RunDamaged) until `evalcore store repair` rebuilds the pointer from data/ (store/health.py).
 """
 
 from __future__ import annotations
@@ -53,6 +59,9 @@ COMPACT_LOCK = ".compact.lock"
 POINTER = "tables.json"
 DATA_DIR = "data"
 PARTS_DIR = "parts"
+QUARANTINE_DIR = "quarantine"
+# data/<table>-g<N>-<tag>.parquet, and the hidden temporary name a compaction writes it under
+DATA_NAME_RE = re.compile(r"^\.?(?P<table>[a-z_]+)-g(?P<generation>\d+)-(?P<tag>[0-9a-f]+)\.parquet(?:\.tmp)?$")
 RUN_TABLES = tuple(SCHEMAS)  # questions, responses, metrics, judge_calls, claims, context_verdicts
 
 
@@ -149,29 +158,108 @@ def pending_parts(run_dir: Path, table: str) -> list[Path]:
     return sorted(found)
 
 
-def is_legacy(run_dir: Path) -> bool:
-    """A format-1 run: no pointer file (every format-2 run gets one when it is created)."""
-    return not (run_dir / POINTER).is_file()
+class RunDamaged(StoreError):
+    """A run whose pointer is missing or unreadable, or one of whose current files cannot be
+    read. Readers leave it out (or, asked for it by name, raise this); writers refuse to touch
+    it, so nothing of it is deleted or overwritten before a person looked. One line."""
+
+    def __init__(self, run_dir: Location, problem: str, file: str | None = None, hint: str | None = None):
+        self.run_id = run_dir.name
+        self.file = file  # relative to the run folder, when one file is the problem
+        self.problem = " ".join(str(problem).split())  # one line, whatever the library said
+        hint = hint or f"`evalcore store check {self.run_id}` lists its files"
+        super().__init__(f"run {self.run_id} is damaged: {self.problem}; {hint}")
+
+
+def repair_hint(run_id: str) -> str:
+    return f"`evalcore store repair {run_id}` rebuilds it from the files in data/"
+
+
+def data_generation(name: str) -> tuple[str, int, str] | None:
+    """(table, generation, tag) of a file name in data/ (or its temporary name); None if the name
+    is not one a compaction writes."""
+    match = DATA_NAME_RE.match(name)
+    return (match["table"], int(match["generation"]), match["tag"]) if match else None
+
+
+def _has_files(folder: Location) -> bool:
+    try:
+        return any(p.is_file() or _has_files(p) for p in folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def looks_format1(run_dir: Location) -> bool:
+    """Without a pointer: is this a format-1 run (written before pointers existed, or one whose
+    upgrade was killed before it published)? Only if its run.json says format 1, it has no
+    format-2 part files, its data/ holds at most the first generation, and it still has its
+    format-1 part files to read. Anything else lost its pointer."""
+    try:
+        version = json.loads((run_dir / "run.json").read_bytes().decode("utf-8")).get("format_version")
+    except (OSError, ValueError, AttributeError):
+        return False
+    if version != 1 or _has_files(run_dir / PARTS_DIR):
+        return False
+    try:
+        data = [data_generation(p.name) for p in (run_dir / DATA_DIR).iterdir()]
+    except (FileNotFoundError, NotADirectoryError):
+        data = []
+    if any(d is None or d[1] > 1 for d in data):
+        return False
+    legacy_parts = any(p.suffix == ".parquet" for t in RUN_TABLES for p in _listing(run_dir / t))
+    return legacy_parts or not data
+
+
+def _listing(folder: Location) -> list:
+    try:
+        return list(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def is_legacy(run_dir: Location) -> bool:
+    """A format-1 run: no pointer file, and the marks of format 1 (see looks_format1)."""
+    return not (run_dir / POINTER).is_file() and looks_format1(run_dir)
 
 
 def read_pointer(run_dir: Location) -> dict[str, Any]:
-    """The run's pointer ({} for a format-1 run)."""
+    """The run's pointer ({} for a format-1 run); RunDamaged if it is missing or unreadable."""
     return read_pointer_versioned(run_dir)[0]
 
 
 def read_pointer_versioned(run_dir: Location) -> tuple[dict[str, Any], str | None]:
-    """The run's pointer and its version (an ETag on object storage, for `write_pointer`)."""
+    """The run's pointer and its version (an ETag on object storage, for `write_pointer`).
+    ({}, None) for a format-1 run; RunDamaged for a pointer that is missing or unreadable."""
     path = run_dir / POINTER
     try:
         raw, token = _fs.read_versioned(path)
         data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
-        return {}, None
+        if looks_format1(run_dir):
+            return {}, None
+        raise RunDamaged(run_dir, f"{path} is missing", hint=repair_hint(run_dir.name)) from None
     except (OSError, ValueError) as exc:
-        raise StoreError(f"{path}: unreadable table pointer ({exc})") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
-        raise StoreError(f"{path}: table pointer has no 'files' object")
+        raise RunDamaged(run_dir, f"{path}: unreadable table pointer ({exc})", hint=repair_hint(run_dir.name)) from exc
+    problem = pointer_problem(data)
+    if problem:
+        raise RunDamaged(run_dir, f"{path}: {problem}", hint=repair_hint(run_dir.name))
     return data, token
+
+
+def pointer_problem(data: Any) -> str | None:
+    """Why a parsed pointer cannot be trusted (None if it can): a pointer that does not say its
+    generation or names files outside data/ is not one a compaction wrote."""
+    if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
+        return "table pointer has no 'files' object"
+    generation = data.get("generation")
+    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+        return "table pointer has no valid 'generation'"
+    for name, rel in data["files"].items():
+        if not isinstance(rel, str) or not rel.startswith(f"{DATA_DIR}/") or "/" in rel[len(DATA_DIR) + 1:]:
+            return f"table pointer names {rel!r} for {name!r}, not a file in {DATA_DIR}/"
+    if not isinstance(data.get("retired", {}), dict):
+        return "table pointer's 'retired' is not an object"
+    return None
 
 
 def fsync_dir(path: Location) -> None:

@@ -21,7 +21,7 @@ import shutil
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
@@ -49,6 +49,9 @@ from evalcore.store.layout import (
 )
 from evalcore.store.writer import RunWriter
 from evalcore.tables import annotation_row
+
+if TYPE_CHECKING:
+    from evalcore.store.health import Repair, RunCheck
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +157,24 @@ class RunStore:
             if ann.is_dir():
                 parts.extend(sorted(p.name for p in ann.glob("*.parquet")))
         return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:16]
+
+    def check(self, run_ids: list[str] | None = None, deep: bool = True) -> list["RunCheck"]:
+        """`evalcore store check`: every file every pointer names opened (store/health.py)."""
+        from evalcore.store.health import check_run
+
+        return [check_run(self.run_dir(r), deep=deep) for r in (self.run_ids() if run_ids is None else run_ids)]
+
+    def repair(self, run_id: str) -> "Repair":
+        """`evalcore store repair`: rebuild a lost or unreadable pointer from data/ (store/health.py)."""
+        from evalcore.store.health import repair_run
+
+        return repair_run(self.run_dir(self.resolve(run_id)))
+
+    def quarantined(self) -> list[tuple[Location, int]]:
+        """Part files set aside as unreadable, in every run, with their sizes."""
+        from evalcore.store.health import quarantined_files
+
+        return [item for run_id in self.run_ids() for item in quarantined_files(self.run_dir(run_id))]
 
     def pending_rows(self, run_id: str, table: str) -> int:
         """Rows a writer of the run has written but not yet published (a live run's progress)."""

@@ -7,6 +7,7 @@ Views (one connection = a consistent set of views, over the runs asked for or al
   summary_metrics, summary_responses, summary_judges, summary_labels
                      the per-run summaries written at compaction (store/summary.py)
   annotations        every human annotation (append-only, never de-duplicated)
+  damaged_runs       runs left out of every view above, and why (one line each, naming the file)
 User-supplied values only ever reach SQL as bound parameters.
 
 Readers do not de-duplicate: compaction did (store/compaction.py). The one exception is a
@@ -25,11 +26,16 @@ few databases per process, keyed by the store's state token (RunStore.state_toke
 whenever anything readers can see changes) and the runs asked for, and hands each caller its
 own cursor (a DuckDB cursor is a connection of its own to the same database: safe in one
 thread while other threads use theirs). A changed store gets a new key, so nothing is stale.
+
+One damaged run stays inside itself: a run whose pointer is missing or unreadable is left out
+at once; a file that cannot be read makes DuckDB's one read over every run fail, and only then
+is each run's files' footers read to find which runs to leave out (so a healthy store pays
+nothing for the check). Runs left out are listed in `damaged_runs`; asking for one by name
+(`runs=[...]`) raises layout.RunDamaged, one line naming the file.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -40,15 +46,13 @@ from typing import Iterator, Sequence
 import duckdb
 import pyarrow as pa
 
-from evalcore.errors import StoreError
 from evalcore.store import fs as _fs
 from evalcore.store.merge import merge_sql, sql_list
-from evalcore.store.layout import RUN_TABLES, is_legacy, pending_parts, read_pointer
+from evalcore.store.health import unreadable
+from evalcore.store.layout import RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import SUMMARY_TABLES, summary_sql
 from evalcore.tables import ANNOTATIONS_SCHEMA, SCHEMAS
-
-log = logging.getLogger(__name__)
 
 _MANIFEST_SCHEMA = pa.schema([
     ("run_id", pa.string()), ("name", pa.string()), ("kind", pa.string()), ("status", pa.string()),
@@ -66,25 +70,47 @@ class Sources:
     canonical: dict[str, list[Path]] = field(default_factory=dict)
     legacy: dict[str, list[Path]] = field(default_factory=dict)
     legacy_runs: list[str] = field(default_factory=list)
+    by_run: dict[str, list[Path]] = field(default_factory=dict)  # every file each run contributes
+    damaged: dict[str, RunDamaged] = field(default_factory=dict)  # runs left out, and why
 
 
-def sources(store: RunStore, run_ids: Sequence[str]) -> Sources:
-    out = Sources()
+def sources(store: RunStore, run_ids: Sequence[str], damaged: dict[str, RunDamaged] | None = None) -> Sources:
+    out = Sources(damaged=dict(damaged or {}))
     for run_id in run_ids:
+        if run_id in out.damaged:
+            continue
         run_dir = store.run_dir(run_id)
         if is_legacy(run_dir):
             out.legacy_runs.append(run_id)
             for table in RUN_TABLES:
-                out.legacy.setdefault(table, []).extend(pending_parts(run_dir, table))
+                parts = pending_parts(run_dir, table)
+                out.legacy.setdefault(table, []).extend(parts)
+                out.by_run.setdefault(run_id, []).extend(parts)
             continue
         try:
             files = read_pointer(run_dir)["files"]
-        except StoreError as exc:  # one damaged run must not hide every other one
-            log.warning("skipped run %s: %s", run_id, exc)
+        except RunDamaged as exc:  # one damaged run must not hide every other one
+            out.damaged[run_id] = exc
             continue
         for name, rel in files.items():
             out.canonical.setdefault(name, []).append(run_dir / rel)
+            out.by_run.setdefault(run_id, []).append(run_dir / rel)
     return out
+
+
+def _find_damaged(store: RunStore, src: Sources) -> dict[str, RunDamaged]:
+    """After the one read over every run failed: which runs hold a file whose footer cannot be
+    read (the check DuckDB's read made, run by run)."""
+    found = {}
+    for run_id, paths in src.by_run.items():
+        run_dir = store.run_dir(run_id)
+        for path in paths:
+            why = unreadable(path)
+            if why:
+                rel = path.relative_to(run_dir).as_posix()
+                found[run_id] = RunDamaged(run_dir, f"{rel} is unreadable ({why})", file=rel)
+                break
+    return found
 
 
 def _manifest_table(manifests) -> pa.Table:
@@ -136,11 +162,36 @@ READER_MEMORY = "1GB"
 _LOCK = threading.Lock()
 
 
+_DAMAGED_SCHEMA = pa.schema([("run_id", pa.string()), ("name", pa.string()), ("file", pa.string()),
+                             ("reason", pa.string())])
+
+
 def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnection:
     manifests = store.manifests()
     known = [m.run_id for m in manifests]
     wanted = known if runs is None else [r for r in known if r in set(runs)]
     src = sources(store, wanted)
+    _refuse_damaged(src, runs)
+    try:
+        return _connect(store, manifests, src)
+    except (duckdb.Error, pa.ArrowException, OSError):
+        # a file that cannot be read: find the runs holding one (their footers), leave them out
+        more = _find_damaged(store, src)
+        if not more:
+            raise
+    src = sources(store, wanted, damaged=src.damaged | more)
+    _refuse_damaged(src, runs)
+    return _connect(store, manifests, src)
+
+
+def _refuse_damaged(src: Sources, runs: Sequence[str] | None) -> None:
+    """A run asked for by name that is damaged: say so, rather than show it empty."""
+    for run_id in runs or ():
+        if run_id in src.damaged:
+            raise src.damaged[run_id]
+
+
+def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
     try:
         _fs.use_in(con, store.root)  # s3:// paths read through s3fs (store/fs.py)
@@ -150,9 +201,15 @@ def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnec
         # (DuckDB's default is 80% of RAM per database) for its file cache and query work
         con.execute(f"SET memory_limit = '{READER_MEMORY}'")
         # tables, not registered Arrow objects: cursors (other connections) must see them
-        con.register("_manifests", _manifest_table(manifests))
+        con.register("_manifests", _manifest_table([m for m in manifests if m.run_id not in src.damaged]))
         con.execute("CREATE TABLE runs AS SELECT * FROM _manifests")
         con.unregister("_manifests")
+        names = {m.run_id: m.name for m in manifests}
+        con.register("_damaged", pa.Table.from_pylist(
+            [{"run_id": r, "name": names.get(r), "file": d.file, "reason": d.problem}
+             for r, d in sorted(src.damaged.items())], schema=_DAMAGED_SCHEMA))
+        con.execute("CREATE TABLE damaged_runs AS SELECT * FROM _damaged")
+        con.unregister("_damaged")
         for table in RUN_TABLES:
             con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
         for name in SUMMARY_TABLES:

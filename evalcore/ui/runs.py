@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from evalcore.analysis import leaderboard as L
+from evalcore.analysis.damage import damaged_runs
 from evalcore.ui import common, corrected_view, entry
 
 SORTABLE = ["weighted_score", "created_at", "n", "cost_per_query_usd", "latency_p50_ms", "name", "method"]
@@ -32,9 +33,22 @@ def _reading_order(board, metrics: list[str]):
     return board[cols + rest + [c for c in ("questions", "charts") if c in board.columns]]
 
 
+def _damaged() -> None:
+    """Runs the store left out because a file of theirs cannot be read: listed apart, each with
+    its one-line reason as plain text (names and paths are data, never markdown)."""
+    damaged = common.call(damaged_runs)
+    if damaged.empty:
+        return
+    st.subheader(f"Damaged runs ({len(damaged)}), left out below")
+    for row in damaged.itertuples(index=False):
+        st.text(f"{row.run_id} ({row.name}): {row.reason}")
+    st.text("`evalcore store check` lists every problem; `evalcore store repair RUN` rebuilds a lost pointer.")
+
+
 def render() -> None:
     common.header("Runs", "Every run and method in the store, ranked. Means are over scored questions.")
     all_metrics = common.call(L.metric_names)
+    _damaged()
     if common.call(L.run_list).empty:
         common.empty_state("The store has no runs yet.",
                            "Start one on the Launch page, or run `evalcore import --example`.")

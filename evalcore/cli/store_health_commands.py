@@ -1,0 +1,68 @@
+"""`evalcore store check` and `evalcore store repair`: finding damage in the store and
+rebuilding a run's lost pointer (the work is in evalcore/store/health.py)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from evalcore.cli.context import state
+
+
+def check_cmd(
+    run: Optional[str] = typer.Argument(None, help="One run (id, unique prefix, name or 'latest'); default: all."),
+    quick: bool = typer.Option(False, "--quick", help="Read each file's footer only, not every row."),
+) -> None:
+    """Open every file every run's pointer names, like `git fsck`: list damaged runs and files
+    nothing accounts for. Exit code 1 when a run is damaged."""
+    store = state.store()
+    run_ids = [store.resolve(run)] if run else None
+    checks = store.check(run_ids, deep=not quick)
+    damaged = strays = files = 0
+    for check in checks:
+        files += check.files_checked
+        for problem in check.damage:
+            typer.echo(f"DAMAGED {check.run_id}: {problem}")
+        for stray in check.strays:
+            typer.echo(f"stray   {check.run_id}/{stray}")
+        damaged += check.damaged
+        strays += len(check.strays)
+    typer.echo(f"checked {len(checks)} run(s), {files} file(s): {damaged} damaged, {strays} stray file(s)")
+    if damaged:
+        typer.echo("`evalcore store repair RUN` rebuilds a run's pointer from its newest readable files", err=True)
+        raise typer.Exit(1)
+
+
+def repair_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, or 'latest'.")) -> None:
+    """Rebuild a run's lost or unreadable table pointer from the newest readable generation of each
+    table in its data/ folder, and say what was found. Deletes nothing: files it cannot use
+    stay where they are. A run that reads whole is left alone."""
+    for line in state.store().repair(run).lines():
+        typer.echo(line)
+
+
+def print_damaged(store, err: bool = False) -> int:
+    """The damaged runs, one line each (for `evalcore runs`); returns how many."""
+    from evalcore.analysis.damage import damaged_runs
+
+    found = damaged_runs(store)
+    for row in found.itertuples(index=False):
+        typer.echo(f"damaged run {row.run_id} ({row.name}): {row.reason}; see `evalcore store check {row.run_id}`",
+                   err=err)
+    return len(found)
+
+
+def print_quarantined(store) -> None:
+    """Part files set aside as unreadable (for `evalcore store clean`): reported, never removed."""
+    from evalcore.staging import human_bytes
+
+    found = store.quarantined()
+    for path, size in found:
+        typer.echo(f"quarantined {path}  {human_bytes(size)}  (an unreadable part file, set aside by a write; "
+                   "kept for you to inspect or delete)")
+
+
+def register(store_app: typer.Typer) -> None:
+    store_app.command("check")(check_cmd)
+    store_app.command("repair")(repair_cmd)

@@ -1,0 +1,322 @@
+"""Damage inside one run: finding it, keeping it inside its run, and repairing the pointer.
+
+Why this module: a run is a pointer (tables.json) and the files it names. Either can be lost
+or damaged by things evalcore does not control (a disk, a sync tool, a person with `rm`), and
+one bad file must cost one run, never the store, and never more data. So:
+
+* a file that cannot be read is found by its footer (`unreadable`: the Parquet footer, what
+  every reader opens first; `deep=True` decodes every page as well, for `store check`);
+* a part file a writer left unreadable (a 0-byte or garbage file in parts/) cannot be
+  absorbed, and would fail every later compaction of its run: it is moved to
+  `<run>/quarantine/<its path>` with one warning, and `store clean` / `store check` list it;
+* `check_run` opens every file the pointer names and lists what no pointer accounts for;
+* `repair_run` rebuilds a lost or unreadable pointer from the newest readable generation of
+  each table in data/ (file names carry the generation), and says what it chose and skipped.
+  It deletes nothing: files it cannot use stay where they are, and only files superseded by
+  the generation it chose are retired (removed by a later compaction, after the grace time).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evalcore.errors import StoreError
+from evalcore.store import fs as _fs
+from evalcore.store.fs import Location
+from evalcore.store.layout import (
+    DATA_DIR,
+    FORMAT_VERSION,
+    POINTER,
+    QUARANTINE_DIR,
+    RUN_TABLES,
+    RunDamaged,
+    data_generation,
+    is_legacy,
+    pending_parts,
+    read_pointer_versioned,
+    write_pointer,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def unreadable(path: Location, deep: bool = False) -> str | None:
+    """Why a Parquet file cannot be read (None if it can): its footer, or with `deep` every row."""
+    where, filesystem = _fs.arrow(path)
+    try:
+        if deep:
+            source = pq.ParquetFile(where, filesystem=filesystem, pre_buffer=False)
+            for _ in source.iter_batches(batch_size=65536, use_threads=False):
+                pass
+        else:
+            pq.read_metadata(where, filesystem=filesystem)
+    except FileNotFoundError:
+        return "the file is missing"
+    except Exception as exc:  # pyarrow says ArrowInvalid, OSError or others for one bad file
+        return _one_line(exc)
+    return None
+
+
+def _corrupt(path: Location) -> str | None:
+    """Why a part file is garbage for certain (None if it reads, or if it could not be read
+    because of the disk or the network, which is no reason to set it aside): its bytes were
+    read whole, and they are not Parquet."""
+    why = unreadable(path)
+    if why is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None  # gone meanwhile: nothing to set aside
+    if not data:
+        return "an empty (0-byte) file"
+    try:
+        pq.read_metadata(pa.BufferReader(data))
+    except Exception as exc:
+        return _one_line(exc)
+    return None
+
+
+def quarantine_path(run_dir: Location, part: Location) -> Location:
+    return run_dir / QUARANTINE_DIR / part.relative_to(run_dir).as_posix()
+
+
+def _move(src: Location, dst: Location) -> None:
+    if _fs.is_remote(src):
+        dst.write_bytes(src.read_bytes())
+        src.unlink(missing_ok=True)
+        return
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(src, dst)
+
+
+def quarantine_unreadable_parts(run_dir: Location, pending: dict[str, list[Location]]) -> dict[str, list[Location]]:
+    """The pending parts without those that are not Parquet: those are moved to quarantine/
+    (one warning for all of them), so the compaction absorbs the rest and carries on."""
+    kept: dict[str, list[Location]] = {}
+    moved: list[tuple[str, str]] = []
+    for table, parts in pending.items():
+        kept[table] = []
+        for part in parts:
+            why = _corrupt(part)
+            if why is None:
+                kept[table].append(part)
+                continue
+            _move(part, quarantine_path(run_dir, part))
+            moved.append((part.relative_to(run_dir).as_posix(), why))
+    if moved:
+        first, why = moved[0]
+        more = f" and {len(moved) - 1} more" if len(moved) > 1 else ""
+        log.warning("run %s: set aside %d unreadable part file(s) in %s: %s (%s)%s; `evalcore store clean` lists them",
+                    run_dir.name, len(moved), run_dir / QUARANTINE_DIR, first, why, more)
+    return kept
+
+
+def quarantined_files(run_dir: Location) -> list[tuple[Location, int]]:
+    """Files set aside in a run's quarantine/ folder, with their sizes."""
+    folder = run_dir / QUARANTINE_DIR
+    if _fs.is_remote(folder):
+        return [(p, int(info.get("size") or 0)) for p, info in folder.walk_files()]
+    if not folder.is_dir():
+        return []
+    return [(p, p.stat().st_size) for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()]
+
+
+# ---- store check -----------------------------------------------------------------------------
+@dataclass
+class RunCheck:
+    """What `store check` found in one run: damage (the run cannot be read whole) and files
+    nothing accounts for (strays: not damage, but worth a look)."""
+
+    run_id: str
+    files_checked: int = 0
+    damage: list[str] = field(default_factory=list)
+    strays: list[str] = field(default_factory=list)
+
+    @property
+    def damaged(self) -> bool:
+        return bool(self.damage)
+
+
+def check_run(run_dir: Location, deep: bool = True) -> RunCheck:
+    """Open every file the run's pointer names (every row with `deep`), compare row counts with
+    the pointer's, and list files in data/, parts/ and quarantine/ that no pointer accounts for."""
+    result = RunCheck(run_dir.name)
+    legacy = is_legacy(run_dir)
+    try:
+        pointer = {} if legacy else read_pointer_versioned(run_dir)[0]
+    except RunDamaged as exc:
+        result.damage.append(exc.problem + f" (`evalcore store repair {run_dir.name}` rebuilds it)")
+        pointer = None
+    files = dict(pointer["files"]) if pointer else {}
+    for name, rel in sorted(files.items()):
+        result.files_checked += 1
+        why = unreadable(run_dir / rel, deep=deep)
+        if why:
+            result.damage.append(f"{rel} is unreadable ({why})")
+            continue
+        expected = (pointer.get("rows") or {}).get(name)
+        if isinstance(expected, int) and name in RUN_TABLES:
+            where, filesystem = _fs.arrow(run_dir / rel)
+            have = pq.read_metadata(where, filesystem=filesystem).num_rows
+            if have != expected:
+                result.damage.append(f"{rel} holds {have} rows, the pointer says {expected}")
+    for table in RUN_TABLES:
+        for part in pending_parts(run_dir, table):
+            result.files_checked += legacy
+            why = unreadable(part, deep=deep and legacy)
+            if why and legacy:
+                result.damage.append(f"{part.relative_to(run_dir).as_posix()} is unreadable ({why})")
+            elif why:
+                result.strays.append(f"{part.relative_to(run_dir).as_posix()}: unreadable part file ({why}); "
+                                     "the next write to the run sets it aside")
+    if pointer is not None and not legacy:
+        result.strays.extend(_data_strays(run_dir, pointer))
+    for path, size in quarantined_files(run_dir):
+        result.strays.append(f"{path.relative_to(run_dir).as_posix()}: set aside as unreadable ({size} bytes)")
+    return result
+
+
+def _data_strays(run_dir: Location, pointer: dict) -> list[str]:
+    named = set(pointer["files"].values()) | set(pointer.get("retired") or {})
+    generation = int(pointer.get("generation", 0))
+    out = []
+    for f in _listing(run_dir / DATA_DIR):
+        rel = f"{DATA_DIR}/{f.name}"
+        if rel in named:
+            continue
+        parsed = data_generation(f.name)
+        if parsed and parsed[1] == generation + 1:
+            why = "written by a compaction that has not published (running, or killed); the next one removes it"
+        elif parsed and parsed[1] > generation + 1:
+            why = f"newer than the pointer's generation {generation}; kept (was the pointer restored from a copy?)"
+        else:
+            why = "named by no pointer; kept"
+        out.append(f"{rel}: {why}")
+    return out
+
+
+def _listing(folder: Location) -> list[Location]:
+    try:
+        return sorted(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+# ---- store repair ----------------------------------------------------------------------------
+@dataclass
+class Repair:
+    """What `store repair` did: the file chosen per table, the files skipped (left in place)
+    and why, the files retired as superseded, and the generation the new pointer carries."""
+
+    run_id: str
+    needed: bool = True
+    generation: int = 0
+    chosen: dict[str, str] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)  # tables with files, none of them readable
+
+    def lines(self) -> list[str]:
+        if not self.needed:
+            return [f"run {self.run_id}: its pointer and every file it names read; nothing to repair"]
+        out = [f"run {self.run_id}: rebuilt {POINTER} from {DATA_DIR}/ (generation {self.generation})"]
+        out += [f"  {t}: {rel} ({self.rows.get(t, 0)} rows)" for t, rel in sorted(self.chosen.items())]
+        missing = [t for t in RUN_TABLES if t not in self.chosen and t not in self.lost]
+        if missing:
+            out.append(f"  no file in {DATA_DIR}/ (empty): {', '.join(missing)}")
+        out += [f"  skipped {s}" for s in self.skipped]
+        out += [f"  LOST {t}: no readable generation is left; restore a copy of its file to get its rows back"
+                for t in self.lost]
+        if self.retired:
+            out.append(f"  retired {len(self.retired)} superseded file(s) (removed by a later compaction)")
+        out.append("  summaries recomputed; rows written since the last compaction (parts/) absorbed")
+        return out
+
+
+def _healthy(run_dir: Location) -> bool:
+    try:
+        pointer = read_pointer_versioned(run_dir)[0]
+    except RunDamaged:
+        return False
+    return all(unreadable(run_dir / rel) is None for rel in pointer["files"].values())
+
+
+def repair_run(run_dir: Location) -> Repair:
+    """Rebuild the run's pointer from data/ (see the module docstring), then compact it so its
+    summaries are computed again from the files chosen. A run that reads whole is left alone."""
+    from evalcore.store.compaction import compact, compaction_lock
+
+    report = Repair(run_dir.name)
+    if not (run_dir / "run.json").is_file():
+        raise StoreError(f"no run {run_dir.name!r} in store {run_dir.parent}")
+    if is_legacy(run_dir) or _healthy(run_dir):
+        report.needed = False
+        return report
+    with compaction_lock(run_dir):
+        candidates: dict[str, list[tuple[int, float, Location]]] = {}
+        newest = 0
+        for f in _listing(run_dir / DATA_DIR):
+            parsed = data_generation(f.name)
+            if parsed is None or f.name.startswith("."):
+                report.skipped.append(f"{DATA_DIR}/{f.name}: not a published data file; left in place")
+                continue
+            newest = max(newest, parsed[1])
+            candidates.setdefault(parsed[0], []).append((parsed[1], _mtime(f), f))
+        now = time.time()
+        retired: dict[str, float] = {}
+        for table, found in sorted(candidates.items()):
+            found.sort(key=lambda c: (c[0], c[1]), reverse=True)
+            rels = [f"{DATA_DIR}/{c[2].name}" for c in found]
+            if table not in RUN_TABLES:  # summaries: derived, recomputed below
+                retired.update({rel: now for rel in rels})
+                continue
+            for rel in rels:
+                if table in report.chosen:
+                    retired[rel] = now  # an older generation: the chosen one merged it
+                    continue
+                why = unreadable(run_dir / rel, deep=True)
+                if why:
+                    report.skipped.append(f"{rel}: unreadable ({why}); left in place")
+                    continue
+                where, filesystem = _fs.arrow(run_dir / rel)
+                report.chosen[table] = rel
+                report.rows[table] = pq.read_metadata(where, filesystem=filesystem).num_rows
+            if table not in report.chosen:
+                report.lost.append(table)
+        report.generation = newest  # the next compaction writes newest + 1: never a name in use
+        report.retired = sorted(retired)
+        pointer: dict[str, Any] = {
+            "format_version": FORMAT_VERSION, "generation": newest, "files": dict(report.chosen),
+            "previous": [], "rows": dict(report.rows), "replaced": {}, "absorbed": [], "retired": retired,
+            "repaired_at": datetime.now(timezone.utc).isoformat(),
+            "repair": {"skipped": report.skipped, "lost": report.lost}}
+        try:
+            token = _fs.read_versioned(run_dir / POINTER)[1]
+        except FileNotFoundError:
+            token = None
+        write_pointer(run_dir, pointer, token)
+    compact(run_dir, force_summary=True)
+    return report
+
+
+def _mtime(path: Location) -> float:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return 0.0
+    return float(st.st_mtime)
