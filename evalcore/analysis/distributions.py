@@ -12,7 +12,7 @@ import pandas as pd
 
 from evalcore.analysis.leaderboard import system_rows
 from evalcore.analysis.sql import df
-from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
+from evalcore.schemas.labels import GRADE_METRICS
 from evalcore.store import RunStore
 
 FACETS = ("category", "question_type", "difficulty")  # the only columns a user may group by
@@ -24,11 +24,14 @@ def _runs(keys: Sequence[str]) -> list[str]:
 
 
 def label_counts(store: RunStore, keys: Sequence[str], kind: str) -> pd.DataFrame:
-    """Counts and shares of each grade (kind='grade') or answer class (kind='answer_class') per
-    system, from the run summaries. Grades prefer factual_grade over factual_accuracy."""
+    """Counts and shares of each grade (kind='grade', from the run summaries; factual_grade
+    preferred over factual_accuracy) or answer class (kind='answer_class': CORRECT / WRONG /
+    DONT_KNOW / ERROR / UNSCORED by the one rule of evalcore.analysis.correctness) per system."""
     if kind not in ("grade", "answer_class"):
         raise ValueError("kind must be 'grade' or 'answer_class'")
-    metrics = list(GRADE_METRICS if kind == "grade" else CLASS_METRICS)
+    if kind == "answer_class":
+        return _class_counts(store, keys)
+    metrics = list(GRADE_METRICS)
     out = df(store, f"""
         WITH l AS (SELECT run_id, method, metric, label, n FROM summary_labels
                    WHERE list_contains($metrics, metric) AND list_contains($keys, {_SYS})),
@@ -38,6 +41,18 @@ def label_counts(store: RunStore, keys: Sequence[str], kind: str) -> pd.DataFram
         FROM l JOIN pick USING (run_id, method, metric) ORDER BY system, label""",
              {"metrics": metrics, "keys": list(keys)}, runs=_runs(keys))
     return out
+
+
+def _class_counts(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
+    from evalcore.analysis.correctness import classify, outcome_frame
+
+    wide = outcome_frame(store, keys)
+    if wide.empty:
+        return pd.DataFrame(columns=["system", "label", "n", "share"])
+    counts = wide.join(classify(wide)).groupby(["system", "cls"]).size().rename("n").reset_index()
+    counts = counts.rename(columns={"cls": "label"})
+    counts["share"] = counts["n"] / counts.groupby("system")["n"].transform("sum")
+    return counts.sort_values(["system", "label"]).reset_index(drop=True)
 
 
 def metric_by_facet(store: RunStore, keys: Sequence[str], metric: str, facet: str) -> pd.DataFrame:

@@ -12,22 +12,18 @@ it has), answerable, negative_check. Sums, means, counts and percentiles are SQL
 
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import pandas as pd
 
 from evalcore.metrics.composites import OVERALL_COMPONENTS, combine, overall_parts
 from evalcore.analysis import sql as Q
+# which metric decides CORRECT vs WRONG: one rule, in evalcore.analysis.correctness
+from evalcore.analysis.correctness import CORRECT_METRICS, CORRECT_THRESHOLD  # noqa: F401 (re-exported)
 from evalcore.schemas.labels import grade_for
 from evalcore.stats.resample import DEFAULT_BOOT, bootstrap_ci
 from evalcore.store import RunStore
 
-# Which metric decides CORRECT vs WRONG for an answer that did not abstain, per question:
-# the first of these with a value (a judge's class verdict or score beats declarative checks
-# beats token F1).
-CORRECT_METRICS = ("answer_correct", "answer_correctness", "checks_pass", "token_f1")
-CORRECT_THRESHOLD = 0.5
 
 
 def metric_table(store: RunStore, run_id: str) -> pd.DataFrame:
@@ -94,43 +90,27 @@ def best_worst(store: RunStore, run_id: str, metric: str, method: str | None = N
 def answer_classes(store: RunStore, run_id: str, by: str | None = None,
                    correct_metrics: Sequence[str] = CORRECT_METRICS,
                    threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
-    """Counts and rates of CORRECT / WRONG / DONT_KNOW per method [, bucket].
+    """Counts and rates of CORRECT / WRONG / DONT_KNOW (and ERROR, UNSCORED) per method [, bucket],
+    by the one answer-class rule of evalcore.analysis.correctness; `decided_by` counts which
+    metric decided each CORRECT / WRONG."""
+    from evalcore.analysis.correctness import classify, outcome_frame
 
-    DONT_KNOW comes from the dont_know metric. Otherwise the first of `correct_metrics` with a
-    value decides (>= threshold is CORRECT); `decided_by` counts which metric decided.
-    Questions where dont_know is NaN (target error) are ERROR; with no deciding metric, UNSCORED.
-    """
-    wanted = ["dont_know", *correct_metrics]
-    df = Q.metric_values(store, run_id, metrics=wanted, by=by)
     cols = ["method", "bucket", "n", "correct", "wrong", "dont_know", "error", "unscored",
             "correct_rate", "wrong_rate", "dont_know_rate", "decided_by"]
-    if df.empty:
+    keys = [f"{run_id}:{m}" for m in Q.run_methods(store, run_id)]
+    wide = outcome_frame(store, keys, extra=correct_metrics, by=by) if keys else pd.DataFrame()
+    if wide.empty:
         return pd.DataFrame(columns=cols)
-    df["bucket"] = [b if isinstance(b, str) else "" for b in df["bucket"]]
-    wide = df.set_index(["method", "question_id", "bucket", "metric"])["value"].unstack("metric").reset_index()
+    wide = wide.join(classify(wide, correct_metrics, threshold))
+    wide["method"] = wide["system"].str.partition(":")[2]
+    wide["bucket"] = wide["bucket"].fillna("")
     rows = []
-    for (method, bucket), g in wide.groupby(["method", "bucket"], dropna=False, sort=True):
-        counts = {"correct": 0, "wrong": 0, "dont_know": 0, "error": 0, "unscored": 0}
-        decided: dict[str, int] = {}
-        for rec in g.to_dict("records"):
-            dk = rec.get("dont_know")
-            if dk is None or (isinstance(dk, float) and math.isnan(dk)):
-                counts["error"] += 1
-                continue
-            if dk >= 0.5:
-                counts["dont_know"] += 1
-                continue
-            for name in correct_metrics:
-                v = rec.get(name)
-                if v is not None and not (isinstance(v, float) and math.isnan(v)):
-                    counts["correct" if v >= threshold else "wrong"] += 1
-                    decided[name] = decided.get(name, 0) + 1
-                    break
-            else:
-                counts["unscored"] += 1
+    for (method, bucket), g in wide.groupby(["method", "bucket"], sort=True):
+        counts = {c.lower(): int((g["cls"] == c).sum()) for c in ("CORRECT", "WRONG", "DONT_KNOW", "ERROR", "UNSCORED")}
+        decided = g.loc[g["cls"].isin(["CORRECT", "WRONG"]), "decided_by"].value_counts()
         n = len(g)
-        rows.append({"method": method, "bucket": bucket or None, "n": n,
-                     **counts, "correct_rate": counts["correct"] / n, "wrong_rate": counts["wrong"] / n,
+        rows.append({"method": method, "bucket": bucket or None, "n": n, **counts,
+                     "correct_rate": counts["correct"] / n, "wrong_rate": counts["wrong"] / n,
                      "dont_know_rate": counts["dont_know"] / n,
                      "decided_by": ", ".join(f"{k}:{v}" for k, v in sorted(decided.items()))})
     return pd.DataFrame(rows, columns=cols)

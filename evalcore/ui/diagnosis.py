@@ -13,7 +13,7 @@ import streamlit as st
 from evalcore.analysis import failure_modes as FM
 from evalcore.ui import common
 
-FAILURE_COLOURS = {"correct": "#1a9850", "wrong abstention": "#9e9e9e", "retrieval miss": "#d73027",
+FAILURE_COLOURS = {"correct": "#1a9850", "correct abstention": "#66bd63", "wrong abstention": "#9e9e9e", "retrieval miss": "#d73027",
                    "unfaithful": "#fc8d59", "faithful but wrong": "#fee08b", "wrong, cause unknown": "#cccccc",
                    "unscored": "#eeeeee"}
 
