@@ -69,6 +69,20 @@ def diagnose(row: pd.Series) -> str | None:
     return explain(row)[0]
 
 
+def source(bucket: str | None, basis: str) -> str:
+    """The short name of what a diagnosis rests on, for a badge: `gold passages` or `judge` for
+    a retrieval miss, else the deciding metric (`by token_f1`)."""
+    if bucket == "retrieval miss":
+        return "judge" if "from judge" in basis else "gold passages"
+    head = basis.split(";")[0]
+    for word in ("correct by ", "wrong by "):
+        if head.startswith(word):
+            return "by " + head[len(word):].split(" = ")[0]
+    if "abstained" in basis:
+        return "judge" if "judge's class" in basis else "by dont_know"
+    return ""
+
+
 def explain(row: pd.Series | dict) -> tuple[str | None, str]:
     """(bucket, its basis in words) for one answer: the rule of `diagnoses` on a one-row frame,
     plus what it rests on — the deciding metric and its value, and whether a retrieval miss
@@ -81,6 +95,7 @@ def explain(row: pd.Series | dict) -> tuple[str | None, str]:
             frame[col] = None if col in ("error", CLASS_LABEL) else (True if col == "answerable" else np.nan)
     buckets, hit_by = _buckets(frame)
     bucket, by = buckets[0], hit_by.iloc[0]
+    by = by if isinstance(by, str) else None
     cls, decided = classify_row(frame.iloc[0])
 
     def value(name: str | None) -> str:
@@ -103,7 +118,8 @@ def explain(row: pd.Series | dict) -> tuple[str | None, str]:
         return bucket, f"{basis}; retrieval miss from {source} ({value(by)})"
     if bucket == "wrong, cause unknown":
         return bucket, f"{basis}; faithfulness not scored, so the cause is unknown"
-    return bucket, f"{basis}; relevant context retrieved ({value(by)}), {value('faithfulness')}"
+    found = f"relevant context retrieved ({value(by)})" if by else "retrieval not scored"
+    return bucket, f"{basis}; {found}, {value('faithfulness')}"
 
 
 def diagnoses(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:

@@ -115,12 +115,14 @@ def test_questions_side_by_side_with_claims_contexts_and_judge(make_app, app_sto
     methods = [t for t in texts(at) if t in ("basic_search", "local_search")]
     assert methods == ["basic_search", "local_search"]  # both methods, side by side (one column each)
     frames = [d.value for d in at.dataframe]
-    contexts = [f for f in frames if "verdict" in f.columns and "rank" in f.columns]
+    contexts = [f for f in frames if "judge verdict" in f.columns and "rank" in f.columns]
     claims = [f for f in frames if {"idx", "verdict", "text", "reason"} <= set(f.columns)]
-    scores = [f for f in frames if list(f.columns) == ["metric", "value", "label"]]
+    scores = [f for f in frames if list(f.columns) == ["metric", "value", "label", "basis"]]
     assert len(contexts) == len(claims) == len(scores) == 2
-    assert contexts[0]["verdict"].isin(["relevant", "not_relevant"]).all()
-    assert list(contexts[0].columns[:4]) == ["rank", "verdict", "reason", "text"]
+    assert contexts[0]["judge verdict"].isin(["relevant", "not_relevant"]).all()
+    # each reading of a context names its basis: the dataset's gold passages, the judge
+    assert list(contexts[0].columns[:5]) == ["rank", "gold passage", "judge verdict", "reason", "text"]
+    assert set(scores[0].loc[scores[0].metric == "faithfulness", "basis"]) == {"judge heuristic:synthetic"}
     assert claims[0]["verdict"].isin(["supported", "not_supported"]).all() and len(claims[0]) == 3
     assert scores[0]["metric"].iloc[0] in ("answer_correctness", "factual_accuracy", "answer_class", "token_f1")
     assert list(scores[0]["metric"]).index("faithfulness") < list(scores[0]["metric"]).index("context_precision")
