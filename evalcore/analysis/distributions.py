@@ -78,18 +78,11 @@ def facet_means(store: RunStore, keys: Sequence[str], metric: str, facet: str) -
 
 
 def latency_cost(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
-    """Per answer: latency (ms) and cost (USD) = RAG cost (the cost_usd metric where scored,
-    else what the target reported) + the judge calls made for it (leaderboard.py's rule)."""
-    return df(store, """
-        SELECT r.run_id || ':' || r.method AS system, r.question_id, r.latency_ms,
-               CASE WHEN coalesce(c.value, r.cost_usd) IS NULL AND j.cost IS NULL THEN NULL
-                    ELSE coalesce(c.value, r.cost_usd, 0) + coalesce(j.cost, 0) END AS cost_usd
-        FROM responses r
-        LEFT JOIN (SELECT run_id, method, question_id, CASE WHEN isnan(value) THEN NULL ELSE value END AS value
-                   FROM metrics WHERE metric = 'cost_usd') c USING (run_id, method, question_id)
-        LEFT JOIN (SELECT run_id, method, question_id, sum(cost_usd) AS cost FROM judge_calls GROUP BY ALL) j
-            USING (run_id, method, question_id)
-        WHERE list_contains($keys, r.run_id || ':' || r.method)""", {"keys": list(keys)}, runs=_runs(keys))
+    """Per answer: latency (ms) and cost (USD) by the one definition of evalcore.analysis.cost
+    (RAG cost + the judge calls made for it, its share of per-question calls included)."""
+    from evalcore.analysis.cost import answer_costs
+
+    return answer_costs(store, keys)
 
 
 def frontier_points(store: RunStore, keys: Sequence[str], metric: str) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """Run-level aggregates of stored metric values, with uncertainty: means with CIs, answer
 classes, grades, operations. The CLI (`show`), exports and the dashboard call these.
 
-Every mean comes with a seeded percentile-bootstrap 95% CI, the number of questions it was
+Every mean comes with a seeded percentile-bootstrap 95% CI (`mean_ci`, also the leaderboard's),
+the number of questions it was
 computed on (n_scored) out of all (n), and why the rest were not scored: a mean over 12 of
 200 questions must not look like a mean over 200.
 
@@ -12,8 +13,10 @@ it has), answerable, negative_check. Sums, means, counts and percentiles are SQL
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from evalcore.metrics.composites import OVERALL_COMPONENTS, combine, overall_parts
@@ -24,6 +27,32 @@ from evalcore.schemas.labels import grade_for
 from evalcore.stats.resample import DEFAULT_BOOT, bootstrap_ci
 from evalcore.store import RunStore
 
+
+
+# Above this many values a mean's CI is the bootstrap's normal limit (mean ± z·sd/√n, to within
+# display precision there) instead of resampling: n_boot × n draws grow too big to be worth it.
+BOOT_MAX_N = 2000
+
+
+def normal_ci(mean: float, sd: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """mean ± z·sd/√n (sd with n − 1): the large-n branch of `mean_ci`."""
+    from statistics import NormalDist
+
+    if n < 2 or sd != sd:
+        return (mean, mean) if n == 1 else (math.nan, math.nan)
+    half = NormalDist().inv_cdf(0.5 + confidence / 2) * sd / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def mean_ci(values: Sequence[float], n_boot: int = DEFAULT_BOOT, seed: int = 0,
+            confidence: float = 0.95) -> tuple[float, float]:
+    """The CI of a mean, one definition for every page and command (means here, the leaderboard's
+    ±): the seeded percentile bootstrap (NaN dropped), or its normal limit above BOOT_MAX_N values."""
+    arr = np.asarray(values, dtype=float)
+    arr = arr[~np.isnan(arr)]
+    if arr.size > BOOT_MAX_N:
+        return normal_ci(float(arr.mean()), float(arr.std(ddof=1)), int(arr.size), confidence)
+    return bootstrap_ci(arr, n_boot=n_boot, seed=seed, confidence=confidence)
 
 
 def metric_table(store: RunStore, run_id: str) -> pd.DataFrame:
@@ -67,7 +96,7 @@ def summarize(store: RunStore, run_id: str, by: str | None = None, methods: Sequ
     for row in means.itertuples(index=False):
         bucket = row.bucket if isinstance(row.bucket, str) else None
         arr = groups.get((row.method, bucket, row.metric), [])
-        lo, hi = bootstrap_ci(arr, n_boot=n_boot, seed=seed, confidence=confidence)
+        lo, hi = mean_ci(arr, n_boot=n_boot, seed=seed, confidence=confidence)
         lows.append(lo)
         highs.append(hi)
     out = means.copy()
