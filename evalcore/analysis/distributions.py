@@ -95,3 +95,18 @@ def frontier_points(store: RunStore, keys: Sequence[str], metric: str) -> pd.Dat
     out = pd.DataFrame({"system": rows.run_id + ":" + rows.method, "quality": rows[metric],
                         "cost_per_query_usd": rows["cost_per_query_usd"], "latency_p50_ms": rows["latency_p50_ms"]})
     return out.dropna(subset=["quality"]).sort_values("quality", ascending=False).reset_index(drop=True)
+
+
+def front_2d(points: pd.DataFrame, x: str) -> pd.DataFrame:
+    """The points of one 2-D Pareto chart (quality up, `x` down) with `front`: on the front or
+    not, by evalcore.stats.pareto (the Pareto rule of `evalcore compare --pareto`). Points with
+    no quality or no `x` cannot be placed and are left out."""
+    from evalcore.stats.pareto import pareto_front
+
+    pts = points.dropna(subset=[x, "quality"]).reset_index(drop=True)
+    if pts.empty:
+        return pts.assign(front=pd.Series(dtype=bool))
+    table, _ = pareto_front([{"label": str(i), "quality": q, x: c} for i, (q, c) in enumerate(zip(pts["quality"], pts[x]))],
+                            {"quality": "max", x: "min"})
+    return pts.assign(front=table["on_front"].astype(bool).to_numpy())
+

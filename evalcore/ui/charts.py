@@ -13,7 +13,7 @@ from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.schemas.labels import GRADE_METRICS, AnswerClass, Grade
 from evalcore.ui import common, diagnosis
-from evalcore.ui.helpers import judged_by, pareto_mask
+from evalcore.ui.helpers import judged_by
 
 GRADES = [g.value for g in Grade]
 # One section at a time: each is what one question needs, and the page draws only its charts.
@@ -46,13 +46,12 @@ def _stacked(df: pd.DataFrame, order: list[str], title: str, missing: str) -> No
 
 
 def _pareto(points: pd.DataFrame, x: str, x_title: str, metric: str, labels: dict[str, str]) -> None:
-    pts = points.dropna(subset=[x, "quality"])
+    pts = G.front_2d(points, x)
     if pts.empty or (pts[x] == 0).all():
         # All-zero means nothing reported it (no token prices, no paid judge): a front drawn on
         # that axis would crown the best-quality system "free", which says nothing.
         common.empty_state(f"No {x_title} recorded.", "Targets or judges must report it.")
         return
-    pts = pts.assign(front=pareto_mask(pts["quality"].tolist(), pts[x].tolist()))
     fig = go.Figure()
     for on_front, name, symbol in ((False, "dominated", "circle-open"), (True, "Pareto front", "star")):
         part = pts[pts.front == on_front]
