@@ -63,6 +63,18 @@ def metric_table(store: RunStore, run_id: str) -> pd.DataFrame:
         FROM summary_metrics WHERE run_id = ? ORDER BY method, "group", metric""", [run_id], runs=[run_id])
 
 
+def per_method_means(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
+    """{method: {metric: mean over scored values}} of one run — the means `evalcore show` prints
+    (metric_table), per method, never pooled across methods. The pytest gate and `evalcore score`
+    read these; a metric with no scored value is absent."""
+    table = metric_table(store, run_id)
+    out: dict[str, dict[str, float]] = {}
+    for r in table.itertuples(index=False):
+        if r.mean is not None and r.mean == r.mean:
+            out.setdefault(r.method, {})[r.metric] = float(r.mean)
+    return out
+
+
 def metric_judges(store: RunStore, keys: Sequence[str], metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """Who judged what: per system (`run_id:method`) and metric, one row per judge id whose
     verdicts produced its stored values (metric_table's judge column, split), sorted.
