@@ -97,6 +97,21 @@ def _with_ci(store: RunStore, rows: pd.DataFrame) -> pd.DataFrame:
     return rows.drop(columns="_ws_sd")
 
 
+def run_board(store: RunStore, run_id: str) -> pd.DataFrame:
+    """One run's leaderboard, one row per method (the index), best weighted_score first: the key
+    metrics the run has (KEY_METRICS, the Runs page's defaults) and n, errors, cost per query and
+    p50 latency — the Runs page's figures, for `evalcore demo` to print."""
+    have = set(metric_names(store, [run_id]))
+    wanted = [m for m in KEY_METRICS if m in have]
+    rows = system_rows(store, [(run_id, m) for m in df(store, "SELECT DISTINCT method FROM summary_responses "
+                                                              "WHERE run_id = ?", [run_id], runs=[run_id])["method"]],
+                       wanted)
+    cols = [*wanted, "n", "n_errors", "cost_per_query_usd", "latency_p50_ms"]
+    board = rows.set_index("method")[[c for c in cols if c in rows.columns]]
+    sort_by = next((c for c in ("weighted_score", "token_f1") if c in board.columns), None)
+    return board.sort_values(sort_by, ascending=False, na_position="last") if sort_by else board
+
+
 def _add_means(store: RunStore, rows: pd.DataFrame, metrics: list[str], runs: list[str] | None) -> pd.DataFrame:
     metrics = [m for m in metrics if m != "weighted_score"]
     if rows.empty or not metrics:
