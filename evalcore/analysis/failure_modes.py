@@ -12,6 +12,8 @@ the answer's class:
   correct abstention    class DONT_KNOW on an unanswerable question (abstaining is the right
                         answer there, although answer_correct, which scores the class CORRECT, is 0)
   wrong abstention      class DONT_KNOW on an answerable question
+  should have abstained WRONG on an unanswerable question: it answered where it should have abstained
+                        (not a retrieval or generation fault of the answer's content)
   retrieval miss        WRONG, and nothing relevant was retrieved: hit_rate@5 (or recall@5) is 0
                         when gold passages exist (basis: gold passages), else no context the judge
                         found relevant: context_precision is 0 (basis: judge)
@@ -33,8 +35,8 @@ import pandas as pd
 from evalcore.analysis.correctness import classify, first_of, outcome_frame
 from evalcore.store import RunStore
 
-BUCKETS = ("correct", "correct abstention", "wrong abstention", "retrieval miss", "unfaithful",
-           "faithful but wrong", "wrong, cause unknown", "unscored")
+BUCKETS = ("correct", "correct abstention", "wrong abstention", "should have abstained", "retrieval miss",
+           "unfaithful", "faithful but wrong", "wrong, cause unknown", "unscored")
 RETRIEVAL_METRICS = ("hit_rate@5", "recall@5")
 EPS = 1e-9
 _EXTRA = ("faithfulness", "context_precision", *RETRIEVAL_METRICS)
@@ -57,9 +59,9 @@ def _buckets(wide: pd.DataFrame) -> tuple[np.ndarray, pd.Series]:
     answerable = wide["answerable"].astype(bool)
     bucket = np.select(
         [cls == "ERROR", (cls == "DONT_KNOW") & answerable, cls == "DONT_KNOW", cls == "UNSCORED", cls == "CORRECT",
-         hit.notna() & (hit <= EPS), faith.isna(), faith < 1 - EPS],
-        ["", "wrong abstention", "correct abstention", "unscored", "correct", "retrieval miss",
-         "wrong, cause unknown", "unfaithful"],
+         ~answerable, hit.notna() & (hit <= EPS), faith.isna(), faith < 1 - EPS],
+        ["", "wrong abstention", "correct abstention", "unscored", "correct", "should have abstained",
+         "retrieval miss", "wrong, cause unknown", "unfaithful"],
         default="faithful but wrong")
     return np.where(bucket == "", None, bucket), hit_by
 
@@ -75,6 +77,8 @@ def source(bucket: str | None, basis: str) -> str:
     if bucket == "retrieval miss":
         return "judge" if "from judge" in basis else "gold passages"
     head = basis.split(";")[0]
+    if bucket == "should have abstained":
+        head = head.partition("(")[2]
     for word in ("correct by ", "wrong by "):
         if head.startswith(word):
             return "by " + head[len(word):].split(" = ")[0]
@@ -113,6 +117,8 @@ def explain(row: pd.Series | dict) -> tuple[str | None, str]:
     if bucket == "correct":
         return bucket, f"correct by {value(decided)}"
     basis = f"wrong by {value(decided)}"
+    if bucket == "should have abstained":
+        return bucket, f"answered an unanswerable question ({basis}): the right answer was to abstain"
     if bucket == "retrieval miss":
         source = "judge: no retrieved context relevant" if by == "context_precision" else "gold passages"
         return bucket, f"{basis}; retrieval miss from {source} ({value(by)})"

@@ -102,7 +102,9 @@ def run_board(store: RunStore, run_id: str) -> pd.DataFrame:
     metrics the run has (KEY_METRICS, the Runs page's defaults) and n, errors, cost per query and
     p50 latency — the Runs page's figures, for `evalcore demo` to print."""
     have = set(metric_names(store, [run_id]))
-    wanted = [m for m in KEY_METRICS if m in have]
+    # weighted_score and the Runs page's default metric columns (its first six other key metrics)
+    wanted = [m for m in KEY_METRICS if m in have and m == "weighted_score"] + \
+        [m for m in KEY_METRICS if m in have and m != "weighted_score"][:6]
     rows = system_rows(store, [(run_id, m) for m in df(store, "SELECT DISTINCT method FROM summary_responses "
                                                               "WHERE run_id = ?", [run_id], runs=[run_id])["method"]],
                        wanted)

@@ -77,11 +77,21 @@ def claims_note(metrics: pd.DataFrame, n_claims: int) -> str | None:
 
 
 def metric_basis(group: Any, judge_id: Any) -> str:
-    """What a stored value rests on: the judge that produced it, the dataset's gold passages
-    (retrieval metrics), or a computation on the answer and ground truth."""
+    """What a stored value rests on: the judge (named in the page's "Judged by" line), the
+    dataset's gold passages (retrieval metrics), or a computation on the answer and reference."""
     if isinstance(judge_id, str) and judge_id:
-        return "judge " + judge_id.partition("/")[0]
+        return "judge"
     return "gold passages" if group == "retrieval" else "computed"
+
+
+def _badge_source(source_text: str, metrics: pd.DataFrame) -> str:
+    """`by X` -> `judge: X` or `computed: X` (what the deciding metric rests on); others as they are."""
+    if not source_text.startswith("by "):
+        return source_text
+    name = source_text[3:]
+    row = metrics[metrics.metric == name]
+    judged = len(row) and isinstance(row["judge_id"].iloc[0], str)
+    return f"{'judge' if judged else 'computed'}: {name}"
 
 
 def key_scores(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -106,9 +116,8 @@ def _notes(bucket: str | None, basis: str, metrics: pd.DataFrame, contexts: pd.D
         shown = [f"{m} = {values[m]:.0f}" for m in ("answer_correct", "answer_class") if m in values
                  and values[m] == values[m]]
         if shown or labels.get("answer_class") == "DONT_KNOW":
-            notes.append(f"{', '.join(shown) or 'the class DONT_KNOW'}: those metrics score the class CORRECT "
-                         "against the ground truth, so an abstention scores 0; on an unanswerable question "
-                         "abstaining is the right answer, hence 'correct abstention'.")
+            notes.append(f"{', '.join(shown) or 'the class DONT_KNOW'}: these score the class CORRECT, so an "
+                         "abstention scores 0; on an unanswerable question abstaining is right.")
     judged = contexts["judge verdict"].notna() & (contexts["judge verdict"] != "")
     relevant = int((contexts.loc[judged, "judge verdict"] == "relevant").sum())
     gold = contexts["gold passage"]
@@ -149,7 +158,7 @@ def stories(store: RunStore, run_id: str, question_id: str) -> dict[str, dict[st
             verdicts = verdicts[verdicts.metric == chosen]
         contexts = context_rows(q.get("record"), resp.record, verdicts)
         claims = detail["claims"][(detail["claims"].method == resp.method) & (detail["claims"].source == "answer")]
-        out[resp.method] = {"bucket": bucket, "basis": basis, "source": source(bucket, basis),
+        out[resp.method] = {"bucket": bucket, "basis": basis, "source": _badge_source(source(bucket, basis), metrics),
                             "notes": _notes(bucket, basis, metrics, contexts, answerable),
                             "claims_note": claims_note(metrics, len(claims)), "contexts": contexts,
                             "scores": key_scores(metrics)}

@@ -114,17 +114,18 @@ def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: fl
         tail = (f"Δ {r.delta:+.3g}, 95% CI [{r.ci_low:+.3g}, {r.ci_high:+.3g}] · Holm p = {r.p_holm:.2g}"
                 f" · n = {int(r.n_pairs)}")
         tests = f"{m} metric{'s' if m != 1 else ''}"
-        detect = (f"at n = {int(r.n_pairs)} and {tests} tested only |Δ| ≥ {mde:.3g} is detectable "
+        detect = (f"at n = {int(r.n_pairs)} with {tests} tested only |Δ| ≥ {mde:.3g} is detectable "
                   f"(80% power)" if mde == mde else f"at n = {int(r.n_pairs)} no difference can be detected")
+        # the finding and its numbers first (a narrow column shows the start), the caveat last
         if outcome in ("better", "worse"):
             text = f"{r.metric}: {winner} is better than {loser} by {abs(r.delta):.3g} ({way}) · {tail}"
         elif outcome == "not significant":
-            text = (f"{r.metric}: not significant after testing {tests} — the unadjusted CI excludes 0 "
-                    f"({winner} ahead), Holm's correction does not ({way}) · {tail}")
+            text = (f"{r.metric}: not significant after testing {tests} ({way}) · {tail} · the unadjusted CI "
+                    f"excludes 0 ({winner} ahead), Holm's correction for {tests} does not")
         elif outcome == "too few questions":
-            text = f"{r.metric}: too few questions to tell — {detect} ({way}) · {tail}"
+            text = f"{r.metric}: too few questions to tell ({way}) · {tail} · {detect}"
         else:
-            text = f"{r.metric}: no significant difference; {detect} ({way}) · {tail}"
+            text = f"{r.metric}: no significant difference ({way}) · {tail} · {detect}"
         rows.append({"metric": r.metric, "outcome": outcome, "verdict": text, "mde": mde})
     return pd.DataFrame(rows, columns=["metric", "outcome", "verdict", "mde"])
 

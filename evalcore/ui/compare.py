@@ -121,8 +121,8 @@ def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str], 
         if lines.empty:
             st.info("Pick metrics to test (below) to get a verdict.")
             return
-        st.text(V.verdict_summary(lines, table, names[base], names[cand]) +
-                f" (α = 0.05 after Holm over {len(lines)} tested metrics)")
+        st.text(V.verdict_summary(lines, table, names[base], names[cand]))
+        st.caption(f"α = 0.05 after Holm over the {len(lines)} tested metrics; Δ = candidate − baseline.")
         # every judged score names its judge (computed metrics: none, shown as "–")
         # (filled here: a Styler's cells show its own text for a missing value, not the placeholder)
         lines["judged by"] = lines.metric.map(dict(zip(table.metric, table.judged_by))).fillna(common.MISSING)

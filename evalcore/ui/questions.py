@@ -22,7 +22,8 @@ from evalcore.ui.helpers import HEURISTIC_BADGE, judged_by
 
 VIEWS = {"question": "one question, methods side by side", "grid": "grid: questions x methods",
          "list": "list of answers"}
-BADGE = {"correct": "green", "correct abstention": "green", "wrong abstention": "gray", "retrieval miss": "red", "unfaithful": "orange",
+BADGE = {"correct": "green", "correct abstention": "green", "wrong abstention": "gray",
+         "should have abstained": "red", "retrieval miss": "red", "unfaithful": "orange",
          "faithful but wrong": "orange", "wrong, cause unknown": "gray", "unscored": "gray"}
 
 

@@ -71,7 +71,7 @@ def test_retrieval_miss_names_its_basis_and_the_judge_disagreement(story_store):
     assert ctx["judge verdict"].tolist() == ["relevant", "not_relevant"]
     assert any("gold passages and the judge differ" in n and "1 of 2" in n for n in s["notes"])
     basis = dict(zip(s["scores"].metric, s["scores"].basis))
-    assert basis["hit_rate@5"] == "gold passages" and basis["context_precision"] == "judge anthropic:claude-x"
+    assert basis["hit_rate@5"] == "gold passages" and basis["context_precision"] == "judge"
 
 
 def test_faithfulness_without_claims_says_it_is_one_by_definition(story_store):
@@ -84,7 +84,12 @@ def test_faithfulness_without_claims_says_it_is_one_by_definition(story_store):
 def test_unanswerable_abstention_agrees_everywhere(story_store):
     s = stories(story_store, "s", "unans")["m"]
     assert s["bucket"] == "correct abstention" and s["source"] == "judge"
+    from evalcore.analysis.failure_modes import explain, source
+    bucket, basis = explain({"answerable": False, "token_f1": 0.0, "dont_know": 0.0})
+    assert (bucket, source(bucket, basis)) == ("should have abstained", "by token_f1")
     assert any("answer_correct = 0" in n and "unanswerable" in n for n in s["notes"])
+    miss = stories(story_store, "s", "noclaims")["m"]
+    assert miss["source"] == "computed: token_f1"  # the deciding metric and what it rests on
     # the same answer is DONT_KNOW for the answer classes, the Charts' bars and the diagnosis
     classes = M.answer_classes(story_store, "s").iloc[0]
     assert (classes.correct, classes.wrong, classes.dont_know) == (0, 2, 1)
