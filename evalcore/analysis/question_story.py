@@ -122,10 +122,8 @@ def _notes(bucket: str | None, basis: str, metrics: pd.DataFrame, contexts: pd.D
     relevant = int((contexts.loc[judged, "judge verdict"] == "relevant").sum())
     gold = contexts["gold passage"]
     if bucket == "retrieval miss" and "gold passages" in basis and relevant:
-        notes.append(f"The gold passages and the judge differ: no retrieved context is a gold passage, but the "
-                     f"judge found {relevant} of {int(judged.sum())} judged contexts relevant to the question. The "
-                     "diagnosis follows the gold passages; the judge's verdicts are about relevance, not the "
-                     "dataset's gold.")
+        notes.append(f"The gold passages and the judge differ: no retrieved context is a gold passage, yet the "
+                     f"judge found {relevant} of {int(judged.sum())} relevant. The diagnosis follows the gold passages.")
     elif (gold == "yes").any() and judged.any() and relevant == 0:
         notes.append("The gold passages and the judge differ: a retrieved context is a gold passage, but the judge "
                      "found none relevant.")
