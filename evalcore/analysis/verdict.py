@@ -116,6 +116,8 @@ def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: fl
         tests = f"{m} metric{'s' if m != 1 else ''}"
         detect = (f"at n = {int(r.n_pairs)} with {tests} tested only |Δ| ≥ {mde:.3g} is detectable "
                   f"(80% power)" if mde == mde else f"at n = {int(r.n_pairs)} no difference can be detected")
+        if mde == 0 and abs(r.delta) <= EPS:
+            detect = "the same value on every paired question"
         # the finding and its numbers first (a narrow column shows the start), the caveat last
         if outcome in ("better", "worse"):
             text = f"{r.metric}: {winner} is better than {loser} by {abs(r.delta):.3g} ({way}) · {tail}"

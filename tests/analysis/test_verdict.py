@@ -56,6 +56,12 @@ def test_too_few_questions_names_the_minimum_detectable_effect():
     assert f"|Δ| ≥ {mde:.3g}" in line.verdict
 
 
+def test_identical_systems_say_so():
+    same = pd.DataFrame([_row("token_f1", 0.0, 0.0, 0.0, 1.0, 40, sd=0.0)])
+    line = V.verdict_lines(same, "A", "B").iloc[0]
+    assert line.outcome == "no significant difference" and "the same value on every paired question" in line.verdict
+
+
 def test_minimum_detectable_effect_grows_with_tests_and_shrinks_with_n():
     assert V.minimum_detectable_effect(0.3, 40, 4) > V.minimum_detectable_effect(0.3, 40, 1)
     assert V.minimum_detectable_effect(0.3, 400, 4) < V.minimum_detectable_effect(0.3, 40, 4)
