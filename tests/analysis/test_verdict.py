@@ -146,3 +146,16 @@ def test_page_table_carries_the_minimum_detectable_effect(two):
     cli = compare(store, [f"{a}:m", f"{b}:m"], metrics=["token_f1", "exact_match"]).table.set_index("metric")
     for m in ("token_f1", "exact_match"):
         assert table.loc[m, "mde"] == pytest.approx(cli.loc[m, "mde"]) and table.loc[m, "mde"] > 0
+
+
+def test_markdown_report_uses_the_same_outcomes():
+    from evalcore.analysis.compare import Comparison, Selection
+    from evalcore.analysis.report import comparison_markdown
+
+    rows = [{**_row("faithfulness", -0.0318, -0.0681, -0.0035, 0.25, 40), "candidate": "b:m", "mean_a": 1.0,
+             "mean_b": 0.97, "significant": False, "improved": 0, "regressed": 4, "unchanged": 36},
+            {**_row("token_f1", 0.2, 0.1, 0.3, 0.001, 40), "candidate": "b:m", "mean_a": 0.4, "mean_b": 0.6,
+             "significant": True, "improved": 20, "regressed": 2, "unchanged": 18}]
+    text = comparison_markdown(Comparison(Selection("a", "m"), [Selection("b", "m")], pd.DataFrame(rows), {}))
+    faith = next(line for line in text.splitlines() if "| faithfulness |" in line)
+    assert "| not significant |" in faith and "▲ better" in next(x for x in text.splitlines() if "| token_f1 |" in x)
