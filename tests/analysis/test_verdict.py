@@ -158,4 +158,4 @@ def test_markdown_report_uses_the_same_outcomes():
              "significant": True, "improved": 20, "regressed": 2, "unchanged": 18}]
     text = comparison_markdown(Comparison(Selection("a", "m"), [Selection("b", "m")], pd.DataFrame(rows), {}))
     faith = next(line for line in text.splitlines() if "| faithfulness |" in line)
-    assert "| not significant |" in faith and "▲ better" in next(x for x in text.splitlines() if "| token_f1 |" in x)
+    assert "| not significant |" in faith and "▲ better" in next(x for x in text.splitlines() if "| token\\_f1 |" in x)
