@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalcore.analysis.correctness import classify_row
 from evalcore.analysis.failure_modes import explain, source
 from evalcore.analysis.questions import question_detail
 from evalcore.store import RunStore
@@ -107,11 +108,16 @@ def key_scores(metrics: pd.DataFrame) -> pd.DataFrame:
 
 
 def _notes(bucket: str | None, basis: str, metrics: pd.DataFrame, contexts: pd.DataFrame,
-           answerable: bool) -> list[str]:
+           answerable: bool, cls: tuple[str, str | None]) -> list[str]:
     """Where two readings of the same answer differ, one sentence saying why."""
     notes = []
     values = dict(zip(metrics.metric, metrics.value))
     labels = dict(zip(metrics.metric, metrics.label))
+    judged_class = labels.get("answer_class")
+    if isinstance(judged_class, str) and cls[0] not in ("ERROR", judged_class):
+        why = {"dont_know": "an abstention (dont_know = 1) counts before any correctness verdict"}.get(
+            cls[1] or "", f"{cls[1]} decides first" if cls[1] else "no metric decides")
+        notes.append(f"The judge's class is {judged_class}; the answer class is {cls[0]}: {why}.")
     if bucket == "correct abstention":
         shown = [f"{m} = {values[m]:.0f}" for m in ("answer_correct", "answer_class") if m in values
                  and values[m] == values[m]]
@@ -150,6 +156,7 @@ def stories(store: RunStore, run_id: str, question_id: str) -> dict[str, dict[st
             if m.metric == "answer_class":
                 row["answer_class_label"] = m.label
         bucket, basis = explain(row)
+        cls = classify_row(row)
         verdicts = detail["contexts"][detail["contexts"].method == resp.method]
         if len(verdicts):  # one metric's verdicts: context_precision when there, else the first judged
             chosen = "context_precision" if (verdicts.metric == "context_precision").any() else verdicts.metric.iloc[0]
@@ -157,7 +164,7 @@ def stories(store: RunStore, run_id: str, question_id: str) -> dict[str, dict[st
         contexts = context_rows(q.get("record"), resp.record, verdicts)
         claims = detail["claims"][(detail["claims"].method == resp.method) & (detail["claims"].source == "answer")]
         out[resp.method] = {"bucket": bucket, "basis": basis, "source": _badge_source(source(bucket, basis), metrics),
-                            "notes": _notes(bucket, basis, metrics, contexts, answerable),
+                            "notes": _notes(bucket, basis, metrics, contexts, answerable, cls),
                             "claims_note": claims_note(metrics, len(claims)), "contexts": contexts,
                             "scores": key_scores(metrics)}
     return out

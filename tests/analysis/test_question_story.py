@@ -100,6 +100,20 @@ def test_unanswerable_abstention_agrees_everywhere(story_store):
     assert {q: stories(story_store, "s", q)["m"]["bucket"] for q in modes} == modes
 
 
+def test_a_judge_class_the_rule_overrides_is_explained(tmp_path):
+    store = RunStore(tmp_path / "runs")
+    writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="s", name="s",
+                                          evalcore_version="t", methods=["m"]))
+    writer.write_questions([EvalQuestion(id="q", question="Who?", ground_truth="Ann")])
+    writer.write_responses([EvalResponse(question_id="q", method="m", answer="I don't know, maybe Bob")])
+    writer.write_metrics([_value("q", "answer_class", 0.0, judge=JUDGE, label="WRONG", group="judged"),
+                          _value("q", "dont_know", 1.0)])
+    writer.publish()
+    s = stories(store, "s", "q")["m"]
+    assert s["bucket"] == "wrong abstention"
+    assert any(n.startswith("The judge's class is WRONG; the answer class is DONT_KNOW: an abstention") for n in s["notes"])
+
+
 def test_questions_page_tells_the_same_story(story_store, monkeypatch):
     """The page renders what stories() says: badges name their basis, the claims line for a
     claim-less faithfulness, the note on the judge's disagreement."""
