@@ -36,6 +36,7 @@ from evalcore.stats.resample import (
     paired_bootstrap_ci,
     randomization_test,
 )
+from evalcore.analysis.verdict import minimum_detectable_effect, span
 from evalcore.store import RunStore
 
 EPS = 1e-12
@@ -127,7 +128,7 @@ def compare_pair(a: np.ndarray, b: np.ndarray, higher_is_better: bool, n_boot: i
     if n == 0:
         return {"n_pairs": 0, "mean_a": np.nan, "mean_b": np.nan, "delta": np.nan, "ci_low": np.nan,
                 "ci_high": np.nan, "p_value": np.nan, "test": "none", "improved": 0, "regressed": 0,
-                "unchanged": 0}
+                "unchanged": 0, "sd_diff": np.nan, "span": np.nan}
     diff = b - a
     better = diff if higher_is_better else -diff
     lo, hi = paired_bootstrap_ci(a, b, n_boot=n_boot, seed=seed)
@@ -140,7 +141,8 @@ def compare_pair(a: np.ndarray, b: np.ndarray, higher_is_better: bool, n_boot: i
     return {"n_pairs": n, "mean_a": float(a.mean()), "mean_b": float(b.mean()), "delta": float(diff.mean()),
             "ci_low": lo, "ci_high": hi, "p_value": p, "test": test,
             "improved": int(np.sum(better > EPS)), "regressed": int(np.sum(better < -EPS)),
-            "unchanged": int(np.sum(np.abs(diff) <= EPS))}
+            "unchanged": int(np.sum(np.abs(diff) <= EPS)),
+            "sd_diff": float(diff.std(ddof=1)) if n > 1 else np.nan, "span": span(a, b)}
 
 
 def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics: Sequence[str] | None = None,
@@ -155,6 +157,8 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
     for cand in cands:
         a_df, b_df = wide[base], wide[cand]
         names = sorted(set(a_df.columns) & set(b_df.columns)) if metrics is None else list(metrics)
+        if metrics is None:  # a metric with no value on either side has nothing to compare
+            names = [m for m in names if a_df[m].notna().any() or b_df[m].notna().any()]
         missing_names = [m for m in names if m not in a_df.columns or m not in b_df.columns]
         if metrics is not None and missing_names:
             raise EvalcoreError(_missing_metrics_message(missing_names, set(a_df.columns) | set(b_df.columns),
@@ -178,10 +182,11 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
         for r, p in zip(cand_rows, adjusted):
             r["p_holm"] = p
             r["significant"] = bool(p == p and p < alpha)
+            r["mde"] = minimum_detectable_effect(r["sd_diff"], r["n_pairs"], len(cand_rows), alpha)
         rows.extend(cand_rows)
     cols = ["baseline", "candidate", "metric", "higher_is_better", "n_pairs", "mean_a", "mean_b", "delta",
             "ci_low", "ci_high", "test", "p_value", "p_holm", "significant", "improved", "regressed",
-            "unchanged", "missing"]
+            "unchanged", "missing", "sd_diff", "span", "mde"]
     table = pd.DataFrame(rows, columns=cols)
     return Comparison(base, cands, table, unpaired, run_level=run_level(store, sels) if with_run_level else None,
                       alpha=alpha)
@@ -323,32 +328,16 @@ def pair_table(store: RunStore, base: str, cand: str, tested: tuple[str, ...],
               table.loc[table.metric == m, "n_pairs"].iloc[0] > 0]
     if not chosen:
         return table.assign(ci_low=np.nan, ci_high=np.nan, test="", p_value=np.nan, p_holm=np.nan,
-                            significant=False)
+                            significant=False, sd_diff=np.nan, span=np.nan, mde=np.nan)
     sels = [Selection(*base.split(":", 1)), Selection(*cand.split(":", 1))]
     stats = compare(store, sels, metrics=chosen, n_boot=n_boot, n_perm=n_perm, seed=seed, with_run_level=False).table
-    stats = stats[["metric", "ci_low", "ci_high", "test", "p_value", "p_holm", "significant"]]
+    stats = stats[["metric", "ci_low", "ci_high", "test", "p_value", "p_holm", "significant", "sd_diff", "span",
+                   "mde"]]
     return table.merge(stats, on="metric", how="left")
 
 
 def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: float = 0.05) -> pd.DataFrame:
-    """One sentence per tested metric of a pair table: which system is better, by how much, with
-    the CI and the Holm-adjusted p, in the metric's own direction. `outcome` is better / worse
-    (the candidate against the baseline) or same (not significant after Holm)."""
-    rows = []
-    for r in table.itertuples():
-        p = getattr(r, "p_holm", np.nan)
-        if p != p:  # not tested
-            continue
-        hib = bool(r.higher_is_better)
-        gained = (r.delta > 0) if hib else (r.delta < 0)
-        significant = p < alpha and r.delta == r.delta and abs(r.delta) > EPS
-        outcome = ("better" if gained else "worse") if significant else "same"
-        winner, loser = (cand_name, base_name) if gained else (base_name, cand_name)
-        way = "higher is better" if hib else "lower is better"
-        tail = f"Δ {r.delta:+.3g}, 95% CI [{r.ci_low:+.3g}, {r.ci_high:+.3g}] · Holm p = {p:.2g} · n = {int(r.n_pairs)}"
-        if significant:
-            text = f"{r.metric}: {winner} is better than {loser} by {abs(r.delta):.3g} ({way}) · {tail}"
-        else:
-            text = f"{r.metric}: no significant difference ({way}) · {tail}"
-        rows.append({"metric": r.metric, "outcome": outcome, "verdict": text})
-    return pd.DataFrame(rows, columns=["metric", "outcome", "verdict"])
+    """One sentence per tested metric (evalcore.analysis.verdict.verdict_lines: one definition)."""
+    from evalcore.analysis.verdict import verdict_lines as lines
+
+    return lines(table, base_name, cand_name, alpha)

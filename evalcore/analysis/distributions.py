@@ -12,7 +12,7 @@ import pandas as pd
 
 from evalcore.analysis.leaderboard import system_rows
 from evalcore.analysis.sql import df
-from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
+from evalcore.schemas.labels import GRADE_METRICS
 from evalcore.store import RunStore
 
 FACETS = ("category", "question_type", "difficulty")  # the only columns a user may group by
@@ -24,11 +24,14 @@ def _runs(keys: Sequence[str]) -> list[str]:
 
 
 def label_counts(store: RunStore, keys: Sequence[str], kind: str) -> pd.DataFrame:
-    """Counts and shares of each grade (kind='grade') or answer class (kind='answer_class') per
-    system, from the run summaries. Grades prefer factual_grade over factual_accuracy."""
+    """Counts and shares of each grade (kind='grade', from the run summaries; factual_grade
+    preferred over factual_accuracy) or answer class (kind='answer_class': CORRECT / WRONG /
+    DONT_KNOW / ERROR / UNSCORED by the one rule of evalcore.analysis.correctness) per system."""
     if kind not in ("grade", "answer_class"):
         raise ValueError("kind must be 'grade' or 'answer_class'")
-    metrics = list(GRADE_METRICS if kind == "grade" else CLASS_METRICS)
+    if kind == "answer_class":
+        return _class_counts(store, keys)
+    metrics = list(GRADE_METRICS)
     out = df(store, f"""
         WITH l AS (SELECT run_id, method, metric, label, n FROM summary_labels
                    WHERE list_contains($metrics, metric) AND list_contains($keys, {_SYS})),
@@ -38,6 +41,18 @@ def label_counts(store: RunStore, keys: Sequence[str], kind: str) -> pd.DataFram
         FROM l JOIN pick USING (run_id, method, metric) ORDER BY system, label""",
              {"metrics": metrics, "keys": list(keys)}, runs=_runs(keys))
     return out
+
+
+def _class_counts(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
+    from evalcore.analysis.correctness import classify, outcome_frame
+
+    wide = outcome_frame(store, keys)
+    if wide.empty:
+        return pd.DataFrame(columns=["system", "label", "n", "share"])
+    counts = wide.join(classify(wide)).groupby(["system", "cls"]).size().rename("n").reset_index()
+    counts = counts.rename(columns={"cls": "label"})
+    counts["share"] = counts["n"] / counts.groupby("system")["n"].transform("sum")
+    return counts.sort_values(["system", "label"]).reset_index(drop=True)
 
 
 def metric_by_facet(store: RunStore, keys: Sequence[str], metric: str, facet: str) -> pd.DataFrame:
@@ -63,18 +78,11 @@ def facet_means(store: RunStore, keys: Sequence[str], metric: str, facet: str) -
 
 
 def latency_cost(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
-    """Per answer: latency (ms) and cost (USD) = RAG cost (the cost_usd metric where scored,
-    else what the target reported) + the judge calls made for it (leaderboard.py's rule)."""
-    return df(store, """
-        SELECT r.run_id || ':' || r.method AS system, r.question_id, r.latency_ms,
-               CASE WHEN coalesce(c.value, r.cost_usd) IS NULL AND j.cost IS NULL THEN NULL
-                    ELSE coalesce(c.value, r.cost_usd, 0) + coalesce(j.cost, 0) END AS cost_usd
-        FROM responses r
-        LEFT JOIN (SELECT run_id, method, question_id, CASE WHEN isnan(value) THEN NULL ELSE value END AS value
-                   FROM metrics WHERE metric = 'cost_usd') c USING (run_id, method, question_id)
-        LEFT JOIN (SELECT run_id, method, question_id, sum(cost_usd) AS cost FROM judge_calls GROUP BY ALL) j
-            USING (run_id, method, question_id)
-        WHERE list_contains($keys, r.run_id || ':' || r.method)""", {"keys": list(keys)}, runs=_runs(keys))
+    """Per answer: latency (ms) and cost (USD) by the one definition of evalcore.analysis.cost
+    (RAG cost + the judge calls made for it, its share of per-question calls included)."""
+    from evalcore.analysis.cost import answer_costs
+
+    return answer_costs(store, keys)
 
 
 def frontier_points(store: RunStore, keys: Sequence[str], metric: str) -> pd.DataFrame:
@@ -87,3 +95,18 @@ def frontier_points(store: RunStore, keys: Sequence[str], metric: str) -> pd.Dat
     out = pd.DataFrame({"system": rows.run_id + ":" + rows.method, "quality": rows[metric],
                         "cost_per_query_usd": rows["cost_per_query_usd"], "latency_p50_ms": rows["latency_p50_ms"]})
     return out.dropna(subset=["quality"]).sort_values("quality", ascending=False).reset_index(drop=True)
+
+
+def front_2d(points: pd.DataFrame, x: str) -> pd.DataFrame:
+    """The points of one 2-D Pareto chart (quality up, `x` down) with `front`: on the front or
+    not, by evalcore.stats.pareto (the Pareto rule of `evalcore compare --pareto`). Points with
+    no quality or no `x` cannot be placed and are left out."""
+    from evalcore.stats.pareto import pareto_front
+
+    pts = points.dropna(subset=[x, "quality"]).reset_index(drop=True)
+    if pts.empty:
+        return pts.assign(front=pd.Series(dtype=bool))
+    table, _ = pareto_front([{"label": str(i), "quality": q, x: c} for i, (q, c) in enumerate(zip(pts["quality"], pts[x]))],
+                            {"quality": "max", x: "min"})
+    return pts.assign(front=table["on_front"].astype(bool).to_numpy())
+

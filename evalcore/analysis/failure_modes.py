@@ -5,17 +5,24 @@ better retrieval, a more faithful generator, or a generator that reads its conte
 RAGChecker's diagnosis separates retriever and generator errors; this does the same with the
 metrics a run has, and leaves a question undiagnosed rather than guessing when one is missing.
 
-Buckets, decided per answered question (an answer with a target error is not diagnosed):
-  correct               judged right (the answer-class rule of evalcore.analysis.means), or a
-                        correct abstention on an unanswerable question
-  wrong abstention      said "I don't know" (dont_know) to an answerable question
-  retrieval miss        wrong, and nothing relevant was retrieved: hit_rate@5 (or recall@5) is 0
-                        when gold passages exist, else no context judged relevant
-  unfaithful            wrong, relevant context retrieved, but the answer makes claims the
+Buckets, decided per answered question (an answer with a target error is not diagnosed) on top
+of the one answer-class rule (evalcore.analysis.correctness), so a diagnosis never contradicts
+the answer's class:
+  correct               class CORRECT
+  correct abstention    class DONT_KNOW on an unanswerable question (abstaining is the right
+                        answer there, although answer_correct, which scores the class CORRECT, is 0)
+  wrong abstention      class DONT_KNOW on an answerable question
+  should have abstained WRONG on an unanswerable question: it answered where it should have abstained
+                        (not a retrieval or generation fault of the answer's content)
+  retrieval miss        WRONG, and nothing relevant was retrieved: hit_rate@5 (or recall@5) is 0
+                        when gold passages exist (basis: gold passages), else no context the judge
+                        found relevant: context_precision is 0 (basis: judge)
+  unfaithful            WRONG, relevant context retrieved, but the answer makes claims the
                         contexts do not support (faithfulness < 1)
-  faithful but wrong    wrong, relevant context retrieved, every claim supported
-  wrong, cause unknown  wrong, but the metrics that would tell the cause were not scored
-  unscored              no metric decides right or wrong
+  faithful but wrong    WRONG, relevant context retrieved, every claim supported
+  wrong, cause unknown  WRONG, but the metrics that would tell the cause were not scored
+  unscored              class UNSCORED: no metric decides right or wrong
+`explain` gives the same bucket for one answer, with the basis in words.
 """
 
 from __future__ import annotations
@@ -25,100 +32,110 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis.means import CORRECT_METRICS, CORRECT_THRESHOLD
-from evalcore.analysis.sql import df
+from evalcore.analysis.correctness import classify, first_of, outcome_frame
 from evalcore.store import RunStore
 
-BUCKETS = ("correct", "wrong abstention", "retrieval miss", "unfaithful", "faithful but wrong",
-           "wrong, cause unknown", "unscored")
+BUCKETS = ("correct", "correct abstention", "wrong abstention", "should have abstained", "retrieval miss",
+           "unfaithful", "faithful but wrong", "wrong, cause unknown", "unscored")
 RETRIEVAL_METRICS = ("hit_rate@5", "recall@5")
 EPS = 1e-9
-_NEEDED = (*CORRECT_METRICS, "dont_know", "faithfulness", "context_precision", *RETRIEVAL_METRICS)
+_EXTRA = ("faithfulness", "context_precision", *RETRIEVAL_METRICS)
 
 
 def _wide(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
-    runs = sorted({k.partition(":")[0] for k in keys})
-    values = df(store, """
-        SELECT r.run_id || ':' || r.method AS system, r.question_id, q.answerable, r.error,
-               m.metric, CASE WHEN isnan(m.value) THEN NULL ELSE m.value END AS value
-        FROM responses r JOIN questions q USING (run_id, question_id)
-        LEFT JOIN metrics m ON m.run_id = r.run_id AND m.method = r.method AND m.question_id = r.question_id
-                            AND list_contains($needed, m.metric)
-        WHERE list_contains($keys, r.run_id || ':' || r.method)""",
-                {"keys": list(keys), "needed": list(_NEEDED)}, runs=runs)
-    if values.empty:
-        return pd.DataFrame(columns=["system", "question_id", "answerable", "error", *_NEEDED])
-    base = values[["system", "question_id", "answerable", "error"]].drop_duplicates(["system", "question_id"])
-    wide = values.dropna(subset=["metric"]).pivot_table(index=["system", "question_id"], columns="metric",
-                                                        values="value", aggfunc="first")
-    wide.columns.name = None
-    out = base.merge(wide.reset_index(), on=["system", "question_id"], how="left")
-    for name in _NEEDED:
-        if name not in out:
-            out[name] = np.nan
-    return out
+    """The outcome frame of the systems' answers with the metrics the diagnosis reads."""
+    return outcome_frame(store, keys, extra=_EXTRA).drop(columns="bucket")
 
 
-def _first(row: pd.Series, names: Sequence[str]) -> float | None:
-    for name in names:
-        v = row.get(name)
-        if v is not None and v == v:
-            return float(v)
-    return None
+def _buckets(wide: pd.DataFrame) -> tuple[np.ndarray, pd.Series]:
+    """(bucket per row, None for a target error; which retrieval evidence decided a miss:
+    the metric name, or None)."""
+    cls = classify(wide)["cls"]
+    hit, hit_by = first_of(wide, RETRIEVAL_METRICS)
+    cp = pd.to_numeric(wide["context_precision"], errors="coerce")
+    hit_by = hit_by.mask(hit.isna() & cp.notna(), "context_precision")
+    hit = hit.where(hit.notna(), cp)
+    faith = pd.to_numeric(wide["faithfulness"], errors="coerce")
+    answerable = wide["answerable"].astype(bool)
+    bucket = np.select(
+        [cls == "ERROR", (cls == "DONT_KNOW") & answerable, cls == "DONT_KNOW", cls == "UNSCORED", cls == "CORRECT",
+         ~answerable, hit.notna() & (hit <= EPS), faith.isna(), faith < 1 - EPS],
+        ["", "wrong abstention", "correct abstention", "unscored", "correct", "should have abstained",
+         "retrieval miss", "wrong, cause unknown", "unfaithful"],
+        default="faithful but wrong")
+    return np.where(bucket == "", None, bucket), hit_by
 
 
 def diagnose(row: pd.Series) -> str | None:
     """The bucket of one answered question (None for a target error: not diagnosed)."""
-    if isinstance(row.get("error"), str):
-        return None
-    dk = row.get("dont_know")
-    if dk is not None and dk == dk and dk >= 0.5:
-        return "wrong abstention" if bool(row.get("answerable", True)) else "correct"
-    correct = _first(row, CORRECT_METRICS)
-    if correct is None:
-        return "unscored"
-    if correct >= CORRECT_THRESHOLD:
-        return "correct"
-    hit = _first(row, RETRIEVAL_METRICS)
-    if hit is None:
-        cp = row.get("context_precision")
-        hit = None if cp is None or cp != cp else float(cp)
-    if hit is not None and hit <= EPS:
-        return "retrieval miss"
-    faith = row.get("faithfulness")
-    if faith is None or faith != faith:
-        return "wrong, cause unknown"
-    return "unfaithful" if faith < 1 - EPS else "faithful but wrong"
+    return explain(row)[0]
 
 
-def _first_of(wide: pd.DataFrame, names: Sequence[str]) -> pd.Series:
-    """Per row, the value of the first of `names` that has one (NaN when none)."""
-    out = pd.Series(np.nan, index=wide.index)
-    for name in reversed(names):
-        out = wide[name].where(wide[name].notna(), out)
-    return out
+def source(bucket: str | None, basis: str) -> str:
+    """The short name of what a diagnosis rests on, for a badge: `gold passages` or `judge` for
+    a retrieval miss, else the deciding metric (`by token_f1`)."""
+    if bucket == "retrieval miss":
+        return "judge" if "from judge" in basis else "gold passages"
+    head = basis.split(";")[0]
+    if bucket == "should have abstained":
+        head = head.partition("(")[2]
+    for word in ("correct by ", "wrong by "):
+        if head.startswith(word):
+            return "by " + head[len(word):].split(" = ")[0]
+    if "abstained" in basis:
+        return "judge" if "judge's class" in basis else "by dont_know"
+    return ""
+
+
+def explain(row: pd.Series | dict) -> tuple[str | None, str]:
+    """(bucket, its basis in words) for one answer: the rule of `diagnoses` on a one-row frame,
+    plus what it rests on — the deciding metric and its value, and whether a retrieval miss
+    comes from the gold passages or from the judge's relevance verdicts."""
+    from evalcore.analysis.correctness import CLASS_LABEL, classify_row
+
+    frame = pd.DataFrame([dict(row)])
+    for col in ("error", CLASS_LABEL, "answerable", *_EXTRA):
+        if col not in frame:
+            frame[col] = None if col in ("error", CLASS_LABEL) else (True if col == "answerable" else np.nan)
+    buckets, hit_by = _buckets(frame)
+    bucket, by = buckets[0], hit_by.iloc[0]
+    by = by if isinstance(by, str) else None
+    cls, decided = classify_row(frame.iloc[0])
+
+    def value(name: str | None) -> str:
+        v = frame.iloc[0].get(name) if name else None
+        return f"{name} = {float(v):.3g}" if v is not None and v == v and not isinstance(v, str) else str(name)
+
+    if bucket is None:
+        return None, "target error: not diagnosed"
+    if bucket in ("correct abstention", "wrong abstention"):
+        why = "the judge's class DONT_KNOW" if decided in ("answer_dont_know", "answer_class") else "dont_know = 1"
+        where = "unanswerable question: abstaining is right" if bucket == "correct abstention" else "answerable question"
+        return bucket, f"abstained ({why}) on an {where}"
+    if bucket == "unscored":
+        return bucket, "no metric decides right or wrong"
+    if bucket == "correct":
+        return bucket, f"correct by {value(decided)}"
+    basis = f"wrong by {value(decided)}"
+    if bucket == "should have abstained":
+        return bucket, f"answered an unanswerable question ({basis}): the right answer was to abstain"
+    if bucket == "retrieval miss":
+        source = "judge: no retrieved context relevant" if by == "context_precision" else "gold passages"
+        return bucket, f"{basis}; retrieval miss from {source} ({value(by)})"
+    if bucket == "wrong, cause unknown":
+        return bucket, f"{basis}; faithfulness not scored, so the cause is unknown"
+    found = f"relevant context retrieved ({value(by)})" if by else "retrieval not scored"
+    return bucket, f"{basis}; {found}, {value('faithfulness')}"
 
 
 def diagnoses(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
-    """(system, question_id, bucket) for every answered question of the systems: the rule of
-    `diagnose`, vectorised (a test checks both agree)."""
+    """(system, question_id, bucket) for every answered question of the systems."""
     wide = _wide(store, keys)
     if wide.empty:
         return pd.DataFrame(columns=["system", "question_id", "bucket"])
-    answered = wide["error"].isna()
-    dk = wide["dont_know"].fillna(0) >= 0.5
-    answerable = wide["answerable"].fillna(True).astype(bool)
-    correct = _first_of(wide, CORRECT_METRICS)
-    hit = _first_of(wide, RETRIEVAL_METRICS)
-    hit = hit.where(hit.notna(), wide["context_precision"])
-    faith = wide["faithfulness"]
-    bucket = np.select(
-        [dk & answerable, dk, correct.isna(), correct >= CORRECT_THRESHOLD, hit.notna() & (hit <= EPS),
-         faith.isna(), faith < 1 - EPS],
-        ["wrong abstention", "correct", "unscored", "correct", "retrieval miss", "wrong, cause unknown", "unfaithful"],
-        default="faithful but wrong")
+    bucket, _ = _buckets(wide)
     out = pd.DataFrame({"system": wide["system"], "question_id": wide["question_id"], "bucket": bucket})
-    return out[answered.to_numpy()].reset_index(drop=True)
+    return out[out["bucket"].notna()].reset_index(drop=True)
 
 
 def failure_modes(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:

@@ -5,14 +5,13 @@ summary tables written at compaction (evalcore/store/summary.py) hold exactly th
 row needs, so a store of millions of answers lists in milliseconds.
 
 Definitions used everywhere a system's cost or latency is shown (Runs, Charts, Compare, CLI):
-- cost per query = RAG cost per answer + judge cost per answer. RAG cost per answer is the mean
-  of the `cost_usd` metric where scored (priced from tokens, or what the target reported), else
-  the mean cost the target reported; judge cost is every judge call's cost for the system / its
-  answers. Missing on both sides -> missing (never 0). A judge call of an unpriced model
-  records cost NaN (unknown), which makes its system's judge cost and total unknown too.
+- cost per query: evalcore.analysis.cost (RAG cost per priced answer + judge cost per answer;
+  missing on both sides -> missing, never 0; a judge call of an unpriced model records cost NaN,
+  which makes its system's total unknown).
 - latency = the target's p50 / p95 over answers, in ms.
 - weighted_score = the mean of its per-question values (fixed budgets: comparable across runs).
-- ± (half-width of a normal 95% interval of weighted_score) only where n_scored >= MIN_N_FOR_CI.
+- ± = half the 95% CI of weighted_score (evalcore.analysis.means.mean_ci, the CI of every mean),
+  only where n_scored >= MIN_N_FOR_CI; weighted_score_ci_low / _high are its bounds.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ MIN_N_FOR_CI = 10
 _SYSTEMS_SQL = """
     SELECT r.run_id, r.name, s.method, r.status, r.kind, r.created_at, r.dataset, r.dataset_fingerprint,
            ws.mean AS weighted_score, ws.n_scored AS weighted_score_n,
-           CASE WHEN ws.n_scored >= $min_n THEN 1.96 * ws.std / sqrt(ws.n_scored) END AS weighted_score_ci95,
+           ws.std AS _ws_sd,
            s.n_responses AS n, s.n_errors,
            CASE WHEN c.n_scored > 0 THEN c.mean
                 WHEN s.n_reported_cost > 0 THEN s.reported_cost_usd / s.n_reported_cost END AS rag_cost_per_query_usd,
@@ -51,11 +50,12 @@ _SYSTEMS_SQL = """
 
 
 def _with_cost(rows: pd.DataFrame) -> pd.DataFrame:
-    rag, judge = rows["rag_cost_per_query_usd"], rows["judge_cost_per_query_usd"]
-    total = rag.fillna(0) + judge.fillna(0)
-    # a judge cost that is NaN (not missing: a call of an unpriced model) makes the total unknown
-    unknown = rows.pop("judge_cost_unknown").astype(bool)
-    rows["cost_per_query_usd"] = total.where((rag.notna() | judge.notna()) & ~unknown)
+    """cost_per_query_usd by the one definition (evalcore.analysis.cost)."""
+    from evalcore.analysis.cost import cost_per_query
+
+    rows["cost_per_query_usd"] = cost_per_query(rows["rag_cost_per_query_usd"],
+                                                rows["judge_cost_per_query_usd"] * rows["n"], rows["n"],
+                                                judge_unknown=rows.pop("judge_cost_unknown"))
     return rows
 
 
@@ -65,12 +65,56 @@ def system_rows(store: RunStore, systems: Sequence[tuple[str, str]] | None = Non
     of `metrics` as columns."""
     runs = sorted({r for r, _ in systems}) if systems is not None else None
     rows = df(store, _SYSTEMS_SQL + " ORDER BY r.created_at DESC, s.method",
-              {"runs": runs, "min_n": MIN_N_FOR_CI}, runs=runs)
+              {"runs": runs}, runs=runs)
     if systems is not None:
         wanted = set(map(tuple, systems))
         rows = rows[[(r, m) in wanted for r, m in zip(rows.run_id, rows.method)]].reset_index(drop=True)
-    rows = _with_cost(rows)
+    rows = _with_ci(store, _with_cost(rows))
     return _add_means(store, rows, list(metrics or []), runs)
+
+
+def _with_ci(store: RunStore, rows: pd.DataFrame) -> pd.DataFrame:
+    """weighted_score's 95% CI by the one definition (evalcore.analysis.means.mean_ci: seeded
+    bootstrap; its normal limit above BOOT_MAX_N, straight from the summary's sd), where
+    n_scored >= MIN_N_FOR_CI; weighted_score_ci95 is its half-width (the page's ±)."""
+    from evalcore.analysis.means import BOOT_MAX_N, mean_ci, normal_ci
+
+    lo, hi = [float("nan")] * len(rows), [float("nan")] * len(rows)
+    n = rows["weighted_score_n"].fillna(0).astype(int).tolist()
+    small = [i for i, k in enumerate(n) if MIN_N_FOR_CI <= k <= BOOT_MAX_N]
+    values = {}
+    if small:
+        runs = sorted({rows["run_id"].iloc[i] for i in small})
+        got = df(store, """SELECT run_id, method, value FROM metrics
+                           WHERE metric = 'weighted_score' AND NOT isnan(value) AND list_contains($runs, run_id)""",
+                 {"runs": runs}, runs=runs)
+        values = {k: g["value"].to_numpy(float) for k, g in got.groupby(["run_id", "method"])}
+    for i, k in enumerate(n):
+        if k < MIN_N_FOR_CI:
+            continue
+        key = (rows["run_id"].iloc[i], rows["method"].iloc[i])
+        lo[i], hi[i] = (normal_ci(rows["weighted_score"].iloc[i], rows["_ws_sd"].iloc[i], k) if k > BOOT_MAX_N
+                        else mean_ci(values.get(key, [])))
+    rows["weighted_score_ci95"] = (pd.Series(hi, index=rows.index) - pd.Series(lo, index=rows.index)) / 2
+    rows["weighted_score_ci_low"], rows["weighted_score_ci_high"] = lo, hi
+    return rows.drop(columns="_ws_sd")
+
+
+def run_board(store: RunStore, run_id: str) -> pd.DataFrame:
+    """One run's leaderboard, one row per method (the index), best weighted_score first: the key
+    metrics the run has (KEY_METRICS, the Runs page's defaults) and n, errors, cost per query and
+    p50 latency — the Runs page's figures, for `evalcore demo` to print."""
+    have = set(metric_names(store, [run_id]))
+    # weighted_score and the Runs page's default metric columns (its first six other key metrics)
+    wanted = [m for m in KEY_METRICS if m in have and m == "weighted_score"] + \
+        [m for m in KEY_METRICS if m in have and m != "weighted_score"][:6]
+    rows = system_rows(store, [(run_id, m) for m in df(store, "SELECT DISTINCT method FROM summary_responses "
+                                                              "WHERE run_id = ?", [run_id], runs=[run_id])["method"]],
+                       wanted)
+    cols = [*wanted, "n", "n_errors", "cost_per_query_usd", "latency_p50_ms"]
+    board = rows.set_index("method")[[c for c in cols if c in rows.columns]]
+    sort_by = next((c for c in ("weighted_score", "token_f1") if c in board.columns), None)
+    return board.sort_values(sort_by, ascending=False, na_position="last") if sort_by else board
 
 
 def _add_means(store: RunStore, rows: pd.DataFrame, metrics: list[str], runs: list[str] | None) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """Run-level aggregates of stored metric values, with uncertainty: means with CIs, answer
 classes, grades, operations. The CLI (`show`), exports and the dashboard call these.
 
-Every mean comes with a seeded percentile-bootstrap 95% CI, the number of questions it was
+Every mean comes with a seeded percentile-bootstrap 95% CI (`mean_ci`, also the leaderboard's),
+the number of questions it was
 computed on (n_scored) out of all (n), and why the rest were not scored: a mean over 12 of
 200 questions must not look like a mean over 200.
 
@@ -15,19 +16,43 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from evalcore.metrics.composites import OVERALL_COMPONENTS, combine, overall_parts
 from evalcore.analysis import sql as Q
+# which metric decides CORRECT vs WRONG: one rule, in evalcore.analysis.correctness
+from evalcore.analysis.correctness import CORRECT_METRICS, CORRECT_THRESHOLD  # noqa: F401 (re-exported)
 from evalcore.schemas.labels import grade_for
 from evalcore.stats.resample import DEFAULT_BOOT, bootstrap_ci
 from evalcore.store import RunStore
 
-# Which metric decides CORRECT vs WRONG for an answer that did not abstain, per question:
-# the first of these with a value (a judge's class verdict or score beats declarative checks
-# beats token F1).
-CORRECT_METRICS = ("answer_correct", "answer_correctness", "checks_pass", "token_f1")
-CORRECT_THRESHOLD = 0.5
+
+
+# Above this many values a mean's CI is the bootstrap's normal limit (mean ± z·sd/√n, to within
+# display precision there) instead of resampling: n_boot × n draws grow too big to be worth it.
+BOOT_MAX_N = 2000
+
+
+def normal_ci(mean: float, sd: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """mean ± z·sd/√n (sd with n − 1): the large-n branch of `mean_ci`."""
+    from statistics import NormalDist
+
+    if n < 2 or sd != sd:
+        return (mean, mean) if n == 1 else (math.nan, math.nan)
+    half = NormalDist().inv_cdf(0.5 + confidence / 2) * sd / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def mean_ci(values: Sequence[float], n_boot: int = DEFAULT_BOOT, seed: int = 0,
+            confidence: float = 0.95) -> tuple[float, float]:
+    """The CI of a mean, one definition for every page and command (means here, the leaderboard's
+    ±): the seeded percentile bootstrap (NaN dropped), or its normal limit above BOOT_MAX_N values."""
+    arr = np.asarray(values, dtype=float)
+    arr = arr[~np.isnan(arr)]
+    if arr.size > BOOT_MAX_N:
+        return normal_ci(float(arr.mean()), float(arr.std(ddof=1)), int(arr.size), confidence)
+    return bootstrap_ci(arr, n_boot=n_boot, seed=seed, confidence=confidence)
 
 
 def metric_table(store: RunStore, run_id: str) -> pd.DataFrame:
@@ -36,6 +61,18 @@ def metric_table(store: RunStore, run_id: str) -> pd.DataFrame:
     return Q.df(store, """
         SELECT method, metric, "group", mean, n_scored, n, nan_reasons AS not_scored_reasons, judge_id
         FROM summary_metrics WHERE run_id = ? ORDER BY method, "group", metric""", [run_id], runs=[run_id])
+
+
+def per_method_means(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
+    """{method: {metric: mean over scored values}} of one run — the means `evalcore show` prints
+    (metric_table), per method, never pooled across methods. The pytest gate and `evalcore score`
+    read these; a metric with no scored value is absent."""
+    table = metric_table(store, run_id)
+    out: dict[str, dict[str, float]] = {}
+    for r in table.itertuples(index=False):
+        if r.mean is not None and r.mean == r.mean:
+            out.setdefault(r.method, {})[r.metric] = float(r.mean)
+    return out
 
 
 def metric_judges(store: RunStore, keys: Sequence[str], metrics: Sequence[str] | None = None) -> pd.DataFrame:
@@ -71,7 +108,7 @@ def summarize(store: RunStore, run_id: str, by: str | None = None, methods: Sequ
     for row in means.itertuples(index=False):
         bucket = row.bucket if isinstance(row.bucket, str) else None
         arr = groups.get((row.method, bucket, row.metric), [])
-        lo, hi = bootstrap_ci(arr, n_boot=n_boot, seed=seed, confidence=confidence)
+        lo, hi = mean_ci(arr, n_boot=n_boot, seed=seed, confidence=confidence)
         lows.append(lo)
         highs.append(hi)
     out = means.copy()
@@ -94,43 +131,27 @@ def best_worst(store: RunStore, run_id: str, metric: str, method: str | None = N
 def answer_classes(store: RunStore, run_id: str, by: str | None = None,
                    correct_metrics: Sequence[str] = CORRECT_METRICS,
                    threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
-    """Counts and rates of CORRECT / WRONG / DONT_KNOW per method [, bucket].
+    """Counts and rates of CORRECT / WRONG / DONT_KNOW (and ERROR, UNSCORED) per method [, bucket],
+    by the one answer-class rule of evalcore.analysis.correctness; `decided_by` counts which
+    metric decided each CORRECT / WRONG."""
+    from evalcore.analysis.correctness import classify, outcome_frame
 
-    DONT_KNOW comes from the dont_know metric. Otherwise the first of `correct_metrics` with a
-    value decides (>= threshold is CORRECT); `decided_by` counts which metric decided.
-    Questions where dont_know is NaN (target error) are ERROR; with no deciding metric, UNSCORED.
-    """
-    wanted = ["dont_know", *correct_metrics]
-    df = Q.metric_values(store, run_id, metrics=wanted, by=by)
     cols = ["method", "bucket", "n", "correct", "wrong", "dont_know", "error", "unscored",
             "correct_rate", "wrong_rate", "dont_know_rate", "decided_by"]
-    if df.empty:
+    keys = [f"{run_id}:{m}" for m in Q.run_methods(store, run_id)]
+    wide = outcome_frame(store, keys, extra=correct_metrics, by=by) if keys else pd.DataFrame()
+    if wide.empty:
         return pd.DataFrame(columns=cols)
-    df["bucket"] = [b if isinstance(b, str) else "" for b in df["bucket"]]
-    wide = df.set_index(["method", "question_id", "bucket", "metric"])["value"].unstack("metric").reset_index()
+    wide = wide.join(classify(wide, correct_metrics, threshold))
+    wide["method"] = wide["system"].str.partition(":")[2]
+    wide["bucket"] = wide["bucket"].fillna("")
     rows = []
-    for (method, bucket), g in wide.groupby(["method", "bucket"], dropna=False, sort=True):
-        counts = {"correct": 0, "wrong": 0, "dont_know": 0, "error": 0, "unscored": 0}
-        decided: dict[str, int] = {}
-        for rec in g.to_dict("records"):
-            dk = rec.get("dont_know")
-            if dk is None or (isinstance(dk, float) and math.isnan(dk)):
-                counts["error"] += 1
-                continue
-            if dk >= 0.5:
-                counts["dont_know"] += 1
-                continue
-            for name in correct_metrics:
-                v = rec.get(name)
-                if v is not None and not (isinstance(v, float) and math.isnan(v)):
-                    counts["correct" if v >= threshold else "wrong"] += 1
-                    decided[name] = decided.get(name, 0) + 1
-                    break
-            else:
-                counts["unscored"] += 1
+    for (method, bucket), g in wide.groupby(["method", "bucket"], sort=True):
+        counts = {c.lower(): int((g["cls"] == c).sum()) for c in ("CORRECT", "WRONG", "DONT_KNOW", "ERROR", "UNSCORED")}
+        decided = g.loc[g["cls"].isin(["CORRECT", "WRONG"]), "decided_by"].value_counts()
         n = len(g)
-        rows.append({"method": method, "bucket": bucket or None, "n": n,
-                     **counts, "correct_rate": counts["correct"] / n, "wrong_rate": counts["wrong"] / n,
+        rows.append({"method": method, "bucket": bucket or None, "n": n, **counts,
+                     "correct_rate": counts["correct"] / n, "wrong_rate": counts["wrong"] / n,
                      "dont_know_rate": counts["dont_know"] / n,
                      "decided_by": ", ".join(f"{k}:{v}" for k, v in sorted(decided.items()))})
     return pd.DataFrame(rows, columns=cols)

@@ -3,7 +3,8 @@
 Why: the regression gate (`evalcore compare --fail-on-regression`) runs in CI, and the people
 reading its outcome are in the pull request. GitHub renders Markdown tables there and in
 $GITHUB_STEP_SUMMARY, so the same numbers as the terminal table, plus a verdict per metric
-that only says "better"/"worse" when the Holm-adjusted test says so. Every name comes from
+that only says "better"/"worse" when the Holm-adjusted test says so (the outcomes of
+evalcore.analysis.verdict: not significant, too few questions, no significant difference otherwise). Every name comes from
 users (run names, methods, metrics), so cells go through the export's inert Markdown escaping.
 """
 
@@ -35,8 +36,16 @@ def comparison_markdown(result: Comparison, labels: dict[str, str] | None = None
              f"95% paired bootstrap CI · Holm-adjusted p, α = {result.alpha:g}", "",
              "| candidate | metric | baseline | candidate | Δ | 95% CI | p (Holm) | verdict | better / worse / same | n |",
              "|---|---|--:|--:|--:|---|--:|---|---|--:|"]
+    from evalcore.analysis.verdict import verdict_lines
+
+    # the verdict's outcome (evalcore.analysis.verdict: the terminal's and the page's words)
+    outcome = {}
+    for cand, rows in result.table.groupby("candidate", sort=False):
+        said = verdict_lines(rows, "baseline", "candidate", result.alpha)
+        outcome.update({(cand, m): o for m, o in zip(said.metric, said.outcome)})
     for r in result.table.itertuples():
-        mark = {"better": "▲ better", "worse": "▼ worse"}.get(verdict(r), "no significant change")
+        found = outcome.get((r.candidate, r.metric), "no significant difference")
+        mark = {"better": "▲ better", "worse": "▼ worse"}.get(found, found)
         lines.append(
             f"| {name(r.candidate)} | {_md_cell(r.metric)} | {_num(r.mean_a)} | {_num(r.mean_b)} | "
             f"{_num(r.delta, 4)} | [{_num(r.ci_low, 4)}, {_num(r.ci_high, 4)}] | {_num(r.p_holm, 4)} | {mark} | "

@@ -117,9 +117,7 @@ def metric_means(store: RunStore, run_id: str, by: str | None = None,
 def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFrame:
     """Per method [, bucket]: latency p50/p95/mean, error/timeout/empty rates, RAG cost, judge
     cost from judge_calls (a call made for no method shared evenly by the question's methods),
-    cost per query. RAG cost of an answer (one rule, also the
-    leaderboard's): its cost_usd metric (priced from tokens, or reported) when scored, else the
-    cost the target reported."""
+    cost per query by the one definition of evalcore.analysis.cost (also the leaderboard's)."""
     expr, join = _by(by)
     sql = f"""
         WITH r AS (
@@ -157,16 +155,20 @@ def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFr
                         THEN 1.0 ELSE 0.0 END) AS empty_rate,
                sum(c.cost) AS rag_cost_usd, count(c.cost) AS n_costed,
                coalesce(sum(j.judge_cost), 0) AS judge_cost_usd,
-               coalesce(sum(j.judge_calls), 0) AS judge_calls,
-               CASE WHEN count(c.cost) = 0 AND count(j.judge_cost) = 0 THEN NULL
-                    ELSE (coalesce(sum(c.cost), 0) + coalesce(sum(j.judge_cost), 0)) / count(*)
-               END AS cost_per_query_usd
+               coalesce(sum(j.judge_calls), 0) AS judge_calls, count(j.judge_cost) AS n_judged
         FROM r LEFT JOIN c ON c.method = r.method AND c.question_id = r.question_id
                LEFT JOIN j ON j.method = r.method AND j.question_id = r.question_id
         GROUP BY r.method, r.bucket ORDER BY r.method, r.bucket NULLS FIRST
     """
     with connect(store, [run_id]) as con:
-        return con.execute(sql, [run_id, run_id, run_id, run_id]).df()
+        out = con.execute(sql, [run_id, run_id, run_id, run_id]).df()
+    from evalcore.analysis.cost import cost_per_query  # the one definition (not SQL: shared with the leaderboard)
+
+    judge = out["judge_cost_usd"].astype(float).where(out["n_judged"] > 0)
+    unknown = judge.isna() & (out["n_judged"] > 0)  # NaN, not NULL: a call of an unpriced model
+    out["cost_per_query_usd"] = cost_per_query(out["rag_cost_usd"].astype(float) / out["n_costed"].where(out["n_costed"] > 0),
+                                               judge, out["n"], judge_unknown=unknown)
+    return out.drop(columns="n_judged")
 
 
 def timing_breakdown(store: RunStore, run_id: str) -> pd.DataFrame:

@@ -10,7 +10,6 @@ metric, the old and new means and how often the two judges disagree.
 from __future__ import annotations
 
 import json
-import math
 from typing import Optional
 
 import typer
@@ -29,18 +28,14 @@ def rejudge_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
 ) -> None:
     """Re-score judged metrics with JUDGE; prints old vs new mean and disagreement per metric."""
-    from evalcore.judges.reliability import category, disagree
-    from evalcore.stats.agreement import cohen_kappa
+    from evalcore.analysis.rejudge import judged_values, rejudge_summary
     from evalcore.metrics.judged import SPECS
-    from evalcore.queries import query_df
     from evalcore.scoring import score_run
 
     store = state.store()
     run_id = store.resolve(run)
     judged = {s.name for s in SPECS}
-    old = query_df(store, "SELECT method, question_id, metric, value FROM metrics "
-                          "WHERE run_id = ? AND judge_id IS NOT NULL", [run_id])
-    old = old[old["metric"].isin(list(judged))]
+    old = judged_values(store, run_id, sorted(judged))
     if metrics:
         names = [m.strip() for m in metrics.split(",") if m.strip()]
         unknown = sorted(set(names) - judged)
@@ -54,23 +49,8 @@ def rejudge_cmd(
     if dry_run:
         typer.echo(json.dumps(report.estimate, indent=2, default=str))
         return
-    new = query_df(store, "SELECT method, question_id, metric, value FROM metrics WHERE run_id = ?", [run_id])
-    new = new[new["metric"].isin(names)]
-    before = {(r.method, r.question_id, r.metric): r.value for r in old.itertuples(index=False)}
-    summary = {}
-    for name in names:
-        rows = new[new["metric"] == name]
-        pairs = [(before[(r.method, r.question_id, name)], r.value) for r in rows.itertuples(index=False)
-                 if (r.method, r.question_id, name) in before]
-        pairs = [(a, b) for a, b in pairs if not (math.isnan(a) or math.isnan(b))]
-        vals = [v for v in rows["value"] if not math.isnan(v)]
-        summary[name] = {
-            "new_mean": sum(vals) / len(vals) if vals else None,
-            "old_mean": (sum(a for a, _ in pairs) / len(pairs)) if pairs else None,
-            "n_paired": len(pairs),
-            "disagreement_rate": (sum(disagree(name, a, b) for a, b in pairs) / len(pairs)) if pairs else None,
-            "kappa": cohen_kappa([category(name, a) for a, _ in pairs], [category(name, b) for _, b in pairs]),
-        }
+    new = judged_values(store, run_id, names, judged_only=False)
+    summary: dict = rejudge_summary(old, new, names)
     if report.errors:
         summary["_errors"] = report.errors
     if as_json:

@@ -167,7 +167,9 @@ def _parse_gate(value: str) -> tuple[str, float]:
 
 def compare_cmd(
     selections: list[str] = typer.Argument(..., help="RUN[:METHOD] ... (first = baseline)."),
-    metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated metrics (default: all shared)."),
+    metrics: Optional[str] = typer.Option(
+        None, "--metrics", help="Comma-separated metrics to test (default: the key metrics scored on both sides, "
+                                "the Compare page's default set)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     markdown: bool = typer.Option(False, "--markdown",
                                   help="Print a Markdown report (for a pull request or $GITHUB_STEP_SUMMARY)."),
@@ -180,14 +182,25 @@ def compare_cmd(
                                    help="Also judge Δ vs human-corrected Δ from randomly sampled labels."),
 ) -> None:
     """Compare methods/runs paired on question_id: Δ, CI, p (Holm-adjusted), win/loss counts."""
-    from evalcore.analysis.compare import compare, pareto, regressions
+    from evalcore.analysis.compare import compare, parse_selections, pareto, regressions
+    from evalcore.analysis.verdict import comparability, default_tested_metrics, verdict_lines, verdict_summary
 
     store = state.store()
     gates = [_parse_gate(g) for g in fail_on_regression or []]
-    wanted = _split(metrics) or None
-    if wanted is not None:
-        wanted = list(dict.fromkeys(wanted + [g[0] for g in gates]))
-    result = compare(store, selections, metrics=wanted, seed=seed, alpha=alpha)
+    sels = parse_selections(store, selections)
+    wanted = _split(metrics) or default_tested_metrics(store, [x.label for x in sels])
+    wanted = list(dict.fromkeys(wanted + [g[0] for g in gates]))
+    result = compare(store, sels, metrics=wanted, seed=seed, alpha=alpha)
+    one_run = len({x.run_id for x in sels}) == 1
+    short = {x.label: (x.method if one_run else x.label) for x in sels}
+    verdicts = {}
+    for cand in result.candidates:
+        rows = result.table[result.table.candidate == cand.label]
+        lines = verdict_lines(rows, short[result.baseline.label], short[cand.label], alpha)
+        verdicts[cand.label] = {
+            "summary": verdict_summary(lines, rows, short[result.baseline.label], short[cand.label]),
+            "warnings": comparability(store, result.baseline.label, cand.label, list(rows.metric)),
+            "lines": lines.to_dict("records")}
     failures = []
     for name, min_delta in gates:
         bad = regressions(result, name, min_delta)
@@ -195,6 +208,7 @@ def compare_cmd(
     front = pareto(result) if show_pareto else None
     if as_json:
         out = result.to_dict()
+        out["verdicts"] = verdicts
         if front is not None:
             out["pareto"] = {"points": json.loads(front[0].to_json(orient="records", double_precision=15)), "dropped_axes": front[1]}
         out["regressions"] = failures
@@ -209,20 +223,21 @@ def compare_cmd(
     elif markdown:
         from evalcore.analysis.report import comparison_markdown
 
-        sels = [result.baseline, *result.candidates]
-        one_run = len({x.run_id for x in sels}) == 1
         typer.echo(comparison_markdown(result, {x.label: x.method for x in sels} if one_run else None), nl=False)
     else:
         t = result.table
-        sels = [result.baseline, *result.candidates]
-        one_run = len({x.run_id for x in sels}) == 1
-        short = {x.label: (x.method if one_run else x.label) for x in sels}
+        for v in verdicts.values():  # the verdict first: what a reader came for
+            for warning in v["warnings"]:
+                typer.echo(f"WARNING not comparable as scored: {warning}")
+            typer.echo(v["summary"])
+        outcome = {(label, line["metric"]): line["outcome"] for label, v in verdicts.items() for line in v["lines"]}
         rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
                  f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),
-                 f"{r.improved}/{r.regressed}/{r.unchanged}/{r.missing}", str(r.n_pairs)] for r in t.itertuples()]
+                 f"{r.improved}/{r.regressed}/{r.unchanged}/{r.missing}", str(r.n_pairs),
+                 outcome.get((r.candidate, r.metric), "")] for r in t.itertuples()]
         _print_table(f"baseline {result.baseline.label}" + (" (candidates: methods of the same run)" if one_run else ""),
                      ["candidate", "metric", "baseline", "candidate", "Δ", "95% CI", "p (Holm)",
-                      "better/worse/same/missing", "n"], rows)
+                      "better/worse/same/missing", "n", "verdict"], rows)
         for label, ids in result.unpaired.items():
             if ids["only_in_baseline"] or ids["only_in_candidate"]:
                 typer.echo(f"{label}: unpaired questions: {len(ids['only_in_baseline'])} only in baseline, "

@@ -21,11 +21,6 @@ from evalcore.demo.server import start_in_thread
 from evalcore.runner import RunResult, run_evaluation
 from evalcore.store import RunStore
 
-# Leaderboard columns, in order; a column appears only when the run has that metric.
-KEY_METRICS = ["recall@5", "mrr", "token_f1", "keyword_coverage", "citation_precision",
-               "unanswerable_accuracy", "semantic_similarity", "faithfulness", "weighted_score"]
-
-
 @dataclass
 class DemoResult:
     run: RunResult
@@ -40,35 +35,22 @@ def _has(module: str) -> bool:
         return False
 
 
-def leaderboard(store: RunStore, run_id: str, metrics: list[str] | None = None) -> pd.DataFrame:
-    """Method x key metrics (means over scored values) plus p50 latency and mean tokens."""
-    from evalcore.queries import query_df
+def leaderboard(store: RunStore, run_id: str) -> pd.DataFrame:
+    """Method x the Runs page's key metrics and figures (evalcore.analysis.leaderboard.run_board:
+    the same numbers as the dashboard and `evalcore runs`)."""
+    from evalcore.analysis.leaderboard import run_board
 
-    wanted = metrics or KEY_METRICS
-    placeholders = ", ".join("?" for _ in wanted)
-    values = query_df(store, f"SELECT method, metric, value FROM metrics WHERE run_id = ? "
-                             f"AND metric IN ({placeholders})", [run_id, *wanted])
-    # Means in pandas (NaN skipped): NaN handling must not depend on SQL NaN semantics.
-    means = values.pivot_table(index="method", columns="metric", values="value", aggfunc="mean") \
-        if len(values) else pd.DataFrame()
-    table = pd.DataFrame(index=means.index if len(means) else [])
-    for name in wanted:
-        if name in means.columns:
-            table[name] = means[name]
-    perf = query_df(store, """SELECT method, quantile_cont(latency_ms, 0.5) AS latency_p50_ms,
-                                     avg(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)) AS tokens
-                              FROM responses WHERE run_id = ? GROUP BY method""", [run_id]).set_index("method")
-    table = table.join(perf, how="outer")
-    sort_by = next((c for c in ("weighted_score", "token_f1") if c in table.columns), None)
-    return table.sort_values(sort_by, ascending=False) if sort_by else table
+    return run_board(store, run_id)
 
 
 def format_leaderboard(table: pd.DataFrame) -> str:
     def cell(value: Any, column: str) -> str:
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return "-"
-        if column in {"latency_p50_ms", "tokens"}:
+        if column in {"latency_p50_ms", "n", "n_errors"}:
             return f"{value:,.0f}"
+        if column == "cost_per_query_usd":
+            return f"{value:.5f}"
         return f"{value:.3f}"
 
     headers = ["method", *table.columns]

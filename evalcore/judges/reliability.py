@@ -57,6 +57,16 @@ def disagree(metric: str, v1: float, v2: float) -> bool:
     return abs(v1 - v2) > 0.2 + 1e-12
 
 
+def agreement(metric: str, pairs: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    """Two judges' values of one metric on the same answers -> n (pairs with both values),
+    disagreement_rate (`disagree`) and Cohen's kappa over `category`: the one definition the
+    spot check and `evalcore rejudge` report."""
+    pairs = [(a, b) for a, b in pairs if not (math.isnan(a) or math.isnan(b))]
+    flags = [disagree(metric, a, b) for a, b in pairs]
+    return {"n": len(pairs), "disagreement_rate": (sum(flags) / len(flags)) if flags else None,
+            "kappa": cohen_kappa([category(metric, a) for a, _ in pairs], [category(metric, b) for _, b in pairs])}
+
+
 def _judge_spec(label: str) -> str:
     return label.split("/", 1)[0]
 
@@ -115,19 +125,17 @@ def spot_check(store, run_id: str, fraction: float = 0.1, second_judge: str = "h
     per_item: dict[tuple[str, str], dict[str, Any]] = {}
     all_flags: list[bool] = []
     for m in metrics:
-        c1, c2, flags = [], [], []
+        pairs, flags = [], []
         for (q, r), s in zip(items, second[m]):
             v1 = firsts.get((r.method, q.id, m))
             if v1 is None or math.isnan(v1) or math.isnan(s.value):
                 continue
             d = disagree(m, v1, s.value)
             flags.append(d)
-            c1.append(category(m, v1))
-            c2.append(category(m, s.value))
+            pairs.append((v1, s.value))
             per_item.setdefault((r.method, q.id), {})[m] = {"first": v1, "second": s.value, "disagree": d}
         all_flags += flags
-        per_metric[m] = {"n": len(flags), "disagreement_rate": (sum(flags) / len(flags)) if flags else None,
-                         "kappa": cohen_kappa(c1, c2)}
+        per_metric[m] = agreement(m, pairs)
     second_label = f"{judge.provider}:{judge.model}"
     summary = {"first_judge": first, "second_judge": second_label, "fraction": fraction, "seed": seed,
                "spot_check_n": len(items), "n_compared": len(all_flags),

@@ -43,18 +43,11 @@ def _bounds(spec: Any) -> tuple[float | None, float | None]:
 
 
 def method_means(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
-    """{method: {metric: mean over non-NaN values}} (computed in pandas, NaN skipped)."""
-    from evalcore.queries import query_df
+    """{method: {metric: mean over scored values}}: evalcore.analysis.means.per_method_means, the
+    means `evalcore show` prints (one definition)."""
+    from evalcore.analysis.means import per_method_means
 
-    df = query_df(store, "SELECT method, metric, value FROM metrics WHERE run_id = ?", [run_id])
-    if df.empty:
-        return {}
-    means = df.groupby(["method", "metric"])["value"].mean()
-    out: dict[str, dict[str, float]] = {}
-    for (method, metric), value in means.items():
-        if value == value:
-            out.setdefault(method, {})[metric] = float(value)
-    return out
+    return per_method_means(store, run_id)
 
 
 def check_gate(store: RunStore, run_id: str, thresholds: dict[str, Any], baseline: str | None = None,

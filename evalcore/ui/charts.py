@@ -11,20 +11,21 @@ import streamlit as st
 from evalcore.analysis import distributions as G
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
-from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, AnswerClass, Grade
+from evalcore.schemas.labels import GRADE_METRICS, AnswerClass, Grade
 from evalcore.ui import common, diagnosis
-from evalcore.ui.helpers import judged_by, pareto_mask
+from evalcore.ui.helpers import judged_by
 
 GRADES = [g.value for g in Grade]
 # One section at a time: each is what one question needs, and the page draws only its charts.
 SECTIONS = {"overview": "grades, answer classes, where wrong answers come from",
             "facet": "a metric by question facet", "operations": "latency and cost per answer",
             "fronts": "Pareto fronts: quality vs cost and latency"}
-CLASSES = [c.value for c in AnswerClass]
+CLASSES = [c.value for c in AnswerClass] + ["ERROR", "UNSCORED"]
 # Ordered labels get an ordered, colour-blind-safe scale (good = blue-green, bad = red/orange),
 # so "more red" always means worse; a qualitative palette would make grade C look like WRONG.
 LABEL_COLOURS = {"A": "#1a9850", "B": "#91cf60", "C": "#fee08b", "D": "#fc8d59", "E": "#d73027",
-                 "CORRECT": "#1a9850", "WRONG": "#d73027", "DONT_KNOW": "#9e9e9e"}
+                 "CORRECT": "#1a9850", "WRONG": "#d73027", "DONT_KNOW": "#9e9e9e", "ERROR": "#7f0000",
+                 "UNSCORED": "#eeeeee"}
 
 
 def _relabel(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
@@ -45,13 +46,12 @@ def _stacked(df: pd.DataFrame, order: list[str], title: str, missing: str) -> No
 
 
 def _pareto(points: pd.DataFrame, x: str, x_title: str, metric: str, labels: dict[str, str]) -> None:
-    pts = points.dropna(subset=[x, "quality"])
+    pts = G.front_2d(points, x)
     if pts.empty or (pts[x] == 0).all():
         # All-zero means nothing reported it (no token prices, no paid judge): a front drawn on
         # that axis would crown the best-quality system "free", which says nothing.
         common.empty_state(f"No {x_title} recorded.", "Targets or judges must report it.")
         return
-    pts = pts.assign(front=pareto_mask(pts["quality"].tolist(), pts[x].tolist()))
     fig = go.Figure()
     for on_front, name, symbol in ((False, "dominated", "circle-open"), (True, "Pareto front", "star")):
         part = pts[pts.front == on_front]
@@ -105,8 +105,12 @@ def _overview(keys: tuple[str, ...], picked: list[str], short: dict[str, str]) -
         _judge_caption("Grades", keys, GRADE_METRICS)
     with c2:
         _stacked(_relabel(common.call(G.label_counts, keys, "answer_class"), short), CLASSES,
-                 "Correct / wrong / don't know", "Classes come from the answer_class metric.")
-        _judge_caption("Answer classes", keys, CLASS_METRICS)
+                 "Correct / wrong / don't know", "Score a correctness metric (answer_correct, token_f1...).")
+        st.caption("Answer classes: one rule for every page and the CLI — ERROR for a target error; DONT_KNOW "
+                   "when dont_know or the judge's class says so; else the first of answer_correct, answer_class, "
+                   "answer_correctness, checks_pass, token_f1 with a value (≥ 0.5 is CORRECT).")
+        _judge_caption("Answer classes", keys, ("answer_correct", "answer_class", "answer_dont_know",
+                                                "answer_correctness"))
     diagnosis.render(picked, dict(zip(picked, picked)))
 
 

@@ -18,6 +18,7 @@ import streamlit as st
 from evalcore.analysis import compare as C
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
+from evalcore.analysis import verdict as V
 from evalcore.ui import common, corrected_view, diagnosis, entry
 from evalcore.ui.helpers import diff_text, judges_text, word_diff
 
@@ -102,23 +103,26 @@ def _question_diff(base: str, cand: str, metric: str) -> None:
                  query_params={"run": cand.partition(":")[0], "method": cand.partition(":")[2], "qid": qid})
 
 
-_OUTCOME_COLOURS = {"better": "#d9f2e3", "worse": "#f8d7d4", "same": "#eeeeee"}
+_OUTCOME_COLOURS = {"better": "#d9f2e3", "worse": "#f8d7d4", "not significant": "#fdf1d6",
+                    "too few questions": "#fdf1d6", "no significant difference": "#eeeeee"}
 
 
-def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str]) -> None:
-    """Above the fold: one sentence per tested metric, coloured by what it means for the candidate
-    (green better, red worse, grey no significant difference), in the metric's own direction."""
+def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str], tested: list[str]) -> None:
+    """Above the fold: the comparability warnings, the one-line summary, then one sentence per
+    tested metric, coloured by what it means for the candidate (green better, red worse, amber
+    not significant after Holm or too few questions, grey no significant difference)."""
     names = common.short_labels([base, cand], labels)
     lines = C.verdict_lines(table, names[base], names[cand])
     with st.container(key="verdict"):
         st.subheader("Verdict")
+        for warning in common.call(V.comparability, base, cand, tuple(tested)):
+            st.warning("Not comparable as scored: " + common.md(warning), icon=":material/warning:")
         st.text(f"{names[cand]} against {names[base]} (baseline)")
         if lines.empty:
             st.info("Pick metrics to test (below) to get a verdict.")
             return
-        better, worse = (lines.outcome == "better").sum(), (lines.outcome == "worse").sum()
-        st.text(f"{better} better, {worse} worse, {len(lines) - better - worse} without a significant difference "
-                f"(α = 0.05 after Holm over {len(lines)} tested metrics)")
+        st.text(V.verdict_summary(lines, table, names[base], names[cand]))
+        st.caption(f"α = 0.05 after Holm over the {len(lines)} tested metrics; Δ = candidate − baseline.")
         # every judged score names its judge (computed metrics: none, shown as "–")
         # (filled here: a Styler's cells show its own text for a missing value, not the placeholder)
         lines["judged by"] = lines.metric.map(dict(zip(table.metric, table.judged_by))).fillna(common.MISSING)
@@ -132,7 +136,9 @@ def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str]) 
                                          "a difference after multiple testing."),
                                     "outcome": st.column_config.TextColumn(
                                         "outcome", width="small", help="The candidate against the baseline: "
-                                        "better, worse or same (no significant difference after Holm)."),
+                                        "better or worse (significant after Holm); not significant (the CI excludes 0 "
+                                        "but not after Holm's correction); too few questions (only a very large Δ "
+                                        "could be detected at this n); no significant difference."),
                                     "judged by": st.column_config.TextColumn(
                                         "judged by", width="medium", help="The judge whose verdicts produced this metric's "
                                         "values (both systems); heuristic = the offline word-overlap judge.")})
@@ -171,13 +177,13 @@ def render() -> None:
         "Candidate", cands, "cand", format_func=lambda k: labels[k])
     verdict_slot = st.empty()
     stat_metrics = common.url_multi("Metrics to test (CI, p)", metrics, "tm",
-                                    default=[m for m in L.KEY_METRICS if m in metrics][:4])
+                                    default=common.call(V.default_tested_metrics, (base, cand)))
     table = _metric_table(base, cand, stat_metrics)
     if table.empty:
         common.empty_state("No metric is scored on both sides.", "Pick systems scored with the same metrics.")
         return
     with verdict_slot.container():
-        _verdict(table, base, cand, labels)
+        _verdict(table, base, cand, labels, [m for m in stat_metrics if m in set(table.metric)])
     st.subheader("Questions that changed, per metric")
     _count_links(table, picked)
     with st.expander("All metrics: means, Δ, CI, p"):

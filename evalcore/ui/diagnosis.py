@@ -13,7 +13,8 @@ import streamlit as st
 from evalcore.analysis import failure_modes as FM
 from evalcore.ui import common
 
-FAILURE_COLOURS = {"correct": "#1a9850", "wrong abstention": "#9e9e9e", "retrieval miss": "#d73027",
+FAILURE_COLOURS = {"correct": "#1a9850", "correct abstention": "#66bd63", "wrong abstention": "#9e9e9e",
+                   "should have abstained": "#b2182b", "retrieval miss": "#d73027",
                    "unfaithful": "#fc8d59", "faithful but wrong": "#fee08b", "wrong, cause unknown": "#cccccc",
                    "unscored": "#eeeeee"}
 
@@ -33,8 +34,10 @@ def render(picked: list[str], labels: dict[str, str], chart: bool = True) -> Non
         _table(shown)
     else:
         _chart(shown, len(picked))
-    st.caption("Retrieval miss: nothing relevant retrieved. Unfaithful: relevant context, unsupported claims. "
-               "Faithful but wrong: supported claims, wrong answer. Pick one to list its questions.")
+    st.caption("Correct abstention: abstained on an unanswerable question. Should have abstained: answered an "
+               "unanswerable question. Retrieval miss: nothing relevant retrieved (gold passages, else the judge). "
+               "Unfaithful: relevant context, unsupported claims. Faithful but wrong: supported claims, wrong "
+               "answer. Pick one to list its questions.")
     _bucket_questions(picked, names)
 
 

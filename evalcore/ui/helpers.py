@@ -1,32 +1,11 @@
-"""Small pure presentation helpers the pages share: the 2-D Pareto mask of a chart, word diffs
-of two answers, short system labels. No Streamlit, no store, no numbers a person reads as
+"""Small pure presentation helpers the pages share: word diffs of two answers, short system
+labels (Pareto fronts come from evalcore.analysis.distributions.front_2d). No Streamlit, no store, no numbers a person reads as
 results (those come from evalcore.analysis)."""
 
 from __future__ import annotations
 
 import difflib
-import math
 from typing import Iterable, Sequence
-
-
-def pareto_mask(quality: Sequence[float], cost: Sequence[float]) -> list[bool]:
-    """True where a point is non-dominated for (quality up, cost down).
-
-    A point is dominated when another is at least as good on both axes and strictly better
-    on one. NaN points are never on the front (they cannot be compared).
-    """
-    pts = list(zip(quality, cost))
-    out = []
-    for i, (q, c) in enumerate(pts):
-        if q is None or c is None or math.isnan(q) or math.isnan(c):
-            out.append(False)
-            continue
-        dominated = any(
-            j != i and q2 is not None and c2 is not None and not math.isnan(q2) and not math.isnan(c2)
-            and q2 >= q and c2 <= c and (q2 > q or c2 < c)
-            for j, (q2, c2) in enumerate(pts))
-        out.append(not dominated)
-    return out
 
 
 def word_diff(a: str, b: str) -> list[tuple[str, str]]:

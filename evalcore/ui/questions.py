@@ -10,21 +10,20 @@ is untrusted text: st.text / st.dataframe / st.code only.
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import streamlit as st
 
-from evalcore.analysis import failure_modes as FM
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
+from evalcore.analysis import question_story as QS
 from evalcore.analysis import questions as Qn
 from evalcore.ui import common
 from evalcore.ui.helpers import HEURISTIC_BADGE, judged_by
 
 VIEWS = {"question": "one question, methods side by side", "grid": "grid: questions x methods",
          "list": "list of answers"}
-BADGE = {"correct": "green", "wrong abstention": "gray", "retrieval miss": "red", "unfaithful": "orange",
+BADGE = {"correct": "green", "correct abstention": "green", "wrong abstention": "gray",
+         "should have abstained": "red", "retrieval miss": "red", "unfaithful": "orange",
          "faithful but wrong": "orange", "wrong, cause unknown": "gray", "unscored": "gray"}
 
 
@@ -104,18 +103,6 @@ def _nav(qids: list[str], texts: dict[str, str]) -> str:
     return qids[i]
 
 
-def _contexts(record: str, verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Retrieved contexts with the judge's relevance verdict beside each rank (typed rows of
-    the context_verdicts table)."""
-    retrieved = json.loads(record).get("retrieved", []) if isinstance(record, str) else []
-    ctx = pd.DataFrame(retrieved, columns=["rank", "chunk_id", "rel_path", "heading_path", "score", "text"])
-    verdicts = verdicts[["rank", "verdict", "score", "reason"]].rename(columns={"score": "judge_score"})
-    if ctx.empty:
-        return ctx
-    merged = ctx.merge(verdicts, on="rank", how="left")
-    return merged[["rank", "verdict", "reason", "text", "judge_score", "score", "chunk_id", "rel_path", "heading_path"]]
-
-
 HEURISTIC_HELP = ("These verdicts come from the offline heuristic judge, a lexical approximation "
                   "that counts words shared with the contexts and gold answers. It is not a "
                   "language model and cannot see meaning: paraphrases count as unsupported or "
@@ -130,35 +117,41 @@ def _judges(metrics: pd.DataFrame) -> list[str]:
     return sorted({j for j in metrics["judge_id"].dropna() if isinstance(j, str)})
 
 
-def _method_column(detail: dict, method: str, bucket: str | None, run_id: str) -> None:
+def _method_column(detail: dict, method: str, story: dict) -> None:
+    """One method's answer: its diagnosis (the badge names its basis), the notes where two
+    readings differ, key scores with their basis, claims, and contexts with both readings."""
     resp = detail["responses"][detail["responses"].method == method].iloc[0]
     metrics = detail["metrics"][detail["metrics"].method == method]
     st.text(method)
     badges = st.container(horizontal=True)
+    bucket = story.get("bucket")
     if bucket:
-        badges.badge(bucket, color=BADGE.get(bucket, "gray"))
+        label = f"{bucket} · {story['source']}" if story.get("source") else bucket
+        badges.badge(label, color=BADGE.get(bucket, "gray"), help=story["basis"])
     if any(j.startswith("heuristic") for j in _judges(metrics)):
         badges.badge(HEURISTIC_BADGE, color="orange", icon=":material/warning:", help=HEURISTIC_HELP)
+    if bucket:
+        st.caption("Diagnosis: " + common.md(story["basis"]))
+    for note in story.get("notes", []):
+        st.info(common.md(note), icon=":material/info:")
     if isinstance(resp["error"], str):
         common.untrusted("Target error", resp["error"])
     common.untrusted("Answer", resp["answer"])
-    key = Qn.key_metrics(metrics["metric"].tolist())
-    scores = metrics.set_index("metric").loc[key, ["value", "label"]].reset_index()
-    scores["label"] = scores["label"].fillna("–")
-    common.dataframe(scores, hide_index=True, key=f"scores_{method}",
-                 column_config={"value": st.column_config.NumberColumn("value", format="%.3f")})
+    common.dataframe(story.get("scores", pd.DataFrame()), hide_index=True, key=f"scores_{method}",
+                 column_config={"value": st.column_config.NumberColumn("value", format="%.3f"),
+                                "basis": st.column_config.TextColumn(
+                                    "basis", help="judge: the judge's verdict; gold passages: the dataset's gold "
+                                                  "passages (retrieval metrics); computed: from the answer and "
+                                                  "ground truth")})
     claims = detail["claims"][(detail["claims"].method == method) & (detail["claims"].source == "answer")]
     st.caption(f"Claims in the answer ({len(claims)})")
     if claims.empty:
-        st.text("(no claims stored: faithfulness was not judged)")
+        st.text(f"({story['claims_note']})" if story.get("claims_note") else "(no claims stored)")
     else:
         common.dataframe(claims[["idx", "verdict", "text", "reason"]], hide_index=True, key=f"claims_{method}")
-    verdicts = detail["contexts"][detail["contexts"].method == method]
-    if len(verdicts):  # one metric's verdicts: context_precision when there, else the first judged
-        chosen = "context_precision" if (verdicts.metric == "context_precision").any() else verdicts.metric.iloc[0]
-        verdicts = verdicts[verdicts.metric == chosen]
-    ctx = _contexts(resp["record"], verdicts)
-    st.caption(f"Retrieved contexts ({len(ctx)}), with the judge's relevance verdict")
+    ctx = story.get("contexts", pd.DataFrame())
+    st.caption(f"Retrieved contexts ({len(ctx)}): 'gold passage' from the dataset's gold passages, "
+               "'judge verdict' from the judge's relevance review")
     if ctx.empty:
         st.text("(no retrieved contexts recorded)")
     else:
@@ -166,7 +159,9 @@ def _method_column(detail: dict, method: str, bucket: str | None, run_id: str) -
                      column_config={"text": st.column_config.TextColumn("text", width="large")})
         with st.expander("Context texts in full (the evidence the claims were checked against)"):
             for row in ctx.itertuples(index=False):
-                common.untrusted(f"rank {row.rank} · {row.verdict or 'no verdict'}", row.text)
+                verdict = row[2] if isinstance(row[2], str) else "no judge verdict"
+                gold = {"yes": " · gold passage", "no": " · not a gold passage"}.get(row[1], "")
+                common.untrusted(f"rank {row.rank} · judge: {verdict}{gold}", row.text)
     who = _judges(metrics)
     st.text("Judged by: " + (", ".join(who) if who else "no judge (deterministic metrics only)"))
 
@@ -222,15 +217,11 @@ def _show_question(run_id: str, qid: str, methods: tuple[str, ...] | None) -> No
     if not shown:
         st.info("No selected method answered this question.")
         return
-    buckets = {}
-    for method in shown:
-        rows = common.call(FM.diagnoses, (f"{run_id}:{method}",))
-        hit = rows[rows.question_id == qid]
-        buckets[method] = hit.bucket.iloc[0] if len(hit) else None
+    stories = common.call(QS.stories, run_id, qid)
     with st.container(key="answers"):
         for col, method in zip(st.columns(len(shown)), shown):
             with col:
-                _method_column(detail, method, buckets[method], run_id)
+                _method_column(detail, method, stories.get(method, {}))
     _judge_calls(detail)
     _all_metrics(detail)
 

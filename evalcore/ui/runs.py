@@ -95,8 +95,8 @@ def render() -> None:
         "latency_p95_ms": st.column_config.NumberColumn("latency p95 (ms)", format="%.0f"),
         "created_at": st.column_config.DatetimeColumn("date", format="YYYY-MM-DD HH:mm"),
         "weighted_score_ci95": st.column_config.NumberColumn(
-            "± 95%", format="%.3f", help="Half-width of a normal-approximation 95% interval of weighted_score, "
-                                        "shown from 10 scored questions on. Use Compare for paired tests."),
+            "± 95%", format="%.3f", help="Half-width of weighted_score's 95% CI (the seeded bootstrap every mean "
+                                        "gets), shown from 10 scored questions on. Use Compare for paired tests."),
     }
     for m in metrics + ["weighted_score"]:
         col_cfg[m] = st.column_config.NumberColumn(m, format="%.3f")

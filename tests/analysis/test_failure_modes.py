@@ -18,7 +18,8 @@ NAN = math.nan
     ({"token_f1": 0.9}, "correct"),
     ({"answer_correct": 1.0, "token_f1": 0.0}, "correct"),              # the judge's class beats token F1
     ({"dont_know": 1.0, "answerable": True}, "wrong abstention"),
-    ({"dont_know": 1.0, "answerable": False}, "correct"),
+    ({"dont_know": 1.0, "answerable": False}, "correct abstention"),
+    ({"token_f1": 0.0, "hit_rate@5": 0.0, "answerable": False}, "should have abstained"),  # not a retrieval miss
     ({"token_f1": 0.1, "hit_rate@5": 0.0, "faithfulness": 1.0}, "retrieval miss"),
     ({"token_f1": 0.1, "hit_rate@5": 1.0, "faithfulness": 0.5}, "unfaithful"),
     ({"token_f1": 0.1, "hit_rate@5": 1.0, "faithfulness": 1.0}, "faithful but wrong"),

@@ -9,14 +9,22 @@ import time
 from evalcore.ui import jobs
 from evalcore.schemas.labels import ContextVerdict, context_verdict
 from evalcore.stats.agreement import agreement_rate, cohen_kappa
-from evalcore.ui.helpers import diff_text, pareto_mask, word_diff
+from evalcore.ui.helpers import diff_text, word_diff
 
 
-def test_pareto_mask_marks_only_non_dominated_points():
-    quality = [0.9, 0.8, 0.7, 0.85, float("nan")]
-    cost = [3.0, 1.0, 2.0, 3.0, 0.1]
-    # 0.7@2 is dominated by 0.8@1; 0.85@3 by 0.9@3; NaN never on the front
-    assert pareto_mask(quality, cost) == [True, True, False, False, False]
+def test_chart_fronts_use_the_one_pareto_rule():
+    """The Charts' fronts come from evalcore.stats.pareto (as `compare --pareto`), not a copy."""
+    import pandas as pd
+
+    from evalcore.analysis.distributions import front_2d
+
+    points = pd.DataFrame({"system": list("abcde"), "quality": [0.9, 0.8, 0.7, 0.85, float("nan")],
+                           "cost": [3.0, 1.0, 2.0, 3.0, 0.1]})
+    # 0.7@2 is dominated by 0.8@1; 0.85@3 by 0.9@3; a point with no quality cannot be placed
+    out = front_2d(points, "cost")
+    assert out["system"].tolist() == list("abcd") and out["front"].tolist() == [True, True, False, False]
+    import evalcore.ui.helpers as helpers
+    assert not hasattr(helpers, "pareto_mask")
 
 
 def test_cohen_kappa_known_values():

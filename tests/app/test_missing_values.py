@@ -25,7 +25,7 @@ def test_questions_metric_tables_show_missing_values_as_a_dash(make_app, app_sto
     run = synthetic_runs(app_store)[0]
     at = make_app("questions", run=run, qid="q00002")
     assert not at.exception
-    scores = [d for d in at.dataframe if list(d.value.columns) == ["metric", "value", "label"]]
+    scores = [d for d in at.dataframe if list(d.value.columns) == ["metric", "value", "label", "basis"]]
     assert len(scores) == 2 and all(d.proto.placeholder == MISSING for d in scores)
     assert _placeholders(at) == [MISSING] * len(at.dataframe)
 

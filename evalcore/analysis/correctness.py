@@ -1,0 +1,123 @@
+"""Whether an answer is correct: the one rule every page, table and the CLI use.
+
+Why one place: the answer classes of `evalcore show`/exports (means.answer_classes), the
+failure-mode diagnosis (Compare, Charts, Questions) and the Charts' correct / wrong / don't-know
+bars each decided "correct" on their own, and disagreed (a judge's DONT_KNOW counted WRONG in
+one and not in another). The rule, per answer:
+
+  ERROR      the target returned an error (the answer is a failure, not diagnosed further)
+  DONT_KNOW  it abstained: the dont_know metric, or the judge's class DONT_KNOW
+             (answer_dont_know, or answer_class labelled DONT_KNOW), is set
+  CORRECT /  otherwise the first of CORRECT_METRICS with a value decides: >= 0.5 is CORRECT
+  WRONG      (a judge's class verdict beats a judge's score beats declarative checks beats
+             token F1); `decided_by` names it
+  UNSCORED   no metric decides
+
+Whether abstaining was right depends on the question: an abstention on an unanswerable
+question is the right answer (the diagnosis calls it a correct abstention), on an answerable
+one it is a wrong abstention.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from evalcore.analysis.sql import df
+
+CORRECT_METRICS = ("answer_correct", "answer_class", "answer_correctness", "checks_pass", "token_f1")
+CORRECT_THRESHOLD = 0.5
+DONT_KNOW_METRICS = ("dont_know", "answer_dont_know")
+CLASSES = ("CORRECT", "WRONG", "DONT_KNOW", "ERROR", "UNSCORED")
+# the label column of answer_class (the judge's class) rides along as its own column
+CLASS_LABEL = "answer_class_label"
+NEEDED = (*CORRECT_METRICS, *DONT_KNOW_METRICS)
+
+
+def outcome_frame(store, keys: Sequence[str], extra: Sequence[str] = (), by: str | None = None) -> pd.DataFrame:
+    """One row per answer (system = `run_id:method`, question_id[, bucket]) with the target's
+    error, whether the question is answerable, the judge's class label, and the values (NaN as
+    missing) of the metrics the rule reads plus `extra`. `by` (an allow-listed dimension of
+    evalcore.analysis.sql.BY) adds a `bucket` column; a question counts in every tag it has."""
+    from evalcore.analysis.sql import _by
+
+    expr, join = _by(by)
+    runs = sorted({k.partition(":")[0] for k in keys})
+    needed = list(dict.fromkeys([*NEEDED, *extra]))
+    values = df(store, f"""
+        SELECT r.run_id || ':' || r.method AS system, r.question_id, q.answerable, r.error, {expr} AS bucket,
+               m.metric, CASE WHEN isnan(m.value) THEN NULL ELSE m.value END AS value, m.label
+        FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+        {join}
+        LEFT JOIN metrics m ON m.run_id = r.run_id AND m.method = r.method AND m.question_id = r.question_id
+                            AND list_contains($needed, m.metric)
+        WHERE list_contains($keys, r.run_id || ':' || r.method)""",
+                {"keys": list(keys), "needed": needed}, runs=runs)
+    index = ["system", "question_id", "bucket"]
+    cols = [*index, "answerable", "error", CLASS_LABEL, *needed]
+    if values.empty:
+        return pd.DataFrame(columns=cols)
+    values["bucket"] = [b if isinstance(b, str) else "" for b in values["bucket"]]  # "" = no bucket
+    base = values[[*index, "answerable", "error"]].drop_duplicates(index)
+    scored = values.dropna(subset=["metric"])
+    out = base
+    if len(scored):
+        wide = scored.pivot_table(index=index, columns="metric", values="value", aggfunc="first", dropna=False)
+        wide.columns.name = None
+        out = base.merge(wide.reset_index(), on=index, how="left")
+        labels = scored[scored.metric == "answer_class"][[*index, "label"]].drop_duplicates(index)
+        out = out.merge(labels.rename(columns={"label": CLASS_LABEL}), on=index, how="left")
+    for name in (CLASS_LABEL, *needed):
+        if name not in out:
+            out[name] = np.nan
+    out["answerable"] = out["answerable"].fillna(True).astype(bool)
+    out["bucket"] = out["bucket"].map(lambda b: b or None)
+    return out.reset_index(drop=True)
+
+
+def first_of(wide: pd.DataFrame, names: Sequence[str]) -> tuple[pd.Series, pd.Series]:
+    """Per row, the value of the first of `names` that has one, and that metric's name (NaN /
+    None when none has)."""
+    value = pd.Series(np.nan, index=wide.index, dtype=float)
+    name = pd.Series(None, index=wide.index, dtype=object)
+    for metric in reversed(names):
+        col = pd.to_numeric(wide[metric], errors="coerce") if metric in wide else pd.Series(np.nan, index=wide.index)
+        has = col.notna()
+        value = col.where(has, value)
+        name = name.mask(has, metric)
+    return value, name
+
+
+def classify(wide: pd.DataFrame, correct_metrics: Sequence[str] = CORRECT_METRICS,
+             threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
+    """The class of every answer of an outcome frame (the module's rule): columns `cls` and
+    `decided_by` (the metric that decided CORRECT/WRONG, or what made it DONT_KNOW/ERROR)."""
+    error = wide["error"].map(lambda e: isinstance(e, str))
+    dk = pd.Series(False, index=wide.index)
+    dk_by = pd.Series(None, index=wide.index, dtype=object)
+    for metric in DONT_KNOW_METRICS:
+        if metric in wide:
+            hit = pd.to_numeric(wide[metric], errors="coerce").fillna(0) >= 0.5
+            dk_by = dk_by.mask(hit & ~dk, metric)
+            dk |= hit
+    if CLASS_LABEL in wide:
+        hit = wide[CLASS_LABEL].eq("DONT_KNOW")
+        dk_by = dk_by.mask(hit & ~dk, "answer_class")
+        dk |= hit
+    value, name = first_of(wide, correct_metrics)
+    cls = np.select([error, dk, value.isna(), value >= threshold],
+                    ["ERROR", "DONT_KNOW", "UNSCORED", "CORRECT"], default="WRONG")
+    decided = np.where(error, "target error", np.where(dk, dk_by, name))
+    return pd.DataFrame({"cls": cls, "decided_by": decided}, index=wide.index)
+
+
+def classify_row(row: pd.Series | dict) -> tuple[str, str | None]:
+    """(class, decided_by) of one answer: `classify` on a one-row frame (the same rule)."""
+    frame = pd.DataFrame([dict(row)])
+    for col in ("error", CLASS_LABEL):
+        if col not in frame:
+            frame[col] = None
+    out = classify(frame).iloc[0]
+    return str(out["cls"]), (out["decided_by"] if isinstance(out["decided_by"], str) else None)

@@ -1,0 +1,217 @@
+"""What a paired comparison says, in words: the verdict per tested metric, the one-line summary,
+the minimum detectable effect, and the warnings that two systems are not comparable as scored.
+
+Why a module of its own: the Compare page and `evalcore compare` print the same sentences, and
+a sentence is a number a person reads. A verdict must say what the statistics say, no more:
+- significant after Holm -> "better" / "worse";
+- not significant, but the unadjusted CI excludes 0 -> "not significant after testing m
+  metrics" (the CI alone would call it a difference; the correction for testing m metrics
+  does not);
+- not significant, and the questions are too few for a realistic difference to be found ->
+  "too few questions", with the minimum detectable effect at this n and number of tests;
+- otherwise -> "no significant difference", with the smallest Δ this n could have detected.
+
+Minimum detectable effect (MDE), two-sided, at Holm's strictest level α/m and 80% power, from
+the paired differences' standard deviation s: (z(1 − α/2m) + z(0.8)) · s / √n. "Too few" means
+either that no outcome at all could reach α/m (the exact tests' smallest p-value at n pairs,
+2·0.5^n, or 1/(1 + permutations) for the Monte Carlo test, is not below α/m), or that the MDE is
+at least half the observed range of the metric's values (only a difference of half the scale
+would have been found).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from statistics import NormalDist
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from evalcore.stats.resample import DEFAULT_PERM, EXACT_MAX_N
+
+EPS = 1e-12
+POWER = 0.8
+# The dashboard's default set of tested metrics, and `evalcore compare`'s without --metrics.
+N_DEFAULT_TESTED = 4
+OUTCOMES = ("better", "worse", "not significant", "too few questions", "no significant difference")
+
+
+def min_p_value(n_pairs: int, n_perm: int = DEFAULT_PERM) -> float:
+    """The smallest two-sided p-value the paired tests can return on n pairs (every pair
+    different, all the same way): 2·0.5^n for the exact tests, 1/(1 + n_perm) for the seeded
+    Monte Carlo randomization test used above EXACT_MAX_N non-zero differences."""
+    if n_pairs <= 0:
+        return 1.0
+    exact = min(1.0, 2.0 * 0.5 ** n_pairs)
+    return exact if n_pairs <= EXACT_MAX_N else max(exact, 1.0 / (1 + n_perm))
+
+
+def minimum_detectable_effect(sd_diff: float, n_pairs: int, n_tests: int, alpha: float = 0.05,
+                              power: float = POWER) -> float:
+    """|Δ| a paired test finds with `power` at Holm's strictest level α/m (normal approximation)."""
+    if n_pairs < 2 or not sd_diff == sd_diff:
+        return math.nan
+    z = NormalDist().inv_cdf
+    level = alpha / max(1, n_tests)
+    return (z(1 - level / 2) + z(power)) * sd_diff / math.sqrt(n_pairs)
+
+
+def scored_on_all(store: Any, keys: Sequence[str]) -> list[str]:
+    """Metrics with at least one value (not NaN) for every system (`run_id:method`), from the
+    run summaries, sorted."""
+    from evalcore.analysis.sql import df
+
+    runs = sorted({k.partition(":")[0] for k in keys})
+    rows = df(store, """SELECT run_id || ':' || method AS system, metric FROM summary_metrics
+                        WHERE n_scored > 0 AND list_contains($k, run_id || ':' || method)""",
+              {"k": list(keys)}, runs=runs)
+    per = rows.groupby("metric")["system"].nunique()
+    return sorted(per[per == len(set(keys))].index)
+
+
+def default_tested_metrics(store: Any, keys: Sequence[str]) -> list[str]:
+    """The metrics a comparison tests unless told otherwise (the Compare page's default and
+    `evalcore compare` without --metrics): the first few of the leaderboard's key metrics scored
+    on every system, else the most important metrics scored on every system. Few on purpose:
+    Holm over 45 metrics at n = 10 makes nothing significant."""
+    from evalcore.analysis.leaderboard import KEY_METRICS
+    from evalcore.analysis.questions import metric_order
+
+    have = scored_on_all(store, keys)
+    picked = [m for m in KEY_METRICS if m in set(have)][:N_DEFAULT_TESTED]
+    return picked or metric_order(have)[:N_DEFAULT_TESTED]
+
+
+def _outcome(r: Any, n_tests: int, alpha: float) -> tuple[str, float]:
+    p = r.p_holm
+    hib = bool(r.higher_is_better)
+    gained = (r.delta > 0) if hib else (r.delta < 0)
+    if p < alpha and r.delta == r.delta and abs(r.delta) > EPS:
+        return ("better" if gained else "worse"), math.nan
+    n = int(r.n_pairs)
+    mde = minimum_detectable_effect(getattr(r, "sd_diff", math.nan), n, n_tests, alpha)
+    span = getattr(r, "span", math.nan)
+    if min_p_value(n) >= alpha / max(1, n_tests) or (mde == mde and span == span and span > EPS
+                                                       and mde >= 0.5 * span):
+        return "too few questions", mde
+    excludes_zero = r.ci_low == r.ci_low and (r.ci_low > EPS or r.ci_high < -EPS)
+    return ("not significant" if excludes_zero else "no significant difference"), mde
+
+
+def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: float = 0.05) -> pd.DataFrame:
+    """One sentence per tested metric (rows with a Holm p) of a pair table: the outcome (see the
+    module docstring) and the words, Δ with its CI, Holm p and n, in the metric's direction."""
+    tested = table[table["p_holm"].notna()] if "p_holm" in table else table.iloc[0:0]
+    m = len(tested)
+    rows = []
+    for r in tested.itertuples():
+        outcome, mde = _outcome(r, m, alpha)
+        gained = (r.delta > 0) if r.higher_is_better else (r.delta < 0)
+        winner, loser = (cand_name, base_name) if gained else (base_name, cand_name)
+        way = "higher is better" if r.higher_is_better else "lower is better"
+        tail = (f"Δ {r.delta:+.3g}, 95% CI [{r.ci_low:+.3g}, {r.ci_high:+.3g}] · Holm p = {r.p_holm:.2g}"
+                f" · n = {int(r.n_pairs)}")
+        tests = f"{m} metric{'s' if m != 1 else ''}"
+        detect = (f"at n = {int(r.n_pairs)} with {tests} tested only |Δ| ≥ {mde:.3g} is detectable "
+                  f"(80% power)" if mde == mde else f"at n = {int(r.n_pairs)} no difference can be detected")
+        if mde == 0 and abs(r.delta) <= EPS:
+            detect = "the same value on every paired question"
+        # the finding and its numbers first (a narrow column shows the start), the caveat last
+        if outcome in ("better", "worse"):
+            text = f"{r.metric}: {winner} is better than {loser} by {abs(r.delta):.3g} ({way}) · {tail}"
+        elif outcome == "not significant":
+            text = (f"{r.metric}: not significant after testing {tests} ({way}) · {tail} · the unadjusted CI "
+                    f"excludes 0 ({winner} ahead), Holm's correction for {tests} does not")
+        elif outcome == "too few questions":
+            text = f"{r.metric}: too few questions to tell ({way}) · {tail} · {detect}"
+        else:
+            text = f"{r.metric}: no significant difference ({way}) · {tail} · {detect}"
+        rows.append({"metric": r.metric, "outcome": outcome, "verdict": text, "mde": mde})
+    return pd.DataFrame(rows, columns=["metric", "outcome", "verdict", "mde"])
+
+
+def verdict_summary(lines: pd.DataFrame, table: pd.DataFrame, base_name: str, cand_name: str) -> str:
+    """The one line a comparison opens with: "X is better than Y on 2 of 4 tested metrics and
+    worse on none, n = 40" (n = the most paired questions of any tested metric)."""
+    m = len(lines)
+    if m == 0:
+        return f"{cand_name} against {base_name}: no metric tested"
+    tested = table[table["metric"].isin(set(lines["metric"]))]
+    n = int(tested["n_pairs"].max()) if len(tested) else 0
+
+    def count(outcome: str) -> str:
+        k = int((lines["outcome"] == outcome).sum())
+        return "none" if k == 0 else str(k)
+
+    text = (f"{cand_name} is better than {base_name} on {count('better')} of {m} tested metric"
+            f"{'s' if m != 1 else ''} and worse on {count('worse')}, n = {n}")
+    extra = []
+    for outcome, words in (("not significant", "not significant after testing"),
+                           ("too few questions", "too few questions to tell")):
+        k = int((lines["outcome"] == outcome).sum())
+        if k:
+            extra.append(f"{k} {words}" + (f" {m} metrics" if outcome == "not significant" else ""))
+    return text + (f" ({'; '.join(extra)})" if extra else "")
+
+
+# ---- are the two systems comparable as scored? ---------------------------------------------
+# Options that change how a pass runs, not what it computes (the judge is compared by the judge
+# ids of the stored values instead).
+_NOT_SCORING = {"judge", "progress", "judge_concurrency", "judge_update_manifest", "judge_record_claims"}
+
+
+def _scoring_options(manifest: dict[str, Any], metric: str) -> dict[str, Any] | None:
+    """The options of the latest scoring pass that scored `metric`."""
+    for entry in reversed((manifest.get("config") or {}).get("scoring") or []):
+        if metric in (entry.get("metrics") or []):
+            return {k: v for k, v in (entry.get("options") or {}).items() if k not in _NOT_SCORING}
+    return None
+
+
+def comparability(store: Any, base: str, cand: str, metrics: Sequence[str]) -> list[str]:
+    """Why `base` and `cand` (`run_id:method`) may not be comparable as scored, one sentence each:
+    different judges (or prompt versions) for a judged metric, different dataset fingerprints or
+    question sets, different scoring options. A change of judge is not a change of system."""
+    from evalcore.analysis.means import metric_judges
+    from evalcore.analysis.sql import df, question_ids
+
+    ra, _, ma = base.partition(":")
+    rb, _, mb = cand.partition(":")
+    out: list[str] = []
+    judges = metric_judges(store, (base, cand), tuple(metrics))
+    for metric in metrics:
+        a = sorted(judges[(judges.system == base) & (judges.metric == metric)].judge_id)
+        b = sorted(judges[(judges.system == cand) & (judges.metric == metric)].judge_id)
+        if a != b:
+            out.append(f"{metric} was judged differently: baseline by {', '.join(a) or 'no judge'}, "
+                       f"candidate by {', '.join(b) or 'no judge'} — a change of judge or prompt is not a "
+                       f"change of system")
+    runs = df(store, "SELECT run_id, dataset, dataset_fingerprint, manifest FROM runs WHERE list_contains($r, run_id)",
+              {"r": sorted({ra, rb})}, runs=sorted({ra, rb})).set_index("run_id")
+    if ra != rb and ra in runs.index and rb in runs.index:
+        fa, fb = runs.loc[ra, "dataset_fingerprint"], runs.loc[rb, "dataset_fingerprint"]
+        if isinstance(fa, str) and isinstance(fb, str) and fa != fb:
+            out.append(f"different datasets: baseline {runs.loc[ra, 'dataset']} ({fa[:12]}), "
+                       f"candidate {runs.loc[rb, 'dataset']} ({fb[:12]})")
+        man_a, man_b = json.loads(runs.loc[ra, "manifest"]), json.loads(runs.loc[rb, "manifest"])
+        differing: dict[str, list[str]] = {}  # option -> metrics whose scoring passes differ in it
+        for metric in metrics:
+            oa, ob = _scoring_options(man_a, metric), _scoring_options(man_b, metric)
+            if oa is not None and ob is not None:
+                for k in sorted(k for k in set(oa) | set(ob) if oa.get(k) != ob.get(k)):
+                    differing.setdefault(k, []).append(metric)
+        for k, names in differing.items():
+            out.append(f"scored with a different {k!r} option (the passes that scored {', '.join(names)})")
+    qa, qb = set(question_ids(store, ra, ma)), set(question_ids(store, rb, mb))
+    if qa != qb:
+        out.append(f"different question sets: {len(qa - qb)} only in baseline, {len(qb - qa)} only in "
+                   f"candidate ({len(qa & qb)} shared, compared on those)")
+    return out
+
+
+def span(a: np.ndarray, b: np.ndarray) -> float:
+    """The observed range of a metric's values on both sides (the scale the MDE is read on)."""
+    both = np.concatenate([a, b])
+    return float(both.max() - both.min()) if both.size else math.nan
