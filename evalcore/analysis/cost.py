@@ -78,6 +78,8 @@ def answer_costs(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
     both = out["rag_cost_usd"] + out["judge_cost_usd"].fillna(0)
     judge_only = out["judge_cost_usd"].where(~any_priced.astype(bool)) if len(out) else out["judge_cost_usd"]
     out["cost_usd"] = both.where(out["rag_cost_usd"].notna(), judge_only)
+    out["judge_cost_unknown"] = out["judge_cost_unknown"].astype(bool)
+    out.loc[out["judge_cost_unknown"], "cost_usd"] = np.nan  # an unpriced judge call: unknown, not 0
     return out
 
 
