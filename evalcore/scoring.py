@@ -177,7 +177,7 @@ def _chunks(items: list[Item], size: int) -> Iterable[list[Item]]:
 
 def _compute(spec: MetricSpec, chunk: list[Item], ctx: ScoringContext, report: ScoreReport) -> list[Score]:
     try:
-        scores = spec.compute(chunk, ctx)
+        scores = spec.score(chunk, ctx)
     except EvalcoreError:
         raise
     except Exception as exc:  # noqa: BLE001 - stored as a reasoned NaN and reported, not swallowed

@@ -122,21 +122,30 @@ def datasets(store: RunStore) -> pd.DataFrame:
 
 
 def runs_overview(store: RunStore) -> pd.DataFrame:
-    """One row per run (newest first): questions, answers, errors, metric values, p50 latency —
-    what `evalcore runs` prints, from manifests and summaries."""
-    return df(store, """
+    """One row per run (newest first): questions, answers, errors, metric values (whole
+    numbers), and `latency_p50_ms` per system, {method: p50 ms} — what `evalcore runs`
+    prints, from manifests and summaries. Latency is not pooled into one run figure: the
+    slowest method's p50 (what this once gave) describes no system of the run."""
+    runs = df(store, """
         SELECT r.run_id, r.name, r.kind, r.status, r.created_at, r.dataset,
                array_to_string(r.methods, ',') AS methods,
-               coalesce(q.n_questions, r.n_questions, 0) AS n_questions,
-               coalesce(s.n_responses, 0) AS n_responses, coalesce(s.n_errors, 0) AS n_errors,
-               coalesce(m.n_metric_values, 0) AS n_metric_values, s.latency_p50_ms
+               CAST(coalesce(q.n_questions, r.n_questions, 0) AS BIGINT) AS n_questions,
+               CAST(coalesce(s.n_responses, 0) AS BIGINT) AS n_responses,
+               CAST(coalesce(s.n_errors, 0) AS BIGINT) AS n_errors,
+               CAST(coalesce(m.n_metric_values, 0) AS BIGINT) AS n_metric_values
         FROM runs r
         LEFT JOIN (SELECT run_id, count(*) AS n_questions FROM questions GROUP BY run_id) q USING (run_id)
-        LEFT JOIN (SELECT run_id, sum(n_responses) AS n_responses, sum(n_errors) AS n_errors,
-                          max(latency_p50_ms) AS latency_p50_ms
+        LEFT JOIN (SELECT run_id, sum(n_responses) AS n_responses, sum(n_errors) AS n_errors
                    FROM summary_responses GROUP BY run_id) s USING (run_id)
         LEFT JOIN (SELECT run_id, sum(n) AS n_metric_values FROM summary_metrics GROUP BY run_id) m USING (run_id)
         ORDER BY r.created_at DESC""")
+    per_system = df(store, "SELECT run_id, method, latency_p50_ms FROM summary_responses ORDER BY run_id, method")
+    latency: dict[str, dict[str, float | None]] = {}
+    for row in per_system.itertuples(index=False):
+        value = row.latency_p50_ms
+        latency.setdefault(row.run_id, {})[row.method] = None if pd.isna(value) else float(value)
+    runs["latency_p50_ms"] = [latency.get(r, {}) for r in runs["run_id"]]
+    return runs
 
 
 def systems(store: RunStore, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
