@@ -20,6 +20,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from evalcore.analysis.ranking import add_rank_columns, ranked_order
 from evalcore.analysis.sql import df
 from evalcore.store import RunStore
 
@@ -87,7 +88,9 @@ def _add_means(store: RunStore, rows: pd.DataFrame, metrics: list[str], runs: li
 def leaderboard(store: RunStore, metrics: Sequence[str] = (), search: str | None = None,
                 statuses: Sequence[str] | None = None, dataset: str | None = None) -> pd.DataFrame:
     """Every system, best weighted_score first; filters on a search text (name, run id, method,
-    dataset), statuses, and a dataset fingerprint (only comparable runs ranked together)."""
+    dataset), statuses, and a dataset fingerprint (only comparable runs ranked together).
+    Systems with fewer than MIN_N_FOR_CI answers come after the ranked ones, each row says
+    its error rate and flags a majority of failed answers (analysis/ranking.py)."""
     rows = system_rows(store, None, metrics)
     if rows.empty:
         return rows
@@ -100,9 +103,8 @@ def leaderboard(store: RunStore, metrics: Sequence[str] = (), search: str | None
         keep &= rows["status"].isin(list(statuses))
     if dataset:
         keep &= dataset_key(rows) == dataset
-    rows = rows[keep]
-    return rows.sort_values(["weighted_score", "created_at"], ascending=[False, False],
-                            na_position="last").reset_index(drop=True)
+    rows = add_rank_columns(store, rows[keep], MIN_N_FOR_CI)
+    return ranked_order(rows)  # too few questions to rank: listed after every ranked system
 
 
 def dataset_key(rows: pd.DataFrame) -> pd.Series:
