@@ -399,7 +399,8 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
     specs, skipped = select_metrics(_registry(), items, metrics, groups, options, set(stored["metric"]))
     report = ScoreReport(run_id=run_id, metrics=[s.name for s in specs], skipped=skipped,
                          n_items=len(items), unmatched_responses=unmatched, dry_run=dry_run)
-    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options, items=items)
+    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options, items=items,
+                         have=frozenset(_run_has(items)))
     if dry_run:
         report.estimate = _estimate(specs, items, ctx)
         report.seconds = time.monotonic() - started

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from evalcore.analysis import leaderboard as L
 from evalcore.cli.main import app
 from evalcore.importer import import_recorded
-from evalcore.metrics.base import ScoringContext, answer_failed, run_answers
+from evalcore.metrics.base import ScoringContext, answer_failed
 from evalcore.metrics.registry import METRICS
 from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.scoring import score_run
@@ -106,5 +106,9 @@ def test_a_retrievers_log_is_not_a_run_of_failed_answers():
     q = EvalQuestion(id="a", question="?", ground_truth="blue")
     empty = EvalResponse(question_id="a", method="m", answer="", retrieved=[{"rank": 1, "text": "x"}])
     answered = EvalResponse(question_id="a", method="n", answer="blue")
-    assert not run_answers([(q, empty)]) and not answer_failed(empty, answers_expected=False)
-    assert run_answers([(q, empty), (q, answered)]) and answer_failed(empty, answers_expected=True)
+    retriever_log = ScoringContext(run_id="t", items=[(q, empty)])
+    assert not retriever_log.run_has("answer", []) and not answer_failed(empty, answers_expected=False)
+    answering = ScoringContext(run_id="t", items=[(q, empty), (q, answered)])
+    assert answering.run_has("answer", []) and answer_failed(empty, answers_expected=True)
+    # the Ray engine's workers see one block: the run's facts come from the driver's scan
+    assert ScoringContext(run_id="t", items=[(q, None)], have=frozenset({"answer"})).run_has("answer", [])

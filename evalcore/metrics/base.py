@@ -64,7 +64,24 @@ class ScoringContext:
     # depends on the whole set (BERTScore's idf over the run's references) reads it here, so its
     # values do not depend on where the chunks were cut. Empty: the items of the compute call.
     items: list[Item] = field(default_factory=list)
+    # What the whole run holds (scoring's `_run_has`: "answer" = some answer has text,
+    # "citations" = some answer cites...), for rules about the run a metric must apply to
+    # one chunk; the Ray engine's workers see blocks and questions only. None: derive it
+    # from the items at hand.
+    have: frozenset[str] | None = None
     _resources: dict[str, Any] = field(default_factory=dict)
+
+    def run_has(self, what: str, items: list[Item]) -> bool:
+        """Whether the run holds `what` ("answer", "citations"): `have`, else any of the
+        pass's items (or `items`) with it."""
+        if self.have is not None:
+            return what in self.have
+        pool = [(q, r) for q, r in (self.items or items) if r is not None]
+        if what == "answer":
+            return any(r.answer.strip() for _, r in pool)
+        if what == "citations":
+            return any(r.citations for _, r in pool)
+        raise ValueError(f"run_has: unknown input {what!r}")
 
     def resource(self, name: str, factory: Callable[[], Any]) -> Any:
         if name not in self._resources:
@@ -118,7 +135,7 @@ class MetricSpec:
         are not computed (no judge call is spent on an answer that does not exist)."""
         if self.error_value is None:
             return self.compute(items, ctx)
-        answers_expected = run_answers(ctx.items or items)
+        answers_expected = ctx.run_has("answer", items)
         failed = [answer_failed(r, answers_expected) and question_has(q, self.needs) for q, r in items]
         if not any(failed):
             return self.compute(items, ctx)
@@ -140,12 +157,6 @@ QUESTION_NEEDS = {"gold": lambda q: bool(q.gold_passages),
 def question_has(q: EvalQuestion, needs: frozenset[str]) -> bool:
     """Whether the question has what `needs` asks of a question (gold, ground truth...)."""
     return all(QUESTION_NEEDS[n](q) for n in needs if n in QUESTION_NEEDS)
-
-
-def run_answers(items: list[Item]) -> bool:
-    """Whether the run answers questions at all (a retriever's log imported with
-    --retrieval-only has no answer text anywhere)."""
-    return any(r.answer.strip() for _, r in items)
 
 
 def answer_failed(r: EvalResponse, answers_expected: bool = True) -> bool:

@@ -135,7 +135,7 @@ def _source_quality_batch(items: list[Item], ctx: ScoringContext) -> list[Score]
     """On a run where no answer carries a structured citation, every value is NaN with the
     reason the other citation metrics give ("run has no citations"), not a column of 0.000
     that reads as "every answer cites badly" next to metrics that say there is nothing to judge."""
-    if not any(r.citations for _, r in (ctx.items or items)):
+    if not ctx.run_has("citations", items):
         return [Score.nan(NO_CITATIONS_IN_RUN) for _ in items]
     return [_source_quality(q, r, ctx.options) for q, r in items]
 

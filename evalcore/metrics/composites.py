@@ -33,7 +33,7 @@ from numbers import Real
 from typing import Any, Mapping, Sequence
 
 from evalcore.errors import EvalcoreError
-from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext, answer_failed, run_answers
+from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext, answer_failed
 
 RAGAS_WEIGHTS = {"faithfulness": 0.3, "context_precision": 0.2, "context_recall": 0.2, "answer_relevance": 0.3}
 # component -> (metric, divisor, weight)
@@ -199,7 +199,7 @@ def _explain_missing(name: str, needed: list[str]) -> str:
 
 
 def _failed_items(items: list[Item], ctx: ScoringContext) -> list[bool]:
-    answers_expected = run_answers(ctx.items or items)
+    answers_expected = ctx.run_has("answer", items)
     return [answer_failed(r, answers_expected) for _, r in items]
 
 
