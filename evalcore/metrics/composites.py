@@ -203,10 +203,12 @@ def _failed_items(items: list[Item], ctx: ScoringContext) -> list[bool]:
     return [answer_failed(r, answers_expected) for _, r in items]
 
 
-def _run_has_any(stored: dict[tuple[str, str], dict[str, float]], metrics: set[str]) -> bool:
-    """Whether any answer of the run has a value for one of `metrics` (the run supports the
-    composite at all)."""
-    return any(_ok(v) for values in stored.values() for m, v in values.items() if m in metrics)
+def _scored_names(ctx: ScoringContext) -> set[str]:
+    """The metrics with a value on some answer of the run (computed once per pass: a run's
+    stored values are read once, and every chunk asks)."""
+    def names() -> set[str]:
+        return {m for values in stored_values(ctx).values() for m, v in values.items() if _ok(v)}
+    return ctx.resource("stored_metric_names", names)
 
 
 def failed_score(r: Any, parts: dict[str, float]) -> Score:
@@ -216,15 +218,16 @@ def failed_score(r: Any, parts: dict[str, float]) -> Score:
                                "parts": parts, "missing": []})
 
 
-def _supported(stored: dict, names_by_part: dict[str, set[str]]) -> dict[str, float]:
+def _supported(ctx: ScoringContext, names_by_part: dict[str, set[str]]) -> dict[str, float]:
     """{part: 0.0} for each part some answer of the run has a value for."""
-    return {part: 0.0 for part, names in names_by_part.items() if _run_has_any(stored, names)}
+    scored = _scored_names(ctx)
+    return {part: 0.0 for part, names in names_by_part.items() if names & scored}
 
 
 def _ragas(items: list[Item], ctx: ScoringContext) -> list[Score]:
     stored = stored_values(ctx)
     weights = ctx.options.get("ragas_weights") or RAGAS_WEIGHTS
-    supported = _supported(stored, {k: {k} for k in weights})
+    supported = _supported(ctx, {k: {k} for k in weights})
     out = []
     for (q, r), failed in zip(items, _failed_items(items, ctx)):
         if failed and supported:
@@ -240,7 +243,7 @@ def _ragas(items: list[Item], ctx: ScoringContext) -> list[Score]:
 def _overall(items: list[Item], ctx: ScoringContext) -> list[Score]:
     stored = stored_values(ctx)
     components = ctx.options.get("overall_components") or OVERALL_COMPONENTS
-    supported = _supported(stored, {k: {c[0]} for k, c in components.items()})
+    supported = _supported(ctx, {k: {c[0]} for k, c in components.items()})
     out = []
     for (q, r), failed in zip(items, _failed_items(items, ctx)):
         if failed and supported:
@@ -259,7 +262,7 @@ def _weighted(items: list[Item], ctx: ScoringContext) -> list[Score]:
     objectives = ctx.options.get("objectives") or OBJECTIVES
     weights = ctx.options.get("weights") or WEIGHTS
     budgets = resolve_budgets(ctx.options.get("budgets"))  # defaults recorded in details too
-    supported = _supported(stored, {name: {n for p in parts for n in ((p,) if isinstance(p, str) else p)}
+    supported = _supported(ctx, {name: {n for p in parts for n in ((p,) if isinstance(p, str) else p)}
                                     for name, parts in objectives.items()})
     out = []
     for (q, r), failed in zip(items, _failed_items(items, ctx)):
