@@ -81,3 +81,13 @@ def test_no_ci_from_a_single_pair(store, tmp_path):
     row = next(r for r in data["metrics"] if r["metric"] == "token_f1")
     assert row["n_pairs"] == 1 and row["delta"] == -1.0
     assert row["ci_low"] is None and row["ci_high"] is None
+
+
+def test_a_verdict_from_a_single_pair_names_no_interval(store, tmp_path):
+    from evalcore.analysis.compare import compare, verdict_lines
+
+    run_id = _run(store, tmp_path, n=1)
+    _cli(store.root, "score", run_id, "--metrics", "token_f1", "--no-progress")
+    result = compare(store, [f"{run_id}:good", f"{run_id}:poor"], metrics=["token_f1"])
+    (text,) = verdict_lines(result.table, "good", "poor")["verdict"]
+    assert "no CI (n < 2)" in text and "nan" not in text

@@ -345,7 +345,8 @@ def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: fl
         outcome = ("better" if gained else "worse") if significant else "same"
         winner, loser = (cand_name, base_name) if gained else (base_name, cand_name)
         way = "higher is better" if hib else "lower is better"
-        tail = f"Δ {r.delta:+.3g}, 95% CI [{r.ci_low:+.3g}, {r.ci_high:+.3g}] · Holm p = {p:.2g} · n = {int(r.n_pairs)}"
+        ci = f"95% CI [{r.ci_low:+.3g}, {r.ci_high:+.3g}]" if r.ci_low == r.ci_low else "no CI (n < 2)"
+        tail = f"Δ {r.delta:+.3g}, {ci} · Holm p = {p:.2g} · n = {int(r.n_pairs)}"
         if significant:
             text = f"{r.metric}: {winner} is better than {loser} by {abs(r.delta):.3g} ({way}) · {tail}"
         else:
