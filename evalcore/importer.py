@@ -92,10 +92,22 @@ def _retrieved(rec: dict[str, Any], file: str, recno: int) -> list[dict[str, Any
     if contexts is None:
         return []
     if isinstance(contexts, str):
-        contexts = [contexts]
+        contexts = [_one_text(contexts, file, recno, "contexts")]
     if not isinstance(contexts, list) or not all(isinstance(c, str) for c in contexts):
         raise InputError(file, "expected a list of strings", record=recno, field="contexts")
     return [{"rank": i, "text": c} for i, c in enumerate(contexts, start=1)]
+
+
+def _one_text(text: str, file: str, recno: int, field: str) -> str:
+    """A list field given as one text is one item, unless the text is a printed list the
+    reader could not read back (`['a', 'b` cut short, a repr of objects): storing it as one
+    context, brackets and quotes included, would silently score the wrong thing."""
+    stripped = text.strip()
+    if stripped[:2] in ("['", '["') and stripped.endswith("]"):
+        raise InputError(file, "looks like a list written as text, but is neither a JSON list nor a "
+                         "Python list of plain strings (as pandas to_csv writes one); write the list as "
+                         f"JSON: {stripped[:60]!r}", record=recno, field=field)
+    return text
 
 
 def _citations(value: Any) -> list[dict[str, Any]]:
@@ -133,7 +145,8 @@ def _split(rec: dict[str, Any], file: str, recno: int, default_method: str,
             q_rec[key] = value
     gold_contexts = rec.get("gold_contexts")
     if gold_contexts:
-        texts = [gold_contexts] if isinstance(gold_contexts, str) else list(gold_contexts)
+        texts = ([_one_text(gold_contexts, file, recno, "gold_contexts")] if isinstance(gold_contexts, str)
+                 else list(gold_contexts))
         q_rec["gold_passages"] = list(q_rec.get("gold_passages") or []) + [{"text": str(t)} for t in texts]
     if qid in known:
         question = known[qid]  # the dataset file is authoritative for question fields

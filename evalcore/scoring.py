@@ -177,7 +177,7 @@ def _chunks(items: list[Item], size: int) -> Iterable[list[Item]]:
 
 def _compute(spec: MetricSpec, chunk: list[Item], ctx: ScoringContext, report: ScoreReport) -> list[Score]:
     try:
-        scores = spec.compute(chunk, ctx)
+        scores = spec.score(chunk, ctx)
     except EvalcoreError:
         raise
     except Exception as exc:  # noqa: BLE001 - stored as a reasoned NaN and reported, not swallowed
@@ -403,7 +403,8 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
     specs, skipped = select_metrics(_registry(), items, metrics, groups, options, set(stored["metric"]))
     report = ScoreReport(run_id=run_id, metrics=[s.name for s in specs], skipped=skipped,
                          n_items=len(items), unmatched_responses=unmatched, dry_run=dry_run)
-    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options, items=items)
+    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options, items=items,
+                         have=frozenset(_run_has(items)))
     if dry_run:
         report.estimate = _estimate(specs, items, ctx)
         report.seconds = time.monotonic() - started

@@ -127,3 +127,37 @@ def test_invalid_utf8_and_empty_and_unknown_type(store, tmp_path):
         import_recorded(store, empty)
     with pytest.raises(InputError, match="unsupported"):
         import_recorded(store, tmp_path / "x.txt") if (tmp_path / "x.txt").write_text("x") else None
+
+
+def test_ragas_frame_saved_with_pandas_to_csv(tmp_path):
+    """A ragas dataset as ragas users save it: a DataFrame with list columns written by
+    pandas to_csv, which prints each list as Python text (['a', "it's"]), not JSON."""
+    contexts = ["Hamlet is a play by Shakespeare.", "It's set in Denmark, 'Elsinore'.", 'He said "to be"\nor not.']
+    frame = pd.DataFrame({
+        "user_input": ["Who wrote Hamlet?", "Where is Hamlet set?"],
+        "retrieved_contexts": [contexts, []],
+        "response": ["Shakespeare", "[1] Denmark"],
+        "reference": ["William Shakespeare", "Denmark"],
+        "reference_contexts": [["Hamlet ... Shakespeare"], ["Elsinore, Denmark", "a castle"]],
+    })
+    frame.to_csv(tmp_path / "ragas.csv", index=False)
+    assert "['Hamlet is a play" in (tmp_path / "ragas.csv").read_text()  # Python text, not JSON
+    qs, rs = parse_recorded(tmp_path / "ragas.csv", default_method="ragas")
+    assert [c.text for c in rs[0].retrieved] == contexts and rs[1].retrieved == []
+    assert rs[1].answer == "[1] Denmark"  # text that merely starts with a bracket stays text
+    assert [g.text for g in qs[1].gold_passages] == ["Elsinore, Denmark", "a castle"]
+
+
+def test_printed_lists_that_cannot_be_read_are_refused(tmp_path):
+    """A numpy array printed by pandas (no commas: Python would join 'a' 'b' into 'ab') and a
+    list cut short are refused naming the record and the field, not stored as one context."""
+    import numpy as np
+
+    frame = pd.DataFrame({"user_input": ["Q?"], "response": ["A"],
+                          "retrieved_contexts": [np.array(["first context", "second context"])]})
+    frame.to_csv(tmp_path / "numpy.csv", index=False)
+    with pytest.raises(InputError, match=r"record 1, field 'retrieved_contexts': looks like a list.*numpy"):
+        parse_recorded(tmp_path / "numpy.csv")
+    (tmp_path / "cut.csv").write_text("user_input,response,retrieved_contexts\nQ?,A,\"['one', 'tw]\"\n")
+    with pytest.raises(InputError, match=r"record 1, field 'contexts': looks like a list written as text"):
+        parse_recorded(tmp_path / "cut.csv")

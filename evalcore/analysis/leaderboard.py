@@ -20,6 +20,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from evalcore.analysis.ranking import add_rank_columns, ranked_order
 from evalcore.analysis.sql import df
 from evalcore.store import RunStore
 
@@ -135,7 +136,9 @@ def _add_means(store: RunStore, rows: pd.DataFrame, metrics: list[str], runs: li
 def leaderboard(store: RunStore, metrics: Sequence[str] = (), search: str | None = None,
                 statuses: Sequence[str] | None = None, dataset: str | None = None) -> pd.DataFrame:
     """Every system, best weighted_score first; filters on a search text (name, run id, method,
-    dataset), statuses, and a dataset fingerprint (only comparable runs ranked together)."""
+    dataset), statuses, and a dataset fingerprint (only comparable runs ranked together).
+    Systems with fewer than MIN_N_FOR_CI answers come after the ranked ones, each row says
+    its error rate and flags a majority of failed answers (analysis/ranking.py)."""
     rows = system_rows(store, None, metrics)
     if rows.empty:
         return rows
@@ -148,9 +151,8 @@ def leaderboard(store: RunStore, metrics: Sequence[str] = (), search: str | None
         keep &= rows["status"].isin(list(statuses))
     if dataset:
         keep &= dataset_key(rows) == dataset
-    rows = rows[keep]
-    return rows.sort_values(["weighted_score", "created_at"], ascending=[False, False],
-                            na_position="last").reset_index(drop=True)
+    rows = add_rank_columns(store, rows[keep], MIN_N_FOR_CI)
+    return ranked_order(rows)  # too few questions to rank: listed after every ranked system
 
 
 def dataset_key(rows: pd.DataFrame) -> pd.Series:
@@ -170,21 +172,30 @@ def datasets(store: RunStore) -> pd.DataFrame:
 
 
 def runs_overview(store: RunStore) -> pd.DataFrame:
-    """One row per run (newest first): questions, answers, errors, metric values, p50 latency —
-    what `evalcore runs` prints, from manifests and summaries."""
-    return df(store, """
+    """One row per run (newest first): questions, answers, errors, metric values (whole
+    numbers), and `latency_p50_ms` per system, {method: p50 ms} — what `evalcore runs`
+    prints, from manifests and summaries. Latency is not pooled into one run figure: the
+    slowest method's p50 (what this once gave) describes no system of the run."""
+    runs = df(store, """
         SELECT r.run_id, r.name, r.kind, r.status, r.created_at, r.dataset,
                array_to_string(r.methods, ',') AS methods,
-               coalesce(q.n_questions, r.n_questions, 0) AS n_questions,
-               coalesce(s.n_responses, 0) AS n_responses, coalesce(s.n_errors, 0) AS n_errors,
-               coalesce(m.n_metric_values, 0) AS n_metric_values, s.latency_p50_ms
+               CAST(coalesce(q.n_questions, r.n_questions, 0) AS BIGINT) AS n_questions,
+               CAST(coalesce(s.n_responses, 0) AS BIGINT) AS n_responses,
+               CAST(coalesce(s.n_errors, 0) AS BIGINT) AS n_errors,
+               CAST(coalesce(m.n_metric_values, 0) AS BIGINT) AS n_metric_values
         FROM runs r
         LEFT JOIN (SELECT run_id, count(*) AS n_questions FROM questions GROUP BY run_id) q USING (run_id)
-        LEFT JOIN (SELECT run_id, sum(n_responses) AS n_responses, sum(n_errors) AS n_errors,
-                          max(latency_p50_ms) AS latency_p50_ms
+        LEFT JOIN (SELECT run_id, sum(n_responses) AS n_responses, sum(n_errors) AS n_errors
                    FROM summary_responses GROUP BY run_id) s USING (run_id)
         LEFT JOIN (SELECT run_id, sum(n) AS n_metric_values FROM summary_metrics GROUP BY run_id) m USING (run_id)
         ORDER BY r.created_at DESC""")
+    per_system = df(store, "SELECT run_id, method, latency_p50_ms FROM summary_responses ORDER BY run_id, method")
+    latency: dict[str, dict[str, float | None]] = {}
+    for row in per_system.itertuples(index=False):
+        value = row.latency_p50_ms
+        latency.setdefault(row.run_id, {})[row.method] = None if pd.isna(value) else float(value)
+    runs["latency_p50_ms"] = [latency.get(r, {}) for r in runs["run_id"]]
+    return runs
 
 
 def systems(store: RunStore, run_ids: Sequence[str] | None = None) -> pd.DataFrame:

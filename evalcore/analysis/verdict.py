@@ -111,8 +111,8 @@ def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: fl
         gained = (r.delta > 0) if r.higher_is_better else (r.delta < 0)
         winner, loser = (cand_name, base_name) if gained else (base_name, cand_name)
         way = "higher is better" if r.higher_is_better else "lower is better"
-        tail = (f"Δ {r.delta:+.3g}, 95% CI [{r.ci_low:+.3g}, {r.ci_high:+.3g}] · Holm p = {r.p_holm:.2g}"
-                f" · n = {int(r.n_pairs)}")
+        ci = f"95% CI [{r.ci_low:+.3g}, {r.ci_high:+.3g}]" if r.ci_low == r.ci_low else "no CI (n < 2)"
+        tail = f"Δ {r.delta:+.3g}, {ci} · Holm p = {r.p_holm:.2g} · n = {int(r.n_pairs)}"
         tests = f"{m} metric{'s' if m != 1 else ''}"
         detect = (f"at n = {int(r.n_pairs)} with {tests} tested only |Δ| ≥ {mde:.3g} is detectable "
                   f"(80% power)" if mde == mde else f"at n = {int(r.n_pairs)} no difference can be detected")

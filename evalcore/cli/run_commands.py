@@ -116,6 +116,20 @@ def run_cmd(
             result = run_evaluation(cfg, store, **how)
     _print_result(result, str(store.root))
     typer.echo(result.run_id)
+    _end_with_failures(store, result.run_id)
+
+
+def _end_with_failures(store, run_id: str) -> None:
+    """The last line: how many answers failed and the first error; exit 1 when every answer
+    failed (such a run measured nothing: a wrong method name, a server that refuses all)."""
+    from evalcore.analysis.progress import answer_failures, failure_line
+
+    failures = answer_failures(store, run_id)
+    typer.echo(failure_line(failures), err=True)
+    if failures["all_failed"]:
+        typer.echo(f"error: every answer of run {run_id} failed; check the target and the methods "
+                   "(`evalcore show` lists the errors)", err=True)
+        raise typer.Exit(code=1)
 
 
 def demo_cmd(

@@ -1,7 +1,8 @@
 """`evalcore score` and `evalcore compare`: thin wrappers over evalcore.scoring and evalcore.analysis.
 
-Exit codes: 0 ok; 1 only when --fail-on-regression finds a regression that is significant
-after Holm correction (so CI can gate on it); 2 for usage/data errors (EvalcoreError).
+Exit codes: 0 ok; 1 when `compare --fail-on-regression` finds a regression that is significant
+after Holm correction (so CI can gate on it), or when a metric raised during `score` (its values
+are stored as NaN with the error as reason); 2 for usage/data errors (EvalcoreError).
 """
 
 from __future__ import annotations
@@ -134,17 +135,10 @@ def score_cmd(
         typer.echo(json.dumps({"run_id": report.run_id, "metrics": report.metrics, **est}, indent=2,
                               ensure_ascii=False, default=str))
         return
-    rows = []
-    for name in report.metrics:
-        m = report.by_metric.get(name)
-        if m is None:
-            continue
-        reasons = "; ".join(f"{r} ({n})" for r, n in m.reasons.most_common(2))
-        rows.append([name, _fmt(m.mean), f"{m.n - m.n_nan}/{m.n}", reasons])
-    _print_table(f"run {report.run_id}: {report.n_values} values in {report.seconds:.1f}s",
-                 ["metric", "mean", "scored", "not scored because"], rows)
-    for name, why in sorted(report.skipped.items()):
-        typer.echo(f"skipped {name}: {why}", err=True)
+    _print_means(store, report)
+    skipped = skipped_line(report.skipped)
+    if skipped:
+        typer.echo(skipped, err=True)
     for name, msg in sorted(report.errors.items()):
         typer.echo(f"ERROR in {name}: {msg}", err=True)
     if spot_check is not None:
@@ -155,6 +149,43 @@ def score_cmd(
         result = run_spot_check(store, report.run_id, fraction=spot_check, second_judge=second_judge,
                                 first_judge=judge, seed=0)
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+    if report.errors:
+        typer.echo(f"{len(report.errors)} metric(s) raised an error; their values are stored as NaN with the "
+                   "error as the reason. Fix the cause and score them again.", err=True)
+        raise typer.Exit(code=1)
+
+
+def skipped_line(skipped: dict[str, str]) -> str:
+    """All skipped metrics in one line, grouped by reason, most frequent first:
+    "58 skipped: needs a judge (--judge) (40), run has no citations (12); see ..."."""
+    if not skipped:
+        return ""
+    counts: dict[str, int] = {}
+    for why in skipped.values():
+        counts[why] = counts.get(why, 0) + 1
+    reasons = ", ".join(f"{why} ({n})" for why, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{len(skipped)} skipped: {reasons}; see `evalcore metrics --needs NAME` for what each input enables"
+
+
+def _print_means(store, report) -> None:
+    """The scored metrics' means per method (never pooled across methods: a pooled mean
+    describes no system), from the run's summary as `evalcore show` reads it."""
+    from evalcore.analysis.means import metric_table
+
+    table = metric_table(store, report.run_id)
+    table = table[table["metric"].isin(report.metrics)]
+    methods = sorted(table["method"].unique())
+    rows = []
+    for name in report.metrics:
+        part = table[table["metric"] == name].set_index("method")
+        if part.empty:
+            continue
+        cells = [f"{_fmt(part.at[m, 'mean'])} ({int(part.at[m, 'n_scored'])}/{int(part.at[m, 'n'])})"
+                 if m in part.index else "-" for m in methods]
+        reasons = "; ".join(dict.fromkeys(r for r in part["not_scored_reasons"] if isinstance(r, str) and r))
+        rows.append([name, *cells, reasons[:120]])
+    _print_table(f"run {report.run_id}: {report.n_values} values in {report.seconds:.1f}s "
+                 "(mean per method, scored/answers)", ["metric", *methods, "not scored because"], rows)
 
 
 def _parse_gate(value: str) -> tuple[str, float]:

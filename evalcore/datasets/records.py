@@ -15,10 +15,13 @@ row group. Non-finite numbers are refused where they would be stored (`check_fin
 
 from __future__ import annotations
 
+import ast
 import csv
+import io
 import json
 import math
 import sys
+import tokenize
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -197,14 +200,56 @@ def read_yaml(path: Path) -> Any:
 
 
 def _csv_cell(value: str) -> Any:
-    """CSV cells are text; list/object cells are JSON (e.g. a `contexts` column)."""
+    """CSV cells are text; list/object cells are JSON (e.g. a `contexts` column), or a list
+    as pandas `to_csv` writes one (Python text: `['a', "it's"]`), which a ragas dataset saved
+    with pandas holds in every list column. Anything else that merely starts with a bracket
+    stays text ("[1] see the manual" is an answer)."""
     stripped = value.strip()
     if stripped[:1] in ("[", "{"):
         try:
             return _loads(stripped)
         except ValueError:
-            return value
+            pass
+        if stripped[:1] == "[" and stripped[-1:] == "]":
+            parsed = python_list_literal(stripped)
+            if parsed is not None:
+                return parsed
+        return value
     return value if stripped else None
+
+
+class NotAList(ValueError):
+    """Text that looks like a list a program printed but cannot be read back as one."""
+
+
+# Python list text longer than this is not parsed (the parser's memory grows with the text);
+# a file that big should hold JSON lists, which are read at any size.
+PY_LIST_MAX_CHARS = 8_000_000
+
+
+def python_list_literal(text: str) -> list[Any] | None:
+    """The list a Python list literal of plain values stands for, or None when `text` is not
+    one. Read with ast.literal_eval on this one field (never eval: nothing runs). Refused
+    (NotAList) when the text is a numpy array's print-out: `['a' 'b']` has no commas, and
+    Python would silently join the two strings into 'ab'."""
+    if len(text) > PY_LIST_MAX_CHARS:
+        return None
+    try:
+        tree = ast.parse(text, mode="eval")
+        value = ast.literal_eval(tree)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, list):
+        return None
+    strings = sum(1 for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str))
+    try:
+        tokens = sum(1 for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.STRING)
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if tokens > strings:
+        raise NotAList("strings without commas between them (a numpy array printed as text?); "
+                       "save list columns as JSON (to_json, or .apply(list) before to_csv)")
+    return value
 
 
 # A cell may hold a long answer or a JSON list of contexts; the csv module's default limit
@@ -245,7 +290,7 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     raise InputError(str(path), f"line {line}{ends}: {len(row)} cells, but the header has "
                                      f"{len(header)} columns (an unterminated quote or a missing/extra "
                                      "delimiter?)", record=i)
-                yield i, {k: _csv_cell(v) for k, v in zip(header, row) if k}
+                yield i, _csv_row(header, row, path, i)
                 line = reader.line_num + 1
         except UnicodeDecodeError as exc:
             raise InputError(str(path), f"not valid UTF-8 ({exc.reason})") from exc
@@ -253,6 +298,19 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             hint = " (a quote opened there is never closed?)" if "end of data" in str(exc) else ""
             raise InputError(str(path), f"invalid CSV in the row starting at line {line}: {exc}{hint}",
                              record=i + 1 if header else None) from exc
+
+
+def _csv_row(header: list[str], row: list[str], path: Path, record: int) -> dict[str, Any]:
+    out = {}
+    for name, cell in zip(header, row):
+        if not name:
+            continue
+        try:
+            out[name] = _csv_cell(cell)
+        except NotAList as exc:
+            raise InputError(str(path), f"looks like a list but cannot be read as one: {exc}",
+                             record=record, field=name) from None
+    return out
 
 
 def _check_header(header: list[str], path: Path) -> None:

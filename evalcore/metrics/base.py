@@ -64,7 +64,24 @@ class ScoringContext:
     # depends on the whole set (BERTScore's idf over the run's references) reads it here, so its
     # values do not depend on where the chunks were cut. Empty: the items of the compute call.
     items: list[Item] = field(default_factory=list)
+    # What the whole run holds (scoring's `_run_has`: "answer" = some answer has text,
+    # "citations" = some answer cites...), for rules about the run a metric must apply to
+    # one chunk; the Ray engine's workers see blocks and questions only. None: derive it
+    # from the items at hand.
+    have: frozenset[str] | None = None
     _resources: dict[str, Any] = field(default_factory=dict)
+
+    def run_has(self, what: str, items: list[Item]) -> bool:
+        """Whether the run holds `what` ("answer", "citations"): `have`, else any of the
+        pass's items (or `items`) with it."""
+        if self.have is not None:
+            return what in self.have
+        pool = [(q, r) for q, r in (self.items or items) if r is not None]
+        if what == "answer":
+            return any(r.answer.strip() for _, r in pool)
+        if what == "citations":
+            return any(r.citations for _, r in pool)
+        raise ValueError(f"run_has: unknown input {what!r}")
 
     def resource(self, name: str, factory: Callable[[], Any]) -> Any:
         if name not in self._resources:
@@ -101,11 +118,51 @@ class MetricSpec:
     # Optional: warm(ctx) prepares something slow this metric will use (loads an embedding
     # model); scoring runs it in the background while judge calls are in flight
     warm: Callable[["ScoringContext"], None] | None = None
+    # The value an answer that failed gets (`answer_failed`: a target error, or an empty answer
+    # in a run that answers), on questions that have what the metric needs: a failed answer is
+    # a wrong answer, so quality means count it (0; 1 for a "wrong" indicator) instead of
+    # leaving it out and averaging over the answers that worked. None: the metric decides
+    # (retrieval is scored on what was retrieved; performance measures the failure itself).
+    error_value: float | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.needs) - NEEDS
         if unknown:
             raise ValueError(f"metric {self.name}: unknown needs {sorted(unknown)}")
+
+    def score(self, items: list[Item], ctx: "ScoringContext") -> list[Score]:
+        """`compute`, with the error rule applied first: failed answers get `error_value` and
+        are not computed (no judge call is spent on an answer that does not exist)."""
+        if self.error_value is None:
+            return self.compute(items, ctx)
+        answers_expected = ctx.run_has("answer", items)
+        failed = [answer_failed(r, answers_expected) and question_has(q, self.needs) for q, r in items]
+        if not any(failed):
+            return self.compute(items, ctx)
+        rest = iter(self.compute([it for it, f in zip(items, failed) if not f], ctx)
+                    if not all(failed) else [])
+        return [Score(self.error_value, details={"target_error": r.error_kind or "empty",
+                                                 "failed_answer": True}) if f else next(rest)
+                for (q, r), f in zip(items, failed)]
+
+
+# What a metric may need from the question itself (the rest comes from the answer, which a
+# failed answer lacks: that absence is the failure, not a reason to skip it).
+QUESTION_NEEDS = {"gold": lambda q: bool(q.gold_passages),
+                  "ground_truth": lambda q: bool(q.ground_truth or q.answers),
+                  "keywords": lambda q: bool(q.expected_keywords or q.ground_truth or q.answers),
+                  "checks": lambda q: bool(q.checks or q.is_correct_rule)}
+
+
+def question_has(q: EvalQuestion, needs: frozenset[str]) -> bool:
+    """Whether the question has what `needs` asks of a question (gold, ground truth...)."""
+    return all(QUESTION_NEEDS[n](q) for n in needs if n in QUESTION_NEEDS)
+
+
+def answer_failed(r: EvalResponse, answers_expected: bool = True) -> bool:
+    """An answer that is an error, or empty where an answer was expected: a wrong answer to
+    every quality measure (docs/metrics/composites.md, "Failed answers")."""
+    return r.error is not None or (answers_expected and not r.answer.strip())
 
 
 def per_item(fn: Callable[[EvalQuestion, EvalResponse], Score]) -> BatchFn:

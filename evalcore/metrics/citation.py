@@ -128,6 +128,18 @@ def _source_quality(q: EvalQuestion, r: EvalResponse, opts: dict[str, Any]) -> S
     return Score(min(len(found) / per_full, 1.0), details=details)
 
 
+NO_CITATIONS_IN_RUN = "run has no citations"
+
+
+def _source_quality_batch(items: list[Item], ctx: ScoringContext) -> list[Score]:
+    """On a run where no answer carries a structured citation, every value is NaN with the
+    reason the other citation metrics give ("run has no citations"), not a column of 0.000
+    that reads as "every answer cites badly" next to metrics that say there is nothing to judge."""
+    if not ctx.run_has("citations", items):
+        return [Score.nan(NO_CITATIONS_IN_RUN) for _ in items]
+    return [_source_quality(q, r, ctx.options) for q, r in items]
+
+
 def _ref_cited(ref: str, cited: list[Citation]) -> bool:
     return any(c.chunk_id == ref or (c.rel_path and _norm_path(c.rel_path) == _norm_path(ref)) for c in cited)
 
@@ -170,15 +182,15 @@ def _with_options(fn):
 
 
 SPECS = [
-    MetricSpec("citation_precision", "citation", per_item(_citation_precision),
+    MetricSpec("citation_precision", "citation", per_item(_citation_precision), error_value=0.0,
                needs=frozenset({"gold", "citations"}), description="Cited sources that are gold / cited."),
-    MetricSpec("citation_recall", "citation", per_item(_citation_recall),
+    MetricSpec("citation_recall", "citation", per_item(_citation_recall), error_value=0.0,
                needs=frozenset({"gold", "citations"}), description="Gold sources that are cited / gold."),
     MetricSpec("section_accuracy", "citation", per_item(_section_accuracy),
                needs=frozenset({"gold", "citations"}),
                description="Citations naming the right document and section / citations."),
-    MetricSpec("source_citation_quality", "citation", _with_options(_source_quality),
-               needs=frozenset({"answer"}), version="2",
+    MetricSpec("source_citation_quality", "citation", _source_quality_batch, error_value=0.0,
+               needs=frozenset({"answer", "citations"}), version="3",
                description="min(distinct source indicators in the answer / 3, 1)."),
     MetricSpec("recency_rule_pass", "citation", _with_options(_recency_rule),
                needs=frozenset({"citations"}), binary=True,

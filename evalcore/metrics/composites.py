@@ -7,7 +7,10 @@ composite always reflects what is in the store (re-scoring faithfulness updates 
 the next time composites run).
 
 Every composite renormalises its weights over the parts that have a value for the question
-and lists the missing parts in details; with no part at all it is NaN with a reason.
+and lists the missing parts in details; with no part at all it is NaN with a reason. A failed
+answer (a target error, or empty where an answer was expected) is not renormalised: it scores
+0, every part the run supports counted as 0, cost and latency included (a fast, free error is
+not a cheap answer), so a system whose every answer failed scores 0.
 
 - ragas_score   = 0.3 faithfulness + 0.2 context_precision + 0.2 context_recall + 0.3 answer_relevance
 - overall_score = the Korean plan's .15 keyword_hit + .10 keyword_coverage + .15 negative_detection
@@ -30,7 +33,7 @@ from numbers import Real
 from typing import Any, Mapping, Sequence
 
 from evalcore.errors import EvalcoreError
-from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
+from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext, answer_failed
 
 RAGAS_WEIGHTS = {"faithfulness": 0.3, "context_precision": 0.2, "context_recall": 0.2, "answer_relevance": 0.3}
 # component -> (metric, divisor, weight)
@@ -195,11 +198,41 @@ def _explain_missing(name: str, needed: list[str]) -> str:
     return f"no stored value for any part of {name} ({', '.join(needed)}); score those metrics first"
 
 
+def _failed_items(items: list[Item], ctx: ScoringContext) -> list[bool]:
+    answers_expected = ctx.run_has("answer", items)
+    return [answer_failed(r, answers_expected) for _, r in items]
+
+
+def _scored_names(ctx: ScoringContext) -> set[str]:
+    """The metrics with a value on some answer of the run (computed once per pass: a run's
+    stored values are read once, and every chunk asks)."""
+    def names() -> set[str]:
+        return {m for values in stored_values(ctx).values() for m, v in values.items() if _ok(v)}
+    return ctx.resource("stored_metric_names", names)
+
+
+def failed_score(r: Any, parts: dict[str, float]) -> Score:
+    """A failed answer's composite: 0, every part the run supports counted as 0. Not
+    renormalised away (that left a fast, free error scoring near 1 on cost and latency)."""
+    return Score(0.0, details={"failed_answer": True, "target_error": r.error_kind or "empty",
+                               "parts": parts, "missing": []})
+
+
+def _supported(ctx: ScoringContext, names_by_part: dict[str, set[str]]) -> dict[str, float]:
+    """{part: 0.0} for each part some answer of the run has a value for."""
+    scored = _scored_names(ctx)
+    return {part: 0.0 for part, names in names_by_part.items() if names & scored}
+
+
 def _ragas(items: list[Item], ctx: ScoringContext) -> list[Score]:
     stored = stored_values(ctx)
     weights = ctx.options.get("ragas_weights") or RAGAS_WEIGHTS
+    supported = _supported(ctx, {k: {k} for k in weights})
     out = []
-    for q, r in items:
+    for (q, r), failed in zip(items, _failed_items(items, ctx)):
+        if failed and supported:
+            out.append(failed_score(r, supported))
+            continue
         values = stored.get((r.method, q.id), {})
         score, used, missing = combine({k: values.get(k) for k in weights}, weights)
         out.append(Score.nan(_explain_missing("ragas_score", list(weights))) if score is None else
@@ -210,8 +243,12 @@ def _ragas(items: list[Item], ctx: ScoringContext) -> list[Score]:
 def _overall(items: list[Item], ctx: ScoringContext) -> list[Score]:
     stored = stored_values(ctx)
     components = ctx.options.get("overall_components") or OVERALL_COMPONENTS
+    supported = _supported(ctx, {k: {c[0]} for k, c in components.items()})
     out = []
-    for q, r in items:
+    for (q, r), failed in zip(items, _failed_items(items, ctx)):
+        if failed and supported:
+            out.append(failed_score(r, supported))
+            continue
         parts, weights = overall_parts(stored.get((r.method, q.id), {}), components)
         score, used, missing = combine(parts, weights)
         out.append(Score.nan(_explain_missing("overall_score", [c[0] for c in components.values()]))
@@ -225,8 +262,15 @@ def _weighted(items: list[Item], ctx: ScoringContext) -> list[Score]:
     objectives = ctx.options.get("objectives") or OBJECTIVES
     weights = ctx.options.get("weights") or WEIGHTS
     budgets = resolve_budgets(ctx.options.get("budgets"))  # defaults recorded in details too
+    supported = _supported(ctx, {name: {n for p in parts for n in ((p,) if isinstance(p, str) else p)}
+                                    for name, parts in objectives.items()})
     out = []
-    for q, r in items:
+    for (q, r), failed in zip(items, _failed_items(items, ctx)):
+        if failed and supported:
+            score = failed_score(r, supported)
+            out.append(Score(0.0, details={**score.details, "objectives": score.details.pop("parts"),
+                                           "budgets": budgets}))
+            continue
         score, details = weighted(stored.get((r.method, q.id), {}), budgets, weights, objectives)
         if score is None:  # nothing scorable; an invalid raw value is named rather than hidden
             invalid = details.get("invalid")
@@ -247,11 +291,11 @@ INPUTS: dict[str, list[str]] = {
 }
 
 SPECS = [
-    MetricSpec("ragas_score", "composite", _ragas, version="1",
+    MetricSpec("ragas_score", "composite", _ragas, version="2",
                description="0.3 F + 0.2 CP + 0.2 CR + 0.3 AR, renormalised over the parts present."),
-    MetricSpec("overall_score", "composite", _overall,
+    MetricSpec("overall_score", "composite", _overall, version="2",
                description="The Korean plan's weighted mix of keyword, negative and 1-5 judge scores."),
-    MetricSpec("weighted_score", "composite", _weighted, version="2",
+    MetricSpec("weighted_score", "composite", _weighted, version="3",
                description="Objectives accuracy/faithfulness/citation/retrieval/cost/latency, weighted; "
                            "cost and latency as budget / (budget + value)."),
 ]

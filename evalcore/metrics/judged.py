@@ -71,10 +71,14 @@ def _estimator(*plans: Plan):
     return estimate
 
 
-def _spec(name, fn, group, needs, plans, description, binary=False, higher=True, version="1", **kw):
+def _spec(name, fn, group, needs, plans, description, binary=False, higher=True, version="1",
+          error_value=0.0, **kw):
+    """A judged metric; a failed answer scores `error_value` (the worst value: 0 on the
+    0-1 and 0-5 scales, 1 on the plan's 1-5 scale, 1 for the "wrong" indicator) without a
+    judge call, as a wrong answer would."""
     return MetricSpec(name=name, group=group, compute=fn, needs=frozenset({"judge", *needs}), version=version,
                       description=description, estimate=_estimator(*plans), binary=binary,
-                      higher_is_better=higher, **kw)
+                      higher_is_better=higher, error_value=error_value, **kw)
 
 
 ANS, CTX, GT = "answer", "contexts", "ground_truth"
@@ -104,7 +108,7 @@ SPECS: list[MetricSpec] = [
     _spec("answer_correct", g.class_metric("CORRECT"), "judged", {ANS}, [_classes],
           "Indicator of class CORRECT (mean = rate, sum = count).", binary=True, version="2"),
     _spec("answer_wrong", g.class_metric("WRONG"), "judged", {ANS}, [_classes],
-          "Indicator of class WRONG.", binary=True, higher=False, version="2"),
+          "Indicator of class WRONG.", binary=True, higher=False, version="2", error_value=1.0),
     _spec("answer_dont_know", g.class_metric("DONT_KNOW"), "judged", {ANS}, [_classes],
           "Indicator of class DONT_KNOW.", binary=True, higher=False, version="2"),
     _spec("groundedness", g.groundedness, "judged", {ANS, CTX}, [_grounded],
@@ -120,6 +124,6 @@ SPECS: list[MetricSpec] = [
 ]
 for _key in ("correctness", "faithfulness", "completeness"):
     SPECS.append(_spec(f"judge_{_key}", g.plan_metric(_key, False), "judged", {ANS}, [_single("plan_scores")],
-                       f"Korean plan {_key}, judge 1-5."))
+                       f"Korean plan {_key}, judge 1-5.", error_value=1.0))
     SPECS.append(_spec(f"judge_{_key}_norm", g.plan_metric(_key, True), "judged", {ANS}, [_single("plan_scores")],
                        f"judge_{_key} normalised: (score - 1) / 4."))

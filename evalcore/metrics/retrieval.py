@@ -182,9 +182,10 @@ def _specs() -> list[MetricSpec]:
     ranked = frozenset({"gold", "retrieved"})
     specs = []
 
-    def add(name, compute, description, needs=ranked, binary=False, higher=True, version="1"):
+    def add(name, compute, description, needs=ranked, binary=False, higher=True, version="1", error_value=None):
         specs.append(MetricSpec(name=name, group="retrieval", compute=compute, needs=needs, binary=binary,
-                                higher_is_better=higher, description=description, version=version))
+                                higher_is_better=higher, description=description, version=version,
+                                error_value=error_value))
 
     for k in RECALL_KS:
         add(f"recall@{k}", _ranked_metric(lambda j, k=k: recall_at_k(j, k)), "gold passages found in the top k / gold")
@@ -204,7 +205,7 @@ def _specs() -> list[MetricSpec]:
     add("scope_miss_rate", _item_metric(scope_miss), "1 if the reported scope excludes every gold passage",
         needs=frozenset({"gold"}), binary=True, higher=False)
     add("attribution_hit_rate", _item_metric(attribution_hit), "1 if a citation matches a gold passage",
-        needs=frozenset({"gold", "citations"}), binary=True)
+        needs=frozenset({"gold", "citations"}), binary=True, error_value=0.0)
     return specs
 
 

@@ -77,7 +77,8 @@ class _Scorer:
     ScoringContext, so memos do not grow over millions of answers."""
 
     def __init__(self, *, store_root: str, run_id: str, metric_names: list[str], options: dict[str, Any],
-                 questions: dict[str, str], idf_questions: list[str], gate: Any = None):
+                 questions: dict[str, str], idf_questions: list[str], gate: Any = None,
+                 have: list[str] | None = None):
         from evalcore.store.writer import RunWriter
 
         self.store = RunStore(store_root)
@@ -89,6 +90,7 @@ class _Scorer:
         self.questions = {qid: EvalQuestion.model_validate_json(raw) for qid, raw in questions.items()}
         # BERTScore's idf is over the whole pass's questions (ScoringContext.items), never a block
         self.pass_items: list[Item] = [(self.questions[qid], None) for qid in idf_questions]  # type: ignore[misc]
+        self.have = frozenset(have) if have is not None else None  # the run's, from the driver's scan
         self.kept: dict[str, Any] = {}
         self.judge = None
         if any("judge" in s.needs for s in self.specs):
@@ -107,7 +109,7 @@ class _Scorer:
         if self.judge is not None:
             options["judge"] = self.judge  # get_work accepts a built judge: one client per actor
         ctx = ScoringContext(run_id=self.run_id, store=self.store, writer=self.writer, options=options,
-                             items=self.pass_items)
+                             items=self.pass_items, have=self.have)
         ctx._resources.update(self.kept)
         return ctx
 
@@ -288,7 +290,7 @@ def score_run_ray(store: RunStore, run_ref: str, metrics: Iterable[str] | None =
                                             "judges": sorted(set(m.judges) | set(figures["judges"]))})
         writer.publish()  # also when interrupted: finished blocks become visible
     if phase2:
-        _phase2_local(store, writer, run_id, answers, questions, phase2, options, report)
+        _phase2_local(store, writer, run_id, answers, questions, phase2, options, report, scan.have)
     if specs:
         _record_in_manifest(writer, specs, {**options, "engine": "ray"})
     report.seconds = time.monotonic() - started
@@ -310,7 +312,7 @@ def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: Any, questio
     question_json = {qid: questions[qid].model_dump_json() for qid in scan.question_ids}
     kwargs = {"store_root": str(store.root), "run_id": run_id, "metric_names": [s.name for s in specs],
               "options": options, "questions": question_json,
-              "idf_questions": list(scan.question_ids) if embeds else [], "gate": gate}
+              "idf_questions": list(scan.question_ids) if embeds else [], "gate": gate, "have": sorted(scan.have)}
     size, actor_cpus = pool_plan(float(resources.get("CPU", 1)), gpus, embeds, workers)
     batch = block_rows(scan.n_items, size, JUDGE_BATCH if judged else EMBEDDING_BATCH if embeds else DETERMINISTIC_BATCH,
                        judged)
@@ -322,10 +324,12 @@ def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: Any, questio
 
 
 def _phase2_local(store: RunStore, writer: Any, run_id: str, answers: Any, questions: dict[str, EvalQuestion],
-                  specs: list[MetricSpec], options: dict[str, Any], report: ScoreReport) -> None:
+                  specs: list[MetricSpec], options: dict[str, Any], report: ScoreReport,
+                  have: set[str] | None = None) -> None:
     """Composites over the values just published, with the local engine's code, reading the
     answers again chunk by chunk (the driver never holds them all)."""
-    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options)
+    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options,
+                         have=frozenset(have) if have is not None else None)
     try:
         for chunk in iter_items(answers, questions, DEFAULT_CHUNK):
             values = []

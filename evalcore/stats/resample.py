@@ -29,11 +29,12 @@ def _clean(values: Sequence[float]) -> np.ndarray:
 
 def bootstrap_ci(values: Sequence[float], n_boot: int = DEFAULT_BOOT, seed: int = 0,
                  confidence: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap CI of the mean (NaNs dropped). n=0 -> (nan, nan); n=1 -> (x, x)."""
+    """Percentile bootstrap CI of the mean (NaNs dropped). n < 2 -> (nan, nan): one value
+    says nothing about spread, and a printed "[x, x]" would read as certainty."""
     arr = _clean(values)
-    if arr.size == 0:
+    if arr.size < 2:
         return math.nan, math.nan
-    if arr.size == 1 or np.all(arr == arr[0]):
+    if np.all(arr == arr[0]):
         return float(arr[0]), float(arr[0])
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, arr.size, size=(n_boot, arr.size))

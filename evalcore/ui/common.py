@@ -181,9 +181,11 @@ def dataframe(data: Any, **kwargs: Any) -> Any:
     return st.dataframe(data, **kwargs)
 
 
-def show_table(df: pd.DataFrame, name: str, *, key: str | None = None, **kwargs: Any) -> None:
-    """A dataframe (text rendered inert) plus a CSV download of exactly what is shown."""
-    dataframe(df, **kwargs)
+def show_table(df: pd.DataFrame, name: str, *, key: str | None = None,
+               style: Callable[[pd.DataFrame], Any] | None = None, **kwargs: Any) -> None:
+    """A dataframe (text rendered inert) plus a CSV download of exactly what is shown.
+    `style(df)` may return a pandas Styler (colours only; cell text stays as it is)."""
+    dataframe(style(df) if style else df, **kwargs)
     buf = io.StringIO()
     df.to_csv(buf, index=False)
     st.download_button(f"Download {md(name)} (CSV)", buf.getvalue().encode("utf-8"), file_name=f"{name}.csv",

@@ -76,7 +76,8 @@ def _start_form(store) -> None:
         url = st.text_input("Server URL", placeholder="http://127.0.0.1:8001")
         ds_path = st.text_input("Dataset file path (on this machine)", placeholder="questions.yaml")
         ds_upload = st.file_uploader("...or upload a dataset", type=["yaml", "yml", "json", "jsonl", "csv", "parquet"])
-        methods = st.text_input("Methods (comma-separated)", placeholder=DEMO_METHODS)
+        methods = st.text_input("Methods (comma-separated; required for a server URL)",
+                                placeholder=f"e.g. {DEMO_METHODS} (the demo server's, used when blank with the demo)")
         c1, c2, c3 = st.columns(3)
         # Text boxes, not st.number_input (see common.url_number for why).
         samples_text = c1.text_input("Samples (blank = all questions)", max_chars=9)
@@ -108,6 +109,10 @@ def _start_form(store) -> None:
     method_list = [m.strip() for m in (methods or (DEMO_METHODS if demo else "")).split(",") if m.strip()]
     if not dataset or (not demo and not url.strip()):
         st.error("Give a dataset and a server URL (or choose the demo server).")
+        return
+    if not method_list:  # Enter in any box submits the form: never ask the server for a method nobody named
+        st.error("Name the methods to ask (comma-separated, as the server knows them; its /models/info "
+                 "usually lists them). For a server that takes no method, type: default")
         return
     if (metrics or groups) and judge.startswith("(collect"):
         st.error("Metrics were picked but scoring is off (collect only): clear them or pick a judge option.")
@@ -155,10 +160,18 @@ def _progress(store, job: jobs.Job) -> None:
     manifest = store.manifest(run_id)
     done = common.call(P.answers_stored, run_id)
     expected = manifest.counts.get("expected") or (manifest.counts.get("questions", 0) * max(1, len(manifest.methods)))
-    st.text(f"run {run_id}: status {manifest.status}; {done} of {expected or '?'} answers stored")
+    alive = jobs.is_alive(store, job)
+    failures = common.call(P.answer_failures, run_id) if manifest.status == "complete" and not alive else None
+    status = "failed (every answer failed)" if failures and failures["all_failed"] else manifest.status
+    st.text(f"run {run_id}: status {status}; {done} of {expected or '?'} answers stored")
     if expected:
         st.progress(min(1.0, done / expected))
-    alive = jobs.is_alive(store, job)
+    if failures and failures["all_failed"]:
+        st.error(common.md(f"Run failed: {P.failure_line(failures)}"))
+    elif failures and failures["n_failed"]:
+        st.warning(common.md(P.failure_line(failures)))
+    elif failures:
+        st.text(P.failure_line(failures))
     if manifest.status != "complete" and not alive and manifest.kind == "live":
         if st.button("Resume this run", key=f"resume_{job.job_id}"):
             jobs.start(store, "resume", [*jobs.evalcore_cmd(), "--store", str(store.root), "run", "--resume",

@@ -10,7 +10,9 @@ from evalcore.analysis import leaderboard as L
 from evalcore.analysis.damage import damaged_runs
 from evalcore.ui import common, corrected_view, entry
 
-SORTABLE = ["weighted_score", "created_at", "n", "cost_per_query_usd", "latency_p50_ms", "name", "method"]
+SORTABLE = ["weighted_score", "weighted_score_ci_low", "created_at", "n", "error_rate", "cost_per_query_usd",
+            "latency_p50_ms", "name", "method"]
+GREY, RED = "color: #8a8a8a", "color: #c62828; font-weight: 600"
 STATUSES = ["complete", "running", "created", "failed", "cancelled"]
 ALL = "(all datasets)"
 
@@ -26,8 +28,8 @@ def _links(df):
 def _reading_order(board, metrics: list[str]):
     """Columns as a reader ranks: which system, how good, how many, how costly and slow,
     judged by whom, when; identifiers and links last (they are long and rarely read)."""
-    first = ["name", "method", "weighted_score", "weighted_score_ci95", "n", "judges", *metrics, "n_errors",
-             "cost_per_query_usd", "latency_p50_ms", "latency_p95_ms", "created_at", "status", "dataset", "run_id"]
+    first = ["name", "method", "failure_flag", "weighted_score", "weighted_score_ci95", "weighted_score_ci_low", "n",
+             "error_rate", "judges", *metrics, "n_errors", "cost_per_query_usd", "latency_p50_ms", "latency_p95_ms", "created_at", "status", "dataset", "run_id"]
     cols = [c for c in first if c in board.columns]
     rest = [c for c in board.columns if c not in cols and c not in ("questions", "charts")]
     return board[cols + rest + [c for c in ("questions", "charts") if c in board.columns]]
@@ -43,6 +45,22 @@ def _damaged() -> None:
     for row in damaged.itertuples(index=False):
         st.text(f"{row.run_id} ({row.name}): {row.reason}")
     st.text("`evalcore store check` lists every problem; `evalcore store repair RUN` rebuilds a lost pointer.")
+
+
+def _visible(board):
+    return board.drop(columns=["ranked", "rank_note"], errors="ignore").reset_index(drop=True)
+
+
+def _styled(df, grey: bool):
+    """Unranked rows in grey; a failure flag in red (the cell and the system's name)."""
+    style = df.style
+    if grey:
+        style = style.map(lambda _: GREY)
+    if "failure_flag" in df.columns:
+        flagged = df["failure_flag"].notna()
+        cols = [c for c in ("failure_flag", "name", "method") if c in df.columns]
+        style = style.apply(lambda col: [RED if f else "" for f in flagged], subset=cols)
+    return style
 
 
 def render() -> None:
@@ -76,10 +94,10 @@ def render() -> None:
     if board.empty:
         common.empty_state("No run matches these filters.", "Clear the search or the status filter.")
         return
-    if sort_by in board.columns:
-        board = board.sort_values(sort_by, ascending=order == "ascending", na_position="last")
+    if sort_by in board.columns:  # ranked systems stay above the unranked, whatever the sort
+        board = L.ranked_order(board, sort_by, ascending=order == "ascending")
     if "weighted_score" in board.columns and board["weighted_score"].isna().all():
-        board = board.drop(columns=["weighted_score", "weighted_score_ci95"], errors="ignore")
+        board = board.drop(columns=["weighted_score", "weighted_score_ci95", "weighted_score_ci_low"], errors="ignore")
         st.caption("No weighted_score in these runs: score them with the composite metrics to rank by it.")
     board = corrected_view.corrected_column(_reading_order(_links(board), metrics))  # where labels exist
     for col in ("judges", "dataset", "name"):  # one convention for a missing value: "–"
@@ -100,8 +118,29 @@ def render() -> None:
     }
     for m in metrics + ["weighted_score"]:
         col_cfg[m] = st.column_config.NumberColumn(m, format="%.3f")
-    st.text(f"{len(board)} run/method rows")
-    common.show_table(board, "leaderboard", column_config=col_cfg)
+    col_cfg["weighted_score_ci_low"] = st.column_config.NumberColumn(
+        "at least (CI low)", format="%.3f", help="weighted_score minus the ± half-width: what the score is at "
+                                                 "least, at 95%. Sort by it to rank by what the data support.")
+    col_cfg["error_rate"] = st.column_config.NumberColumn(
+        "errors", format="percent", help="Share of the system's answers that failed (target error or empty).")
+    col_cfg["failure_flag"] = st.column_config.TextColumn(
+        "failed", help="Set when more than half the answers failed: how many, and the first error.")
+    ranked, unranked = board[board["ranked"]], board[~board["ranked"]]
+    st.text(f"{len(board)} run/method rows: {len(ranked)} ranked, {len(unranked)} with too few questions to rank")
+    if board["failure_flag"].notna().any():
+        st.error(f"{int(board['failure_flag'].notna().sum())} system(s) failed on more than half their answers "
+                 "(column 'failed', in red): their scores count every failed answer as wrong.")
+    if not ranked.empty:
+        common.show_table(_visible(ranked), "leaderboard", column_config=col_cfg,
+                          style=lambda df: _styled(df, grey=False))
+    if not unranked.empty:
+        st.subheader("Too few questions to rank")
+        st.caption(f"Fewer than {L.MIN_N_FOR_CI} questions: a mean this small can be 1.000 by luck, so these "
+                   "systems are listed apart and never ranked above the others.")
+        shown = _visible(unranked)
+        shown.insert(0, "not ranked", unranked["rank_note"].to_numpy())
+        common.show_table(shown, "leaderboard_unranked", column_config=col_cfg,
+                          style=lambda df: _styled(df, grey=True))
 
     st.subheader("Open")
     labels = {f"{r}:{m}": f"{n} / {m}  ({r})" for r, m, n in zip(board.run_id, board.method, board.name)}

@@ -44,24 +44,45 @@ def test_section_accuracy():
     assert s.value == pytest.approx(1 / 3) and s.details["n_without_document"] == 1
 
 
+CITED = [{"chunk_id": "c1"}]  # source_citation_quality scores only where the run cites at all
+
+
 def test_source_citation_quality_configurable():
     answer = "According to the rate table (page 4, Source: manual.pdf) the rate is 0.3%."
-    s = run("source_citation_quality", Q, answer=answer)
+    s = run("source_citation_quality", Q, answer=answer, citations=CITED)
     assert s.value == 1.0 and {"according to", "page", "source:", "pdf"} <= set(s.details["indicators_found"])
-    assert run("source_citation_quality", Q, answer="The rate is 0.3%.").value == 0.0
-    s = run("source_citation_quality", Q, answer="출처: 규정집 12쪽", options={"citation_indicators": ["출처", "쪽"]})
+    assert run("source_citation_quality", Q, answer="The rate is 0.3%.", citations=CITED).value == 0.0
+    s = run("source_citation_quality", Q, answer="출처: 규정집 12쪽", options={"citation_indicators": ["출처", "쪽"]},
+            citations=CITED)
     assert s.value == pytest.approx(2 / 3)
 
 
 def test_source_citation_quality_scores_uncited_answers_but_not_missing_ones():
     """0 means the answer never says where its facts come from (seed 002); a blank or failed
-    answer said nothing at all, so it is not scored rather than scored 0."""
-    s = run("source_citation_quality", Q, answer="The rate is 0.3%.", citations=[])
+    answer said nothing at all, so it is not scored rather than scored 0 (by the metric
+    itself: scoring's failed-answer rule then counts it 0, as for every quality metric)."""
+    q, cited = Q, EvalResponse(question_id="q", method="m", answer="See c1.", citations=CITED)
+    uncited = EvalResponse(question_id="q", method="m", answer="The rate is 0.3%.")
+    s = BY_NAME["source_citation_quality"].compute([(q, uncited), (q, cited)], ScoringContext(run_id="t"))[0]
     assert s.value == 0.0 and s.details["n_structured_citations"] == 0
-    blank = run("source_citation_quality", Q, answer="   ")
+    blank = run("source_citation_quality", Q, answer="   ", citations=CITED)
     assert blank.value != blank.value and blank.reason == "empty answer"
-    failed = run("source_citation_quality", Q, answer="", error="HTTP 500", error_kind="http")
+    failed = run("source_citation_quality", Q, answer="", error="HTTP 500", error_kind="http", citations=CITED)
     assert failed.value != failed.value and failed.reason == "no answer (http)"
+
+
+def test_source_citation_quality_on_a_run_without_citations_is_nan_like_the_others():
+    """On a run where no answer cites, the other citation metrics are skipped with "run has no
+    citations"; source_citation_quality said 0.000 (20/20) beside them. Same reason now, NaN,
+    and the default selection skips it for that reason too."""
+    from evalcore.metrics.registry import METRICS
+    from evalcore.scoring import select_metrics
+
+    s = run("source_citation_quality", Q, answer="According to page 4 of the manual, 0.3%.")
+    assert s.value != s.value and s.reason == "run has no citations"
+    items = [(Q, EvalResponse(question_id="q", method="m", answer="0.3%"))]
+    _, skipped = select_metrics(METRICS, items, None, None, {})
+    assert skipped["source_citation_quality"] == skipped["citation_precision"] == "run has no citations"
 
 
 def test_recency_rules():

@@ -70,7 +70,8 @@ def test_bad_budgets_are_refused_naming_the_option(bad):
 
 
 def test_weighted_score_version_bumped():
-    assert next(s for s in SPECS if s.name == "weighted_score").version == "2"
+    """2: fixed budgets instead of min-max; 3: a failed answer scores 0 (not renormalised)."""
+    assert next(s for s in SPECS if s.name == "weighted_score").version == "3"
 
 
 def _run(store, tmp_path):

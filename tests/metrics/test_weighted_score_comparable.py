@@ -52,7 +52,7 @@ def _weighted(store, run_id, method="a"):
                          "WHERE run_id = ? AND metric = 'weighted_score' AND method = ? ORDER BY question_id",
                   [run_id, method])
     assert len(df) == len(QUESTIONS) and df.value.notna().all(), df.reason.tolist()
-    assert set(df.version) == {"2"}
+    assert set(df.version) == {"3"}
     return df
 
 
