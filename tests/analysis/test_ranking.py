@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis.progress import answer_failures, failure_line
@@ -45,8 +46,9 @@ def test_tiny_runs_are_listed_apart_and_failures_flagged(store, tmp_path):
     assert row.loc[broken, "error_rate"] == 1.0 and row.loc[big, "error_rate"] == 0.0
     assert row.loc[broken, "failure_flag"] == f"12/12 failed: {FAILURE}"
     assert pd.isna(row.loc[big, "failure_flag"])
-    ci = row.loc[big, "weighted_score_ci95"]
-    assert row.loc[big, "weighted_score_ci_low"] == row.loc[big, "weighted_score"] - ci
+    ci = row.loc[big, "weighted_score_ci95"]  # half-width of the one CI (means.mean_ci, a bootstrap)
+    low, high = row.loc[big, "weighted_score_ci_low"], row.loc[big, "weighted_score_ci_high"]
+    assert low < row.loc[big, "weighted_score"] < high and (high - low) / 2 == pytest.approx(ci)
     # whatever the sort, an unranked system stays below the ranked ones
     for by, ascending in (("weighted_score", True), ("n", True), ("weighted_score_ci_low", False)):
         assert ranked_order(board, by, ascending)["run_id"].iloc[-1] == tiny
