@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.optional import requires
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = {"": "Runs", "launch": "Launch", "questions": "Questions", "compare": "Compare",
          "charts": "Charts", "annotate": "Annotate"}
@@ -156,8 +158,7 @@ class DevTools:
 def test_every_page_loads_in_chromium_without_exceptions(served_app, tmp_path):
     """Each page must show its title, its navigation and no exception box or traceback."""
     browser = chromium()
-    pytest.importorskip("websockets.sync.client", reason="websockets (a Streamlit dependency) is needed "
-                        "to drive Chromium")
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
     tools = DevTools(browser, tmp_path / "profile")
     # The first visit is a deep link, before any session ran app.py: Streamlit then starts in
     # its old pages/-directory mode, which entry.run_page must switch to app.py's navigation.
@@ -194,7 +195,7 @@ def test_journeys_render_in_chromium(served_app, app_store, tmp_path):
     """The researcher's side-by-side answers, the grid, and the PM's verdict, in a real browser:
     the keyed containers are on the page, each method has its column, the grid has its rows."""
     browser = chromium()
-    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
     run = sorted(r for r in app_store.run_ids() if r.startswith("synthetic"))[0]
     tools = DevTools(browser, tmp_path / "profile")
     try:

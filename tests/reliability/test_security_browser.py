@@ -18,6 +18,7 @@ import pytest
 from evalcore.schemas import EvalQuestion
 from evalcore.store import RunStore
 from evalcore.demo.synthetic import write_run
+from tests.optional import requires
 
 from ..app.test_browser import BAD_MARKERS, DevTools, _headings, chromium, serve_app
 
@@ -49,7 +50,7 @@ def hostile_app(tmp_path):
 
 def test_hostile_answer_is_literal_text_in_the_dom(hostile_app, tmp_path):
     browser = chromium()
-    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
     base, run_id = hostile_app
     tools = DevTools(browser, tmp_path / "profile")
     try:
@@ -105,7 +106,7 @@ def test_hostile_names_and_url_params_render_inert_on_every_page(canary, tmp_pat
     into button labels, table headers, Plotly ticks/legends/titles and warnings. None of them
     may become an element, a style or a fetch: the canary must see no request."""
     browser = chromium()
-    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
     url, hits = canary
     methods = [f"![m]({url}/method.png)", f'<a xlink:href="{url}/svg">x</a><b style="fill:red">B</b>']
     questions = [EvalQuestion(id=f"q{i}", question=f"Question {i}?", ground_truth="Paris",
