@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.optional import requires
+from tests.optional import requires, skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = {"": "Runs", "launch": "Launch", "questions": "Questions", "compare": "Compare",
@@ -35,10 +35,7 @@ def chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if path:
         return path
-    message = "chromium not found (apt-get install -y chromium)"
-    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
-        pytest.fail(message)
-    pytest.skip(message)
+    skip_or_fail("chromium not found (apt-get install -y chromium)")
 
 
 def free_port() -> int:
