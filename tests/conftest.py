@@ -6,10 +6,11 @@ CI=true a missing folder is a failure (CI must exercise the real data).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+
+from tests.optional import skip_or_fail
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
@@ -18,10 +19,7 @@ SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 def _require(path: Path) -> Path:
     if path.exists():
         return path
-    message = f"real data not found at {path} (it lives in ../shared/data beside the project)"
-    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
-        pytest.fail(message)
-    pytest.skip(message)
+    skip_or_fail(f"real data not found at {path} (it lives in ../shared/data beside the project)")
 
 
 @pytest.fixture(scope="session")

@@ -6,11 +6,12 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import uuid
 
 import pytest
+
+from tests.optional import skip_or_fail
 
 FAKE_KEY_ID = "AKIAEVALCORETESTKEY1"
 FAKE_SECRET = "evalcore-test-secret-not-real-0000"
@@ -29,9 +30,7 @@ def s3_endpoint():
         from moto.server import ThreadedMotoServer
         import s3fs  # noqa: F401
     except ImportError as exc:
-        if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
-            pytest.fail(f"the object-storage tests need the dev extra (moto[server], s3fs): {exc}")
-        pytest.skip(f"moto[server] and s3fs are not installed: {exc}")
+        skip_or_fail(f"the object-storage tests need the dev extra (moto[server], s3fs): {exc}")
     import logging
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise

@@ -1,21 +1,109 @@
-"""Every registered metric is documented: its name appears in backticks in docs/metrics/*.md."""
+"""Every registered metric has its own definition in docs/metrics/, on its group's page.
+
+docs/metrics/ define metrics in two shapes: a row of a definition table (a table whose first
+header cell is `name` or `metric`; the row's first cell names the metric in backticks, the next
+cell gives its formula or value), or a heading naming the metric with its definition below (the
+composites). A backticked mention in prose, in another table (`interpreting.md`'s patterns) or on
+another page does not count: a metric that is only mentioned has no definition to read.
+"""
 
 import re
+from collections import defaultdict
 from pathlib import Path
 
 from evalcore.metrics.registry import METRICS
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "metrics"
+# the page that defines each group's metrics
+GROUP_PAGE = {"retrieval": "retrieval", "citation": "citation", "lexical": "lexical", "abstention": "abstention",
+              "performance": "performance", "semantic": "semantic", "judged": "judged", "composite": "composites"}
+DEFINING_HEADERS = {"name", "metric"}  # first header cell of a table whose rows define metrics
 
 
-def _documented() -> set[str]:
-    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(DOCS.glob("*.md")))
-    return set(re.findall(r"`([^`\n]+)`", text))
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", row.strip().strip("|"))]
 
 
-def test_every_registered_metric_is_documented():
-    missing = sorted(name for name in METRICS if name not in _documented())
-    assert not missing, f"metrics without docs in docs/metrics/*.md: {missing}"
+def definitions(markdown: str) -> dict[str, list[str]]:
+    """Metric name -> the definitions `markdown` gives it (table rows and headings, as above)."""
+    found: dict[str, list[str]] = defaultdict(list)
+    lines = markdown.splitlines()
+    header: list[str] | None = None
+    for i, line in enumerate(lines):
+        if not line.startswith("|"):
+            header = None
+            heading = re.match(r"#{1,6}\s+`([^`]+)`", line)
+            if heading:
+                body = []
+                for following in lines[i + 1:]:
+                    if following.startswith("#"):
+                        break
+                    body.append(following)
+                found[heading.group(1)].append(" ".join(body).strip())
+            continue
+        cells = _cells(line)
+        if header is None:
+            header = cells
+        elif not re.fullmatch(r"[-:| ]*", line) and header[0].lower() in DEFINING_HEADERS:
+            for name in re.findall(r"`([^`]+)`", cells[0]):
+                found[name].append(cells[1] if len(cells) > 1 else "")
+    return found
+
+
+def _pages() -> dict[str, dict[str, list[str]]]:
+    return {p.stem: definitions(p.read_text(encoding="utf-8")) for p in sorted(DOCS.glob("*.md"))}
+
+
+def test_every_group_has_a_page():
+    groups = {spec.group for spec in METRICS.values()}
+    assert groups <= set(GROUP_PAGE), f"groups without a docs page in GROUP_PAGE: {sorted(groups - set(GROUP_PAGE))}"
+    assert all((DOCS / f"{page}.md").is_file() for page in GROUP_PAGE.values())
+
+
+def test_every_registered_metric_is_defined_once_on_its_groups_page():
+    pages, problems = _pages(), []
+    for name, spec in METRICS.items():
+        page = GROUP_PAGE.get(spec.group, "?")
+        here = pages.get(page, {}).get(name, [])
+        elsewhere = sorted(p for p, defs in pages.items() if p != page and name in defs)
+        if not here:
+            problems.append(f"{name}: no definition row or heading in docs/metrics/{page}.md")
+        elif len(here) > 1:
+            problems.append(f"{name}: defined {len(here)} times in docs/metrics/{page}.md")
+        elif not re.search(r"[A-Za-z0-9]", re.sub(r"`[^`]*`", "", here[0])):
+            problems.append(f"{name}: its definition in docs/metrics/{page}.md says nothing: {here[0]!r}")
+        if elsewhere:
+            problems.append(f"{name}: also defined in {elsewhere} (one home per metric: {page}.md)")
+    assert not problems, "\n".join(problems)
+
+
+def test_a_mention_is_not_a_definition():
+    """The rule itself: what counts as a metric's definition and what does not."""
+    page = """# Page
+Prose mentioning `prose_only` and a list item:
+- `listed`: in a bullet
+
+| name | formula |
+|---|---|
+| `tabled` `tabled@5` | hits / \\|gold\\| |
+| `empty_formula` | |
+
+| pattern | what it means |
+|---|---|
+| high `pattern_only` | something |
+
+## `headed` (a composite)
+0.5·`tabled` + 0.5·`listed`
+
+## `bare_heading`
+## Other
+"""
+    found = definitions(page)
+    assert found["tabled"] == found["tabled@5"] == ["hits / \\|gold\\|"]
+    assert found["empty_formula"] == [""]
+    assert found["headed"] == ["0.5·`tabled` + 0.5·`listed`"]
+    assert found["bare_heading"] == [""]
+    assert not {"prose_only", "listed", "pattern_only"} & set(found)
 
 
 def test_deterministic_groups_are_documented_on_their_own_page():

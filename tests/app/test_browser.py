@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.optional import requires, skip_or_fail
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = {"": "Runs", "launch": "Launch", "questions": "Questions", "compare": "Compare",
          "charts": "Charts", "annotate": "Annotate"}
@@ -33,10 +35,7 @@ def chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if path:
         return path
-    message = "chromium not found (apt-get install -y chromium)"
-    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
-        pytest.fail(message)
-    pytest.skip(message)
+    skip_or_fail("chromium not found (apt-get install -y chromium)")
 
 
 def free_port() -> int:
@@ -156,8 +155,7 @@ class DevTools:
 def test_every_page_loads_in_chromium_without_exceptions(served_app, tmp_path):
     """Each page must show its title, its navigation and no exception box or traceback."""
     browser = chromium()
-    pytest.importorskip("websockets.sync.client", reason="websockets (a Streamlit dependency) is needed "
-                        "to drive Chromium")
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
     tools = DevTools(browser, tmp_path / "profile")
     # The first visit is a deep link, before any session ran app.py: Streamlit then starts in
     # its old pages/-directory mode, which entry.run_page must switch to app.py's navigation.
@@ -194,7 +192,7 @@ def test_journeys_render_in_chromium(served_app, app_store, tmp_path):
     """The researcher's side-by-side answers, the grid, and the PM's verdict, in a real browser:
     the keyed containers are on the page, each method has its column, the grid has its rows."""
     browser = chromium()
-    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
     run = sorted(r for r in app_store.run_ids() if r.startswith("synthetic"))[0]
     tools = DevTools(browser, tmp_path / "profile")
     try:

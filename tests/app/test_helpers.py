@@ -73,10 +73,15 @@ def test_job_runs_detached_logs_and_records_exit_code(store):
 
 
 def test_job_cancel_interrupts_only_its_process_group(store):
-    code = "import time\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('stopped cleanly')\n"
+    """The job says when its handler is in place; only then is it cancelled (a SIGINT during
+    the interpreter's start-up would end it before the `try`, whatever the machine's speed)."""
+    code = ("import time\ntry:\n    print('ready', flush=True)\n    time.sleep(60)\n"
+            "except KeyboardInterrupt:\n    print('stopped cleanly')\n")
     job = jobs.start(store, "run", [sys.executable, "-u", "-c", code])
-    time.sleep(0.5)
-    assert jobs.is_alive(store, job)
+    deadline = time.time() + 30
+    while "ready" not in jobs.tail(store, job) and jobs.is_alive(store, job) and time.time() < deadline:
+        time.sleep(0.05)
+    assert jobs.is_alive(store, job), jobs.tail(store, job)
     assert jobs.cancel(store, job)
     done = _wait_dead(store, job)
     assert not jobs.is_alive(store, done) and done.cancel_requested

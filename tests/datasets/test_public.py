@@ -6,7 +6,6 @@ real local files where the shapes coincide (squad_v2, hotpotqa).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import types
@@ -18,6 +17,7 @@ from evalcore.datasets.hotpotqa import load_hotpotqa
 from evalcore.datasets.registry import PUBLIC_SETS
 from evalcore.datasets.squad_v2 import load_squad_v2
 from evalcore.errors import EvalcoreError, InputError
+from tests.optional import requires
 
 
 def test_every_named_set_is_registered():
@@ -199,7 +199,6 @@ def test_unknown_public_set():
         public.load_public("nq")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("datasets") is None, reason="the `datasets` library is not installed")
 def test_real_library_offline_gives_the_clear_error(monkeypatch, tmp_path):
     """The real library, offline, with an empty cache so a user's cached copy cannot answer.
 
@@ -207,7 +206,7 @@ def test_real_library_offline_gives_the_clear_error(monkeypatch, tmp_path):
     (sentence-transformers imports it), so the module constants are set as well; otherwise the
     load would go to the network (slow, and with network it would succeed).
     """
-    import datasets
+    datasets = requires("datasets", "the Hugging Face library")
     import huggingface_hub.constants
 
     home = tmp_path / "hf_home"

@@ -21,7 +21,6 @@ Column layouts are the Hub dataset cards' `dataset_info.features`:
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -35,9 +34,14 @@ from evalcore.datasets.hotpotqa import load_hotpotqa
 from evalcore.datasets.registry import PUBLIC_SETS
 from evalcore.datasets.squad_v2 import load_squad_v2
 from evalcore.errors import EvalcoreError
+from tests.optional import requires
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("datasets") is None,
-                                reason="the `datasets` library is not installed")
+
+@pytest.fixture(autouse=True)
+def _the_real_library():
+    """Every test here drives the real `datasets` (imported when a test runs, not at collection)."""
+    requires("datasets", "the Hugging Face library")
+
 
 N_ROWS = 40  # enough for both kinds of HotpotQA question and both kinds of SQuAD question
 

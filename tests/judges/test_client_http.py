@@ -1,8 +1,9 @@
 """The judge client over real HTTP (official SDKs) against the scripted server."""
 
+import asyncio
 import json
 import math
-import time
+import threading
 
 from evalcore.judges import make_judge
 from evalcore.judges.client import JudgeTask
@@ -51,14 +52,21 @@ def test_openai_compatible_with_base_url(llm_server, store, monkeypatch):
     assert call.request["meta"]["price_known"] is False
 
 
-def test_429_honours_retry_after(anthropic_env, store):
+def test_429_honours_retry_after(anthropic_env, store, monkeypatch):
+    """The client waits what Retry-After says (its sleep is recorded here, not timed)."""
     anthropic_env.push({"status": 429, "headers": {"Retry-After": "1"}},
                        {"text": '{"label": "CORRECT", "reason": "x"}'})
     judge = make_judge("anthropic:claude-haiku-4-5", store=store, backoff_base=0.01)
-    t0 = time.monotonic()
+    slept, real_sleep = [], asyncio.sleep
+
+    async def recorded_sleep(seconds, *args, **kwargs):
+        slept.append(seconds)
+        return await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", recorded_sleep)
     out = _one(judge)
     assert out.output["label"] == "CORRECT"
-    assert time.monotonic() - t0 >= 0.95
+    assert [s for s in slept if s > 0] == [1.0], slept  # one wait, as long as Retry-After (sleep(0): yields)
     assert anthropic_env.count() == 2
     assert judge.drain_calls()[0].request["meta"]["retry_waits"] == [1.0]
 
@@ -83,9 +91,26 @@ def test_4xx_is_not_retried(anthropic_env, store):
 
 
 def test_timeout_is_retried(anthropic_env, store):
-    anthropic_env.push({"sleep": 1.5, "text": "{}"}, {"text": '{"label": "CORRECT", "reason": "x"}'})
+    """The first request is never answered while the client waits (held until the test ends),
+    so its timeout fires whatever the machine's speed; the retry is answered."""
+    release, seen = threading.Event(), []
+
+    def first_never_answers(body, api):
+        seen.append(1)
+        if len(seen) == 1:
+            release.wait(timeout=30)
+            return {"text": "{}"}
+        return {"text": '{"label": "CORRECT", "reason": "x"}'}
+
+    anthropic_env.responder = first_never_answers
     judge = make_judge("anthropic:claude-haiku-4-5", store=store, timeout=0.5, backoff_base=0.01)
-    assert _one(judge).output["label"] == "CORRECT"
+    try:
+        out = _one(judge)
+    finally:
+        release.set()  # let the held handler finish before the server shuts down
+    assert out.output["label"] == "CORRECT"
+    assert anthropic_env.count() == 2
+    assert len(judge.drain_calls()[0].request["meta"]["retry_waits"]) == 1
 
 
 def test_malformed_then_repaired(anthropic_env, store):
@@ -129,34 +154,37 @@ def test_cache_second_run_makes_no_http_calls(anthropic_env, store):
 
 
 def test_bounded_concurrency(anthropic_env, store):
-    active, peak = [0], [0]
-    import threading
-    lock = threading.Lock()
+    """concurrency=2: two requests are in flight together (each is held until a second one is
+    there, or until every request has arrived: no timing involved), and never a third (a
+    request sent beside them would arrive while they linger)."""
+    tasks = [JudgeTask("answer_class", {**CLASS_INPUTS, "answer": f"a{i}"}, "r", "m", f"q{i}") for i in range(6)]
+    state = threading.Condition()
+    active, peak, arrived = [0], [0], [0]
 
-    def slow(body, api):
-        with lock:
+    def held(body, api):
+        with state:
+            arrived[0] += 1
             active[0] += 1
             peak[0] = max(peak[0], active[0])
-        time.sleep(0.15)
-        with lock:
+            state.notify_all()
+            state.wait_for(lambda: active[0] >= 2 or arrived[0] == len(tasks), timeout=10)
+            state.wait_for(lambda: active[0] > 2, timeout=0.2)  # a request beyond the bound shows up here
             active[0] -= 1
         return {"text": json.dumps({"label": "CORRECT", "reason": "x"})}
 
-    anthropic_env.responder = slow
+    anthropic_env.responder = held
     judge = make_judge("anthropic:claude-haiku-4-5", store=store, concurrency=2)
-    tasks = [JudgeTask("answer_class", {**CLASS_INPUTS, "answer": f"a{i}"}, "r", "m", f"q{i}") for i in range(6)]
     outs = judge.run_many(tasks)
     assert all(o.output for o in outs) and peak[0] == 2
 
 
 def test_identical_requests_in_flight_are_sent_once(anthropic_env, store):
     """Two methods that retrieved the same contexts ask the same context-relevance question in
-    one concurrent batch: one HTTP request; the other call is recorded as a free shared reply."""
-    def slow(body, api):
-        time.sleep(0.3)  # keep the first request in flight while the duplicates arrive
-        return {"text": json.dumps({"label": "CORRECT", "reason": "x"})}
+    one concurrent batch: one HTTP request; the other call is recorded as a free shared reply.
 
-    anthropic_env.responder = slow
+    The first request is answered only once the last task's ("Rome") has arrived: the batch's
+    tasks start in order, so by then the duplicates have found the first one in flight."""
+    anthropic_env.responder = _answer_after_rome(json.dumps({"label": "CORRECT", "reason": "x"}))
     judge = make_judge("anthropic:claude-haiku-4-5", store=store, concurrency=4)
     tasks = [JudgeTask("answer_class", CLASS_INPUTS, "r", method, "q1") for method in ("a", "b", "c")]
     tasks.append(JudgeTask("answer_class", {**CLASS_INPUTS, "answer": "Rome"}, "r", "a", "q2"))
@@ -171,9 +199,40 @@ def test_identical_requests_in_flight_are_sent_once(anthropic_env, store):
 
 
 def test_a_failed_leader_lets_followers_send_their_own(anthropic_env, store):
-    anthropic_env.push({"status": 400, "sleep": 0.3})  # the first request fails for good
-    anthropic_env.responder = lambda body, api: {"text": json.dumps({"label": "WRONG", "reason": "y"})}
+    """The first request fails for good (HTTP 400), answered only once the last task's ("Rome")
+    has arrived, so "b" is surely waiting on it by then: "b" sends its own request after that
+    failure, and gets its answer."""
+    events: list[str] = []
+    answer = _answer_after_rome(json.dumps({"label": "WRONG", "reason": "y"}), first={"status": 400},
+                                events=events)
+    anthropic_env.responder = answer
     judge = make_judge("anthropic:claude-haiku-4-5", store=store, concurrency=4, max_attempts=1)
-    outs = judge.run_many([JudgeTask("answer_class", CLASS_INPUTS, "r", m, "q1") for m in ("a", "b")])
-    assert sorted(bool(o.error) for o in outs) == [False, True]
-    assert anthropic_env.count() == 2
+    tasks = [JudgeTask("answer_class", CLASS_INPUTS, "r", m, "q1") for m in ("a", "b")]
+    outs = judge.run_many([*tasks, JudgeTask("answer_class", {**CLASS_INPUTS, "answer": "Rome"}, "r", "a", "q2")])
+    assert sorted(bool(o.error) for o in outs[:2]) == [False, True] and outs[2].output
+    assert anthropic_env.count() == 3
+    # b's request came after the first one's failure was sent: it waited for it, then sent its own
+    assert events == ["Paris arrived", "Rome arrived", "Paris answered 400", "Paris arrived"], events
+
+
+def _answer_after_rome(text: str, first: dict | None = None, events: list[str] | None = None):
+    """A responder that holds the first "Paris" request until a "Rome" request has arrived,
+    then answers it with `first` (default: `text`); every other request gets `text`."""
+    rome, lock, events = threading.Event(), threading.Lock(), [] if events is None else events
+
+    def respond(body, api):
+        word = "Rome" if "Rome" in json.dumps(body) else "Paris"
+        with lock:
+            events.append(f"{word} arrived")
+            leader = word == "Paris" and events.count("Paris arrived") == 1
+        if word == "Rome":
+            rome.set()
+        if not leader:
+            return {"text": text}
+        assert rome.wait(timeout=20), "the last task's request never arrived"
+        action = first or {"text": text}
+        with lock:
+            events.append(f"Paris answered {action.get('status', 200)}")
+        return action
+
+    return respond

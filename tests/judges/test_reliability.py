@@ -12,6 +12,7 @@ from evalcore.stats.agreement import cohen_kappa
 from evalcore.schemas import Annotation, RunManifest
 from evalcore.scoring import score_run
 from evalcore.store import FORMAT_VERSION
+from tests.optional import requires
 
 from .conftest import good_judge, paris_item
 
@@ -27,7 +28,7 @@ def test_kappa_hand_example():
 
 
 def test_kappa_matches_sklearn_when_available():
-    sk = pytest.importorskip("sklearn.metrics")
+    sk = requires("sklearn.metrics", "scikit-learn comes with sentence-transformers")
     import random
 
     rng = random.Random(3)

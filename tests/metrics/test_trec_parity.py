@@ -22,8 +22,9 @@ from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.registry import METRICS
 from evalcore.schemas import EvalResponse
 from evalcore.trec_eval import evaluate, rankings_from_tables
+from tests.optional import requires
 
-pytrec_eval = pytest.importorskip("pytrec_eval")
+pytrec_eval = requires("pytrec_eval", "trec_eval's C code, the reference")
 
 CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 TREC_NAMES = (["map", "recip_rank", "ndcg", "num_rel", "num_ret", "num_rel_ret", "success_1", "success_5", "success_10"]
@@ -149,7 +150,7 @@ RANX_NAMES = {"precision@5": "P_5", "precision@10": "P_10", "recall@10": "recall
 
 
 def assert_same_as_ranx(qrels_path: Path, run_path: Path, level: int = 1):
-    ranx = pytest.importorskip("ranx")
+    ranx = requires("ranx", "the second reference")
     warnings.filterwarnings("ignore", module="numba")
     suffix = "" if level == 1 else f"-l{level}"
     metrics = [m for m in RANX_NAMES if level == 1 or not m.startswith("ndcg")]  # ranx's ndcg drops grades < level

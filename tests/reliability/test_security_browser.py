@@ -18,6 +18,7 @@ import pytest
 from evalcore.schemas import EvalQuestion
 from evalcore.store import RunStore
 from evalcore.demo.synthetic import write_run
+from tests.optional import requires
 
 from ..app.test_browser import BAD_MARKERS, DevTools, _headings, chromium, serve_app
 
@@ -49,7 +50,7 @@ def hostile_app(tmp_path):
 
 def test_hostile_answer_is_literal_text_in_the_dom(hostile_app, tmp_path):
     browser = chromium()
-    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
     base, run_id = hostile_app
     tools = DevTools(browser, tmp_path / "profile")
     try:
@@ -105,7 +106,7 @@ def test_hostile_names_and_url_params_render_inert_on_every_page(canary, tmp_pat
     into button labels, table headers, Plotly ticks/legends/titles and warnings. None of them
     may become an element, a style or a fetch: the canary must see no request."""
     browser = chromium()
-    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
     url, hits = canary
     methods = [f"![m]({url}/method.png)", f'<a xlink:href="{url}/svg">x</a><b style="fill:red">B</b>']
     questions = [EvalQuestion(id=f"q{i}", question=f"Question {i}?", ground_truth="Paris",
@@ -117,24 +118,68 @@ def test_hostile_names_and_url_params_render_inert_on_every_page(canary, tmp_pat
     probe = ("(() => JSON.stringify([...document.querySelectorAll('img,a,image,script,iframe,link')]"
              ".map(e => (e.getAttribute('src') || '') + ' ' + (e.getAttribute('href') || '') + ' '"
              f" + (e.getAttribute('xlink:href') || '')).filter(s => s.includes('{url}'))))()")
-    pages = [("", "Runs", f"?status={bad_value}&sort={bad_value}"),
-             ("questions", "Questions", f"?run={run_id}&method={bad_value}"),
-             ("compare", "Compare", f"?run={run_id}&scatter=shown"),
-             ("charts", "Charts", f"?run={run_id}"),
-             ("annotate", "Annotate", f"?run={run_id}&status={bad_value}")]
+    category, question_type = questions[0].category, questions[0].question_type
+    # per page: its title, its query, the untrusted strings that must show as literal text, and
+    # those that must show literally inside a drawn Plotly chart (charts draw seconds after the
+    # script ends): only once they are all there has the page rendered its untrusted content
+    pages = [("", "Runs", f"?status={bad_value}&sort={bad_value}", methods[:1], []),
+             ("questions", "Questions", f"?run={run_id}&method={bad_value}", [*methods, category, question_type], []),
+             ("compare", "Compare", f"?run={run_id}&scatter=shown", methods, methods),
+             ("charts", "Charts", f"?run={run_id}", methods, methods),
+             ("annotate", "Annotate", f"?run={run_id}&status={bad_value}", [tuple(methods)], [])]  # either item
     with serve_app(store.root, tmp_path / "streamlit.log") as base:
         tools = DevTools(browser, tmp_path / "profile")
         try:
-            for path, title, query in pages:
+            for n, (path, title, query, shown, drawn) in enumerate(pages):
                 dom = tools.dom_after(f"{base}/{path}{query}", title)
                 (tmp_path / f"dom-{path or 'runs'}.html").write_text(dom)
                 assert any(h.startswith(title) for h in _headings(dom)), f"{path or '/'} did not render"
                 for marker in BAD_MARKERS:
                     assert marker not in dom, f"{path or '/'} shows {marker}"
-                time.sleep(2.0)  # charts draw after the title; give fetches time to happen
+                missing = _wait_until_shown(tools, shown, drawn)
+                assert not missing, f"{path or '/'}: not shown literally (markup interpreted?): {missing}"
+                # a request the page's own elements would make went out before this one
+                assert _sentinel_arrives(tools, url, hits, f"/sentinel-{n}"), "the canary sees no request at all"
                 made = json.loads(tools.call("Runtime.evaluate", expression=probe,
                                              returnByValue=True)["result"]["value"])
                 assert made == [], f"{path or '/'}: elements built from untrusted text: {made}"
-                assert hits == [], f"{path or '/'}: the browser fetched {hits}"
+                fetched = [h for h in hits if not h.startswith("/sentinel-")]
+                assert fetched == [], f"{path or '/'}: the browser fetched {fetched}"
         finally:
             tools.close()
+
+
+RENDERED = """(() => JSON.stringify({
+  running: !!document.querySelector('[data-testid=stStatusWidget]'),
+  text: document.body.innerText,
+  drawn: [...document.querySelectorAll('.js-plotly-plot svg text')].map(t => t.textContent).join('\\n')}))()"""
+
+
+def _wait_until_shown(tools: DevTools, shown: list, drawn: list, seconds: float = 60.0) -> list:
+    """Wait until the script run is over and every string is on the page as text (`drawn`:
+    as text of a drawn Plotly chart; a tuple: one of its strings); return those still missing
+    at the deadline."""
+    def absent(wanted: str | tuple[str, ...], text: str) -> bool:
+        return not any(w in text for w in ((wanted,) if isinstance(wanted, str) else wanted))
+
+    deadline, missing = time.time() + seconds, [*shown, *drawn]
+    while time.time() < deadline:
+        state = json.loads(tools.call("Runtime.evaluate", expression=RENDERED, returnByValue=True)["result"]["value"])
+        missing = [s for s in shown if absent(s, state["text"])] + [f"{s} (in a chart)" for s in drawn
+                                                                    if absent(s, state["drawn"])]
+        if not missing and not state["running"]:
+            return []
+        time.sleep(0.3)
+    return missing
+
+
+def _sentinel_arrives(tools: DevTools, url: str, hits: list[str], path: str, seconds: float = 30.0) -> bool:
+    """The browser fetches `url + path` now (no element is made); wait until the canary has it.
+    The page's own fetches, started while it rendered, were sent before this one."""
+    tools.call("Runtime.evaluate", expression=f"fetch('{url}{path}', {{mode: 'no-cors'}}).catch(() => 0); 1")
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if path in hits:
+            return True
+        time.sleep(0.1)
+    return False

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import pytest
 
+from tests.optional import requires
+
 
 def _ray():
-    ray = pytest.importorskip("ray", reason="Ray is in the dev extra (evalcore[scale]); not installed here")
-    import ray.data  # noqa: F401
+    ray = requires("ray", "evalcore[scale], part of the dev extra")
+    requires("ray.data", "ray[data]")
 
     return ray
 

@@ -8,11 +8,13 @@ import json
 import numpy as np
 import pytest
 
+from tests.optional import requires
+
 
 @pytest.fixture(scope="session")
 def minilm_path() -> str:
-    pytest.importorskip("sentence_transformers", reason="needs the 'semantic' extra")
-    pytest.importorskip("bert_score", reason="parity tests need bert-score")
+    requires("sentence_transformers", "the 'semantic' extra")
+    requires("bert_score", "the parity tests compare with bert-score")
     from evalcore.embeddings.models import packaged_model_path
 
     return str(packaged_model_path())
