@@ -14,9 +14,11 @@ import subprocess
 import sys
 
 import pytest
+
+from tests.optional import requires
 from typer.testing import CliRunner
 
-pytest.importorskip("ppi_py")
+requires("ppi_py", "the labels extra: prediction-powered inference")
 
 from evalcore.analysis import corrected as C  # noqa: E402
 from evalcore.analysis import label_sampling as S  # noqa: E402

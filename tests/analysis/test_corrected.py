@@ -15,7 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-ppi_py = pytest.importorskip("ppi_py")
+from tests.optional import requires
+
+ppi_py = requires("ppi_py", "the labels extra: prediction-powered inference")
 
 from evalcore.analysis import annotations as A  # noqa: E402
 from evalcore.analysis import corrected as C  # noqa: E402

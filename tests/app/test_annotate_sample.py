@@ -8,7 +8,9 @@ import re
 
 import pytest
 
-pytest.importorskip("ppi_py")
+from tests.optional import requires
+
+requires("ppi_py", "the labels extra: prediction-powered inference")
 
 from evalcore.analysis import annotations as A  # noqa: E402
 from evalcore.analysis import label_sampling as S  # noqa: E402
