@@ -188,9 +188,11 @@ class LLMJudge(Judge):
                          judge_id=jid, method=t.method, question_id=t.question_id, purpose=purpose, request=stored)
         hit = self._usable(self.cache.get(key), request, check, meta)
         slot = (id(asyncio.get_running_loop()), key)
-        if hit is None and slot in self._inflight:
+        while hit is None and slot in self._inflight:
             # The same request is already on its way (e.g. context relevance for two methods
             # that retrieved the same contexts): wait for that reply instead of paying twice.
+            # A bad reply is not shared: one of the waiters resends, and the others (who find
+            # its request in flight when they wake) wait again for that one.
             hit = self._usable(await asyncio.shield(self._inflight[slot]), request, check, meta)
             if hit is not None:
                 meta["shared_in_flight"] = True
@@ -218,7 +220,8 @@ class LLMJudge(Judge):
             good = entry
             return text, call, None, out, None
         finally:
-            del self._inflight[slot]
+            if self._inflight.get(slot) is leader:
+                del self._inflight[slot]
             leader.set_result(good)  # followers get a checked reply, or None to send their own
 
     @staticmethod

@@ -112,6 +112,25 @@ def test_a_bad_reply_in_flight_is_not_shared_with_identical_requests(llm, store)
     assert PROSE not in _cached_texts(store)
 
 
+def test_three_identical_requests_after_a_bad_first_reply_all_finish(llm, store):
+    """Several requests wait on one in flight whose reply is bad: they must not all become the
+    new sender at once (each overwrote the in-flight slot, and the second clean-up raised
+    KeyError, ending the whole batch); one resends, the rest share its good reply."""
+    seen = []
+
+    def respond(body: dict, api: str) -> dict:
+        seen.append(len(body["messages"]))
+        return {"text": PROSE, "sleep": 0.3} if len(seen) == 1 else {"text": GOOD, "sleep": 0.1}
+
+    llm.responder = respond
+    judge = _judge("anthropic", llm, store)
+    outs = judge.run_many([JudgeTask("answer_class", INPUTS, "r", m, "q1") for m in ("a", "b", "c")])
+    assert [o.output["label"] for o in outs] == ["CORRECT"] * 3
+    assert sorted(seen) == [1, 1, 3]  # the bad first reply, its repair turn, ONE resend
+    calls = judge.drain_calls()
+    assert sum(bool(c.request["meta"].get("shared_in_flight")) for c in calls) == 1  # the third shares it
+
+
 def test_a_poisoned_entry_from_an_older_version_is_ignored(llm, store):
     judge = _judge("anthropic", llm, store)
     key = judge.cache_key_for("answer_class", INPUTS)
