@@ -284,9 +284,9 @@ def inert_figure(fig: Any) -> Any:
 MARK_CLASSES = frozenset({"supported", "unsupported", "unjudged", "cited", "match"})
 HIGHLIGHT_CSS = (
     "<style>.ec-text{white-space:pre-wrap;overflow-wrap:anywhere;line-height:1.5;margin:0 0 .4rem 0;"
-    "font-size:.95rem}.ec-text mark{padding:0 .1em;border-radius:.2em;color:inherit}"
-    "mark.supported{background:#c7ebd0}mark.unsupported{background:#f9c7c4;text-decoration:underline wavy #b2182b}"
-    "mark.unjudged{background:#e4e4e4}mark.cited{background:#fde68a}mark.match{background:#bfdbfe}"
+    "font-size:.95rem}.ec-text mark,.ec-text b.chip{padding:0 .1em;border-radius:.2em;color:inherit}"
+    ".supported{background:#c7ebd0}.unsupported{background:#f9c7c4;text-decoration:underline wavy #b2182b}"
+    ".unjudged{background:#e4e4e4}.cited{background:#fde68a}.match{background:#bfdbfe}"
     ".ec-text small{color:#666}</style>")
 
 

@@ -127,8 +127,8 @@ def _judges(metrics: pd.DataFrame) -> list[str]:
 
 VERDICT_TEXT = {"supported": "supported", "not_supported": "not supported"}
 VERDICT_MARK = {"supported": "supported", "not_supported": "unsupported"}
-CLAIM_KEY = ("Claims marked in the answer: <mark class=\"supported\">supported</mark> "
-             "<mark class=\"unsupported\">not supported</mark> <mark class=\"unjudged\">not judged</mark>; "
+CLAIM_KEY = ('Claims marked in the answer: <b class="chip supported">supported</b> '
+             '<b class="chip unsupported">not supported</b> <b class="chip unjudged">not judged</b>; '
              "hover a mark for its claim number.")
 
 
@@ -155,8 +155,8 @@ def _claims_html(claims: list[dict]) -> str:
     parts = []
     for c in claims:
         verdict = c["verdict"] if isinstance(c["verdict"], str) else None
-        head = (f'<mark class="{VERDICT_MARK.get(verdict or "", "unjudged")}" title="claim {c["idx"] + 1}">'
-                f'<b>{c["idx"] + 1} · {VERDICT_TEXT.get(verdict or "", "not judged")}</b></mark> ')
+        head = (f'<b class="chip {VERDICT_MARK.get(verdict or "", "unjudged")}">'
+                f'{c["idx"] + 1} · {VERDICT_TEXT.get(verdict or "", "not judged")}</b> ')
         lines = [head + common.inert_html(c["text"])]
         if isinstance(c["reason"], str) and c["reason"]:
             lines.append("<small>Judge&#39;s reason: " + common.inert_html(c["reason"]) + "</small>")
@@ -300,8 +300,8 @@ def _show_question(run_id: str, qid: str, methods: tuple[str, ...] | None) -> No
         st.info("No selected method answered this question.")
         return
     stories = common.call(QS.stories, run_id, qid)
-    layout = common.url_select("Layout", list(LAYOUTS), "layout", format_func=LAYOUTS.get,
-                               default="columns" if len(shown) <= 2 else "tabs")
+    layout = common.url_select("Methods laid out", list(LAYOUTS), "layout", format_func=LAYOUTS.get,
+                               default="columns" if len(shown) <= 2 else "tabs", container=st.sidebar)
     with st.container(key="answers"):
         if layout == "columns":
             slots = st.columns(len(shown), gap="medium")

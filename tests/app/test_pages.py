@@ -354,7 +354,7 @@ def test_annotating_a_claim_shows_the_contexts_the_judge_saw(make_app, app_store
     record = query_df(app_store, "SELECT record FROM responses WHERE run_id = ? AND method = ? AND question_id = ?",
                       [run, method, qid])["record"].iloc[0]
     stored = [c["text"] for c in json.loads(record)["retrieved"]]
-    on_page = [t.value for t in at.text]
+    on_page = _html_texts(at)  # each context in full, its words matching the claim marked
     assert stored and all(text in on_page for text in stored)
 
 
