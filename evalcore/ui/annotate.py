@@ -43,12 +43,14 @@ def _focus(item: dict, ctx) -> tuple[str | None, list]:
 
 def _evidence(item: dict) -> None:
     """What the judge saw, so the annotator decides on the same evidence: the question, the
-    reference, the answer, and the retrieved contexts (the one judged, for a context verdict).
-    The words matching what is checked are marked (analysis.highlight.word_spans) and the
-    passages the judge cited come first."""
+    reference, the answer, and the retrieved contexts (the one judged, for a context verdict,
+    right under the question). The words matching what is checked are marked
+    (analysis.highlight.word_spans) and the passages the judge cited come first."""
     ctx = common.call(A.item_context, item["run_id"], item["method"], item["question_id"])
     focus, cited = _focus(item, ctx)
     common.highlighted("Question", ctx["question"].iloc[0] if len(ctx) else None)
+    if item["target_kind"] == "context":
+        _contexts(item, ctx, focus, cited)
     truth = ctx["ground_truth"].iloc[0] if len(ctx) else None
     focus_is_answer = item["target_kind"] not in ("claim", "context")
     marks = _claim_source(item) != "ground_truth" and isinstance(truth, str)  # not a statement in its own source
@@ -57,6 +59,11 @@ def _evidence(item: dict) -> None:
         answer = ctx["answer"].iloc[0] if len(ctx) else None
         common.highlighted("Answer", answer, HL.word_spans(answer, focus)
                            if isinstance(answer, str) and not focus_is_answer else [])
+    if item["target_kind"] != "context":
+        _contexts(item, ctx, focus, cited)
+
+
+def _contexts(item: dict, ctx, focus: str | None, cited: list) -> None:
     chunks = sorted(_retrieved(ctx), key=lambda c: c.get("rank") or 0)
     if item["target_kind"] == "context":
         rank = item["target_ref"].rpartition(":")[2]
@@ -134,7 +141,7 @@ def _who() -> str:
 
 def _verdict(item: dict) -> None:
     """The judge's verdict and which judge gave it (every judged score names its judge)."""
-    common.untrusted("Judge verdict", item["judge_label"])
+    st.text(f"Judge verdict: {item['judge_label']}")  # st.text: the label is data, shown inert
     judge = item.get("judge_id")
     st.text(judged_by([judge]) if isinstance(judge, str) and judge else "judged by: no judge recorded")
 
@@ -143,7 +150,7 @@ def _decision(item: dict, kind: str, who: str) -> None:
     """The verdict and the decision buttons, first on the page: A agree, S correct, N skip, U undo."""
     _verdict(item)
     if isinstance(item.get("judge_reason"), str):
-        common.untrusted("Judge reason", item["judge_reason"])
+        st.text(f"Judge reason: {item['judge_reason']}")
     others = [x for x in A.LABELS[kind] if x != item["judge_label"]]
     # Labels without "(A)": Streamlit draws each shortcut as a key badge beside the label. One row
     # sized to its content, so nothing is cut off in the half-width column of a 1400 px window.
@@ -208,17 +215,20 @@ def _queue(run_id: str, methods: list[str]) -> None:
         item = nxt.iloc[0].to_dict()
         left, right = st.columns([1, 1])
         with left:
-            common.untrusted("Item", f"{item['method']} / {item['question_id']} / {item['target_ref']}")
+            st.text(f"{item['method']} / {item['question_id']} / {item['target_ref']}")
             if item["target_kind"] == "claim":
-                common.untrusted("Claim", item["target_text"])
+                common.highlighted("Claim", item["target_text"])
                 ctx = common.call(A.item_context, item["run_id"], item["method"], item["question_id"])
                 label, column = SOURCES.get(_claim_source(item), SOURCES["answer"])
-                common.untrusted(label, ctx[column].iloc[0] if len(ctx) else None)
+                source = ctx[column].iloc[0] if len(ctx) else None
+                where, _ = HL.claim_spans(source, [(0, item["target_text"], None)]) if isinstance(source, str) else ([], 0)
+                common.highlighted(label, source,
+                                   [s._replace(kind="cited", title="the claim") for s in where])
             if who:
                 _decision(item, kind, who)
             else:
                 _verdict(item)
-        with right, st.container(height=560):
+        with right, st.container(height=440):  # ends inside a 1000 px window, beside the buttons
             _evidence(item)
 
 

@@ -344,10 +344,11 @@ def _escape(s: str) -> str:
 
 def highlighted(label: str, text: Any, spans: Sequence[tuple[int, int, str, str]] = (), *,
                 note: str | None = None) -> None:
-    """A fixed caption (ours), then untrusted text with highlights, rendered through inert_html
-    only. A missing value reads "(none)" and an empty one "(empty)", as in `untrusted`."""
+    """A fixed caption (ours, never data: it is rendered as Markdown), then untrusted text with
+    highlights, rendered through inert_html only. A missing value reads "(none)" and an empty one
+    "(empty)", as in `untrusted`."""
     if label:
-        st.caption(md(label))
+        st.caption(label)
     if text is None or (isinstance(text, float) and math.isnan(text)):
         body = "<small>(none)</small>"
     elif not str(text):
