@@ -1,7 +1,7 @@
 """A tiny store whose claims sit verbatim in their answers and whose faithfulness details name the
 passage the judge cited: what the Questions highlights need (the synthetic store's claims are
-random words). `extra` text is appended to the first method's answer and claim (the browser test
-puts a canary <img> there)."""
+random words). `extra` text is appended to the first method's second claim (so its answer), its
+claims' reasons and the cited passage (the browser test puts a canary <img> there)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ def claims_store(root: Path, extra: str = "") -> tuple[RunStore, str]:
     for method in methods:
         answer = " ".join(claims_text[method])
         responses.append(EvalResponse(question_id="q1", method=method, answer=answer, latency_ms=100.0,
-                                      retrieved=[{"rank": k + 1, "chunk_id": f"c{k + 1}", "text": t}
+                                      retrieved=[{"rank": k + 1, "chunk_id": f"c{k + 1}",
+                                                  "text": t + (extra if k == 1 else "")}
                                                  for k, t in enumerate(CONTEXTS)]))
         texts = claims_text[method]
         statements = [{"text": t, "verdict": int(i == 0 and method == "alpha"),
