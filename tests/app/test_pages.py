@@ -170,6 +170,11 @@ def test_questions_marks_claims_and_cited_evidence(make_app, tmp_path, monkeypat
     assert "Passage rank 2, cited by the judge" in claims_block and 'class="match"' in claims_block
     ctx = next(b for b in bodies if "Rank 2" in b)
     assert ctx.count('<mark class="cited"') == 1
+    # a model judge's badge is the model's name; its prompt ids one click away
+    badges = [shown(m.value) for m in at.markdown if m.value.startswith(":blue-badge[")]
+    assert badges == [":blue-badge[:material/gavel: claude-haiku-4-5]"] * 2
+    ids = next(e for e in at.expander if e.label.startswith("Judge prompt ids"))
+    assert ids.text[0].value == "anthropic:claude-haiku-4-5/context_review@1"
 
 
 def test_questions_grid_colours_and_opens_a_row(make_app, app_store):
