@@ -221,7 +221,7 @@ def _queue(run_id: str, methods: list[str]) -> None:
                 ctx = common.call(A.item_context, item["run_id"], item["method"], item["question_id"])
                 label, column = SOURCES.get(_claim_source(item), SOURCES["answer"])
                 source = ctx[column].iloc[0] if len(ctx) else None
-                where, _ = HL.claim_spans(source, [(0, item["target_text"], None)]) if isinstance(source, str) else ([], 0)
+                where = HL.claim_spans(source, [(0, item["target_text"], None)])[0] if isinstance(source, str) else []
                 common.highlighted(label, source,
                                    [s._replace(kind="cited", title="the claim") for s in where])
             if who:

@@ -137,7 +137,7 @@ def _html(body: str) -> None:
     st.html(f'{common.HIGHLIGHT_CSS}<div class="ec-text">{body}</div>')
 
 
-def _judge_badge(badges, metrics: pd.DataFrame, method: str) -> None:
+def _judge_badge(badges, metrics: pd.DataFrame) -> None:
     """One short badge for who judged (the model, or the heuristic judge), full ids one click away."""
     who = _judges(metrics)
     label = JL.short_judge_label(who)
@@ -209,7 +209,7 @@ def _method_column(detail: dict, method: str, story: dict) -> None:
     if bucket:
         label = f"{bucket} · {story['source']}" if story.get("source") else bucket
         badges.badge(common.md(label), color=BADGE.get(bucket, "gray"), help=story["basis"])
-    _judge_badge(badges, metrics, method)
+    _judge_badge(badges, metrics)
     if bucket:
         st.caption("Diagnosis: " + common.md(story["basis"]))
     for note in story.get("notes", []):

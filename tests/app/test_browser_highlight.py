@@ -95,7 +95,8 @@ def test_highlights_are_marks_and_a_canary_inside_them_fetches_nothing(tmp_path)
                 tools.dom_after(f"{base}/questions?run={run}&qid=q1", "Questions")
                 # the script run has ended and its st.html blocks are drawn (a condition, not a sleep;
                 # on timeout the comparison below shows what is missing)
-                _wait_for(tools, _script_done(f"document.querySelectorAll('mark').length >= {sum(expected.values())}"), 60)
+                drawn = f"document.querySelectorAll('mark').length >= {sum(expected.values())}"
+                _wait_for(tools, _script_done(drawn), 60)
                 assert _wait_for(tools, _script_done(), 5), "the Questions script run did not end"
                 dom = tools.call("Runtime.evaluate", returnByValue=True,
                                  expression="document.documentElement.outerHTML")["result"]["value"]

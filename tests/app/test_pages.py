@@ -320,7 +320,8 @@ def test_annotate_queue_keyboard_flow_appends_and_reports_agreement(make_app, ap
     assert any(t == "Annotating as alice" for t in texts(at))  # asked once, then shown
     _, before, total = _progress(at)
     agree = next(b for b in at.button if b.label == "Agree")
-    judge_label = next(t.value.removeprefix("Judge verdict: ") for t in at.text if t.value.startswith("Judge verdict: "))
+    prefix = "Judge verdict: "
+    judge_label = next(t.value.removeprefix(prefix) for t in at.text if t.value.startswith(prefix))
     assert judge_label in ("supported", "not_supported")
     agree.click().run()
     correct = next(b for b in at.button if b.label.startswith("Correct → "))
