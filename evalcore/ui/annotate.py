@@ -12,6 +12,8 @@ import json
 import streamlit as st
 
 from evalcore.analysis import annotations as A
+from evalcore.analysis import claim_evidence as CE
+from evalcore.analysis import highlight as HL
 from evalcore.analysis import leaderboard as L
 from evalcore.ui import common, corrected_view
 from evalcore.ui.helpers import judged_by
@@ -22,23 +24,61 @@ KINDS = list(A.LABELS)
 BATCH = 20  # items per batch: progress reads "k of 20 in this batch"
 
 
+def _focus(item: dict, ctx) -> tuple[str | None, list]:
+    """What the annotator checks against the evidence, and the ranks of the passages the judge
+    cited for it: a claim (and its cited passage), the question (a context's relevance), or the
+    answer (a whole-answer label: every passage cited for its claims)."""
+    run, method, qid = item["run_id"], item["method"], item["question_id"]
+    if item["target_kind"] == "claim":
+        ref = CE.claim_ref(item["target_ref"])
+        cited = common.call(CE.cited_ranks, run, method, qid, ref[0], ref[2]) if ref else []
+        return item.get("target_text"), cited
+    if item["target_kind"] == "context":
+        return (ctx["question"].iloc[0] if len(ctx) else None), []
+    answer = ctx["answer"].iloc[0] if len(ctx) else None
+    if item["target_kind"] == "answer":  # a random-sample label: target_ref is the metric
+        return answer, common.call(CE.cited_ranks, run, method, qid, str(item["target_ref"]))
+    return answer, []
+
+
 def _evidence(item: dict) -> None:
     """What the judge saw, so the annotator decides on the same evidence: the question, the
-    reference, the answer, and the retrieved contexts (the one judged, for a context verdict)."""
+    reference, the answer, and the retrieved contexts (the one judged, for a context verdict,
+    right under the question). The words matching what is checked are marked
+    (analysis.highlight.word_spans) and the passages the judge cited come first."""
     ctx = common.call(A.item_context, item["run_id"], item["method"], item["question_id"])
-    common.untrusted("Question", ctx["question"].iloc[0] if len(ctx) else None)
-    common.untrusted("Ground truth", ctx["ground_truth"].iloc[0] if len(ctx) else None)
+    focus, cited = _focus(item, ctx)
+    common.highlighted("Question", ctx["question"].iloc[0] if len(ctx) else None)
+    if item["target_kind"] == "context":
+        _contexts(item, ctx, focus, cited)
+    truth = ctx["ground_truth"].iloc[0] if len(ctx) else None
+    focus_is_answer = item["target_kind"] not in ("claim", "context")
+    marks = _claim_source(item) != "ground_truth" and isinstance(truth, str)  # not a statement in its own source
+    common.highlighted("Ground truth", truth, HL.word_spans(truth, focus) if marks else [])
     if _claim_source(item) != "answer":  # an answer claim's answer is shown beside the claim itself
-        common.untrusted("Answer", ctx["answer"].iloc[0] if len(ctx) else None)
+        answer = ctx["answer"].iloc[0] if len(ctx) else None
+        common.highlighted("Answer", answer, HL.word_spans(answer, focus)
+                           if isinstance(answer, str) and not focus_is_answer else [])
+    if item["target_kind"] != "context":
+        _contexts(item, ctx, focus, cited)
+
+
+def _contexts(item: dict, ctx, focus: str | None, cited: list) -> None:
     chunks = sorted(_retrieved(ctx), key=lambda c: c.get("rank") or 0)
     if item["target_kind"] == "context":
         rank = item["target_ref"].rpartition(":")[2]
         chunks = [c for c in chunks if str(c.get("rank")) == rank] or chunks
-    st.caption(f"Retrieved contexts the judge checked ({len(chunks)})")
+    first = {r: i for i, r in enumerate(cited)}
+    chunks.sort(key=lambda c: first.get(c.get("rank"), len(first)))
+    st.caption(f"Retrieved contexts the judge checked ({len(chunks)})"
+               + (": the passage it cited first; words of what is checked marked" if cited else
+                  ": words of what is checked marked" if focus else ""))
     if not chunks:
         st.text("(no retrieved context stored for this answer)")
     for c in chunks:
-        common.untrusted(f"Context rank {c.get('rank')}", c.get("text") or "(no text stored)")
+        text = c.get("text") or ""
+        label = f"Context rank {c.get('rank')}" + (" · cited by the judge" if c.get("rank") in first else "")
+        common.highlighted(label, text or "(no text stored)", HL.word_spans(text, focus) if text else [])
 
 
 def _claim_source(item: dict) -> str | None:
@@ -101,7 +141,7 @@ def _who() -> str:
 
 def _verdict(item: dict) -> None:
     """The judge's verdict and which judge gave it (every judged score names its judge)."""
-    common.untrusted("Judge verdict", item["judge_label"])
+    st.text(f"Judge verdict: {item['judge_label']}")  # st.text: the label is data, shown inert
     judge = item.get("judge_id")
     st.text(judged_by([judge]) if isinstance(judge, str) and judge else "judged by: no judge recorded")
 
@@ -110,7 +150,7 @@ def _decision(item: dict, kind: str, who: str) -> None:
     """The verdict and the decision buttons, first on the page: A agree, S correct, N skip, U undo."""
     _verdict(item)
     if isinstance(item.get("judge_reason"), str):
-        common.untrusted("Judge reason", item["judge_reason"])
+        st.text(f"Judge reason: {item['judge_reason']}")
     others = [x for x in A.LABELS[kind] if x != item["judge_label"]]
     # Labels without "(A)": Streamlit draws each shortcut as a key badge beside the label. One row
     # sized to its content, so nothing is cut off in the half-width column of a 1400 px window.
@@ -175,17 +215,20 @@ def _queue(run_id: str, methods: list[str]) -> None:
         item = nxt.iloc[0].to_dict()
         left, right = st.columns([1, 1])
         with left:
-            common.untrusted("Item", f"{item['method']} / {item['question_id']} / {item['target_ref']}")
+            st.text(f"{item['method']} / {item['question_id']} / {item['target_ref']}")
             if item["target_kind"] == "claim":
-                common.untrusted("Claim", item["target_text"])
+                common.highlighted("Claim", item["target_text"])
                 ctx = common.call(A.item_context, item["run_id"], item["method"], item["question_id"])
                 label, column = SOURCES.get(_claim_source(item), SOURCES["answer"])
-                common.untrusted(label, ctx[column].iloc[0] if len(ctx) else None)
+                source = ctx[column].iloc[0] if len(ctx) else None
+                where = HL.claim_spans(source, [(0, item["target_text"], None)])[0] if isinstance(source, str) else []
+                common.highlighted(label, source,
+                                   [s._replace(kind="cited", title="the claim") for s in where])
             if who:
                 _decision(item, kind, who)
             else:
                 _verdict(item)
-        with right, st.container(height=560):
+        with right, st.container(height=440):  # ends inside a 1000 px window, beside the buttons
             _evidence(item)
 
 

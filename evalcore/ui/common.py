@@ -7,14 +7,17 @@ from the store (run ids, methods, metrics that exist); anything else is dropped 
 visible note instead of an exception.
 
 Untrusted text (answers, contexts, judge I/O, even run names) goes through st.text,
-st.code or st.dataframe only: never markdown, never HTML.
+st.code or st.dataframe, or, where words must be highlighted, through `inert_html` (every
+character escaped, our own <mark> the only markup): never Markdown, never its own HTML.
 """
 
 from __future__ import annotations
 
+import html
 import io
 import math
 import re
+import unicodedata
 from typing import Any, Callable, Sequence
 
 import pandas as pd
@@ -274,3 +277,83 @@ def inert_figure(fig: Any) -> Any:
     if layout.legend and layout.legend.title and layout.legend.title.text:
         layout.legend.title.text = plotly_text(layout.legend.title.text)
     return fig
+
+
+# ---- highlighted untrusted text: the one escaping helper --------------------------------------
+# The classes our own <mark> elements may carry (CSS in HIGHLIGHT_CSS); nothing else is markup.
+MARK_CLASSES = frozenset({"supported", "unsupported", "unjudged", "cited", "match"})
+HIGHLIGHT_CSS = (
+    "<style>.ec-text{white-space:pre-wrap;overflow-wrap:anywhere;line-height:1.5;margin:0 0 .4rem 0;"
+    "font-size:.95rem}.ec-text mark,.ec-text b.chip{padding:0 .1em;border-radius:.2em;color:inherit}"
+    ".supported{background:#c7ebd0}.unsupported{background:#f9c7c4;text-decoration:underline wavy #b2182b}"
+    ".unjudged{background:#e4e4e4}.cited{background:#fde68a}.match{background:#bfdbfe}"
+    ".ec-text small{color:#666}</style>")
+
+
+def _escape_table() -> dict[int, str]:
+    """Every ASCII character that HTML, Markdown, KaTeX ($), Streamlit directives (:x[]) or an
+    autolink could read as syntax becomes a numeric character reference (shown as itself, read
+    as nothing); a line break becomes <br> (so the text holds no raw newline a Markdown block
+    could start after); tabs stay tabs."""
+    table = {ord(c): f"&#{ord(c)};" for c in map(chr, range(33, 127)) if not c.isalnum()}
+    table.update({ord("\n"): "<br>", ord("\r"): "", ord("\t"): "&#9;"})
+    return table
+
+
+_ESCAPES = _escape_table()
+_VISIBLE_CATEGORIES = ("Cc", "Cf", "Co", "Cs", "Zl", "Zp")
+
+
+def _visible(ch: str) -> str:
+    """A control or format character (bidi overrides, zero-width joiners, line separators...)
+    shown as its code point, so it can neither reorder nor hide the text around it."""
+    return f"[U+{ord(ch):04X}]"
+
+
+def inert_html(text: Any, spans: Sequence[tuple[int, int, str, str]] = ()) -> str:
+    """Untrusted text as HTML that renders as exactly its characters, plus our own highlights.
+
+    `spans` are (start, end, css class, title) over `text` (from evalcore.analysis.highlight):
+    each becomes `<mark class=... title=...>`; the class must be one of MARK_CLASSES and the
+    title is escaped like the text. Every other character of `text` is escaped: html.escape
+    (quote=True) semantics for & < > " ', and beyond it every ASCII punctuation mark as a
+    numeric reference, so the result stays inert under Markdown too (links, images, `code`,
+    $LaTeX$, **emphasis**, :colour[] directives, autolinks); control and bidi characters are
+    shown as their code points. Overlapping or out-of-range spans are dropped, never trusted."""
+    s = "" if text is None or (isinstance(text, float) and math.isnan(text)) else str(text)
+    out, pos = [], 0
+    for start, end, css, title in sorted(spans, key=lambda sp: (sp[0], sp[1])):
+        if css not in MARK_CLASSES:
+            raise ValueError(f"unknown highlight class {css!r}")
+        if not (pos <= start < end <= len(s)):
+            continue
+        out += [_escape(s[pos:start]), f'<mark class="{css}" title="{_escape(title)}">',
+                _escape(s[start:end]), "</mark>"]
+        pos = end
+    out.append(_escape(s[pos:]))
+    return "".join(out)
+
+
+def _escape(s: str) -> str:
+    """html.escape(s, quote=True) widened: & < > " ' and every other ASCII punctuation mark become
+    numeric references (html.unescape gives the text back), controls become visible code points."""
+    s = "".join(_visible(c) if c not in "\n\t\r" and unicodedata.category(c) in _VISIBLE_CATEGORIES else c
+                for c in s)
+    return s.translate(_ESCAPES)
+
+
+def highlighted(label: str, text: Any, spans: Sequence[tuple[int, int, str, str]] = (), *,
+                note: str | None = None) -> None:
+    """A fixed caption (ours, never data: it is rendered as Markdown), then untrusted text with
+    highlights, rendered through inert_html only. A missing value reads "(none)" and an empty one
+    "(empty)", as in `untrusted`."""
+    if label:
+        st.caption(label)
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        body = "<small>(none)</small>"
+    elif not str(text):
+        body = "<small>(empty)</small>"
+    else:
+        body = inert_html(text, spans)
+    extra = f"<br><small>{inert_html(note)}</small>" if note else ""
+    st.html(f'{HIGHLIGHT_CSS}<div class="ec-text">{body}{extra}</div>')

@@ -1,11 +1,14 @@
 """Questions page: one question end to end with every method side by side, a grid of questions x
 methods, or the plain list of answers.
 
-What a researcher comes for: for one question, each method's answer next to the others, with
-its key scores and diagnosis, the claims the judge checked and its verdicts and reasons, the
-retrieved contexts with their relevance verdicts, who judged (a visible badge when it was the
-offline heuristic judge), and the raw judge calls one click away. Everything shown from a run
-is untrusted text: st.text / st.dataframe / st.code only.
+What a researcher comes for: for one question, each method's answer next to the others (side
+by side for two, one tab each for more: narrow columns truncated every claim), with its claims
+marked inline by verdict, its key scores and diagnosis, every claim in full with the judge's
+reason and the passage and sentence it cited, the retrieved contexts with their relevance
+verdicts, one short badge for who judged (full prompt ids in an expander), and the raw judge
+calls one click away. Everything shown from a run is untrusted text: st.text / st.dataframe /
+st.code, or common.highlighted / common.inert_html where words are marked (every character
+escaped; our <mark> the only markup).
 """
 
 from __future__ import annotations
@@ -13,15 +16,20 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from evalcore.analysis import claim_evidence as CE
+from evalcore.analysis import judge_labels as JL
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.analysis import question_story as QS
 from evalcore.analysis import questions as Qn
 from evalcore.ui import common
-from evalcore.ui.helpers import HEURISTIC_BADGE, judged_by
+from evalcore.ui.helpers import judged_by
 
 VIEWS = {"question": "one question, methods side by side", "grid": "grid: questions x methods",
          "list": "list of answers"}
+# How the methods of one question are laid out: side by side reads best for two; beyond that
+# columns get too narrow for claims and contexts, so one tab (or one full-width block) each.
+LAYOUTS = {"columns": "side by side", "tabs": "one tab per method", "stacked": "one under another"}
 BADGE = {"correct": "green", "correct abstention": "green", "wrong abstention": "gray",
          "should have abstained": "red", "retrieval miss": "red", "unfaithful": "orange",
          "faithful but wrong": "orange", "wrong, cause unknown": "gray", "unscored": "gray"}
@@ -117,53 +125,124 @@ def _judges(metrics: pd.DataFrame) -> list[str]:
     return sorted({j for j in metrics["judge_id"].dropna() if isinstance(j, str)})
 
 
+VERDICT_TEXT = {"supported": "supported", "not_supported": "not supported"}
+VERDICT_MARK = {"supported": "supported", "not_supported": "unsupported"}
+CLAIM_KEY = ('Claims marked in the answer: <b class="chip supported">supported</b> '
+             '<b class="chip unsupported">not supported</b> <b class="chip unjudged">not judged</b>; '
+             "hover a mark for its claim number.")
+
+
+def _html(body: str) -> None:
+    """One block of our markup around text that went through common.inert_html (never raw data)."""
+    st.html(f'{common.HIGHLIGHT_CSS}<div class="ec-text">{body}</div>')
+
+
+def _judge_badge(badges, metrics: pd.DataFrame) -> None:
+    """One short badge for who judged (the model, or the heuristic judge), full ids one click away."""
+    who = _judges(metrics)
+    label = JL.short_judge_label(who)
+    if not label:
+        badges.badge("no judge: computed scores only", color="gray")
+    elif any(j.startswith("heuristic") for j in who):
+        badges.badge(common.md(label), color="orange", icon=":material/warning:", help=HEURISTIC_HELP)
+    else:
+        badges.badge(common.md(label), color="blue", icon=":material/gavel:")
+
+
+def _claims_html(claims: list[dict]) -> str:
+    """Each claim in full: number and verdict, its text, the judge's reason, and the passage the
+    judge cited with its sentence closest to the claim (the claim's words marked)."""
+    parts = []
+    for c in claims:
+        verdict = c["verdict"] if isinstance(c["verdict"], str) else None
+        head = (f'<b class="chip {VERDICT_MARK.get(verdict or "", "unjudged")}">'
+                f'{c["idx"] + 1} · {VERDICT_TEXT.get(verdict or "", "not judged")}</b> ')
+        lines = [head + common.inert_html(c["text"])]
+        if isinstance(c["reason"], str) and c["reason"]:
+            lines.append("<small>Judge&#39;s reason: " + common.inert_html(c["reason"]) + "</small>")
+        if c["sentence"]:
+            lines.append(f"<small>Passage rank {int(c['rank'])}, cited by the judge; its sentence closest to "
+                         "the claim (shared words marked):</small>")
+            lines.append("&#8220;" + common.inert_html(c["sentence"], c["sentence_spans"]) + "&#8221;")
+        elif verdict == "supported":
+            lines.append("<small>No passage number recorded by the judge.</small>")
+        else:
+            lines.append("<small>No passage cited by the judge.</small>")
+        if not c["placed"]:
+            lines.append("<small>(not found in the answer&#39;s wording: not marked above)</small>")
+        parts.append("<br>".join(lines))
+    return '<div style="margin-bottom:.6rem"></div>'.join(parts)
+
+
+def _contexts_html(ctx: pd.DataFrame, spans: dict) -> str:
+    """Each retrieved context in full, with its two relevance readings and the sentences the
+    judge cited for a claim marked."""
+    parts = []
+    for row in ctx.itertuples(index=False):
+        rank = row[0]
+        verdict = row[2] if isinstance(row[2], str) and row[2] else "no judge verdict"
+        score = f" ({row[5]:.0f})" if isinstance(row[5], float) and row[5] == row[5] else ""
+        gold = {"yes": " · gold passage", "no": " · not a gold passage"}.get(row[1], "")
+        where = " · ".join(str(x) for x in (row.rel_path, row.chunk_id) if isinstance(x, str) and x)
+        head = f"<b>Rank {common.inert_html(rank)}</b> · judge: {common.inert_html(verdict + score)}{gold}"
+        if where:
+            head += " · <small>" + common.inert_html(where) + "</small>"
+        lines = [head]
+        if isinstance(row.reason, str) and row.reason:
+            lines.append("<small>Judge&#39;s reason: " + common.inert_html(row.reason) + "</small>")
+        text = row.text if isinstance(row.text, str) else ""
+        lines.append(common.inert_html(text, spans.get(rank, [])) if text else "<small>(no text stored)</small>")
+        parts.append("<br>".join(lines))
+    return '<hr style="margin:.5rem 0">'.join(parts)
+
+
 def _method_column(detail: dict, method: str, story: dict) -> None:
-    """One method's answer: its diagnosis (the badge names its basis), the notes where two
-    readings differ, key scores with their basis, claims, and contexts with both readings."""
+    """One method's answer, made for reading: its diagnosis (the badge names its basis) and one
+    short judge badge; the answer with its claims marked by verdict; key scores; every claim in
+    full with the passage and sentence the judge cited; the contexts with their relevance."""
     resp = detail["responses"][detail["responses"].method == method].iloc[0]
     metrics = detail["metrics"][detail["metrics"].method == method]
-    st.text(method)
+    evidence = CE.answer_evidence(detail, method)
+    st.markdown(f"#### {common.md(method)}")
     badges = st.container(horizontal=True)
     bucket = story.get("bucket")
     if bucket:
         label = f"{bucket} · {story['source']}" if story.get("source") else bucket
-        badges.badge(label, color=BADGE.get(bucket, "gray"), help=story["basis"])
-    if any(j.startswith("heuristic") for j in _judges(metrics)):
-        badges.badge(HEURISTIC_BADGE, color="orange", icon=":material/warning:", help=HEURISTIC_HELP)
+        badges.badge(common.md(label), color=BADGE.get(bucket, "gray"), help=story["basis"])
+    _judge_badge(badges, metrics)
     if bucket:
         st.caption("Diagnosis: " + common.md(story["basis"]))
     for note in story.get("notes", []):
         st.info(common.md(note), icon=":material/info:")
     if isinstance(resp["error"], str):
-        common.untrusted("Target error", resp["error"])
-    common.untrusted("Answer", resp["answer"])
+        common.highlighted("Target error", resp["error"])
+    common.highlighted("Answer", resp["answer"], evidence["answer_spans"])
+    if evidence["answer_spans"]:
+        _html(f"<small>{CLAIM_KEY}</small>")
     common.dataframe(story.get("scores", pd.DataFrame()), hide_index=True, key=f"scores_{method}",
                  column_config={"value": st.column_config.NumberColumn("value", format="%.3f"),
                                 "basis": st.column_config.TextColumn(
                                     "basis", help="judge: the judge's verdict; gold passages: the dataset's gold "
                                                   "passages (retrieval metrics); computed: from the answer and "
                                                   "ground truth")})
-    claims = detail["claims"][(detail["claims"].method == method) & (detail["claims"].source == "answer")]
-    st.caption(f"Claims in the answer ({len(claims)})")
-    if claims.empty:
-        st.text(f"({story['claims_note']})" if story.get("claims_note") else "(no claims stored)")
-    else:
-        common.dataframe(claims[["idx", "verdict", "text", "reason"]], hide_index=True, key=f"claims_{method}")
+    claims = evidence["claims"]
+    st.caption(f"Claims in the answer ({len(claims)}), with the judge's reasons and cited evidence")
+    with st.container(key=f"claims_{method}"):
+        if not claims:
+            st.text(f"({story['claims_note']})" if story.get("claims_note") else "(no claims stored)")
+        else:
+            _html(_claims_html(claims))
     ctx = story.get("contexts", pd.DataFrame())
-    st.caption(f"Retrieved contexts ({len(ctx)}): 'gold passage' from the dataset's gold passages, "
-               "'judge verdict' from the judge's relevance review")
-    if ctx.empty:
-        st.text("(no retrieved contexts recorded)")
-    else:
-        common.dataframe(ctx, hide_index=True, key=f"ctx_{method}",
-                     column_config={"text": st.column_config.TextColumn("text", width="large")})
-        with st.expander("Context texts in full (the evidence the claims were checked against)"):
-            for row in ctx.itertuples(index=False):
-                verdict = row[2] if isinstance(row[2], str) else "no judge verdict"
-                gold = {"yes": " · gold passage", "no": " · not a gold passage"}.get(row[1], "")
-                common.untrusted(f"rank {row.rank} · judge: {verdict}{gold}", row.text)
+    with st.expander(f"Retrieved contexts ({len(ctx)}): relevance by the gold passages and by the judge; "
+                     "cited sentences marked", expanded=True):
+        with st.container(key=f"contexts_{method}"):
+            if ctx.empty:
+                st.text("(no retrieved contexts recorded)")
+            else:
+                _html(_contexts_html(ctx, evidence["context_spans"]))
     who = _judges(metrics)
-    st.text("Judged by: " + (", ".join(who) if who else "no judge (deterministic metrics only)"))
+    with st.expander(f"Judge prompt ids ({len(who)})"):
+        st.text("\n".join(who) if who else "no judge (deterministic metrics only)")
 
 
 def _judge_calls(detail: dict) -> None:
@@ -209,8 +288,11 @@ def _show_question(run_id: str, qid: str, methods: tuple[str, ...] | None) -> No
         st.error("This question is not in the run.")
         return
     q = detail["question"].iloc[0]
-    common.untrusted("Question", q["question"])
-    common.untrusted("Ground truth", q["ground_truth"])
+    top_q, top_r = st.columns(2)
+    with top_q:
+        common.highlighted("Question", q["question"])
+    with top_r:
+        common.highlighted("Reference answer (ground truth)", q["ground_truth"])
     st.text(" · ".join(f"{k}: {q[k]}" for k in ("question_id", "category", "question_type", "difficulty", "answerable")
                        if q[k] is not None and q[k] == q[k]))
     shown = [m for m in detail["responses"]["method"] if methods is None or m in methods]
@@ -218,9 +300,17 @@ def _show_question(run_id: str, qid: str, methods: tuple[str, ...] | None) -> No
         st.info("No selected method answered this question.")
         return
     stories = common.call(QS.stories, run_id, qid)
+    layout = common.url_select("Methods laid out", list(LAYOUTS), "layout", format_func=LAYOUTS.get,
+                               default="columns" if len(shown) <= 2 else "tabs", container=st.sidebar)
     with st.container(key="answers"):
-        for col, method in zip(st.columns(len(shown)), shown):
-            with col:
+        if layout == "columns":
+            slots = st.columns(len(shown), gap="medium")
+        elif layout == "tabs":
+            slots = st.tabs([common.md(m) for m in shown])
+        else:
+            slots = [st.container(border=True) for _ in shown]
+        for slot, method in zip(slots, shown):
+            with slot:
                 _method_column(detail, method, stories.get(method, {}))
     _judge_calls(detail)
     _all_metrics(detail)

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from evalcore.analysis.questions import question_detail
+from tests.app.claims_store import claims_store
+
 
 PAGES = ["runs", "launch", "questions", "compare", "charts", "annotate"]
 TITLES = {"runs": "Runs", "launch": "Launch", "questions": "Questions", "compare": "Compare",
@@ -111,36 +114,67 @@ def test_questions_deep_link_and_next_previous(make_app, app_store):
     assert picker.format_func(3).startswith("4/24 · q00003 · ") and len(picker.format_func(3)) > 20
 
 
+def _html_texts(at) -> list[str]:
+    """The text of each st.html block as a reader sees it (tags dropped, entities decoded)."""
+    import html
+    import re
+
+    return [html.unescape(re.sub(r"<style>.*?</style>|<[^>]+>", "", h.proto.body, flags=re.S)) for h in at.get("html")]
+
+
 def test_questions_side_by_side_with_claims_contexts_and_judge(make_app, app_store):
     """One question, every method in its own column: answer, key scores in importance order,
-    claims with verdicts, contexts with relevance verdicts, the heuristic-judge badge, raw calls."""
+    every claim in full with its verdict and reason, contexts with relevance verdicts, one short
+    judge badge (full prompt ids in an expander), raw calls."""
     run = synthetic_runs(app_store)[0]
     at = make_app("questions", run=run, qid="q00002")
     assert not at.exception
-    answers = at.get("flex_container") and None  # noqa: F841 (the container is looked up by key below)
-    block = at.container(key="answers") if hasattr(at, "container") else None  # noqa: F841
-    methods = [t for t in texts(at) if t in ("basic_search", "local_search")]
-    assert methods == ["basic_search", "local_search"]  # both methods, side by side (one column each)
-    frames = [d.value for d in at.dataframe]
-    contexts = [f for f in frames if "judge verdict" in f.columns and "rank" in f.columns]
-    claims = [f for f in frames if {"idx", "verdict", "text", "reason"} <= set(f.columns)]
-    scores = [f for f in frames if list(f.columns) == ["metric", "value", "label", "basis"]]
-    assert len(contexts) == len(claims) == len(scores) == 2
-    assert contexts[0]["judge verdict"].isin(["relevant", "not_relevant"]).all()
-    # each reading of a context names its basis: the dataset's gold passages, the judge
-    assert list(contexts[0].columns[:5]) == ["rank", "gold passage", "judge verdict", "reason", "text"]
+    heads = [m.value for m in at.markdown if m.value.startswith("#### ")]
+    assert heads == ["#### basic\\_search", "#### local\\_search"]  # both methods, one column each
+    assert at.query_params.get("layout") is None  # two methods: side by side is the default
+    scores = [d.value for d in at.dataframe if list(d.value.columns) == ["metric", "value", "label", "basis"]]
+    assert len(scores) == 2
     assert set(scores[0].loc[scores[0].metric == "faithfulness", "basis"]) == {"judge"}
     assert set(scores[0]["basis"]) <= {"judge", "gold passages", "computed"}
-    assert claims[0]["verdict"].isin(["supported", "not_supported"]).all() and len(claims[0]) == 3
     assert scores[0]["metric"].iloc[0] in ("answer_correctness", "factual_accuracy", "answer_class", "token_f1")
     assert list(scores[0]["metric"]).index("faithfulness") < list(scores[0]["metric"]).index("context_precision")
-    assert any(t.startswith("Judged by: heuristic:synthetic") for t in texts(at))
-    # the badge says what the offline judge is: a lexical approximation, not a model
-    assert any("heuristic judge: word overlap, not a model" in m.value for m in at.markdown)
+    detail = question_detail(app_store, run, "q00002")
+    claims = detail["claims"][detail["claims"].method == "basic_search"]
+    shown_html = "\n".join(_html_texts(at))
+    for c in claims.itertuples():  # every claim and reason in full, numbered, with its verdict
+        verdict = "supported" if c.verdict == "supported" else "not supported"
+        assert f"{c.idx + 1} · {verdict} {c.text}" in shown_html and f"Judge's reason: {c.reason}" in shown_html
+    verdicts = detail["contexts"][(detail["contexts"].method == "basic_search")]
+    for v in verdicts.itertuples():  # each context with the judge's relevance verdict and reason
+        assert f"Rank {v.rank} · judge: {v.verdict}" in shown_html and v.reason in shown_html
+    # one short judge badge per method; the heuristic one explains itself on hover
+    badges = [m.value for m in at.markdown if "badge[" in m.value and "heuristic" in m.value]
+    assert len(badges) == 2 and all("heuristic \\(word overlap\\)" in b for b in badges)
+    ids = [e for e in at.expander if e.label.startswith("Judge prompt ids")]
+    assert len(ids) == 2 and ids[0].text[0].value == "heuristic:synthetic/synthetic@1"
     raw = next(e for e in at.expander if e.label.startswith("Raw judge calls"))
     assert any("Judge:" in c.value for c in raw.code)  # the stored judge request, one click away
-    full = next(e for e in at.expander if e.label.startswith("Context texts in full"))
-    assert [t.value for t in full.text] == contexts[0]["text"].tolist()
+
+
+def test_questions_marks_claims_and_cited_evidence(make_app, tmp_path, monkeypatch):
+    """A claim found in the answer is marked with its verdict; the sentence of the passage the
+    judge cited is marked in that passage and quoted under the claim with its shared words."""
+    store, run = claims_store(tmp_path / "runs")
+    monkeypatch.setenv("EVALCORE_STORE", str(store.root))
+    at = make_app("questions", run=run, qid="q1")
+    assert not at.exception
+    bodies = [h.proto.body for h in at.get("html")]
+    answer = next(b for b in bodies if "Nile" in b and "mark class=\"supported\"" in b)
+    assert answer.count("<mark") == 2 and 'class="unsupported"' in answer
+    claims_block = next(b for b in bodies if "Judge&#39;s reason" in b)
+    assert "Passage rank 2, cited by the judge" in claims_block and 'class="match"' in claims_block
+    ctx = next(b for b in bodies if "Rank 2" in b)
+    assert ctx.count('<mark class="cited"') == 1
+    # a model judge's badge is the model's name; its prompt ids one click away
+    badges = [shown(m.value) for m in at.markdown if m.value.startswith(":blue-badge[")]
+    assert badges == [":blue-badge[:material/gavel: claude-haiku-4-5]"] * 2
+    ids = next(e for e in at.expander if e.label.startswith("Judge prompt ids"))
+    assert ids.text[0].value == "anthropic:claude-haiku-4-5/context_review@1"
 
 
 def test_questions_grid_colours_and_opens_a_row(make_app, app_store):
@@ -182,7 +216,10 @@ def test_untrusted_answer_is_plain_text_not_markdown(make_app, app_store, hostil
     hostile_run = next(r for r in app_store.run_ids() if r.startswith("hostile"))
     at = make_app("questions", run=hostile_run, i="0")
     assert not at.exception
-    assert HOSTILE in texts(at)
+    assert HOSTILE in _html_texts(at)  # shown as exactly its characters...
+    body = next(h.proto.body for h in at.get("html") if "BOLD" in h.proto.body)
+    for raw in ("<script", "<b>", "**", "[link](", "http://"):  # ...with none of them left as syntax
+        assert raw not in body
     assert not any("<script>" in m.value or "**BOLD**" in m.value for m in at.markdown)
     assert not any("<script>" in str(getattr(c, "value", "")) for c in at.caption)
 
@@ -283,7 +320,9 @@ def test_annotate_queue_keyboard_flow_appends_and_reports_agreement(make_app, ap
     assert any(t == "Annotating as alice" for t in texts(at))  # asked once, then shown
     _, before, total = _progress(at)
     agree = next(b for b in at.button if b.label == "Agree")
-    judge_label = next(t.value for t in at.text if t.value in ("supported", "not_supported"))
+    prefix = "Judge verdict: "
+    judge_label = next(t.value.removeprefix(prefix) for t in at.text if t.value.startswith(prefix))
+    assert judge_label in ("supported", "not_supported")
     agree.click().run()
     correct = next(b for b in at.button if b.label.startswith("Correct → "))
     assert correct.label in ("Correct → supported", "Correct → not_supported")  # the judge's words
@@ -322,7 +361,7 @@ def test_annotating_a_claim_shows_the_contexts_the_judge_saw(make_app, app_store
     record = query_df(app_store, "SELECT record FROM responses WHERE run_id = ? AND method = ? AND question_id = ?",
                       [run, method, qid])["record"].iloc[0]
     stored = [c["text"] for c in json.loads(record)["retrieved"]]
-    on_page = [t.value for t in at.text]
+    on_page = _html_texts(at)  # each context in full, its words matching the claim marked
     assert stored and all(text in on_page for text in stored)
 
 
