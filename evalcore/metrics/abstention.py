@@ -294,7 +294,7 @@ SPECS = [
     MetricSpec("dont_know", "abstention", version="2",
                compute=_with_options(_dont_know), needs=frozenset({"answer"}),
                binary=True, higher_is_better=False,
-               description="1 if the answer abstains (explicit field, short form, or phrase)."),
+               description="1 if the answer abstains (explicit field, short form, or phrase).", decides_dont_know=True),
     MetricSpec("unanswerable_accuracy", "abstention", version="2",
                compute=_with_options(_unanswerable_accuracy),
                needs=frozenset({"answer"}), binary=True,
