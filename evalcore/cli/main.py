@@ -16,7 +16,6 @@ import traceback
 from types import ModuleType
 from typing import Callable, Optional
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -87,7 +86,7 @@ COMMANDS: dict[str, Callable[[], ModuleType]] = {
 }
 
 
-def commands_of(loader: Callable[[], ModuleType]) -> dict[str, click.Command]:
+def commands_of(loader: Callable[[], ModuleType]) -> dict[str, object]:
     """The click commands a command module registers (imports it)."""
     sub = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
     loader().register(sub)
@@ -97,10 +96,10 @@ def commands_of(loader: Callable[[], ModuleType]) -> dict[str, click.Command]:
 class LazyCommands(TyperGroup):
     """The root group: lists COMMANDS, imports a command's module only when it is looked up."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: typer.Context) -> list[str]:
         return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> object:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             for name, command in commands_of(COMMANDS[cmd_name]).items():
                 self.commands.setdefault(name, command)

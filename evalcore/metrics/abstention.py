@@ -14,7 +14,7 @@ per language:
   "There is no data."). See `no_answer_form`.
 
 Lists, negative rules and the snippet rule are scoring options (run config `score_options`,
-`evalcore score --options FILE / --option KEY=VALUE`, or Python):
+`evalcore score --options-file FILE / --option KEY=VALUE`, or Python):
 
   options["dont_know_phrases"] = {"en": [...], "ko": [...]}   (replaces the defaults per language)
   options["dont_know_forms"]   = {"en": [...], "ko": [...]}   (replaces the defaults per language)
