@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from evalcore.ui.entry import PAGES as ENTRY_PAGES
 
-PAGES = ["runs", "launch", "questions", "compare", "charts", "annotate"]
-TITLES = {"runs": "Runs", "launch": "Launch", "questions": "Questions", "compare": "Compare",
-          "charts": "Charts", "annotate": "Annotate"}
+PAGES = [module for module, _, _ in ENTRY_PAGES]  # the one page list: evalcore.ui.entry.PAGES
+TITLES = {module: title for module, title, _ in ENTRY_PAGES}
 
 
 def texts(at) -> list[str]:
