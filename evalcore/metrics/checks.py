@@ -204,7 +204,8 @@ def zero_on_error(fn):
 
 SPECS = [
     MetricSpec("checks_pass", "lexical", per_item(zero_on_error(_checks_pass)), needs=frozenset({"checks"}), binary=True,
-               description="1 if the question's is_correct_rule holds (else: every check passes).", importance=(ANSWER_QUALITY, 6), decides_correct=3),
+               description="1 if the question's is_correct_rule holds (else: every check passes).",
+               importance=(ANSWER_QUALITY, 6), decides_correct=3),
     MetricSpec("checks_score", "lexical", per_item(zero_on_error(_checks_score)), needs=frozenset({"checks"}),
                description="Fraction of the question's checks that pass."),
 ]
