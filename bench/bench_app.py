@@ -113,8 +113,8 @@ def page_calls(store) -> list[tuple[str, object, tuple]]:
     keys = tuple(sysdf.run_id[sysdf.run_id == run] + ":" + sysdf.method[sysdf.run_id == run])[:2]
     base, cand = keys
     every, mine = L.metric_names(store), L.metric_names(store, (run,))
-    cols = tuple([m for m in L.KEY_METRICS if m in every and m != "weighted_score"][:6])
-    shown = tuple([m for m in L.KEY_METRICS if m in mine][:4])
+    cols = tuple([m for m in L.key_metric_names() if m in every and m != "weighted_score"][:6])
+    shown = tuple([m for m in L.key_metric_names() if m in mine][:4])
     metric = shown[0]
     f = Qn.QuestionFilter(run_id=run)
     qid = Qn.question_table(store, f, shown)["question_id"].iloc[0]

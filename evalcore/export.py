@@ -6,12 +6,14 @@ import io
 import json
 import math
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from evalcore.errors import EvalcoreError
-from evalcore.analysis.results import wide_results
-from evalcore.store import RunStore
+
+if TYPE_CHECKING:  # pandas and the store load when something is exported, not with the CLI's help
+    import pandas as pd
+
+    from evalcore.store import RunStore
 
 FORMATS = ("csv", "json", "md", "parquet")
 
@@ -28,6 +30,8 @@ def _md_cell(value: object) -> str:
     is backslash-escaped, < and > become entities (no HTML tags), and newlines collapse to
     spaces so an answer can neither break the table nor render as a link, image or heading.
     """
+    import pandas as pd
+
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return ""
     if isinstance(value, float):
@@ -54,9 +58,11 @@ def _csv_safe(df: pd.DataFrame) -> pd.DataFrame:
     """Text cells a spreadsheet would run as a formula (starting with = + - @, tab or CR) get a
     leading apostrophe, the usual CSV-injection guard: the cell then reads as text. Numbers are
     left alone (a negative number is a number, not a formula)."""
+    from pandas.api.types import is_string_dtype
+
     out = df.copy()
     for col in out.columns:
-        if out[col].dtype == object or pd.api.types.is_string_dtype(out[col].dtype):
+        if out[col].dtype == object or is_string_dtype(out[col].dtype):
             out[col] = [("'" + v) if isinstance(v, str) and v.startswith(_FORMULA_START) else v for v in out[col]]
     return out
 
@@ -74,6 +80,8 @@ def export_run(store: RunStore, run_ref: str, fmt: str, output: str | Path | Non
     if fmt not in FORMATS:
         raise EvalcoreError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
     run_id = store.resolve(run_ref)
+    from evalcore.analysis.results import wide_results
+
     df = wide_results(store, run_id)
     if fmt == "csv":
         data = _csv_safe(df).to_csv(index=False).encode("utf-8")

@@ -1,11 +1,13 @@
 """pytest integration: a live RAG evaluation as a CI quality gate.
 
-Enable with `-p evalcore.pytest_plugin` (or the `pytest11` entry point). Options:
+Enable with `-p evalcore.pytest_plugin` (or the `pytest11` entry point). Options are `evalcore
+run`'s, prefixed with `eval-` (pytest's options share one namespace):
   --run-eval            actually run; without it, tests using the `rag_eval` fixture or the
                         `rag_eval` marker are skipped (a normal `pytest` never needs a server)
   --eval-config FILE    an eval config (targets, methods, dataset, thresholds, baseline)
-  --rag-url URL         the server (overrides the config's target; alone it uses evalcore's
-                        default contract and, without --eval-dataset, the demo questions)
+  --eval-target URL     the server (overrides the config's target; alone it uses evalcore's
+                        default contract and, without --eval-dataset, the demo questions);
+                        --rag-url is its old spelling (deprecated, goes in the next release)
   --eval-dataset FILE   the questions, when no config gives them
   --eval-samples N      a seeded sample of N questions, for quick CI runs
   --eval-store DIR      where the run (and the baseline) live (default: the config's store)
@@ -29,7 +31,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("evalcore", "evalcore live RAG evaluation")
     group.addoption("--run-eval", action="store_true", default=False, help="Run live RAG evaluations.")
     group.addoption("--eval-config", default=None, help="Eval config file (YAML).")
-    group.addoption("--rag-url", default=None, help="RAG server URL.")
+    group.addoption("--eval-target", default=None, help="RAG server URL (evalcore run --target).")
+    group.addoption("--rag-url", default=None, help="Old spelling of --eval-target (deprecated).")
     group.addoption("--eval-dataset", default=None, help="Question file.")
     group.addoption("--eval-samples", type=int, default=None, help="Sample N questions.")
     group.addoption("--eval-store", default=None, help="Run store folder.")
@@ -38,6 +41,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rag_eval: a live RAG evaluation test; skipped without --run-eval")
     config.stash[_FAILURES] = []
+    if config.getoption("--rag-url"):
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(
+            "--rag-url is deprecated and goes in the next release; use --eval-target"), stacklevel=2)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -57,7 +63,7 @@ def _build_config(pconfig: pytest.Config):
         overrides["store"] = pconfig.getoption("--eval-store")
     if pconfig.getoption("--eval-dataset"):
         overrides["dataset"] = pconfig.getoption("--eval-dataset")
-    url = pconfig.getoption("--rag-url")
+    url = pconfig.getoption("--eval-target") or pconfig.getoption("--rag-url")
     path = pconfig.getoption("--eval-config")
     if path:
         config = load_config(path, **overrides)
@@ -66,7 +72,7 @@ def _build_config(pconfig: pytest.Config):
                               for k, spec in config.targets.items()}
         return config
     if not url:
-        raise pytest.UsageError("--run-eval needs --eval-config FILE or --rag-url URL")
+        raise pytest.UsageError("--run-eval needs --eval-config FILE or --eval-target URL")
     if "dataset" not in overrides:
         from evalcore.demo import questions_path
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.importer import import_recorded
-from evalcore.metrics.registry import METRICS
+from evalcore.metrics.registry import METRICS, register_metric
 
 
 def _cli(root, *args, code=0):
@@ -46,13 +46,14 @@ def test_score_prints_means_per_method_and_one_skipped_line(store, tmp_path):
                     skipped[0]), skipped[0]
 
 
-def test_score_exits_non_zero_when_a_metric_raised(store, tmp_path, monkeypatch):
+def test_score_exits_non_zero_when_a_metric_raised(store, tmp_path, request):
     run_id = _run(store, tmp_path)
 
     def broken(items, ctx):
         raise RuntimeError("the metric broke")
 
-    monkeypatch.setitem(METRICS, "token_f1", dataclasses.replace(METRICS["token_f1"], compute=broken))
+    original = register_metric(dataclasses.replace(METRICS["token_f1"], compute=broken), replace=True)
+    request.addfinalizer(lambda: register_metric(original, replace=True))
     res = _cli(store.root, "score", run_id, "--metrics", "token_f1,exact_match", "--no-progress", code=1)
     assert "ERROR in token_f1: RuntimeError: the metric broke" in res.output
     assert "1 metric(s) raised" in res.output

@@ -35,7 +35,7 @@ def two_runs(shared_data, tmp_path_factory):
         res = _cli(root, "import", str(path), "--name", name)
         assert res.exit_code == 0, res.output
         run_id = res.stdout.strip().splitlines()[-1]
-        res = _cli(root, "score", run_id, "--group", "lexical", "--no-progress")
+        res = _cli(root, "score", run_id, "--groups", "lexical", "--no-progress")
         assert res.exit_code == 0, res.output
         ids.append(run_id)
     return root, ids

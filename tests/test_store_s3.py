@@ -45,7 +45,7 @@ def test_cli_import_score_show_compare_export_match_a_local_store(s3_store, tmp_
         res = _cli(root, "import", "--example")
         assert res.exit_code == 0, res.output
         run_id = res.stdout.strip().splitlines()[-1]
-        assert _cli(root, "score", run_id, "--group", "lexical", "--no-progress").exit_code == 0
+        assert _cli(root, "score", run_id, "--groups", "lexical", "--no-progress").exit_code == 0
         runs = json.loads(_cli(root, "runs", "--json").stdout)
         shown = json.loads(_cli(root, "show", run_id, "--json").stdout)
         compared = _cli(root, "compare", f"{run_id}:basic_search", f"{run_id}:local_search",

@@ -8,9 +8,9 @@ one and not in another). The rule, per answer:
   ERROR      the target returned an error (the answer is a failure, not diagnosed further)
   DONT_KNOW  it abstained: the dont_know metric, or the judge's class DONT_KNOW
              (answer_dont_know, or answer_class labelled DONT_KNOW), is set
-  CORRECT /  otherwise the first of CORRECT_METRICS with a value decides: >= 0.5 is CORRECT
+  CORRECT /  otherwise the first deciding metric with a value decides: >= 0.5 is CORRECT
   WRONG      (a judge's class verdict beats a judge's score beats declarative checks beats
-             token F1); `decided_by` names it
+             token F1: MetricSpec.decides_correct orders them); `decided_by` names it
   UNSCORED   no metric decides
 
 Whether abstaining was right depends on the question: an abstention on an unanswerable
@@ -27,13 +27,24 @@ import pandas as pd
 
 from evalcore.analysis.sql import df
 
-CORRECT_METRICS = ("answer_correct", "answer_class", "answer_correctness", "checks_pass", "token_f1")
 CORRECT_THRESHOLD = 0.5
-DONT_KNOW_METRICS = ("dont_know", "answer_dont_know")
 CLASSES = ("CORRECT", "WRONG", "DONT_KNOW", "ERROR", "UNSCORED")
 # the label column of answer_class (the judge's class) rides along as its own column
 CLASS_LABEL = "answer_class_label"
-NEEDED = (*CORRECT_METRICS, *DONT_KNOW_METRICS)
+
+
+def correct_metrics() -> tuple[str, ...]:
+    """The metrics that decide CORRECT / WRONG, first decider first (MetricSpec.decides_correct)."""
+    from evalcore.metrics.registry import correct_deciders
+
+    return correct_deciders()
+
+
+def dont_know_metrics() -> tuple[str, ...]:
+    """The metrics whose set value makes an answer DONT_KNOW (MetricSpec.decides_dont_know)."""
+    from evalcore.metrics.registry import dont_know_deciders
+
+    return dont_know_deciders()
 
 
 def outcome_frame(store, keys: Sequence[str], extra: Sequence[str] = (), by: str | None = None) -> pd.DataFrame:
@@ -45,7 +56,7 @@ def outcome_frame(store, keys: Sequence[str], extra: Sequence[str] = (), by: str
 
     expr, join = _by(by)
     runs = sorted({k.partition(":")[0] for k in keys})
-    needed = list(dict.fromkeys([*NEEDED, *extra]))
+    needed = list(dict.fromkeys([*correct_metrics(), *dont_know_metrics(), *extra]))
     values = df(store, f"""
         SELECT r.run_id || ':' || r.method AS system, r.question_id, q.answerable, r.error, {expr} AS bucket,
                m.metric, CASE WHEN isnan(m.value) THEN NULL ELSE m.value END AS value, m.label
@@ -90,14 +101,15 @@ def first_of(wide: pd.DataFrame, names: Sequence[str]) -> tuple[pd.Series, pd.Se
     return value, name
 
 
-def classify(wide: pd.DataFrame, correct_metrics: Sequence[str] = CORRECT_METRICS,
+def classify(wide: pd.DataFrame, deciders: Sequence[str] | None = None,
              threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
     """The class of every answer of an outcome frame (the module's rule): columns `cls` and
-    `decided_by` (the metric that decided CORRECT/WRONG, or what made it DONT_KNOW/ERROR)."""
+    `decided_by` (the metric that decided CORRECT/WRONG, or what made it DONT_KNOW/ERROR).
+    `deciders`: the metrics that decide CORRECT / WRONG, first first (default: the registry's)."""
     error = wide["error"].map(lambda e: isinstance(e, str))
     dk = pd.Series(False, index=wide.index)
     dk_by = pd.Series(None, index=wide.index, dtype=object)
-    for metric in DONT_KNOW_METRICS:
+    for metric in dont_know_metrics():
         if metric in wide:
             hit = pd.to_numeric(wide[metric], errors="coerce").fillna(0) >= 0.5
             dk_by = dk_by.mask(hit & ~dk, metric)
@@ -106,7 +118,7 @@ def classify(wide: pd.DataFrame, correct_metrics: Sequence[str] = CORRECT_METRIC
         hit = wide[CLASS_LABEL].eq("DONT_KNOW")
         dk_by = dk_by.mask(hit & ~dk, "answer_class")
         dk |= hit
-    value, name = first_of(wide, correct_metrics)
+    value, name = first_of(wide, correct_metrics() if deciders is None else deciders)
     cls = np.select([error, dk, value.isna(), value >= threshold],
                     ["ERROR", "DONT_KNOW", "UNSCORED", "CORRECT"], default="WRONG")
     decided = np.where(error, "target error", np.where(dk, dk_by, name))

@@ -24,11 +24,15 @@ from evalcore.analysis.ranking import add_rank_columns, ranked_order
 from evalcore.analysis.sql import df
 from evalcore.store import RunStore
 
-# Metrics the leaderboard shows first when present (others can be added by the user).
-KEY_METRICS = ["weighted_score", "answer_correctness", "factual_accuracy", "faithfulness",
-               "context_precision", "context_recall", "answer_relevance", "token_f1",
-               "keyword_coverage", "recall@5", "mrr", "citation_precision"]
 MIN_N_FOR_CI = 10
+
+
+def key_metric_names() -> list[str]:
+    """The metrics the leaderboard (and the pages' pickers) show first when present, in order:
+    those whose MetricSpec has a key_rank (others can be added by the user)."""
+    from evalcore.metrics.registry import key_metric_names as from_registry
+
+    return from_registry()
 
 _SYSTEMS_SQL = """
     SELECT r.run_id, r.name, s.method, r.status, r.kind, r.created_at, r.dataset, r.dataset_fingerprint,
@@ -103,12 +107,13 @@ def _with_ci(store: RunStore, rows: pd.DataFrame) -> pd.DataFrame:
 
 def run_board(store: RunStore, run_id: str) -> pd.DataFrame:
     """One run's leaderboard, one row per method (the index), best weighted_score first: the key
-    metrics the run has (KEY_METRICS, the Runs page's defaults) and n, errors, cost per query and
+    metrics the run has (key_metric_names(), the Runs page's defaults) and n, errors, cost per query and
     p50 latency — the Runs page's figures, for `evalcore demo` to print."""
     have = set(metric_names(store, [run_id]))
     # weighted_score and the Runs page's default metric columns (its first six other key metrics)
-    wanted = [m for m in KEY_METRICS if m in have and m == "weighted_score"] + \
-        [m for m in KEY_METRICS if m in have and m != "weighted_score"][:6]
+    key = key_metric_names()
+    wanted = [m for m in key if m in have and m == "weighted_score"] + \
+        [m for m in key if m in have and m != "weighted_score"][:6]
     rows = system_rows(store, [(run_id, m) for m in df(store, "SELECT DISTINCT method FROM summary_responses "
                                                               "WHERE run_id = ?", [run_id], runs=[run_id])["method"]],
                        wanted)

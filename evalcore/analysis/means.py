@@ -22,7 +22,7 @@ import pandas as pd
 from evalcore.metrics.composites import OVERALL_COMPONENTS, combine, overall_parts
 from evalcore.analysis import sql as Q
 # which metric decides CORRECT vs WRONG: one rule, in evalcore.analysis.correctness
-from evalcore.analysis.correctness import CORRECT_METRICS, CORRECT_THRESHOLD  # noqa: F401 (re-exported)
+from evalcore.analysis.correctness import CORRECT_THRESHOLD, correct_metrics as correct_deciders
 from evalcore.schemas.labels import grade_for
 from evalcore.stats.resample import DEFAULT_BOOT, bootstrap_ci
 from evalcore.store import RunStore
@@ -129,7 +129,7 @@ def best_worst(store: RunStore, run_id: str, metric: str, method: str | None = N
 
 
 def answer_classes(store: RunStore, run_id: str, by: str | None = None,
-                   correct_metrics: Sequence[str] = CORRECT_METRICS,
+                   correct_metrics: Sequence[str] | None = None,
                    threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
     """Counts and rates of CORRECT / WRONG / DONT_KNOW (and ERROR, UNSCORED) per method [, bucket],
     by the one answer-class rule of evalcore.analysis.correctness; `decided_by` counts which
@@ -138,6 +138,7 @@ def answer_classes(store: RunStore, run_id: str, by: str | None = None,
 
     cols = ["method", "bucket", "n", "correct", "wrong", "dont_know", "error", "unscored",
             "correct_rate", "wrong_rate", "dont_know_rate", "decided_by"]
+    correct_metrics = correct_deciders() if correct_metrics is None else correct_metrics
     keys = [f"{run_id}:{m}" for m in Q.run_methods(store, run_id)]
     wide = outcome_frame(store, keys, extra=correct_metrics, by=by) if keys else pd.DataFrame()
     if wide.empty:

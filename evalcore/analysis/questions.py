@@ -6,6 +6,7 @@ reason, judge), joined to the retrieved contexts by rank; nothing is parsed out 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import pandas as pd
@@ -90,27 +91,24 @@ def question_detail(store: RunStore, run_id: str, question_id: str) -> dict[str,
     }
 
 
-# Metrics in the order a reader weighs them: answer quality, then faithfulness, then retrieval,
-# then everything else alphabetically (abstention, cost, latency...).
-_IMPORTANCE = (
-    ("answer_correctness", "answer_correct", "factual_accuracy", "factual_grade", "answer_class", "judge_correctness",
-     "checks_pass", "token_f1", "exact_match", "semantic_similarity", "bert_score_f1", "keyword_coverage",
-     "weighted_score", "ragas_score", "overall_score"),
-    ("faithfulness", "groundedness", "judge_faithfulness", "citation_precision", "citation_recall"),
-    ("context_precision", "context_recall", "hit_rate@5", "recall@5", "mrr", "ndcg@10"),
-)
+def _importance(name: str) -> tuple[int, int, str]:
+    """Where a reader weighs a metric: its MetricSpec.importance (tier: answer quality,
+    faithfulness, retrieval; position in the tier); an unplaced cut-off metric (`recall@3`)
+    after the placed retrieval ones; everything else after the tiers, alphabetically."""
+    from evalcore.metrics.base import IMPORTANCE_TIERS, RETRIEVAL
+    from evalcore.metrics.registry import METRICS
+
+    spec = METRICS.get(name)
+    if spec is not None and spec.importance is not None:
+        return spec.importance[0], spec.importance[1], name
+    if "@" in name:
+        return RETRIEVAL, sys.maxsize, name
+    return len(IMPORTANCE_TIERS), 0, name
 
 
 def metric_order(names: list[str]) -> list[str]:
     """`names` sorted by importance: answer quality, faithfulness, retrieval, then the rest."""
-    def rank(name: str) -> tuple[int, int, str]:
-        for tier, group in enumerate(_IMPORTANCE):
-            if name in group:
-                return tier, group.index(name), name
-            if tier == 2 and ("@" in name):
-                return tier, len(group), name
-        return len(_IMPORTANCE), 0, name
-    return sorted(names, key=rank)
+    return sorted(names, key=_importance)
 
 
 def readable_details(details: str | None) -> list[tuple[str, str]]:
@@ -184,12 +182,5 @@ def key_metrics(names: list[str], per_tier: tuple[int, ...] = (3, 2, 2)) -> list
     ordered = metric_order(names)
     picked: list[str] = []
     for tier, n in enumerate(per_tier):
-        picked += [m for m in ordered if _tier(m) == tier][:n]
+        picked += [m for m in ordered if _importance(m)[0] == tier][:n]
     return picked
-
-
-def _tier(name: str) -> int:
-    for tier, group in enumerate(_IMPORTANCE):
-        if name in group or (tier == 2 and "@" in name):
-            return tier
-    return len(_IMPORTANCE)

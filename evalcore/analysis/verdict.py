@@ -76,11 +76,11 @@ def default_tested_metrics(store: Any, keys: Sequence[str]) -> list[str]:
     `evalcore compare` without --metrics): the first few of the leaderboard's key metrics scored
     on every system, else the most important metrics scored on every system. Few on purpose:
     Holm over 45 metrics at n = 10 makes nothing significant."""
-    from evalcore.analysis.leaderboard import KEY_METRICS
+    from evalcore.analysis.leaderboard import key_metric_names
     from evalcore.analysis.questions import metric_order
 
     have = scored_on_all(store, keys)
-    picked = [m for m in KEY_METRICS if m in set(have)][:N_DEFAULT_TESTED]
+    picked = [m for m in key_metric_names() if m in set(have)][:N_DEFAULT_TESTED]
     return picked or metric_order(have)[:N_DEFAULT_TESTED]
 
 

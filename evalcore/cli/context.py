@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from evalcore.store import RunStore
+if TYPE_CHECKING:  # the store (DuckDB, pyarrow) is imported when a command opens it, not at start
+    from evalcore.store import RunStore
 
 
 @dataclass
@@ -13,6 +15,8 @@ class CliState:
     store_root: str | Path | None = None  # a folder or s3://bucket/prefix
 
     def store(self) -> RunStore:
+        from evalcore.store import RunStore
+
         return RunStore(self.store_root)
 
 

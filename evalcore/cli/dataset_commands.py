@@ -11,8 +11,6 @@ from typing import Iterator, Optional
 
 import typer
 
-from evalcore.datasets import FORMATS, load_questions
-from evalcore.datasets.stats import dataset_stats
 from evalcore.errors import DuplicateIdsDropped
 
 
@@ -56,6 +54,8 @@ def print_dropped_duplicates() -> Iterator[None]:
 
 def datasets_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List the question formats evalcore reads (and the public sets it can fetch by name)."""
+    from evalcore.datasets import FORMATS
+
     from evalcore.datasets.registry import PUBLIC_SETS
 
     if as_json:
@@ -78,6 +78,9 @@ def stats_cmd(
     on_duplicate: OnDuplicate = typer.Option(OnDuplicate.error, "--on-duplicate", help=ON_DUPLICATE_HELP),
 ) -> None:
     """Count questions by category, type, difficulty, answerability and gold annotations."""
+    from evalcore.datasets import load_questions
+    from evalcore.datasets.stats import dataset_stats
+
     with print_dropped_duplicates():
         questions = load_questions(dataset, fmt, on_duplicate=on_duplicate.mode)
     stats = dataset_stats(questions)

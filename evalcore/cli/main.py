@@ -1,23 +1,120 @@
-"""The `evalcore` command. Each command group lives in its own module and registers itself
-here through COMMAND_MODULES (an explicit list, no import magic)."""
+"""The `evalcore` command. Each command group lives in its own module with a `register(app)`;
+COMMANDS names, for every command, the function that imports its module (explicit imports, no
+module-name strings).
+
+Why lazily: importing every command module (each pulls in the store, pandas, the scorers...)
+cost ~0.8 s before any command ran. A command's module is imported when the command is
+looked up, so `evalcore runs --help` imports one module; `evalcore --help` lists them all
+(bench/bench_cli_start.py measures it against importing every module first).
+"""
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import traceback
-from typing import Optional
+from types import ModuleType
+from typing import Callable, Optional
 
 import typer
+from typer.core import TyperGroup
 
 from evalcore import __version__
 from evalcore.cli.context import state
 from evalcore.cli.disk_errors import disk_full_message, is_disk_full, is_not_writable, not_writable_message
 from evalcore.errors import EvalcoreError
 
+def _store_commands() -> ModuleType:
+    from evalcore.cli import store_commands
+    return store_commands
+
+
+def _dataset_commands() -> ModuleType:
+    from evalcore.cli import dataset_commands
+    return dataset_commands
+
+
+def _score_commands() -> ModuleType:
+    from evalcore.cli import score_commands
+    return score_commands
+
+
+def _metric_commands() -> ModuleType:
+    from evalcore.cli import metric_commands
+    return metric_commands
+
+
+def _trec_commands() -> ModuleType:
+    from evalcore.cli import trec_commands
+    return trec_commands
+
+
+def _judge_commands() -> ModuleType:
+    from evalcore.cli import judge_commands
+    return judge_commands
+
+
+def _run_commands() -> ModuleType:
+    from evalcore.cli import run_commands
+    return run_commands
+
+
+def _app_commands() -> ModuleType:
+    from evalcore.cli import app_commands
+    return app_commands
+
+
+def _label_commands() -> ModuleType:
+    from evalcore.cli import label_commands
+    return label_commands
+
+
+# command -> the module that registers it, in the order `evalcore --help` lists them. A new
+# command module: a loader above, its commands here (tests/test_cli_vocabulary.py checks that
+# every module registers exactly the commands named for it).
+COMMANDS: dict[str, Callable[[], ModuleType]] = {
+    "import": _store_commands, "runs": _store_commands, "show": _store_commands, "export": _store_commands,
+    "delete": _store_commands, "store": _store_commands,
+    "datasets": _dataset_commands, "stats": _dataset_commands,
+    "score": _score_commands, "compare": _score_commands,
+    "metrics": _metric_commands,
+    "trec": _trec_commands,
+    "rejudge": _judge_commands,
+    "run": _run_commands, "demo": _run_commands, "demo-server": _run_commands,
+    "app": _app_commands,
+    "labels": _label_commands,  # labels import|export (show/compare --corrected print from it too)
+}
+
+
+def commands_of(loader: Callable[[], ModuleType]) -> dict[str, object]:
+    """The click commands a command module registers (imports it)."""
+    sub = typer.Typer(rich_markup_mode=None, pretty_exceptions_enable=False)
+    loader().register(sub)
+    return dict(typer.main.get_group(sub).commands)
+
+
+class LazyCommands(TyperGroup):
+    """The root group: lists COMMANDS, imports a command's module only when it is looked up."""
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        return [*COMMANDS, *(n for n in super().list_commands(ctx) if n not in COMMANDS)]
+
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> object:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            for name, command in commands_of(COMMANDS[cmd_name]).items():
+                self.commands.setdefault(name, command)
+        return super().get_command(ctx, cmd_name)
+
+
+def load_all() -> None:
+    """Import every command module now (the eager start: bench/bench_cli_start.py's baseline)."""
+    for loader in dict.fromkeys(COMMANDS.values()):
+        loader()
+
+
 app = typer.Typer(
     name="evalcore",
+    cls=LazyCommands,
     help="Evaluate RAG systems: import or collect answers, score them, compare methods, browse results.\n\n"
          "Runs are kept in a store folder (--store, or EVALCORE_STORE, default ./runs).",
     no_args_is_help=True,
@@ -25,20 +122,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-# Modules exposing register(app). Later features add their module here.
-COMMAND_MODULES = [
-    "evalcore.cli.store_commands",
-    "evalcore.cli.dataset_commands",
-    "evalcore.cli.score_commands",  # score, compare
-    "evalcore.cli.metric_commands",  # metrics
-    "evalcore.cli.trec_commands",  # trec
-    "evalcore.cli.judge_commands",  # rejudge
-    "evalcore.cli.run_commands",  # run, demo, demo-server
-    "evalcore.cli.app_commands",  # app
-    "evalcore.cli.label_commands",  # labels import|export (show/compare --corrected print from it too)
-]
-
 
 DEBUG_ENV = "EVALCORE_DEBUG"
 _debug = [False]  # set by --debug (or EVALCORE_DEBUG) once the root callback has run
@@ -62,10 +145,6 @@ def _root(
 ) -> None:
     state.store_root = store
     _debug[0] = debug
-
-
-for _module in COMMAND_MODULES:
-    importlib.import_module(_module).register(app)
 
 
 def _debugging() -> bool:

@@ -55,7 +55,7 @@ def metrics_cmd(
         table.add_row(r["name"], r["group"], ", ".join(r["needs"]) or "-",
                       "higher" if r["higher_is_better"] else "lower", r["description"])
     console().print(table)
-    typer.echo(f"{len(rows)} metrics. Score with `evalcore score RUN --metrics a,b` or `--group G`; "
+    typer.echo(f"{len(rows)} metrics. Score with `evalcore score RUN --metrics a,b` or `--groups G`; "
                "see docs/metrics/ for formulas.")
 
 

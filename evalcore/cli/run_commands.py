@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -10,6 +9,7 @@ import typer
 
 from evalcore.cli.context import state
 from evalcore.cli.dataset_commands import ON_DUPLICATE_HELP, OnDuplicate, print_dropped_duplicates
+from evalcore.cli.vocabulary import Engine, deprecated
 from evalcore.errors import EvalcoreError
 
 
@@ -21,11 +21,6 @@ def _print_result(result, store_root: str) -> None:
     if result.score_message:
         typer.echo(result.score_message, err=True)
     typer.echo(f"see it with `evalcore --store {store_root} show {result.run_id}` or `evalcore app`", err=True)
-
-
-class Engine(str, Enum):
-    local = "local"
-    ray = "ray"
 
 
 def _names(flag: str | None) -> list[str] | None:
@@ -42,8 +37,9 @@ def run_cmd(
                                          "contract: /health, /models/info, POST /query)."),
     dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="Question file (any supported format)."),
     datasets: Optional[str] = typer.Option(None, "--datasets", help="Comma-separated public set names or files."),
-    methods: Optional[str] = typer.Option(None, "--methods", "-m", help="Comma-separated methods to ask "
+    methods: Optional[str] = typer.Option(None, "--methods", help="Comma-separated methods to ask "
                                           "(sent as the request's `method`)."),
+    methods_short: Optional[str] = typer.Option(None, "-m", hidden=True, help="Old spelling of --methods."),
     samples: Optional[int] = typer.Option(None, "--samples", "-n", help="Seeded random sample per dataset."),
     on_duplicate: Optional[OnDuplicate] = typer.Option(None, "--on-duplicate", help=ON_DUPLICATE_HELP + " "
                                                        "Overrides the config's on_duplicate (default error)."),
@@ -62,8 +58,9 @@ def run_cmd(
     no_score: bool = typer.Option(False, "--no-score", help="Only collect answers; score later."),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated metrics to score once the "
                                           "answers are in (default: every metric the run can have)."),
-    group: Optional[str] = typer.Option(None, "--group", help="Comma-separated metric groups to score "
-                                        "(with --metrics: both). Unknown names fail before any question."),
+    groups: Optional[str] = typer.Option(None, "--groups", help="Comma-separated metric groups to score "
+                                         "(with --metrics: both). Unknown names fail before any question."),
+    group: Optional[str] = typer.Option(None, "--group", hidden=True, help="Old spelling of --groups."),
     name: Optional[str] = typer.Option(None, "--name", help="Run name."),
     resume: Optional[str] = typer.Option(None, "--resume", help="Continue run RUN: ask only what is missing."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
@@ -85,6 +82,9 @@ def run_cmd(
     if address and engine is not Engine.ray:
         raise EvalcoreError("--address is for --engine ray")
     store = state.store()
+    methods = deprecated(methods, methods_short, "-m", "--methods",
+                         "-m will mean --metrics, as in score, compare, rejudge and trec")
+    groups = deprecated(groups, group, "--group", "--groups")
     progress = False if no_progress else None
     how = {"engine": engine.value, "address": address}
     target_rules = {"follow_redirects": follow_redirects or None, "max_response_mb": max_response_mb}
@@ -97,13 +97,13 @@ def run_cmd(
             result = resume_run(resume, store, config=given, concurrency=concurrency, timeout=timeout,
                                 retries=retries, progress=progress, score=False if no_score else None,
                                 judge=judge, no_judge=no_judge or None, metrics=_names(metrics),
-                                groups=_names(group), on_duplicate=None if config else duplicates,
+                                groups=_names(groups), on_duplicate=None if config else duplicates,
                                 **target_rules, **how)
     else:
         overrides = {"target": target, "dataset": dataset, "datasets": datasets, "methods": methods,
                      "samples": samples, "concurrency": concurrency, "timeout": timeout, "retries": retries,
                      "top_k": top_k, "judge": judge, "no_judge": no_judge or None, "name": name,
-                     "metrics": _names(metrics), "groups": _names(group),
+                     "metrics": _names(metrics), "groups": _names(groups),
                      "score": False if no_score else None, "progress": progress, "on_duplicate": duplicates,
                      **target_rules}
         if config:

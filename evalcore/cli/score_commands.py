@@ -15,6 +15,7 @@ from typing import Optional
 import typer
 
 from evalcore.cli.context import state
+from evalcore.cli.vocabulary import Engine, deprecated
 from evalcore.errors import EvalcoreError
 
 
@@ -44,7 +45,7 @@ def _print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
 
 
 def _options_from(path: Optional[str], pairs: list[str]) -> dict:
-    """Scoring options from --options FILE and --option KEY=VALUE (these win), checked by name."""
+    """Scoring options from --options-file FILE and --option KEY=VALUE (these win), checked by name."""
     from evalcore.metrics.options import check_options, parse_option
 
     options: dict = {}
@@ -52,9 +53,9 @@ def _options_from(path: Optional[str], pairs: list[str]) -> dict:
         from evalcore.datasets.records import read_yaml
 
         if not Path(path).is_file():
-            raise EvalcoreError(f"--options {path}: no such file")
+            raise EvalcoreError(f"--options-file {path}: no such file")
         data = read_yaml(Path(path))
-        options.update(check_options(data if data is not None else {}, f"--options {path}"))
+        options.update(check_options(data if data is not None else {}, f"--options-file {path}"))
     for text in pairs:
         key, value = parse_option(text)
         options[key] = value
@@ -63,8 +64,9 @@ def _options_from(path: Optional[str], pairs: list[str]) -> dict:
 
 def score_cmd(
     run: str = typer.Argument(..., help="Run id, unique prefix, name, or 'latest'."),
-    metrics: Optional[str] = typer.Option(None, "--metrics", help="Comma-separated metric names."),
-    group: Optional[str] = typer.Option(None, "--group", help="Comma-separated metric groups."),
+    metrics: Optional[str] = typer.Option(None, "--metrics", "-m", help="Comma-separated metric names."),
+    groups: Optional[str] = typer.Option(None, "--groups", help="Comma-separated metric groups."),
+    group: Optional[str] = typer.Option(None, "--group", hidden=True, help="Old spelling of --groups."),
     judge: Optional[str] = typer.Option(None, "--judge", help="Judge, e.g. heuristic or anthropic:MODEL."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only estimate judge calls, tokens and cost."),
     spot_check: Optional[float] = typer.Option(None, "--spot-check", help="Re-judge this fraction (e.g. 0.1)."),
@@ -77,13 +79,15 @@ def score_cmd(
     bertscore_rescale: bool = typer.Option(False, "--bertscore-rescale",
                                            help="Rescale BERTScore with the model's baseline."),
     options_file: Optional[str] = typer.Option(
-        None, "--options", help="YAML/JSON file of scoring options (phrase lists, negative_rules, "
-                                "match_snippets, weights, budgets...; see docs/metrics)."),
+        None, "--options-file", help="YAML/JSON file of scoring options (phrase lists, negative_rules, "
+                                     "match_snippets, weights, budgets...; see docs/metrics)."),
+    options_old: Optional[str] = typer.Option(None, "--options", hidden=True, help="Old spelling of --options-file."),
     option: Optional[list[str]] = typer.Option(
-        None, "--option", help="One scoring option as KEY=VALUE (VALUE is YAML); repeatable; wins over --options."),
+        None, "--option", help="One scoring option as KEY=VALUE (VALUE is YAML); repeatable; wins over "
+                               "--options-file."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Do not show a progress bar."),
-    engine: str = typer.Option("local", "--engine", help="local (this process) or ray (a Ray Data pipeline; "
-                               "needs evalcore[scale]). Same values either way."),
+    engine: Engine = typer.Option(Engine.local, "--engine", help="local (this process) or ray (a Ray Data "
+                                  "pipeline; needs evalcore[scale]). Same values either way."),
     address: Optional[str] = typer.Option(None, "--address", help="With --engine ray: the Ray cluster to use "
                                           "(e.g. ray://head:10001 or auto); default: start a local instance."),
     workers: Optional[int] = typer.Option(None, "--workers", help="With --engine ray: scoring actors "
@@ -93,12 +97,15 @@ def score_cmd(
 ) -> None:
     """Compute metric values for every answer of a run and store them (re-scoring replaces).
 
-    Without --metrics/--group: every metric that needs neither a judge nor embeddings and can
-    run on what the run holds. Add --group semantic for embedding metrics, --judge J for the
+    Without --metrics/--groups: every metric that needs neither a judge nor embeddings and can
+    run on what the run holds. Add --groups semantic for embedding metrics, --judge J for the
     LLM-judged ones (use --dry-run first to see calls, tokens and cost).
     """
     from evalcore.scoring import score_run
 
+    groups = deprecated(groups, group, "--group", "--groups")
+    options_file = deprecated(options_file, options_old, "--options", "--options-file")
+    engine = engine.value
     if spot_check is not None and not (0 < spot_check <= 1):
         raise EvalcoreError("--spot-check takes a fraction in (0, 1], e.g. 0.1")
     if spot_check is not None and not second_judge:
@@ -117,18 +124,16 @@ def score_cmd(
     if bertscore_rescale:
         options["bertscore_rescale"] = True
     options["progress"] = not no_progress
-    if engine not in ("local", "ray"):
-        raise EvalcoreError(f"--engine {engine!r}: choose local or ray")
     if engine == "local" and (address or workers or judge_rpm):
         raise EvalcoreError("--address, --workers and --judge-rpm need --engine ray")
     store = state.store()
     if engine == "ray" and not dry_run:  # a dry run computes nothing: the local estimate is the same
         from evalcore.scale.ray_scoring import score_run_ray
 
-        report = score_run_ray(store, run, metrics=_split(metrics), groups=_split(group), options=options,
+        report = score_run_ray(store, run, metrics=_split(metrics), groups=_split(groups), options=options,
                                address=address, workers=workers, judge_per_minute=judge_rpm)
     else:
-        report = score_run(store, run, metrics=_split(metrics), groups=_split(group), options=options,
+        report = score_run(store, run, metrics=_split(metrics), groups=_split(groups), options=options,
                            dry_run=dry_run, progress=not no_progress)
     if dry_run:
         est = report.estimate or {}
@@ -199,7 +204,7 @@ def _parse_gate(value: str) -> tuple[str, float]:
 def compare_cmd(
     selections: list[str] = typer.Argument(..., help="RUN[:METHOD] ... (first = baseline)."),
     metrics: Optional[str] = typer.Option(
-        None, "--metrics", help="Comma-separated metrics to test (default: the key metrics scored on both sides, "
+        None, "--metrics", "-m", help="Comma-separated metrics to test (default: the key metrics scored on both sides, "
                                 "the Compare page's default set)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     markdown: bool = typer.Option(False, "--markdown",

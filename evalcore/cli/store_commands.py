@@ -15,13 +15,7 @@ from evalcore.cli.context import state
 from evalcore.cli import store_health_commands
 from evalcore.cli.dataset_commands import ON_DUPLICATE_HELP, OnDuplicate, print_dropped_duplicates
 from evalcore.errors import EvalcoreError
-from evalcore.export import FORMATS, export_run
-from evalcore.importer import import_recorded
-from evalcore.analysis.indexing import coverage_by_doc_type, run_indexing_coverage
-from evalcore.analysis.leaderboard import runs_overview
-from evalcore.analysis.means import metric_table
-from evalcore.staging import human_bytes
-from evalcore.tables import _json
+from evalcore.export import FORMATS
 
 
 def example_files() -> tuple[Path, Path]:
@@ -62,6 +56,8 @@ def import_cmd(
     unknown fields are refused unless --allow-extra. The mapping used (field <- column) is
     printed. Prints the new run id. A bad record stops the import and leaves the store untouched.
     """
+    from evalcore.importer import import_recorded
+
     kind = "import"
     if example:
         if file is not None:
@@ -84,6 +80,8 @@ def import_cmd(
 
 def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
     """List the runs in the store, newest first."""
+    from evalcore.analysis.leaderboard import runs_overview
+
     problems: list[str] = []
     state.store().manifests(problems)
     for problem in problems:
@@ -116,6 +114,10 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
              corrected: bool = typer.Option(False, "--corrected",
                                             help="Also the human-corrected means from randomly sampled labels.")) -> None:
     """Show a run's manifest and its per-method metric means (n scored / n)."""
+    from evalcore.analysis.indexing import coverage_by_doc_type, run_indexing_coverage
+    from evalcore.analysis.means import metric_table
+    from evalcore.tables import _json
+
     store = state.store()
     run_id = store.resolve(run)
     manifest = store.manifest(run_id)
@@ -164,6 +166,8 @@ def export_cmd(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output file (default: stdout)."),
 ) -> None:
     """Export one row per question x method: question, ground truth, answer, one column per metric."""
+    from evalcore.export import export_run
+
     if fmt == "parquet" and output is None:
         raise EvalcoreError("parquet export needs -o FILE")
     data = export_run(state.store(), run, fmt, output)
@@ -194,6 +198,8 @@ def clean_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="Only list w
     Runs, shared data and imports still in progress are never touched. Importing also cleans
     staging on its own.
     """
+    from evalcore.staging import human_bytes
+
     store = state.store()
     kept: list[Path] = []
     removed = store.clean_staging(dry_run=dry_run, kept=kept) + store.clean_trash(dry_run=dry_run)

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from evalcore import __version__
+from evalcore.metrics.registry import METRICS
 from evalcore.schemas import (
     Claim,
     ContextJudgement,
@@ -39,12 +40,15 @@ METRIC_NAMES = [
     "recall@5", "recall@10", "hit_rate@5", "precision@3", "mrr", "ndcg@10", "map@10",
     "citation_precision", "citation_recall", "dont_know",
 ]
-GROUPS = {"faithfulness": "judged", "context_precision": "judged", "factual_accuracy": "judged",
-          "answer_class": "abstention", "dont_know": "abstention", "weighted_score": "composite",
-          "ragas_score": "composite", "citation_precision": "citation", "citation_recall": "citation"}
 WORDS = ("the observatory river telescope aperture opened public budget founded town market "
          "northern bank astronomer research years private largest operates four metres").split()
 JUDGE = JudgeId(provider="heuristic", model="synthetic", prompt_id="synthetic", prompt_version="1")
+
+
+def _judge_of(metric: str) -> str | None:
+    """The judge label a value of `metric` carries: the synthetic judge's for a judged metric
+    (its spec needs a judge), none otherwise, as scoring writes them."""
+    return JUDGE.label if "judge" in METRICS[metric].needs else None
 
 
 def _sentence(rng: random.Random, n: int) -> str:
@@ -89,7 +93,7 @@ def _details(rng: random.Random, metric: str, value: float, response: EvalRespon
 
 
 def _metric_value(rng: random.Random, metric: str, skill: float) -> float:
-    if metric in {"exact_match", "keyword_hit", "dont_know", "answer_class"} or metric.startswith("hit_rate"):
+    if METRICS[metric].binary or METRICS[metric].scale == "class":
         return float(rng.random() < (0.15 if metric == "dont_know" else skill))
     return min(1.0, max(0.0, rng.gauss(skill, 0.18)))
 
@@ -118,14 +122,15 @@ def write_run(store: RunStore, name: str, questions: list[EvalQuestion], methods
             for metric in metrics:
                 if metric == "context_recall" and not q.answerable:
                     values.append(MetricValue(run_id=run_id, method=method, question_id=q.id, metric=metric,
-                                              value=math.nan, group="judged", reason="no ground truth"))
+                                              value=math.nan, group=METRICS[metric].group, reason="no ground truth",
+                                              judge_id=_judge_of(metric)))
                     continue
                 value = _metric_value(rng, metric, skill)
                 details = _details(rng, metric, value, r)
-                judge = JUDGE.label if GROUPS.get(metric) == "judged" else None
+                judge = _judge_of(metric)
                 values.append(MetricValue(
                     run_id=run_id, method=method, question_id=q.id, metric=metric, value=value,
-                    group=GROUPS.get(metric, "retrieval" if "@" in metric or metric == "mrr" else "answer"),
+                    group=METRICS[metric].group,
                     details=details, judge_id=judge, label=details.get("grade") or details.get("class")))
                 for c in details.get("contexts", []):
                     verdicts.append(ContextJudgement(

@@ -10,6 +10,8 @@ Disagreement, per compared value (METRICS.md: "|delta| > 1 point or different cl
 - 0-1 scores (faithfulness, context_precision, *_norm...): |delta| > 0.2, i.e. more than one
   point when the 0-1 range is read as a 0-5 scale.
 Kappa uses the same categories: the class, the integer point, or round(5 * value).
+Which rule a metric gets is its MetricSpec's `scale` ("class", "points") and `norm_width` (a 0-1
+copy of a point scale); a metric the registry does not know is read as a 0-1 score.
 """
 
 from __future__ import annotations
@@ -27,33 +29,33 @@ from evalcore.queries import query_df, run_questions, run_responses
 from evalcore.stats.agreement import cohen_kappa
 from evalcore.schemas import MetricValue
 
-POINT_SCALES = {"groundedness", "correctness", "judge_correctness", "judge_faithfulness", "judge_completeness",
-                "factual_grade"}
-CLASS_METRICS = {"answer_class", "answer_correct", "answer_wrong", "answer_dont_know"}
-# 0-1 copies of point scales -> the width of their native scale: a disagreement on a copy is
-# judged on the native scale (a 1-point gap on 1-5 is 0.25 on the copy, and must not count
-# there when it does not count on the original)
-NORM_RANGES = {"groundedness_norm": 5.0, "correctness_norm": 5.0, "judge_correctness_norm": 4.0,
-               "judge_faithfulness_norm": 4.0, "judge_completeness_norm": 4.0}
+def _scale(metric: str) -> tuple[str, float | None]:
+    """(scale, norm_width) of a metric from its spec; ("unit", None) for a name not registered."""
+    from evalcore.metrics.registry import METRICS
+
+    spec = METRICS.get(metric)
+    return (spec.scale, spec.norm_width) if spec is not None else ("unit", None)
 
 
 def category(metric: str, value: float) -> Hashable:
-    if metric in CLASS_METRICS:
+    scale, width = _scale(metric)
+    if scale in ("class", "points"):
         return int(round(value))
-    if metric in POINT_SCALES:
-        return int(round(value))
-    if metric in NORM_RANGES:
-        return int(round(NORM_RANGES[metric] * value))
+    if width is not None:
+        return int(round(width * value))
     return int(round(5 * value))
 
 
 def disagree(metric: str, v1: float, v2: float) -> bool:
-    if metric in CLASS_METRICS:
+    scale, width = _scale(metric)
+    if scale == "class":
         return int(round(v1)) != int(round(v2))
-    if metric in POINT_SCALES:
+    if scale == "points":
         return abs(v1 - v2) > 1.0
-    if metric in NORM_RANGES:
-        return abs(v1 - v2) * NORM_RANGES[metric] > 1.0 + 1e-9
+    if width is not None:
+        # a 0-1 copy of a point scale is judged on the native scale (a 1-point gap on 1-5 is
+        # 0.25 on the copy, and must not count there when it does not count on the original)
+        return abs(v1 - v2) * width > 1.0 + 1e-9
     return abs(v1 - v2) > 0.2 + 1e-12
 
 

@@ -20,7 +20,11 @@ from pydantic.json_schema import SkipJsonSchema
 from evalcore.judges import offline
 from evalcore.judges.lexical import (Vocabulary, content, contradiction_pairs, coverage, is_hedge, recall,
                                      sentences, tokens)
-from evalcore.judges.tasks import ParseError, TaskDef, register
+from evalcore.judges.task_def import ParseError, TaskDef
+
+# The built-in tasks, in definition order; evalcore.judges.tasks registers them.
+BUILT_IN: list[TaskDef] = []
+_define = BUILT_IN.append
 
 
 # ---- field types --------------------------------------------------------------------------
@@ -115,7 +119,7 @@ class DecomposeReply(Reply):
     claims: Texts
 
 
-register(TaskDef(
+_define(TaskDef(
     "decompose", "2", DecomposeReply, output_tokens=(40, 0),
     heuristic=lambda inp: {"claims": sentences(inp.get("answer") or "")},
     description="The answer split into atomic claims (the question completes fragments)."))
@@ -126,7 +130,7 @@ class ReferenceReply(Reply):
     statements: Texts
 
 
-register(TaskDef(
+_define(TaskDef(
     "reference_statements", "1", ReferenceReply, output_tokens=(40, 0),
     heuristic=lambda inp: {"statements": sentences(inp.get("ground_truth") or "")},
     check=lambda out, inp: out if (inp.get("ground_truth") or "").strip() else {"statements": []},
@@ -169,7 +173,7 @@ def _review_heuristic(inp: dict) -> dict:
             "statements": offline.verdicts(list(inp["statements"]), ctxs)}
 
 
-register(TaskDef(
+_define(TaskDef(
     "context_review", "1", ReviewReply, check=_review_check, heuristic=_review_heuristic,
     output_tokens=(40, 35),
     counts=lambda inp: {"n_contexts": len(inp["contexts"]), "n_claims": len(inp["claims"]),
@@ -196,7 +200,7 @@ def _questions_heuristic(inp: dict) -> dict:
     return {"questions": sents[:3], "noncommittal": int(is_hedge(a) or not a.strip())}
 
 
-register(TaskDef(
+_define(TaskDef(
     "question_generation", "1", QuestionsReply, check=_questions_check, heuristic=_questions_heuristic,
     output_tokens=(80, 0), description="Three questions the answer responds to; is it noncommittal."))
 
@@ -213,7 +217,7 @@ def _direct_heuristic(inp: dict) -> dict:
     return {"score": score, "reason": f"{cov:.0%} of question words in answer (banded to quarters)"}
 
 
-register(TaskDef(
+_define(TaskDef(
     "answer_relevance_direct", "1", RatingReply, heuristic=_direct_heuristic, output_tokens=(50, 0),
     description="A direct 0-1 rating of how well the answer addresses the question (fallback)."))
 
@@ -244,7 +248,7 @@ def _factual_heuristic(inp: dict) -> dict:
             "overall_reasoning": "lexical approximation (heuristic judge)"}
 
 
-register(TaskDef("factual_accuracy", "1", FactualReply, heuristic=_factual_heuristic, output_tokens=(300, 0),
+_define(TaskDef("factual_accuracy", "1", FactualReply, heuristic=_factual_heuristic, output_tokens=(300, 0),
                  description="G-Eval correctness, completeness, consistency (0-100 each)."))
 
 
@@ -264,7 +268,7 @@ def _class_heuristic(inp: dict) -> dict:
     return {"label": "CORRECT" if score >= CORRECT_AT else "WRONG", "reason": f"match {score:.2f}; {why}"}
 
 
-register(TaskDef("answer_class", "1", ClassReply, heuristic=_class_heuristic, output_tokens=(40, 0),
+_define(TaskDef("answer_class", "1", ClassReply, heuristic=_class_heuristic, output_tokens=(40, 0),
                  description="CORRECT or WRONG against the reference answer."))
 
 
@@ -277,7 +281,7 @@ def _abstention_check(out: dict, inp: dict) -> dict:
     return {"abstained": bool(out["abstained"]), "reason": out["reason"]}
 
 
-register(TaskDef("abstention", "1", AbstentionReply, check=_abstention_check, output_tokens=(30, 0),
+_define(TaskDef("abstention", "1", AbstentionReply, check=_abstention_check, output_tokens=(30, 0),
                  heuristic=lambda inp: {"abstained": int(is_hedge(inp.get("answer") or "")
                                                          or not content(inp.get("answer") or "")),
                                         "reason": "hedge phrase list"},
@@ -314,7 +318,7 @@ def _groundedness_heuristic(inp: dict) -> dict:
             "reason": f"{len(sup)}/{len(claims)} statements lexically supported"}
 
 
-register(TaskDef("groundedness", "1", GroundednessReply, check=_groundedness_check,
+_define(TaskDef("groundedness", "1", GroundednessReply, check=_groundedness_check,
                  heuristic=_groundedness_heuristic, output_tokens=(80, 5),
                  description="0-5: how far the answer's claims are grounded in the contexts."))
 
@@ -330,7 +334,7 @@ def _correctness_heuristic(inp: dict) -> dict:
     return {"score": float(offline.band(frac)), "reason": f"{frac:.0%} of answer sentences supported by contexts"}
 
 
-register(TaskDef("correctness", "1", Grade05Reply, heuristic=_correctness_heuristic, output_tokens=(50, 0),
+_define(TaskDef("correctness", "1", Grade05Reply, heuristic=_correctness_heuristic, output_tokens=(50, 0),
                  description="0-5: does the answer correctly address the question."))
 
 
@@ -341,7 +345,7 @@ def _answer_correctness_heuristic(inp: dict) -> dict:
     return {"score": round(score, 4), "reason": why}
 
 
-register(TaskDef("answer_correctness", "1", RatingReply, heuristic=_answer_correctness_heuristic,
+_define(TaskDef("answer_correctness", "1", RatingReply, heuristic=_answer_correctness_heuristic,
                  output_tokens=(50, 0), description="0-1: same meaning as the expected answer."))
 
 
@@ -374,5 +378,5 @@ def _plan_heuristic(inp: dict) -> dict:
             for k, v in (("correctness", corr), ("faithfulness", faith), ("completeness", comp))}
 
 
-register(TaskDef("plan_scores", "1", PlanReply, heuristic=_plan_heuristic, output_tokens=(150, 0),
+_define(TaskDef("plan_scores", "1", PlanReply, heuristic=_plan_heuristic, output_tokens=(150, 0),
                  description="The Korean plan's correctness, faithfulness, completeness (1-5)."))

@@ -14,7 +14,7 @@ per language:
   "There is no data."). See `no_answer_form`.
 
 Lists, negative rules and the snippet rule are scoring options (run config `score_options`,
-`evalcore score --options FILE / --option KEY=VALUE`, or Python):
+`evalcore score --options-file FILE / --option KEY=VALUE`, or Python):
 
   options["dont_know_phrases"] = {"en": [...], "ko": [...]}   (replaces the defaults per language)
   options["dont_know_forms"]   = {"en": [...], "ko": [...]}   (replaces the defaults per language)
@@ -294,7 +294,7 @@ SPECS = [
     MetricSpec("dont_know", "abstention", version="2",
                compute=_with_options(_dont_know), needs=frozenset({"answer"}),
                binary=True, higher_is_better=False,
-               description="1 if the answer abstains (explicit field, short form, or phrase)."),
+               description="1 if the answer abstains (explicit field, short form, or phrase).", decides_dont_know=True),
     MetricSpec("unanswerable_accuracy", "abstention", version="2",
                compute=_with_options(_unanswerable_accuracy),
                needs=frozenset({"answer"}), binary=True,

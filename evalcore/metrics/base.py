@@ -22,6 +22,11 @@ Item = tuple[EvalQuestion, EvalResponse]
 NEEDS = frozenset({"gold", "retrieved", "ground_truth", "answer", "citations", "embeddings", "judge",
                    "keywords", "checks", "contexts"})
 
+SCALES = ("unit", "points", "class", "open")
+# The tiers of MetricSpec.importance, most important first.
+IMPORTANCE_TIERS = ("answer quality", "faithfulness", "retrieval")
+ANSWER_QUALITY, FAITHFULNESS, RETRIEVAL = range(3)
+
 
 @dataclass(frozen=True)
 class Score:
@@ -124,11 +129,33 @@ class MetricSpec:
     # leaving it out and averaging over the answers that worked. None: the metric decides
     # (retrieval is scored on what was retrieved; performance measures the failure itself).
     error_value: float | None = None
+    # What kind of number a value is (SCALES): "unit" a 0-1 score, "points" an integer point
+    # scale (groundedness 0-5, judge_* 1-5), "class" a class indicator, "open" unbounded (ms,
+    # tokens, USD). Judge agreement (judges/reliability.py) picks its disagreement rule by it.
+    scale: str = "unit"
+    # A 0-1 copy of a point scale: the width of that scale (groundedness_norm: 5.0), so a gap
+    # between two judges is judged in points as on the original.
+    norm_width: float | None = None
+    # Where a reader weighs it: (tier, position), tiers IMPORTANCE_TIERS (answer quality,
+    # faithfulness, retrieval); None: after those (analysis/questions.metric_order).
+    importance: tuple[int, int] | None = None
+    # Position among the key metrics the leaderboard and pages show first; None: not one.
+    key_rank: int | None = None
+    # Position in the precedence of metrics whose value decides whether an answer is correct
+    # (analysis/correctness.py); None: it does not decide.
+    decides_correct: int | None = None
+    # Whether a set value means the answer abstained (analysis/correctness.py: DONT_KNOW).
+    decides_dont_know: bool = False
 
     def __post_init__(self) -> None:
         unknown = set(self.needs) - NEEDS
         if unknown:
             raise ValueError(f"metric {self.name}: unknown needs {sorted(unknown)}")
+        if self.scale not in SCALES:
+            raise ValueError(f"metric {self.name}: unknown scale {self.scale!r} (known: {', '.join(SCALES)})")
+        if self.importance is not None and self.importance[0] not in range(len(IMPORTANCE_TIERS)):
+            raise ValueError(f"metric {self.name}: importance tier {self.importance[0]} is not one of "
+                             f"0..{len(IMPORTANCE_TIERS) - 1} ({', '.join(IMPORTANCE_TIERS)})")
 
     def score(self, items: list[Item], ctx: "ScoringContext") -> list[Score]:
         """`compute`, with the error rule applied first: failed answers get `error_value` and

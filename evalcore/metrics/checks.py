@@ -28,7 +28,7 @@ import math
 import re
 import unicodedata
 
-from evalcore.metrics.base import MetricSpec, Score, per_item
+from evalcore.metrics.base import ANSWER_QUALITY, MetricSpec, Score, per_item
 from evalcore.metrics.linear_regex import PatternUnsupported, compile_pattern
 from evalcore.metrics.text import find, normalize, numbers_equal, parse_numbers
 from evalcore.schemas import Check, EvalQuestion, EvalResponse
@@ -204,7 +204,8 @@ def zero_on_error(fn):
 
 SPECS = [
     MetricSpec("checks_pass", "lexical", per_item(zero_on_error(_checks_pass)), needs=frozenset({"checks"}), binary=True,
-               description="1 if the question's is_correct_rule holds (else: every check passes)."),
+               description="1 if the question's is_correct_rule holds (else: every check passes).",
+               importance=(ANSWER_QUALITY, 6), decides_correct=3),
     MetricSpec("checks_score", "lexical", per_item(zero_on_error(_checks_score)), needs=frozenset({"checks"}),
                description="Fraction of the question's checks that pass."),
 ]

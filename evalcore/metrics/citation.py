@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalcore.metrics.matching import gold_matches, heading_parts, normalise_path
-from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext, per_item
+from evalcore.metrics.base import FAITHFULNESS, Item, MetricSpec, Score, ScoringContext, per_item
 from evalcore.metrics.text import find, normalize
 from evalcore.schemas import Citation, EvalQuestion, EvalResponse, GoldPassage
 
@@ -183,9 +183,11 @@ def _with_options(fn):
 
 SPECS = [
     MetricSpec("citation_precision", "citation", per_item(_citation_precision), error_value=0.0,
-               needs=frozenset({"gold", "citations"}), description="Cited sources that are gold / cited."),
+               needs=frozenset({"gold", "citations"}), description="Cited sources that are gold / cited.",
+               importance=(FAITHFULNESS, 3), key_rank=11),
     MetricSpec("citation_recall", "citation", per_item(_citation_recall), error_value=0.0,
-               needs=frozenset({"gold", "citations"}), description="Gold sources that are cited / gold."),
+               needs=frozenset({"gold", "citations"}), description="Gold sources that are cited / gold.",
+               importance=(FAITHFULNESS, 4)),
     MetricSpec("section_accuracy", "citation", per_item(_section_accuracy),
                needs=frozenset({"gold", "citations"}),
                description="Citations naming the right document and section / citations."),

@@ -33,7 +33,7 @@ from numbers import Real
 from typing import Any, Mapping, Sequence
 
 from evalcore.errors import EvalcoreError
-from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext, answer_failed
+from evalcore.metrics.base import ANSWER_QUALITY, Item, MetricSpec, Score, ScoringContext, answer_failed
 
 RAGAS_WEIGHTS = {"faithfulness": 0.3, "context_precision": 0.2, "context_recall": 0.2, "answer_relevance": 0.3}
 # component -> (metric, divisor, weight)
@@ -292,10 +292,13 @@ INPUTS: dict[str, list[str]] = {
 
 SPECS = [
     MetricSpec("ragas_score", "composite", _ragas, version="2",
-               description="0.3 F + 0.2 CP + 0.2 CR + 0.3 AR, renormalised over the parts present."),
+               description="0.3 F + 0.2 CP + 0.2 CR + 0.3 AR, renormalised over the parts present.",
+               importance=(ANSWER_QUALITY, 13)),
     MetricSpec("overall_score", "composite", _overall, version="2",
-               description="The Korean plan's weighted mix of keyword, negative and 1-5 judge scores."),
+               description="The Korean plan's weighted mix of keyword, negative and 1-5 judge scores.",
+               importance=(ANSWER_QUALITY, 14)),
     MetricSpec("weighted_score", "composite", _weighted, version="3",
                description="Objectives accuracy/faithfulness/citation/retrieval/cost/latency, weighted; "
-                           "cost and latency as budget / (budget + value)."),
+                           "cost and latency as budget / (budget + value).",
+                           importance=(ANSWER_QUALITY, 12), key_rank=0),
 ]

@@ -14,7 +14,7 @@ from typing import Callable
 from evalcore.judges import graded_metrics as g
 from evalcore.judges import ragas_metrics as rg
 from evalcore.judges.work import estimate_calls, guess_claims
-from evalcore.metrics.base import Item, MetricSpec, ScoringContext
+from evalcore.metrics.base import ANSWER_QUALITY, FAITHFULNESS, Item, MetricSpec, RETRIEVAL, ScoringContext
 
 # a metric's planned judge requests for one answer: [(task, method or None, inputs), ...]
 Plan = Callable[[object, object], list[tuple[str, str | None, dict]]]
@@ -85,45 +85,56 @@ ANS, CTX, GT = "answer", "contexts", "ground_truth"
 SPECS: list[MetricSpec] = [
     _spec("faithfulness", rg.faithfulness, "judged", {ANS, CTX}, [_claims],
           "Share of the answer's claims supported by the retrieved contexts (0-1).", version="2",
-          first_stage=rg.claims_stage, second_stage=rg.review_stage, states_claims=True),
+          first_stage=rg.claims_stage, second_stage=rg.review_stage, states_claims=True,
+          importance=(FAITHFULNESS, 0), key_rank=3),
     _spec("context_precision", rg.context_precision, "judged", {CTX}, [_claims],
           "Mean judge relevance verdict over retrieved contexts (0-1).", version="2",
-          first_stage=rg.claims_stage, second_stage=rg.review_stage, states_context_verdicts=True),
+          first_stage=rg.claims_stage, second_stage=rg.review_stage, states_context_verdicts=True,
+          importance=(RETRIEVAL, 0), key_rank=4),
     _spec("context_precision_ap", rg.context_precision_ap, "judged", {CTX}, [_claims],
           "Rank-aware context precision: sum_k precision@k * v_k / #relevant (0-1).", version="2",
           first_stage=rg.claims_stage, second_stage=rg.review_stage, states_context_verdicts=True),
     _spec("context_recall", rg.context_recall, "judged", {CTX, GT}, [_claims],
           "Share of ground-truth statements attributable to the contexts (0-1).", version="2",
-          first_stage=rg.claims_stage, second_stage=rg.review_stage, states_claims=True),
+          first_stage=rg.claims_stage, second_stage=rg.review_stage, states_claims=True,
+          importance=(RETRIEVAL, 1), key_rank=5),
     _spec("answer_relevance", rg.answer_relevance, "judged", {ANS}, [_questions],
           "Mean cosine between the question and 3 questions generated from the answer (0-1); "
           "a direct 0-1 judge rating when no question could be generated.", second_stage=rg.questions_stage,
-          warm=rg.warm_embedder),
+          warm=rg.warm_embedder, key_rank=6),
     _spec("factual_accuracy", g.factual_accuracy, "judged", {ANS, GT}, [_single("factual_accuracy")],
-          "G-Eval 0.5 correctness + 0.3 completeness + 0.2 consistency, / 100 (0-1)."),
+          "G-Eval 0.5 correctness + 0.3 completeness + 0.2 consistency, / 100 (0-1).",
+          importance=(ANSWER_QUALITY, 2), key_rank=2),
     _spec("factual_grade", g.factual_grade, "judged", {ANS, GT}, [_single("factual_accuracy")],
-          "Grade points of factual_accuracy: A=4 ... E=0 (letter in details)."),
+          "Grade points of factual_accuracy: A=4 ... E=0 (letter in details).",
+          scale="points", importance=(ANSWER_QUALITY, 3)),
     _spec("answer_class", g.class_metric(None), "judged", {ANS}, [_classes],
-          "1 if the answer is CORRECT, 0 if WRONG or DONT_KNOW (class in details).", version="2"),
+          "1 if the answer is CORRECT, 0 if WRONG or DONT_KNOW (class in details).", version="2",
+          scale="class", importance=(ANSWER_QUALITY, 4), decides_correct=1),
     _spec("answer_correct", g.class_metric("CORRECT"), "judged", {ANS}, [_classes],
-          "Indicator of class CORRECT (mean = rate, sum = count).", binary=True, version="2"),
+          "Indicator of class CORRECT (mean = rate, sum = count).", binary=True, version="2",
+          scale="class", importance=(ANSWER_QUALITY, 1), decides_correct=0),
     _spec("answer_wrong", g.class_metric("WRONG"), "judged", {ANS}, [_classes],
-          "Indicator of class WRONG.", binary=True, higher=False, version="2", error_value=1.0),
+          "Indicator of class WRONG.", binary=True, higher=False, version="2", error_value=1.0, scale="class"),
     _spec("answer_dont_know", g.class_metric("DONT_KNOW"), "judged", {ANS}, [_classes],
-          "Indicator of class DONT_KNOW.", binary=True, higher=False, version="2"),
+          "Indicator of class DONT_KNOW.", binary=True, higher=False, version="2",
+          scale="class", decides_dont_know=True),
     _spec("groundedness", g.groundedness, "judged", {ANS, CTX}, [_grounded],
-          "Judge 0-5: claims supported by contexts, 5 needs citations.", version="2"),
+          "Judge 0-5: claims supported by contexts, 5 needs citations.", version="2",
+          scale="points", importance=(FAITHFULNESS, 1)),
     _spec("groundedness_norm", g.groundedness_norm, "judged", {ANS, CTX}, [_grounded],
-          "groundedness / 5.", version="2"),
+          "groundedness / 5.", version="2", norm_width=5.0),
     _spec("correctness", g.correctness, "judged", {ANS}, [_single("correctness")],
-          "Judge 0-5: does the answer correctly address the question (with contexts)."),
+          "Judge 0-5: does the answer correctly address the question (with contexts).", scale="points"),
     _spec("correctness_norm", g.correctness_norm, "judged", {ANS}, [_single("correctness")],
-          "correctness / 5."),
+          "correctness / 5.", norm_width=5.0),
     _spec("answer_correctness", g.answer_correctness, "judged", {ANS, GT}, [_single("answer_correctness")],
-          "Judge 0-1: equivalence in meaning to the expected answer."),
+          "Judge 0-1: equivalence in meaning to the expected answer.",
+          importance=(ANSWER_QUALITY, 0), key_rank=1, decides_correct=2),
 ]
 for _key in ("correctness", "faithfulness", "completeness"):
     SPECS.append(_spec(f"judge_{_key}", g.plan_metric(_key, False), "judged", {ANS}, [_single("plan_scores")],
-                       f"Korean plan {_key}, judge 1-5.", error_value=1.0))
+                       f"Korean plan {_key}, judge 1-5.", error_value=1.0, scale="points",
+                       importance={"correctness": (ANSWER_QUALITY, 5), "faithfulness": (FAITHFULNESS, 2)}.get(_key)))
     SPECS.append(_spec(f"judge_{_key}_norm", g.plan_metric(_key, True), "judged", {ANS}, [_single("plan_scores")],
-                       f"judge_{_key} normalised: (score - 1) / 4."))
+                       f"judge_{_key} normalised: (score - 1) / 4.", norm_width=4.0))

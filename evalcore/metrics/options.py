@@ -1,7 +1,7 @@
 """Scoring options: the settings metrics read from `ScoringContext.options`, by name.
 
 Options reach the metrics from three places: Python (`score_run(..., options=...)`), a run
-config's `score_options:` mapping, and `evalcore score --options FILE` / `--option KEY=VALUE`.
+config's `score_options:` mapping, and `evalcore score --options-file FILE` / `--option KEY=VALUE`.
 Why a closed list: a misspelt key (`dont_know_phrase`) would otherwise be ignored, the metric
 would quietly use its default, and the user would believe the setting applied. Values are
 checked by the metric that reads them (it knows their shape); the checks here are only the

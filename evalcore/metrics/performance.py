@@ -85,7 +85,7 @@ def _with_options(fn):
 
 SPECS = [
     MetricSpec("latency_ms", "performance", per_item(_latency), higher_is_better=False,
-               description="End-to-end latency of the answer, milliseconds."),
+               description="End-to-end latency of the answer, milliseconds.", scale="open"),
     MetricSpec("is_error", "performance", per_item(_is_error), binary=True, higher_is_better=False,
                description="1 if the target failed for this question (any error kind, timeouts included)."),
     MetricSpec("is_timeout", "performance", per_item(_is_timeout), binary=True, higher_is_better=False,
@@ -93,7 +93,7 @@ SPECS = [
     MetricSpec("is_empty", "performance", per_item(_is_empty), binary=True, higher_is_better=False,
                description="1 if the answer is empty (without another error) or flagged empty."),
     MetricSpec("tokens", "performance", per_item(_tokens), higher_is_better=False,
-               description="Input + output tokens the target reported."),
+               description="Input + output tokens the target reported.", scale="open"),
     MetricSpec("cost_usd", "performance", _with_options(_cost), higher_is_better=False,
-               description="Reported cost, else tokens x price table (USD)."),
+               description="Reported cost, else tokens x price table (USD).", scale="open"),
 ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from evalcore import trec_eval
-from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
+from evalcore.metrics.base import Item, MetricSpec, RETRIEVAL, Score, ScoringContext
 from evalcore.metrics.matching import (
     Judgement, gold_matches, judge_ranking, normalise_path, ranked_chunks, relevant_gold, resolve_citation,
     support_entry_gold,
@@ -182,10 +182,16 @@ def _specs() -> list[MetricSpec]:
     ranked = frozenset({"gold", "retrieved"})
     specs = []
 
+    # where a reader weighs the headline retrieval metrics (MetricSpec.importance, key_rank)
+    reader = {"hit_rate@5": {"importance": (RETRIEVAL, 2)},
+              "recall@5": {"importance": (RETRIEVAL, 3), "key_rank": 9},
+              "mrr": {"importance": (RETRIEVAL, 4), "key_rank": 10},
+              "ndcg@10": {"importance": (RETRIEVAL, 5)}}
+
     def add(name, compute, description, needs=ranked, binary=False, higher=True, version="1", error_value=None):
         specs.append(MetricSpec(name=name, group="retrieval", compute=compute, needs=needs, binary=binary,
                                 higher_is_better=higher, description=description, version=version,
-                                error_value=error_value))
+                                error_value=error_value, **reader.get(name, {})))
 
     for k in RECALL_KS:
         add(f"recall@{k}", _ranked_metric(lambda j, k=k: recall_at_k(j, k)), "gold passages found in the top k / gold")

@@ -29,7 +29,7 @@ import numpy as np
 
 from evalcore.embeddings import get_embedder
 from evalcore.embeddings.cache import text_key
-from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
+from evalcore.metrics.base import ANSWER_QUALITY, Item, MetricSpec, Score, ScoringContext
 
 NEEDS = frozenset({"embeddings", "ground_truth", "answer"})
 
@@ -163,11 +163,13 @@ def _bert_metric(component: int):
 
 SPECS = [
     MetricSpec("semantic_similarity", "semantic", semantic_similarity, needs=NEEDS, error_value=0.0, warm=_warm,
-               description="max(0, cosine) of answer and ground-truth sentence embeddings"),
+               description="max(0, cosine) of answer and ground-truth sentence embeddings",
+               importance=(ANSWER_QUALITY, 9)),
     MetricSpec("bert_score_p", "semantic", _bert_metric(0), needs=NEEDS, error_value=0.0, version="2",
                description="BERTScore precision: answer tokens matched in the ground truth"),
     MetricSpec("bert_score_r", "semantic", _bert_metric(1), needs=NEEDS, error_value=0.0, version="2",
                description="BERTScore recall: ground-truth tokens covered by the answer"),
     MetricSpec("bert_score_f1", "semantic", _bert_metric(2), needs=NEEDS, error_value=0.0, version="2",
-               description="BERTScore F1 (harmonic mean of bert_score_p and bert_score_r)"),
+               description="BERTScore F1 (harmonic mean of bert_score_p and bert_score_r)",
+               importance=(ANSWER_QUALITY, 10)),
 ]

@@ -107,8 +107,8 @@ def _overview(keys: tuple[str, ...], picked: list[str], short: dict[str, str]) -
         _stacked(_relabel(common.call(G.label_counts, keys, "answer_class"), short), CLASSES,
                  "Correct / wrong / don't know", "Score a correctness metric (answer_correct, token_f1...).")
         st.caption("Answer classes: one rule for every page and the CLI — ERROR for a target error; DONT_KNOW "
-                   "when dont_know or the judge's class says so; else the first of answer_correct, answer_class, "
-                   "answer_correctness, checks_pass, token_f1 with a value (≥ 0.5 is CORRECT).")
+                   "when dont_know or the judge's class says so; else the first of "
+                   f"{', '.join(M.correct_deciders())} with a value (≥ 0.5 is CORRECT).")
         _judge_caption("Answer classes", keys, ("answer_correct", "answer_class", "answer_dont_know",
                                                 "answer_correctness"))
     diagnosis.render(picked, dict(zip(picked, picked)))
@@ -130,7 +130,7 @@ def _by_facet(keys: tuple[str, ...], metrics: list[str], short: dict[str, str]) 
         return
     c1, c2 = st.columns(2)
     metric = common.url_select("Metric", metrics, "metric", container=c1,
-                               default=next((m for m in L.KEY_METRICS if m in metrics), None))
+                               default=next((m for m in L.key_metric_names() if m in metrics), None))
     facet = common.url_select("Group by", list(G.FACETS), "facet", container=c2)
     values = _relabel(common.call(G.metric_by_facet, keys, metric, facet), short)
     if values.empty:
@@ -167,7 +167,7 @@ def _fronts(keys: tuple[str, ...], metrics: list[str], short: dict[str, str]) ->
         common.empty_state("No metric values for these systems.", "Score the runs first (`evalcore score`).")
         return
     quality = common.url_select("Quality metric", metrics, "quality",
-                                default=next((m for m in L.KEY_METRICS if m in metrics), None))
+                                default=next((m for m in L.key_metric_names() if m in metrics), None))
     points = common.call(G.frontier_points, keys, quality)
     c1, c2 = st.columns(2)
     with c1:

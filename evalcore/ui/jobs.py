@@ -59,7 +59,7 @@ class RunRequest:
         if self.metrics:
             args += ["--metrics", ",".join(self.metrics)]
         if self.groups:
-            args += ["--group", ",".join(self.groups)]
+            args += ["--groups", ",".join(self.groups)]
         if self.keep_first_duplicate:
             args += ["--on-duplicate", "keep-first"]
         return args

@@ -66,7 +66,7 @@ def _filters() -> tuple[Qn.QuestionFilter, list[str], dict] | None:
             b = common.url_select("Δ to", [m for m in methods_all if m != a], "db", container=st.sidebar)
             pair = (delta_metric, a, b)
         shown = common.url_multi("Metric columns (list view)", metrics, "show", container=st.sidebar,
-                                 default=[m for m in L.KEY_METRICS if m in metrics][:4])
+                                 default=[m for m in L.key_metric_names() if m in metrics][:4])
     f = Qn.QuestionFilter(run_id=run_id, methods=tuple(methods) or None,
                           category=None if category == "(any)" else category,
                           question_type=None if qtype == "(any)" else qtype, text=text or None,
@@ -329,7 +329,7 @@ def _grid(f: Qn.QuestionFilter, qids: list[str], metrics: list[str]) -> None:
         return
     c1, c2 = st.columns([2, 2])
     metric = common.url_select("Metric in the cells", metrics, "gm", container=c1,
-                               default=next((m for m in L.KEY_METRICS if m in metrics), None))
+                               default=next((m for m in L.key_metric_names() if m in metrics), None))
     differ = common.url_select("Rows", ["all questions", "only rows where the methods differ"], "rows",
                                container=c2) != "all questions"
     table = common.call(Qn.grid, f.run_id, metric, f.methods)

@@ -82,7 +82,7 @@ def render() -> None:
     c1, c2, c3 = st.columns([2, 2, 3])
     search = common.url_text("Search (name, run id, method, dataset)", "q", container=c1)
     statuses = common.url_multi("Status", STATUSES, "status", container=c2)
-    defaults = [m for m in L.KEY_METRICS if m in all_metrics and m != "weighted_score"][:6]
+    defaults = [m for m in L.key_metric_names() if m in all_metrics and m != "weighted_score"][:6]
     metrics = common.url_multi("Metric columns", [m for m in all_metrics if m != "weighted_score"], "cols",
                                default=defaults, container=c3)
     c4, c5 = st.columns([2, 1])

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from evalcore.ui.entry import PAGES as ENTRY_PAGES
 from tests.optional import requires, skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = {"": "Runs", "launch": "Launch", "questions": "Questions", "compare": "Compare",
-         "charts": "Charts", "annotate": "Annotate"}
+# url path -> title, from the one page list (evalcore.ui.entry.PAGES; "" is the default page)
+PAGES = {url_path: title for _, title, url_path in ENTRY_PAGES}
 CHROME_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 "--disable-quic", "--no-first-run", "--disable-component-update", "--disable-sync"]
 BAD_MARKERS = ["stException", "Traceback (most recent call last)", "StreamlitAPIException"]

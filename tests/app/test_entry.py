@@ -15,10 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from evalcore.ui.entry import PAGES as ENTRY_PAGES
 from tests.app.conftest import ROOT
 
-PAGES = {"runs": "Runs", "launch": "Launch", "questions": "Questions", "compare": "Compare",
-         "charts": "Charts", "annotate": "Annotate"}
+PAGES = {module: title for module, title, _ in ENTRY_PAGES}  # the one page list: evalcore.ui.entry.PAGES
 
 
 @pytest.mark.parametrize("page", list(PAGES))

@@ -52,13 +52,13 @@ def test_launch_passes_the_picked_metrics_and_groups(make_app, started):
     [(kind, argv)] = started
     assert kind == "run"
     assert argv[argv.index("--metrics") + 1] == "token_f1,mrr"
-    assert argv[argv.index("--group") + 1] == "abstention"
+    assert argv[argv.index("--groups") + 1] == "abstention"
 
 
 def test_launch_without_a_pick_leaves_the_defaults(make_app, started):
     at = _fill_and_submit(make_app("launch"), "http://127.0.0.1:9", [], [])
     [(_, argv)] = started
-    assert "--metrics" not in argv and "--group" not in argv
+    assert "--metrics" not in argv and "--groups" not in argv and "--group" not in argv
 
 
 def test_launch_refuses_metrics_when_scoring_is_off(make_app, started):

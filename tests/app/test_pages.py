@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from evalcore.analysis.questions import question_detail
+from evalcore.ui.entry import PAGES as ENTRY_PAGES
 from tests.app.claims_store import claims_store
 
 
-PAGES = ["runs", "launch", "questions", "compare", "charts", "annotate"]
-TITLES = {"runs": "Runs", "launch": "Launch", "questions": "Questions", "compare": "Compare",
-          "charts": "Charts", "annotate": "Annotate"}
+PAGES = [module for module, _, _ in ENTRY_PAGES]  # the one page list: evalcore.ui.entry.PAGES
+TITLES = {module: title for module, title, _ in ENTRY_PAGES}
 
 
 def texts(at) -> list[str]:

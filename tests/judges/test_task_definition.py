@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from evalcore.judges.tasks import TaskDef, get_task, register, unregister
 from evalcore.judges.work import estimate_calls, get_work
 from evalcore.metrics.base import MetricSpec, Score
-from evalcore.metrics.registry import METRICS
+from evalcore.metrics.registry import register_metric, unregister_metric
 from evalcore.queries import query_df
 from evalcore.schemas import RunManifest
 from evalcore.scoring import score_run
@@ -56,14 +56,15 @@ def _estimate(items, ctx):
 
 
 @pytest.fixture
-def tone_metric(tmp_path, monkeypatch):
+def tone_metric(tmp_path):
     (tmp_path / "tone.v1.yaml").write_text(PROMPT, encoding="utf-8")
     register(TaskDef("tone", "1", ToneReply, prompt_dir=tmp_path, output_tokens=(30, 0),
                      heuristic=lambda inp: {"polite": int("please" in inp["answer"].lower()),
                                             "reason": "offline: looks for 'please'"}))
     spec = MetricSpec("tone", "judged", tone, needs=frozenset({"judge", "answer"}), estimate=_estimate)
-    monkeypatch.setitem(METRICS, "tone", spec)
+    register_metric(spec)
     yield spec
+    unregister_metric("tone")
     unregister("tone")
 
 

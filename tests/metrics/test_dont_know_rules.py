@@ -121,7 +121,7 @@ def test_score_cli_options_reach_the_metrics(recorded, tmp_path):
     options = tmp_path / "options.yaml"
     options.write_text("dont_know_phrases:\n  en: [no idea]\n")
     res = runner.invoke(app, ["--store", str(store.root), "score", run_id, "--metrics", "dont_know,negative_detection",
-                              "--no-progress", "--options", str(options),
+                              "--no-progress", "--options-file", str(options),
                               "--option", "negative_rules={should_provide_accurate_disclaimer: {en: [[risk]]}}"])
     assert res.exit_code == 0, res.output
     assert _value(store, run_id, "q1", "dont_know") == 1.0

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 from evalcore.cli.main import app
 from evalcore.export import FORMATS
 from evalcore.store import RunStore
+from evalcore.ui.entry import PAGES as ENTRY_PAGES
 
 from .servers import Fault, ScriptedServer, api_of, llm_completion, rag_answer
 
@@ -31,7 +32,7 @@ KEY_CANARY = "sk-CANARY-openai-4d1f0b"
 AWS_KEY_CANARY = "AKIACANARY7E1D0B2C9F"
 AWS_SECRET_CANARY = "aws-secret-CANARY-0c4b9e77d1"
 AWS_TOKEN_CANARY = "aws-session-CANARY-5a8f3e"
-PAGES = ["runs", "launch", "questions", "compare", "charts", "annotate"]
+PAGES = [module for module, _, _ in ENTRY_PAGES]  # the one page list: evalcore.ui.entry.PAGES
 
 
 def _judge_reply(request: dict) -> Fault:

@@ -130,11 +130,11 @@ def test_cli_missing_pointer_reproduction(tmp_path):
     root = tmp_path / "runs"
     res = _cli(root, "import", "--example")
     run_id = res.stdout.strip().splitlines()[-1]
-    assert _cli(root, "score", run_id, "--group", "lexical", "--no-progress").exit_code == 0
+    assert _cli(root, "score", run_id, "--groups", "lexical", "--no-progress").exit_code == 0
     run_dir = root / run_id
     before = sorted(p.name for p in (run_dir / "data").iterdir())
     (run_dir / "tables.json").unlink()
-    for args in (("score", run_id, "--group", "lexical", "--no-progress"), ("show", run_id),
+    for args in (("score", run_id, "--groups", "lexical", "--no-progress"), ("show", run_id),
                  ("export", run_id, "--format", "json")):
         proc = _main(root, *args)
         assert proc.returncode != 0, args
@@ -247,7 +247,7 @@ def test_cli_one_truncated_file_only_its_own_commands_fail(tmp_path):
     for name in ("a", "b"):
         res = _cli(root, "import", "--example", "--name", name)
         ids.append(res.stdout.strip().splitlines()[-1])
-        assert _cli(root, "score", ids[-1], "--group", "lexical", "--no-progress").exit_code == 0
+        assert _cli(root, "score", ids[-1], "--groups", "lexical", "--no-progress").exit_code == 0
     good, bad = ids
     damaged = json.loads((root / bad / "tables.json").read_text())["files"]["metrics"]
     _truncate(root / bad / damaged)
@@ -257,7 +257,7 @@ def test_cli_one_truncated_file_only_its_own_commands_fail(tmp_path):
     assert json.loads(_cli(root, "runs", "--json").stdout)[0]["run_id"] == good
     for args in (("show", good), ("export", good, "--format", "json"),
                  ("compare", f"{good}:basic_search", f"{good}:local_search", "--metrics", "token_f1"),
-                 ("score", good, "--group", "lexical", "--no-progress")):
+                 ("score", good, "--groups", "lexical", "--no-progress")):
         res = _cli(root, *args)
         assert res.exit_code == 0, (args, res.output[-2000:])
     for args in (("show", bad), ("export", bad, "--format", "json"), ("score", bad, "--no-progress"),

@@ -75,3 +75,16 @@ def test_significant_regression_against_a_baseline(tmp_path, demo_server):
     proc = _pytest(tmp_path, "--run-eval", "--eval-config", str(cfg))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "regressed vs baseline" in proc.stdout and "keyword_hit" in proc.stdout
+
+
+def test_options_are_the_cli_names_with_an_eval_prefix(tmp_path, demo_server):
+    """--eval-target is `evalcore run --target` (issue 26, item 6); --rag-url, its old spelling,
+    still works for a release with a deprecation warning."""
+    store = str(tmp_path / "runs")
+    proc = _pytest(tmp_path, "--run-eval", "--eval-target", demo_server.url, "--eval-samples", "2", "--eval-store", store)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 passed" in proc.stdout and "deprecated" not in proc.stdout + proc.stderr
+    old = _pytest(tmp_path, "--run-eval", "--rag-url", demo_server.url, "--eval-samples", "2", "--eval-store", store)
+    assert old.returncode == 0, old.stdout + old.stderr
+    assert "--rag-url is deprecated and goes in the next release; use --eval-target" in old.stdout + old.stderr
+    assert len(RunStore(store).run_ids()) == 2

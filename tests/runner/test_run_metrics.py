@@ -23,7 +23,7 @@ def _scored(store, run_id: str) -> set[str]:
 
 
 def test_metrics_and_group_flags_choose_what_is_scored(demo_server, store):
-    res = _run(store, "--target", demo_server.url, "--metrics", "token_f1, mrr", "--group", "abstention")
+    res = _run(store, "--target", demo_server.url, "--metrics", "token_f1, mrr", "--groups", "abstention")
     assert res.exit_code == 0, res.output
     run_id = res.stdout.strip().splitlines()[-1]
     assert _scored(store, run_id) == {"token_f1", "mrr", *groups()["abstention"]}
@@ -37,7 +37,7 @@ def test_unknown_metric_fails_before_any_question(faulty, store):
 
 
 def test_unknown_group_and_judged_metric_without_judge_fail_early(faulty, store):
-    res = _run(store, "--target", faulty.url, "--group", "lexical,nonsense")
+    res = _run(store, "--target", faulty.url, "--groups", "lexical,nonsense")
     assert res.exit_code != 0 and "unknown group(s) nonsense" in str(res.exception) + res.output
     res = _run(store, "--target", faulty.url, "--metrics", "faithfulness", "--no-judge")
     assert res.exit_code != 0 and "need a judge" in str(res.exception) + res.output
