@@ -207,31 +207,84 @@ def test_compare_table_counts_and_diff(make_app, app_store):
     assert cols.index("delta") < cols.index("ci_low") < cols.index("p_holm") < cols.index("improved")
 
 
+# The verdict's sentences are boxes coloured by outcome: success = better, error = worse,
+# warning = not significant after Holm / too few questions, info = no significant difference.
+_BOX_OUTCOMES = {"success": {"better"}, "error": {"worse"}, "warning": {"not significant", "too few questions"},
+                 "info": {"no significant difference"}}
+
+
+def verdict_sentences(at) -> list[tuple[set[str], str]]:
+    """(possible outcomes, sentence as displayed) of every verdict box (comparability warnings
+    and empty states are not verdict sentences: they do not start with `metric:`)."""
+    import re
+
+    out = []
+    for kind, outcomes in _BOX_OUTCOMES.items():
+        for box in getattr(at, kind):
+            text = shown(box.value)
+            if re.match(r"^[\w@.]+: ", text) and " · n = " in text:
+                out.append((outcomes, text))
+    return out
+
+
 def test_compare_verdict_says_who_wins_in_words(make_app, app_store):
     """The verdict block names the better system per tested metric, in the metric's direction,
     with its CI and Holm p, and agrees with the statistics table."""
     run = synthetic_runs(app_store)[0]
     at = make_app("compare", sys=[f"{run}:basic_search", f"{run}:local_search"], tm=["faithfulness", "token_f1"])
     assert not at.exception
-    verdict = at.get("flex_container") if False else None  # noqa: F841 (containers are checked by key below)
-    lines = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    lines = verdict_sentences(at)
     table = next(d.value for d in at.dataframe if "p_holm" in d.value.columns).set_index("metric")
-    assert set(lines.outcome) <= {"better", "worse", "not significant", "too few questions",
-                                  "no significant difference"} and len(lines) == 2
-    for row in lines.itertuples():
-        metric = row.verdict.split(":", 1)[0]
+    assert len(lines) == 2
+    for outcomes, verdict in lines:
+        metric = verdict.split(":", 1)[0]
         t = table.loc[metric]
-        assert f"Holm p = {t.p_holm:.2g}" in row.verdict
+        assert f"Holm p = {t.p_holm:.2g}" in verdict
         if t.p_holm < 0.05:
             winner = "local_search" if (t.delta > 0) == bool(t.higher_is_better) else "basic_search"
-            assert row.verdict.startswith(f"{metric}: {winner} is better than") and row.outcome in ("better", "worse")
-            assert (row.outcome == "better") == (winner == "local_search")
+            assert verdict.startswith(f"{metric}: {winner} is better than") and outcomes <= {"better", "worse"}
+            assert (outcomes == {"better"}) == (winner == "local_search")
         elif t.ci_low > 0 or t.ci_high < 0:  # the unadjusted CI says more than Holm does
-            assert row.outcome in ("not significant", "too few questions")
-            assert "not significant after testing 2 metrics" in row.verdict or "too few questions" in row.verdict
+            assert outcomes == {"not significant", "too few questions"}
+            assert "not significant after testing 2 metrics" in verdict or "too few questions" in verdict
         else:
-            assert row.outcome in ("no significant difference", "too few questions") and "detectable" in row.verdict
-    assert "local_search against basic_search (baseline)" in texts(at)
+            assert "detectable" in verdict and outcomes & {"no significant difference", "too few questions"}
+    assert any("local_search against basic_search (baseline)" in shown(c.value) for c in at.caption)
+
+
+def test_compare_opens_with_a_headline_a_forest_plot_and_metric_cards(make_app, app_store):
+    """Above the fold (issue 24, item 1): the one-line headline, a forest plot with one CI bar per
+    tested metric whose row label carries Holm p and n, and a card per key metric with the
+    candidate's mean and Δ — the same numbers as the statistics table."""
+    import json
+
+    run = synthetic_runs(app_store)[0]
+    tested = ["faithfulness", "token_f1", "context_recall"]
+    at = make_app("compare", sys=[f"{run}:basic_search", f"{run}:local_search"], tm=tested)
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "p_holm" in d.value.columns).set_index("metric")
+    headline = [shown(h.value) for h in at.subheader if "tested metric" in h.value]
+    assert len(headline) == 1 and headline[0].startswith("local_search is better than basic_search on ")
+    assert headline[0].split(", n = ")[1].startswith(str(int(table.loc[tested, "n_pairs"].max())))
+    [chart] = [c for c in at.get("plotly_chart") if "forest" in c.proto.id or "forest" in str(c.proto)]
+    spec = json.loads(chart.proto.spec)
+    bars = [t for t in spec["data"] if t["type"] == "bar"]
+    labels = [y for t in bars for y in t["y"]]
+    assert len(labels) == len(tested)  # one bar per tested metric
+    for metric in tested:
+        [label] = [y for y in labels if y.startswith(metric + " ")]
+        t = table.loc[metric]
+        assert f"Holm p = {t.p_holm:.2g}" in label and f"n = {int(t.n_pairs)}" in label
+    for t in bars:  # each bar spans the CI: base = CI low, length = CI width
+        for y, base, width in zip(t["y"], t["base"], t["x"]):
+            metric = y.split(" ", 1)[0]
+            assert abs(base - table.loc[metric, "ci_low"]) < 1e-9
+            assert abs(base + width - table.loc[metric, "ci_high"]) < 1e-9
+    cards = {shown(m.label): m for m in at.metric}
+    assert set(tested) <= set(cards)
+    for metric in tested:
+        assert cards[metric].value == f"{table.loc[metric, 'mean_cand']:.3f}"
+        assert cards[metric].delta == f"{table.loc[metric, 'delta']:+.3f}"
 
 
 def test_compare_defaults_to_the_methods_of_the_newest_scored_run(make_app, app_store):
