@@ -213,3 +213,32 @@ def test_journeys_render_in_chromium(served_app, app_store, tmp_path):
         assert text and "Verdict" in text and "local_search against basic_search (baseline)" in text
     finally:
         tools.close()
+
+
+def test_compare_headline_and_forest_plot_in_chromium(served_app, app_store, tmp_path):
+    """The PM's view in a real browser (issue 24, item 1): the headline names who wins and n, and
+    the forest plot is a Plotly figure with one bar per tested metric (the default tested set)."""
+    from evalcore.analysis.verdict import default_tested_metrics
+
+    browser = chromium()
+    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    run = sorted(r for r in app_store.run_ids() if r.startswith("synthetic"))[0]
+    keys = [f"{run}:basic_search", f"{run}:local_search"]
+    tested = default_tested_metrics(app_store, keys)
+    tools = DevTools(browser, tmp_path / "profile")
+    try:
+        dom = tools.dom_after(f"{served_app}/compare?sys={keys[0]}&sys={keys[1]}", "Compare")
+        assert not any(m in dom for m in BAD_MARKERS)
+        text = _wait_for(tools, "(() => { const v = document.querySelector('.st-key-verdict');"
+                                " return v && v.querySelector('.js-plotly-plot') ? v.innerText : '' })()")
+        assert text, "no verdict with a forest plot"
+        assert re.search(rf"local_search is better than basic_search on (none|\d) of {len(tested)} tested "
+                         r"metrics and worse on (none|\d), n = 24", text), text[:400]
+        bars = _wait_for(tools, "(() => { const p = document.querySelector('.st-key-forest .js-plotly-plot');"
+                                " if (!p || !p.data) return null;"
+                                " return p.data.filter(t => t.type === 'bar').flatMap(t => Array.from(t.y)); })()")
+        assert bars and len(bars) == len(tested), bars
+        assert sorted(b.split(" ", 1)[0] for b in bars) == sorted(tested)
+        assert all(" · Holm p = " in b and b.endswith(" · n = 24") for b in bars), bars
+    finally:
+        tools.close()
