@@ -242,3 +242,21 @@ def test_compare_headline_and_forest_plot_in_chromium(served_app, app_store, tmp
         assert all(" · Holm p = " in b and b.endswith(" · n = 24") for b in bars), bars
     finally:
         tools.close()
+
+
+def test_runs_default_columns_fit_1400px_in_chromium(served_app, tmp_path):
+    """Issue 24, item 4: at 1400 x 1000 the leaderboard's default columns fit without a
+    horizontal scroll (the judges column used to push metrics, cost and latency off screen)."""
+    browser = chromium()
+    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    tools = DevTools(browser, tmp_path / "profile")
+    try:
+        tools.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
+        dom = tools.dom_after(f"{served_app}/", "Runs")
+        assert not any(m in dom for m in BAD_MARKERS)
+        sizes = _wait_for(tools, "(() => { const s = document.querySelector('[data-testid=stDataFrame] .dvn-scroller');"
+                                 " return s && s.clientWidth > 0 ? [s.scrollWidth, s.clientWidth] : null })()")
+        assert sizes, "no leaderboard drawn"
+        assert sizes[0] <= sizes[1], f"the leaderboard scrolls sideways: {sizes[0]} px of content in {sizes[1]} px"
+    finally:
+        tools.close()

@@ -57,14 +57,24 @@ def test_runs_search_filters_and_bad_sort_is_rejected(make_app, app_store):
 
 
 def test_leaderboard_columns_read_system_then_quality_then_cost(make_app):
+    """The default columns (issue 24, item 4): which system, how good and how surely, on how many
+    questions with how many errors, judged by whom (one short label), the picked metrics, cost
+    and latency — the rest is one pick away ("More columns") and in the CSV."""
+    import json
+
     at = make_app("runs", cols=["faithfulness", "token_f1"])
-    cols = list(at.dataframe[0].value.columns)
-    # which system (and whether it failed), how good and how surely, on how many questions with how
-    # many errors, judged by whom, then the chosen metrics
-    assert cols[:11] == ["name", "method", "failure_flag", "weighted_score", "weighted_score_ci95",
-                         "weighted_score_ci_low", "n", "error_rate", "judges", "faithfulness", "token_f1"]
-    assert cols.index("token_f1") < cols.index("cost_per_query_usd") < cols.index("run_id")
-    assert cols[-2:] == ["questions", "charts"]
+    frame = at.dataframe[0]
+    shown = list(frame.proto.column_order)
+    assert shown == ["system", "weighted_score", "weighted_score_ci95", "n", "error_rate", "judge", "faithfulness",
+                     "token_f1", "cost_per_query_usd", "latency_p50_ms"]
+    board = frame.value
+    assert set(board["judge"]) == {"heuristic (word overlap)"}  # not ten prompt ids per row
+    assert board["judges"].str.contains("heuristic:synthetic/").all()  # the full ids are kept (CSV, details)
+    assert (board["system"] == board["name"] + " / " + board["method"]).all()
+    config = json.loads(frame.proto.columns)
+    assert config["n"]["type_config"]["format"] == "%d"  # counts are integers
+    at = make_app("runs", cols=["faithfulness"], more=["run_id", "n_errors"])
+    assert list(at.dataframe[0].proto.column_order)[-2:] == ["run_id", "n_errors"]
 
 
 def test_leaderboard_means_match_the_store_views(app_store):

@@ -52,6 +52,11 @@ def test_runs_page_lists_tiny_runs_apart_and_flags_failures(tmp_path, monkeypatc
     assert list(unranked["method"]) == ["lucky"] and list(unranked["not ranked"]) == ["too few questions to rank (n=3)"]
     assert "Too few questions to rank" in [h.value for h in at.subheader]
     assert any("failed on more than half" in e.value for e in at.error)
+    # both rules are visible in the default columns: the flag (in full under the red box), the note
+    frames = [d for d in at.dataframe if "method" in d.value.columns]
+    assert "failure_flag" in frames[0].proto.column_order
+    assert list(frames[1].proto.column_order)[:2] == ["not ranked", "system"]
+    assert any(t.value.endswith(f"/ default: 12/12 failed: {FAILURE}") for t in at.text)
     at.selectbox(key="url_sort").select("weighted_score_ci_low").run()
     assert not at.exception, at.exception
     assert [d.value for d in at.dataframe if "method" in d.value.columns][1]["method"].tolist() == ["lucky"]
