@@ -260,3 +260,45 @@ def test_runs_default_columns_fit_1400px_in_chromium(served_app, tmp_path):
         assert sizes[0] <= sizes[1], f"the leaderboard scrolls sideways: {sizes[0]} px of content in {sizes[1]} px"
     finally:
         tools.close()
+
+
+def test_enter_in_launch_boxes_never_starts_a_run_in_chromium(served_app, app_store, tmp_path):
+    """Issue 24, item 6, in a real browser: a complete setup typed box by box, each confirmed with
+    Enter, starts nothing (a form would have submitted on the first Enter); only the button does."""
+    from evalcore.demo import questions_path
+
+    browser = chromium()
+    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    jobs_dir = app_store.root / "_shared" / "app_jobs"
+    before = set(jobs_dir.iterdir()) if jobs_dir.exists() else set()
+    tools = DevTools(browser, tmp_path / "profile")
+    idle = ("document.querySelector('[data-test-script-state=notRunning]') !== null"
+            " && Array.from(document.querySelectorAll('[data-testid=InputInstructions]'))"
+            ".every(e => !e.innerText.includes('Press Enter'))")
+    try:
+        dom = tools.dom_after(f"{served_app}/launch", "Launch")
+        assert not any(m in dom for m in BAD_MARKERS)
+        for label, value in (("Server URL", "http://127.0.0.1:9"), ("Dataset file path", str(questions_path())),
+                             ("Methods", "basic_search")):
+            assert _wait_for(tools, f"document.querySelector('input[aria-label^=\"{label}\"]') !== null")
+            tools.call("Runtime.evaluate", expression=f"document.querySelector('input[aria-label^=\"{label}\"]').focus()")
+            tools.call("Input.insertText", text=value)
+            assert _wait_for(tools, "Array.from(document.querySelectorAll('[data-testid=InputInstructions]'))"
+                                    ".some(e => e.innerText.includes('Press Enter'))"), f"{label}: typing not seen"
+            for kind in ("keyDown", "keyUp"):
+                tools.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13,
+                           text="\r" if kind == "keyDown" else "")
+            assert _wait_for(tools, idle), f"the page did not settle after Enter in {label}: " + str(tools.call(
+                "Runtime.evaluate", returnByValue=True, expression="[document.querySelector('[data-test-script-state]')"
+                ".getAttribute('data-test-script-state'), Array.from(document.querySelectorAll("
+                "'[data-testid=InputInstructions]')).map(e => e.innerText)]")["result"].get("value"))
+            typed = tools.call("Runtime.evaluate", returnByValue=True, expression=(
+                f"document.querySelector('input[aria-label^=\"{label}\"]').value"))["result"]["value"]
+            assert typed == value
+        text = tools.call("Runtime.evaluate", returnByValue=True,
+                          expression="document.body.innerText")["result"]["value"]
+        assert "Started." not in text and "Import started" not in text
+        after = set(jobs_dir.iterdir()) if jobs_dir.exists() else set()
+        assert after == before, "Enter started a job"
+    finally:
+        tools.close()
