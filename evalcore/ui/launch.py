@@ -87,7 +87,7 @@ def _start_form(store) -> None:
         demo = target_kind.startswith("Demo")
         u1, u2 = st.columns([4, 1], vertical_alignment="bottom")
         url = u1.text_input("Server URL", placeholder="http://127.0.0.1:8001", key="launch_url", disabled=demo)
-        u2.button("Ask the target for its methods", on_click=_ask_target, disabled=demo, key="launch_ask",
+        u2.button("Ask the target", on_click=_ask_target, disabled=demo, key="launch_ask",
                   help="GET /models/info (at most a few seconds) and offer the methods it lists.")
         ds_path = st.text_input("Dataset file path (on this machine)", placeholder="questions.yaml")
         ds_upload = st.file_uploader("...or upload a dataset", type=["yaml", "yml", "json", "jsonl", "csv", "parquet"])
@@ -128,8 +128,8 @@ def _start_form(store) -> None:
         st.error("Give a dataset and a server URL (or choose the demo server).")
         return
     if not method_list:  # never ask the server for a method nobody named
-        st.error("Name the methods to ask (comma-separated, as the server knows them; \"Ask the target for its "
-                 "methods\" reads its /models/info). For a server that takes no method, type: default")
+        st.error("Name the methods to ask (comma-separated, as the server knows them; \"Ask the target\" reads its "
+                 "/models/info). For a server that takes no method, type: default")
         return
     if (metrics or groups) and judge.startswith("(collect"):
         st.error("Metrics were picked but scoring is off (collect only): clear them or pick a judge option.")
