@@ -20,7 +20,7 @@ N_DEFAULT_METRICS = 2
 # Shown by default: who, how good (± and n), how often it failed, judged by whom, the picked
 # metrics, cost and latency; sized to fit a 1400 px window without scrolling sideways.
 # Everything else the leaderboard has is one pick away ("More columns") and in the CSV.
-MORE_COLUMNS = {"weighted_score_ci_low": "at least (CI low)", "n_errors": "failed answers",
+MORE_COLUMNS = {"failure_flag": "failed (first error)", "weighted_score_ci_low": "at least (CI low)", "n_errors": "failed answers",
                 "latency_p95_ms": "latency p95", "rag_cost_per_query_usd": "RAG cost/query",
                 "judge_cost_per_query_usd": "judge cost/query", "judge_calls": "judge calls",
                 "n_abstained": "abstentions", "created_at": "date", "status": "status", "dataset": "dataset",
@@ -36,12 +36,15 @@ def _links(df):
     return df
 
 
-def _shown_columns(board, metrics: list[str], more: list[str]) -> list[str]:
-    """The columns drawn, in the order a reader ranks: which system, how good, how many, whether
-    it failed, judged by whom, the picked metrics, how costly and slow, then any extra picks."""
-    flagged = "failure_flag" in board.columns and board["failure_flag"].notna().any()
-    first = ["system", *(["failure_flag"] if flagged else []), "weighted_score", "weighted_score_ci95", "n",
-             "error_rate", "judge", *metrics, "corrected", "cost_per_query_usd", "latency_p50_ms", *more]
+def _shown_columns(board, metrics: list[str], more: list[str], ranked: bool = True) -> list[str]:
+    """The columns drawn, in the order a reader ranks: which system, how good (± only where
+    ranked: it is shown from MIN_N_FOR_CI questions, so always empty among the unranked), how
+    many, how often it failed, judged by whom, the picked metrics, how costly and slow, then any
+    extra picks. A failed system is flagged by colour (its name and errors in red) and in full
+    above the table, not by a column too narrow to hold the first error."""
+    first = ["system", "weighted_score",
+             *(["weighted_score_ci95"] if ranked else []), "n", "error_rate", "judge", *metrics, "corrected",
+             "cost_per_query_usd", "latency_p50_ms", *more]
     return [c for c in dict.fromkeys(first) if c in board.columns]
 
 
@@ -59,10 +62,12 @@ def _column_config(metrics: list[str]) -> dict:
     integers, and each header's tooltip saying what it holds."""
     num = st.column_config.NumberColumn
     cfg = {
+        "not ranked": st.column_config.TextColumn(
+            "not ranked", width=200, help=f"Fewer than {L.MIN_N_FOR_CI} scored questions: listed apart, never ranked."),
         "system": st.column_config.TextColumn("system", width=172, help="Run name / method (the run id: More columns)."),
         "failure_flag": st.column_config.TextColumn(
-            "failed", width=90, help="Set when more than half the answers failed: how many, and the first error "
-                                     "(in full in the red box above the table)."),
+            "failed", help="Set when more than half the answers failed: how many, and the first error "
+                           "(also in full in the red box above the table)."),
         "weighted_score": num("score", format="%.3f", width=62, help="weighted_score: the mean of its "
                               "per-question values, comparable across runs (fixed cost and latency budgets)."),
         "weighted_score_ci95": num(
@@ -128,7 +133,7 @@ def _styled(df, grey: bool):
         style = style.map(lambda _: GREY)
     if "failure_flag" in df.columns:
         flagged = df["failure_flag"].notna()
-        cols = [c for c in ("failure_flag", "system", "name", "method") if c in df.columns]
+        cols = [c for c in ("failure_flag", "system", "name", "method", "error_rate") if c in df.columns]
         style = style.apply(lambda col: [RED if f else "" for f in flagged], subset=cols)
     return style
 
@@ -172,7 +177,6 @@ def render() -> None:
         board = board.drop(columns=["weighted_score", "weighted_score_ci95", "weighted_score_ci_low"], errors="ignore")
         st.caption("No weighted_score in these runs: score them with the composite metrics to rank by it.")
     board = corrected_view.corrected_column(_with_judge_label(_links(board)))  # where labels exist
-    shown_cols = _shown_columns(board, metrics, more)
     for col in ("judge", "judges", "dataset", "name"):  # one convention for a missing value: "–"
         if col in board:
             board[col] = board[col].fillna("–")
@@ -181,12 +185,13 @@ def render() -> None:
     st.text(f"{len(board)} run/method rows: {len(ranked)} ranked, {len(unranked)} with too few questions to rank")
     flagged = board[board["failure_flag"].notna()]
     if not flagged.empty:
-        st.error(f"{len(flagged)} system(s) failed on more than half their answers (column 'failed', in red): "
-                 "their scores count every failed answer as wrong.")
+        st.error(f"{len(flagged)} system(s) failed on more than half their answers (in red below): their "
+                 "scores count every failed answer as wrong.")
         for row in flagged.itertuples(index=False):  # the flag in full (the column is narrow)
             st.text(f"{row.name} / {row.method}: {row.failure_flag}")
     if not ranked.empty:
-        common.show_table(_visible(ranked), "leaderboard", column_config=col_cfg, column_order=shown_cols,
+        common.show_table(_visible(ranked), "leaderboard", column_config=col_cfg,
+                          column_order=_shown_columns(ranked, metrics, more),
                           style=lambda df: _styled(df, grey=False))
     if not unranked.empty:
         st.subheader("Too few questions to rank")
@@ -195,7 +200,8 @@ def render() -> None:
         shown = _visible(unranked)
         shown.insert(0, "not ranked", unranked["rank_note"].to_numpy())
         common.show_table(shown, "leaderboard_unranked", column_config=col_cfg,
-                          column_order=["not ranked", *shown_cols], style=lambda df: _styled(df, grey=True))
+                          column_order=["not ranked", *_shown_columns(unranked, metrics, more, ranked=False)],
+                          style=lambda df: _styled(df, grey=True))
     _judge_details(board)
 
     st.subheader("Open")
