@@ -62,8 +62,6 @@ def _column_config(metrics: list[str]) -> dict:
     integers, and each header's tooltip saying what it holds."""
     num = st.column_config.NumberColumn
     cfg = {
-        "not ranked": st.column_config.TextColumn(
-            "not ranked", width=200, help=f"Fewer than {L.MIN_N_FOR_CI} scored questions: listed apart, never ranked."),
         "system": st.column_config.TextColumn("system", width=172, help="Run name / method (the run id: More columns)."),
         "failure_flag": st.column_config.TextColumn(
             "failed", help="Set when more than half the answers failed: how many, and the first error "
@@ -195,12 +193,12 @@ def render() -> None:
                           style=lambda df: _styled(df, grey=False))
     if not unranked.empty:
         st.subheader("Too few questions to rank")
-        st.caption(f"Fewer than {L.MIN_N_FOR_CI} questions: a mean this small can be 1.000 by luck, so these "
-                   "systems are listed apart and never ranked above the others.")
+        st.caption(f"Fewer than {L.MIN_N_FOR_CI} questions (column n): a mean this small can be 1.000 by luck, "
+                   "so these systems are listed apart, in grey, and never ranked above the others.")
         shown = _visible(unranked)
         shown.insert(0, "not ranked", unranked["rank_note"].to_numpy())
         common.show_table(shown, "leaderboard_unranked", column_config=col_cfg,
-                          column_order=["not ranked", *_shown_columns(unranked, metrics, more, ranked=False)],
+                          column_order=_shown_columns(unranked, metrics, more, ranked=False),
                           style=lambda df: _styled(df, grey=True))
     _judge_details(board)
 
