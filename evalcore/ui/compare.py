@@ -163,6 +163,14 @@ def _forest_figure(rows: pd.DataFrame) -> go.Figure:
     return fig
 
 
+def _card_number(value: float, sign: bool = False) -> str:
+    """Three decimals for scores; whole numbers once a value reaches 100 (milliseconds, tokens)."""
+    if value != value:
+        return common.MISSING
+    plus = "+" if sign else ""
+    return f"{value:{plus},.0f}" if abs(value) >= 100 else f"{value:{plus}.3f}"
+
+
 def _cards(forest: pd.DataFrame, table: pd.DataFrame) -> None:
     """One st.metric per key tested metric: the candidate's mean, Δ coloured by the verdict
     (green / red only when significant after Holm, grey otherwise)."""
@@ -171,7 +179,7 @@ def _cards(forest: pd.DataFrame, table: pd.DataFrame) -> None:
     cols = st.columns(2)
     for i, r in enumerate(shown):  # two per row: beside the forest plot
         cols[i % 2].metric(
-            common.md(r.metric), f"{means.get(r.metric, float('nan')):.3f}", f"{r.delta:+.3f}",
+            common.md(r.metric), _card_number(means.get(r.metric, float("nan"))), _card_number(r.delta, sign=True),
             delta_color=_CARD_COLOURS[r.shade], border=True,
             help=f"The candidate's mean; Δ = candidate − baseline ({'higher' if r.higher_is_better else 'lower'} "
                  f"is better): {r.outcome} after Holm.")
