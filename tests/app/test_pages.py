@@ -450,3 +450,34 @@ def test_hostile_url_values_are_echoed_inert(make_app):
     assert "\\!\\[x\\]\\(http\u2060\\:\\/\\/canary\\.invalid\\/i\\.png\\)" in joined  # escaped, autolink broken
     assert r"\:red\[boom\] \$x\^2\$ \[l\]\(http" in joined
     assert "![x](http://canary" in shown(joined)  # and displays as the characters it is
+
+
+def test_compare_headline_cards_and_forest_keep_hostile_method_names_inert(tmp_path, monkeypatch):
+    """Method names are data: the headline and caption escape them for Markdown, and nothing of
+    them reaches the forest plot as HTML."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from evalcore.demo.synthetic import build_store, write_run
+    from evalcore.queries import run_questions
+
+    store = build_store(tmp_path / "runs", n_runs=1, n_questions=12)
+    questions = run_questions(store, store.run_ids()[0])
+    evil_a, evil_b = "<img src=x onerror=alert(1)>", "**bold** [l](http://example.invalid)"
+    run = write_run(store, "evil", questions, [evil_a, evil_b], ["token_f1", "faithfulness"], seed=5)
+    monkeypatch.setenv("EVALCORE_STORE", str(store.root))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/compare.py")
+    at.query_params.update({"sys": [f"{run}:{evil_a}", f"{run}:{evil_b}"], "tm": ["token_f1", "faithfulness"]})
+    at.run()
+    assert not at.exception, at.exception
+    [headline] = [h.value for h in at.subheader if "tested metric" in h.value]
+    assert shown(headline).startswith(f"{evil_b} is better than {evil_a} on ")
+    import re
+
+    assert not re.search(r"(?<!\\)[<*\[]", headline)  # every Markdown/HTML character backslash-escaped
+    [chart] = [c for c in at.get("plotly_chart") if "forest" in c.proto.id]
+    spec = json.dumps(json.loads(chart.proto.spec))
+    assert "<img" not in spec and "onerror" not in spec
