@@ -18,8 +18,8 @@ HEURISTIC_SHORT = "heuristic (word overlap)"
 
 def _ids(judge_ids: str | Iterable[str | None] | None) -> list[str]:
     """The judge ids as a clean list: a stored comma-separated `judges` text is split; blanks,
-    None and NaN (a pandas missing value) are dropped."""
-    if judge_ids is None:
+    None and NaN (a pandas missing value, alone or in a list) are dropped."""
+    if judge_ids is None or isinstance(judge_ids, float):
         return []
     if isinstance(judge_ids, str):
         judge_ids = judge_ids.split(",")

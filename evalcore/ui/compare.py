@@ -1,10 +1,13 @@
 """Compare page: which system is better, and is it real?
 
-Above the fold, a verdict: one coloured sentence per tested metric (better / worse / no
-significant difference, Δ with its CI and the Holm-adjusted p). Then improved / regressed /
-unchanged counts per metric, each a link to those questions; the full metric table; where the
-wrong answers come from (failure-mode diagnosis per system); and question by question: a
-scatter of one metric and a word diff of two answers.
+Above the fold, the verdict: comparability warnings, one headline ("X is better than Y on 2 of
+4 tested metrics and worse on none, n = 40"), a forest plot (per tested metric Δ with its 95%
+CI around zero, coloured better / worse / not significant in the metric's own direction, Holm
+p and n in the row label and the hover) beside cards of the key metrics (candidate's mean and
+Δ), then every verdict sentence in full, wrapped. Then improved / regressed / unchanged counts
+per metric, each a link to those questions; the full metric table; where the wrong answers
+come from (failure-mode diagnosis per system); and question by question: a scatter of one
+metric and a word diff of two answers.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from evalcore.analysis import compare as C
+from evalcore.analysis import forest as F
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.analysis import verdict as V
@@ -103,45 +107,121 @@ def _question_diff(base: str, cand: str, metric: str) -> None:
                  query_params={"run": cand.partition(":")[0], "method": cand.partition(":")[2], "qid": qid})
 
 
-_OUTCOME_COLOURS = {"better": "#d9f2e3", "worse": "#f8d7d4", "not significant": "#fdf1d6",
-                    "too few questions": "#fdf1d6", "no significant difference": "#eeeeee"}
+# The forest plot's shades and the verdict boxes' kinds (our constants): green better, red
+# worse, grey not significant (the sentence says which of the verdict's amber/grey outcomes).
+_SHADE_COLOURS = {"better": "#2e7d32", "worse": "#c62828", "not significant": "#9e9e9e"}
+_SHADE_NAMES = {"better": "candidate better", "worse": "candidate worse", "not significant": "not significant"}
+_CARD_COLOURS = {"better": "green", "worse": "red", "not significant": "grey"}
+N_CARDS = 4
+_FOREST_HOVER = ("<b>%{customdata[0]}</b>: %{customdata[1]} (%{customdata[2]} is better)<br>Δ = %{customdata[3]:+.3g} "
+                 "(candidate − baseline)<br>95% CI [%{customdata[4]:+.3g}, %{customdata[5]:+.3g}]<br>"
+                 "Holm p = %{customdata[6]:.2g} · n = %{customdata[7]}<extra></extra>")
+
+
+def _forest_figure(rows: pd.DataFrame) -> go.Figure:
+    """Per tested metric, Δ's 95% CI as a horizontal bar (base = CI low, length = CI width) and Δ
+    as a dot, around a zero line; one bar trace per shade (its legend entry). Metrics on another
+    scale than 0–1 get their own panel and x axis. Row labels are stored metric names: the
+    figure goes through common.inert_figure, and the hover's names are escaped here."""
+    from plotly.subplots import make_subplots
+
+    panels = list(dict.fromkeys(rows["panel"]))
+    sizes = [int((rows["panel"] == p).sum()) for p in panels]
+    fig = make_subplots(rows=len(panels), cols=1, row_heights=sizes, vertical_spacing=0.25 / max(1, len(panels)),
+                        subplot_titles=None)
+    shown: set[str] = set()
+    for i, panel in enumerate(panels, start=1):
+        part = rows[rows["panel"] == panel].iloc[::-1]  # the first tested metric on top
+        for shade in ("better", "worse", "not significant"):
+            g = part[part["shade"] == shade]
+            if g.empty:
+                continue
+            custom = [[common.plotly_text(m), o, "higher" if h else "lower", d, lo, hi, p, n]
+                      for m, o, h, d, lo, hi, p, n in zip(g["metric"], g["outcome"], g["higher_is_better"],
+                                                          g["delta"], g["ci_low"], g["ci_high"], g["p_holm"], g["n"])]
+            common_args = {"y": list(g["label"]), "legendgroup": shade, "customdata": custom,
+                           "hovertemplate": _FOREST_HOVER}
+            fig.add_trace(go.Bar(
+                x=list(g["ci_high"] - g["ci_low"]), base=list(g["ci_low"]), orientation="h", width=0.5,
+                marker={"color": _SHADE_COLOURS[shade]}, opacity=0.45, name=_SHADE_NAMES[shade],
+                showlegend=shade not in shown, **common_args), row=i, col=1)
+            shown.add(shade)
+            fig.add_trace(go.Scatter(
+                x=list(g["delta"]), mode="markers", showlegend=False, name="Δ",
+                marker={"color": _SHADE_COLOURS[shade], "size": 11, "symbol": "diamond",
+                        "line": {"color": "#212121", "width": 1}}, **common_args), row=i, col=1)
+        lo = min(0.0, float(part[["ci_low", "delta"]].min().min()))
+        hi = max(0.0, float(part[["ci_high", "delta"]].max().max()))
+        pad = 0.08 * (hi - lo or 1.0)
+        fig.update_xaxes(range=[lo - pad, hi + pad], zeroline=True, zerolinewidth=2, zerolinecolor="#424242",
+                         title_text=f"Δ {panel}" if i == len(panels) or len(panels) > 1 else None, row=i, col=1)
+        fig.update_yaxes(automargin=True, row=i, col=1)
+    fig.update_layout(height=90 + 46 * len(rows) + 50 * (len(panels) - 1), barmode="overlay",
+                      margin={"l": 10, "r": 10, "t": 10, "b": 40},
+                      legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+                      title=None)
+    return fig
+
+
+def _card_number(value: float, sign: bool = False) -> str:
+    """Three decimals for scores; whole numbers once a value reaches 100 (milliseconds, tokens)."""
+    if value != value:
+        return common.MISSING
+    plus = "+" if sign else ""
+    return f"{value:{plus},.0f}" if abs(value) >= 100 else f"{value:{plus}.3f}"
+
+
+def _cards(forest: pd.DataFrame, table: pd.DataFrame) -> None:
+    """One st.metric per key tested metric: the candidate's mean, Δ coloured by the verdict
+    (green / red only when significant after Holm, grey otherwise)."""
+    means = dict(zip(table.metric, table.mean_cand))
+    shown = list(forest.head(N_CARDS).itertuples(index=False))
+    cols = st.columns(2)
+    for i, r in enumerate(shown):  # two per row: beside the forest plot
+        cols[i % 2].metric(
+            common.md(r.metric), _card_number(means.get(r.metric, float("nan"))), _card_number(r.delta, sign=True),
+            delta_color=_CARD_COLOURS[r.shade], border=True,
+            help=f"The candidate's mean; Δ = candidate − baseline ({'higher' if r.higher_is_better else 'lower'} "
+                 f"is better): {r.outcome} after Holm.")
+
+
+def _sentences(lines: pd.DataFrame, judged: dict[str, str]) -> None:
+    """Every verdict sentence in full, wrapped (a table cell would cut it at 1400 px), in a box
+    coloured by its outcome; the text is escaped for Markdown (method names are data)."""
+    box = {"better": st.success, "worse": st.error, "not significant": st.warning,
+           "too few questions": st.warning, "no significant difference": st.info}
+    for line in lines.itertuples(index=False):
+        judge = judged.get(line.metric)
+        text = line.verdict + (f" · judged by {judge}" if isinstance(judge, str) and judge else "")
+        box[line.outcome](common.md(text))
 
 
 def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str], tested: list[str]) -> None:
-    """Above the fold: the comparability warnings, the one-line summary, then one sentence per
-    tested metric, coloured by what it means for the candidate (green better, red worse, amber
-    not significant after Holm or too few questions, grey no significant difference)."""
+    """Above the fold: the comparability warnings, the one-line headline, the key metrics' cards,
+    then the forest plot beside the verdict sentences (green better, red worse, amber not
+    significant after Holm or too few questions, blue no significant difference)."""
     names = common.short_labels([base, cand], labels)
     lines = C.verdict_lines(table, names[base], names[cand])
     with st.container(key="verdict"):
-        st.subheader("Verdict")
         for warning in common.call(V.comparability, base, cand, tuple(tested)):
             st.warning("Not comparable as scored: " + common.md(warning), icon=":material/warning:")
-        st.text(f"{names[cand]} against {names[base]} (baseline)")
         if lines.empty:
+            st.subheader("Verdict")
+            st.text(f"{names[cand]} against {names[base]} (baseline)")
             st.info("Pick metrics to test (below) to get a verdict.")
             return
-        st.text(V.verdict_summary(lines, table, names[base], names[cand]))
-        st.caption(f"α = 0.05 after Holm over the {len(lines)} tested metrics; Δ = candidate − baseline.")
-        # every judged score names its judge (computed metrics: none, shown as "–")
-        # (filled here: a Styler's cells show its own text for a missing value, not the placeholder)
-        lines["judged by"] = lines.metric.map(dict(zip(table.metric, table.judged_by))).fillna(common.MISSING)
-        styled = lines[["outcome", "verdict", "judged by"]].style.apply(
-            lambda row: [f"background-color: {_OUTCOME_COLOURS[row['outcome']]}"] * len(row), axis=1)
-        common.dataframe(styled, hide_index=True, width="stretch",
-                     column_config={"verdict": st.column_config.TextColumn(
-                         "verdict", width="large", help="Δ = candidate − baseline. The CI is the paired bootstrap's, per metric "
-                                         "(unadjusted); the verdict follows the Holm-adjusted p, which accounts for "
-                                         "testing several metrics: a CI that excludes 0 with Holm p ≥ 0.05 is not "
-                                         "a difference after multiple testing."),
-                                    "outcome": st.column_config.TextColumn(
-                                        "outcome", width="small", help="The candidate against the baseline: "
-                                        "better or worse (significant after Holm); not significant (the CI excludes 0 "
-                                        "but not after Holm's correction); too few questions (only a very large Δ "
-                                        "could be detected at this n); no significant difference."),
-                                    "judged by": st.column_config.TextColumn(
-                                        "judged by", width="medium", help="The judge whose verdicts produced this metric's "
-                                        "values (both systems); heuristic = the offline word-overlap judge.")})
+        st.subheader(common.md(V.verdict_summary(lines, table, names[base], names[cand])), anchor=False)
+        st.caption(common.md(f"Verdict: {names[cand]} against {names[base]} (baseline) · α = 0.05 after Holm "
+                             f"over the {len(lines)} tested metrics · Δ = candidate − baseline · CI: paired "
+                             "bootstrap 95%, unadjusted; the outcome follows the Holm-adjusted p."))
+        forest = F.forest_rows(table, lines)
+        left, right = st.columns([3, 2], vertical_alignment="center")
+        with left, st.container(key="forest"):
+            st.plotly_chart(common.inert_figure(_forest_figure(forest)), key="forest_plot",
+                            config={"displayModeBar": False})
+        with right:
+            _cards(forest, table)
+        _sentences(lines, dict(zip(table.metric, table.judged_by)))
 
 
 def _count_links(table: pd.DataFrame, picked: list[str]) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import socket
-import subprocess
 import time
 import uuid
 from importlib import resources
@@ -19,11 +18,11 @@ import streamlit as st
 
 from evalcore.analysis import catalog
 from evalcore.analysis import progress as P
+from evalcore.analysis import target_methods
 from evalcore.ui import common, entry, jobs
 
 JUDGES = ["(default)", "heuristic", "anthropic", "openai", "(no judge)", "(collect only, no scoring)"]
 DEMO_METHODS = "basic_search,local_search,llm_with_context"
-IMPORT_TIMEOUT_S = 3600
 
 
 def _uploads(store) -> Path:
@@ -69,15 +68,34 @@ def _demo_dataset() -> str:
     return str(resources.files("evalcore") / "demo" / "data" / "questions.yaml")
 
 
+def _ask_target() -> None:
+    """Button callback (runs before the page redraws, so it may fill the methods box): ask the
+    server for /models/info, bounded to a few seconds; fill the box when it is still empty."""
+    offer = target_methods.offered_methods(st.session_state.get("launch_url", ""))
+    st.session_state["launch_offer"] = offer
+    if offer.methods and not st.session_state.get("launch_methods", "").strip():
+        st.session_state["launch_methods"] = ",".join(offer.methods)
+
+
 def _start_form(store) -> None:
-    with st.form("launch"):
+    """Widgets outside any form, and one button that starts: Enter in a text box only confirms
+    that box (a form submits on Enter, which once started a run nobody had finished setting up)."""
+    with st.container(border=True):
         st.subheader("Start a run")
-        target_kind = st.radio("Target", ["RAG server URL", "Demo server (started for you)"], horizontal=True)
-        url = st.text_input("Server URL", placeholder="http://127.0.0.1:8001")
+        target_kind = st.radio("Target", ["RAG server URL", "Demo server (started for you)"], horizontal=True,
+                               key="launch_target")
+        demo = target_kind.startswith("Demo")
+        u1, u2 = st.columns([4, 1], vertical_alignment="bottom")
+        url = u1.text_input("Server URL", placeholder="http://127.0.0.1:8001", key="launch_url", disabled=demo)
+        u2.button("Ask the target", on_click=_ask_target, disabled=demo, key="launch_ask",
+                  help="GET /models/info (at most a few seconds) and offer the methods it lists.")
         ds_path = st.text_input("Dataset file path (on this machine)", placeholder="questions.yaml")
         ds_upload = st.file_uploader("...or upload a dataset", type=["yaml", "yml", "json", "jsonl", "csv", "parquet"])
-        methods = st.text_input("Methods (comma-separated; required for a server URL)",
+        methods = st.text_input("Methods (comma-separated; required for a server URL)", key="launch_methods",
                                 placeholder=f"e.g. {DEMO_METHODS} (the demo server's, used when blank with the demo)")
+        offer = st.session_state.get("launch_offer")
+        if offer is not None and not demo:  # method names come from the server: plain text only
+            st.text(offer.note + (f" Offered: {', '.join(offer.methods)}" if offer.methods else ""))
         c1, c2, c3 = st.columns(3)
         # Text boxes, not st.number_input (see common.url_number for why).
         samples_text = c1.text_input("Samples (blank = all questions)", max_chars=9)
@@ -92,7 +110,7 @@ def _start_form(store) -> None:
         name = st.text_input("Run name", value="app-run")
         keep_first = st.checkbox("Keep the first copy of a repeated question id (drops later copies, "
                                  "listed in the run's manifest) instead of refusing the file")
-        submitted = st.form_submit_button("Start run", type="primary")
+        submitted = st.button("Start run", type="primary", key="launch_start")
     if not submitted:
         return
     try:
@@ -103,16 +121,15 @@ def _start_form(store) -> None:
     except ValueError:
         st.error("Samples must be a whole number >= 0 and concurrency 1-256.")
         return
-    demo = target_kind.startswith("Demo")
     dataset = str(_save_upload(store, ds_upload)) if ds_upload else (ds_path.strip() or
                                                                      (_demo_dataset() if demo else ""))
     method_list = [m.strip() for m in (methods or (DEMO_METHODS if demo else "")).split(",") if m.strip()]
     if not dataset or (not demo and not url.strip()):
         st.error("Give a dataset and a server URL (or choose the demo server).")
         return
-    if not method_list:  # Enter in any box submits the form: never ask the server for a method nobody named
-        st.error("Name the methods to ask (comma-separated, as the server knows them; its /models/info "
-                 "usually lists them). For a server that takes no method, type: default")
+    if not method_list:  # never ask the server for a method nobody named
+        st.error("Name the methods to ask (comma-separated, as the server knows them; \"Ask the target\" reads its "
+                 "/models/info). For a server that takes no method, type: default")
         return
     if (metrics or groups) and judge.startswith("(collect"):
         st.error("Metrics were picked but scoring is off (collect only): clear them or pick a judge option.")
@@ -187,6 +204,8 @@ def _job_panel(store, job: jobs.Job) -> None:
     st.text(f"{job.kind} job {job.job_id} - {state}" + (" - cancel requested" if job.cancel_requested else ""))
     if job.kind in ("run", "resume"):
         _progress(store, job)
+    elif job.kind == "import":
+        _import_result(store, job)
         demo = jobs.load(store, job.extra["demo_job"]) if job.extra.get("demo_job") else None
         if demo is not None and not alive and jobs.is_alive(store, demo):
             jobs.cancel(store, demo)
@@ -222,35 +241,43 @@ def _jobs_section(store) -> None:
 
 
 def _import_form(store) -> None:
-    with st.form("import"):
+    """Widgets outside any form (Enter never submits) and a button that starts `evalcore import`
+    as a background job, like a run: the page never waits on it, and its panel below says how
+    it ended (an import that fails or is killed leaves the store untouched)."""
+    with st.container(border=True):
         st.subheader("Import recorded answers")
         upload = st.file_uploader("Answers file", type=["jsonl", "json", "csv", "parquet"])
         ds = st.file_uploader("Dataset (optional: questions, ground truths, gold passages)",
                               type=["yaml", "yml", "json", "jsonl", "csv", "parquet"])
         name = st.text_input("Run name (default: the file name)")
         method = st.text_input("Method for records without one", value="recorded")
-        submitted = st.form_submit_button("Import")
+        submitted = st.button("Import", type="primary", key="import_start")
     if not submitted:
         return
     if upload is None:
         st.error("Choose an answers file.")
         return
-    # The import runs as `evalcore import` in a child process, like runs do: the page writes
-    # nothing itself, and an import that fails or is killed leaves the store untouched.
     cmd = [*jobs.evalcore_cmd(), "--store", str(store.root), "import", str(_save_upload(store, upload)),
            "--name", name or Path(upload.name).stem, "--method", method or "recorded"]
     if ds:
         cmd += ["--dataset", str(_save_upload(store, ds))]
-    with st.spinner("Importing..."):
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=IMPORT_TIMEOUT_S)
-    if done.returncode != 0:
-        st.error("Import failed; nothing was added to the store.")
-        st.text((done.stderr or done.stdout).strip()[-2000:])
+    job = jobs.start(store, "import", cmd)
+    st.success("Import started. Its result appears below; it survives page reloads.")
+    st.text(f"job {job.job_id}")
+
+
+def _import_result(store, job: jobs.Job) -> None:
+    """How an import job ended: the new run (the id `evalcore import` prints) or the failure."""
+    if job.exit_code is None and jobs.is_alive(store, job):
+        st.text("importing...")
         return
-    run_id = done.stdout.strip().splitlines()[-1]
-    st.success("Imported.")
-    st.text(f"run {run_id}: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ''}")
-    st.page_link(entry.page("questions"), label="Open its questions", query_params={"run": run_id})
+    runs = set(store.run_ids())
+    run_id = next((ln.strip() for ln in reversed(jobs.tail(store, job).splitlines()) if ln.strip() in runs), None)
+    if run_id:
+        st.text(f"imported as run {run_id}")
+        st.page_link(entry.page("questions"), label="Open its questions", query_params={"run": run_id})
+    else:
+        st.error("Import failed; nothing was added to the store. The log below says why.")
 
 
 def render() -> None:

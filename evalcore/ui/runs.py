@@ -8,6 +8,7 @@ import streamlit as st
 
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis.damage import damaged_runs
+from evalcore.analysis.judge_labels import full_judge_ids, short_judge_label
 from evalcore.ui import common, corrected_view, entry
 
 SORTABLE = ["weighted_score", "weighted_score_ci_low", "created_at", "n", "error_rate", "cost_per_query_usd",
@@ -15,6 +16,16 @@ SORTABLE = ["weighted_score", "weighted_score_ci_low", "created_at", "n", "error
 GREY, RED = "color: #8a8a8a", "color: #c62828; font-weight: 600"
 STATUSES = ["complete", "running", "created", "failed", "cancelled"]
 ALL = "(all datasets)"
+N_DEFAULT_METRICS = 2
+# Shown by default: who, how good (± and n), how often it failed, judged by whom, the picked
+# metrics, cost and latency; sized to fit a 1400 px window without scrolling sideways.
+# Everything else the leaderboard has is one pick away ("More columns") and in the CSV.
+MORE_COLUMNS = {"failure_flag": "failed (first error)", "weighted_score_ci_low": "at least (CI low)", "n_errors": "failed answers",
+                "latency_p95_ms": "latency p95", "rag_cost_per_query_usd": "RAG cost/query",
+                "judge_cost_per_query_usd": "judge cost/query", "judge_calls": "judge calls",
+                "n_abstained": "abstentions", "created_at": "date", "status": "status", "dataset": "dataset",
+                "run_id": "run id", "judges": "judge prompt ids", "questions": "questions link",
+                "charts": "charts link"}
 
 
 def _links(df):
@@ -25,14 +36,76 @@ def _links(df):
     return df
 
 
-def _reading_order(board, metrics: list[str]):
-    """Columns as a reader ranks: which system, how good, how many, how costly and slow,
-    judged by whom, when; identifiers and links last (they are long and rarely read)."""
-    first = ["name", "method", "failure_flag", "weighted_score", "weighted_score_ci95", "weighted_score_ci_low", "n",
-             "error_rate", "judges", *metrics, "n_errors", "cost_per_query_usd", "latency_p50_ms", "latency_p95_ms", "created_at", "status", "dataset", "run_id"]
-    cols = [c for c in first if c in board.columns]
-    rest = [c for c in board.columns if c not in cols and c not in ("questions", "charts")]
-    return board[cols + rest + [c for c in ("questions", "charts") if c in board.columns]]
+def _shown_columns(board, metrics: list[str], more: list[str], ranked: bool = True) -> list[str]:
+    """The columns drawn, in the order a reader ranks: which system, how good (± only where
+    ranked: it is shown from MIN_N_FOR_CI questions, so always empty among the unranked), how
+    many, how often it failed, judged by whom, the picked metrics, how costly and slow, then any
+    extra picks. A failed system is flagged by colour (its name and errors in red) and in full
+    above the table, not by a column too narrow to hold the first error."""
+    first = ["system", "weighted_score",
+             *(["weighted_score_ci95"] if ranked else []), "n", "error_rate", "judge", *metrics, "corrected",
+             "cost_per_query_usd", "latency_p50_ms", *more]
+    return [c for c in dict.fromkeys(first) if c in board.columns]
+
+
+def _with_judge_label(board):
+    """One short judge label per system (evalcore.analysis.judge_labels), the full prompt ids
+    kept in `judges` (a "More columns" pick, the CSV and the details below the table)."""
+    board = board.copy()
+    board["judge"] = [short_judge_label(j) or None for j in board["judges"]]
+    board["system"] = [f"{n} / {m}" for n, m in zip(board["name"].fillna(board["run_id"]), board["method"])]
+    return board
+
+
+def _column_config(metrics: list[str]) -> dict:
+    """Short headers and fixed widths for the default columns (so they fit 1400 px), counts as
+    integers, and each header's tooltip saying what it holds."""
+    num = st.column_config.NumberColumn
+    cfg = {
+        "system": st.column_config.TextColumn("system", width=172, help="Run name / method (the run id: More columns)."),
+        "failure_flag": st.column_config.TextColumn(
+            "failed", help="Set when more than half the answers failed: how many, and the first error "
+                           "(also in full in the red box above the table)."),
+        "weighted_score": num("score", format="%.3f", width=62, help="weighted_score: the mean of its "
+                              "per-question values, comparable across runs (fixed cost and latency budgets)."),
+        "weighted_score_ci95": num(
+            "± 95%", format="%.3f", width=56, help="Half-width of weighted_score's 95% CI (the seeded bootstrap "
+            "every mean gets), shown from 10 scored questions on. Use Compare for paired tests."),
+        "weighted_score_ci_low": num(
+            "at least (CI low)", format="%.3f", help="weighted_score minus the ± half-width: what the score is at "
+                                                     "least, at 95%. Sort by it to rank by what the data support."),
+        "n": num("n", format="%d", width=48, help="Questions answered (scored questions for the means)."),
+        "n_errors": num("failed answers", format="%d", help="Answers that failed (target error or empty)."),
+        "n_abstained": num("abstentions", format="%d"),
+        "judge_calls": num("judge calls", format="%d"),
+        "error_rate": num("errors", format="percent", width=54,
+                          help="Share of the system's answers that failed (target error or empty)."),
+        "judge": st.column_config.TextColumn(
+            "judge", width=160, help="Who judged: the model, or the offline heuristic judge (word overlap, not a "
+                                     "model). Full prompt ids: 'Judges in full' below the table."),
+        "judges": st.column_config.TextColumn("judge prompt ids"),
+        "cost_per_query_usd": num("$/query", format="%.4f", width=70,
+                                  help="RAG cost per priced answer + judge cost per answer (USD)."),
+        "rag_cost_per_query_usd": num("RAG cost/query $", format="%.5f"),
+        "judge_cost_per_query_usd": num("judge cost/query $", format="%.5f"),
+        "latency_p50_ms": num("p50 ms", format="%.0f", width=62, help="Median latency of an answer (ms)."),
+        "latency_p95_ms": num("p95 ms", format="%.0f", help="95th percentile latency of an answer (ms)."),
+        "created_at": st.column_config.DatetimeColumn("date", format="YYYY-MM-DD HH:mm"),
+        "questions": st.column_config.LinkColumn("questions", display_text="open"),
+        "charts": st.column_config.LinkColumn("charts", display_text="open"),
+    }
+    for m in metrics:
+        cfg[m] = num(m, format="%.3f", width=min(128, int(12 + 6.5 * len(m))))
+    return cfg
+
+
+def _judge_details(board) -> None:
+    """The full judge prompt ids behind each short label, one system at a time (plain text)."""
+    with st.expander("Judges in full (prompt ids per system)"):
+        for row in board.itertuples(index=False):
+            ids = full_judge_ids(row.judges)
+            st.text(f"{row.name} / {row.method}: {row.judge}\n" + ("\n".join(f"  {i}" for i in ids.splitlines())
+                                                                  or "  (no judge: every score computed)"))
 
 
 def _damaged() -> None:
@@ -58,7 +131,7 @@ def _styled(df, grey: bool):
         style = style.map(lambda _: GREY)
     if "failure_flag" in df.columns:
         flagged = df["failure_flag"].notna()
-        cols = [c for c in ("failure_flag", "name", "method") if c in df.columns]
+        cols = [c for c in ("failure_flag", "system", "name", "method", "error_rate") if c in df.columns]
         style = style.apply(lambda col: [RED if f else "" for f in flagged], subset=cols)
     return style
 
@@ -82,12 +155,14 @@ def render() -> None:
     c1, c2, c3 = st.columns([2, 2, 3])
     search = common.url_text("Search (name, run id, method, dataset)", "q", container=c1)
     statuses = common.url_multi("Status", STATUSES, "status", container=c2)
-    defaults = [m for m in L.key_metric_names() if m in all_metrics and m != "weighted_score"][:6]
+    defaults = [m for m in L.key_metric_names() if m in all_metrics and m != "weighted_score"][:N_DEFAULT_METRICS]
     metrics = common.url_multi("Metric columns", [m for m in all_metrics if m != "weighted_score"], "cols",
                                default=defaults, container=c3)
-    c4, c5 = st.columns([2, 1])
+    c4, c5, c6 = st.columns([2, 1, 3])
     sort_by = common.url_select("Sort by", SORTABLE + metrics, "sort", container=c4)
     order = common.url_select("Order", ["descending", "ascending"], "order", container=c5)
+    more = common.url_multi("More columns", list(MORE_COLUMNS), "more", format_func=MORE_COLUMNS.get,
+                            container=c6)
 
     board = common.call(L.leaderboard, tuple(metrics), search=search or None, statuses=tuple(statuses) or None,
                         dataset=None if dataset == ALL else dataset)
@@ -99,48 +174,33 @@ def render() -> None:
     if "weighted_score" in board.columns and board["weighted_score"].isna().all():
         board = board.drop(columns=["weighted_score", "weighted_score_ci95", "weighted_score_ci_low"], errors="ignore")
         st.caption("No weighted_score in these runs: score them with the composite metrics to rank by it.")
-    board = corrected_view.corrected_column(_reading_order(_links(board), metrics))  # where labels exist
-    for col in ("judges", "dataset", "name"):  # one convention for a missing value: "–"
+    board = corrected_view.corrected_column(_with_judge_label(_links(board)))  # where labels exist
+    for col in ("judge", "judges", "dataset", "name"):  # one convention for a missing value: "–"
         if col in board:
             board[col] = board[col].fillna("–")
-    col_cfg = {
-        "questions": st.column_config.LinkColumn("questions", display_text="open"),
-        "charts": st.column_config.LinkColumn("charts", display_text="open"),
-        "rag_cost_per_query_usd": st.column_config.NumberColumn("RAG cost/query (USD)", format="%.5f"),
-        "judge_cost_per_query_usd": st.column_config.NumberColumn("judge cost/query (USD)", format="%.5f"),
-        "cost_per_query_usd": st.column_config.NumberColumn("cost/query (USD)", format="%.5f"),
-        "latency_p50_ms": st.column_config.NumberColumn("latency p50 (ms)", format="%.0f"),
-        "latency_p95_ms": st.column_config.NumberColumn("latency p95 (ms)", format="%.0f"),
-        "created_at": st.column_config.DatetimeColumn("date", format="YYYY-MM-DD HH:mm"),
-        "weighted_score_ci95": st.column_config.NumberColumn(
-            "± 95%", format="%.3f", help="Half-width of weighted_score's 95% CI (the seeded bootstrap every mean "
-                                        "gets), shown from 10 scored questions on. Use Compare for paired tests."),
-    }
-    for m in metrics + ["weighted_score"]:
-        col_cfg[m] = st.column_config.NumberColumn(m, format="%.3f")
-    col_cfg["weighted_score_ci_low"] = st.column_config.NumberColumn(
-        "at least (CI low)", format="%.3f", help="weighted_score minus the ± half-width: what the score is at "
-                                                 "least, at 95%. Sort by it to rank by what the data support.")
-    col_cfg["error_rate"] = st.column_config.NumberColumn(
-        "errors", format="percent", help="Share of the system's answers that failed (target error or empty).")
-    col_cfg["failure_flag"] = st.column_config.TextColumn(
-        "failed", help="Set when more than half the answers failed: how many, and the first error.")
+    col_cfg = _column_config(metrics)
     ranked, unranked = board[board["ranked"]], board[~board["ranked"]]
     st.text(f"{len(board)} run/method rows: {len(ranked)} ranked, {len(unranked)} with too few questions to rank")
-    if board["failure_flag"].notna().any():
-        st.error(f"{int(board['failure_flag'].notna().sum())} system(s) failed on more than half their answers "
-                 "(column 'failed', in red): their scores count every failed answer as wrong.")
+    flagged = board[board["failure_flag"].notna()]
+    if not flagged.empty:
+        st.error(f"{len(flagged)} system(s) failed on more than half their answers (in red below): their "
+                 "scores count every failed answer as wrong.")
+        for row in flagged.itertuples(index=False):  # the flag in full (the column is narrow)
+            st.text(f"{row.name} / {row.method}: {row.failure_flag}")
     if not ranked.empty:
         common.show_table(_visible(ranked), "leaderboard", column_config=col_cfg,
+                          column_order=_shown_columns(ranked, metrics, more),
                           style=lambda df: _styled(df, grey=False))
     if not unranked.empty:
         st.subheader("Too few questions to rank")
-        st.caption(f"Fewer than {L.MIN_N_FOR_CI} questions: a mean this small can be 1.000 by luck, so these "
-                   "systems are listed apart and never ranked above the others.")
+        st.caption(f"Fewer than {L.MIN_N_FOR_CI} questions (column n): a mean this small can be 1.000 by luck, "
+                   "so these systems are listed apart, in grey, and never ranked above the others.")
         shown = _visible(unranked)
         shown.insert(0, "not ranked", unranked["rank_note"].to_numpy())
         common.show_table(shown, "leaderboard_unranked", column_config=col_cfg,
+                          column_order=_shown_columns(unranked, metrics, more, ranked=False),
                           style=lambda df: _styled(df, grey=True))
+    _judge_details(board)
 
     st.subheader("Open")
     labels = {f"{r}:{m}": f"{n} / {m}  ({r})" for r, m, n in zip(board.run_id, board.method, board.name)}

@@ -27,7 +27,7 @@ def test_stored_comma_separated_text_is_accepted():
 
 
 def test_nothing_judged_gives_empty_label():
-    assert short_judge_label(None) == ""
+    assert short_judge_label(None) == "" and short_judge_label(math.nan) == ""  # a missing `judges` cell
     assert short_judge_label([None, "", math.nan]) == ""
     assert short_judge_label("–") == ""
 

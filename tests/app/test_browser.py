@@ -212,3 +212,92 @@ def test_journeys_render_in_chromium(served_app, app_store, tmp_path):
         assert text and "Verdict" in text and "local_search against basic_search (baseline)" in text
     finally:
         tools.close()
+
+
+def test_compare_headline_and_forest_plot_in_chromium(served_app, app_store, tmp_path):
+    """The PM's view in a real browser (issue 24, item 1): the headline names who wins and n, and
+    the forest plot is a Plotly figure with one bar per tested metric (the default tested set)."""
+    from evalcore.analysis.verdict import default_tested_metrics
+
+    browser = chromium()
+    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    run = sorted(r for r in app_store.run_ids() if r.startswith("synthetic"))[0]
+    keys = [f"{run}:basic_search", f"{run}:local_search"]
+    tested = default_tested_metrics(app_store, keys)
+    tools = DevTools(browser, tmp_path / "profile")
+    try:
+        dom = tools.dom_after(f"{served_app}/compare?sys={keys[0]}&sys={keys[1]}", "Compare")
+        assert not any(m in dom for m in BAD_MARKERS)
+        text = _wait_for(tools, "(() => { const v = document.querySelector('.st-key-verdict');"
+                                " return v && v.querySelector('.js-plotly-plot') ? v.innerText : '' })()")
+        assert text, "no verdict with a forest plot"
+        assert re.search(rf"local_search is better than basic_search on (none|\d) of {len(tested)} tested "
+                         r"metrics and worse on (none|\d), n = 24", text), text[:400]
+        bars = _wait_for(tools, "(() => { const p = document.querySelector('.st-key-forest .js-plotly-plot');"
+                                " if (!p || !p.data) return null;"
+                                " return p.data.filter(t => t.type === 'bar').flatMap(t => Array.from(t.y)); })()")
+        assert bars and len(bars) == len(tested), bars
+        assert sorted(b.split(" ", 1)[0] for b in bars) == sorted(tested)
+        assert all(" · Holm p = " in b and b.endswith(" · n = 24") for b in bars), bars
+    finally:
+        tools.close()
+
+
+def test_runs_default_columns_fit_1400px_in_chromium(served_app, tmp_path):
+    """Issue 24, item 4: at 1400 x 1000 the leaderboard's default columns fit without a
+    horizontal scroll (the judges column used to push metrics, cost and latency off screen)."""
+    browser = chromium()
+    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    tools = DevTools(browser, tmp_path / "profile")
+    try:
+        tools.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
+        dom = tools.dom_after(f"{served_app}/", "Runs")
+        assert not any(m in dom for m in BAD_MARKERS)
+        sizes = _wait_for(tools, "(() => { const s = document.querySelector('[data-testid=stDataFrame] .dvn-scroller');"
+                                 " return s && s.clientWidth > 0 ? [s.scrollWidth, s.clientWidth] : null })()")
+        assert sizes, "no leaderboard drawn"
+        assert sizes[0] <= sizes[1], f"the leaderboard scrolls sideways: {sizes[0]} px of content in {sizes[1]} px"
+    finally:
+        tools.close()
+
+
+def test_enter_in_launch_boxes_never_starts_a_run_in_chromium(served_app, app_store, tmp_path):
+    """Issue 24, item 6, in a real browser: a complete setup typed box by box, each confirmed with
+    Enter, starts nothing (a form would have submitted on the first Enter); only the button does."""
+    from evalcore.demo import questions_path
+
+    browser = chromium()
+    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    jobs_dir = app_store.root / "_shared" / "app_jobs"
+    before = set(jobs_dir.iterdir()) if jobs_dir.exists() else set()
+    tools = DevTools(browser, tmp_path / "profile")
+    idle = ("document.querySelector('[data-test-script-state=notRunning]') !== null"
+            " && Array.from(document.querySelectorAll('[data-testid=InputInstructions]'))"
+            ".every(e => !e.innerText.includes('Press Enter'))")
+    try:
+        dom = tools.dom_after(f"{served_app}/launch", "Launch")
+        assert not any(m in dom for m in BAD_MARKERS)
+        for label, value in (("Server URL", "http://127.0.0.1:9"), ("Dataset file path", str(questions_path())),
+                             ("Methods", "basic_search")):
+            assert _wait_for(tools, f"document.querySelector('input[aria-label^=\"{label}\"]') !== null")
+            tools.call("Runtime.evaluate", expression=f"document.querySelector('input[aria-label^=\"{label}\"]').focus()")
+            tools.call("Input.insertText", text=value)
+            assert _wait_for(tools, "Array.from(document.querySelectorAll('[data-testid=InputInstructions]'))"
+                                    ".some(e => e.innerText.includes('Press Enter'))"), f"{label}: typing not seen"
+            for kind in ("keyDown", "keyUp"):
+                tools.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13,
+                           text="\r" if kind == "keyDown" else "")
+            assert _wait_for(tools, idle), f"the page did not settle after Enter in {label}: " + str(tools.call(
+                "Runtime.evaluate", returnByValue=True, expression="[document.querySelector('[data-test-script-state]')"
+                ".getAttribute('data-test-script-state'), Array.from(document.querySelectorAll("
+                "'[data-testid=InputInstructions]')).map(e => e.innerText)]")["result"].get("value"))
+            typed = tools.call("Runtime.evaluate", returnByValue=True, expression=(
+                f"document.querySelector('input[aria-label^=\"{label}\"]').value"))["result"]["value"]
+            assert typed == value
+        text = tools.call("Runtime.evaluate", returnByValue=True,
+                          expression="document.body.innerText")["result"]["value"]
+        assert "Started." not in text and "Import started" not in text
+        after = set(jobs_dir.iterdir()) if jobs_dir.exists() else set()
+        assert after == before, "Enter started a job"
+    finally:
+        tools.close()

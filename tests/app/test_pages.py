@@ -60,14 +60,24 @@ def test_runs_search_filters_and_bad_sort_is_rejected(make_app, app_store):
 
 
 def test_leaderboard_columns_read_system_then_quality_then_cost(make_app):
+    """The default columns (issue 24, item 4): which system, how good and how surely, on how many
+    questions with how many errors, judged by whom (one short label), the picked metrics, cost
+    and latency — the rest is one pick away ("More columns") and in the CSV."""
+    import json
+
     at = make_app("runs", cols=["faithfulness", "token_f1"])
-    cols = list(at.dataframe[0].value.columns)
-    # which system (and whether it failed), how good and how surely, on how many questions with how
-    # many errors, judged by whom, then the chosen metrics
-    assert cols[:11] == ["name", "method", "failure_flag", "weighted_score", "weighted_score_ci95",
-                         "weighted_score_ci_low", "n", "error_rate", "judges", "faithfulness", "token_f1"]
-    assert cols.index("token_f1") < cols.index("cost_per_query_usd") < cols.index("run_id")
-    assert cols[-2:] == ["questions", "charts"]
+    frame = at.dataframe[0]
+    shown = list(frame.proto.column_order)
+    assert shown == ["system", "weighted_score", "weighted_score_ci95", "n", "error_rate", "judge", "faithfulness",
+                     "token_f1", "cost_per_query_usd", "latency_p50_ms"]
+    board = frame.value
+    assert set(board["judge"]) == {"heuristic (word overlap)"}  # not ten prompt ids per row
+    assert board["judges"].str.contains("heuristic:synthetic/").all()  # the full ids are kept (CSV, details)
+    assert (board["system"] == board["name"] + " / " + board["method"]).all()
+    config = json.loads(frame.proto.columns)
+    assert config["n"]["type_config"]["format"] == "%d"  # counts are integers
+    at = make_app("runs", cols=["faithfulness"], more=["run_id", "n_errors"])
+    assert list(at.dataframe[0].proto.column_order)[-2:] == ["run_id", "n_errors"]
 
 
 def test_leaderboard_means_match_the_store_views(app_store):
@@ -244,31 +254,84 @@ def test_compare_table_counts_and_diff(make_app, app_store):
     assert cols.index("delta") < cols.index("ci_low") < cols.index("p_holm") < cols.index("improved")
 
 
+# The verdict's sentences are boxes coloured by outcome: success = better, error = worse,
+# warning = not significant after Holm / too few questions, info = no significant difference.
+_BOX_OUTCOMES = {"success": {"better"}, "error": {"worse"}, "warning": {"not significant", "too few questions"},
+                 "info": {"no significant difference"}}
+
+
+def verdict_sentences(at) -> list[tuple[set[str], str]]:
+    """(possible outcomes, sentence as displayed) of every verdict box (comparability warnings
+    and empty states are not verdict sentences: they do not start with `metric:`)."""
+    import re
+
+    out = []
+    for kind, outcomes in _BOX_OUTCOMES.items():
+        for box in getattr(at, kind):
+            text = shown(box.value)
+            if re.match(r"^[\w@.]+: ", text) and " · n = " in text:
+                out.append((outcomes, text))
+    return out
+
+
 def test_compare_verdict_says_who_wins_in_words(make_app, app_store):
     """The verdict block names the better system per tested metric, in the metric's direction,
     with its CI and Holm p, and agrees with the statistics table."""
     run = synthetic_runs(app_store)[0]
     at = make_app("compare", sys=[f"{run}:basic_search", f"{run}:local_search"], tm=["faithfulness", "token_f1"])
     assert not at.exception
-    verdict = at.get("flex_container") if False else None  # noqa: F841 (containers are checked by key below)
-    lines = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    lines = verdict_sentences(at)
     table = next(d.value for d in at.dataframe if "p_holm" in d.value.columns).set_index("metric")
-    assert set(lines.outcome) <= {"better", "worse", "not significant", "too few questions",
-                                  "no significant difference"} and len(lines) == 2
-    for row in lines.itertuples():
-        metric = row.verdict.split(":", 1)[0]
+    assert len(lines) == 2
+    for outcomes, verdict in lines:
+        metric = verdict.split(":", 1)[0]
         t = table.loc[metric]
-        assert f"Holm p = {t.p_holm:.2g}" in row.verdict
+        assert f"Holm p = {t.p_holm:.2g}" in verdict
         if t.p_holm < 0.05:
             winner = "local_search" if (t.delta > 0) == bool(t.higher_is_better) else "basic_search"
-            assert row.verdict.startswith(f"{metric}: {winner} is better than") and row.outcome in ("better", "worse")
-            assert (row.outcome == "better") == (winner == "local_search")
+            assert verdict.startswith(f"{metric}: {winner} is better than") and outcomes <= {"better", "worse"}
+            assert (outcomes == {"better"}) == (winner == "local_search")
         elif t.ci_low > 0 or t.ci_high < 0:  # the unadjusted CI says more than Holm does
-            assert row.outcome in ("not significant", "too few questions")
-            assert "not significant after testing 2 metrics" in row.verdict or "too few questions" in row.verdict
+            assert outcomes == {"not significant", "too few questions"}
+            assert "not significant after testing 2 metrics" in verdict or "too few questions" in verdict
         else:
-            assert row.outcome in ("no significant difference", "too few questions") and "detectable" in row.verdict
-    assert "local_search against basic_search (baseline)" in texts(at)
+            assert "detectable" in verdict and outcomes & {"no significant difference", "too few questions"}
+    assert any("local_search against basic_search (baseline)" in shown(c.value) for c in at.caption)
+
+
+def test_compare_opens_with_a_headline_a_forest_plot_and_metric_cards(make_app, app_store):
+    """Above the fold (issue 24, item 1): the one-line headline, a forest plot with one CI bar per
+    tested metric whose row label carries Holm p and n, and a card per key metric with the
+    candidate's mean and Δ — the same numbers as the statistics table."""
+    import json
+
+    run = synthetic_runs(app_store)[0]
+    tested = ["faithfulness", "token_f1", "context_recall"]
+    at = make_app("compare", sys=[f"{run}:basic_search", f"{run}:local_search"], tm=tested)
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "p_holm" in d.value.columns).set_index("metric")
+    headline = [shown(h.value) for h in at.subheader if "tested metric" in h.value]
+    assert len(headline) == 1 and headline[0].startswith("local_search is better than basic_search on ")
+    assert headline[0].split(", n = ")[1].startswith(str(int(table.loc[tested, "n_pairs"].max())))
+    [chart] = [c for c in at.get("plotly_chart") if "forest" in c.proto.id or "forest" in str(c.proto)]
+    spec = json.loads(chart.proto.spec)
+    bars = [t for t in spec["data"] if t["type"] == "bar"]
+    labels = [y for t in bars for y in t["y"]]
+    assert len(labels) == len(tested)  # one bar per tested metric
+    for metric in tested:
+        [label] = [y for y in labels if y.startswith(metric + " ")]
+        t = table.loc[metric]
+        assert f"Holm p = {t.p_holm:.2g}" in label and f"n = {int(t.n_pairs)}" in label
+    for t in bars:  # each bar spans the CI: base = CI low, length = CI width
+        for y, base, width in zip(t["y"], t["base"], t["x"]):
+            metric = y.split(" ", 1)[0]
+            assert abs(base - table.loc[metric, "ci_low"]) < 1e-9
+            assert abs(base + width - table.loc[metric, "ci_high"]) < 1e-9
+    cards = {shown(m.label): m for m in at.metric}
+    assert set(tested) <= set(cards)
+    for metric in tested:
+        assert cards[metric].value == f"{table.loc[metric, 'mean_cand']:.3f}"
+        assert cards[metric].delta == f"{table.loc[metric, 'delta']:+.3f}"
 
 
 def test_compare_defaults_to_the_methods_of_the_newest_scored_run(make_app, app_store):
@@ -426,3 +489,34 @@ def test_hostile_url_values_are_echoed_inert(make_app):
     assert "\\!\\[x\\]\\(http\u2060\\:\\/\\/canary\\.invalid\\/i\\.png\\)" in joined  # escaped, autolink broken
     assert r"\:red\[boom\] \$x\^2\$ \[l\]\(http" in joined
     assert "![x](http://canary" in shown(joined)  # and displays as the characters it is
+
+
+def test_compare_headline_cards_and_forest_keep_hostile_method_names_inert(tmp_path, monkeypatch):
+    """Method names are data: the headline and caption escape them for Markdown, and nothing of
+    them reaches the forest plot as HTML."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from evalcore.demo.synthetic import build_store, write_run
+    from evalcore.queries import run_questions
+
+    store = build_store(tmp_path / "runs", n_runs=1, n_questions=12)
+    questions = run_questions(store, store.run_ids()[0])
+    evil_a, evil_b = "<img src=x onerror=alert(1)>", "**bold** [l](http://example.invalid)"
+    run = write_run(store, "evil", questions, [evil_a, evil_b], ["token_f1", "faithfulness"], seed=5)
+    monkeypatch.setenv("EVALCORE_STORE", str(store.root))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page("pages/compare.py")
+    at.query_params.update({"sys": [f"{run}:{evil_a}", f"{run}:{evil_b}"], "tm": ["token_f1", "faithfulness"]})
+    at.run()
+    assert not at.exception, at.exception
+    [headline] = [h.value for h in at.subheader if "tested metric" in h.value]
+    assert shown(headline).startswith(f"{evil_b} is better than {evil_a} on ")
+    import re
+
+    assert not re.search(r"(?<!\\)[<*\[]", headline)  # every Markdown/HTML character backslash-escaped
+    [chart] = [c for c in at.get("plotly_chart") if "forest" in c.proto.id]
+    spec = json.dumps(json.loads(chart.proto.spec))
+    assert "<img" not in spec and "onerror" not in spec

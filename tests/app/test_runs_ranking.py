@@ -52,6 +52,13 @@ def test_runs_page_lists_tiny_runs_apart_and_flags_failures(tmp_path, monkeypatc
     assert list(unranked["method"]) == ["lucky"] and list(unranked["not ranked"]) == ["too few questions to rank (n=3)"]
     assert "Too few questions to rank" in [h.value for h in at.subheader]
     assert any("failed on more than half" in e.value for e in at.error)
+    # both rules are visible by default: the flag in full under the red box (a table cell would
+    # cut it) with the system's errors in the default columns; the unranked, apart under their heading
+    frames = [d for d in at.dataframe if "method" in d.value.columns]
+    assert "error_rate" in frames[0].proto.column_order
+    assert list(frames[1].proto.column_order)[:2] == ["system", "weighted_score"]  # the heading says why
+    assert "weighted_score_ci95" not in frames[1].proto.column_order  # never shown below 10 questions
+    assert any(t.value.endswith(f"/ default: 12/12 failed: {FAILURE}") for t in at.text)
     at.selectbox(key="url_sort").select("weighted_score_ci_low").run()
     assert not at.exception, at.exception
     assert [d.value for d in at.dataframe if "method" in d.value.columns][1]["method"].tolist() == ["lucky"]
