@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 
-PASSES = 3
+PASSES = 2
 HOG = "while True:\n    pass\n"
 
 
