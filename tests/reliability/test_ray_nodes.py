@@ -5,8 +5,8 @@ lost blocks, or fail the pass), every (question, method) ends up stored exactly 
 values the local engine gives; and `--address` pointing at nothing, or at something that is
 not a Ray cluster, is one line.
 
-Bounded: one cluster for the module; each pass has a deadline (pytest-free: a watchdog
-thread would not stop Ray, so the waits here carry timeouts)."""
+Bounded: one cluster for the module (its start-up is most of the time); every wait here has
+a deadline."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def _values(store: RunStore, run_id: str):
                            "ORDER BY 1, 2, 3", [run_id], runs=[run_id])
 
 
-def test_a_worker_node_killed_while_scoring(nodes, tmp_path, monkeypatch, audit):
+def test_a_worker_node_killed_while_scoring(nodes, tmp_path, monkeypatch):
     from evalcore.scale import ray_scoring
     from evalcore.scoring import score_run
 
