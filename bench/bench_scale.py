@@ -222,7 +222,7 @@ import time
 t0 = time.perf_counter()
 import ray, ray.data
 t1 = time.perf_counter()
-ray.init(include_dashboard=False, log_to_driver=False, configure_logging=False)
+ray.init(address="local", include_dashboard=False, log_to_driver=False, configure_logging=False)
 ray.shutdown()
 t2 = time.perf_counter()
 print(t1 - t0, t2 - t1)

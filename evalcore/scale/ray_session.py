@@ -81,6 +81,9 @@ def ray_session(address: str | None = None, num_cpus: int | None = None,
             check_address(address)
             kwargs["address"] = address
         else:
+            # "local", not None: with no address ray.init joins the newest cluster named in
+            # /tmp/ray/ray_current_cluster, a file a crashed or stopped cluster leaves behind
+            kwargs["address"] = "local"
             cpus = num_cpus or (int(os.environ[LOCAL_CPUS_ENV]) if os.environ.get(LOCAL_CPUS_ENV) else None)
             if cpus:
                 kwargs["num_cpus"] = cpus

@@ -35,7 +35,7 @@ def _ray_shutdown_at_end():
 def ray_local(_ray_shutdown_at_end):
     ray = _ray()
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     return ray
 
 
