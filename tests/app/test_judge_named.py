@@ -32,8 +32,8 @@ def test_charts_overview_names_the_grade_judge(make_app, app_store):
     at = make_app("charts", sys=[f"{run}:local_search", f"{run}:basic_search"], section="overview")
     assert not at.exception
     assert f"Grades: judged by {NAMED}" in _everything(at)
-    # answer_class in the synthetic store carries no judge: the chart says so instead of naming one
-    assert "Answer classes: no judge recorded" in _everything(at)
+    # answer_class is a judged metric (its spec), so the synthetic store records its judge too
+    assert f"Answer classes: judged by {NAMED}" in _everything(at)
 
 
 def test_questions_grid_names_the_judge_of_its_metric(make_app, app_store):
