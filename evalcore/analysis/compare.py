@@ -7,7 +7,9 @@ unpaired, and questions with a NaN on either side are counted as missing for tha
 
 Per metric: paired means, Δ = mean(candidate) - mean(baseline) with a paired bootstrap CI,
 and a p-value from the exact McNemar test (0/1 metrics) or the paired randomization test
-(exact for <= 16 non-zero differences, seeded Monte Carlo above). p-values are Holm-adjusted
+(exact for <= 16 non-zero differences, seeded Monte Carlo above); above RESAMPLE_MAX_N pairs
+(5,000) the CI and the randomization p are their normal limits (evalcore.stats.resample says
+why and where the two are checked to agree). p-values are Holm-adjusted
 across the metrics compared for each candidate. improved/regressed/unchanged count questions,
 in the metric's better direction (lower latency is an improvement).
 """
@@ -33,7 +35,7 @@ from evalcore.stats.resample import (
     holm,
     is_binary,
     mcnemar_exact,
-    paired_bootstrap_ci,
+    paired_mean_ci,
     randomization_test,
 )
 from evalcore.analysis.verdict import minimum_detectable_effect, span
@@ -131,7 +133,7 @@ def compare_pair(a: np.ndarray, b: np.ndarray, higher_is_better: bool, n_boot: i
                 "unchanged": 0, "sd_diff": np.nan, "span": np.nan}
     diff = b - a
     better = diff if higher_is_better else -diff
-    lo, hi = paired_bootstrap_ci(a, b, n_boot=n_boot, seed=seed)
+    lo, hi = paired_mean_ci(a, b, n_boot=n_boot, seed=seed)
     if (binary if binary is not None else is_binary(a, b)) and is_binary(a, b):
         p, _, _ = mcnemar_exact(a, b)
         test = "mcnemar_exact"
