@@ -69,10 +69,11 @@ def normal_mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[f
 
 
 def paired_mean_ci(a: Sequence[float], b: Sequence[float], n_boot: int = DEFAULT_BOOT, seed: int = 0,
-                   confidence: float = 0.95, max_n: int = RESAMPLE_MAX_N) -> tuple[float, float]:
-    """CI of mean(b - a): the paired bootstrap up to `max_n` pairs, its normal limit above."""
+                   confidence: float = 0.95, max_n: int | None = None) -> tuple[float, float]:
+    """CI of mean(b - a): the paired bootstrap up to `max_n` pairs (default RESAMPLE_MAX_N, read
+    at call time so bench/bench_app.py can time the all-resampling baseline), its normal limit above."""
     diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-    if _clean(diffs).size > max_n:
+    if _clean(diffs).size > (RESAMPLE_MAX_N if max_n is None else max_n):
         return normal_mean_ci(diffs, confidence)
     return bootstrap_ci(diffs, n_boot=n_boot, seed=seed, confidence=confidence)
 
@@ -85,7 +86,7 @@ def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], n_boot: int = DE
 
 
 def randomization_test(diffs: Sequence[float], n_perm: int = DEFAULT_PERM, seed: int = 0,
-                       exact_max_n: int = EXACT_MAX_N, max_n: int = RESAMPLE_MAX_N) -> tuple[float, str]:
+                       exact_max_n: int = EXACT_MAX_N, max_n: int | None = None) -> tuple[float, str]:
     """Two-sided paired sign-flip test of mean(diffs) = 0. Returns (p, "exact"|"monte_carlo"|"normal").
 
     Under H0 each pair's difference is equally likely to have either sign. p = share of sign
@@ -93,11 +94,11 @@ def randomization_test(diffs: Sequence[float], n_perm: int = DEFAULT_PERM, seed:
     and are left out of the enumeration (they do not change any pattern's sum).
     Exact: all 2^m patterns of the m non-zero differences when m <= exact_max_n.
     Monte Carlo: p = (1 + hits) / (1 + n_perm), which is never 0 and is valid as a p-value.
-    Normal: more than `max_n` values (zeros included): under H0 Σd has mean 0 and variance Σd²,
+    Normal: more than `max_n` values (default RESAMPLE_MAX_N; zeros included): under H0 Σd has mean 0 and variance Σd²,
     so p = 2·(1 − Φ(|Σd| / √Σd²)), the limit the Monte Carlo estimate converges to.
     """
     d = _clean(diffs)
-    if d.size > max_n:
+    if d.size > (RESAMPLE_MAX_N if max_n is None else max_n):
         square = float(np.sum(d * d))
         return (1.0 if square == 0 else math.erfc(abs(float(d.sum())) / math.sqrt(2 * square))), "normal"
     d = d[d != 0]
