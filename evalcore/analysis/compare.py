@@ -95,11 +95,12 @@ def parse_selections(store: RunStore, refs: Sequence[str]) -> list[Selection]:
 
 
 def _wide(store: RunStore, sel: Selection, metrics: Sequence[str] | None) -> pd.DataFrame:
+    from evalcore.analysis.wide import first_wide
+
     rows = Q.paired_rows(store, sel.run_id, sel.method, metrics)
     if rows.empty:
         return pd.DataFrame()
-    return rows.pivot_table(index="question_id", columns="metric", values="value", aggfunc="first",
-                            dropna=False)
+    return first_wide(rows, ["question_id"])
 
 
 def _missing_metrics_message(missing: list[str], scored: set[str], base: str, cand: str) -> str:

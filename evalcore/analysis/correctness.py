@@ -64,9 +64,9 @@ def outcome_frame(store, keys: Sequence[str], extra: Sequence[str] = (), by: str
     scored = values.dropna(subset=["metric"])
     out = base
     if len(scored):
-        wide = scored.pivot_table(index=index, columns="metric", values="value", aggfunc="first", dropna=False)
-        wide.columns.name = None
-        out = base.merge(wide.reset_index(), on=index, how="left")
+        from evalcore.analysis.wide import first_wide
+
+        out = base.merge(first_wide(scored, index).reset_index(), on=index, how="left")
         labels = scored[scored.metric == "answer_class"][[*index, "label"]].drop_duplicates(index)
         out = out.merge(labels.rename(columns={"label": CLASS_LABEL}), on=index, how="left")
     for name in (CLASS_LABEL, *needed):

@@ -62,8 +62,9 @@ def question_table(store: RunStore, f: QuestionFilter, show_metrics: tuple[str, 
                 runs=runs)
     if values.empty:
         return rows
-    wide = values.set_index(["question_id", "method", "metric"])["value"].unstack("metric").reset_index()
-    wide.columns.name = None
+    from evalcore.analysis.wide import first_wide
+
+    wide = first_wide(values, ["question_id", "method"]).reset_index()
     cols = [m for m in show_metrics if m in wide.columns]
     return rows.merge(wide[["question_id", "method", *cols]], on=["question_id", "method"], how="left")
 
