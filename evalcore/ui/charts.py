@@ -18,6 +18,7 @@ import streamlit as st
 from plotly.colors import qualitative
 
 from evalcore.analysis import distributions as G
+from evalcore.analysis import failure_modes as FM
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.schemas.labels import GRADE_METRICS, AnswerClass, Grade
@@ -147,14 +148,16 @@ def _overview(keys: tuple[str, ...], picked: list[str], short: dict[str, str]) -
                  "Grades come from factual_accuracy (or factual_grade) scores.", "grade")
         _judge_caption("Grades", keys, GRADE_METRICS)
     with c2:
-        _stacked(_relabel(common.call(G.label_counts, keys, "answer_class"), short), CLASSES,
+        classes = common.call(G.label_counts, keys, "answer_class")
+        _stacked(_relabel(classes, short), CLASSES,
                  "Correct / wrong / don't know", "Score a correctness metric (answer_correct, token_f1...).", "class")
         st.caption("Answer classes: one rule for every page and the CLI — ERROR for a target error; DONT_KNOW "
                    "when dont_know or the judge's class says so; else the first of answer_correct, answer_class, "
                    "answer_correctness, checks_pass, token_f1 with a value (≥ 0.5 is CORRECT).")
         _judge_caption("Answer classes", keys, ("answer_correct", "answer_class", "answer_dont_know",
                                                 "answer_correctness"))
-        differ = common.call(G.correct_differences, keys)
+        # the diagnosis below reads the same cached table (one computation per page run)
+        differ = G.correct_differences(classes, common.call(FM.failure_modes, tuple(picked)))
         if differ["correct_abstention"] or differ["target_error"]:
             st.caption("Why these counts differ from the diagnosis below: "
                        + "; ".join(part for part in (
