@@ -70,7 +70,10 @@ def outcome_frame(store, keys: Sequence[str], extra: Sequence[str] = (), by: str
     for name in needed:
         out[name] = out[name].astype(float)
     out["answerable"] = out["answerable"].fillna(True).astype(bool)
-    out["bucket"] = out["bucket"].map(lambda b: b if isinstance(b, str) and b else None)
+    if by is None:
+        out["bucket"] = None
+    else:
+        out["bucket"] = out["bucket"].where(out["bucket"].notna() & (out["bucket"] != ""), None)
     return out.reset_index(drop=True)
 
 
@@ -91,7 +94,7 @@ def classify(wide: pd.DataFrame, correct_metrics: Sequence[str] = CORRECT_METRIC
              threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
     """The class of every answer of an outcome frame (the module's rule): columns `cls` and
     `decided_by` (the metric that decided CORRECT/WRONG, or what made it DONT_KNOW/ERROR)."""
-    error = wide["error"].map(lambda e: isinstance(e, str))
+    error = wide["error"].notna()  # the target's error text (VARCHAR, or None / NaN when it answered)
     dk = pd.Series(False, index=wide.index)
     dk_by = pd.Series(None, index=wide.index, dtype=object)
     for metric in DONT_KNOW_METRICS:
