@@ -63,3 +63,22 @@ def test_compare_pair_above_the_switch_does_not_resample(monkeypatch):
     ab, bb = (rng.random(n) < 0.6).astype(float), (rng.random(n) < 0.62).astype(float)
     row = C.compare_pair(ab, bb, True, n_boot=2000, n_perm=10000, seed=0, binary=True)
     assert row["test"] == "mcnemar_exact" and row["ci_low"] < row["delta"] < row["ci_high"]
+
+
+@pytest.mark.parametrize("kind", ["beta", "binary", "tied"])
+def test_mean_ci_normal_limit_agrees_with_the_bootstrap_at_its_switch(kind):
+    """A mean's CI (show, exports, the Runs page's ±) resamples up to BOOT_MAX_N values and uses
+    mean ± z·sd/√n above: at the switch the two agree within Monte Carlo error (0.25 se)."""
+    from evalcore.analysis import means as M
+
+    rng = np.random.default_rng(5)
+    n = M.BOOT_MAX_N
+    x = {"beta": rng.beta(2, 5, n), "binary": (rng.random(n) < 0.1).astype(float),
+         "tied": np.round(rng.beta(0.5, 0.5, n), 1)}[kind]
+    boot = M.mean_ci(x)  # n = BOOT_MAX_N: still the bootstrap
+    assert boot == R.bootstrap_ci(x)
+    normal = M.normal_ci(float(x.mean()), float(x.std(ddof=1)), n)
+    se = x.std(ddof=1) / math.sqrt(n)
+    assert abs(boot[0] - normal[0]) < 0.25 * se and abs(boot[1] - normal[1]) < 0.25 * se
+    bigger = np.append(x, x[:1])  # one more value: the normal limit
+    assert M.mean_ci(bigger) == M.normal_ci(float(bigger.mean()), float(bigger.std(ddof=1)), n + 1)
