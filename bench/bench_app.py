@@ -3,6 +3,7 @@
     python bench/bench_app.py              # 20 runs x 2,000 questions x 30 metrics (2 methods each)
     python bench/bench_app.py --small      # 3 runs x 200 questions, a quick check
     python bench/bench_app.py --store DIR  # reuse (or build once) the store in DIR
+    python bench/bench_app.py --large      # 2 runs x 100,000 questions (item 8's scale), see `large`
 
 Builds a seeded synthetic store (evalcore.demo.synthetic.build_store; every run published, i.e.
 store format 2) and measures:
@@ -301,9 +302,81 @@ def browser_loads(root: Path, work: Path) -> dict[str, tuple[float, str | None]]
             tools.close()
 
 
+# ---- --large: the scale users grow to -------------------------------------------------------
+LARGE_S = 2.0  # every page and CLI `compare` / `show` at 2 runs x 100,000 questions
+FORCE_RESAMPLING = "import evalcore.stats.resample as R; R.RESAMPLE_MAX_N = 10**12; "
+
+
+def large(root: Path, work: Path) -> bool:
+    """2 runs x 100,000 questions x 2 methods x 30 metrics. Compare's statistics and the CLI's
+    `compare` are timed beside their baseline in the same run: the same call with resampling at
+    every n (RESAMPLE_MAX_N raised past n: a paired bootstrap of 2,000 and 10,000 sign patterns
+    over 100k pairs per tested metric, what they did before the normal limits). Medians of 3
+    (baseline: 1 run, it takes seconds). Pages: headless Chromium as in 5. Goal < 2 s each."""
+    from evalcore.analysis import compare as C
+    from evalcore.demo.synthetic import build_store
+    from evalcore.stats import resample as R
+    from evalcore.store import RunStore
+
+    t0 = time.perf_counter()
+    if not RunStore(root).run_ids():
+        build_store(root, n_runs=2, n_questions=100_000)
+    store = RunStore(root)
+    print(f"large store: {len(store.run_ids())} runs x 100,000 questions x 2 methods x 30 metrics at {root} "
+          f"({time.perf_counter() - t0:.0f}s to build or find); load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs: medians, the baseline measured in the same run")
+    ok = True
+    calls = page_calls(store)
+    base, cand = next(a for p, f, a in calls if f.__name__ == "metric_deltas")
+    tested = next(a for p, f, a in calls if f.__name__ == "question_table")[1]
+
+    def median_of(fn, n: int = 3) -> float:
+        times = []
+        for _ in range(n):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+    ours = median_of(lambda: C.pair_table(store, base, cand, tested))
+    saved, R.RESAMPLE_MAX_N = R.RESAMPLE_MAX_N, 10**12
+    try:
+        baseline = median_of(lambda: C.pair_table(store, base, cand, tested), n=1)
+    finally:
+        R.RESAMPLE_MAX_N = saved
+    ok &= ours < LARGE_S
+    print(f"\nL1. Compare statistics (pair_table, {len(tested)} tested metrics over 100k pairs), goal < {LARGE_S:.0f} s:")
+    print(f"   ours {ours:.2f}s {mark(ours < LARGE_S)}   resampling baseline {baseline:.2f}s   ({baseline / ours:.1f}x faster)")
+
+    run, m1, m2 = base.partition(":")[0], base.partition(":")[2], cand.partition(":")[2]
+    metrics = ",".join(tested[:2])
+    argv = ["compare", f"{run}:{m1}", f"{run}:{m2}", "--metrics", metrics]
+    cmd = [sys.executable, "-m", "evalcore", "--store", str(root)]
+    ours, _ = wall(cmd + argv)
+    baseline, _ = wall([sys.executable, "-c", FORCE_RESAMPLING + "import sys; from evalcore.cli.main import main; "
+                        f"sys.argv = ['evalcore', '--store', {str(root)!r}, *{argv!r}]; main()"], n=1)
+    show, _ = wall(cmd + ["show", run])
+    ok &= ours < LARGE_S and show < LARGE_S
+    print(f"\nL2. CLI wall time in a subprocess (median of 3), goal < {LARGE_S:.0f} s:")
+    print(f"   compare ({metrics}) {ours:.2f}s {mark(ours < LARGE_S)}   resampling baseline {baseline:.2f}s "
+          f"({baseline / ours:.1f}x faster)")
+    print(f"   show                {show:.2f}s {mark(show < LARGE_S)}")
+
+    print(f"\nL3. browser: headless Chromium, fresh navigation until the run ended, goal < {LARGE_S:.0f} s:")
+    loads = browser_loads(root, work)
+    for page, (seconds, h1, problem) in ({} if isinstance(loads, str) else loads).items():
+        ok &= report(page, seconds, LARGE_S, problem, f"(title shown at {h1:.2f}s)")
+    if isinstance(loads, str):
+        print(f"   {loads}")
+    return ok
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--small", action="store_true", help="3 runs x 200 questions (quick)")
+    ap.add_argument("--large", action="store_true",
+                    help="2 runs x 100,000 questions: Compare statistics and CLI compare/show against their "
+                         "resampling baseline, and every page in Chromium")
     ap.add_argument("--store", help="reuse/build the store here instead of a temp folder")
     ap.add_argument("--first-render", choices=list(PAGES), help=argparse.SUPPRESS)  # the child process
     args = ap.parse_args()
@@ -314,6 +387,14 @@ def main() -> int:
     from evalcore.demo.synthetic import build_store
     from evalcore.store import RunStore
 
+    if args.large:
+        work = Path(tempfile.mkdtemp(prefix="bench_app_"))
+        try:
+            ok = large(Path(args.store).resolve() if args.store else work / "large", work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        print("\nverdict:", "all goals met" if ok else "some goals missed (see SLOW / FAILED above)")
+        return 0 if ok else 1
     n_runs, n_q = (3, 200) if args.small else (20, 2000)
     work = Path(tempfile.mkdtemp(prefix="bench_app_"))
     root = Path(args.store).resolve() if args.store else work / "runs"

@@ -7,7 +7,9 @@ unpaired, and questions with a NaN on either side are counted as missing for tha
 
 Per metric: paired means, Δ = mean(candidate) - mean(baseline) with a paired bootstrap CI,
 and a p-value from the exact McNemar test (0/1 metrics) or the paired randomization test
-(exact for <= 16 non-zero differences, seeded Monte Carlo above). p-values are Holm-adjusted
+(exact for <= 16 non-zero differences, seeded Monte Carlo above); above RESAMPLE_MAX_N pairs
+(5,000) the CI and the randomization p are their normal limits (evalcore.stats.resample says
+why and where the two are checked to agree). p-values are Holm-adjusted
 across the metrics compared for each candidate. improved/regressed/unchanged count questions,
 in the metric's better direction (lower latency is an improvement).
 """
@@ -33,13 +35,14 @@ from evalcore.stats.resample import (
     holm,
     is_binary,
     mcnemar_exact,
-    paired_bootstrap_ci,
+    paired_mean_ci,
     randomization_test,
 )
 from evalcore.analysis.verdict import minimum_detectable_effect, span
 from evalcore.store import RunStore
 
 EPS = 1e-12
+ALPHA = 0.05  # compare's default significance level (the Compare page uses it)
 
 
 @dataclass(frozen=True)
@@ -93,11 +96,12 @@ def parse_selections(store: RunStore, refs: Sequence[str]) -> list[Selection]:
 
 
 def _wide(store: RunStore, sel: Selection, metrics: Sequence[str] | None) -> pd.DataFrame:
+    from evalcore.analysis.wide import first_wide
+
     rows = Q.paired_rows(store, sel.run_id, sel.method, metrics)
     if rows.empty:
         return pd.DataFrame()
-    return rows.pivot_table(index="question_id", columns="metric", values="value", aggfunc="first",
-                            dropna=False)
+    return first_wide(rows, ["question_id"])
 
 
 def _missing_metrics_message(missing: list[str], scored: set[str], base: str, cand: str) -> str:
@@ -131,7 +135,7 @@ def compare_pair(a: np.ndarray, b: np.ndarray, higher_is_better: bool, n_boot: i
                 "unchanged": 0, "sd_diff": np.nan, "span": np.nan}
     diff = b - a
     better = diff if higher_is_better else -diff
-    lo, hi = paired_bootstrap_ci(a, b, n_boot=n_boot, seed=seed)
+    lo, hi = paired_mean_ci(a, b, n_boot=n_boot, seed=seed)
     if (binary if binary is not None else is_binary(a, b)) and is_binary(a, b):
         p, _, _ = mcnemar_exact(a, b)
         test = "mcnemar_exact"
@@ -143,6 +147,27 @@ def compare_pair(a: np.ndarray, b: np.ndarray, higher_is_better: bool, n_boot: i
             "improved": int(np.sum(better > EPS)), "regressed": int(np.sum(better < -EPS)),
             "unchanged": int(np.sum(np.abs(diff) <= EPS)),
             "sd_diff": float(diff.std(ddof=1)) if n > 1 else np.nan, "span": span(a, b)}
+
+
+def tested_rows(pairs: dict[str, tuple[np.ndarray, np.ndarray]], base: str, cand: str, n_boot: int, n_perm: int,
+                seed: int, alpha: float) -> list[dict[str, Any]]:
+    """Per metric, its aligned pairs (a, b: NaN-free, in question_id order) -> compare_pair's
+    statistics, with Holm-adjusted p, significance and MDE over the metrics given (one family).
+    `compare` and the Compare page's `pair_table` both end here: the same numbers."""
+    def one(metric: str) -> dict[str, Any]:
+        hib, binary = direction(metric)
+        stats = compare_pair(*pairs[metric], hib, n_boot, n_perm, seed, binary)
+        return {"baseline": base, "candidate": cand, "metric": metric, "higher_is_better": hib, **stats}
+
+    # each metric's resampling is seeded on its own, so running them side by side (numpy
+    # releases the GIL for the heavy parts) gives the same numbers, sooner
+    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+        out = list(pool.map(one, list(pairs)))
+    for r, p in zip(out, holm([r["p_value"] for r in out])):
+        r["p_holm"] = p
+        r["significant"] = bool(p == p and p < alpha)
+        r["mde"] = minimum_detectable_effect(r["sd_diff"], r["n_pairs"], len(out), alpha)
+    return out
 
 
 def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics: Sequence[str] | None = None,
@@ -166,23 +191,14 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
         unpaired[cand.label] = {"only_in_baseline": sorted(answered[base] - answered[cand]),
                                 "only_in_candidate": sorted(answered[cand] - answered[base])}
         union = answered[base] | answered[cand]
-        def one(metric: str) -> dict[str, Any]:
-            joined = pd.concat([a_df[metric].rename("a"), b_df[metric].rename("b")], axis=1, join="inner").dropna()
-            hib, binary = direction(metric)
-            stats = compare_pair(joined["a"].to_numpy(float), joined["b"].to_numpy(float), hib, n_boot, n_perm,
-                                 seed, binary)
-            return {"baseline": base.label, "candidate": cand.label, "metric": metric,
-                    "higher_is_better": hib, **stats, "missing": len(union) - stats["n_pairs"]}
 
-        # each metric's resampling is seeded on its own, so running them side by side (numpy
-        # releases the GIL for the heavy parts) gives the same numbers, sooner
-        with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
-            cand_rows = list(pool.map(one, names))
-        adjusted = holm([r["p_value"] for r in cand_rows])
-        for r, p in zip(cand_rows, adjusted):
-            r["p_holm"] = p
-            r["significant"] = bool(p == p and p < alpha)
-            r["mde"] = minimum_detectable_effect(r["sd_diff"], r["n_pairs"], len(cand_rows), alpha)
+        def pair(metric: str) -> tuple[np.ndarray, np.ndarray]:
+            joined = pd.concat([a_df[metric].rename("a"), b_df[metric].rename("b")], axis=1, join="inner").dropna()
+            return joined["a"].to_numpy(float), joined["b"].to_numpy(float)
+
+        cand_rows = tested_rows({m: pair(m) for m in names}, base.label, cand.label, n_boot, n_perm, seed, alpha)
+        for r in cand_rows:
+            r["missing"] = len(union) - r["n_pairs"]
         rows.extend(cand_rows)
     cols = ["baseline", "candidate", "metric", "higher_is_better", "n_pairs", "mean_a", "mean_b", "delta",
             "ci_low", "ci_high", "test", "p_value", "p_holm", "significant", "improved", "regressed",
@@ -329,8 +345,20 @@ def pair_table(store: RunStore, base: str, cand: str, tested: tuple[str, ...],
     if not chosen:
         return table.assign(ci_low=np.nan, ci_high=np.nan, test="", p_value=np.nan, p_holm=np.nan,
                             significant=False, sd_diff=np.nan, span=np.nan, mde=np.nan)
-    sels = [Selection(*base.split(":", 1)), Selection(*cand.split(":", 1))]
-    stats = compare(store, sels, metrics=chosen, n_boot=n_boot, n_perm=n_perm, seed=seed, with_run_level=False).table
+    # the aligned pairs straight from SQL, numbers only (no question ids or unpaired lists, which
+    # the page does not show: at 100,000 questions they cost seconds), in question_id order like
+    # `compare`'s, so the seeded bootstrap draws the same pairs
+    p = _pair_params(base, cand)
+    joined = Q.df(store, """
+        SELECT a.metric, a.value AS a, b.value AS b
+        FROM metrics a JOIN metrics b ON a.question_id = b.question_id AND a.metric = b.metric
+        WHERE a.run_id = $ra AND a.method = $ma AND b.run_id = $rb AND b.method = $mb
+          AND list_contains($m, a.metric) AND NOT isnan(a.value) AND NOT isnan(b.value)
+        ORDER BY a.metric, a.question_id""", {**p, "m": chosen}, runs=sorted({p["ra"], p["rb"]}))
+    groups = {m: (g["a"].to_numpy(float), g["b"].to_numpy(float)) for m, g in joined.groupby("metric", sort=False)}
+    empty = np.array([], dtype=float)
+    pairs = {m: groups.get(m, (empty, empty)) for m in chosen}
+    stats = pd.DataFrame(tested_rows(pairs, base, cand, n_boot, n_perm, seed, ALPHA))
     stats = stats[["metric", "ci_low", "ci_high", "test", "p_value", "p_holm", "significant", "sd_diff", "span",
                    "mde"]]
     return table.merge(stats, on="metric", how="left")

@@ -110,3 +110,14 @@ def front_2d(points: pd.DataFrame, x: str) -> pd.DataFrame:
                             {"quality": "max", x: "min"})
     return pts.assign(front=table["on_front"].astype(bool).to_numpy())
 
+
+
+def correct_differences(classes: pd.DataFrame, modes: pd.DataFrame) -> dict[str, int]:
+    """Why the answer-class bars and the failure-mode diagnosis count "correct" differently, from
+    the two tables the Charts page already has (`label_counts(..., "answer_class")` and
+    `failure_modes`; nothing is queried again): `correct_abstention` answers (DONT_KNOW on an
+    unanswerable question: a don't-know in the class bars, a right outcome in the diagnosis) and
+    `target_error` answers (ERROR in the class bars, left out of the diagnosis, which covers
+    answered questions only)."""
+    return {"correct_abstention": int(modes.loc[modes.bucket == "correct abstention", "n"].sum()) if len(modes) else 0,
+            "target_error": int(classes.loc[classes.label == "ERROR", "n"].sum()) if len(classes) else 0}

@@ -51,16 +51,21 @@ def question_table(store: RunStore, f: QuestionFilter, show_metrics: tuple[str, 
          "hi": f.max_value, "limit": limit}, runs=runs)
     if rows.empty or not show_metrics:
         return rows
-    values = df(store, """SELECT question_id, method, metric, value FROM metrics
+    # only the values of the rows shown: they are sorted by question_id, so the id range bounds them
+    # (a run of 100,000 questions would otherwise pivot every value of the run for 5,000 rows)
+    values = df(store, """SELECT question_id, method, metric, any_value(value) AS value FROM metrics
                           WHERE run_id = $run AND list_contains($m, metric)
-                            AND ($methods IS NULL OR list_contains($methods, method))""",
-                {"run": f.run_id, "m": list(show_metrics), "methods": list(f.methods) if f.methods else None},
+                            AND question_id BETWEEN $first AND $last
+                            AND ($methods IS NULL OR list_contains($methods, method))
+                          GROUP BY ALL""",
+                {"run": f.run_id, "m": list(show_metrics), "methods": list(f.methods) if f.methods else None,
+                 "first": rows["question_id"].min(), "last": rows["question_id"].max()},
                 runs=runs)
     if values.empty:
         return rows
-    wide = values.pivot_table(index=["question_id", "method"], columns="metric", values="value",
-                              aggfunc="first", dropna=False).reset_index()
-    wide.columns.name = None
+    from evalcore.analysis.wide import first_wide
+
+    wide = first_wide(values, ["question_id", "method"]).reset_index()
     cols = [m for m in show_metrics if m in wide.columns]
     return rows.merge(wide[["question_id", "method", *cols]], on=["question_id", "method"], how="left")
 

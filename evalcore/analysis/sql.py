@@ -190,10 +190,11 @@ def timing_breakdown(store: RunStore, run_id: str) -> pd.DataFrame:
 
 
 def paired_rows(store: RunStore, run_id: str, method: str, metrics: Sequence[str] | None = None) -> pd.DataFrame:
-    """(question_id, metric, value) of one run:method, NaN as NULL, for comparisons."""
+    """(question_id, metric, value) of one run:method, NaN as NULL, for comparisons (no reason
+    column: 100,000 questions x metrics of strings cost a second to convert, and no caller reads it)."""
     k_sql, k_params = _in("metric", metrics)
     sql = f"""
-        SELECT question_id, metric, CASE WHEN isnan(value) THEN NULL ELSE value END AS value, reason
+        SELECT question_id, metric, CASE WHEN isnan(value) THEN NULL ELSE value END AS value
         FROM metrics WHERE run_id = ? AND method = ?{k_sql}
     """
     with connect(store, [run_id]) as con:

@@ -7,6 +7,13 @@ is enumerated (small n) and a seeded Monte Carlo estimate otherwise; binary metr
 exact McNemar test (a binomial test on the discordant pairs). Holm's step-down correction
 controls the family-wise error over the metrics compared, without assuming independence.
 All randomness is seeded: the same inputs always give the same numbers.
+
+Large n: resampling costs n × resamples (100,000 pairs × 10,000 sign patterns is seconds per
+metric), while above a few thousand pairs the central limit theorem has made both statistics
+normal to well within their own Monte Carlo error. Above RESAMPLE_MAX_N values the CI is the
+bootstrap's normal limit (mean ± z·sd/√n) and the randomization test's p is its normal limit
+(z = |Σd| / √Σd², the sign-flip distribution's own variance), labelled "normal".
+tests/stats/test_large_n.py checks that the two agree within Monte Carlo error at the switch.
 """
 
 from __future__ import annotations
@@ -20,6 +27,10 @@ import numpy as np
 DEFAULT_BOOT = 2000
 DEFAULT_PERM = 10000
 EXACT_MAX_N = 16
+# Above this many values (pairs), CIs and randomization p-values use their normal limits: at
+# 5,000 they agree with 2,000 bootstrap draws / 10,000 sign patterns within Monte Carlo error
+# (tests/stats/test_large_n.py), and resampling 5,000 pairs still takes < 0.1 s per metric.
+RESAMPLE_MAX_N = 5000
 
 
 def _clean(values: Sequence[float]) -> np.ndarray:
@@ -44,6 +55,29 @@ def bootstrap_ci(values: Sequence[float], n_boot: int = DEFAULT_BOOT, seed: int 
     return float(lo), float(hi)
 
 
+def normal_mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+    """mean ± z·sd/√n (sd with n − 1; NaNs dropped): the large-n limit of `bootstrap_ci`.
+    n < 2 -> (nan, nan), as for the bootstrap."""
+    from statistics import NormalDist
+
+    arr = _clean(values)
+    if arr.size < 2:
+        return math.nan, math.nan
+    mean = float(arr.mean())
+    half = NormalDist().inv_cdf(0.5 + confidence / 2) * float(arr.std(ddof=1)) / math.sqrt(arr.size)
+    return mean - half, mean + half
+
+
+def paired_mean_ci(a: Sequence[float], b: Sequence[float], n_boot: int = DEFAULT_BOOT, seed: int = 0,
+                   confidence: float = 0.95, max_n: int | None = None) -> tuple[float, float]:
+    """CI of mean(b - a): the paired bootstrap up to `max_n` pairs (default RESAMPLE_MAX_N, read
+    at call time so bench/bench_app.py can time the all-resampling baseline), its normal limit above."""
+    diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    if _clean(diffs).size > (RESAMPLE_MAX_N if max_n is None else max_n):
+        return normal_mean_ci(diffs, confidence)
+    return bootstrap_ci(diffs, n_boot=n_boot, seed=seed, confidence=confidence)
+
+
 def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], n_boot: int = DEFAULT_BOOT,
                         seed: int = 0, confidence: float = 0.95) -> tuple[float, float]:
     """CI of mean(b - a) resampling question pairs together (a and b aligned, no NaNs)."""
@@ -52,16 +86,21 @@ def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], n_boot: int = DE
 
 
 def randomization_test(diffs: Sequence[float], n_perm: int = DEFAULT_PERM, seed: int = 0,
-                       exact_max_n: int = EXACT_MAX_N) -> tuple[float, str]:
-    """Two-sided paired sign-flip test of mean(diffs) = 0. Returns (p, "exact"|"monte_carlo").
+                       exact_max_n: int = EXACT_MAX_N, max_n: int | None = None) -> tuple[float, str]:
+    """Two-sided paired sign-flip test of mean(diffs) = 0. Returns (p, "exact"|"monte_carlo"|"normal").
 
     Under H0 each pair's difference is equally likely to have either sign. p = share of sign
     patterns whose |mean| is at least the observed |mean|. Zero differences cannot change sign
     and are left out of the enumeration (they do not change any pattern's sum).
     Exact: all 2^m patterns of the m non-zero differences when m <= exact_max_n.
     Monte Carlo: p = (1 + hits) / (1 + n_perm), which is never 0 and is valid as a p-value.
+    Normal: more than `max_n` values (default RESAMPLE_MAX_N; zeros included): under H0 Σd has mean 0 and variance Σd²,
+    so p = 2·(1 − Φ(|Σd| / √Σd²)), the limit the Monte Carlo estimate converges to.
     """
     d = _clean(diffs)
+    if d.size > (RESAMPLE_MAX_N if max_n is None else max_n):
+        square = float(np.sum(d * d))
+        return (1.0 if square == 0 else math.erfc(abs(float(d.sum())) / math.sqrt(2 * square))), "normal"
     d = d[d != 0]
     m = d.size
     if m == 0:

@@ -1,14 +1,24 @@
 """Charts page: grade and answer-class distributions, metrics by question facet, latency and
-cost, and Pareto fronts of quality against cost and latency."""
+cost, and Pareto fronts of quality against cost and latency.
+
+Drawn for a 1400 px window split in two columns, so nothing is cut off or overlaps: systems
+sit on the y axis of horizontal bars and boxes (long method names stay level, never rotated),
+share bars are fixed to 0-100% with their counts inside (a count too wide for its segment is
+hidden and kept in the hover, never drawn above the bar), Pareto points are named in a legend
+and the hover rather than by text beside the marker, and latency uses a log axis so one slow
+answer cannot flatten every box. plotly.graph_objects only: plotly.express costs ~0.2 s more
+to import on a cold page.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
-import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
+from plotly.colors import qualitative
 
 from evalcore.analysis import distributions as G
+from evalcore.analysis import failure_modes as FM
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.schemas.labels import GRADE_METRICS, AnswerClass, Grade
@@ -33,39 +43,73 @@ def _relabel(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     return df.assign(system=df["system"].map(lambda k: labels.get(k, k))) if "system" in df else df
 
 
-def _stacked(df: pd.DataFrame, order: list[str], title: str, missing: str) -> None:
+def _system_axis(n_systems: int) -> dict:
+    """Height for horizontal bars/boxes: one row per system plus room for title and axis."""
+    return {"height": 150 + 50 * max(n_systems, 1), "margin": {"l": 10, "r": 10, "t": 50, "b": 40}}
+
+
+def stacked_figure(df: pd.DataFrame, order: list[str], title: str, legend: str) -> go.Figure:
+    """One horizontal 0-100% bar per system, a segment per label with its count inside."""
+    labels = order + sorted(set(df.label) - set(order))
+    systems = list(dict.fromkeys(df.system))
+    fig = go.Figure([go.Bar(x=g["share"], y=g["system"], orientation="h", name=label, text=g["n"],
+                            textposition="inside", insidetextanchor="middle", constraintext="both",
+                            marker_color=LABEL_COLOURS.get(label),
+                            hovertemplate="%{y}: %{text} answers (%{x:.0%})<extra>" + label + "</extra>")
+                     for label in labels if len(g := df[df.label == label])])
+    fig.update_layout(barmode="stack", title=title, legend_title_text=legend, legend_traceorder="normal",
+                      xaxis={"range": [0, 1], "tickformat": ".0%", "title": "share of answers"},
+                      yaxis={"categoryorder": "array", "categoryarray": systems[::-1], "automargin": True},
+                      uniformtext={"minsize": 10, "mode": "hide"}, **_system_axis(len(systems)))
+    return fig
+
+
+def _stacked(df: pd.DataFrame, order: list[str], title: str, missing: str, legend: str) -> None:
     if df.empty:
         common.empty_state(f"No {title.lower()} for these systems.", missing)
         return
-    fig = px.bar(df, x="system", y="share", color="label", text="n", barmode="stack",
-                 category_orders={"label": order + sorted(set(df.label) - set(order))},
-                 color_discrete_map=LABEL_COLOURS,
-                 title=title, labels={"share": "share of answers", "system": "system"})
-    fig.update_layout(yaxis_tickformat=".0%", height=380)
-    st.plotly_chart(common.inert_figure(fig), key=f"bar_{title}")
+    st.plotly_chart(common.inert_figure(stacked_figure(df, order, title, legend)), key=f"bar_{title}")
 
 
 def _pareto(points: pd.DataFrame, x: str, x_title: str, metric: str, labels: dict[str, str]) -> None:
+    if len(points) and x in points and points[x].isna().all():
+        # NaN is unknown, not 0: a judge model without a price (or a target that reported none)
+        common.empty_state(f"{x_title.capitalize()} unknown for every system.",
+                           "A judge or target model has no price (add it to the prices), so no front can be drawn.")
+        return
     pts = G.front_2d(points, x)
     if pts.empty or (pts[x] == 0).all():
         # All-zero means nothing reported it (no token prices, no paid judge): a front drawn on
         # that axis would crown the best-quality system "free", which says nothing.
         common.empty_state(f"No {x_title} recorded.", "Targets or judges must report it.")
         return
-    fig = go.Figure()
-    for on_front, name, symbol in ((False, "dominated", "circle-open"), (True, "Pareto front", "star")):
-        part = pts[pts.front == on_front]
-        fig.add_trace(go.Scatter(x=part[x], y=part["quality"], mode="markers+text", name=name,
-                                 text=part["system"].map(lambda k: labels.get(k, k)), textposition="top center",
-                                 marker={"symbol": symbol, "size": 12},
-                                 hovertemplate="%{text}<br>%{x}<br>quality %{y:.3f}<extra></extra>"))
-    front = pts[pts.front].sort_values(x)
-    fig.add_trace(go.Scatter(x=front[x], y=front["quality"], mode="lines", name="front",
-                             line={"dash": "dot"}, hoverinfo="skip"))
-    fig.update_layout(title=f"{metric} vs {x_title.split(' (')[0]}",
-                      xaxis_title=x_title, yaxis_title=f"mean {metric}", height=400)
-    st.plotly_chart(common.inert_figure(fig), key=f"pareto_{x}")
+    st.plotly_chart(common.inert_figure(pareto_figure(pts, x, x_title, metric, labels)), key=f"pareto_{x}")
+    left = len(points) - len(pts)
+    if left:
+        st.caption(f"{left} system(s) without a known {x_title} are not placed.")
     common.show_table(pts, f"pareto-{x}", key=f"dl_pareto_{x}")
+
+
+def pareto_figure(pts: pd.DataFrame, x: str, x_title: str, metric: str, labels: dict[str, str]) -> go.Figure:
+    """One marker per system (a star on the front), named in the legend below and in the hover,
+    never by text beside the point: labels next to markers clip at the edges and overlap."""
+    fig = go.Figure()
+    colours = qualitative.Safe
+    for i, row in enumerate(pts.itertuples(index=False)):
+        name = labels.get(row.system, row.system)
+        fig.add_trace(go.Scatter(
+            x=[getattr(row, x)], y=[row.quality], mode="markers", name=name + (" ★" if row.front else ""),
+            marker={"symbol": "star" if row.front else "circle", "size": 16 if row.front else 12,
+                    "color": colours[i % len(colours)], "line": {"width": 1, "color": "#333"}},
+            hovertemplate=f"{name}<br>{x_title} %{{x}}<br>{metric} %{{y:.3f}}<extra></extra>"))
+    front = pts[pts.front].sort_values(x)
+    fig.add_trace(go.Scatter(x=front[x], y=front["quality"], mode="lines", name="Pareto front",
+                             line={"dash": "dot", "color": "#777"}, hoverinfo="skip"))
+    fig.update_layout(title=f"{metric} vs {x_title.split(' (')[0]}",
+                      xaxis={"title": x_title, "automargin": True}, yaxis={"title": f"mean {metric}", "automargin": True},
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
+                      height=420 + 22 * ((len(pts) + 1) // 2), margin={"l": 10, "r": 20, "t": 50})
+    return fig
 
 
 def render() -> None:
@@ -101,16 +145,27 @@ def _overview(keys: tuple[str, ...], picked: list[str], short: dict[str, str]) -
     c1, c2 = st.columns(2)
     with c1:
         _stacked(_relabel(common.call(G.label_counts, keys, "grade"), short), GRADES, "Grade distribution (A-E)",
-                 "Grades come from factual_accuracy (or factual_grade) scores.")
+                 "Grades come from factual_accuracy (or factual_grade) scores.", "grade")
         _judge_caption("Grades", keys, GRADE_METRICS)
     with c2:
-        _stacked(_relabel(common.call(G.label_counts, keys, "answer_class"), short), CLASSES,
-                 "Correct / wrong / don't know", "Score a correctness metric (answer_correct, token_f1...).")
+        classes = common.call(G.label_counts, keys, "answer_class")
+        _stacked(_relabel(classes, short), CLASSES,
+                 "Correct / wrong / don't know", "Score a correctness metric (answer_correct, token_f1...).", "class")
         st.caption("Answer classes: one rule for every page and the CLI — ERROR for a target error; DONT_KNOW "
                    "when dont_know or the judge's class says so; else the first of "
                    f"{', '.join(M.correct_deciders())} with a value (≥ 0.5 is CORRECT).")
         _judge_caption("Answer classes", keys, ("answer_correct", "answer_class", "answer_dont_know",
                                                 "answer_correctness"))
+        # the diagnosis below reads the same cached table (one computation per page run)
+        differ = G.correct_differences(classes, common.call(FM.failure_modes, tuple(picked)))
+        if differ["correct_abstention"] or differ["target_error"]:
+            st.caption("Why these counts differ from the diagnosis below: "
+                       + "; ".join(part for part in (
+                           f"{differ['correct_abstention']} abstention(s) on unanswerable questions are DONT_KNOW "
+                           "here and a right outcome there (correct abstention)" if differ["correct_abstention"] else "",
+                           f"{differ['target_error']} answer(s) with a target error are ERROR here and left out "
+                           "there (it diagnoses answered questions only)" if differ["target_error"] else "") if part)
+                       + ".")
     diagnosis.render(picked, dict(zip(picked, picked)))
 
 
@@ -136,29 +191,64 @@ def _by_facet(keys: tuple[str, ...], metrics: list[str], short: dict[str, str]) 
     if values.empty:
         common.empty_state(f"No {metric} values for these systems.", "Pick another metric.")
         return
-    fig = px.box(values, x="facet", y="value", color="system", points=False,
-                 title=f"{metric} by {facet} (per question)", labels={"facet": facet, "value": metric})
-    fig.update_layout(height=420)
+    fig = go.Figure([go.Box(x=g["facet"], y=g["value"], name=system, boxpoints=False)
+                     for system, g in values.groupby("system", sort=False)])
+    fig.update_layout(boxmode="group", title=f"{metric} by {facet} (per question)", height=420,
+                      xaxis={"title": facet, "automargin": True}, yaxis_title=metric, legend_title_text="system")
     st.plotly_chart(common.inert_figure(fig), key="box_facet")
     common.show_table(common.call(G.facet_means, keys, metric, facet), f"{metric}-by-{facet}")
 
 
 def _latency_cost(keys: tuple[str, ...], short: dict[str, str]) -> None:
     st.subheader("Latency and cost")
-    lc = _relabel(common.call(G.latency_cost, keys), short)
+    latency_cost_view(_relabel(common.call(G.latency_cost, keys), short))
+
+
+def latency_cost_view(lc: pd.DataFrame) -> None:
+    """Per-answer latency (log axis) and cost boxes; an unknown cost (NaN) is said to be unknown."""
     c1, c2 = st.columns(2)
-    if lc["latency_ms"].notna().any():
-        fig = px.box(lc, x="system", y="latency_ms", title="Latency per answer",
-                     labels={"latency_ms": "latency (ms)", "system": "system"})
+    latency = lc[lc["latency_ms"] > 0]  # a log axis cannot place 0 ms
+    if len(latency):
+        fig = _boxes(latency, "latency_ms", "Latency per answer (log scale)", "latency (ms, log scale)")
+        fig.update_xaxes(type="log", tickvals=_log_ticks(latency["latency_ms"]))
         c1.plotly_chart(common.inert_figure(fig), key="latency")
+        zero = int((lc["latency_ms"] == 0).sum())
+        c1.caption("Log scale: one slow answer would otherwise flatten every box; hover a box for its "
+                   "median and quartiles in ms." + (f" {zero} answer(s) with 0 ms are not drawn." if zero else ""))
     else:
         c1.info("No latency recorded for these systems.")
-    if (lc["cost_usd"] > 0).any():
-        fig = px.box(lc, x="system", y="cost_usd", title="Cost per answer (target + judge)",
-                     labels={"cost_usd": "cost (USD)", "system": "system"})
-        c2.plotly_chart(common.inert_figure(fig), key="cost")
-    else:
+    known = lc[lc["cost_usd"].notna()]
+    if (known["cost_usd"] > 0).any():
+        c2.plotly_chart(common.inert_figure(_boxes(known, "cost_usd", "Cost per answer (target + judge)",
+                                                   "cost (USD)")), key="cost")
+        if len(known) < len(lc):
+            c2.caption(f"{len(lc) - len(known)} answer(s) of unknown cost (a judge or target model without a "
+                       "price) are left out, not counted as free.")
+    elif lc["cost_usd"].notna().any() or lc.empty:
         c2.info("No cost recorded (targets reported no token cost and no judge was paid).")
+    else:
+        c2.info("Cost unknown: a judge or target model of these answers has no price (add it to the prices); "
+                "an unknown cost is not shown as 0.")
+
+
+def _log_ticks(values: pd.Series) -> list[float]:
+    """1-2-5 ticks across the values' range: a log axis's default minor digits (2 3 4 … 1000 2 3)
+    crowd into each other in a half-width chart."""
+    import math
+
+    lo, hi = float(values.min()), float(values.max())
+    ticks = [m * 10 ** k for k in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1) for m in (1, 2, 5)]
+    inside = [t for t in ticks if lo / 2 <= t <= hi * 2]
+    return inside if len(inside) >= 2 else ticks
+
+
+def _boxes(df: pd.DataFrame, column: str, title: str, axis: str) -> go.Figure:
+    """One horizontal box per system (names level on the y axis, never rotated)."""
+    systems = list(dict.fromkeys(df["system"]))
+    fig = go.Figure([go.Box(x=df.loc[df.system == s, column], name=s, orientation="h", boxpoints="outliers",
+                            showlegend=False) for s in systems[::-1]])
+    fig.update_layout(title=title, xaxis_title=axis, yaxis={"automargin": True}, **_system_axis(len(systems)))
+    return fig
 
 
 def _fronts(keys: tuple[str, ...], metrics: list[str], short: dict[str, str]) -> None:

@@ -57,12 +57,14 @@ def _table(shown: pd.DataFrame) -> None:
 
 def _chart(shown: pd.DataFrame, n_systems: int) -> None:
     # plotly.graph_objects rather than plotly.express: ~0.2 s less to import
+    # counts inside their segment or hidden (kept in the hover): never drawn past 100% or clipped
     fig = go.Figure([go.Bar(x=g["share"], y=g["system"], orientation="h", name=bucket, text=g["n"],
-                            marker_color=FAILURE_COLOURS[bucket],
+                            textposition="inside", insidetextanchor="middle", marker_color=FAILURE_COLOURS[bucket],
                             hovertemplate="%{y}: %{text} answers (%{x:.0%})<extra>" + bucket + "</extra>")
                      for bucket in FM.BUCKETS if len(g := shown[shown.bucket == bucket])])
     fig.update_layout(barmode="stack", title="Diagnosis of each answered question (counts on the bars)",
-                      xaxis_title="share of answered questions", xaxis_tickformat=".0%",
+                      xaxis={"title": "share of answered questions", "tickformat": ".0%", "range": [0, 1]},
+                      yaxis_automargin=True, uniformtext={"minsize": 10, "mode": "hide"},
                       height=160 + 60 * n_systems, legend_title_text="diagnosis")
     st.plotly_chart(common.inert_figure(fig), key="failure_modes")
 

@@ -63,3 +63,33 @@ def test_coverage_by_doc_type(store):
     writer.publish()
     rows = {r["doc_type"]: (r["mean"], r["n"]) for r in coverage_by_doc_type(store, "r")}
     assert rows == {"pdf": (0.5, 2), "md": (0.0, 1), "(unknown)": (1.0, 1)}
+
+
+def test_coverage_by_doc_type_follows_the_one_question_rule(store):
+    """The SQL grouping gives each question the types `_doc_types` gives it (extension of the last
+    path segment only, metadata.doc_type when a string, lower case; several types count in each)."""
+    from evalcore.analysis.indexing import _doc_types, coverage_by_doc_type
+    from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
+    from evalcore.store import FORMAT_VERSION
+
+    questions = [
+        EvalQuestion(id="a", question="A?", gold_passages=[{"doc": "dir.v2/README"}], metadata={"doc_type": "HTML"}),
+        EvalQuestion(id="b", question="B?", gold_passages=[{"doc": "x/b.tar.GZ"}], metadata={"doc_type": 5}),
+        EvalQuestion(id="c", question="C?", gold_passages=[{"doc": "x/c.pdf"}, {"doc": "y/d.pdf"}]),
+        EvalQuestion(id="d", question="D?", gold_passages=[{"doc": "dir.v2/README"}]),
+    ]
+    writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="t", name="t",
+                                          evalcore_version="t", methods=["m"]))
+    writer.write_questions(questions)
+    writer.write_responses([EvalResponse(question_id=q.id, method="m") for q in questions])
+    values = {"a": 1.0, "b": 0.5, "c": 0.0, "d": 1.0}
+    writer.write_metrics([MetricValue(run_id="t", method="m", question_id=q, metric="hit_rate@5", value=v,
+                                      group="retrieval") for q, v in values.items()])
+    writer.publish()
+    want: dict[str, list[float]] = {}
+    for q in questions:
+        for t in _doc_types(q) or {"(unknown)"}:
+            want.setdefault(t, []).append(values[q.id])
+    got = {r["doc_type"]: (r["mean"], r["n"]) for r in coverage_by_doc_type(store, "t")}
+    assert got == {t: (sum(v) / len(v), len(v)) for t, v in want.items()}
+    assert set(got) == {"html", "gz", "pdf", "(unknown)"}
