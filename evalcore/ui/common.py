@@ -342,6 +342,12 @@ def _escape(s: str) -> str:
     return s.translate(_ESCAPES)
 
 
+def untrusted_heading(text: Any) -> None:
+    """A heading whose words are data (a method or run name): through inert_html, so it reads
+    exactly as stored (Markdown would need the autolink breaks of `md`, which change the text)."""
+    st.html(f'{HIGHLIGHT_CSS}<h4 class="ec-heading" style="margin:0.4rem 0 0.2rem">{inert_html(text)}</h4>')
+
+
 def highlighted(label: str, text: Any, spans: Sequence[tuple[int, int, str, str]] = (), *,
                 note: str | None = None) -> None:
     """A fixed caption (ours, never data: it is rendered as Markdown), then untrusted text with

@@ -203,7 +203,7 @@ def _method_column(detail: dict, method: str, story: dict) -> None:
     resp = detail["responses"][detail["responses"].method == method].iloc[0]
     metrics = detail["metrics"][detail["metrics"].method == method]
     evidence = CE.answer_evidence(detail, method)
-    st.markdown(f"#### {common.md(method)}")
+    common.untrusted_heading(method)
     badges = st.container(horizontal=True)
     bucket = story.get("bucket")
     if bucket:

@@ -139,8 +139,9 @@ def test_questions_side_by_side_with_claims_contexts_and_judge(make_app, app_sto
     run = synthetic_runs(app_store)[0]
     at = make_app("questions", run=run, qid="q00002")
     assert not at.exception
-    heads = [m.value for m in at.markdown if m.value.startswith("#### ")]
-    assert heads == ["#### basic\\_search", "#### local\\_search"]  # both methods, one column each
+    heads = [h.value for h in at.html if 'class="ec-heading"' in h.value]  # names are data: inert_html
+    assert [h.rsplit("</h4>", 1)[0].rsplit(">", 1)[1] for h in heads] == \
+        ["basic&#95;search", "local&#95;search"]  # both methods, one column each
     assert at.query_params.get("layout") is None  # two methods: side by side is the default
     scores = [d.value for d in at.dataframe if list(d.value.columns) == ["metric", "value", "label", "basis"]]
     assert len(scores) == 2
