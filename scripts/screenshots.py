@@ -29,6 +29,13 @@ WIDTH, HEIGHT = 1400, 1000  # the window the journeys are designed for (decision
 
 
 def _browser_tools():
+    # the browser test imports tests.optional: point `tests` at the checkout's folder (a
+    # dependency ships a top-level `tests` package of its own that would shadow it)
+    import types
+
+    tests_pkg = types.ModuleType("tests")
+    tests_pkg.__path__ = [str(ROOT / "tests")]
+    sys.modules["tests"] = tests_pkg
     spec = importlib.util.spec_from_file_location("browser_tools", ROOT / "tests" / "app" / "test_browser.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
