@@ -220,7 +220,7 @@ def test_compare_headline_and_forest_plot_in_chromium(served_app, app_store, tmp
     from evalcore.analysis.verdict import default_tested_metrics
 
     browser = chromium()
-    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
     run = sorted(r for r in app_store.run_ids() if r.startswith("synthetic"))[0]
     keys = [f"{run}:basic_search", f"{run}:local_search"]
     tested = default_tested_metrics(app_store, keys)
@@ -247,7 +247,7 @@ def test_runs_default_columns_fit_1400px_in_chromium(served_app, tmp_path):
     """Issue 24, item 4: at 1400 x 1000 the leaderboard's default columns fit without a
     horizontal scroll (the judges column used to push metrics, cost and latency off screen)."""
     browser = chromium()
-    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
     tools = DevTools(browser, tmp_path / "profile")
     try:
         tools.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
@@ -267,7 +267,7 @@ def test_enter_in_launch_boxes_never_starts_a_run_in_chromium(served_app, app_st
     from evalcore.demo import questions_path
 
     browser = chromium()
-    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
     jobs_dir = app_store.root / "_shared" / "app_jobs"
     before = set(jobs_dir.iterdir()) if jobs_dir.exists() else set()
     tools = DevTools(browser, tmp_path / "profile")

@@ -14,6 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.optional import requires
+
 from evalcore.analysis.claim_evidence import answer_evidence
 from evalcore.analysis.questions import question_detail
 from tests.app.claims_store import claims_store
@@ -79,7 +81,7 @@ def _expected_marks(store, run: str) -> collections.Counter:
 
 def test_highlights_are_marks_and_a_canary_inside_them_fetches_nothing(tmp_path):
     browser = chromium()
-    pytest.importorskip("websockets.sync.client", reason="websockets is needed to drive Chromium")
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
     with _Canary() as canary:
         bait = f" <img src=http://127.0.0.1:{canary.port}/canary>"
         store, run = claims_store(tmp_path / "runs", extra=bait)

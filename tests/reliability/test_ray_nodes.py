@@ -18,6 +18,8 @@ import time
 from collections import Counter
 
 import pytest
+
+from tests.optional import requires
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
@@ -34,7 +36,7 @@ WORKERS = 2
 
 
 def _ray():
-    ray = pytest.importorskip("ray", reason="Ray is in the dev extra (evalcore[scale]); not installed here")
+    ray = requires("ray", "Ray is in the dev extra (evalcore[scale]); not installed here")
     import ray.data  # noqa: F401
     from ray.cluster_utils import Cluster  # noqa: F401
 

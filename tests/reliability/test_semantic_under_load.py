@@ -14,6 +14,8 @@ import subprocess
 import sys
 
 import pytest
+
+from tests.optional import requires
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
@@ -34,7 +36,7 @@ def _answers(path) -> None:
 @pytest.mark.slow
 def test_semantic_scoring_passes_beside_a_cpu_hog(tmp_path):
     for name in ("torch", "transformers", "sentence_transformers"):
-        pytest.importorskip(name, reason="needs the 'semantic' extra")
+        requires(name, "needs the 'semantic' extra")
     from evalcore.queries import query_df
     from evalcore.store import RunStore
 

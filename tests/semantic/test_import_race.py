@@ -22,6 +22,8 @@ import types
 
 import pytest
 
+from tests.optional import requires
+
 from evalcore.embeddings import models
 from evalcore.embeddings.models import ModelUnavailableError
 
@@ -59,7 +61,7 @@ print(json.dumps({"window": window, "errors": errors}))
 
 def _needs_semantic_extra():
     for name in ("torch", "transformers", "sentence_transformers"):
-        pytest.importorskip(name, reason="needs the 'semantic' extra")
+        requires(name, "needs the 'semantic' extra")
 
 
 @pytest.mark.slow
