@@ -62,3 +62,30 @@ def short_judge_label(judge_ids: str | Iterable[str | None] | None) -> str:
 def full_judge_ids(judge_ids: str | Iterable[str | None] | None) -> str:
     """Every distinct full judge id, sorted, one per line: the details behind the short label."""
     return "\n".join(sorted(set(_ids(judge_ids))))
+
+
+# Fixed text (ours, not data): what the offline heuristic judge is, said wherever its verdicts show.
+HEURISTIC_NOTE = "word overlap, not a model"
+HEURISTIC_BADGE = f"heuristic judge: {HEURISTIC_NOTE}"
+
+
+def judge_name(judge_id: str) -> str:
+    """The judge of a stored judge id (`provider:model/prompt@version` -> `provider:model`)."""
+    return judge_id.partition("/")[0]
+
+
+def is_heuristic(judge_id: str) -> bool:
+    return judge_id.startswith("heuristic")
+
+
+def judges_text(judge_ids: Iterable[str]) -> str:
+    """The judges of some scores in words: `heuristic:lexical-v3 (word overlap, not a model)`;
+    several judges are all listed. '' when there is none (the scores were computed, not judged)."""
+    names = sorted({judge_name(j) for j in judge_ids if isinstance(j, str) and j})
+    return ", ".join(f"{n} ({HEURISTIC_NOTE})" if is_heuristic(n) else n for n in names)
+
+
+def judged_by(judge_ids: Iterable[str]) -> str:
+    """`judged by …` (judges_text), or '' when nothing was judged."""
+    text = judges_text(judge_ids)
+    return f"judged by {text}" if text else ""

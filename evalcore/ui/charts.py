@@ -15,10 +15,10 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from plotly.colors import qualitative
 
 from evalcore.analysis import distributions as G
 from evalcore.analysis import failure_modes as FM
+from evalcore.analysis.figures import LABEL_COLOURS, pareto_figure, stacked_figure, system_axis  # noqa: F401
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.schemas.labels import GRADE_METRICS, AnswerClass, Grade
@@ -31,37 +31,11 @@ SECTIONS = {"overview": "grades, answer classes, where wrong answers come from",
             "facet": "a metric by question facet", "operations": "latency and cost per answer",
             "fronts": "Pareto fronts: quality vs cost and latency"}
 CLASSES = [c.value for c in AnswerClass] + ["ERROR", "UNSCORED"]
-# Ordered labels get an ordered, colour-blind-safe scale (good = blue-green, bad = red/orange),
-# so "more red" always means worse; a qualitative palette would make grade C look like WRONG.
-LABEL_COLOURS = {"A": "#1a9850", "B": "#91cf60", "C": "#fee08b", "D": "#fc8d59", "E": "#d73027",
-                 "CORRECT": "#1a9850", "WRONG": "#d73027", "DONT_KNOW": "#9e9e9e", "ERROR": "#7f0000",
-                 "UNSCORED": "#eeeeee"}
 
 
 def _relabel(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
     """Charts show short system labels; tables and downloads keep the full run:method keys."""
     return df.assign(system=df["system"].map(lambda k: labels.get(k, k))) if "system" in df else df
-
-
-def _system_axis(n_systems: int) -> dict:
-    """Height for horizontal bars/boxes: one row per system plus room for title and axis."""
-    return {"height": 150 + 50 * max(n_systems, 1), "margin": {"l": 10, "r": 10, "t": 50, "b": 40}}
-
-
-def stacked_figure(df: pd.DataFrame, order: list[str], title: str, legend: str) -> go.Figure:
-    """One horizontal 0-100% bar per system, a segment per label with its count inside."""
-    labels = order + sorted(set(df.label) - set(order))
-    systems = list(dict.fromkeys(df.system))
-    fig = go.Figure([go.Bar(x=g["share"], y=g["system"], orientation="h", name=label, text=g["n"],
-                            textposition="inside", insidetextanchor="middle", constraintext="both",
-                            marker_color=LABEL_COLOURS.get(label),
-                            hovertemplate="%{y}: %{text} answers (%{x:.0%})<extra>" + label + "</extra>")
-                     for label in labels if len(g := df[df.label == label])])
-    fig.update_layout(barmode="stack", title=title, legend_title_text=legend, legend_traceorder="normal",
-                      xaxis={"range": [0, 1], "tickformat": ".0%", "title": "share of answers"},
-                      yaxis={"categoryorder": "array", "categoryarray": systems[::-1], "automargin": True},
-                      uniformtext={"minsize": 10, "mode": "hide"}, **_system_axis(len(systems)))
-    return fig
 
 
 def _stacked(df: pd.DataFrame, order: list[str], title: str, missing: str, legend: str) -> None:
@@ -88,28 +62,6 @@ def _pareto(points: pd.DataFrame, x: str, x_title: str, metric: str, labels: dic
     if left:
         st.caption(f"{left} system(s) without a known {x_title} are not placed.")
     common.show_table(pts, f"pareto-{x}", key=f"dl_pareto_{x}")
-
-
-def pareto_figure(pts: pd.DataFrame, x: str, x_title: str, metric: str, labels: dict[str, str]) -> go.Figure:
-    """One marker per system (a star on the front), named in the legend below and in the hover,
-    never by text beside the point: labels next to markers clip at the edges and overlap."""
-    fig = go.Figure()
-    colours = qualitative.Safe
-    for i, row in enumerate(pts.itertuples(index=False)):
-        name = labels.get(row.system, row.system)
-        fig.add_trace(go.Scatter(
-            x=[getattr(row, x)], y=[row.quality], mode="markers", name=name + (" ★" if row.front else ""),
-            marker={"symbol": "star" if row.front else "circle", "size": 16 if row.front else 12,
-                    "color": colours[i % len(colours)], "line": {"width": 1, "color": "#333"}},
-            hovertemplate=f"{name}<br>{x_title} %{{x}}<br>{metric} %{{y:.3f}}<extra></extra>"))
-    front = pts[pts.front].sort_values(x)
-    fig.add_trace(go.Scatter(x=front[x], y=front["quality"], mode="lines", name="Pareto front",
-                             line={"dash": "dot", "color": "#777"}, hoverinfo="skip"))
-    fig.update_layout(title=f"{metric} vs {x_title.split(' (')[0]}",
-                      xaxis={"title": x_title, "automargin": True}, yaxis={"title": f"mean {metric}", "automargin": True},
-                      legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0},
-                      height=420 + 22 * ((len(pts) + 1) // 2), margin={"l": 10, "r": 20, "t": 50})
-    return fig
 
 
 def render() -> None:
@@ -247,7 +199,7 @@ def _boxes(df: pd.DataFrame, column: str, title: str, axis: str) -> go.Figure:
     systems = list(dict.fromkeys(df["system"]))
     fig = go.Figure([go.Box(x=df.loc[df.system == s, column], name=s, orientation="h", boxpoints="outliers",
                             showlegend=False) for s in systems[::-1]])
-    fig.update_layout(title=title, xaxis_title=axis, yaxis={"automargin": True}, **_system_axis(len(systems)))
+    fig.update_layout(title=title, xaxis_title=axis, yaxis={"automargin": True}, **system_axis(len(systems)))
     return fig
 
 

@@ -24,6 +24,7 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.analysis import leaderboard as L
+from evalcore.analysis.inert import inert_figure, plotly_text  # noqa: F401  (pages use both from here)
 from evalcore.errors import StoreError
 from evalcore.store import check_run_id
 from evalcore.ui.cache import call, store  # noqa: F401  (pages import both from here)
@@ -235,48 +236,6 @@ def short_labels(keys: Sequence[str], labels: dict[str, str] | None = None) -> d
 
     runs = call(L.run_list)
     return short_system_labels(list(keys), dict(zip(runs.run_id, runs.name)))
-
-
-def plotly_text(value: Any) -> Any:
-    """Text Plotly may show, made inert: Plotly renders a subset of HTML in titles, ticks, legends
-    and hover text (<b>, <a href>, <span style>), so data-derived strings have &, < and >
-    replaced by entities, which Plotly displays as the characters themselves."""
-    if isinstance(value, str):
-        return value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return value
-
-
-def _inert_seq(values: Any) -> Any:
-    if values is None or isinstance(values, str):
-        return plotly_text(values)
-    try:
-        items = list(values)
-    except TypeError:
-        return values
-    if not any(isinstance(v, str) for v in items):
-        return values
-    return [plotly_text(v) for v in items]
-
-
-def inert_figure(fig: Any) -> Any:
-    """Every data-derived string of a Plotly figure made inert (see plotly_text): trace names,
-    text, hover text, categorical x/y values, legend and axis titles, the figure title."""
-    for trace in fig.data:
-        for attr in ("name", "legendgroup"):
-            if getattr(trace, attr, None) is not None:
-                setattr(trace, attr, plotly_text(getattr(trace, attr)))
-        for attr in ("text", "hovertext", "x", "y", "labels"):
-            if hasattr(trace, attr) and getattr(trace, attr) is not None:
-                setattr(trace, attr, _inert_seq(getattr(trace, attr)))
-    layout = fig.layout
-    if layout.title and layout.title.text:
-        layout.title.text = plotly_text(layout.title.text)
-    for axis in (layout.xaxis, layout.yaxis):
-        if axis and axis.title and axis.title.text:
-            axis.title.text = plotly_text(axis.title.text)
-    if layout.legend and layout.legend.title and layout.legend.title.text:
-        layout.legend.title.text = plotly_text(layout.legend.title.text)
-    return fig
 
 
 # ---- highlighted untrusted text: the one escaping helper --------------------------------------

@@ -7,16 +7,11 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from evalcore.analysis import failure_modes as FM
+from evalcore.analysis.figures import FAILURE_COLOURS, failure_figure
 from evalcore.ui import common
-
-FAILURE_COLOURS = {"correct": "#1a9850", "correct abstention": "#66bd63", "wrong abstention": "#9e9e9e",
-                   "should have abstained": "#b2182b", "retrieval miss": "#d73027",
-                   "unfaithful": "#fc8d59", "faithful but wrong": "#fee08b", "wrong, cause unknown": "#cccccc",
-                   "unscored": "#eeeeee"}
 
 
 def render(picked: list[str], labels: dict[str, str], chart: bool = True) -> None:
@@ -56,16 +51,7 @@ def _table(shown: pd.DataFrame) -> None:
 
 
 def _chart(shown: pd.DataFrame, n_systems: int) -> None:
-    # plotly.graph_objects rather than plotly.express: ~0.2 s less to import
-    # counts inside their segment or hidden (kept in the hover): never drawn past 100% or clipped
-    fig = go.Figure([go.Bar(x=g["share"], y=g["system"], orientation="h", name=bucket, text=g["n"],
-                            textposition="inside", insidetextanchor="middle", marker_color=FAILURE_COLOURS[bucket],
-                            hovertemplate="%{y}: %{text} answers (%{x:.0%})<extra>" + bucket + "</extra>")
-                     for bucket in FM.BUCKETS if len(g := shown[shown.bucket == bucket])])
-    fig.update_layout(barmode="stack", title="Diagnosis of each answered question (counts on the bars)",
-                      xaxis={"title": "share of answered questions", "tickformat": ".0%", "range": [0, 1]},
-                      yaxis_automargin=True, uniformtext={"minsize": 10, "mode": "hide"},
-                      height=160 + 60 * n_systems, legend_title_text="diagnosis")
+    fig = failure_figure(shown, n_systems)
     st.plotly_chart(common.inert_figure(fig), key="failure_modes")
 
 

@@ -7,6 +7,10 @@ from __future__ import annotations
 import difflib
 from typing import Iterable, Sequence
 
+# The judge named in words lives in evalcore.analysis.judge_labels (the HTML report says it too).
+from evalcore.analysis.judge_labels import (  # noqa: F401  (pages import them from here)
+    HEURISTIC_BADGE, HEURISTIC_NOTE, is_heuristic, judge_name, judged_by, judges_text)
+
 
 def word_diff(a: str, b: str) -> list[tuple[str, str]]:
     """Word-level diff of two answers as (op, text) rows: '=' same, '-' only in a, '+' only in b.
@@ -52,30 +56,3 @@ def short_system_labels(keys: Sequence[str], run_names: dict[str, str]) -> dict[
     else:
         labels = {k: f"{run} / {method}" for k, (run, method) in zip(keys, parts)}
     return labels if len(set(labels.values())) == len(labels) else {k: k for k in keys}
-
-
-# Fixed text (ours, not data): what the offline heuristic judge is, said wherever its verdicts show.
-HEURISTIC_NOTE = "word overlap, not a model"
-HEURISTIC_BADGE = f"heuristic judge: {HEURISTIC_NOTE}"
-
-
-def judge_name(judge_id: str) -> str:
-    """The judge of a stored judge id (`provider:model/prompt@version` -> `provider:model`)."""
-    return judge_id.partition("/")[0]
-
-
-def is_heuristic(judge_id: str) -> bool:
-    return judge_id.startswith("heuristic")
-
-
-def judges_text(judge_ids: Iterable[str]) -> str:
-    """The judges of some scores in words: `heuristic:lexical-v3 (word overlap, not a model)`;
-    several judges are all listed. '' when there is none (the scores were computed, not judged)."""
-    names = sorted({judge_name(j) for j in judge_ids if isinstance(j, str) and j})
-    return ", ".join(f"{n} ({HEURISTIC_NOTE})" if is_heuristic(n) else n for n in names)
-
-
-def judged_by(judge_ids: Iterable[str]) -> str:
-    """`judged by …` (judges_text), or '' when nothing was judged."""
-    text = judges_text(judge_ids)
-    return f"judged by {text}" if text else ""
