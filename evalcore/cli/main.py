@@ -69,6 +69,11 @@ def _label_commands() -> ModuleType:
     return label_commands
 
 
+def _report_commands() -> ModuleType:
+    from evalcore.cli import report_commands
+    return report_commands
+
+
 # command -> the module that registers it, in the order `evalcore --help` lists them. A new
 # command module: a loader above, its commands here (tests/test_cli_vocabulary.py checks that
 # every module registers exactly the commands named for it).
@@ -77,6 +82,7 @@ COMMANDS: dict[str, Callable[[], ModuleType]] = {
     "delete": _store_commands, "store": _store_commands,
     "datasets": _dataset_commands, "stats": _dataset_commands,
     "score": _score_commands, "compare": _score_commands,
+    "report": _report_commands,  # compare as one self-contained HTML file
     "metrics": _metric_commands,
     "trec": _trec_commands,
     "rejudge": _judge_commands,

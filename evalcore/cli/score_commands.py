@@ -219,7 +219,8 @@ def compare_cmd(
 ) -> None:
     """Compare methods/runs paired on question_id: Δ, CI, p (Holm-adjusted), win/loss counts."""
     from evalcore.analysis.compare import compare, parse_selections, pareto, regressions
-    from evalcore.analysis.verdict import comparability, default_tested_metrics, verdict_lines, verdict_summary
+    from evalcore.analysis.report_data import comparison_verdicts, short_names
+    from evalcore.analysis.verdict import default_tested_metrics
 
     store = state.store()
     gates = [_parse_gate(g) for g in fail_on_regression or []]
@@ -228,15 +229,8 @@ def compare_cmd(
     wanted = list(dict.fromkeys(wanted + [g[0] for g in gates]))
     result = compare(store, sels, metrics=wanted, seed=seed, alpha=alpha)
     one_run = len({x.run_id for x in sels}) == 1
-    short = {x.label: (x.method if one_run else x.label) for x in sels}
-    verdicts = {}
-    for cand in result.candidates:
-        rows = result.table[result.table.candidate == cand.label]
-        lines = verdict_lines(rows, short[result.baseline.label], short[cand.label], alpha)
-        verdicts[cand.label] = {
-            "summary": verdict_summary(lines, rows, short[result.baseline.label], short[cand.label]),
-            "warnings": comparability(store, result.baseline.label, cand.label, list(rows.metric)),
-            "lines": lines.to_dict("records")}
+    short = short_names(sels)
+    verdicts = comparison_verdicts(store, result, short)  # `evalcore report` says the same
     failures = []
     for name, min_delta in gates:
         bad = regressions(result, name, min_delta)
