@@ -47,7 +47,8 @@ table{border-collapse:collapse;margin:.5rem 0;font-size:.88rem;background:#fff}
 th,td{border:1px solid #ddd;padding:.25rem .45rem;text-align:left;vertical-align:top}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .text{white-space:pre-wrap;overflow-wrap:anywhere;max-width:32rem}
-.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(480px,1fr));gap:1rem}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(480px,1fr));gap:1rem}.grid>div{min-width:0}
+.scroll{overflow-x:auto}
 .fig{background:#fff;border:1px solid #eee}
 """
 GRADES = [g.value for g in Grade]
@@ -91,10 +92,10 @@ def _judge(text: str) -> str:
 
 def _table(head: list[str], rows: list[list[str]], attrs: list[str] | None = None) -> str:
     """An HTML table; cells are already escaped HTML (numbers get class num by the caller)."""
-    out = ["<table><thead><tr>", *(f"<th>{esc(h)}</th>" for h in head), "</tr></thead><tbody>"]
+    out = ['<div class="scroll"><table><thead><tr>', *(f"<th>{esc(h)}</th>" for h in head), "</tr></thead><tbody>"]
     for i, row in enumerate(rows):
         out.append(f"<tr{attrs[i] if attrs else ''}>" + "".join(row) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
 
 
