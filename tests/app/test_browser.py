@@ -111,6 +111,7 @@ class DevTools:
         self._session = connect(ws_url, max_size=None, open_timeout=10)
         self.ws = self._session.__enter__()
         self.next_id = 0
+        self.events: list[dict] = []  # the protocol's events read while waiting (domains a test enabled)
 
     def call(self, method: str, **params):
         self.next_id += 1
@@ -119,6 +120,8 @@ class DevTools:
             msg = json.loads(self.ws.recv(timeout=30))
             if msg.get("id") == self.next_id:
                 return msg.get("result", {})
+            if "method" in msg:
+                self.events.append(msg)
 
     def dom_after(self, url: str, title: str, seconds: float = 30.0) -> str:
         self.call("Page.navigate", url=url)

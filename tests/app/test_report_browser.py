@@ -5,14 +5,13 @@ in a browser whose network is emulated offline, it logs no console error or exce
 every figure (a `.js-plotly-plot` with its SVG per figure div), and requests nothing: a canary
 `<img src=...>` written into an answer stays text, no element is built from it, and the browser
 reports no request at all besides the file itself. Driven over the DevTools protocol with the
-helpers of tests/app/test_browser.py; skips with a reason without Chromium, fails under CI=true.
+helpers of tests/app/test_browser.py (DevTools keeps the events it reads); skips with a reason without Chromium, fails under CI=true.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 
@@ -30,24 +29,6 @@ PROBE = """(() => JSON.stringify({
   pwned: !!window.__pwned,
   text: document.body.innerText,
   data: document.getElementById('evalcore-data').textContent}))()"""
-
-
-class RecordingDevTools(DevTools):
-    """DevTools that keeps the protocol's events (requests, console, exceptions) it reads past."""
-
-    def __init__(self, browser: str, profile: Path):
-        super().__init__(browser, profile)
-        self.events: list[dict] = []
-
-    def call(self, method: str, **params):
-        self.next_id += 1
-        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            msg = json.loads(self.ws.recv(timeout=30))
-            if msg.get("id") == self.next_id:
-                return msg.get("result", {})
-            if "method" in msg:
-                getattr(self, "events", []).append(msg)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +54,7 @@ def report_file(tmp_path_factory):
 def test_report_opens_offline_draws_every_figure_and_fetches_nothing(report_file, tmp_path):
     browser = chromium()
     requires("websockets.sync.client", "websockets is needed to drive Chromium")
-    tools = RecordingDevTools(browser, tmp_path / "profile")
+    tools = DevTools(browser, tmp_path / "profile")
     try:
         for domain in ("Network", "Runtime", "Log", "Page"):
             tools.call(f"{domain}.enable")
