@@ -141,3 +141,11 @@ def test_bad_run_name_is_one_line_and_writes_nothing(store_root, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and "no-such-run" in lines[0], proc.stderr
     assert not out.exists()
+
+
+def test_without_plotly_the_command_says_how_to_install_it(store_root, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "plotly", None)  # as if the `app` extra were not installed
+    out = tmp_path / "never.html"
+    res = _cli(store_root, "report", "synthetic-00", "-o", str(out))
+    assert res.exit_code != 0 and "pip install 'evalcore[app]'" in str(res.exception)
+    assert not out.exists()

@@ -40,6 +40,8 @@ def report_cmd(
     wanted = [m.strip() for m in (metrics or "").split(",") if m.strip()]
     if output.is_dir():
         raise EvalcoreError(f"--output {output}: is a folder; name the HTML file to write")
+    if not output.parent.is_dir():
+        raise EvalcoreError(f"--output {output}: no folder {output.parent}")
     data = report_data(state.store(), selections, metrics=wanted or None, seed=seed, alpha=alpha)
     page = render(data)
     tmp = output.with_name(output.name + ".tmp")
