@@ -92,6 +92,14 @@ def test_report_numbers_equal_compare_json(store_root, tmp_path):
         assert f"{r['p_holm']:.4f}" == cells[8]
     for cand, verdict in expected["verdicts"].items():
         assert html.escape(verdict["summary"]) in page
+        # the forest plot draws the same Δ, CI and Holm p, with the verdict's outcome
+        rows = {r["metric"]: r for r in expected["metrics"] if r["candidate"] == cand}
+        outcome = {line["metric"]: line["outcome"] for line in verdict["lines"]}
+        for f in _embedded(page)["forest"][cand]:
+            r = rows[f["metric"]]
+            assert (f["delta"], f["ci_low"], f["ci_high"], f["p_holm"], f["n"]) == \
+                (r["delta"], r["ci_low"], r["ci_high"], r["p_holm"], r["n_pairs"])
+            assert f["outcome"] == outcome[f["metric"]]
     # the judge named on judged numbers: faithfulness is judged, token_f1 computed
     assert "judged by heuristic:synthetic" in page and "computed, no judge" in page
     # the questions that regressed most, each with both systems' answers as stored

@@ -135,7 +135,7 @@ def report_data(store: RunStore, refs: Sequence[str], metrics: Sequence[str] | N
     forests = {}
     for cand in result.candidates:
         rows = result.table[result.table.candidate == cand.label]
-        lines = verdict_lines(rows, short[result.baseline.label], short[cand.label], alpha)
+        lines = pd.DataFrame(comparison["verdicts"][cand.label]["lines"])  # the verdict's own lines
         forests[cand.label] = records(forest_rows(rows, lines))
     regressed_on = wanted[0] if wanted else None
     return {
