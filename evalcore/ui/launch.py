@@ -18,7 +18,7 @@ import streamlit as st
 
 from evalcore.analysis import catalog
 from evalcore.analysis import progress as P
-from evalcore.analysis import target_methods
+from evalcore.targets.offered import offered_methods
 from evalcore.ui import common, entry, jobs
 
 JUDGES = ["(default)", "heuristic", "anthropic", "openai", "(no judge)", "(collect only, no scoring)"]
@@ -71,7 +71,7 @@ def _demo_dataset() -> str:
 def _ask_target() -> None:
     """Button callback (runs before the page redraws, so it may fill the methods box): ask the
     server for /models/info, bounded to a few seconds; fill the box when it is still empty."""
-    offer = target_methods.offered_methods(st.session_state.get("launch_url", ""))
+    offer = offered_methods(st.session_state.get("launch_url", ""))
     st.session_state["launch_offer"] = offer
     if offer.methods and not st.session_state.get("launch_methods", "").strip():
         st.session_state["launch_methods"] = ",".join(offer.methods)
