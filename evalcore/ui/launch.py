@@ -186,9 +186,9 @@ def _job_panel(store, job: jobs.Job) -> None:
         _progress(store, job)
     elif job.kind == "import":
         _import_result(store, job)
-        demo = jobs.load(store, job.extra["demo_job"]) if job.extra.get("demo_job") else None
-        if demo is not None and not alive and jobs.is_alive(store, demo):
-            jobs.cancel(store, demo)
+    demo = jobs.load(store, job.extra["demo_job"]) if job.extra.get("demo_job") else None
+    if demo is not None and not alive and jobs.is_alive(store, demo):  # its run ended: stop it
+        jobs.cancel(store, demo)
     if job.port:
         st.text(f"demo server on http://127.0.0.1:{job.port}")
     if alive:
