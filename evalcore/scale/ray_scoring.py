@@ -292,9 +292,10 @@ def score_run_ray(store: RunStore, run_ref: str, metrics: Iterable[str] | None =
     return report
 
 
-def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: PublishedTable, questions: dict[str, EvalQuestion],
-                   scan: "AnswerScan", specs: list[MetricSpec], options: dict[str, Any], report: ScoreReport,
-                   workers: int | None, judge_per_minute: float | None) -> dict[str, Any]:
+def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: PublishedTable,
+                   questions: dict[str, EvalQuestion], scan: "AnswerScan", specs: list[MetricSpec],
+                   options: dict[str, Any], report: ScoreReport, workers: int | None,
+                   judge_per_minute: float | None) -> dict[str, Any]:
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0))
     embeds = any("embeddings" in s.needs for s in specs)
@@ -318,9 +319,9 @@ def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: PublishedTab
     return _merge_summaries(report, summaries)
 
 
-def _phase2_local(store: RunStore, writer: Any, run_id: str, answers: PublishedTable, questions: dict[str, EvalQuestion],
-                  specs: list[MetricSpec], options: dict[str, Any], report: ScoreReport,
-                  have: set[str] | None = None) -> None:
+def _phase2_local(store: RunStore, writer: Any, run_id: str, answers: PublishedTable,
+                  questions: dict[str, EvalQuestion], specs: list[MetricSpec], options: dict[str, Any],
+                  report: ScoreReport, have: set[str] | None = None) -> None:
     """Composites over the values just published, with the local engine's code, reading the
     answers again chunk by chunk (the driver never holds them all)."""
     ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options,
