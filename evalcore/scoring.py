@@ -4,7 +4,8 @@ Two phases. Phase 1 runs the ordinary metrics over chunks of items and writes on
 part file per chunk, so an interrupted scoring keeps everything written before the
 interruption (re-running replaces values: compaction keeps the newest row per key). Each
 phase ends by publishing (compacting) the run, also when interrupted; phase 2 runs the
-composites (group "composite"), which read the values phase 1 just published.
+composites (group "composite") over the values phase 1 just published, which scoring reads
+and passes in (`stored_metric_values`; a metric never reads the store).
 
 Selection: named metrics and/or groups; by default every metric needing neither a judge nor
 embeddings whose needs the run can meet (e.g. no gold passages -> no retrieval metrics).
@@ -286,7 +287,7 @@ def _judge_rounds(specs: list[MetricSpec], chunk: list[Item], ctx: ScoringContex
 
 def _judge_calls(ctx: ScoringContext, writer: Any) -> None:
     """Store the judge calls made since the last time (the judge layer writes nothing)."""
-    work = ctx._resources.get("judge_work")
+    work = ctx.built("judge_work")
     if work is not None:
         calls = work.take_calls()
         if calls:
@@ -295,7 +296,7 @@ def _judge_calls(ctx: ScoringContext, writer: Any) -> None:
 
 def _judge_manifest(ctx: ScoringContext, writer: Any) -> None:
     """Record the pass's judge call counts and the judges used in the run manifest."""
-    work = ctx._resources.get("judge_work")
+    work = ctx.built("judge_work")
     if work is None or not work.update_manifest:
         return
     figures = work.figures()
@@ -384,6 +385,17 @@ def _record_in_manifest(writer: Any, specs: list[MetricSpec], options: dict[str,
     writer.edit_manifest(edit)
 
 
+def stored_metric_values(store: RunStore, run_id: str) -> dict[tuple[str, str], dict[str, float]]:
+    """{(method, question_id): {metric: value}} of the run's published non-composite values: what
+    scoring passes the composites (`ScoringContext.stored_metrics`), which never read the store."""
+    df = query_df(store, "SELECT method, question_id, metric, value FROM metrics "
+                         "WHERE run_id = ? AND \"group\" <> 'composite'", [run_id])
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for row in df.itertuples(index=False):
+        out.setdefault((row.method, row.question_id), {})[row.metric] = float(row.value)
+    return out
+
+
 def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = None,
               groups: Iterable[str] | None = None, options: dict[str, Any] | None = None,
               dry_run: bool = False, progress: bool = True, chunk_size: int = DEFAULT_CHUNK) -> ScoreReport:
@@ -421,7 +433,7 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
             if not phase:
                 continue
             if phase is phase2:
-                ctx._resources.pop("stored_metrics", None)  # read what phase 1 just wrote
+                ctx.stored_metrics = stored_metric_values(store, run_id)  # what phase 1 just wrote
             try:
                 for chunk in _chunks(items, chunk_size):
                     values: list[MetricValue] = []

@@ -300,3 +300,33 @@ def test_a_cache_hit_never_replaces_the_paid_call(store):
     writer.write_judge_calls([JudgeCall(**paid, cost_usd=0.02)])  # a new paid call does replace it
     writer.publish()
     assert query_df(store, "SELECT cost_usd FROM judge_calls")["cost_usd"].tolist() == [0.02]
+
+
+def test_a_published_table_is_read_in_blocks_through_the_store(store):
+    """store/blocks.py: the one way code outside the store (the Ray engine) reads a run's
+    published answers in blocks; it knows the pointer and the format, the caller neither."""
+    from evalcore.store.blocks import published_table
+
+    writer = store.create_run(_manifest())
+    writer.write_questions([EvalQuestion(id="q1", question="One?")])
+    assert published_table(store, "r1", "responses") is None  # nothing of it published yet
+    _fill(writer)
+    answers = published_table(store, "r1", "responses")
+    assert answers.rows == 4
+    blocks = list(answers.records(3))
+    assert [len(b) for b in blocks] == [3, 1]
+    got = sorted((r.method, r.question_id, r.answer) for b in blocks for r in map(EvalResponse.model_validate_json, b))
+    assert got == sorted((m, q, f"{m}-{q}") for q in ("q1", "q2") for m in ("a", "b"))
+
+    class Reader:  # stands in for ray.data: the store hands it the file and the column
+        def read_parquet(self, where, filesystem=None, **options):
+            self.seen = (where, filesystem is not None, options)
+            return self
+
+        def select_columns(self, columns):
+            self.columns = columns
+            return self
+
+    reader = answers.ray_dataset(Reader(), num_cpus=0.25)
+    assert reader.columns == ["record"] and reader.seen[2] == {"num_cpus": 0.25}
+    assert reader.seen[1] == store.remote  # an s3:// store's file comes with its filesystem

@@ -148,9 +148,9 @@ def score_cmd(
         typer.echo(f"ERROR in {name}: {msg}", err=True)
     if spot_check is not None:
         try:
-            from evalcore.judges.reliability import spot_check as run_spot_check
+            from evalcore.spot_check import spot_check as run_spot_check
         except ImportError as exc:
-            raise EvalcoreError(f"--spot-check is not available in this build (evalcore.judges.reliability: {exc})") from exc
+            raise EvalcoreError(f"--spot-check is not available in this build (evalcore.spot_check: {exc})") from exc
         result = run_spot_check(store, report.run_id, fraction=spot_check, second_judge=second_judge,
                                 first_judge=judge, seed=0)
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))

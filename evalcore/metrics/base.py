@@ -74,6 +74,10 @@ class ScoringContext:
     # one chunk; the Ray engine's workers see blocks and questions only. None: derive it
     # from the items at hand.
     have: frozenset[str] | None = None
+    # The run's stored metric values, {(method, question_id): {metric: value}}, that composites
+    # (group "composite") are built from. Scoring reads them from the store and passes them in
+    # before its second phase, so no metric ever reads the store itself. None: not loaded.
+    stored_metrics: dict[tuple[str, str], dict[str, float]] | None = None
     _resources: dict[str, Any] = field(default_factory=dict)
 
     def run_has(self, what: str, items: list[Item]) -> bool:
@@ -92,6 +96,20 @@ class ScoringContext:
         if name not in self._resources:
             self._resources[name] = factory()
         return self._resources[name]
+
+    def built(self, name: str) -> Any:
+        """The resource `name` if some metric built it during this pass, else None (never builds
+        it: scoring asks for the judge work only to store the calls it made)."""
+        return self._resources.get(name)
+
+    def kept(self, prefixes: tuple[str, ...]) -> dict[str, Any]:
+        """The built resources whose names start with one of `prefixes` (what is slow to build,
+        e.g. an embedding model), to hand to the next context with `adopt`."""
+        return {k: v for k, v in self._resources.items() if k.startswith(prefixes)}
+
+    def adopt(self, resources: dict[str, Any]) -> None:
+        """Take resources another context built (see `kept`)."""
+        self._resources.update(resources)
 
 
 BatchFn = Callable[[list[Item], ScoringContext], list[Score]]

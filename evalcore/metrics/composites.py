@@ -2,7 +2,8 @@
 
 Why a second phase: a composite is a weighted mix of metrics that may come from different
 modules, judges or earlier scoring passes. Scoring writes every ordinary metric first, then
-loads the run's stored values and runs the specs of group "composite" over them, so a
+reads the run's stored values and passes them in (`ScoringContext.stored_metrics`: values in,
+values out; no metric reads the store) to the specs of group "composite", so a
 composite always reflects what is in the store (re-scoring faithfulness updates ragas_score
 the next time composites run).
 
@@ -181,17 +182,12 @@ def overall_parts(values: dict[str, float], components: dict | None = None) -> t
 
 # ---- per-question specs ------------------------------------------------------------------
 def stored_values(ctx: ScoringContext) -> dict[tuple[str, str], dict[str, float]]:
-    """{(method, question_id): {metric: value}} of the run, loaded once per scoring pass."""
-    def load() -> dict[tuple[str, str], dict[str, float]]:
-        from evalcore.queries import query_df
-
-        df = query_df(ctx.store, "SELECT method, question_id, metric, value FROM metrics "
-                                 "WHERE run_id = ? AND \"group\" <> 'composite'", [ctx.run_id])
-        out: dict[tuple[str, str], dict[str, float]] = {}
-        for row in df.itertuples(index=False):
-            out.setdefault((row.method, row.question_id), {})[row.metric] = float(row.value)
-        return out
-    return ctx.resource("stored_metrics", load)
+    """{(method, question_id): {metric: value}} of the run, as scoring passed them in
+    (`ScoringContext.stored_metrics`): a composite reads no store, it is given the values."""
+    if ctx.stored_metrics is None:
+        raise EvalcoreError("composite metrics are built from the run's stored values: score them with "
+                            "evalcore score (scoring passes the values in)")
+    return ctx.stored_metrics
 
 
 def _explain_missing(name: str, needed: list[str]) -> str:

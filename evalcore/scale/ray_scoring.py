@@ -4,9 +4,9 @@ Why this shape (and what stays the local engine's):
 * The driver does what decides *which* values exist: it resolves the run, publishes what an
   earlier pass left behind, selects metrics with the local `select_metrics`, and at the end
   publishes (compacts) the run and records the pass in the manifest, exactly as locally.
-* Workers read the run's answers in blocks straight from the store's canonical responses file
-  (Parquet, local or s3://), never through the driver; the questions, which every block
-  needs, are shipped once per worker.
+* Workers read the run's answers in blocks straight from the store's published responses
+  (store/blocks.py: the store alone knows which file and format; local or s3://), never through
+  the driver; the questions, which every block needs, are shipped once per worker.
 * Blocks go through one fixed-size pool of scoring actors (map_batches), so what is slow to
   build is built once per actor: the embedding model (a GPU requested per actor when the
   cluster has GPUs and embedding metrics run), the judge client (behind one cluster-wide gate
@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import Item, MetricSpec, ScoringContext
@@ -57,8 +56,10 @@ from evalcore.scoring import (
     _registry,
     _values,
     select_metrics,
+    stored_metric_values,
 )
 from evalcore.store import RunStore
+from evalcore.store.blocks import PublishedTable, published_table
 
 DETERMINISTIC_BATCH = 2000   # rows per block for cheap metrics: one part file per table per block
 EMBEDDING_BATCH = 512        # a few encode batches per block
@@ -110,11 +111,11 @@ class _Scorer:
             options["judge"] = self.judge  # get_work accepts a built judge: one client per actor
         ctx = ScoringContext(run_id=self.run_id, store=self.store, writer=self.writer, options=options,
                              items=self.pass_items, have=self.have)
-        ctx._resources.update(self.kept)
+        ctx.adopt(self.kept)
         return ctx
 
     def _keep(self, ctx: ScoringContext) -> None:
-        self.kept = {k: v for k, v in ctx._resources.items() if k.startswith(KEEP_RESOURCES)}
+        self.kept = ctx.kept(KEEP_RESOURCES)
 
     def items_of(self, records: Iterable[str]) -> list[Item]:
         items = []
@@ -158,7 +159,7 @@ class _Scorer:
             if self.writer.write_metrics(values):
                 summary["parts"] += 1
             summary["values"] += len(values)
-        work = ctx._resources.get("judge_work")
+        work = ctx.built("judge_work")
         if work is not None:
             summary["judges"] = sorted(work.labels)
         summary["errors"] = report.errors
@@ -168,15 +169,12 @@ class _Scorer:
 
 
 # ---- the driver --------------------------------------------------------------------------------
-def _responses_file(store: RunStore, run_id: str) -> Any:
-    """The run's canonical responses file, as published when this pass started."""
-    from evalcore.store.layout import read_pointer
-
-    run_dir = store.run_dir(run_id)
-    rel = read_pointer(run_dir).get("files", {}).get("responses")
-    if not rel:
+def _responses_file(store: RunStore, run_id: str) -> PublishedTable:
+    """The run's published answers, as published when this pass started."""
+    answers = published_table(store, run_id, "responses")
+    if answers is None:
         raise EvalcoreError(f"run {run_id} has no published answers to score")
-    return run_dir / rel
+    return answers
 
 
 def block_rows(rows: int, actors: int, batch: int, judged: bool) -> int:
@@ -187,14 +185,11 @@ def block_rows(rows: int, actors: int, batch: int, judged: bool) -> int:
     return max(1, min(batch, -(-rows // (per_actor * actors))))
 
 
-def _read_blocks(ray: Any, path: Any, rows: int, batch: int, actors: int) -> Any:
-    """A Ray dataset of the answers' `record` column, read by the workers (local or s3://),
-    in at least two blocks per actor: a run's canonical file is one Parquet file, which Ray
-    reads as one block per row group, and one block would keep every actor but one idle."""
-    from evalcore.store import fs as _fs
-
-    where, filesystem = _fs.arrow(path)
-    ds = ray.data.read_parquet(where, filesystem=filesystem, num_cpus=READ_CPUS).select_columns(["record"])
+def _read_blocks(ray: Any, answers: PublishedTable, rows: int, batch: int, actors: int) -> Any:
+    """A Ray dataset of the answers' records, read by the workers (local or s3://), in at
+    least two blocks per actor: a run's published table is one file, which Ray reads as one
+    block per row group, and one block would keep every actor but one idle."""
+    ds = answers.ray_dataset(ray.data, num_cpus=READ_CPUS)
     blocks = max(1, min(-(-rows // batch), MAX_BLOCKS))
     return ds.repartition(blocks)
 
@@ -297,9 +292,10 @@ def score_run_ray(store: RunStore, run_ref: str, metrics: Iterable[str] | None =
     return report
 
 
-def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: Any, questions: dict[str, EvalQuestion],
-                   scan: "AnswerScan", specs: list[MetricSpec], options: dict[str, Any], report: ScoreReport,
-                   workers: int | None, judge_per_minute: float | None) -> dict[str, Any]:
+def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: PublishedTable,
+                   questions: dict[str, EvalQuestion], scan: "AnswerScan", specs: list[MetricSpec],
+                   options: dict[str, Any], report: ScoreReport, workers: int | None,
+                   judge_per_minute: float | None) -> dict[str, Any]:
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0))
     embeds = any("embeddings" in s.needs for s in specs)
@@ -323,13 +319,14 @@ def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: Any, questio
     return _merge_summaries(report, summaries)
 
 
-def _phase2_local(store: RunStore, writer: Any, run_id: str, answers: Any, questions: dict[str, EvalQuestion],
-                  specs: list[MetricSpec], options: dict[str, Any], report: ScoreReport,
-                  have: set[str] | None = None) -> None:
+def _phase2_local(store: RunStore, writer: Any, run_id: str, answers: PublishedTable,
+                  questions: dict[str, EvalQuestion], specs: list[MetricSpec], options: dict[str, Any],
+                  report: ScoreReport, have: set[str] | None = None) -> None:
     """Composites over the values just published, with the local engine's code, reading the
     answers again chunk by chunk (the driver never holds them all)."""
     ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options,
-                         have=frozenset(have) if have is not None else None)
+                         have=frozenset(have) if have is not None else None,
+                         stored_metrics=stored_metric_values(store, run_id))
     try:
         for chunk in iter_items(answers, questions, DEFAULT_CHUNK):
             values = []
@@ -361,19 +358,12 @@ class AnswerScan:
     unmatched: int = 0
 
 
-def _parquet(answers: Any) -> pq.ParquetFile:
-    from evalcore.store import fs as _fs
-
-    where, filesystem = _fs.arrow(answers)
-    return pq.ParquetFile(filesystem.open_input_file(where) if filesystem is not None else where)
-
-
-def iter_items(answers: Any, questions: dict[str, EvalQuestion], size: int) -> Iterator[list[Item]]:
-    """(question, answer) pairs of the run's canonical responses file, `size` at a time
-    (answers whose question is not in the run are skipped: the scan counts them)."""
-    for batch in _parquet(answers).iter_batches(batch_size=size, columns=["record"]):
+def iter_items(answers: PublishedTable, questions: dict[str, EvalQuestion], size: int) -> Iterator[list[Item]]:
+    """(question, answer) pairs of the run's published answers, `size` at a time (answers
+    whose question is not in the run are skipped: the scan counts them)."""
+    for records in answers.records(size):
         chunk = []
-        for raw in batch.column(0).to_pylist():
+        for raw in records:
             response = EvalResponse.model_validate_json(raw)
             question = questions.get(response.question_id)
             if question is not None:
@@ -382,7 +372,7 @@ def iter_items(answers: Any, questions: dict[str, EvalQuestion], size: int) -> I
             yield chunk
 
 
-def scan_answers(answers: Any, questions: dict[str, EvalQuestion]) -> AnswerScan:
+def scan_answers(answers: PublishedTable, questions: dict[str, EvalQuestion]) -> AnswerScan:
     """One pass over the answers in batches, keeping only what metric selection needs (the
     local `_run_has` per batch), so the driver's memory does not grow with the answers."""
     from evalcore.scoring import _run_has
@@ -393,5 +383,5 @@ def scan_answers(answers: Any, questions: dict[str, EvalQuestion]) -> AnswerScan
         scan.n_items += len(chunk)
         for q, _ in chunk:
             scan.question_ids.setdefault(q.id)
-    scan.unmatched = _parquet(answers).metadata.num_rows - scan.n_items
+    scan.unmatched = answers.rows - scan.n_items
     return scan

@@ -1,9 +1,9 @@
-"""Background jobs started from the dashboard (`evalcore run`, the demo server, resumes).
+"""Background jobs started from the dashboard (`evalcore run`, the demo server, resumes, imports).
 
-Why on disk: a Streamlit session dies with a page reload, a run must not. Each job is a
-folder in the store, `<store>/_shared/app_jobs/<job_id>/` holding job.json (argv, pid,
-start time, run name) and log.txt (the process's stdout+stderr). Any page render can then
-find every job, tell whether its process is alive, tail its log and find its run by name.
+Why on disk: a Streamlit session dies with a page reload, a run must not. Each job has a
+record and a log in the store (evalcore/store/jobs.py, which alone knows where), so any page
+render can find every job, tell whether its process is alive, tail its log and find its run by
+name. This module starts the processes and looks at them; it never waits for one.
 
 The process is started in its own session (process group), so cancel signals exactly that
 group: SIGINT first (`evalcore run` stops cleanly on Ctrl-C and marks the run cancelled),
@@ -12,19 +12,20 @@ SIGTERM only if asked again. Nothing else is ever signalled.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalcore.store import RunStore, check_run_id
+from evalcore.store import RunStore
+from evalcore.store.jobs import Job, list_jobs, load, log_path, new_job, open_log, save, tail
 
-JOBS_DIR = "app_jobs"
+__all__ = ["Job", "RunRequest", "cancel", "evalcore_cmd", "find_run", "is_alive", "list_jobs", "load", "log_path",
+           "save", "start", "tail", "when_listening"]
+
 # Popen objects of the jobs this process started. Kept so they are never garbage-collected:
 # subprocess reaps collected children behind our back, and their exit codes would be lost.
 _CHILDREN: dict[int, subprocess.Popen] = {}
@@ -65,53 +66,22 @@ class RunRequest:
         return args
 
 
-@dataclass
-class Job:
-    job_id: str
-    kind: str  # "run", "resume", "demo-server"
-    argv: list[str]
-    pid: int
-    started_at: float
-    run_name: str | None = None
-    run_id: str | None = None
-    port: int | None = None
-    cancel_requested: bool = False
-    exit_code: int | None = None
-    extra: dict = field(default_factory=dict)
-
-
 def evalcore_cmd() -> list[str]:
     """The CLI as this interpreter runs it (works without the console script on PATH)."""
     return [sys.executable, "-m", "evalcore"]
 
 
-def jobs_root(store: RunStore) -> Path:
-    return store.local_shared_dir(JOBS_DIR)
-
-
-def _job_dir(store: RunStore, job_id: str) -> Path:
-    check_run_id(job_id)  # same safe alphabet: a job id never escapes the folder
-    return jobs_root(store) / job_id
-
-
-def log_path(store: RunStore, job: Job) -> Path:
-    return _job_dir(store, job.job_id) / "log.txt"
-
-
-def save(store: RunStore, job: Job) -> None:
-    path = _job_dir(store, job.job_id) / "job.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(job), indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+def when_listening(port: int, argv: list[str]) -> list[str]:
+    """argv run once the demo server listens on 127.0.0.1:`port` (evalcore/demo/wait_port.py):
+    the job waits for it, never the page."""
+    return [sys.executable, "-m", "evalcore.demo.wait_port", str(int(port)), "--", *argv]
 
 
 def start(store: RunStore, kind: str, argv: list[str], run_name: str | None = None,
           run_id: str | None = None, port: int | None = None) -> Job:
     """Start argv detached, output to the job's log file; returns the recorded job."""
-    job_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    directory = _job_dir(store, job_id)
-    directory.mkdir(parents=True)
-    with open(directory / "log.txt", "wb") as log:
+    job_id = new_job(store)
+    with open_log(store, job_id) as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     _CHILDREN[proc.pid] = proc
@@ -119,22 +89,6 @@ def start(store: RunStore, kind: str, argv: list[str], run_name: str | None = No
               run_name=run_name, run_id=run_id, port=port)
     save(store, job)
     return job
-
-
-def load(store: RunStore, job_id: str) -> Job | None:
-    try:
-        data = json.loads((_job_dir(store, job_id) / "job.json").read_text(encoding="utf-8"))
-        return Job(**data)
-    except (OSError, ValueError, TypeError):
-        return None
-
-
-def list_jobs(store: RunStore) -> list[Job]:
-    root = jobs_root(store)
-    if not root.is_dir():
-        return []
-    jobs = [load(store, p.name) for p in sorted(root.iterdir(), reverse=True) if p.is_dir()]
-    return [j for j in jobs if j is not None]
 
 
 def _cmdline(pid: int) -> str:
@@ -188,18 +142,6 @@ def cancel(store: RunStore, job: Job, force: bool = False) -> bool:
     job.cancel_requested = True
     save(store, job)
     return True
-
-
-def tail(store: RunStore, job: Job, max_bytes: int = 6000) -> str:
-    path = log_path(store, job)
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - max_bytes))
-            return fh.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
 
 
 def find_run(store: RunStore, job: Job) -> str | None:

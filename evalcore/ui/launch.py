@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import socket
-import time
 import uuid
 from importlib import resources
 from pathlib import Path
@@ -18,41 +17,23 @@ import streamlit as st
 
 from evalcore.analysis import catalog
 from evalcore.analysis import progress as P
-from evalcore.analysis import target_methods
+from evalcore.store.jobs import save_upload
+from evalcore.targets.offered import offered_methods
 from evalcore.ui import common, entry, jobs
 
 JUDGES = ["(default)", "heuristic", "anthropic", "openai", "(no judge)", "(collect only, no scoring)"]
 DEMO_METHODS = "basic_search,local_search,llm_with_context"
 
 
-def _uploads(store) -> Path:
-    return store.local_shared_dir("app_uploads")
-
-
 def _save_upload(store, upload) -> Path:
-    """Keep an uploaded file inside the store under a safe, unique name."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(upload.name).name)[-80:] or "upload"
-    path = _uploads(store) / f"{uuid.uuid4().hex[:8]}-{safe}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(upload.getvalue())
-    return path
+    """Keep an uploaded file inside the store (evalcore/store/jobs.py says where)."""
+    return save_upload(store, upload.name, upload.getvalue())
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _wait_port(port: int, seconds: float = 15.0) -> bool:
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        with socket.socket() as s:
-            s.settimeout(0.3)
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return True
-        time.sleep(0.2)
-    return False
 
 
 def _metric_choices() -> tuple[list[str], list[str]]:
@@ -71,7 +52,7 @@ def _demo_dataset() -> str:
 def _ask_target() -> None:
     """Button callback (runs before the page redraws, so it may fill the methods box): ask the
     server for /models/info, bounded to a few seconds; fill the box when it is still empty."""
-    offer = target_methods.offered_methods(st.session_state.get("launch_url", ""))
+    offer = offered_methods(st.session_state.get("launch_url", ""))
     st.session_state["launch_offer"] = offer
     if offer.methods and not st.session_state.get("launch_methods", "").strip():
         st.session_state["launch_methods"] = ",".join(offer.methods)
@@ -147,9 +128,6 @@ def _start_form(store) -> None:
         port = _free_port()
         demo_job = jobs.start(store, "demo-server", [*jobs.evalcore_cmd(), "demo-server", "--port", str(port)],
                               port=port)
-        if not _wait_port(port):
-            st.error("The demo server did not start; see its log below.")
-            return
         target = f"http://127.0.0.1:{port}"
     unique = f"{re.sub(r'[^A-Za-z0-9_-]+', '-', name).strip('-') or 'app-run'}-{uuid.uuid4().hex[:4]}"
     req = jobs.RunRequest(target=target, dataset=dataset, methods=method_list, name=unique,
@@ -161,6 +139,8 @@ def _start_form(store) -> None:
         argv.append("--no-judge")
     elif judge.startswith("(collect"):
         argv.append("--no-score")
+    if demo:  # the run's job waits for the demo server to listen; the page never does
+        argv = jobs.when_listening(port, argv)
     job = jobs.start(store, "run", argv, run_name=unique)
     if demo_job is not None:  # the demo server is stopped when its run ends (see _job_panel)
         job.extra["demo_job"] = demo_job.job_id
@@ -206,9 +186,9 @@ def _job_panel(store, job: jobs.Job) -> None:
         _progress(store, job)
     elif job.kind == "import":
         _import_result(store, job)
-        demo = jobs.load(store, job.extra["demo_job"]) if job.extra.get("demo_job") else None
-        if demo is not None and not alive and jobs.is_alive(store, demo):
-            jobs.cancel(store, demo)
+    demo = jobs.load(store, job.extra["demo_job"]) if job.extra.get("demo_job") else None
+    if demo is not None and not alive and jobs.is_alive(store, demo):  # its run ended: stop it
+        jobs.cancel(store, demo)
     if job.port:
         st.text(f"demo server on http://127.0.0.1:{job.port}")
     if alive:

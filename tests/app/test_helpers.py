@@ -88,6 +88,17 @@ def test_job_cancel_interrupts_only_its_process_group(store):
     assert "stopped cleanly" in jobs.tail(store, done)
 
 
+def test_an_upload_is_kept_in_the_store_under_a_safe_unique_name(store):
+    """store/jobs.py keeps the Launch page's uploads (the page touches no path itself): the
+    name loses its folders and odd characters, and two uploads of one name never collide."""
+    from evalcore.store.jobs import save_upload
+
+    first = save_upload(store, "../../etc/my answers?.jsonl", b"one")
+    second = save_upload(store, "../../etc/my answers?.jsonl", b"two")
+    assert first != second and first.parent == second.parent == store.local_shared_dir("app_uploads")
+    assert first.name.endswith("-my_answers_.jsonl") and first.read_bytes() == b"one"
+
+
 def test_run_request_builds_the_documented_cli_flags(store):
     req = jobs.RunRequest(target="http://127.0.0.1:9", dataset="q.yaml", methods=["a", "b"], name="n",
                           samples=5, concurrency=2, judge="heuristic")

@@ -68,3 +68,27 @@ def test_a_run_whose_every_answer_failed_is_shown_failed(tmp_path, monkeypatch):
     assert any(f"run {run_id}: status failed (every answer failed)" in t for t in texts), texts
     errors = [e.value.replace("\\", "") for e in at.error]
     assert any(f"Run failed: 5 of 5 answers failed; first: {FAILURE}" in e for e in errors), errors
+
+
+def test_the_demo_server_stops_when_its_run_has_ended(tmp_path, monkeypatch):
+    """A run started with the demo server records the server's job; once the run's process has
+    ended, the run's panel stops the server (it was only stopped for import jobs, which never
+    have one, so every demo run left its server running)."""
+    import sys
+
+    store = RunStore(tmp_path / "runs")
+    server = jobs.start(store, "demo-server", [sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        run = jobs.start(store, "run", [sys.executable, "-c", "pass"], run_name="app-run-cd34")
+        run.extra["demo_job"] = server.job_id
+        jobs.save(store, run)
+        run.exit_code = jobs._CHILDREN[run.pid].wait(timeout=60)  # the run has ended
+        jobs.save(store, run)
+        assert jobs.is_alive(store, server)
+        at = _page(store.root, monkeypatch)
+        assert not at.exception, at.exception
+        assert jobs.load(store, server.job_id).cancel_requested
+        assert jobs._CHILDREN[server.pid].wait(timeout=60) is not None  # SIGINT ended it
+    finally:
+        if jobs._CHILDREN[server.pid].poll() is None:
+            jobs._CHILDREN[server.pid].kill()

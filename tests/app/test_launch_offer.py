@@ -123,3 +123,43 @@ def test_an_import_job_ends_with_its_run_or_its_failure(tmp_path, monkeypatch):
     assert not at.exception, at.exception
     assert f"imported as run {run_id}" in [t.value for t in at.text]
     assert any("Import failed; nothing was added" in e.value for e in at.error)
+
+
+def test_the_demo_run_waits_for_its_server_in_its_job_not_in_the_page(tmp_path, monkeypatch, started):
+    """With the demo server the page starts two jobs and returns: the run's job waits for the
+    server to listen (evalcore.demo.wait_port), the page render never waits on a process."""
+    from evalcore.store import RunStore
+    from evalcore.store.jobs import jobs_root
+
+    (jobs_root(RunStore(tmp_path / "runs")) / "20000101-000000-abcdef").mkdir(parents=True)  # the fake job's
+    at = _page(tmp_path / "runs", monkeypatch)
+    _label(at.radio, "Target").set_value("Demo server (started for you)")
+    at = at.run()
+    _label(at.button, "Start run").click()
+    at = at.run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    [(kind1, server), (kind2, run)] = started
+    assert (kind1, kind2) == ("demo-server", "run")
+    port = server[server.index("--port") + 1]
+    assert run[1:5] == ["-m", "evalcore.demo.wait_port", port, "--"]
+    assert run[run.index("--target") + 1] == f"http://127.0.0.1:{port}"
+
+
+def test_wait_port_becomes_the_command_once_the_port_listens(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from evalcore.demo.wait_port import wait_port
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        out = subprocess.run([sys.executable, "-m", "evalcore.demo.wait_port", str(port), "--", sys.executable,
+                              "-c", "import os; print('became the run', os.getpid())"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("became the run")
+    assert not wait_port(port, seconds=0.5)  # nothing listens any more: the job would end with 1

@@ -7,7 +7,8 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.analysis.annotations import human_agreement
-from evalcore.judges.reliability import disagree, spot_check
+from evalcore.judges.reliability import disagree
+from evalcore.spot_check import spot_check
 from evalcore.stats.agreement import cohen_kappa
 from evalcore.schemas import Annotation, RunManifest
 from evalcore.scoring import score_run

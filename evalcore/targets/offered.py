@@ -2,10 +2,11 @@
 
 Why: a run needs the method names the server knows; a run with none used to ask the server for
 `default` and every answer failed (issue 23). Typing names from memory is where that starts, so
-the page offers what the server itself lists. Why here: the dashboard may call only the analysis
-layer (tests/test_layers.py), and this is one read-only question put to a target, through the
-same client a run uses (evalcore.targets.client: secrets redacted, size capped, redirects kept to
-the target's origin).
+the page offers what the server itself lists. Why here: a network call belongs with the targets,
+and this is one read-only question put to a target, through the same client a run uses
+(client.py: secrets redacted, size capped, redirects kept to the target's origin). It is the one
+module of evalcore/targets the dashboard may import (tests/test_layers.py, docs/architecture.md):
+the dashboard otherwise reads through analysis, which makes no network call.
 
 Bounded: the whole exchange (connect, send, read) must finish within `timeout_s` seconds, so a
 silent server costs the page a few seconds, never a hang. Nothing is written anywhere.

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from evalcore.analysis.target_methods import methods_in_info, offered_methods
+from evalcore.targets.offered import methods_in_info, offered_methods
 
 
 @pytest.fixture

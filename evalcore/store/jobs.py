@@ -1,0 +1,116 @@
+"""Records of the dashboard's background jobs, and its uploads, inside the store.
+
+Why on disk: a Streamlit session dies with a page reload, a run must not. Each job is a folder
+`<store>/_shared/app_jobs/<job_id>/` holding job.json (argv, pid, start time, run name, exit
+code...) and log.txt (the process's stdout+stderr), so any page render can find every job, tail
+its log and find its run by name. Uploaded files are kept under `_shared/app_uploads/`. On a
+store on object storage both are per machine (`RunStore.local_shared_dir`): they belong to the
+processes of this machine. Why in the store: the store alone knows the layout; the dashboard
+(evalcore/ui/jobs.py) starts and signals the processes and keeps their records through here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO
+
+from evalcore.store.layout import check_run_id
+from evalcore.store.runstore import RunStore
+
+JOBS_DIR = "app_jobs"
+UPLOADS_DIR = "app_uploads"
+LOG_NAME = "log.txt"
+RECORD_NAME = "job.json"
+
+
+@dataclass
+class Job:
+    job_id: str
+    kind: str  # "run", "resume", "demo-server", "import"
+    argv: list[str]
+    pid: int
+    started_at: float
+    run_name: str | None = None
+    run_id: str | None = None
+    port: int | None = None
+    cancel_requested: bool = False
+    exit_code: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def jobs_root(store: RunStore) -> Path:
+    return store.local_shared_dir(JOBS_DIR)
+
+
+def _job_dir(store: RunStore, job_id: str) -> Path:
+    check_run_id(job_id)  # same safe alphabet: a job id never escapes the folder
+    return jobs_root(store) / job_id
+
+
+def new_job(store: RunStore) -> str:
+    """A new job's id, its folder created (time-ordered, so listing shows the newest first)."""
+    job_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    _job_dir(store, job_id).mkdir(parents=True)
+    return job_id
+
+
+def open_log(store: RunStore, job_id: str) -> IO[bytes]:
+    """The job's log, opened for the process's output (the caller closes it once started)."""
+    return open(_job_dir(store, job_id) / LOG_NAME, "wb")
+
+
+def log_path(store: RunStore, job: Job) -> Path:
+    return _job_dir(store, job.job_id) / LOG_NAME
+
+
+def save(store: RunStore, job: Job) -> None:
+    """Write the job's record atomically (a reader never sees half a record)."""
+    path = _job_dir(store, job.job_id) / RECORD_NAME
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(job), indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load(store: RunStore, job_id: str) -> Job | None:
+    """The job's record; None when it is missing or unreadable (a job still being created)."""
+    try:
+        data = json.loads((_job_dir(store, job_id) / RECORD_NAME).read_text(encoding="utf-8"))
+        return Job(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def list_jobs(store: RunStore) -> list[Job]:
+    """Every readable job record, newest first."""
+    root = jobs_root(store)
+    if not root.is_dir():
+        return []
+    jobs = [load(store, p.name) for p in sorted(root.iterdir(), reverse=True) if p.is_dir()]
+    return [j for j in jobs if j is not None]
+
+
+def tail(store: RunStore, job: Job, max_bytes: int = 6000) -> str:
+    """The last `max_bytes` of the job's log ("" when there is none yet)."""
+    try:
+        with open(log_path(store, job), "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - max_bytes))
+            return fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def save_upload(store: RunStore, name: str, data: bytes) -> Path:
+    """Keep an uploaded file inside the store under a safe, unique name; its path."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name)[-80:] or "upload"
+    path = store.local_shared_dir(UPLOADS_DIR) / f"{uuid.uuid4().hex[:8]}-{safe}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
