@@ -96,7 +96,31 @@ def _time(value: Any, unit_per_second: float, file: str, where: Any, name: str) 
 def _text_id(value: Any, file: str, where: Any, name: str) -> str:
     if value is None or (isinstance(value, str) and not value.strip()):
         raise InputError(file, "missing", record=where, field=name)
-    return str(value)
+    if not isinstance(value, str):
+        raise InputError(file, f"expected an id as text, got {type(value).__name__}", record=where, field=name)
+    return value
+
+
+def _parent(value: Any, file: str, where: Any, name: str) -> str | None:
+    if value is None or value == "":
+        return None
+    return _text_id(value, file, where, name)
+
+
+def _obj(value: Any, file: str, where: Any, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(file, f"expected an object, got {type(value).__name__}", record=where, field=name)
+    return value
+
+
+def _items(value: Any, file: str, where: Any, name: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError(file, f"expected a list, got {type(value).__name__}", record=where, field=name)
+    return value
 
 
 def from_dataframe_record(rec: dict[str, Any], file: str, recno: int) -> Span:
@@ -109,57 +133,76 @@ def from_dataframe_record(rec: dict[str, Any], file: str, recno: int) -> Span:
     span_id = _text_id(rec.get("context.span_id"), file, recno, "context.span_id")
     where = f"{recno} (span {span_id})"
     return Span(span_id=span_id, trace_id=_text_id(rec.get("context.trace_id"), file, where, "context.trace_id"),
-                parent_id=rec.get("parent_id") or None, name=str(rec.get("name") or ""),
+                parent_id=_parent(rec.get("parent_id"), file, where, "parent_id"), name=str(rec.get("name") or ""),
                 kind=str(rec.get("span_kind") or attributes.get(KIND_ATTRIBUTE) or "UNKNOWN").upper(),
                 start=_time(rec.get("start_time"), 1e3, file, where, "start_time"),
                 end=_time(rec.get("end_time"), 1e3, file, where, "end_time"),
-                status=str(rec.get("status_code") or "UNSET"), attributes=attributes,
+                status=str(rec.get("status_code") or "UNSET").upper(), attributes=attributes,
                 status_message=str(rec.get("status_message") or ""), where=where)
 
 
 def from_rest_span(rec: dict[str, Any], file: str, recno: int | str, project: str | None = None) -> Span:
     """A span as Phoenix's REST API returns it (`context: {trace_id, span_id}`)."""
-    context = rec.get("context") or {}
+    context = _obj(rec.get("context"), file, recno, "context")
     span_id = _text_id(context.get("span_id"), file, recno, "context.span_id")
     where = f"{recno} (span {span_id})" if isinstance(recno, int) else f"span {span_id}"
-    attributes = flatten(rec.get("attributes") or {})
+    attributes = flatten(_obj(rec.get("attributes"), file, where, "attributes"))
     return Span(span_id=span_id, trace_id=_text_id(context.get("trace_id"), file, where, "context.trace_id"),
-                parent_id=rec.get("parent_id") or None, name=str(rec.get("name") or ""),
+                parent_id=_parent(rec.get("parent_id"), file, where, "parent_id"), name=str(rec.get("name") or ""),
                 kind=str(rec.get("span_kind") or attributes.get(KIND_ATTRIBUTE) or "UNKNOWN").upper(),
                 start=_time(rec.get("start_time"), 1e3, file, where, "start_time"),
                 end=_time(rec.get("end_time"), 1e3, file, where, "end_time"),
-                status=str(rec.get("status_code") or "UNSET"), attributes=attributes,
+                status=str(rec.get("status_code") or "UNSET").upper(), attributes=attributes,
                 status_message=str(rec.get("status_message") or ""), project=project, where=where)
 
 
-def _otlp_value(value: Any) -> Any:
+def _otlp_value(value: Any, file: str, where: Any, name: str) -> Any:
     """An OTLP JSON AnyValue -> Python (intValue comes as text in OTLP JSON)."""
-    if not isinstance(value, dict):
-        return value
-    if "stringValue" in value:
-        return value["stringValue"]
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "doubleValue" in value:
-        return float(value["doubleValue"])
-    if "boolValue" in value:
-        return bool(value["boolValue"])
+    value = _obj(value, file, where, name)
+    try:
+        if "stringValue" in value:
+            return value["stringValue"]
+        if "intValue" in value:
+            number = value["intValue"]
+            if isinstance(number, bool) or not isinstance(number, (int, str)):
+                raise ValueError(f"{number!r}")
+            return int(number)
+        if "doubleValue" in value:
+            number = value["doubleValue"]
+            if isinstance(number, bool) or not isinstance(number, (int, float, str)):
+                raise ValueError(f"{number!r}")
+            return float(number)
+        if "boolValue" in value:
+            return bool(value["boolValue"])
+    except ValueError as exc:
+        raise InputError(file, f"not a number: {exc}", record=where, field=name) from None
     if "arrayValue" in value:
-        return [_otlp_value(v) for v in (value["arrayValue"] or {}).get("values", [])]
+        items = _items(_obj(value["arrayValue"], file, where, name).get("values"), file, where, name)
+        return [_otlp_value(v, file, where, name) for v in items]
     if "kvlistValue" in value:
-        return {kv.get("key"): _otlp_value(kv.get("value")) for kv in (value["kvlistValue"] or {}).get("values", [])}
+        items = _items(_obj(value["kvlistValue"], file, where, name).get("values"), file, where, name)
+        return _otlp_attributes(items, file, where, name)
     return None
 
 
-def _otlp_attributes(items: Iterable[dict[str, Any]] | None) -> dict[str, Any]:
-    return {item["key"]: _otlp_value(item.get("value")) for item in items or [] if "key" in item}
+def _otlp_attributes(items: Iterable[Any] | None, file: str, where: Any, name: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in _items(items, file, where, name):
+        item = _obj(item, file, where, name)
+        key = item.get("key")
+        if not isinstance(key, str) or not key:
+            raise InputError(file, "an attribute without a name", record=where, field=name)
+        out[key] = _otlp_value(item.get("value"), file, where, f"{name}.{key}")
+    return out
 
 
 def _otlp_id(value: Any, length: int, file: str, where: Any, name: str) -> str | None:
     """Span and trace ids as lowercase hex: OTLP JSON writes hex, protobuf's own JSON base64."""
-    if value in (None, ""):
+    if value is None or value == "":
         return None
-    text = str(value)
+    if not isinstance(value, str):
+        raise InputError(file, f"expected an id as text, got {type(value).__name__}", record=where, field=name)
+    text = value
     if len(text) == length * 2 and all(c in "0123456789abcdefABCDEF" for c in text):
         return text.lower()
     try:
@@ -173,11 +216,14 @@ def _otlp_id(value: Any, length: int, file: str, where: Any, name: str) -> str |
 
 def from_otlp_record(rec: dict[str, Any], file: str, recno: int) -> Iterator[Span]:
     """The spans of one OTLP JSON line (an ExportTraceServiceRequest)."""
-    for rs in rec.get("resourceSpans") or []:
-        resource = _otlp_attributes((rs.get("resource") or {}).get("attributes"))
+    for rs in _items(rec.get("resourceSpans"), file, recno, "resourceSpans"):
+        rs = _obj(rs, file, recno, "resourceSpans")
+        resource = _otlp_attributes(_obj(rs.get("resource"), file, recno, "resource").get("attributes"),
+                                    file, recno, "resource.attributes")
         project = resource.get(PROJECT_ATTRIBUTE)
-        for ss in rs.get("scopeSpans") or []:
-            for raw in ss.get("spans") or []:
+        for ss in _items(rs.get("scopeSpans"), file, recno, "scopeSpans"):
+            for raw in _items(_obj(ss, file, recno, "scopeSpans").get("spans"), file, recno, "spans"):
+                raw = _obj(raw, file, recno, "spans")
                 span_id = _otlp_id(raw.get("spanId"), 8, file, recno, "spanId")
                 if span_id is None:
                     raise InputError(file, "missing", record=recno, field="spanId")
@@ -185,8 +231,8 @@ def from_otlp_record(rec: dict[str, Any], file: str, recno: int) -> Iterator[Spa
                 trace_id = _otlp_id(raw.get("traceId"), 16, file, where, "traceId")
                 if trace_id is None:
                     raise InputError(file, "missing", record=where, field="traceId")
-                attributes = flatten(_otlp_attributes(raw.get("attributes")))
-                status = raw.get("status") or {}
+                attributes = flatten(_otlp_attributes(raw.get("attributes"), file, where, "attributes"))
+                status = _obj(raw.get("status"), file, where, "status")
                 code = str(status.get("code", "UNSET")).upper()
                 code = {"0": "UNSET", "1": "OK", "2": "ERROR", "STATUS_CODE_OK": "OK",
                         "STATUS_CODE_ERROR": "ERROR", "STATUS_CODE_UNSET": "UNSET"}.get(code, code)

@@ -54,7 +54,15 @@ def _pair(answer: TraceAnswer, file: str, known: dict[str, EvalQuestion], by_tex
             raise InputError(file, f"question id {qid!r} is not in the dataset", record=where, field=id_from)
     else:
         qid = by_text.get(answer.question.strip()) or text_question_id(answer.question)
-    question = known.get(qid) or EvalQuestion(id=qid, question=answer.question)
+    if not qid.strip():
+        raise InputError(file, "the question id is empty", record=where, field=id_from)
+    question = known.get(qid)
+    if question is None:
+        q_record, _ = make_storable({"id": qid, "question": answer.question})
+        try:
+            question = EvalQuestion.model_validate(q_record)
+        except ValidationError as exc:
+            raise from_validation(file, where, exc) from exc
     raw: dict[str, Any] = {RAW_KEY: {"trace_id": answer.trace_id, "span_id": answer.root.span_id,
                                       **({"project": project} if project else {})}}
     record: dict[str, Any] = {"question_id": qid, "method": answer.method, "answer": answer.answer,

@@ -218,3 +218,24 @@ def test_without_the_client_a_one_line_install_hint(tmp_path, monkeypatch):
     res = _cli(tmp_path / "runs", "import", "phoenix://127.0.0.1:9/proj")
     assert isinstance(res.exception, EvalcoreError)
     assert str(res.exception) == "Phoenix needs arize-phoenix-client: pip install 'evalcore[phoenix]'"
+
+
+def test_id_attribute_missing_from_the_dataset_is_refused(tmp_path):
+    dataset = tmp_path / "questions.jsonl"
+    dataset.write_text(json.dumps({"id": "q1", "question": QUESTIONS[0]["question"]}) + "\n")
+    exc = _refused(tmp_path, dataframe_rows(), "--dataset", str(dataset), "--id-from", "metadata.question_id")
+    assert exc.field == "metadata.question_id" and "'q2' is not in the dataset" in str(exc)
+    assert f"span {2:016x}" in str(exc.record)
+
+
+def test_failed_root_span_is_a_failed_answer(tmp_path):
+    root = tmp_path / "runs"
+    rows = dataframe_rows()
+    rows[3].pop("attributes.output.value")
+    rows[3].update(status_code="ERROR", status_message="upstream timeout")
+    res = _cli(root, "import", str(_write(rows, tmp_path / "spans.parquet")))
+    assert res.exit_code == 0, res.output
+    run_id = res.stdout.strip().splitlines()[-1]
+    assert RunStore(root).manifest(run_id).counts["errors"] == 1
+    records = [json.loads(r) for r in _responses(root, run_id)["record"]]
+    assert [r["error"] for r in records if r["error"]] == ["upstream timeout"]
