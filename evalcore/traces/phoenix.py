@@ -79,7 +79,7 @@ def _server_error(target: PhoenixTarget, exc: Exception, doing: str) -> Evalcore
         if exc.response.status_code == 404 and doing == "reading spans":
             return EvalcoreError(f"no project {target.project!r} on the Phoenix server at {target.base_url} "
                                  f"(HTTP 404{': ' + detail if detail else ''})")
-        return EvalcoreError(f"Phoenix at {target.base_url} refused {doing}: HTTP "
+        return EvalcoreError(f"Phoenix at {target.base_url} refused ({doing}): HTTP "
                              f"{exc.response.status_code}{': ' + detail if detail else ''}")
     return EvalcoreError(f"cannot reach Phoenix at {target.base_url} ({doing}): {type(exc).__name__}: {exc}")
 
@@ -153,5 +153,6 @@ def export_scores(store: RunStore, run_ref: str, url: str) -> ExportSummary:
         for i in range(0, len(annotations), BATCH):
             phoenix.spans.log_span_annotations(span_annotations=annotations[i:i + BATCH], sync=True)
     except (httpx.HTTPError, OSError) as exc:
-        raise _server_error(target, exc, f"span annotations (sent {i} of {len(annotations)})") from None
+        raise _server_error(target, exc, f"sending span annotations, {i} of {len(annotations)} sent "
+                                         "before this; exporting again resends them all") from None
     return ExportSummary(len(annotations), rows["span_id"].nunique(), sorted(rows["metric"].unique()))

@@ -34,8 +34,11 @@ def phoenix_python() -> str:
     """The interpreter that has arize-phoenix: EVALCORE_PHOENIX_PYTHON, or this one."""
     configured = os.environ.get(ENV, "").strip()
     candidate = configured or sys.executable
-    probe = subprocess.run([candidate, "-c", "import phoenix.server.main"], capture_output=True, text=True)
-    if probe.returncode != 0:
+    try:
+        ok = subprocess.run([candidate, "-c", "import phoenix.server.main"], capture_output=True).returncode == 0
+    except OSError:  # no such interpreter
+        ok = False
+    if not ok:
         why = f"{ENV}={configured} cannot import phoenix.server" if configured else "arize-phoenix is not installed"
         skip_or_fail(f"{why}; {HINT}")
     return candidate

@@ -1,7 +1,11 @@
 """Against a real Phoenix server: a traced pipeline sends spans over OTLP, `evalcore import
 phoenix://...` reads them through arize-phoenix-client, scores go back with `evalcore export --to
 phoenix://...`, and Phoenix's own client reads the span annotations: values, reasons, judge,
-and no copies after a second export."""
+and no copies after a second export.
+
+One test function runs every check in turn: under `pytest -n 2` a session fixture starts once
+per worker that uses it, and the server costs ~10 s of CPU to start, so all of it stays on one
+worker."""
 
 from __future__ import annotations
 
@@ -42,8 +46,15 @@ def _wait_for_spans(client, project, n, timeout=30.0):
         time.sleep(0.2)
 
 
-@pytest.fixture(scope="module")
-def traced(phoenix_url):  # noqa: F811
+def test_phoenix_round_trip(phoenix_url, tmp_path):  # noqa: F811
+    traced = _traced(phoenix_url)
+    check_import_score_export_and_read_back(traced, tmp_path / "a")
+    check_span_dataframe_export_reads_like_the_server(traced, tmp_path / "b")
+    check_unknown_project_and_foreign_project_export(traced, tmp_path / "c")
+    check_export_of_spans_the_server_does_not_have(traced, tmp_path / "d")
+
+
+def _traced(phoenix_url):
     """Two methods' traces (bm25 and dense, three questions each) sent to the server's OTLP endpoint."""
     requires("phoenix.client", "evalcore[phoenix]")
     requires("opentelemetry.exporter.otlp.proto.http", "the traced pipeline exports over OTLP/HTTP")
@@ -58,9 +69,10 @@ def traced(phoenix_url):  # noqa: F811
     return phoenix_url, client, spans
 
 
-def test_import_score_export_and_read_back(traced, tmp_path):
+def check_import_score_export_and_read_back(traced, tmp_path):
     url, client, spans = traced
     root = tmp_path / "runs"
+    tmp_path.mkdir()
     dataset = tmp_path / "questions.jsonl"
     dataset.write_text("\n".join(json.dumps({"id": q["id"], "question": q["question"],
                                              "ground_truth": q["answer"]}) for q in QUESTIONS) + "\n")
@@ -104,10 +116,11 @@ def test_import_score_export_and_read_back(traced, tmp_path):
             assert note["annotator_kind"] == "CODE" and "judge" not in note["metadata"]
 
 
-def test_span_dataframe_export_reads_like_the_server(traced, tmp_path):
+def check_span_dataframe_export_reads_like_the_server(traced, tmp_path):
     """The file a Phoenix user writes from get_spans_dataframe imports to the same answers."""
     url, client, _ = traced
     root = tmp_path / "runs"
+    tmp_path.mkdir()
     frame = client.spans.get_spans_dataframe(project_identifier=PROJECT)
     frame.to_parquet(tmp_path / "spans.parquet")
     from_file = _cli(root, "import", str(tmp_path / "spans.parquet"), "--method-from", "metadata.method")
@@ -139,7 +152,7 @@ def test_span_dataframe_export_reads_like_the_server(traced, tmp_path):
     assert answers(from_file) == answers(from_server) and len(answers(from_file)) == 6
 
 
-def test_unknown_project_and_foreign_project_export(traced, tmp_path):
+def check_unknown_project_and_foreign_project_export(traced, tmp_path):
     url, _, _ = traced
     root = tmp_path / "runs"
     base = url.replace("http://", "phoenix://")
@@ -149,3 +162,20 @@ def test_unknown_project_and_foreign_project_export(traced, tmp_path):
     assert _cli(root, "score", run_id, "-m", "latency_ms", "--no-progress").exit_code == 0
     res = _cli(root, "export", run_id, "--to", base + "/other-project")
     assert isinstance(res.exception, EvalcoreError) and "imported from Phoenix project 'rag-demo'" in str(res.exception)
+
+
+def check_export_of_spans_the_server_does_not_have(traced, tmp_path):
+    """A run from a span file whose traces never reached this server: Phoenix's 404, in one line."""
+    import pandas as pd
+
+    from tests.traces.test_trace_files import dataframe_rows
+
+    url, _, _ = traced
+    root = tmp_path / "runs"
+    tmp_path.mkdir()
+    pd.DataFrame(dataframe_rows()).to_parquet(tmp_path / "elsewhere.parquet")
+    run_id = _cli(root, "import", str(tmp_path / "elsewhere.parquet")).stdout.split()[-1]
+    assert _cli(root, "score", run_id, "-m", "latency_ms", "--no-progress").exit_code == 0
+    res = _cli(root, "export", run_id, "--to", url.replace("http://", "phoenix://") + "/" + PROJECT)
+    assert isinstance(res.exception, EvalcoreError), res.output
+    assert "HTTP 404" in str(res.exception) and "0000000000000001" in str(res.exception)
