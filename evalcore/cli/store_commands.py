@@ -231,6 +231,9 @@ def export_cmd(
     if to is not None:
         from evalcore.traces.phoenix import export_scores
 
+        if output is not None or fmt != "csv":
+            raise EvalcoreError("--to sends the scores to Phoenix; it takes no --format or --output")
+
         summary = export_scores(state.store(), run, to)
         typer.echo(f"logged {summary.n_annotations} span annotations ({', '.join(summary.metrics)}) "
                    f"on {summary.n_spans} traces to {to}", err=True)

@@ -239,3 +239,8 @@ def test_failed_root_span_is_a_failed_answer(tmp_path):
     assert RunStore(root).manifest(run_id).counts["errors"] == 1
     records = [json.loads(r) for r in _responses(root, run_id)["record"]]
     assert [r["error"] for r in records if r["error"]] == ["upstream timeout"]
+
+
+def test_export_to_phoenix_takes_no_file_options(tmp_path):
+    res = _cli(tmp_path / "runs", "export", "latest", "--to", "phoenix://127.0.0.1:9/p", "-o", str(tmp_path / "x"))
+    assert isinstance(res.exception, EvalcoreError) and "no --format or --output" in str(res.exception)
