@@ -244,3 +244,15 @@ def test_failed_root_span_is_a_failed_answer(tmp_path):
 def test_export_to_phoenix_takes_no_file_options(tmp_path):
     res = _cli(tmp_path / "runs", "export", "latest", "--to", "phoenix://127.0.0.1:9/p", "-o", str(tmp_path / "x"))
     assert isinstance(res.exception, EvalcoreError) and "no --format or --output" in str(res.exception)
+
+
+def test_a_bad_span_is_one_line_on_stderr(tmp_path):
+    import subprocess
+    import sys
+
+    path = _write(dataframe_rows(drop="attributes.output.value"), tmp_path / "spans.parquet")
+    proc = subprocess.run([sys.executable, "-m", "evalcore", "--store", str(tmp_path / "runs"), "import", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith(f"error: {path}, record 4 (span 0000000000000002)")
+    assert "field 'output.value'" in proc.stderr
