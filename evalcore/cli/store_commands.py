@@ -72,6 +72,9 @@ def import_cmd(
     from evalcore.traces.phoenix import is_phoenix_url
 
     if file is not None and (is_phoenix_url(file) or _is_span_file(file)):
+        if allow_extra or retrieval_only or example:
+            raise EvalcoreError("--allow-extra, --retrieval-only and --example apply to recorded-answers files, "
+                                f"not to OpenInference traces ({file})")
         _import_traces(file, name, dataset, method, method_from, id_from)
         return
     if method_from or id_from:
