@@ -209,6 +209,7 @@ def test_parse_url():
 
     target = parse_url("phoenix://127.0.0.1:6006/my-project")
     assert (target.base_url, target.project) == ("http://127.0.0.1:6006", "my-project")
+    assert parse_url("phoenixs://127.0.0.1/p").base_url == "https://127.0.0.1"
 
 
 def test_without_the_client_a_one_line_install_hint(tmp_path, monkeypatch):
