@@ -25,14 +25,23 @@ def example_files() -> tuple[Path, Path]:
 
 
 def import_cmd(
-    file: Optional[Path] = typer.Argument(
-        None, help="Recorded answers: .jsonl, .json, .csv or .parquet, one record per (question, method)."),
+    file: Optional[str] = typer.Argument(
+        None, help="Recorded answers: .jsonl, .json, .csv or .parquet, one record per (question, method); "
+                   "or OpenInference spans: a span export file or phoenix://HOST:PORT/PROJECT (docs/phoenix.md)."),
     name: Optional[str] = typer.Option(None, "--name", "-n", help="Run name (default: the file name)."),
     dataset: Optional[Path] = typer.Option(
         None, "--dataset", "-d",
         help="Question file whose questions, ground truths and gold passages are authoritative; "
              "records then only need question_id, method and answer."),
-    method: str = typer.Option("recorded", "--method", help="Method name for records without a 'method' field."),
+    method: Optional[str] = typer.Option(
+        None, "--method",
+        help="Method name for records without a 'method' field (default: 'recorded'; for traces the project name)."),
+    method_from: Optional[str] = typer.Option(
+        None, "--method-from", help="Traces: the root span attribute naming each trace's method, e.g. metadata.method."),
+    id_from: Optional[str] = typer.Option(
+        None, "--id-from",
+        help="Traces: the root span attribute holding the question id to join --dataset on "
+             "(default: join on the question text)."),
     example: bool = typer.Option(False, "--example", help="Import the small example shipped with evalcore."),
     on_duplicate: OnDuplicate = typer.Option(OnDuplicate.error, "--on-duplicate",
                                              help=ON_DUPLICATE_HELP + " Applies to --dataset."),
@@ -55,14 +64,30 @@ def import_cmd(
     retrieved contexts suffice);
     unknown fields are refused unless --allow-extra. The mapping used (field <- column) is
     printed. Prints the new run id. A bad record stops the import and leaves the store untouched.
+
+    OpenInference traces (one trace = one answer) come from a span export file (Phoenix's span
+    dataframe as Parquet/JSONL, or OTLP JSON lines) or a Phoenix server: docs/phoenix.md.
     """
     from evalcore.importer import import_recorded
+    from evalcore.traces.phoenix import is_phoenix_url
+
+    if file is not None and (is_phoenix_url(file) or _is_span_file(file)):
+        if allow_extra or retrieval_only or example:
+            raise EvalcoreError("--allow-extra, --retrieval-only and --example apply to recorded-answers files, "
+                                f"not to OpenInference traces ({file})")
+        _import_traces(file, name, dataset, method, method_from, id_from)
+        return
+    if method_from or id_from:
+        raise EvalcoreError("--method-from and --id-from apply to OpenInference traces; "
+                            f"{file} is not a span export (docs/phoenix.md)")
+    method = method or "recorded"
 
     kind = "import"
     if example:
         if file is not None:
             raise EvalcoreError("give either FILE or --example, not both")
-        file, example_dataset = example_files()
+        example_file, example_dataset = example_files()
+        file = str(example_file)
         dataset = dataset or example_dataset
         name = name or "example"
         kind = "example"
@@ -72,6 +97,41 @@ def import_cmd(
         result = import_recorded(state.store(), file, name=name, dataset=dataset, method=method, kind=kind,
                                  on_duplicate=on_duplicate.mode, allow_extra=allow_extra, retrieval_only=retrieval_only)
     for line in result.notes():
+        typer.echo(line, err=True)
+    typer.echo(f"imported {result.n_records} answers to {result.n_questions} questions "
+               f"({', '.join(result.methods)}) as run:", err=True)
+    typer.echo(result.run_id)
+
+
+def _is_span_file(file: str) -> bool:
+    from evalcore.traces.spans import is_span_file
+
+    return Path(file).is_file() and is_span_file(file)
+
+
+def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], method: Optional[str],
+                   method_from: Optional[str], id_from: Optional[str]) -> None:
+    """`evalcore import` of OpenInference traces, from a span export file or a Phoenix server."""
+    from evalcore.fingerprint import file_fingerprint
+    from evalcore.traces.phoenix import is_phoenix_url, parse_url, server_spans
+    from evalcore.traces.spans import read_span_file
+    from evalcore.traces.trace_import import import_traces
+
+    if is_phoenix_url(file):
+        target = parse_url(file)
+        spans, project = server_spans(target), target.project
+        source, info = f"phoenix {target.project}", {"server": target.base_url, "project": target.project}
+        default_name = target.project
+    else:
+        path = Path(file)
+        spans = list(read_span_file(path))
+        project = next((s.project for s in spans if s.project), None)
+        source, info = str(path), {"file": path.name, "fingerprint": file_fingerprint(path)}
+        default_name = path.stem
+    result = import_traces(state.store(), spans, source, name=name or default_name,
+                           method=method or project or default_name, project=project,
+                           method_from=method_from, id_from=id_from, dataset=dataset, source_info=info)
+    for line in result.notes:
         typer.echo(line, err=True)
     typer.echo(f"imported {result.n_records} answers to {result.n_questions} questions "
                f"({', '.join(result.methods)}) as run:", err=True)
@@ -164,9 +224,23 @@ def export_cmd(
     run: str = typer.Argument(..., help="Run id, unique prefix, name, or 'latest'."),
     fmt: str = typer.Option("csv", "--format", "-f", help=f"One of: {', '.join(FORMATS)}."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output file (default: stdout)."),
+    to: Optional[str] = typer.Option(
+        None, "--to", help="phoenix://HOST:PORT/PROJECT: log the scores onto the run's traces as span "
+                           "annotations named evalcore.<metric> (re-exporting updates them; docs/phoenix.md)."),
 ) -> None:
     """Export one row per question x method: question, ground truth, answer, one column per metric."""
     from evalcore.export import export_run
+
+    if to is not None:
+        from evalcore.traces.phoenix import export_scores
+
+        if output is not None or fmt != "csv":
+            raise EvalcoreError("--to sends the scores to Phoenix; it takes no --format or --output")
+
+        summary = export_scores(state.store(), run, to)
+        typer.echo(f"logged {summary.n_annotations} span annotations ({', '.join(summary.metrics)}) "
+                   f"on {summary.n_spans} traces to {to}", err=True)
+        return
 
     if fmt == "parquet" and output is None:
         raise EvalcoreError("parquet export needs -o FILE")

@@ -1,0 +1,218 @@
+"""One trace -> one answer, read the way the OpenInference conventions define the attributes.
+
+- question: the root span's `input.value` (a JSON object input: its `question`/`query`/`input` text);
+- answer: the root span's `output.value` (a root span with status ERROR and no output is a
+  failed answer, its status message the error);
+- retrieved contexts: every RETRIEVER span's `retrieval.documents.N.document.{content,id,score}`,
+  in the spans' start order, ranked 1..n;
+- tokens and cost: the sums over LLM spans of `llm.token_count.{prompt,completion}` and
+  `llm.cost.total`, the model from `llm.model_name`;
+- latency: the root span's end minus its start.
+Every span-level problem is an InputError naming the file, the span id and the attribute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from evalcore.errors import InputError
+from evalcore.traces.spans import Span
+
+QUESTION = "input.value"
+ANSWER = "output.value"
+DOCS = "retrieval.documents"
+_QUESTION_KEYS = ("question", "query", "input", "user_input", "text")
+
+
+@dataclass
+class TraceAnswer:
+    """What one trace says: enough for an EvalQuestion and an EvalResponse."""
+
+    trace_id: str
+    root: Span
+    question: str
+    answer: str
+    error: str | None
+    retrieved: list[dict[str, Any]]
+    token_usage: dict[str, Any] | None
+    latency_ms: float | None
+    method: str
+    question_id: str | None  # from --id-from; None: joined on the question text
+
+
+def group_traces(spans: Iterable[Span]) -> dict[str, list[Span]]:
+    """Spans by trace id, in first-seen order of the traces."""
+    traces: dict[str, list[Span]] = {}
+    for span in spans:
+        traces.setdefault(span.trace_id, []).append(span)
+    return traces
+
+
+def root_of(spans: list[Span], file: str) -> Span:
+    """The trace's one root span: no parent, or a parent that is not in the export."""
+    ids = {s.span_id for s in spans}
+    roots = [s for s in spans if s.parent_id is None or s.parent_id not in ids]
+    if len(roots) != 1:
+        listed = ", ".join(s.span_id for s in roots[:5])
+        raise InputError(file, f"trace {spans[0].trace_id} has {len(roots)} root spans ({listed}); "
+                         "one trace must be one answer with one root span", record=spans[0].where)
+    return roots[0]
+
+
+def _where(span: Span) -> str:
+    return span.where if isinstance(span.where, str) and "span" in span.where else f"span {span.span_id}"
+
+
+def attribute(span: Span, name: str, file: str) -> Any:
+    """The attribute `name` of `span`, or an InputError naming the span and the attribute."""
+    if name not in span.attributes:
+        known = ", ".join(sorted(span.attributes)[:12]) or "none"
+        raise InputError(file, f"the {span.kind} span {span.name!r} has no attribute {name!r} "
+                         f"(it has: {known})", record=_where(span), field=name)
+    return span.attributes[name]
+
+
+def _text(span: Span, name: str, file: str) -> str:
+    value = attribute(span, name, file)
+    mime = span.attributes.get(name.replace(".value", ".mime_type"))
+    if isinstance(value, str) and (mime == "application/json" or value.lstrip().startswith("{")):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            for key in _QUESTION_KEYS if name == QUESTION else ("answer", "output", "response", "text"):
+                if isinstance(parsed.get(key), str):
+                    return parsed[key]
+            if mime == "application/json":
+                raise InputError(file, f"JSON value without a text field ({', '.join(sorted(parsed)[:8])})",
+                                 record=_where(span), field=name)
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise InputError(file, f"expected text, got {type(value).__name__}", record=_where(span), field=name)
+    return str(value)
+
+
+def _number(span: Span, name: str, file: str, integer: bool = False) -> float | int | None:
+    value = span.attributes.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise InputError(file, f"expected a non-negative number, got {value!r}", record=_where(span), field=name)
+    if integer:
+        if float(value) != int(value):
+            raise InputError(file, f"expected a whole number, got {value!r}", record=_where(span), field=name)
+        return int(value)
+    return float(value)
+
+
+def _documents(span: Span, file: str) -> list[dict[str, Any]]:
+    """The documents of one RETRIEVER span, in their listed order."""
+    prefix = DOCS + "."
+    by_index: dict[int, dict[str, Any]] = {}
+    for key, value in span.attributes.items():
+        if not key.startswith(prefix):
+            continue
+        index, _, rest = key[len(prefix):].partition(".")
+        if not index.isdigit() or not rest.startswith("document."):
+            raise InputError(file, "not an OpenInference document attribute "
+                             "(expected retrieval.documents.N.document.<field>)", record=_where(span), field=key)
+        by_index.setdefault(int(index), {})[rest[len("document."):]] = (key, value)
+    docs = []
+    for index in sorted(by_index):
+        fields = by_index[index]
+        content = fields.get("content", (None, ""))[1]
+        if not isinstance(content, str):
+            raise InputError(file, f"expected text, got {type(content).__name__}", record=_where(span),
+                             field=f"{prefix}{index}.document.content")
+        doc: dict[str, Any] = {"text": content}
+        if "id" in fields:
+            doc["chunk_id"] = str(fields["id"][1])
+        if "score" in fields:
+            score = fields["score"][1]
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+                raise InputError(file, f"expected a finite number, got {score!r}", record=_where(span),
+                                 field=fields["score"][0])
+            doc["score"] = float(score)
+        meta = {k[len("metadata."):]: v for k, (_, v) in fields.items() if k.startswith("metadata.")}
+        if "metadata" in fields:
+            meta["metadata"] = fields["metadata"][1]
+        if meta:
+            doc["metadata"] = meta
+        docs.append(doc)
+    return docs
+
+
+def _retrieved(spans: list[Span], file: str) -> list[dict[str, Any]]:
+    retrievers = sorted((s for s in spans if s.kind == "RETRIEVER"),
+                        key=lambda s: (s.start is None, s.start or 0))
+    out: list[dict[str, Any]] = []
+    seen: dict[str, Span] = {}
+    for span in retrievers:
+        for doc in _documents(span, file):
+            cid = doc.get("chunk_id")
+            if cid is not None and cid in seen:
+                raise InputError(file, f"document id {cid!r} was already retrieved in this trace "
+                                 f"(span {seen[cid].span_id}); a ranking may list a document once",
+                                 record=_where(span), field=DOCS)
+            if cid is not None:
+                seen[cid] = span
+            out.append({"rank": len(out) + 1, **doc})
+    return out
+
+
+def _usage(spans: list[Span], file: str) -> dict[str, Any] | None:
+    llms = [s for s in spans if s.kind == "LLM"]
+    if not llms:
+        return None
+    prompt = completion = 0
+    cost: float | None = None
+    models: list[str] = []
+    for span in llms:
+        prompt += _number(span, "llm.token_count.prompt", file, integer=True) or 0
+        completion += _number(span, "llm.token_count.completion", file, integer=True) or 0
+        span_cost = _number(span, "llm.cost.total", file)
+        if span_cost is not None:
+            cost = (cost or 0.0) + span_cost
+        model = span.attributes.get("llm.model_name")
+        if isinstance(model, str) and model and model not in models:
+            models.append(model)
+    return {"input_tokens": prompt, "output_tokens": completion, "cost_usd": cost,
+            "model": ",".join(models) or None}
+
+
+def trace_answer(spans: list[Span], file: str, method: str, method_from: str | None = None,
+                 id_from: str | None = None) -> TraceAnswer:
+    """The answer one trace records; InputError naming span and attribute when it cannot."""
+    root = root_of(spans, file)
+    question = _text(root, QUESTION, file)
+    if not question.strip():
+        raise InputError(file, "the question is empty", record=_where(root), field=QUESTION)
+    error = None
+    if ANSWER in root.attributes:
+        answer = _text(root, ANSWER, file)
+    elif root.status == "ERROR":
+        answer, error = "", root.status_message or "the root span ended with status ERROR"
+    else:
+        answer = _text(root, ANSWER, file)  # raises: names the span and output.value
+    latency = None
+    if root.start is not None and root.end is not None:
+        latency = max(0.0, (root.end - root.start).total_seconds() * 1000.0)
+    if method_from:
+        method = str(attribute(root, method_from, file))
+        if not method.strip():
+            raise InputError(file, "the method name is empty", record=_where(root), field=method_from)
+    qid = None
+    if id_from:
+        qid = str(attribute(root, id_from, file))
+    return TraceAnswer(trace_id=root.trace_id, root=root, question=question, answer=answer, error=error,
+                       retrieved=_retrieved(spans, file), token_usage=_usage(spans, file),
+                       latency_ms=latency, method=method, question_id=qid)
+
+
+def text_question_id(question: str) -> str:
+    """The id a question without one gets: the same digest the recorded-answers import uses."""
+    return "q-" + hashlib.sha1(question.strip().encode("utf-8")).hexdigest()[:12]
