@@ -20,6 +20,7 @@ from pydantic.json_schema import SkipJsonSchema
 from evalcore.judges import offline
 from evalcore.judges.lexical import (Vocabulary, content, contradiction_pairs, coverage, is_hedge, recall,
                                      sentences, tokens)
+from evalcore.judges.request_inputs import contexts_of, expected_text, gold_list
 from evalcore.judges.task_def import ParseError, TaskDef
 
 # The built-in tasks, in definition order; evalcore.judges.tasks registers them.
@@ -248,7 +249,13 @@ def _factual_heuristic(inp: dict) -> dict:
             "overall_reasoning": "lexical approximation (heuristic judge)"}
 
 
+def _against_reference(q, r) -> dict:
+    return {"question": q.question, "ground_truth": q.ground_truth or "", "answers": gold_list(q),
+            "answer": r.answer or ""}
+
+
 _define(TaskDef("factual_accuracy", "1", FactualReply, heuristic=_factual_heuristic, output_tokens=(300, 0),
+                 inputs=_against_reference, needs_ground_truth=True,
                  description="G-Eval correctness, completeness, consistency (0-100 each)."))
 
 
@@ -335,6 +342,7 @@ def _correctness_heuristic(inp: dict) -> dict:
 
 
 _define(TaskDef("correctness", "1", Grade05Reply, heuristic=_correctness_heuristic, output_tokens=(50, 0),
+                 inputs=lambda q, r: {"question": q.question, "contexts": contexts_of(r), "answer": r.answer or ""},
                  description="0-5: does the answer correctly address the question."))
 
 
@@ -346,7 +354,7 @@ def _answer_correctness_heuristic(inp: dict) -> dict:
 
 
 _define(TaskDef("answer_correctness", "1", RatingReply, heuristic=_answer_correctness_heuristic,
-                 output_tokens=(50, 0), description="0-1: same meaning as the expected answer."))
+                 inputs=_against_reference, needs_ground_truth=True, output_tokens=(50, 0), description="0-1: same meaning as the expected answer."))
 
 
 # ---- the Korean plan's three 1-5 scores -----------------------------------------------------
@@ -379,4 +387,6 @@ def _plan_heuristic(inp: dict) -> dict:
 
 
 _define(TaskDef("plan_scores", "1", PlanReply, heuristic=_plan_heuristic, output_tokens=(150, 0),
+                 inputs=lambda q, r: {"question": q.question, "expected": expected_text(q), "answers": gold_list(q),
+                                      "contexts": contexts_of(r), "answer": r.answer or ""},
                  description="The Korean plan's correctness, faithfulness, completeness (1-5)."))
