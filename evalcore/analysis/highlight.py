@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, NamedTuple
 
-from evalcore.judges.lexical import STOP, Vocabulary, content, tokens
+from evalcore.judges.offline.words import STOP, Vocabulary, content, tokens
 
 _WORD = re.compile(r"\w+")
 # A sentence ends at . ! ? (and their CJK forms) followed by space, or at a line break.

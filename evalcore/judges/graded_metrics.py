@@ -14,7 +14,7 @@ import dataclasses
 
 from typing import Callable
 
-from evalcore.judges.lexical import is_hedge, norm
+from evalcore.judges.offline.words import is_hedge, norm
 from evalcore.judges.ragas_metrics import _base, decompositions
 from evalcore.judges.request_inputs import contexts_of, gold_list, has_truth
 from evalcore.judges.tasks import get_task

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from evalcore.judges.lexical import tokens
+from evalcore.judges.offline.words import tokens
 from evalcore.judges.request_inputs import contexts_of, gold_list, has_truth
 from evalcore.judges.work import JudgeWork, get_work
 from evalcore.metrics.base import Item, Score, ScoringContext
