@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from evalcore.analysis import compare as C
 from evalcore.analysis import distributions as G
 from evalcore.analysis import leaderboard as L
-from evalcore.analysis import questions as Qn
+from evalcore.analysis import question_drilldown as Qn
 from evalcore.cli.main import app
 from evalcore.importer import import_recorded
 from evalcore.scoring import score_run

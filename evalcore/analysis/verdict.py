@@ -77,7 +77,7 @@ def default_tested_metrics(store: Any, keys: Sequence[str]) -> list[str]:
     on every system, else the most important metrics scored on every system. Few on purpose:
     Holm over 45 metrics at n = 10 makes nothing significant."""
     from evalcore.analysis.leaderboard import key_metric_names
-    from evalcore.analysis.questions import metric_order
+    from evalcore.analysis.question_drilldown import metric_order
 
     have = scored_on_all(store, keys)
     picked = [m for m in key_metric_names() if m in set(have)][:N_DEFAULT_TESTED]

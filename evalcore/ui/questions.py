@@ -21,7 +21,7 @@ from evalcore.analysis import judge_labels as JL
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.analysis import question_story as QS
-from evalcore.analysis import questions as Qn
+from evalcore.analysis import question_drilldown as Qn
 from evalcore.ui import common
 from evalcore.ui.helpers import judged_by
 

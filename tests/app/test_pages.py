@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.analysis.questions import question_detail
+from evalcore.analysis.question_drilldown import question_detail
 from evalcore.ui.entry import PAGES as ENTRY_PAGES
 from tests.app.claims_store import claims_store
 
@@ -201,7 +201,7 @@ def test_questions_grid_colours_and_opens_a_row(make_app, app_store):
 
 
 def test_questions_filter_unsupported_claims_and_sort_by_delta(make_app, app_store):
-    from evalcore.analysis.questions import question_deltas, questions_with_unsupported_claims
+    from evalcore.analysis.question_drilldown import question_deltas, questions_with_unsupported_claims
 
     run = synthetic_runs(app_store)[0]
     at = make_app("questions", run=run, view="list", verdict="answers with an unsupported claim")

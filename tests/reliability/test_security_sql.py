@@ -22,7 +22,7 @@ from evalcore.analysis import annotations as DA
 from evalcore.analysis import compare as DCMP
 from evalcore.analysis import distributions as DC
 from evalcore.analysis import leaderboard as L
-from evalcore.analysis import questions as Qn
+from evalcore.analysis import question_drilldown as Qn
 from evalcore.analysis import sql as SQ
 from evalcore.demo.synthetic import write_run
 
