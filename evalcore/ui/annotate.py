@@ -16,7 +16,7 @@ from evalcore.analysis import claim_evidence as CE
 from evalcore.analysis import highlight as HL
 from evalcore.analysis import leaderboard as L
 from evalcore.ui import common, corrected_view
-from evalcore.ui.helpers import judged_by
+from evalcore.ui.wording import judged_by
 
 KINDS = list(A.LABELS)
 

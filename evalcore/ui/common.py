@@ -231,7 +231,7 @@ def pick_systems(label: str, how_many: int) -> tuple[list[str], dict[str, str]] 
 
 def short_labels(keys: Sequence[str], labels: dict[str, str] | None = None) -> dict[str, str]:
     """Short display labels for `run_id:method` keys (the method alone within one run)."""
-    from evalcore.ui.helpers import short_system_labels
+    from evalcore.ui.wording import short_system_labels
 
     runs = call(L.run_list)
     return short_system_labels(list(keys), dict(zip(runs.run_id, runs.name)))

@@ -24,7 +24,7 @@ from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.analysis import verdict as V
 from evalcore.ui import common, corrected_view, diagnosis, entry
-from evalcore.ui.helpers import diff_text, judges_text, word_diff
+from evalcore.ui.wording import diff_text, judges_text, word_diff
 
 OUTCOMES = ["regressed", "improved", "unchanged", "missing"]
 

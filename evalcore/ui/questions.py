@@ -23,7 +23,7 @@ from evalcore.analysis import means as M
 from evalcore.analysis import question_story as QS
 from evalcore.analysis import question_drilldown as Qn
 from evalcore.ui import common
-from evalcore.ui.helpers import judged_by
+from evalcore.ui.wording import judged_by
 
 VIEWS = {"question": "one question, methods side by side", "grid": "grid: questions x methods",
          "list": "list of answers"}
