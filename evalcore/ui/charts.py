@@ -22,7 +22,8 @@ from evalcore.analysis import failure_modes as FM
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.schemas.labels import GRADE_METRICS, AnswerClass, Grade
-from evalcore.ui import common, diagnosis
+from evalcore.ui import diagnosis
+from evalcore.ui import safe_widgets as common
 from evalcore.ui.wording import judged_by
 
 GRADES = [g.value for g in Grade]

@@ -1,4 +1,6 @@
-"""What every page shares: the store, URL-backed widgets, and safe rendering of untrusted text.
+"""The Streamlit pieces every page is built from, each made safe once here: URL-backed widgets
+(only values the store knows get in), tables, and the rendering of untrusted text (nothing of a
+run's is ever Markdown or HTML). Also re-exports the store handle (`store`, `call`).
 
 URL state (datasette's lesson: the URL is the state). Each widget is seeded from its query
 parameter the first time it renders in a session, then writes its value back, so copying
