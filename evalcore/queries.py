@@ -1,4 +1,4 @@
-"""Small read helpers over the store's views (evalcore.store.open_db) used by the writers
+"""Small read helpers over the store's views (evalcore.store.query_df) used by the writers
 themselves: scoring reads a run's questions and answers back, the live runner what is done.
 Numbers people read are computed in evalcore.analysis, not here.
 """
@@ -8,17 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pandas as pd
-
 from evalcore.schemas import EvalQuestion, EvalResponse
-from evalcore.store import RunStore, open_db
-
-
-def query_df(store: RunStore, sql: str, params: list[Any] | None = None,
-             runs: list[str] | None = None) -> pd.DataFrame:
-    """One query over the store's views (restricted to `runs` when given: faster)."""
-    with open_db(store, runs=runs) as con:
-        return con.execute(sql, params or []).df()
+from evalcore.store import RunStore, query_df
 
 
 def run_questions(store: RunStore, run_id: str) -> list[EvalQuestion]:

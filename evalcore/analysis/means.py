@@ -21,6 +21,7 @@ import pandas as pd
 
 from evalcore.metrics.composites import OVERALL_COMPONENTS, combine, overall_parts
 from evalcore.analysis import sql as Q
+from evalcore.store import query_df
 # which metric decides CORRECT vs WRONG: one rule, in evalcore.analysis.correctness
 from evalcore.analysis.correctness import CORRECT_THRESHOLD, correct_metrics as correct_deciders
 from evalcore.schemas.labels import grade_for
@@ -60,7 +61,7 @@ def mean_ci(values: Sequence[float], n_boot: int = DEFAULT_BOOT, seed: int = 0,
 def metric_table(store: RunStore, run_id: str) -> pd.DataFrame:
     """Per method and metric: mean over scored values, n_scored / n, why the rest were not
     scored (reason (count); ...), judge — from the run's summary (what `evalcore show` prints)."""
-    return Q.df(store, """
+    return query_df(store, """
         SELECT method, metric, "group", mean, n_scored, n, nan_reasons AS not_scored_reasons, judge_id
         FROM summary_metrics WHERE run_id = ? ORDER BY method, "group", metric""", [run_id], runs=[run_id])
 
@@ -168,7 +169,7 @@ def grade(score_0_100: float) -> str:
 def grade_counts(store: RunStore, run_id: str, metric: str = "factual_accuracy") -> pd.DataFrame:
     """Per method: counts of letter grades. The grade the judge stored (`label`) when there is
     one, else the value graded (0-1 values are taken as fractions of 100)."""
-    stored = Q.df(store, """SELECT method, label AS grade, n FROM summary_labels
+    stored = query_df(store, """SELECT method, label AS grade, n FROM summary_labels
                             WHERE run_id = ? AND metric = ? ORDER BY method, grade""", [run_id, metric], runs=[run_id])
     if not stored.empty:
         return stored

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from evalcore.analysis.sql import df
+from evalcore.store import query_df
 from evalcore.store import RunStore
 
 
@@ -20,7 +20,7 @@ def judged_values(store: RunStore, run_id: str, metrics: Sequence[str] | None = 
                   judged_only: bool = True) -> pd.DataFrame:
     """(method, question_id, metric, value) of a run, NaN kept; only values a judge produced
     unless `judged_only` is False."""
-    return df(store, """SELECT method, question_id, metric, value FROM metrics
+    return query_df(store, """SELECT method, question_id, metric, value FROM metrics
                         WHERE run_id = $run AND ($m IS NULL OR list_contains($m, metric))
                           AND (NOT $judged OR judge_id IS NOT NULL)""",
               {"run": run_id, "m": list(metrics) if metrics is not None else None, "judged": judged_only},

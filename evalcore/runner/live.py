@@ -30,7 +30,8 @@ from typing import Any, Callable, Iterator
 from evalcore import __version__
 from evalcore.config import EvalConfig
 from evalcore.errors import EvalcoreError
-from evalcore.queries import query_df, run_questions
+from evalcore.queries import run_questions
+from evalcore.store import query_df
 from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs, target_clients
 from evalcore.runner.question_selection import collect_questions
 from evalcore.schemas import EvalQuestion, RunManifest

@@ -127,7 +127,7 @@ def test_a_judged_metric_is_one_task_and_one_spec(toy_judged_metric, tmp_path, m
     assert {"answer", "ground_truth", "judge"} <= set(listed["needs"])
     _cli(root, "import", "--example")
     run_id = json.loads(_cli(root, "runs", "--json"))[0]["run_id"]
-    from evalcore.queries import query_df
+    from evalcore.store import query_df
     from evalcore.store import RunStore
 
     with_truth = query_df(RunStore(root), "SELECT count(*) AS n FROM responses JOIN questions USING (run_id, question_id)"

@@ -9,7 +9,7 @@ import pytest
 
 from evalcore.demo import questions_path
 from evalcore.metrics.registry import groups
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.store import RunStore
 from evalcore.ui import jobs
 

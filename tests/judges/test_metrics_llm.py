@@ -6,7 +6,7 @@ import pytest
 
 from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.judged import SPECS
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.schemas import EvalResponse, RunManifest
 from evalcore.store import FORMAT_VERSION
 

@@ -78,7 +78,7 @@ def test_spot_check_against_a_second_llm_judge(anthropic_env, store):
     assert out["disagreement_rate"] is not None
     manifest = store.manifest("r1")
     assert manifest.config["judge_reliability"][-1]["seed"] == 7
-    from evalcore.queries import query_df
+    from evalcore.store import query_df
 
     vals = query_df(store, "SELECT * FROM metrics WHERE metric = 'judge_disagreement'")
     assert len(vals) == 3 and vals.judge_id.str.startswith("anthropic:").all()

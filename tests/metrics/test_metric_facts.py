@@ -95,12 +95,12 @@ def test_the_registry_imports_its_modules_explicitly():
 
 
 def test_the_synthetic_store_takes_groups_and_judges_from_the_registry(tmp_path):
-    from evalcore.analysis.sql import df
+    from evalcore.store import query_df
     from evalcore.demo.synthetic import build_store
 
     store = build_store(tmp_path / "runs", n_runs=1, n_questions=4)
 
-    rows = df(store, "SELECT DISTINCT metric, \"group\", judge_id IS NOT NULL AS judged FROM metrics")
+    rows = query_df(store, "SELECT DISTINCT metric, \"group\", judge_id IS NOT NULL AS judged FROM metrics")
     assert len(rows)
     for metric, group, judged in rows.itertuples(index=False):
         spec = METRICS[metric]

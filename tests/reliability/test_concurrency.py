@@ -23,7 +23,7 @@ import pytest
 from pathlib import Path
 
 from evalcore.importer import import_recorded
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.scoring import score_run
 from evalcore.store import RunStore
 
@@ -45,7 +45,7 @@ WORKER = textwrap.dedent("""
     if mode == "reader":
         import glob
         import pyarrow.parquet as pq
-        from evalcore.queries import open_db
+        from evalcore.store import open_db
     import os
     Path(f"{go}.{os.getpid()}.ready").touch()
     while not go.exists():

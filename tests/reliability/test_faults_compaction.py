@@ -11,7 +11,7 @@ import sys
 import textwrap
 import time
 
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
 from evalcore.store import FORMAT_VERSION, RunStore
 

@@ -24,7 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.store import RunStore
 
 from .servers import Fault, ScriptedServer, rag_answer

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from evalcore.cli.main import app
 from evalcore.judges import make_judge
 from evalcore.judges.client import JudgeTask
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.schemas import RunManifest, TokenUsage
 from evalcore.scoring import score_run
 from evalcore.store import FORMAT_VERSION

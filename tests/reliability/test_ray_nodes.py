@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.errors import EvalcoreError
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.store import RunStore
 
 N_QUESTIONS = 150

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.schemas import EvalQuestion, EvalResponse, RetrievedChunk, RunManifest
 from evalcore.store import FORMAT_VERSION
 

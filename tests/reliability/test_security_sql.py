@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.errors import EvalcoreError
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.schemas import EvalQuestion
 from evalcore.analysis import annotations as DA
 from evalcore.analysis import compare as DCMP
