@@ -5,9 +5,6 @@ Numbers people read are computed in evalcore.analysis, not here.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.store import RunStore, query_df
 
@@ -21,7 +18,3 @@ def run_responses(store: RunStore, run_id: str, method: str | None = None) -> li
     sql = "SELECT record FROM responses WHERE run_id = ? AND (? IS NULL OR method = ?) ORDER BY method, question_id"
     df = query_df(store, sql, [run_id, method, method], runs=[run_id])
     return [EvalResponse.model_validate_json(r) for r in df["record"]]
-
-
-def manifest_json(store: RunStore, run_id: str) -> dict[str, Any]:
-    return json.loads(store.manifest(run_id).model_dump_json())

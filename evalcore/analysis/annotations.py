@@ -179,20 +179,6 @@ def agreement(store: RunStore, run_id: str | None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def human_agreement(store: RunStore, run_id: str | None = None) -> dict[str, Any]:
-    """Judge-human agreement over every kind: {"n", "agreement", "kappa", "by_kind": {...}}."""
-    ann = _newest(store, run_id)
-    ann = ann[ann.judge_label.notna()]
-
-    def stats(sub: pd.DataFrame) -> dict[str, Any]:
-        j, h = [_norm(x) for x in sub.judge_label], [_norm(x) for x in sub.label]
-        return {"n": len(j), "agreement": agreement_rate(j, h)[0], "kappa": cohen_kappa(j, h)}
-
-    out = stats(ann)
-    out["by_kind"] = {kind: stats(sub) for kind, sub in ann.groupby("target_kind")} if not ann.empty else {}
-    return out
-
-
 def recent(store: RunStore, run_id: str | None, limit: int = 200) -> pd.DataFrame:
     return query_df(store, """SELECT "when", who, run_id, method, question_id, target_kind, target_ref,
                                judge_label, label, note FROM annotations

@@ -15,7 +15,6 @@ character escaped, our own <mark> the only markup): never Markdown, never its ow
 
 from __future__ import annotations
 
-import html
 import io
 import math
 import re
@@ -26,8 +25,6 @@ import pandas as pd
 import streamlit as st
 
 from evalcore.analysis import leaderboard as L
-from evalcore.errors import StoreError
-from evalcore.store import check_run_id
 from evalcore.ui.cache import call, store  # noqa: F401  (pages import both from here)
 
 
@@ -57,22 +54,6 @@ def md(text: Any) -> str:
 
 def _warn_dropped(param: str, value: Any, why: str) -> None:
     st.warning(f"Ignored URL parameter {md(param)}={md(repr(str(value)[:80]))}: {md(why)}.")
-
-
-def valid_run_ids(values: Sequence[str], known: Sequence[str], param: str) -> list[str]:
-    """Run ids from the URL that are well-formed (store.check_run_id) and exist."""
-    out = []
-    for v in values:
-        try:
-            check_run_id(v)
-        except StoreError:
-            _warn_dropped(param, v, "not a valid run id")
-            continue
-        if v in known:
-            out.append(v)
-        else:
-            _warn_dropped(param, v, "no such run in this store")
-    return out
 
 
 def url_select(label: str, options: Sequence[Any], param: str, *, format_func: Callable[[Any], str] = str,
