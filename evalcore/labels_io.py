@@ -31,12 +31,11 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from evalcore.analysis import label_units as U
-from evalcore.store import query_df
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError, StoreError, from_validation
 from evalcore.schemas import Annotation
 from evalcore.schemas.labels import RETRACTED, AnswerClass, Grade, claim_verdict, context_verdict
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 FIELDS = ["run", "method", "question_id", "metric", "target", "label", "who", "when", "note",
           "sample_id", "inclusion_prob", "judge_label"]

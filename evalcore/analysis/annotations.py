@@ -21,11 +21,10 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.store import query_df
 from evalcore.schemas import Annotation
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, RETRACTED, TARGET_LABELS
 from evalcore.stats.agreement import agreement_rate, cohen_kappa
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 LABELS = TARGET_LABELS
 

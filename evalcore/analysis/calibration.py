@@ -22,11 +22,10 @@ import pandas as pd
 
 from evalcore.analysis import label_units as U
 from evalcore.analysis.corrected import ALPHA, _corr, ppi, sampled_systems
-from evalcore.store import query_df
 from evalcore.analysis.sql import run_methods
 from evalcore.schemas.labels import RETRACTED
 from evalcore.stats.agreement import cohen_kappa
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 N_BOOT = 500
 BINS = 5

@@ -17,8 +17,7 @@ from typing import Any
 import pandas as pd
 
 from evalcore.analysis.highlight import Span, best_sentence, claim_spans, word_spans
-from evalcore.store import query_df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 def numbered_contexts(response_record: str | None) -> list[dict[str, Any]]:

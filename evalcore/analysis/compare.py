@@ -26,7 +26,6 @@ import pandas as pd
 
 from evalcore.errors import EvalcoreError
 from evalcore.analysis import sql as Q
-from evalcore.store import query_df
 from evalcore.analysis.catalog import direction
 from evalcore.metrics.composites import INVERTED, OBJECTIVES, WEIGHTS, combine, objective_means
 from evalcore.stats.pareto import pareto_front
@@ -40,7 +39,7 @@ from evalcore.stats.resample import (
     randomization_test,
 )
 from evalcore.analysis.verdict import minimum_detectable_effect, span
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 EPS = 1e-12
 ALPHA = 0.05  # compare's default significance level (the Compare page uses it)

@@ -26,8 +26,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.store import query_df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 def cost_per_query(rag_per_priced_answer: pd.Series, judge_total: pd.Series, n_answers: pd.Series,

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evalcore.store import query_df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 def damaged_runs(store: RunStore) -> pd.DataFrame:

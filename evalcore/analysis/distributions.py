@@ -11,9 +11,8 @@ from typing import Sequence
 import pandas as pd
 
 from evalcore.analysis.leaderboard import system_rows
-from evalcore.store import query_df
 from evalcore.schemas.labels import GRADE_METRICS
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 FACETS = ("category", "question_type", "difficulty")  # the only columns a user may group by
 _SYS = "run_id || ':' || method"

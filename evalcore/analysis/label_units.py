@@ -28,9 +28,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from evalcore.store import query_df
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, GRADE_POINTS, RETRACTED, Grade
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 @dataclass(frozen=True)
@@ -39,11 +38,6 @@ class Unit:
 
     kind: str  # the Annotation target_kind of its labels
     source: str | None = None  # claims: which text the claims come from
-
-    @property
-    def whole_answer(self) -> bool:
-        """Several labels per answer (claims, contexts): the queue offers 'label this whole answer'."""
-        return self.kind in ("claim", "context")
 
 
 UNITS: dict[str, Unit] = {

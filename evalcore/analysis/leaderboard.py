@@ -21,8 +21,7 @@ from typing import Sequence
 import pandas as pd
 
 from evalcore.analysis.ranking import add_rank_columns, ranked_order
-from evalcore.store import query_df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 MIN_N_FOR_CI = 10
 

@@ -21,11 +21,10 @@ import pandas as pd
 
 from evalcore.metrics.composites import OVERALL_COMPONENTS, combine, overall_parts
 from evalcore.analysis import sql as Q
-from evalcore.store import query_df
 # which metric decides CORRECT vs WRONG: one rule, in evalcore.analysis.correctness
 from evalcore.analysis.correctness import CORRECT_THRESHOLD, correct_metrics as correct_deciders
 from evalcore.stats.resample import DEFAULT_BOOT, bootstrap_ci
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 

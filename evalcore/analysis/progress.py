@@ -6,8 +6,7 @@ so the published count alone lags; the writer's pending part files say the rest.
 
 from __future__ import annotations
 
-from evalcore.store import query_df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 def answers_stored(store: RunStore, run_id: str) -> int:

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from evalcore.store import query_df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 @dataclass(frozen=True)

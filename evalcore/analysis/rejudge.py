@@ -12,8 +12,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from evalcore.store import query_df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 def judged_values(store: RunStore, run_id: str, metrics: Sequence[str] | None = None,

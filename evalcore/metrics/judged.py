@@ -2,8 +2,9 @@
 this module only registers them. A metric that asks one judge task once per answer is
 `judged_metric(name, task, read, ...)`: its scoring, its needs and its dry-run estimate come
 from the task's `TaskDef` (`inputs`, `needs_ground_truth`), so adding one is a TaskDef and
-this call (docs/architecture.md, "A judged metric"). Every value carries its judge label (`heuristic:...` for
-the offline judge) and the reason when it is NaN. Docs: docs/metrics/judged.md.
+this call (docs/architecture.md, "A judged metric"). Every value carries its judge label
+(`heuristic:...` for the offline judge) and the reason when it is NaN. Docs:
+docs/metrics/judged.md.
 
 The judge comes from ScoringContext.options["judge"] (spec string or Judge object; default
 the Anthropic judge). `estimate(items, ctx)` gives calls/tokens/cost for `score --dry-run`,
