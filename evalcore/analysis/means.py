@@ -1,5 +1,5 @@
 """Run-level aggregates of stored metric values, with uncertainty: means with CIs, answer
-classes, grades, operations. The CLI (`show`), exports and the dashboard call these.
+classes. The CLI (`show`), exports and the dashboard call these (operations: analysis.sql).
 
 Every mean comes with a seeded percentile-bootstrap 95% CI (`mean_ci`, also the leaderboard's),
 the number of questions it was
@@ -154,8 +154,3 @@ def overall_score_run(means: dict[str, float], components: dict | None = None) -
     parts, weights = overall_parts(means, components or OVERALL_COMPONENTS)
     score, used, missing = combine(parts, weights)
     return {"overall_score": score, "weights_used": used, "missing": missing}
-
-
-def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFrame:
-    """Latency p50/p95, error/timeout/empty rates and cost per method [, bucket] (SQL)."""
-    return Q.operations(store, run_id, by=by)

@@ -9,6 +9,7 @@ import pytest
 from evalcore.importer import import_recorded
 from evalcore.scoring import score_run
 from evalcore.analysis import means as A
+from evalcore.analysis.sql import operations
 
 
 @pytest.fixture(scope="module")
@@ -61,13 +62,13 @@ def test_breakdown_by_tag_counts_a_question_in_every_tag(bench):
 
 def test_operations_sql_matches_numpy(bench):
     store, run_id, _, recs = bench
-    ops = A.operations(store, run_id).iloc[0]
+    ops = operations(store, run_id).iloc[0]
     lat = np.array([r["latency_ms"] for r in recs], dtype=float)
     assert ops.latency_p50_ms == pytest.approx(np.percentile(lat, 50))
     assert ops.latency_p95_ms == pytest.approx(np.percentile(lat, 95))
     assert ops.error_rate == pytest.approx(sum(1 for r in recs if r["error"]) / len(recs))
     assert np.isnan(ops.cost_per_query_usd)  # nothing was priced: unknown, not free
-    by_type = A.operations(store, run_id, by="question_type")
+    by_type = operations(store, run_id, by="question_type")
     assert by_type.n.sum() == len(recs)
 
 
