@@ -101,6 +101,8 @@ def judged_metric(name: str, task: str, read: g.Read, description: str, *, needs
     defn = get_task(task)
     plan = _single(task)
     base = {"answer", "ground_truth"} if defn.needs_ground_truth else {"answer"}
+    if "higher_is_better" in facts:  # MetricSpec's own word for _spec's `higher`
+        facts["higher"] = facts.pop("higher_is_better")
     return _spec(name, partial(g.one_call, task, read=read), group, {*base, *needs}, [plan],
                  description, **facts)
 

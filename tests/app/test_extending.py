@@ -154,3 +154,12 @@ def test_every_page_is_one_entry_with_its_module_and_wrapper():
         assert callable(importlib.import_module(f"evalcore.ui.{module}").render), module
         wrapper = (ROOT / "pages" / f"{module}.py").read_text(encoding="utf-8")
         assert f"evalcore.ui.{module}" in wrapper or f"import {module}" in wrapper, f"pages/{module}.py"
+
+
+def test_judged_metric_takes_the_spec_facts_and_refuses_a_task_without_inputs():
+    spec = judged_metric("toy_lower", "correctness", lambda out: out["score"], "toy", higher_is_better=False,
+                         scale="points", importance=(ANSWER_QUALITY, 9))
+    assert (spec.higher_is_better, spec.scale, spec.importance) == (False, "points", (ANSWER_QUALITY, 9))
+    assert spec.needs == {"judge", "answer"} and spec.estimate is not None
+    with pytest.raises(ValueError, match="'decompose' has no `inputs`"):
+        judged_metric("toy_claims", "decompose", lambda out: len(out["claims"]), "toy")
