@@ -107,7 +107,7 @@ def page_calls(store) -> list[tuple[str, object, tuple]]:
     """(page, function, args) of each analysis call a page makes on first render, with its defaults
     (the newest run; its methods as the systems; the first key metrics); shared calls listed once."""
     from evalcore.analysis import annotations as A, compare as C, distributions as G  # noqa: I001
-    from evalcore.analysis import leaderboard as L, progress as P, questions as Qn
+    from evalcore.analysis import leaderboard as L, progress as P, question_drilldown as Qn
 
     sysdf = L.systems(store)
     run = sysdf.run_id.iloc[0]

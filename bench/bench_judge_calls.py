@@ -45,7 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evalcore.judges.lexical import sentences  # noqa: E402
+from evalcore.judges.offline.words import sentences  # noqa: E402
 from evalcore.judges.prompts import render  # noqa: E402
 
 HOTPOT = ROOT.parent / "shared" / "data" / "hotpotqa_dev_distractor" / "hotpot_dev_distractor_v1_first53.json"

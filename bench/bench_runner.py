@@ -90,7 +90,7 @@ def main() -> int:
         parser.error("--n must be between 1 and 20000")
 
     from evalcore.config import EvalConfig
-    from evalcore.queries import query_df
+    from evalcore.store import query_df
     from evalcore.runner import run_evaluation
     from evalcore.store import RunStore
 

@@ -311,7 +311,7 @@ def breakdown(store: Path, run_id: str) -> dict[str, float]:
 
 
 def stored_values(store: Path, run_id: str):
-    from evalcore.queries import query_df
+    from evalcore.store import query_df
     from evalcore.store import RunStore
 
     s = RunStore(store)

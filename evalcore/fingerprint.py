@@ -13,7 +13,3 @@ def file_fingerprint(path: str | Path, chunk: int = 1 << 20) -> str:
         while block := fh.read(chunk):
             digest.update(block)
     return "sha256:" + digest.hexdigest()
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()

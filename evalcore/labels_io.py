@@ -31,12 +31,11 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from evalcore.analysis import label_units as U
-from evalcore.analysis.sql import df
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError, StoreError, from_validation
 from evalcore.schemas import Annotation
 from evalcore.schemas.labels import RETRACTED, AnswerClass, Grade, claim_verdict, context_verdict
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 FIELDS = ["run", "method", "question_id", "metric", "target", "label", "who", "when", "note",
           "sample_id", "inclusion_prob", "judge_label"]
@@ -186,7 +185,7 @@ def _metric(kind: str, ref: str) -> str:
 
 def export_rows(store: RunStore, run_id: str | None = None) -> Iterator[dict[str, Any]]:
     """Every stored label (the append-only log, oldest first) as import records."""
-    ann = df(store, """SELECT * FROM annotations WHERE $run IS NULL OR run_id = $run
+    ann = query_df(store, """SELECT * FROM annotations WHERE $run IS NULL OR run_id = $run
                        ORDER BY "when", annotation_id""", {"run": run_id})
     for r in ann.to_dict("records"):
         prob = r.get("inclusion_prob")

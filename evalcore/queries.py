@@ -1,24 +1,12 @@
-"""Small read helpers over the store's views (evalcore.store.open_db) used by the writers
+"""Small read helpers over the store's views (evalcore.store.query_df) used by the writers
 themselves: scoring reads a run's questions and answers back, the live runner what is done.
 Numbers people read are computed in evalcore.analysis, not here.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-import pandas as pd
-
 from evalcore.schemas import EvalQuestion, EvalResponse
-from evalcore.store import RunStore, open_db
-
-
-def query_df(store: RunStore, sql: str, params: list[Any] | None = None,
-             runs: list[str] | None = None) -> pd.DataFrame:
-    """One query over the store's views (restricted to `runs` when given: faster)."""
-    with open_db(store, runs=runs) as con:
-        return con.execute(sql, params or []).df()
+from evalcore.store import RunStore, query_df
 
 
 def run_questions(store: RunStore, run_id: str) -> list[EvalQuestion]:
@@ -30,7 +18,3 @@ def run_responses(store: RunStore, run_id: str, method: str | None = None) -> li
     sql = "SELECT record FROM responses WHERE run_id = ? AND (? IS NULL OR method = ?) ORDER BY method, question_id"
     df = query_df(store, sql, [run_id, method, method], runs=[run_id])
     return [EvalResponse.model_validate_json(r) for r in df["record"]]
-
-
-def manifest_json(store: RunStore, run_id: str) -> dict[str, Any]:
-    return json.loads(store.manifest(run_id).model_dump_json())

@@ -26,10 +26,10 @@ from typing import Any, Iterable
 
 from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
-from evalcore.queries import query_df, run_questions, run_responses
+from evalcore.queries import run_questions, run_responses
 from evalcore.schemas import Claim, ContextJudgement, EvalQuestion, EvalResponse, MetricValue
 from evalcore.schemas.labels import context_verdict
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 COMPOSITE = "composite"
 DEFAULT_CHUNK = 200

@@ -19,7 +19,8 @@ from evalcore.errors import EvalcoreError
 from evalcore.judges import make_judge
 from evalcore.judges.reliability import agreement, disagree
 from evalcore.metrics.base import ScoringContext
-from evalcore.queries import query_df, run_questions, run_responses
+from evalcore.queries import run_questions, run_responses
+from evalcore.store import query_df
 from evalcore.schemas import MetricValue
 
 

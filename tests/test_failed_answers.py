@@ -76,7 +76,7 @@ def test_all_errors_score_zero_and_rank_below_one_correct_answer(scored):
 
 def test_failed_answer_details_say_why(scored):
     store, run_id = scored
-    from evalcore.queries import query_df
+    from evalcore.store import query_df
 
     rows = query_df(store, "SELECT metric, value, details FROM metrics WHERE run_id = ? AND method = 'broken' "
                            "AND question_id = 'q1'", [run_id])

@@ -24,8 +24,6 @@ PKG = Path(__file__).resolve().parents[1] / "evalcore"
 KNOWN = {
     # the embedding worker imports the backend it runs; another change reworks evalcore/embeddings
     frozenset({"evalcore.embeddings.embedder", "evalcore.embeddings.worker"}),
-    # sql's cost column calls the one cost definition, which reads through sql.df
-    frozenset({"evalcore.analysis.cost", "evalcore.analysis.sql"}),
     # repair compacts a run; compaction quarantines unreadable parts through health
     frozenset({"evalcore.store.compaction", "evalcore.store.health"}),
 }

@@ -7,7 +7,7 @@ import pytest
 
 from evalcore.errors import InputError
 from evalcore.importer import import_recorded, parse_recorded
-from evalcore.queries import query_df, run_questions, run_responses
+from evalcore.queries import run_questions, run_responses
 
 
 def _jsonl(path, records):

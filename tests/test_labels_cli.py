@@ -23,7 +23,7 @@ requires("ppi_py", "the labels extra: prediction-powered inference")
 from evalcore.analysis import corrected as C  # noqa: E402
 from evalcore.analysis import label_sampling as S  # noqa: E402
 from evalcore.cli.main import app  # noqa: E402
-from evalcore.queries import query_df  # noqa: E402
+from evalcore.store import query_df  # noqa: E402
 
 runner = CliRunner()
 METHODS = ("local_search", "basic_search")

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from evalcore.analysis import compare as C
 from evalcore.analysis import distributions as G
 from evalcore.analysis import leaderboard as L
-from evalcore.analysis import questions as Qn
+from evalcore.analysis import question_drilldown as Qn
 from evalcore.cli.main import app
 from evalcore.importer import import_recorded
 from evalcore.scoring import score_run
@@ -190,14 +190,14 @@ def test_cost_per_query_has_one_definition(messy):
     """Runs (leaderboard), operations table, Charts (per answer and fronts) and compare agree,
     and equal the definition computed by hand: RAG mean over priced answers + judge cost / answers."""
     from evalcore.analysis import cost as K
-    from evalcore.analysis import means as M
+    from evalcore.analysis import sql as S
 
     store, run_id = messy
     keys = (f"{run_id}:good", f"{run_id}:poor")
     board = L.system_rows(store, [(run_id, "good"), (run_id, "poor")]).set_index("method")
     per_answer = G.latency_cost(store, keys)
     rolled = K.system_costs(per_answer).set_index("system")
-    ops = M.operations(store, run_id).set_index("method")
+    ops = S.operations(store, run_id).set_index("method")
     fronts = G.frontier_points(store, keys, "token_f1").set_index("system")
     cli = json.loads(_cli(store.root, "compare", *keys, "--json"))
     run_level = {r["label"]: r for r in cli["run_level"]}

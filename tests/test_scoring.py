@@ -9,7 +9,7 @@ from evalcore import scoring
 from evalcore.cli.main import app
 from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import MetricSpec, Score, per_item
-from evalcore.queries import query_df
+from evalcore.store import query_df
 
 runner = CliRunner()
 

@@ -7,10 +7,10 @@ import pytest
 
 from evalcore.errors import StoreError
 from evalcore.analysis.results import wide_results
-from evalcore.queries import open_db, query_df, run_questions, run_responses
+from evalcore.queries import run_questions, run_responses
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
 from evalcore.schemas.results import Annotation
-from evalcore.store import FORMAT_VERSION, RunStore, check_run_id, new_run_id
+from evalcore.store import FORMAT_VERSION, RunStore, check_run_id, new_run_id, open_db, query_df
 
 
 @pytest.fixture(params=["local", "s3"])

@@ -134,7 +134,7 @@ def test_a_compaction_racing_another_loses_no_rows_even_without_the_lock(s3_stor
     writer.publish()  # A
     pointer = json.loads((writer.dir / "tables.json").read_text())
     assert raced and pointer["rows"]["responses"] == 2
-    from evalcore.queries import query_df
+    from evalcore.store import query_df
 
     got = query_df(s3_store, "SELECT question_id, answer FROM responses ORDER BY question_id")
     assert got["answer"].tolist() == ["first", "written meanwhile"]

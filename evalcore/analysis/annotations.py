@@ -21,11 +21,10 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.analysis.sql import df
 from evalcore.schemas import Annotation
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, RETRACTED, TARGET_LABELS
 from evalcore.stats.agreement import agreement_rate, cohen_kappa
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 LABELS = TARGET_LABELS
 
@@ -70,13 +69,13 @@ def queue(store: RunStore, run_id: str, kind: str, method: str | None, skip: tup
           limit: int = 1) -> pd.DataFrame:
     """The next unreviewed verdicts of one kind, in a stable pseudo-random order (spread over
     questions, identical for every annotator so two people do not split one question)."""
-    return df(store, _QUEUE + " LIMIT $limit",
+    return query_df(store, _QUEUE + " LIMIT $limit",
               {"run": run_id, "kind": kind, "method": method, "skip": list(skip), "limit": limit}, runs=[run_id])
 
 
 def counts(store: RunStore, run_id: str) -> pd.DataFrame:
     """Per verdict kind: how many verdicts the run has and how many are reviewed."""
-    return df(store, _ITEMS + _REVIEWED + """
+    return query_df(store, _ITEMS + _REVIEWED + """
         SELECT i.target_kind, count(*) AS n_verdicts,
                count(*) FILTER (WHERE EXISTS (
                    SELECT 1 FROM reviewed a WHERE a.run_id = i.run_id AND a.method = i.method
@@ -87,7 +86,7 @@ def counts(store: RunStore, run_id: str) -> pd.DataFrame:
 
 def runs_with_verdicts(store: RunStore) -> list[str]:
     """Runs holding any judge verdict the queue can offer, newest first."""
-    out = df(store, """
+    out = query_df(store, """
         SELECT r.run_id FROM runs r WHERE EXISTS (SELECT 1 FROM summary_labels l WHERE l.run_id = r.run_id)
            OR EXISTS (SELECT 1 FROM summary_metrics m WHERE m.run_id = r.run_id
                       AND m.metric IN ('faithfulness', 'context_recall', 'context_precision'))
@@ -96,7 +95,7 @@ def runs_with_verdicts(store: RunStore) -> list[str]:
 
 
 def item_context(store: RunStore, run_id: str, method: str, question_id: str) -> pd.DataFrame:
-    return df(store, """
+    return query_df(store, """
         SELECT q.question, q.ground_truth, r.answer, r.record
         FROM questions q LEFT JOIN responses r ON r.run_id = q.run_id AND r.question_id = q.question_id
                                                AND r.method = $method
@@ -144,7 +143,7 @@ def undo(store: RunStore, annotation: Annotation) -> Annotation:
 
 def _newest(store: RunStore, run_id: str | None) -> pd.DataFrame:
     """Each person's newest annotation per item (an item whose newest is a retraction: none)."""
-    out = df(store, """
+    out = query_df(store, """
         SELECT who, run_id, method, question_id, target_kind, target_ref, judge_label, label FROM annotations
         WHERE ($run IS NULL OR run_id = $run)
         QUALIFY row_number() OVER (PARTITION BY who, run_id, method, question_id, target_kind, target_ref
@@ -179,22 +178,8 @@ def agreement(store: RunStore, run_id: str | None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
-def human_agreement(store: RunStore, run_id: str | None = None) -> dict[str, Any]:
-    """Judge-human agreement over every kind: {"n", "agreement", "kappa", "by_kind": {...}}."""
-    ann = _newest(store, run_id)
-    ann = ann[ann.judge_label.notna()]
-
-    def stats(sub: pd.DataFrame) -> dict[str, Any]:
-        j, h = [_norm(x) for x in sub.judge_label], [_norm(x) for x in sub.label]
-        return {"n": len(j), "agreement": agreement_rate(j, h)[0], "kappa": cohen_kappa(j, h)}
-
-    out = stats(ann)
-    out["by_kind"] = {kind: stats(sub) for kind, sub in ann.groupby("target_kind")} if not ann.empty else {}
-    return out
-
-
 def recent(store: RunStore, run_id: str | None, limit: int = 200) -> pd.DataFrame:
-    return df(store, """SELECT "when", who, run_id, method, question_id, target_kind, target_ref,
+    return query_df(store, """SELECT "when", who, run_id, method, question_id, target_kind, target_ref,
                                judge_label, label, note FROM annotations
                         WHERE $run IS NULL OR run_id = $run ORDER BY "when" DESC LIMIT $limit""",
               {"run": run_id, "limit": limit})

@@ -22,10 +22,10 @@ import pandas as pd
 
 from evalcore.analysis import label_units as U
 from evalcore.analysis.corrected import ALPHA, _corr, ppi, sampled_systems
-from evalcore.analysis.sql import df, run_methods
+from evalcore.analysis.sql import run_methods
 from evalcore.schemas.labels import RETRACTED
 from evalcore.stats.agreement import cohen_kappa
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 N_BOOT = 500
 BINS = 5
@@ -50,7 +50,7 @@ def kappa_ci(judge: list[str], human: list[str], n_boot: int = N_BOOT, seed: int
 
 def _judges(store: RunStore, run_id: str, metric: str) -> dict[tuple[str, str], str]:
     """(method, question_id) -> judge label of the metric's values."""
-    out = df(store, "SELECT method, question_id, coalesce(judge_id, '(no judge recorded)') AS judge FROM metrics "
+    out = query_df(store, "SELECT method, question_id, coalesce(judge_id, '(no judge recorded)') AS judge FROM metrics "
                     "WHERE run_id = $run AND metric = $metric", {"run": run_id, "metric": metric}, runs=[run_id])
     return {(m, q): j for m, q, j in zip(out.method, out.question_id, out.judge)}
 

@@ -17,8 +17,7 @@ from typing import Any
 import pandas as pd
 
 from evalcore.analysis.highlight import Span, best_sentence, claim_spans, word_spans
-from evalcore.analysis.sql import df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 def numbered_contexts(response_record: str | None) -> list[dict[str, Any]]:
@@ -89,10 +88,10 @@ def cited_ranks(store: RunStore, run_id: str, method: str, question_id: str, met
                 idx: int | None = None) -> list[int]:
     """Ranks of the passages the judge cited for claim `idx` of `metric` (every claim when None),
     first cited first: the Annotate page shows these passages before the others."""
-    rows = df(store, """SELECT details FROM metrics WHERE run_id = $run AND method = $m AND question_id = $q
+    rows = query_df(store, """SELECT details FROM metrics WHERE run_id = $run AND method = $m AND question_id = $q
                         AND metric = $metric""", {"run": run_id, "m": method, "q": question_id, "metric": metric},
               runs=[run_id])
-    resp = df(store, "SELECT record FROM responses WHERE run_id = $run AND method = $m AND question_id = $q",
+    resp = query_df(store, "SELECT record FROM responses WHERE run_id = $run AND method = $m AND question_id = $q",
               {"run": run_id, "m": method, "q": question_id}, runs=[run_id])
     if rows.empty or resp.empty:
         return []

@@ -39,7 +39,7 @@ from evalcore.stats.resample import (
     randomization_test,
 )
 from evalcore.analysis.verdict import minimum_detectable_effect, span
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 EPS = 1e-12
 ALPHA = 0.05  # compare's default significance level (the Compare page uses it)
@@ -220,7 +220,7 @@ def run_level(store: RunStore, sels: Sequence[Selection], weights: dict[str, flo
     weights = weights or WEIGHTS
     out = []
     for s in sels:
-        means = dict(Q.df(store, """SELECT metric, mean FROM summary_metrics
+        means = dict(query_df(store, """SELECT metric, mean FROM summary_metrics
                                     WHERE run_id = ? AND method = ? AND mean IS NOT NULL""",
                           [s.run_id, s.method], runs=[s.run_id]).itertuples(index=False, name=None))
         raw, _ = objective_means(means, None, {k: v for k, v in OBJECTIVES.items() if k not in INVERTED})
@@ -263,7 +263,7 @@ def metric_deltas(store: RunStore, base: str, cand: str) -> pd.DataFrame:
     improved / regressed / unchanged / missing question counts in the metric's better direction.
     Metrics scored on neither side are absent by construction."""
     p = _pair_params(base, cand)
-    out = Q.df(store, """
+    out = query_df(store, """
         WITH a AS (SELECT question_id, metric, value FROM metrics
                    WHERE run_id = $ra AND method = $ma AND NOT isnan(value)),
              b AS (SELECT question_id, metric, value FROM metrics
@@ -291,7 +291,7 @@ def metric_deltas(store: RunStore, base: str, cand: str) -> pd.DataFrame:
 def paired_values(store: RunStore, base: str, cand: str, metrics: tuple[str, ...]) -> pd.DataFrame:
     """(question_id, metric, a, b) for questions scored (non-NaN) on both sides."""
     p = _pair_params(base, cand)
-    return Q.df(store, """
+    return query_df(store, """
         SELECT a.question_id, a.metric, a.value AS a, b.value AS b
         FROM metrics a JOIN metrics b ON a.question_id = b.question_id AND a.metric = b.metric
         WHERE a.run_id = $ra AND a.method = $ma AND b.run_id = $rb AND b.method = $mb
@@ -306,7 +306,7 @@ def changed_questions(store: RunStore, base: str, cand: str, metric: str, outcom
         raise EvalcoreError(f"unknown outcome {outcome!r}")
     p = _pair_params(base, cand)
     sign = 1.0 if direction(metric)[0] else -1.0
-    return Q.df(store, """
+    return query_df(store, """
         WITH a AS (SELECT question_id, value FROM metrics WHERE run_id = $ra AND method = $ma
                    AND metric = $metric AND NOT isnan(value)),
              b AS (SELECT question_id, value FROM metrics WHERE run_id = $rb AND method = $mb
@@ -327,7 +327,7 @@ def changed_questions(store: RunStore, base: str, cand: str, metric: str, outcom
 def answers(store: RunStore, keys: tuple[str, ...], question_id: str) -> pd.DataFrame:
     """The question, its ground truth and each system's answer to it."""
     runs = sorted({k.partition(":")[0] for k in keys})
-    return Q.df(store, """
+    return query_df(store, """
         SELECT r.run_id || ':' || r.method AS system, r.answer, q.question, q.ground_truth
         FROM responses r LEFT JOIN questions q USING (run_id, question_id)
         WHERE r.question_id = $q AND list_contains($keys, r.run_id || ':' || r.method)""",
@@ -349,7 +349,7 @@ def pair_table(store: RunStore, base: str, cand: str, tested: tuple[str, ...],
     # the page does not show: at 100,000 questions they cost seconds), in question_id order like
     # `compare`'s, so the seeded bootstrap draws the same pairs
     p = _pair_params(base, cand)
-    joined = Q.df(store, """
+    joined = query_df(store, """
         SELECT a.metric, a.value AS a, b.value AS b
         FROM metrics a JOIN metrics b ON a.question_id = b.question_id AND a.metric = b.metric
         WHERE a.run_id = $ra AND a.method = $ma AND b.run_id = $rb AND b.method = $mb

@@ -60,9 +60,9 @@ def available() -> bool:
 
 def sampled_systems(store: RunStore) -> set[tuple[str, str]]:
     """(run, method) pairs with any randomly sampled label: the only ones worth estimating."""
-    from evalcore.analysis.sql import df
+    from evalcore.store import query_df
 
-    have = df(store, "SELECT DISTINCT run_id, method FROM annotations WHERE sample_id IS NOT NULL")
+    have = query_df(store, "SELECT DISTINCT run_id, method FROM annotations WHERE sample_id IS NOT NULL")
     return set(zip(have.run_id, have.method))
 
 

@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis.sql import df
+from evalcore.store import query_df
 
 CORRECT_THRESHOLD = 0.5
 CLASSES = ("CORRECT", "WRONG", "DONT_KNOW", "ERROR", "UNSCORED")
@@ -62,7 +62,7 @@ def outcome_frame(store, keys: Sequence[str], extra: Sequence[str] = (), by: str
     # string conversion on a run of 100,000 questions.
     columns = ", ".join(f"any_value(CASE WHEN isnan(m.value) THEN NULL ELSE m.value END) "
                         f"FILTER (WHERE m.metric = $m{i}) AS m{i}" for i in range(len(needed)))
-    out = df(store, f"""
+    out = query_df(store, f"""
         SELECT r.run_id || ':' || r.method AS system, r.question_id, {expr} AS bucket,
                any_value(q.answerable) AS answerable, any_value(r.error) AS error,
                any_value(m.label) FILTER (WHERE m.metric = 'answer_class') AS {CLASS_LABEL}, {columns}

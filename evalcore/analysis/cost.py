@@ -26,8 +26,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis.sql import df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 def cost_per_query(rag_per_priced_answer: pd.Series, judge_total: pd.Series, n_answers: pd.Series,
@@ -48,7 +47,7 @@ def answer_costs(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
     judge_cost_usd (its calls plus its share of per-question calls; NaN when the system has no
     judge call at all), cost_usd (see the module docstring)."""
     runs = sorted({k.partition(":")[0] for k in keys})
-    out = df(store, """
+    out = query_df(store, """
         WITH r AS (SELECT run_id, method, question_id, latency_ms, cost_usd AS reported FROM responses
                    WHERE list_contains($keys, run_id || ':' || method)),
              priced AS (SELECT run_id, method, question_id, CASE WHEN isnan(value) THEN NULL ELSE value END AS v

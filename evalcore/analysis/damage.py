@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evalcore.analysis.sql import df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 def damaged_runs(store: RunStore) -> pd.DataFrame:
     """One row per damaged run: run_id, name, file (relative to the run, when one file is the
     cause) and reason."""
-    return df(store, "SELECT run_id, name, file, reason FROM damaged_runs ORDER BY run_id")
+    return query_df(store, "SELECT run_id, name, file, reason FROM damaged_runs ORDER BY run_id")

@@ -11,9 +11,8 @@ from typing import Sequence
 import pandas as pd
 
 from evalcore.analysis.leaderboard import system_rows
-from evalcore.analysis.sql import df
 from evalcore.schemas.labels import GRADE_METRICS
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 FACETS = ("category", "question_type", "difficulty")  # the only columns a user may group by
 _SYS = "run_id || ':' || method"
@@ -32,7 +31,7 @@ def label_counts(store: RunStore, keys: Sequence[str], kind: str) -> pd.DataFram
     if kind == "answer_class":
         return _class_counts(store, keys)
     metrics = list(GRADE_METRICS)
-    out = df(store, f"""
+    out = query_df(store, f"""
         WITH l AS (SELECT run_id, method, metric, label, n FROM summary_labels
                    WHERE list_contains($metrics, metric) AND list_contains($keys, {_SYS})),
              pick AS (SELECT run_id, method, arg_min(metric, list_position($metrics, metric)) AS metric
@@ -59,7 +58,7 @@ def metric_by_facet(store: RunStore, keys: Sequence[str], metric: str, facet: st
     """Per-question values of one metric with the question's facet (for box plots)."""
     if facet not in FACETS:
         raise ValueError(f"facet must be one of {FACETS}")
-    return df(store, f"""
+    return query_df(store, f"""
         SELECT m.run_id || ':' || m.method AS system, coalesce(q.{facet}, '(none)') AS facet, m.value
         FROM metrics m JOIN questions q USING (run_id, question_id)
         WHERE m.metric = $metric AND NOT isnan(m.value) AND list_contains($keys, m.run_id || ':' || m.method)""",
@@ -69,7 +68,7 @@ def metric_by_facet(store: RunStore, keys: Sequence[str], metric: str, facet: st
 def facet_means(store: RunStore, keys: Sequence[str], metric: str, facet: str) -> pd.DataFrame:
     if facet not in FACETS:
         raise ValueError(f"facet must be one of {FACETS}")
-    return df(store, f"""
+    return query_df(store, f"""
         SELECT m.run_id || ':' || m.method AS system, coalesce(q.{facet}, '(none)') AS facet,
                avg(m.value) AS mean, count(*) AS n
         FROM metrics m JOIN questions q USING (run_id, question_id)

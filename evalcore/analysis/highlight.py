@@ -3,7 +3,7 @@
 Why: a researcher reading one answer should see at a glance which of its claims the judge
 found supported, and an annotator checking a claim should not hunt through a passage for the
 words that back it. Both are spans over the stored text (start, end, kind, title); the page
-turns them into <mark> elements through its one escaping helper (ui.common.inert_html), so
+turns them into <mark> elements through its one escaping helper (ui.safe_widgets.inert_html), so
 nothing here produces markup. Word matching uses the heuristic judge's own lexical rules
 (content words, stems, numbers exact), so "matching words" means the same thing everywhere.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, NamedTuple
 
-from evalcore.judges.lexical import STOP, Vocabulary, content, tokens
+from evalcore.judges.offline.words import STOP, Vocabulary, content, tokens
 
 _WORD = re.compile(r"\w+")
 # A sentence ends at . ! ? (and their CJK forms) followed by space, or at a line break.
@@ -24,7 +24,7 @@ LOCATE_AT = 0.5  # a claim not found verbatim is placed on the answer sentence h
 class Span(NamedTuple):
     start: int
     end: int
-    kind: str  # supported | unsupported | unjudged | cited | match (ui.common.MARK_CLASSES)
+    kind: str  # supported | unsupported | unjudged | cited | match (ui.safe_widgets.MARK_CLASSES)
     title: str
 
 

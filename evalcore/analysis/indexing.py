@@ -103,9 +103,9 @@ def coverage_by_doc_type(store, run_id: str, metric: str = "hit_rate@5") -> list
     whose gold has no known type are left out and counted under '(unknown)'; NaN values (no gold)
     are not scored. In SQL over the stored question records: building 100,000 question objects
     in Python made `evalcore show` take seconds."""
-    from evalcore.analysis.sql import df
+    from evalcore.store import query_df
 
-    rows = df(store, r"""
+    rows = query_df(store, r"""
         WITH g AS (
             SELECT question_id,
                    lower(regexp_extract(json_extract_string(p, '$.rel_path'), '\.([^./]+)$', 1)) AS t

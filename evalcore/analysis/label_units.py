@@ -28,9 +28,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from evalcore.analysis.sql import df
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, GRADE_POINTS, RETRACTED, Grade
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 @dataclass(frozen=True)
@@ -39,11 +38,6 @@ class Unit:
 
     kind: str  # the Annotation target_kind of its labels
     source: str | None = None  # claims: which text the claims come from
-
-    @property
-    def whole_answer(self) -> bool:
-        """Several labels per answer (claims, contexts): the queue offers 'label this whole answer'."""
-        return self.kind in ("claim", "context")
 
 
 UNITS: dict[str, Unit] = {
@@ -80,9 +74,9 @@ def rating_value(label: object) -> float:
 def estimable_metrics(store: RunStore, run_id: str) -> list[str]:
     """The run's metrics a person can label: judged metrics with a unit above, plus any metric
     that already has 0-1 ratings."""
-    have = set(df(store, "SELECT DISTINCT metric FROM summary_metrics WHERE run_id = $run", {"run": run_id},
+    have = set(query_df(store, "SELECT DISTINCT metric FROM summary_metrics WHERE run_id = $run", {"run": run_id},
                   runs=[run_id])["metric"])
-    rated = set(df(store, "SELECT DISTINCT target_ref FROM annotations WHERE run_id = $run AND target_kind = 'metric'",
+    rated = set(query_df(store, "SELECT DISTINCT target_ref FROM annotations WHERE run_id = $run AND target_kind = 'metric'",
                    {"run": run_id})["target_ref"])
     return [m for m in UNITS if m in have] + sorted((rated & have) - set(UNITS))
 
@@ -110,12 +104,12 @@ def label_items(store: RunStore, run_id: str, method: str, metric: str) -> pd.Da
         sql = f"""SELECT question_id, '{u.kind}' AS target_kind, {ref} AS target_ref, {judge} AS judge_label,
                          NULL AS text, 0 AS pos
                   FROM metrics WHERE run_id = $run AND method = $method AND metric = $metric AND {has}"""
-    return df(store, sql + " ORDER BY question_id, pos", p, runs=[run_id])
+    return query_df(store, sql + " ORDER BY question_id, pos", p, runs=[run_id])
 
 
 def _predictions(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
     """question_id, judge (the judge's value on the shared 0-1 scale) for every judged answer."""
-    out = df(store, """SELECT question_id, value, label FROM metrics
+    out = query_df(store, """SELECT question_id, value, label FROM metrics
                        WHERE run_id = $run AND method = $method AND metric = $metric""",
              {"run": run_id, "method": method, "metric": metric}, runs=[run_id])
     judge = out["label"].map(grade_value) if unit(metric).kind == "grade" else out["value"].astype(float)
@@ -125,7 +119,7 @@ def _predictions(store: RunStore, run_id: str, method: str, metric: str) -> pd.D
 def newest_labels(store: RunStore, run_id: str, method: str, kind: str) -> pd.DataFrame:
     """The newest label per item of one system and label kind (anyone's; a retraction removes the
     item's label), with whether any label of the item came from a random sample."""
-    out = df(store, """
+    out = query_df(store, """
         SELECT question_id, target_ref, label, sample_id, inclusion_prob,
                bool_or(sample_id IS NOT NULL) OVER (PARTITION BY question_id) AS answer_sampled FROM annotations
         WHERE run_id = $run AND method = $method AND target_kind = $kind

@@ -21,8 +21,7 @@ from typing import Sequence
 import pandas as pd
 
 from evalcore.analysis.ranking import add_rank_columns, ranked_order
-from evalcore.analysis.sql import df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 MIN_N_FOR_CI = 10
 
@@ -69,7 +68,7 @@ def system_rows(store: RunStore, systems: Sequence[tuple[str, str]] | None = Non
     """Leaderboard figures of the given (run, method) systems (all when None), plus the means
     of `metrics` as columns."""
     runs = sorted({r for r, _ in systems}) if systems is not None else None
-    rows = df(store, _SYSTEMS_SQL + " ORDER BY r.created_at DESC, s.method",
+    rows = query_df(store, _SYSTEMS_SQL + " ORDER BY r.created_at DESC, s.method",
               {"runs": runs}, runs=runs)
     if systems is not None:
         wanted = set(map(tuple, systems))
@@ -90,7 +89,7 @@ def _with_ci(store: RunStore, rows: pd.DataFrame) -> pd.DataFrame:
     values = {}
     if small:
         runs = sorted({rows["run_id"].iloc[i] for i in small})
-        got = df(store, """SELECT run_id, method, value FROM metrics
+        got = query_df(store, """SELECT run_id, method, value FROM metrics
                            WHERE metric = 'weighted_score' AND NOT isnan(value) AND list_contains($runs, run_id)""",
                  {"runs": runs}, runs=runs)
         values = {k: g["value"].to_numpy(float) for k, g in got.groupby(["run_id", "method"])}
@@ -114,7 +113,7 @@ def run_board(store: RunStore, run_id: str) -> pd.DataFrame:
     key = key_metric_names()
     wanted = [m for m in key if m in have and m == "weighted_score"] + \
         [m for m in key if m in have and m != "weighted_score"][:6]
-    rows = system_rows(store, [(run_id, m) for m in df(store, "SELECT DISTINCT method FROM summary_responses "
+    rows = system_rows(store, [(run_id, m) for m in query_df(store, "SELECT DISTINCT method FROM summary_responses "
                                                               "WHERE run_id = ?", [run_id], runs=[run_id])["method"]],
                        wanted)
     cols = [*wanted, "n", "n_errors", "cost_per_query_usd", "latency_p50_ms"]
@@ -127,7 +126,7 @@ def _add_means(store: RunStore, rows: pd.DataFrame, metrics: list[str], runs: li
     metrics = [m for m in metrics if m != "weighted_score"]
     if rows.empty or not metrics:
         return rows
-    means = df(store, """SELECT run_id, method, metric, mean FROM summary_metrics
+    means = query_df(store, """SELECT run_id, method, metric, mean FROM summary_metrics
                          WHERE list_contains($m, metric) AND ($runs IS NULL OR list_contains($runs, run_id))""",
                {"m": metrics, "runs": runs}, runs=runs)
     if means.empty:
@@ -167,7 +166,7 @@ def dataset_key(rows: pd.DataFrame) -> pd.Series:
 
 def datasets(store: RunStore) -> pd.DataFrame:
     """Datasets in the store (fingerprint key, a readable name, runs), newest first."""
-    runs = df(store, "SELECT run_id, dataset, dataset_fingerprint, created_at FROM runs ORDER BY created_at DESC")
+    runs = query_df(store, "SELECT run_id, dataset, dataset_fingerprint, created_at FROM runs ORDER BY created_at DESC")
     if runs.empty:
         return pd.DataFrame(columns=["key", "name", "n_runs"])
     runs["key"] = dataset_key(runs)
@@ -181,7 +180,7 @@ def runs_overview(store: RunStore) -> pd.DataFrame:
     numbers), and `latency_p50_ms` per system, {method: p50 ms} — what `evalcore runs`
     prints, from manifests and summaries. Latency is not pooled into one run figure: the
     slowest method's p50 (what this once gave) describes no system of the run."""
-    runs = df(store, """
+    runs = query_df(store, """
         SELECT r.run_id, r.name, r.kind, r.status, r.created_at, r.dataset,
                array_to_string(r.methods, ',') AS methods,
                CAST(coalesce(q.n_questions, r.n_questions, 0) AS BIGINT) AS n_questions,
@@ -194,7 +193,7 @@ def runs_overview(store: RunStore) -> pd.DataFrame:
                    FROM summary_responses GROUP BY run_id) s USING (run_id)
         LEFT JOIN (SELECT run_id, sum(n) AS n_metric_values FROM summary_metrics GROUP BY run_id) m USING (run_id)
         ORDER BY r.created_at DESC""")
-    per_system = df(store, "SELECT run_id, method, latency_p50_ms FROM summary_responses ORDER BY run_id, method")
+    per_system = query_df(store, "SELECT run_id, method, latency_p50_ms FROM summary_responses ORDER BY run_id, method")
     latency: dict[str, dict[str, float | None]] = {}
     for row in per_system.itertuples(index=False):
         value = row.latency_p50_ms
@@ -206,7 +205,7 @@ def runs_overview(store: RunStore) -> pd.DataFrame:
 def systems(store: RunStore, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
     """Every (run, method) with answers, newest run first; `label` is for pickers."""
     runs = list(run_ids) if run_ids is not None else None
-    return df(store, """
+    return query_df(store, """
         SELECT s.run_id, s.method, r.name, r.created_at, r.dataset, r.dataset_fingerprint,
                r.name || ' / ' || s.method || '  (' || s.run_id || ')' AS label,
                EXISTS (SELECT 1 FROM summary_metrics m WHERE m.run_id = s.run_id AND m.method = s.method)
@@ -217,19 +216,19 @@ def systems(store: RunStore, run_ids: Sequence[str] | None = None) -> pd.DataFra
 
 
 def run_list(store: RunStore) -> pd.DataFrame:
-    return df(store, "SELECT run_id, name, status, created_at, kind, dataset FROM runs ORDER BY created_at DESC")
+    return query_df(store, "SELECT run_id, name, status, created_at, kind, dataset FROM runs ORDER BY created_at DESC")
 
 
 def metric_names(store: RunStore, run_ids: Sequence[str] | None = None) -> list[str]:
     runs = list(run_ids) if run_ids is not None else None
-    out = df(store, """SELECT DISTINCT metric FROM summary_metrics
+    out = query_df(store, """SELECT DISTINCT metric FROM summary_metrics
                        WHERE $runs IS NULL OR list_contains($runs, run_id) ORDER BY metric""", {"runs": runs}, runs=runs)
     return out["metric"].tolist()
 
 
 def facet_values(store: RunStore, run_id: str) -> dict[str, list[str]]:
     """Distinct categories and question types of a run (the filter allow-lists)."""
-    out = df(store, """SELECT 'category' AS facet, category AS v FROM questions WHERE run_id = $r AND category IS NOT NULL
+    out = query_df(store, """SELECT 'category' AS facet, category AS v FROM questions WHERE run_id = $r AND category IS NOT NULL
                        UNION SELECT 'question_type', question_type FROM questions
                        WHERE run_id = $r AND question_type IS NOT NULL ORDER BY 1, 2""", {"r": run_id}, runs=[run_id])
     return {f: out.loc[out.facet == f, "v"].tolist() for f in ("category", "question_type")}

@@ -1,5 +1,5 @@
 """Run-level aggregates of stored metric values, with uncertainty: means with CIs, answer
-classes, grades, operations. The CLI (`show`), exports and the dashboard call these.
+classes. The CLI (`show`), exports and the dashboard call these (operations: analysis.sql).
 
 Every mean comes with a seeded percentile-bootstrap 95% CI (`mean_ci`, also the leaderboard's),
 the number of questions it was
@@ -23,9 +23,8 @@ from evalcore.metrics.composites import OVERALL_COMPONENTS, combine, overall_par
 from evalcore.analysis import sql as Q
 # which metric decides CORRECT vs WRONG: one rule, in evalcore.analysis.correctness
 from evalcore.analysis.correctness import CORRECT_THRESHOLD, correct_metrics as correct_deciders
-from evalcore.schemas.labels import grade_for
 from evalcore.stats.resample import DEFAULT_BOOT, bootstrap_ci
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 
@@ -60,7 +59,7 @@ def mean_ci(values: Sequence[float], n_boot: int = DEFAULT_BOOT, seed: int = 0,
 def metric_table(store: RunStore, run_id: str) -> pd.DataFrame:
     """Per method and metric: mean over scored values, n_scored / n, why the rest were not
     scored (reason (count); ...), judge — from the run's summary (what `evalcore show` prints)."""
-    return Q.df(store, """
+    return query_df(store, """
         SELECT method, metric, "group", mean, n_scored, n, nan_reasons AS not_scored_reasons, judge_id
         FROM summary_metrics WHERE run_id = ? ORDER BY method, "group", metric""", [run_id], runs=[run_id])
 
@@ -119,17 +118,6 @@ def summarize(store: RunStore, run_id: str, by: str | None = None, methods: Sequ
     return out
 
 
-def best_worst(store: RunStore, run_id: str, metric: str, method: str | None = None, k: int = 5) -> dict[str, pd.DataFrame]:
-    """The k highest and k lowest scored questions for a metric (NaN excluded), per method."""
-    df = Q.metric_values(store, run_id, methods=[method] if method else None, metrics=[metric])
-    df = df.dropna(subset=["value"])
-    ordered = df.sort_values(["method", "value", "question_id"], ascending=[True, False, True])
-    best = ordered.groupby("method", sort=True).head(k)
-    worst = df.sort_values(["method", "value", "question_id"]).groupby("method", sort=True).head(k)
-    cols = ["method", "question_id", "value"]
-    return {"best": best[cols].reset_index(drop=True), "worst": worst[cols].reset_index(drop=True)}
-
-
 def answer_classes(store: RunStore, run_id: str, by: str | None = None,
                    correct_metrics: Sequence[str] | None = None,
                    threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
@@ -160,45 +148,9 @@ def answer_classes(store: RunStore, run_id: str, by: str | None = None,
     return pd.DataFrame(rows, columns=cols)
 
 
-def grade(score_0_100: float) -> str:
-    """G-Eval style letter grade (evalcore.schemas.labels.grade_for: one definition)."""
-    return grade_for(score_0_100).value
-
-
-def grade_counts(store: RunStore, run_id: str, metric: str = "factual_accuracy") -> pd.DataFrame:
-    """Per method: counts of letter grades. The grade the judge stored (`label`) when there is
-    one, else the value graded (0-1 values are taken as fractions of 100)."""
-    stored = Q.df(store, """SELECT method, label AS grade, n FROM summary_labels
-                            WHERE run_id = ? AND metric = ? ORDER BY method, grade""", [run_id, metric], runs=[run_id])
-    if not stored.empty:
-        return stored
-    df = Q.metric_values(store, run_id, metrics=[metric]).dropna(subset=["value"])
-    if df.empty:
-        return pd.DataFrame(columns=["method", "grade", "n"])
-    scale = 100.0 if df["value"].max() <= 1.0 else 1.0
-    df["grade"] = [grade(v * scale) for v in df["value"]]
-    return df.groupby(["method", "grade"]).size().reset_index(name="n")
-
-
 def overall_score_run(means: dict[str, float], components: dict | None = None) -> dict[str, Any]:
     """The Korean plan's overall_score on run means (its own definition: a mix of averages,
     not an average of per-question mixes). Missing parts are renormalised and listed."""
     parts, weights = overall_parts(means, components or OVERALL_COMPONENTS)
     score, used, missing = combine(parts, weights)
     return {"overall_score": score, "weights_used": used, "missing": missing}
-
-
-def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFrame:
-    """Latency p50/p95, error/timeout/empty rates and cost per method [, bucket] (SQL)."""
-    return Q.operations(store, run_id, by=by)
-
-
-def run_report(store: RunStore, run_id: str, n_boot: int = DEFAULT_BOOT, seed: int = 0) -> dict[str, Any]:
-    """Everything at run level in one dict of DataFrames/values (for exports and the app)."""
-    summary = summarize(store, run_id, n_boot=n_boot, seed=seed)
-    overall = {}
-    for method, g in summary.groupby("method"):
-        overall[method] = overall_score_run(dict(zip(g["metric"], g["mean"])))
-    return {"summary": summary, "operations": operations(store, run_id),
-            "timings": Q.timing_breakdown(store, run_id), "answer_classes": answer_classes(store, run_id),
-            "overall_score": overall}

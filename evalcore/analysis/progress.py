@@ -6,13 +6,12 @@ so the published count alone lags; the writer's pending part files say the rest.
 
 from __future__ import annotations
 
-from evalcore.analysis.sql import df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 def answers_stored(store: RunStore, run_id: str) -> int:
     """Answers of the run on disk: published (its summary) plus written since the last publish."""
-    published = df(store, "SELECT coalesce(sum(n_responses), 0) AS n FROM summary_responses WHERE run_id = ?",
+    published = query_df(store, "SELECT coalesce(sum(n_responses), 0) AS n FROM summary_responses WHERE run_id = ?",
                    [run_id], runs=[run_id])
     return int(published["n"].iloc[0]) + store.pending_rows(run_id, "responses")
 
@@ -23,7 +22,7 @@ def answer_failures(store: RunStore, run_id: str) -> dict:
     {"n": answers, "n_failed": ..., "first_error": text or None, "all_failed": bool,
      "methods": {method: {"n", "n_failed", "first_error"}}}. A run whose every answer failed
     is a failed run, whatever its manifest status says: it measured nothing."""
-    rows = df(store, """
+    rows = query_df(store, """
         SELECT method, count(*) AS n, count(error) AS n_failed,
                arg_min(error, question_id) FILTER (WHERE error IS NOT NULL) AS first_error
         FROM responses WHERE run_id = ? GROUP BY method ORDER BY method""", [run_id], runs=[run_id])

@@ -17,7 +17,7 @@ import pandas as pd
 
 from evalcore.analysis.correctness import classify_row
 from evalcore.analysis.failure_modes import explain, source
-from evalcore.analysis.questions import question_detail
+from evalcore.analysis.question_drilldown import question_detail
 from evalcore.store import RunStore
 
 FAITH = "faithfulness"
@@ -96,9 +96,9 @@ def _badge_source(source_text: str, metrics: pd.DataFrame) -> str:
 
 
 def key_scores(metrics: pd.DataFrame) -> pd.DataFrame:
-    """The few scores that summarise one answer (questions.key_metrics), each with its label and
+    """The few scores that summarise one answer (question_drilldown.key_metrics), each with its label and
     its basis (judge / gold passages / computed)."""
-    from evalcore.analysis.questions import key_metrics
+    from evalcore.analysis.question_drilldown import key_metrics
 
     names = key_metrics(metrics["metric"].tolist())
     rows = metrics.set_index("metric").loc[names]

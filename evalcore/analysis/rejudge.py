@@ -12,15 +12,14 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from evalcore.analysis.sql import df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 def judged_values(store: RunStore, run_id: str, metrics: Sequence[str] | None = None,
                   judged_only: bool = True) -> pd.DataFrame:
     """(method, question_id, metric, value) of a run, NaN kept; only values a judge produced
     unless `judged_only` is False."""
-    return df(store, """SELECT method, question_id, metric, value FROM metrics
+    return query_df(store, """SELECT method, question_id, metric, value FROM metrics
                         WHERE run_id = $run AND ($m IS NULL OR list_contains($m, metric))
                           AND (NOT $judged OR judge_id IS NOT NULL)""",
               {"run": run_id, "m": list(metrics) if metrics is not None else None, "judged": judged_only},

@@ -13,10 +13,8 @@ so a query costs the size of its run, not of the store. NaN handling: see evalco
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
-import duckdb
 import pandas as pd
 
 from evalcore.errors import EvalcoreError
@@ -31,19 +29,6 @@ BY: dict[str, tuple[str, bool]] = {
     "tag": ("t.tag", True),
     "negative_check": ("json_extract_string(q.record, '$.negative_check')", False),
 }
-
-
-@contextmanager
-def connect(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """open_db over `runs` (all runs when None)."""
-    with open_db(store, runs=runs) as con:
-        yield con
-
-
-def df(store: RunStore, sql: str, params: Any = None, runs: Sequence[str] | None = None) -> pd.DataFrame:
-    """One bound-parameter query (a list for `?`, a dict for `$name`) over `runs`' views."""
-    with open_db(store, runs=runs) as con:
-        return con.execute(sql, params if params is not None else []).df()
 
 
 def _by(by: str | None) -> tuple[str, str]:
@@ -78,7 +63,7 @@ def metric_values(store: RunStore, run_id: str, methods: Sequence[str] | None = 
         WHERE m.run_id = ?{m_sql}{k_sql}
         ORDER BY m.method, m.metric, m.question_id
     """
-    with connect(store, [run_id]) as con:
+    with open_db(store, runs=[run_id]) as con:
         out = con.execute(sql, [run_id, *m_params, *k_params]).df()
     out["value"] = out["value"].astype(float)
     return out
@@ -110,7 +95,7 @@ def metric_means(store: RunStore, run_id: str, by: str | None = None,
         GROUP BY v.method, v.bucket, v.metric
         ORDER BY v.method, v.bucket NULLS FIRST, v.metric
     """
-    with connect(store, [run_id]) as con:
+    with open_db(store, runs=[run_id]) as con:
         return con.execute(sql, [run_id, *m_params, *k_params]).df()
 
 
@@ -160,7 +145,7 @@ def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFr
                LEFT JOIN j ON j.method = r.method AND j.question_id = r.question_id
         GROUP BY r.method, r.bucket ORDER BY r.method, r.bucket NULLS FIRST
     """
-    with connect(store, [run_id]) as con:
+    with open_db(store, runs=[run_id]) as con:
         out = con.execute(sql, [run_id, run_id, run_id, run_id]).df()
     from evalcore.analysis.cost import cost_per_query  # the one definition (not SQL: shared with the leaderboard)
 
@@ -185,7 +170,7 @@ def timing_breakdown(store: RunStore, run_id: str) -> pd.DataFrame:
                avg(CAST(json_extract(record, '$.timings."' || stage || '"') AS DOUBLE)) AS mean_ms
         FROM t GROUP BY method, stage ORDER BY method, stage
     """
-    with connect(store, [run_id]) as con:
+    with open_db(store, runs=[run_id]) as con:
         return con.execute(sql, [run_id]).df()
 
 
@@ -197,21 +182,21 @@ def paired_rows(store: RunStore, run_id: str, method: str, metrics: Sequence[str
         SELECT question_id, metric, CASE WHEN isnan(value) THEN NULL ELSE value END AS value
         FROM metrics WHERE run_id = ? AND method = ?{k_sql}
     """
-    with connect(store, [run_id]) as con:
+    with open_db(store, runs=[run_id]) as con:
         out = con.execute(sql, [run_id, method, *k_params]).df()
     out["value"] = out["value"].astype(float)
     return out
 
 
 def run_methods(store: RunStore, run_id: str) -> list[str]:
-    with connect(store, [run_id]) as con:
+    with open_db(store, runs=[run_id]) as con:
         rows = con.execute("SELECT DISTINCT method FROM responses WHERE run_id = ? ORDER BY method",
                            [run_id]).fetchall()
     return [r[0] for r in rows]
 
 
 def question_ids(store: RunStore, run_id: str, method: str) -> list[str]:
-    with connect(store, [run_id]) as con:
+    with open_db(store, runs=[run_id]) as con:
         rows = con.execute("SELECT question_id FROM responses WHERE run_id = ? AND method = ? ORDER BY 1",
                            [run_id, method]).fetchall()
     return [r[0] for r in rows]

@@ -61,10 +61,10 @@ def minimum_detectable_effect(sd_diff: float, n_pairs: int, n_tests: int, alpha:
 def scored_on_all(store: Any, keys: Sequence[str]) -> list[str]:
     """Metrics with at least one value (not NaN) for every system (`run_id:method`), from the
     run summaries, sorted."""
-    from evalcore.analysis.sql import df
+    from evalcore.store import query_df
 
     runs = sorted({k.partition(":")[0] for k in keys})
-    rows = df(store, """SELECT run_id || ':' || method AS system, metric FROM summary_metrics
+    rows = query_df(store, """SELECT run_id || ':' || method AS system, metric FROM summary_metrics
                         WHERE n_scored > 0 AND list_contains($k, run_id || ':' || method)""",
               {"k": list(keys)}, runs=runs)
     per = rows.groupby("metric")["system"].nunique()
@@ -77,7 +77,7 @@ def default_tested_metrics(store: Any, keys: Sequence[str]) -> list[str]:
     on every system, else the most important metrics scored on every system. Few on purpose:
     Holm over 45 metrics at n = 10 makes nothing significant."""
     from evalcore.analysis.leaderboard import key_metric_names
-    from evalcore.analysis.questions import metric_order
+    from evalcore.analysis.question_drilldown import metric_order
 
     have = scored_on_all(store, keys)
     picked = [m for m in key_metric_names() if m in set(have)][:N_DEFAULT_TESTED]
@@ -175,7 +175,8 @@ def comparability(store: Any, base: str, cand: str, metrics: Sequence[str]) -> l
     different judges (or prompt versions) for a judged metric, different dataset fingerprints or
     question sets, different scoring options. A change of judge is not a change of system."""
     from evalcore.analysis.means import metric_judges
-    from evalcore.analysis.sql import df, question_ids
+    from evalcore.store import query_df
+    from evalcore.analysis.sql import question_ids
 
     ra, _, ma = base.partition(":")
     rb, _, mb = cand.partition(":")
@@ -188,7 +189,7 @@ def comparability(store: Any, base: str, cand: str, metrics: Sequence[str]) -> l
             out.append(f"{metric} was judged differently: baseline by {', '.join(a) or 'no judge'}, "
                        f"candidate by {', '.join(b) or 'no judge'} — a change of judge or prompt is not a "
                        f"change of system")
-    runs = df(store, "SELECT run_id, dataset, dataset_fingerprint, manifest FROM runs WHERE list_contains($r, run_id)",
+    runs = query_df(store, "SELECT run_id, dataset, dataset_fingerprint, manifest FROM runs WHERE list_contains($r, run_id)",
               {"r": sorted({ra, rb})}, runs=sorted({ra, rb})).set_index("run_id")
     if ra != rb and ra in runs.index and rb in runs.index:
         fa, fb = runs.loc[ra, "dataset_fingerprint"], runs.loc[rb, "dataset_fingerprint"]

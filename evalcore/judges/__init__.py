@@ -18,7 +18,7 @@ from evalcore.errors import EvalcoreError
 from evalcore.judges.backends import AnthropicBackend, OpenAIBackend
 from evalcore.judges.cache import JudgeCache
 from evalcore.judges.client import Judge, JudgeTask, LLMJudge, Outcome
-from evalcore.judges.heuristic import HeuristicJudge
+from evalcore.judges.offline.judge import HeuristicJudge
 
 # A dated (pinned) id that is not deprecated and has no adaptive thinking eating max_tokens.
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5-20251001"

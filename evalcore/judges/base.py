@@ -1,7 +1,7 @@
 """What every judge has in common: identity, the call log, per-question call counts, and
 running a batch of judge tasks concurrently (also from code that already runs an event loop).
 
-The real-model client (client.LLMJudge) and the offline heuristic judge (heuristic.py) build
+The real-model client (client.LLMJudge) and the offline heuristic judge (offline/judge.py) build
 on this; a judge task and its outcome are the currency between judges and metric code:
 an Outcome carries either an output or an error string, never an exception.
 """

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from typing import Any, Callable
+from typing import Callable
 
-from evalcore.judges.lexical import is_hedge, norm
-from evalcore.judges.ragas_metrics import _base, contexts_of, decompositions, gold_list
+from evalcore.judges.offline.words import is_hedge, norm
+from evalcore.judges.ragas_metrics import _base, decompositions
+from evalcore.judges.request_inputs import contexts_of, gold_list, has_truth
+from evalcore.judges.tasks import get_task
 from evalcore.judges.work import get_work
 from evalcore.metrics.base import Item, Score, ScoringContext
 from evalcore.schemas.labels import AnswerClass, grade_for
@@ -31,94 +33,60 @@ def grade(score_100: float) -> str:
     return grade_for(score_100).value
 
 
-def _expected(q) -> str:
-    parts = []
-    if q.ground_truth:
-        parts.append(f"Expected answer: {q.ground_truth}")
-    if q.expected_keywords:
-        parts.append("Keywords: " + ", ".join(q.expected_keywords))
-    return "\n".join(parts)
+Read = Callable[[dict], "Score | float"]
 
 
-# task -> (inputs builder, needs ground truth, needs contexts)
-BUILDERS: dict[str, tuple[Callable[[Any, Any], dict], bool, bool]] = {
-    "factual_accuracy": (lambda q, r: {"question": q.question, "ground_truth": q.ground_truth or "",
-                                       "answers": gold_list(q), "answer": r.answer or ""}, True, False),
-    "correctness": (lambda q, r: {"question": q.question, "contexts": contexts_of(r), "answer": r.answer or ""},
-                    False, False),
-    "answer_correctness": (lambda q, r: {"question": q.question, "ground_truth": q.ground_truth or "",
-                                         "answers": gold_list(q), "answer": r.answer or ""}, True, False),
-    "plan_scores": (lambda q, r: {"question": q.question, "expected": _expected(q), "answers": gold_list(q),
-                                  "contexts": contexts_of(r), "answer": r.answer or ""}, False, False),
-}
-
-
-def _one_call(task: str, items: list[Item], ctx: ScoringContext, to_score: Callable[[dict, Any, str], Score]):
+def one_call(task: str, items: list[Item], ctx: ScoringContext, read: Read) -> list[Score]:
+    """A metric that asks `task` once per answer: the request is the TaskDef's `inputs`, and
+    `read(output)` turns the judge's reply into the value (a Score or a number); the judge's
+    label and kind lead its details. A failed answer, or a question without the reference
+    the task needs, is not sent."""
     work = get_work(ctx)
     label = work.judge.label(task)
-    build, needs_gt, _ = BUILDERS[task]
-    reqs = [None if r.error or (needs_gt and not (q.ground_truth or "").strip()) else (r.method, q.id, build(q, r))
-            for q, r in items]
-    outs = work.run(task, reqs)
+    defn = get_task(task)
+    if defn.inputs is None:
+        raise ValueError(f"judge task {task!r} has no `inputs`: it cannot back a one-call metric")
+
+    def skip(q, r) -> bool:
+        return bool(r.error) or (defn.needs_ground_truth and not has_truth(q))
+
+    outs = work.run(task, [None if skip(q, r) else (r.method, q.id, defn.inputs(q, r)) for q, r in items])
     scores = []
     for (q, r), o in zip(items, outs):
         if r.error:
             scores.append(Score.nan("target error"))
-        elif needs_gt and not (q.ground_truth or "").strip():
+        elif skip(q, r):
             scores.append(Score.nan("no ground truth"))
         elif o is None or o.output is None:
             scores.append(Score(float("nan"), reason=o.error if o else "no judge output", judge_id=label))
         else:
-            s = to_score(o.output, work, label)
-            scores.append(dataclasses.replace(s, judge_id=label))
+            s = read(o.output)
+            s = s if isinstance(s, Score) else Score(float(s))
+            scores.append(dataclasses.replace(s, details=_base(work, label, **s.details), judge_id=label))
     return scores
 
 
-def _factual(out: dict, work, label: str, as_grade: bool) -> Score:
-    weighted = sum(out[k]["score"] * w for k, w in WEIGHTS.items())
-    g = grade(weighted)
-    details = _base(work, label, score_100=round(weighted, 2), grade=g, weights=WEIGHTS,
-                    **{k: out[k] for k in WEIGHTS}, overall_reasoning=out["overall_reasoning"])
-    return Score(float(GRADE_POINTS[g]) if as_grade else weighted / 100.0, details=details, label=g)
+def factual(as_grade: bool) -> Read:
+    """factual_accuracy: 0.5*correctness + 0.3*completeness + 0.2*consistency (the judge's
+    0-100 parts) / 100; factual_grade: its grade points, A=4 (>=80), B=3, C=2, D=1, E=0 (<20)."""
+    def read(out: dict) -> Score:
+        weighted = sum(out[k]["score"] * w for k, w in WEIGHTS.items())
+        g = grade(weighted)
+        details = dict(score_100=round(weighted, 2), grade=g, weights=WEIGHTS,
+                       **{k: out[k] for k in WEIGHTS}, overall_reasoning=out["overall_reasoning"])
+        return Score(float(GRADE_POINTS[g]) if as_grade else weighted / 100.0, details=details, label=g)
+    return read
 
 
-def factual_accuracy(items, ctx):
-    """0.5*correctness + 0.3*completeness + 0.2*consistency (judge's 0-100 parts) / 100."""
-    return _one_call("factual_accuracy", items, ctx, lambda o, w, l: _factual(o, w, l, False))
-
-
-def factual_grade(items, ctx):
-    """Grade points of factual_accuracy: A=4 (>=80), B=3, C=2, D=1, E=0 (<20)."""
-    return _one_call("factual_accuracy", items, ctx, lambda o, w, l: _factual(o, w, l, True))
-
-
-def _scaled(key: str | None, lo: float, hi: float, normalised: bool):
-    def to_score(out: dict, work, label: str) -> Score:
+def scaled(key: str | None, lo: float, hi: float, normalised: bool) -> Read:
+    """The reply's score (or its part `key`'s) on the judge's lo-hi scale, or its 0-1 copy
+    (native - lo) / (hi - lo); the native score, scale and reason go in details."""
+    def read(out: dict) -> Score:
         part = out[key] if key else out
         native = part["score"]
         value = (native - lo) / (hi - lo) if normalised else native
-        return Score(float(value), details=_base(work, label, native=native, scale=f"{lo:g}-{hi:g}",
-                                                 reason=part.get("reason", "")))
-    return to_score
-
-
-def correctness(items, ctx):
-    return _one_call("correctness", items, ctx, _scaled(None, 0, 5, False))
-
-
-def correctness_norm(items, ctx):
-    return _one_call("correctness", items, ctx, _scaled(None, 0, 5, True))
-
-
-def answer_correctness(items, ctx):
-    return _one_call("answer_correctness", items, ctx, _scaled(None, 0, 1, False))
-
-
-def plan_metric(key: str, normalised: bool):
-    def fn(items, ctx):
-        return _one_call("plan_scores", items, ctx, _scaled(key, 1, 5, normalised))
-    fn.__doc__ = f"Korean plan {key} on 1-5{' normalised to 0-1' if normalised else ''}."
-    return fn
+        return Score(float(value), details=dict(native=native, scale=f"{lo:g}-{hi:g}", reason=part.get("reason", "")))
+    return read
 
 
 def _groundedness(items: list[Item], ctx: ScoringContext, normalised: bool) -> list[Score]:

@@ -70,17 +70,6 @@ def load_prompt(prompt_id: str, version: str = "1", directory: Path | None = Non
                           description=data.get("description", ""))
 
 
-def available_prompts() -> list[tuple[str, str]]:
-    out = []
-    for entry in _prompt_dir().iterdir():
-        name = entry.name
-        if name.endswith(".yaml") and ".v" in name:
-            stem = name[: -len(".yaml")]
-            pid, _, ver = stem.rpartition(".v")
-            out.append((pid, ver))
-    return sorted(out)
-
-
 def fence_token(texts: list[str]) -> str:
     """A delimiter token no data text contains, derived from the data itself."""
     digest = hashlib.sha256(_FENCE_SALT.encode())

@@ -19,30 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from evalcore.judges.lexical import tokens
+from evalcore.judges.offline.words import tokens
+from evalcore.judges.request_inputs import contexts_of, gold_list, has_truth
 from evalcore.judges.work import JudgeWork, get_work
 from evalcore.metrics.base import Item, Score, ScoringContext
-
-
-def contexts_of(r) -> list[str]:
-    return [c.text for c in sorted(r.retrieved, key=lambda c: c.rank) if c.text and c.text.strip()]
 
 
 def _base(work: JudgeWork, label: str, **extra: Any) -> dict[str, Any]:
     d = {"judge": label, "judge_kind": work.judge.kind}
     d.update(extra)
     return d
-
-
-def has_truth(q) -> bool:
-    return bool((q.ground_truth or "").strip())
-
-
-def gold_list(q) -> list[str]:
-    """Every acceptable gold answer (ground truth first, blanks and repeats dropped), sent as
-    the `answers` input: the heuristic judge takes the best match over them, as SQuAD does.
-    LLM prompts do not show it (TaskDef.offline_only), so their requests are unchanged."""
-    return list(dict.fromkeys(a.strip() for a in [q.ground_truth, *q.answers] if a and a.strip()))
 
 
 # ---- the requests, one builder per task (the dry-run estimator uses the same ones) ------------

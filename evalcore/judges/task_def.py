@@ -15,6 +15,7 @@ from typing import Any, Callable
 from pydantic import BaseModel, ValidationError
 
 from evalcore.judges.prompts import RenderedPrompt, render
+from evalcore.schemas import EvalQuestion, EvalResponse
 
 ABSENT = "(absent)"
 
@@ -39,6 +40,13 @@ class TaskDef:
     prompt_dir: Path | None = None
     description: str = ""
     offline_only: tuple[str, ...] = ("answers",)
+    # The request one answer makes, for a metric that asks this task once per answer
+    # (metrics.judged.judged_metric derives its scoring and its dry-run estimate from it);
+    # None: the task is asked by code of its own (claims, reviews, classes).
+    inputs: Callable[[EvalQuestion, EvalResponse], dict[str, Any]] | None = None
+    # The request needs a reference answer: a question without one is not sent (its value is
+    # NaN, "no ground truth") and the metric needs "ground_truth".
+    needs_ground_truth: bool = False
     _schema: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def schema(self) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """Judge tasks: one definition per task, the unit both judge kinds implement.
 
 A task is everything the judge layer needs to know about one kind of question put to a judge,
-kept together so that adding a judged metric means writing one `TaskDef` (plus the metric
-function and its docs page), not editing eight files:
+kept together so that adding a judged metric means writing one `TaskDef` (plus its spec,
+`evalcore.metrics.judged.judged_metric`, and its docs section), not editing eight files:
 
 - `version` of its prompt file, `<name>.v<version>.yaml` (in evalcore/prompts, or a task's
   own `prompt_dir`): the (name, version) pair is part of every stored judge id;
@@ -13,6 +13,8 @@ function and its docs page), not editing eight files:
 - `heuristic(inputs)`, the offline judge's output in the same shape;
 - `output_tokens`, a reply-size estimate for `score --dry-run` (fixed + per listed item);
 - `counts(inputs)`, the `n_*` numbers its prompt quotes;
+- `inputs(question, response)`, the request one answer makes, and `needs_ground_truth`: a
+  metric that asks the task once per answer derives its scoring and estimate from them;
 - `offline_only`, input keys only the heuristic reads (default: `answers`, every acceptable
   gold answer). The prompt never shows them and they do not enter its fence, so an LLM
   judge's prompt, and its cache key, stay exactly what they were without them.

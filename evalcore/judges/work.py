@@ -24,7 +24,7 @@ from typing import Any, Callable
 from evalcore.judges import DEFAULT_JUDGE, Judge, make_judge
 from evalcore.judges.cache import request_key
 from evalcore.judges.client import JudgeTask, LLMJudge, Outcome
-from evalcore.judges.lexical import sentences
+from evalcore.judges.offline.words import sentences
 from evalcore.judges.tasks import get_task, inputs_for
 from evalcore.pricing import token_cost
 from evalcore.schemas import JudgeCall

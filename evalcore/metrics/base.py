@@ -155,7 +155,7 @@ class MetricSpec:
     # between two judges is judged in points as on the original.
     norm_width: float | None = None
     # Where a reader weighs it: (tier, position), tiers IMPORTANCE_TIERS (answer quality,
-    # faithfulness, retrieval); None: after those (analysis/questions.metric_order).
+    # faithfulness, retrieval); None: after those (analysis/question_drilldown.metric_order).
     importance: tuple[int, int] | None = None
     # Position among the key metrics the leaderboard and pages show first; None: not one.
     key_rank: int | None = None

@@ -1,6 +1,10 @@
 """LLM-judged metrics (METRICS.md, LLM-judged). Implementations live in evalcore.judges;
-this module only registers them. Every value carries its judge label (`heuristic:...` for
-the offline judge) and the reason when it is NaN. Docs: docs/metrics/judged.md.
+this module only registers them. A metric that asks one judge task once per answer is
+`judged_metric(name, task, read, ...)`: its scoring, its needs and its dry-run estimate come
+from the task's `TaskDef` (`inputs`, `needs_ground_truth`), so adding one is a TaskDef and
+this call (docs/architecture.md, "A judged metric"). Every value carries its judge label
+(`heuristic:...` for the offline judge) and the reason when it is NaN. Docs:
+docs/metrics/judged.md.
 
 The judge comes from ScoringContext.options["judge"] (spec string or Judge object; default
 the Anthropic judge). `estimate(items, ctx)` gives calls/tokens/cost for `score --dry-run`,
@@ -9,10 +13,13 @@ counting work shared between metrics once per ctx and cache hits as free.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 from evalcore.judges import graded_metrics as g
 from evalcore.judges import ragas_metrics as rg
+from evalcore.judges.request_inputs import contexts_of, gold_list
+from evalcore.judges.tasks import get_task
 from evalcore.judges.work import estimate_calls, guess_claims
 from evalcore.metrics.base import ANSWER_QUALITY, FAITHFULNESS, Item, MetricSpec, RETRIEVAL, ScoringContext
 
@@ -43,15 +50,18 @@ def _questions(q, r):
 
 
 def _single(task: str) -> Plan:
-    build, needs_gt, _ = g.BUILDERS[task]
-    return lambda q, r: [] if needs_gt and not q.ground_truth else [(task, r.method, build(q, r))]
+    """The one request a one-call metric makes per answer (the TaskDef's `inputs`)."""
+    defn = get_task(task)
+    if defn.inputs is None:
+        raise ValueError(f"judge task {task!r} has no `inputs`: it cannot back a one-call metric")
+    return lambda q, r: [] if defn.needs_ground_truth and not q.ground_truth else [(task, r.method, defn.inputs(q, r))]
 
 
 def _grounded(q, r):
     claims = guess_claims(r.answer)
     dec = rg.decompose_request(q, r)
     return ([("decompose", r.method, dec)] if dec is not None else []) + \
-        ([("groundedness", r.method, {"contexts": rg.contexts_of(r), "answer": r.answer, "claims": claims,
+        ([("groundedness", r.method, {"contexts": contexts_of(r), "answer": r.answer, "claims": claims,
                                       "n_citations": len(r.citations)})] if claims else [])
 
 
@@ -59,7 +69,7 @@ def _classes(q, r):
     plan = []
     if q.ground_truth:
         plan.append(("answer_class", r.method, {"question": q.question, "ground_truth": q.ground_truth,
-                                                "answers": rg.gold_list(q), "answer": r.answer or ""}))
+                                                "answers": gold_list(q), "answer": r.answer or ""}))
     return plan
 
 
@@ -79,6 +89,22 @@ def _spec(name, fn, group, needs, plans, description, binary=False, higher=True,
     return MetricSpec(name=name, group=group, compute=fn, needs=frozenset({"judge", *needs}), version=version,
                       description=description, estimate=_estimator(*plans), binary=binary,
                       higher_is_better=higher, error_value=error_value, **kw)
+
+
+def judged_metric(name: str, task: str, read: g.Read, description: str, *, needs=(), group: str = "judged",
+                  **facts) -> MetricSpec:
+    """A metric that asks the registered judge task `task` once per answer and turns each
+    reply into a value with `read(output) -> Score | float`. Its compute and its `score
+    --dry-run` estimate come from the task's `inputs`; it needs a judge, an answer, the
+    ground truth when the task does, and any `needs` given. `facts` are MetricSpec's
+    (scale, importance, key_rank, decides_correct, version, error_value...)."""
+    defn = get_task(task)
+    plan = _single(task)
+    base = {"answer", "ground_truth"} if defn.needs_ground_truth else {"answer"}
+    if "higher_is_better" in facts:  # MetricSpec's own word for _spec's `higher`
+        facts["higher"] = facts.pop("higher_is_better")
+    return _spec(name, partial(g.one_call, task, read=read), group, {*base, *needs}, [plan],
+                 description, **facts)
 
 
 ANS, CTX, GT = "answer", "contexts", "ground_truth"
@@ -102,12 +128,12 @@ SPECS: list[MetricSpec] = [
           "Mean cosine between the question and 3 questions generated from the answer (0-1); "
           "a direct 0-1 judge rating when no question could be generated.", second_stage=rg.questions_stage,
           warm=rg.warm_embedder, key_rank=6),
-    _spec("factual_accuracy", g.factual_accuracy, "judged", {ANS, GT}, [_single("factual_accuracy")],
-          "G-Eval 0.5 correctness + 0.3 completeness + 0.2 consistency, / 100 (0-1).",
-          importance=(ANSWER_QUALITY, 2), key_rank=2),
-    _spec("factual_grade", g.factual_grade, "judged", {ANS, GT}, [_single("factual_accuracy")],
-          "Grade points of factual_accuracy: A=4 ... E=0 (letter in details).",
-          scale="points", importance=(ANSWER_QUALITY, 3)),
+    judged_metric("factual_accuracy", "factual_accuracy", g.factual(as_grade=False),
+                  "G-Eval 0.5 correctness + 0.3 completeness + 0.2 consistency, / 100 (0-1).",
+                  importance=(ANSWER_QUALITY, 2), key_rank=2),
+    judged_metric("factual_grade", "factual_accuracy", g.factual(as_grade=True),
+                  "Grade points of factual_accuracy: A=4 ... E=0 (letter in details).",
+                  scale="points", importance=(ANSWER_QUALITY, 3)),
     _spec("answer_class", g.class_metric(None), "judged", {ANS}, [_classes],
           "1 if the answer is CORRECT, 0 if WRONG or DONT_KNOW (class in details).", version="2",
           scale="class", importance=(ANSWER_QUALITY, 4), decides_correct=1),
@@ -124,17 +150,17 @@ SPECS: list[MetricSpec] = [
           scale="points", importance=(FAITHFULNESS, 1)),
     _spec("groundedness_norm", g.groundedness_norm, "judged", {ANS, CTX}, [_grounded],
           "groundedness / 5.", version="2", norm_width=5.0),
-    _spec("correctness", g.correctness, "judged", {ANS}, [_single("correctness")],
-          "Judge 0-5: does the answer correctly address the question (with contexts).", scale="points"),
-    _spec("correctness_norm", g.correctness_norm, "judged", {ANS}, [_single("correctness")],
-          "correctness / 5.", norm_width=5.0),
-    _spec("answer_correctness", g.answer_correctness, "judged", {ANS, GT}, [_single("answer_correctness")],
-          "Judge 0-1: equivalence in meaning to the expected answer.",
-          importance=(ANSWER_QUALITY, 0), key_rank=1, decides_correct=2),
+    judged_metric("correctness", "correctness", g.scaled(None, 0, 5, False),
+                  "Judge 0-5: does the answer correctly address the question (with contexts).", scale="points"),
+    judged_metric("correctness_norm", "correctness", g.scaled(None, 0, 5, True),
+                  "correctness / 5.", norm_width=5.0),
+    judged_metric("answer_correctness", "answer_correctness", g.scaled(None, 0, 1, False),
+                  "Judge 0-1: equivalence in meaning to the expected answer.",
+                  importance=(ANSWER_QUALITY, 0), key_rank=1, decides_correct=2),
 ]
 for _key in ("correctness", "faithfulness", "completeness"):
-    SPECS.append(_spec(f"judge_{_key}", g.plan_metric(_key, False), "judged", {ANS}, [_single("plan_scores")],
-                       f"Korean plan {_key}, judge 1-5.", error_value=1.0, scale="points",
-                       importance={"correctness": (ANSWER_QUALITY, 5), "faithfulness": (FAITHFULNESS, 2)}.get(_key)))
-    SPECS.append(_spec(f"judge_{_key}_norm", g.plan_metric(_key, True), "judged", {ANS}, [_single("plan_scores")],
-                       f"judge_{_key} normalised: (score - 1) / 4.", norm_width=4.0))
+    SPECS.append(judged_metric(f"judge_{_key}", "plan_scores", g.scaled(_key, 1, 5, False),
+                               f"Korean plan {_key}, judge 1-5.", error_value=1.0, scale="points",
+                               importance={"correctness": (ANSWER_QUALITY, 5), "faithfulness": (FAITHFULNESS, 2)}.get(_key)))
+    SPECS.append(judged_metric(f"judge_{_key}_norm", "plan_scores", g.scaled(_key, 1, 5, True),
+                               f"judge_{_key} normalised: (score - 1) / 4.", norm_width=4.0))

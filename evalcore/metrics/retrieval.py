@@ -29,7 +29,9 @@ MAP_K = 10
 NO_GOLD = "no gold passages"
 
 
-def judged(question: EvalQuestion, response: EvalResponse, use_snippets: bool = True) -> Judgement:
+def match_against_gold(question: EvalQuestion, response: EvalResponse, use_snippets: bool = True) -> Judgement:
+    """The answer's ranking matched against the question's gold passages (no judge involved:
+    "judged" in trec_eval's sense, a relevance vector every ranking metric here scores)."""
     return judge_ranking(question, ranked_chunks(response), use_snippets=use_snippets)
 
 
@@ -154,7 +156,7 @@ def _ranked_metric(fn: Callable[[Judgement], Score]):
         for q, r in items:
             key = (id(q), id(r), use_snippets)
             if key not in cache:
-                cache[key] = (q, r, judged(q, r, use_snippets))  # q, r kept so ids stay unique
+                cache[key] = (q, r, match_against_gold(q, r, use_snippets))  # q, r kept so ids stay unique
             out.append(fn(cache[key][2]))
         return out
 

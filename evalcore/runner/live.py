@@ -30,13 +30,13 @@ from typing import Any, Callable, Iterator
 from evalcore import __version__
 from evalcore.config import EvalConfig
 from evalcore.errors import EvalcoreError
-from evalcore.queries import query_df, run_questions
+from evalcore.queries import run_questions
 from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs, target_clients
-from evalcore.runner.questions import collect_questions
+from evalcore.runner.question_selection import collect_questions
 from evalcore.schemas import EvalQuestion, RunManifest
 from evalcore.schemas.storable import make_storable, storable_note
 from evalcore.secret_urls import MASK
-from evalcore.store import FORMAT_VERSION, RunStore, RunWriter, new_run_id
+from evalcore.store import FORMAT_VERSION, RunStore, RunWriter, new_run_id, query_df
 from evalcore.targets.client import TargetClient
 
 

@@ -38,7 +38,8 @@ import numpy as np
 
 from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import Item, MetricSpec, ScoringContext
-from evalcore.queries import query_df, run_questions
+from evalcore.queries import run_questions
+from evalcore.store import query_df
 from evalcore.scale.ray_session import ray_session
 from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.scoring import (

@@ -74,12 +74,6 @@ def grade_for(score_100: float) -> Grade:
     return Grade.E
 
 
-def grade_sql(expr: str) -> str:
-    """The same banding as grade_for, as a SQL CASE over a 0-100 expression (one definition)."""
-    cases = " ".join(f"WHEN round({expr}, 6) >= {floor} THEN '{letter.value}'" for floor, letter in GRADE_BANDS)
-    return f"CASE WHEN {expr} IS NULL OR isnan({expr}) THEN NULL {cases} ELSE 'E' END"
-
-
 def _verdict_word(value: object, yes: StrEnum, no: StrEnum, yes_words: set[str], no_words: set[str]):
     """A two-way verdict from what a judge wrote: a number/bool (>= 0.5 is yes) or a word."""
     if value is None:

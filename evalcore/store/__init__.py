@@ -4,7 +4,7 @@ store/layout.py says where everything lives and why; writer.py appends part file
 compaction.py folds them into one canonical file per table plus a summary; views.py hands
 readers DuckDB views over the canonical files; runstore.py ties a folder of runs together;
 health.py finds damage, keeps it inside its run, and repairs a lost pointer.
-Import from here: `from evalcore.store import RunStore, open_db`.
+Import from here: `from evalcore.store import RunStore, open_db, query_df`.
 """
 
 from evalcore.store.compaction import Compaction
@@ -22,8 +22,9 @@ from evalcore.store.layout import (
     new_run_id,
 )
 from evalcore.store.runstore import RunStore
-from evalcore.store.views import open_db
+from evalcore.store.views import open_db, query_df
 from evalcore.store.writer import RunWriter
 
 __all__ = ["Compaction", "DEFAULT_ROOT", "FORMAT_VERSION", "RUN_ID_RE", "RunDamaged", "RunStore", "RunWriter",
-           "SHARED_DIR", "STAGING_DIR", "STORE_MARKER", "TRASH_DIR", "check_run_id", "default_root", "new_run_id", "open_db"]
+           "SHARED_DIR", "STAGING_DIR", "STORE_MARKER", "TRASH_DIR", "check_run_id", "default_root", "new_run_id", "open_db",
+           "query_df"]

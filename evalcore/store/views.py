@@ -41,7 +41,7 @@ from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import duckdb
 import pyarrow as pa
@@ -53,6 +53,9 @@ from evalcore.store.layout import RUN_TABLES, RunDamaged, is_legacy, pending_par
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import SUMMARY_TABLES, summary_sql
 from evalcore.tables import ANNOTATIONS_SCHEMA, SCHEMAS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _MANIFEST_SCHEMA = pa.schema([
     ("run_id", pa.string()), ("name", pa.string()), ("kind", pa.string()), ("status", pa.string()),
@@ -256,6 +259,13 @@ def open_db(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duck
             if _IN_USE[id(con)] == 0 and id(con) in _RETIRED:
                 _RETIRED.pop(id(con)).close()
                 del _IN_USE[id(con)]
+
+
+def query_df(store: RunStore, sql: str, params: Any = None, runs: Sequence[str] | None = None) -> pd.DataFrame:
+    """One query over the store's views as a DataFrame, parameters bound (a list for `?`, a
+    dict for `$name`); `runs` restricts the per-run views to those runs (open_db)."""
+    with open_db(store, runs=runs) as con:
+        return con.execute(sql, params if params is not None else []).df()
 
 
 def _retire(key: tuple, con: duckdb.DuckDBPyConnection) -> None:

@@ -102,7 +102,3 @@ def get_path(doc: Any, path: str, default: Any = None) -> Any:
     """The value at `path` in `doc`, or `default` when a step is missing."""
     got = _walk(doc, parse_path(path))
     return default if got is _MISSING else got
-
-
-def has_wildcard(path: str) -> bool:
-    return any(kind == "all" for kind, _ in parse_path(path))

@@ -15,8 +15,9 @@ from evalcore.analysis import annotations as A
 from evalcore.analysis import claim_evidence as CE
 from evalcore.analysis import highlight as HL
 from evalcore.analysis import leaderboard as L
-from evalcore.ui import common, corrected_view
-from evalcore.ui.helpers import judged_by
+from evalcore.ui import corrected_view
+from evalcore.ui import safe_widgets as common
+from evalcore.ui.wording import judged_by
 
 KINDS = list(A.LABELS)
 

@@ -22,8 +22,9 @@ from evalcore.analysis.figures import LABEL_COLOURS, pareto_figure, stacked_figu
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.schemas.labels import GRADE_METRICS, AnswerClass, Grade
-from evalcore.ui import common, diagnosis
-from evalcore.ui.helpers import judged_by
+from evalcore.ui import diagnosis
+from evalcore.ui import safe_widgets as common
+from evalcore.ui.wording import judged_by
 
 GRADES = [g.value for g in Grade]
 # One section at a time: each is what one question needs, and the page draws only its charts.

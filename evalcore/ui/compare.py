@@ -23,8 +23,9 @@ from evalcore.analysis import forest as F
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.analysis import verdict as V
-from evalcore.ui import common, corrected_view, diagnosis, entry
-from evalcore.ui.helpers import diff_text, judges_text, word_diff
+from evalcore.ui import corrected_view, diagnosis, entry
+from evalcore.ui import safe_widgets as common
+from evalcore.ui.wording import diff_text, judges_text, word_diff
 
 OUTCOMES = ["regressed", "improved", "unchanged", "missing"]
 

@@ -19,7 +19,7 @@ from evalcore.analysis import calibration as K
 from evalcore.analysis import corrected as C
 from evalcore.analysis import label_sampling as S
 from evalcore.analysis import label_units as U
-from evalcore.ui import common
+from evalcore.ui import safe_widgets as common
 
 MODES = ["random sample", "queue"]
 RATINGS = [f"{x / 10:.1f}" for x in range(11)]

@@ -11,19 +11,19 @@ import streamlit as st
 
 from evalcore.analysis import failure_modes as FM
 from evalcore.analysis.figures import FAILURE_COLOURS, failure_figure
-from evalcore.ui import common
+from evalcore.ui import safe_widgets
 
 
 def render(picked: list[str], labels: dict[str, str], chart: bool = True) -> None:
     """The failure-mode breakdown of the picked systems, and the questions of one bucket. As a
     stacked bar chart (Charts), or as a coloured table (Compare: no charting library to load
     before the verdict page is complete)."""
-    modes = common.call(FM.failure_modes, tuple(picked))
+    modes = safe_widgets.call(FM.failure_modes, tuple(picked))
     st.subheader("Where the wrong answers come from")
     if modes.empty:
-        common.empty_state("No diagnosable answers.", "Score correctness, retrieval and faithfulness metrics.")
+        safe_widgets.empty_state("No diagnosable answers.", "Score correctness, retrieval and faithfulness metrics.")
         return
-    names = common.short_labels(picked, labels)
+    names = safe_widgets.short_labels(picked, labels)
     shown = modes.assign(system=modes.system.map(lambda k: names.get(k, k)))
     if not chart:
         _table(shown)
@@ -46,24 +46,24 @@ def _table(shown: pd.DataFrame) -> None:
     colours = {b: FAILURE_COLOURS[b] for b in wide.index}
     styled = cells.reset_index().style.apply(
         lambda row: [f"background-color: {colours[row['bucket']]}55"] * len(row), axis=1)
-    common.dataframe(styled, hide_index=True, width="stretch",
+    safe_widgets.dataframe(styled, hide_index=True, width="stretch",
                  column_config={"bucket": st.column_config.TextColumn("diagnosis")})
 
 
 def _chart(shown: pd.DataFrame, n_systems: int) -> None:
     fig = failure_figure(shown, n_systems)
-    st.plotly_chart(common.inert_figure(fig), key="failure_modes")
+    st.plotly_chart(safe_widgets.inert_figure(fig), key="failure_modes")
 
 
 def _bucket_questions(picked: list[str], names: dict[str, str]) -> None:
     c1, c2 = st.columns(2)
-    key = common.url_select("System", picked, "fs", format_func=lambda k: names.get(k, k), container=c1)
-    bucket = common.url_select("Diagnosis", [b for b in FM.BUCKETS if b != "correct"] + ["correct"], "fm",
+    key = safe_widgets.url_select("System", picked, "fs", format_func=lambda k: names.get(k, k), container=c1)
+    bucket = safe_widgets.url_select("Diagnosis", [b for b in FM.BUCKETS if b != "correct"] + ["correct"], "fm",
                                container=c2)
-    qids = common.call(FM.questions_in_bucket, key, bucket)
+    qids = safe_widgets.call(FM.questions_in_bucket, key, bucket)
     st.text(f"{len(qids)} questions: {bucket}")
     if qids:
         run, _, method = key.partition(":")
-        common.dataframe(pd.DataFrame({"question_id": qids, "open": [
+        safe_widgets.dataframe(pd.DataFrame({"question_id": qids, "open": [
             "questions?" + urlencode({"run": run, "method": method, "qid": q}) for q in qids]}),
             hide_index=True, height=200, column_config={"open": st.column_config.LinkColumn("open", display_text="open")})

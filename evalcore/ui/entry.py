@@ -28,7 +28,7 @@ import streamlit as st
 HERE = Path(__file__).resolve().parent
 
 # `streamlit run evalcore/ui/entry.py` puts this folder on sys.path, which would make our
-# modules importable as top-level `data`, `common`, `charts`... and shadow anything of
+# modules importable as top-level `data`, `charts`, `wording`... and shadow anything of
 # those names. The package is imported as `evalcore.ui`, so the folder is not needed there.
 if str(HERE) in sys.path:
     sys.path.remove(str(HERE))

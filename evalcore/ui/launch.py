@@ -19,7 +19,8 @@ from evalcore.analysis import catalog
 from evalcore.analysis import progress as P
 from evalcore.store.jobs import save_upload
 from evalcore.targets.offered import offered_methods
-from evalcore.ui import common, entry, jobs
+from evalcore.ui import entry, jobs
+from evalcore.ui import safe_widgets as common
 
 JUDGES = ["(default)", "heuristic", "anthropic", "openai", "(no judge)", "(collect only, no scoring)"]
 DEMO_METHODS = "basic_search,local_search,llm_with_context"

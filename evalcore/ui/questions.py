@@ -21,9 +21,9 @@ from evalcore.analysis import judge_labels as JL
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.analysis import question_story as QS
-from evalcore.analysis import questions as Qn
-from evalcore.ui import common
-from evalcore.ui.helpers import judged_by
+from evalcore.analysis import question_drilldown as Qn
+from evalcore.ui import safe_widgets as common
+from evalcore.ui.wording import judged_by
 
 VIEWS = {"question": "one question, methods side by side", "grid": "grid: questions x methods",
          "list": "list of answers"}

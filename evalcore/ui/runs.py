@@ -9,7 +9,7 @@ import streamlit as st
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis.damage import damaged_runs
 from evalcore.analysis.judge_labels import full_judge_ids, short_judge_label
-from evalcore.ui import common, corrected_view, entry
+from evalcore.ui import corrected_view, entry, safe_widgets
 
 SORTABLE = ["weighted_score", "weighted_score_ci_low", "created_at", "n", "error_rate", "cost_per_query_usd",
             "latency_p50_ms", "name", "method"]
@@ -111,7 +111,7 @@ def _judge_details(board) -> None:
 def _damaged() -> None:
     """Runs the store left out because a file of theirs cannot be read: listed apart, each with
     its one-line reason as plain text (names and paths are data, never markdown)."""
-    damaged = common.call(damaged_runs)
+    damaged = safe_widgets.call(damaged_runs)
     if damaged.empty:
         return
     st.subheader(f"Damaged runs ({len(damaged)}), left out below")
@@ -137,37 +137,37 @@ def _styled(df, grey: bool):
 
 
 def render() -> None:
-    common.header("Runs", "Every run and method in the store, ranked. Means are over scored questions.")
-    all_metrics = common.call(L.metric_names)
+    safe_widgets.header("Runs", "Every run and method in the store, ranked. Means are over scored questions.")
+    all_metrics = safe_widgets.call(L.metric_names)
     _damaged()
-    if common.call(L.run_list).empty:
-        common.empty_state("The store has no runs yet.",
+    if safe_widgets.call(L.run_list).empty:
+        safe_widgets.empty_state("The store has no runs yet.",
                            "Start one on the Launch page, or run `evalcore import --example`.")
         return
-    datasets = common.call(L.datasets)
+    datasets = safe_widgets.call(L.datasets)
     choices = [*datasets.key, ALL]
     names = {**dict(zip(datasets.key, datasets.name)), ALL: ALL}
     runs_per = dict(zip(datasets.key, datasets.n_runs))
-    dataset = common.url_select("Dataset (only runs of one dataset are ranked together)", choices, "ds",
+    dataset = safe_widgets.url_select("Dataset (only runs of one dataset are ranked together)", choices, "ds",
                                 format_func=lambda k: k if k == ALL else f"{names[k]}  ({runs_per[k]} runs, {k[:12]})")
     if dataset == ALL:
         st.warning("Runs of different datasets are listed together: their scores are not comparable.")
     c1, c2, c3 = st.columns([2, 2, 3])
-    search = common.url_text("Search (name, run id, method, dataset)", "q", container=c1)
-    statuses = common.url_multi("Status", STATUSES, "status", container=c2)
+    search = safe_widgets.url_text("Search (name, run id, method, dataset)", "q", container=c1)
+    statuses = safe_widgets.url_multi("Status", STATUSES, "status", container=c2)
     defaults = [m for m in L.key_metric_names() if m in all_metrics and m != "weighted_score"][:N_DEFAULT_METRICS]
-    metrics = common.url_multi("Metric columns", [m for m in all_metrics if m != "weighted_score"], "cols",
+    metrics = safe_widgets.url_multi("Metric columns", [m for m in all_metrics if m != "weighted_score"], "cols",
                                default=defaults, container=c3)
     c4, c5, c6 = st.columns([2, 1, 3])
-    sort_by = common.url_select("Sort by", SORTABLE + metrics, "sort", container=c4)
-    order = common.url_select("Order", ["descending", "ascending"], "order", container=c5)
-    more = common.url_multi("More columns", list(MORE_COLUMNS), "more", format_func=MORE_COLUMNS.get,
+    sort_by = safe_widgets.url_select("Sort by", SORTABLE + metrics, "sort", container=c4)
+    order = safe_widgets.url_select("Order", ["descending", "ascending"], "order", container=c5)
+    more = safe_widgets.url_multi("More columns", list(MORE_COLUMNS), "more", format_func=MORE_COLUMNS.get,
                             container=c6)
 
-    board = common.call(L.leaderboard, tuple(metrics), search=search or None, statuses=tuple(statuses) or None,
+    board = safe_widgets.call(L.leaderboard, tuple(metrics), search=search or None, statuses=tuple(statuses) or None,
                         dataset=None if dataset == ALL else dataset)
     if board.empty:
-        common.empty_state("No run matches these filters.", "Clear the search or the status filter.")
+        safe_widgets.empty_state("No run matches these filters.", "Clear the search or the status filter.")
         return
     if sort_by in board.columns:  # ranked systems stay above the unranked, whatever the sort
         board = L.ranked_order(board, sort_by, ascending=order == "ascending")
@@ -188,7 +188,7 @@ def render() -> None:
         for row in flagged.itertuples(index=False):  # the flag in full (the column is narrow)
             st.text(f"{row.name} / {row.method}: {row.failure_flag}")
     if not ranked.empty:
-        common.show_table(_visible(ranked), "leaderboard", column_config=col_cfg,
+        safe_widgets.show_table(_visible(ranked), "leaderboard", column_config=col_cfg,
                           column_order=_shown_columns(ranked, metrics, more),
                           style=lambda df: _styled(df, grey=False))
     if not unranked.empty:
@@ -197,7 +197,7 @@ def render() -> None:
                    "so these systems are listed apart, in grey, and never ranked above the others.")
         shown = _visible(unranked)
         shown.insert(0, "not ranked", unranked["rank_note"].to_numpy())
-        common.show_table(shown, "leaderboard_unranked", column_config=col_cfg,
+        safe_widgets.show_table(shown, "leaderboard_unranked", column_config=col_cfg,
                           column_order=_shown_columns(unranked, metrics, more, ranked=False),
                           style=lambda df: _styled(df, grey=True))
     _judge_details(board)

@@ -23,7 +23,7 @@ from evalcore.analysis import annotations as A  # noqa: E402
 from evalcore.analysis import corrected as C  # noqa: E402
 from evalcore.analysis import label_sampling as S  # noqa: E402
 from evalcore.analysis import label_units as U  # noqa: E402
-from evalcore.queries import query_df  # noqa: E402
+from evalcore.store import query_df  # noqa: E402
 from evalcore.schemas import Annotation  # noqa: E402
 
 METHODS = ("local_search", "basic_search")

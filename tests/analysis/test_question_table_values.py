@@ -1,8 +1,8 @@
 """question_table reads only the metric values of the rows it shows (by their question-id range),
 and they are the stored values of exactly those rows."""
 
-from evalcore.analysis import questions as Qn
-from evalcore.analysis.sql import df
+from evalcore.analysis import question_drilldown as Qn
+from evalcore.store import query_df
 from evalcore.demo.synthetic import build_store
 
 
@@ -13,7 +13,7 @@ def test_limited_rows_carry_their_own_stored_values(tmp_path):
     for f in (Qn.QuestionFilter(run_id=run), Qn.QuestionFilter(run_id=run, text="q0001")):
         table = Qn.question_table(store, f, metrics, limit=7)
         assert 0 < len(table) <= 7 and all(m in table.columns for m in metrics)
-        stored = df(store, "SELECT question_id, method, metric, value FROM metrics WHERE run_id = $r",
+        stored = query_df(store, "SELECT question_id, method, metric, value FROM metrics WHERE run_id = $r",
                     {"r": run}, runs=[run])
         for row in table.itertuples(index=False):
             for m in metrics:

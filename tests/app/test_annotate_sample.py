@@ -15,7 +15,7 @@ requires("ppi_py", "the labels extra: prediction-powered inference")
 from evalcore.analysis import annotations as A  # noqa: E402
 from evalcore.analysis import label_sampling as S  # noqa: E402
 from evalcore.analysis import label_units as U  # noqa: E402
-from evalcore.queries import query_df  # noqa: E402
+from evalcore.store import query_df  # noqa: E402
 from tests.app.test_pages import texts  # noqa: E402
 
 METHODS = ("local_search", "basic_search")

@@ -9,7 +9,7 @@ import time
 from evalcore.ui import jobs
 from evalcore.schemas.labels import ContextVerdict, context_verdict
 from evalcore.stats.agreement import agreement_rate, cohen_kappa
-from evalcore.ui.helpers import diff_text, word_diff
+from evalcore.ui.wording import diff_text, word_diff
 
 
 def test_chart_fronts_use_the_one_pareto_rule():
@@ -23,8 +23,8 @@ def test_chart_fronts_use_the_one_pareto_rule():
     # 0.7@2 is dominated by 0.8@1; 0.85@3 by 0.9@3; a point with no quality cannot be placed
     out = front_2d(points, "cost")
     assert out["system"].tolist() == list("abcd") and out["front"].tolist() == [True, True, False, False]
-    import evalcore.ui.helpers as helpers
-    assert not hasattr(helpers, "pareto_mask")
+    import evalcore.ui.wording as wording
+    assert not hasattr(wording, "pareto_mask")
 
 
 def test_cohen_kappa_known_values():
@@ -120,7 +120,7 @@ def test_app_command_binds_localhost_and_finds_the_entry():
 
 
 def test_short_system_labels_stay_unambiguous():
-    from evalcore.ui.helpers import short_system_labels
+    from evalcore.ui.wording import short_system_labels
 
     one_run = short_system_labels(["r1:basic", "r1:local"], {"r1": "demo"})
     assert one_run == {"r1:basic": "basic", "r1:local": "local"}

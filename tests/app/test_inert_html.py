@@ -1,4 +1,4 @@
-"""The one escaping helper for highlighted untrusted text (evalcore.ui.common.inert_html).
+"""The one escaping helper for highlighted untrusted text (evalcore.ui.safe_widgets.inert_html).
 
 Hostile strings must come out as exactly their characters: no tag, attribute, Markdown link or
 image, code span, LaTeX, Streamlit directive or autolink survives, bidi controls cannot reorder
@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from evalcore.ui.common import MARK_CLASSES, inert_html
+from evalcore.ui.safe_widgets import MARK_CLASSES, inert_html
 
 HOSTILE = [
     "<script>alert('x')</script>",

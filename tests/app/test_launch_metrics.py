@@ -9,8 +9,7 @@ import pytest
 
 from evalcore.demo import questions_path
 from evalcore.metrics.registry import groups
-from evalcore.queries import query_df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 from evalcore.ui import jobs
 
 

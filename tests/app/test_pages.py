@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.analysis.questions import question_detail
+from evalcore.analysis.question_drilldown import question_detail
 from evalcore.ui.entry import PAGES as ENTRY_PAGES
 from tests.app.claims_store import claims_store
 
@@ -83,7 +83,7 @@ def test_leaderboard_columns_read_system_then_quality_then_cost(make_app):
 def test_leaderboard_means_match_the_store_views(app_store):
     """The run summaries written at compaction agree with a direct query on the metric rows."""
     from evalcore.analysis.leaderboard import leaderboard
-    from evalcore.queries import query_df
+    from evalcore.store import query_df
 
     board = leaderboard(app_store, ("faithfulness",))
     direct = query_df(app_store, """SELECT run_id, method, avg(value) AS m FROM metrics
@@ -201,7 +201,7 @@ def test_questions_grid_colours_and_opens_a_row(make_app, app_store):
 
 
 def test_questions_filter_unsupported_claims_and_sort_by_delta(make_app, app_store):
-    from evalcore.analysis.questions import question_deltas, questions_with_unsupported_claims
+    from evalcore.analysis.question_drilldown import question_deltas, questions_with_unsupported_claims
 
     run = synthetic_runs(app_store)[0]
     at = make_app("questions", run=run, view="list", verdict="answers with an unsupported claim")
@@ -397,7 +397,7 @@ def test_annotate_queue_keyboard_flow_appends_and_reports_agreement(make_app, ap
     assert claim.n == 2 and claim.agreement_rate == 0.5 and claim.ci_low < 0.5 < claim.ci_high
     next(b for b in at.button if b.label == "Undo").click().run()
     assert _progress(at) == (1, before + 1, total)
-    from evalcore.queries import query_df
+    from evalcore.store import query_df
 
     rows = query_df(app_store, 'SELECT who, label, judge_label FROM annotations WHERE run_id = ? ORDER BY "when"', [run])
     assert len(rows) == 3 and set(rows.who) == {"alice"} and rows.label.iloc[-1] == "(retracted)"
@@ -414,7 +414,7 @@ def test_annotate_opens_on_a_run_with_verdicts(make_app, app_store):
 def test_annotating_a_claim_shows_the_contexts_the_judge_saw(make_app, app_store):
     import json
 
-    from evalcore.queries import query_df
+    from evalcore.store import query_df
 
     run = synthetic_runs(app_store)[1]
     at = make_app("annotate", run=run, kind="claim", who="alice")

@@ -8,7 +8,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from evalcore.judges.heuristic import HeuristicJudge, run_task
+from evalcore.judges.offline.judge import HeuristicJudge, run_task
 from evalcore.judges.tasks import build_prompt
 from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.judged import SPECS

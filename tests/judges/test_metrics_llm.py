@@ -6,9 +6,8 @@ import pytest
 
 from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.judged import SPECS
-from evalcore.queries import query_df
 from evalcore.schemas import EvalResponse, RunManifest
-from evalcore.store import FORMAT_VERSION
+from evalcore.store import FORMAT_VERSION, query_df
 
 from .conftest import good_judge, paris_item
 

@@ -6,7 +6,7 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from evalcore.analysis.annotations import human_agreement
+from evalcore.analysis.annotations import agreement
 from evalcore.judges.reliability import disagree
 from evalcore.spot_check import spot_check
 from evalcore.stats.agreement import cohen_kappa
@@ -79,7 +79,7 @@ def test_spot_check_against_a_second_llm_judge(anthropic_env, store):
     assert out["disagreement_rate"] is not None
     manifest = store.manifest("r1")
     assert manifest.config["judge_reliability"][-1]["seed"] == 7
-    from evalcore.queries import query_df
+    from evalcore.store import query_df
 
     vals = query_df(store, "SELECT * FROM metrics WHERE metric = 'judge_disagreement'")
     assert len(vals) == 3 and vals.judge_id.str.startswith("anthropic:").all()
@@ -88,18 +88,17 @@ def test_spot_check_against_a_second_llm_judge(anthropic_env, store):
     assert first.judge_id.str.startswith("heuristic:").all()
 
 
-def test_human_agreement(store):
+def test_judge_human_agreement(store):
     _scored_run(store, n=2)
     anns = [Annotation(annotation_id=f"a{i}", who="rev", run_id="r1", method="m", question_id=f"q{i}",
                        target_kind="answer_class", target_ref="answer", judge_label=j, label=h)
             for i, (j, h) in enumerate([("CORRECT", "correct"), ("WRONG", "WRONG"), ("CORRECT", "WRONG"),
                                         ("WRONG", "WRONG")])]
     store.append_annotations(anns)
-    res = human_agreement(store, "r1")
-    assert res["n"] == 4 and res["agreement"] == 0.75
-    assert res["kappa"] == pytest.approx(cohen_kappa(["c", "w", "c", "w"], ["c", "w", "w", "w"]))
-    assert res["by_kind"]["answer_class"]["n"] == 4
-    assert human_agreement(store, "other-run")["n"] == 0
+    res = agreement(store, "r1").set_index("target_kind").loc["answer_class"]
+    assert res["n"] == 4 and res["agreement_rate"] == 0.75
+    assert res["cohen_kappa"] == pytest.approx(cohen_kappa(["c", "w", "c", "w"], ["c", "w", "w", "w"]))
+    assert agreement(store, "other-run").empty
 
 
 def test_rejudge_cli(store):

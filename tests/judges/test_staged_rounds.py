@@ -3,7 +3,7 @@ are in: no barrier waiting for the slowest first reply of the chunk."""
 
 import asyncio
 
-from evalcore.judges.heuristic import HeuristicJudge
+from evalcore.judges.offline.judge import HeuristicJudge
 from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.judged import SPECS
 from evalcore.scoring import _judge_rounds

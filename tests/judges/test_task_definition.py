@@ -16,10 +16,9 @@ from evalcore.judges.tasks import TaskDef, get_task, register, unregister
 from evalcore.judges.work import estimate_calls, get_work
 from evalcore.metrics.base import MetricSpec, Score
 from evalcore.metrics.registry import register_metric, unregister_metric
-from evalcore.queries import query_df
 from evalcore.schemas import RunManifest
 from evalcore.scoring import score_run
-from evalcore.store import FORMAT_VERSION
+from evalcore.store import FORMAT_VERSION, query_df
 
 from .conftest import fence_of, paris_item
 

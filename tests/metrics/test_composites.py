@@ -9,7 +9,7 @@ from evalcore.errors import EvalcoreError
 from evalcore.importer import import_recorded
 from evalcore.metrics.composites import (BUDGETS, SPECS, budget_score, combine, objective_means,
                                          objective_values, resolve_budgets, weighted)
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.schemas import MetricValue
 from evalcore.scoring import score_run
 

@@ -14,7 +14,7 @@ from evalcore.errors import EvalcoreError
 from evalcore.importer import import_recorded
 from evalcore.metrics.abstention import detect_dont_know
 from evalcore.metrics.options import check_options, parse_option
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.schemas import EvalResponse
 from evalcore.scoring import score_run
 

@@ -19,7 +19,7 @@ from evalcore.datasets import load_questions
 from evalcore.importer import import_recorded
 from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.registry import METRICS
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.scoring import score_run
 

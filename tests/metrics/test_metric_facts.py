@@ -13,7 +13,7 @@ import pytest
 
 from evalcore.analysis.correctness import classify, correct_metrics
 from evalcore.analysis.leaderboard import key_metric_names
-from evalcore.analysis.questions import key_metrics, metric_order
+from evalcore.analysis.question_drilldown import key_metrics, metric_order
 from evalcore.judges.reliability import category, disagree
 from evalcore.metrics.base import ANSWER_QUALITY, FAITHFULNESS, MetricSpec, Score, per_item
 from evalcore.metrics.registry import METRICS, register_metric, unregister_metric
@@ -95,12 +95,12 @@ def test_the_registry_imports_its_modules_explicitly():
 
 
 def test_the_synthetic_store_takes_groups_and_judges_from_the_registry(tmp_path):
-    from evalcore.analysis.sql import df
+    from evalcore.store import query_df
     from evalcore.demo.synthetic import build_store
 
     store = build_store(tmp_path / "runs", n_runs=1, n_questions=4)
 
-    rows = df(store, "SELECT DISTINCT metric, \"group\", judge_id IS NOT NULL AS judged FROM metrics")
+    rows = query_df(store, "SELECT DISTINCT metric, \"group\", judge_id IS NOT NULL AS judged FROM metrics")
     assert len(rows)
     for metric, group, judged in rows.itertuples(index=False):
         spec = METRICS[metric]

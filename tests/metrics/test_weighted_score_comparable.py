@@ -13,7 +13,7 @@ import math
 import pytest
 
 from evalcore.importer import import_recorded
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.scoring import score_run
 
 # (question id, question, ground truth)

@@ -23,9 +23,8 @@ import pytest
 from pathlib import Path
 
 from evalcore.importer import import_recorded
-from evalcore.queries import query_df
 from evalcore.scoring import score_run
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 N_IMPORT = 400        # records per imported file (2 methods x 200 questions)
 N_LIVE_BATCHES = 40   # live run: batches of 5 responses, each followed by a manifest update
@@ -45,7 +44,7 @@ WORKER = textwrap.dedent("""
     if mode == "reader":
         import glob
         import pyarrow.parquet as pq
-        from evalcore.queries import open_db
+        from evalcore.store import open_db
     import os
     Path(f"{go}.{os.getpid()}.ready").touch()
     while not go.exists():

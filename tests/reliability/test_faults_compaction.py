@@ -11,9 +11,8 @@ import sys
 import textwrap
 import time
 
-from evalcore.queries import query_df
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
-from evalcore.store import FORMAT_VERSION, RunStore
+from evalcore.store import FORMAT_VERSION, RunStore, query_df
 
 N_Q, N_PARTS, TRIALS = 400, 12, 8
 # where each trial's kill lands: after this fraction of the compaction's durable steps (1.0:

@@ -24,8 +24,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
-from evalcore.queries import query_df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 from .servers import Fault, ScriptedServer, rag_answer
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from evalcore.config import EvalConfig
-from evalcore.queries import query_df, run_responses
+from evalcore.queries import run_responses
 from evalcore.runner import run_evaluation
 
 from .servers import Fault, ScriptedServer, rag_answer

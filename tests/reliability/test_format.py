@@ -24,7 +24,7 @@ from evalcore.cli.main import app
 from evalcore.errors import StoreError
 from evalcore.analysis.leaderboard import runs_overview
 from evalcore.analysis.results import wide_results
-from evalcore.queries import open_db
+from evalcore.store import open_db
 from evalcore.schemas import EvalResponse, RunManifest
 from evalcore.store import FORMAT_VERSION, RunStore
 

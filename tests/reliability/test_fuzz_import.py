@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from evalcore.errors import EvalcoreError, InputError
 from evalcore.importer import import_recorded, parse_recorded
-from evalcore.queries import query_df, run_questions, run_responses
-from evalcore.store import RunStore
+from evalcore.queries import run_questions, run_responses
+from evalcore.store import RunStore, query_df
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -23,10 +23,9 @@ from typer.testing import CliRunner
 from evalcore.cli.main import app
 from evalcore.judges import make_judge
 from evalcore.judges.client import JudgeTask
-from evalcore.queries import query_df
 from evalcore.schemas import RunManifest, TokenUsage
 from evalcore.scoring import score_run
-from evalcore.store import FORMAT_VERSION
+from evalcore.store import FORMAT_VERSION, query_df
 from tests.judges.conftest import fence_of, good_judge, paris_item, scripted_llm, task_of
 
 GOOD = '{"label": "CORRECT", "reason": "same fact"}'

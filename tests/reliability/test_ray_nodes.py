@@ -24,8 +24,7 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.errors import EvalcoreError
-from evalcore.queries import query_df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 N_QUESTIONS = 150
 METHODS = ("a", "b")

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalcore.queries import query_df
 from evalcore.schemas import EvalQuestion, EvalResponse, RetrievedChunk, RunManifest
-from evalcore.store import FORMAT_VERSION
+from evalcore.store import FORMAT_VERSION, query_df
 
 QUESTIONS = [("Which city is the capital of France?", "Paris is the capital of France.", "Lyon is the capital."),
              ("Which river flows through Paris?", "The Seine flows through Paris.", "The Rhone flows there."),

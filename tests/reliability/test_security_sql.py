@@ -16,13 +16,13 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.errors import EvalcoreError
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.schemas import EvalQuestion
 from evalcore.analysis import annotations as DA
 from evalcore.analysis import compare as DCMP
 from evalcore.analysis import distributions as DC
 from evalcore.analysis import leaderboard as L
-from evalcore.analysis import questions as Qn
+from evalcore.analysis import question_drilldown as Qn
 from evalcore.analysis import sql as SQ
 from evalcore.demo.synthetic import write_run
 

@@ -37,7 +37,7 @@ def _answers(path) -> None:
 def test_semantic_scoring_passes_beside_a_cpu_hog(tmp_path):
     for name in ("torch", "transformers", "sentence_transformers"):
         requires(name, "needs the 'semantic' extra")
-    from evalcore.queries import query_df
+    from evalcore.store import query_df
     from evalcore.store import RunStore
 
     _answers(tmp_path / "answers.jsonl")

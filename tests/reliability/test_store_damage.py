@@ -26,9 +26,8 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.errors import StoreError
-from evalcore.queries import query_df
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
-from evalcore.store import FORMAT_VERSION, RunStore, open_db
+from evalcore.store import FORMAT_VERSION, RunStore, open_db, query_df
 from evalcore.store.layout import RunDamaged
 
 runner = CliRunner()

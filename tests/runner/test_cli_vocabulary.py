@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from evalcore.cli import main
 from evalcore.cli.main import COMMANDS, app, commands_of
 from evalcore.demo import questions_path
-from evalcore.queries import query_df
+from evalcore.store import query_df
 
 runner = CliRunner()
 

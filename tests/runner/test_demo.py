@@ -9,7 +9,8 @@ from evalcore.config import EvalConfig
 from evalcore.datasets import load_questions
 from evalcore.demo import METHODS, questions_path
 from evalcore.demo.corpus import default_corpus
-from evalcore.queries import query_df, run_responses
+from evalcore.queries import run_responses
+from evalcore.store import query_df
 from evalcore.runner import run_evaluation
 
 

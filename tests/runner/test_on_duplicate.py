@@ -13,7 +13,7 @@ from evalcore.config import EvalConfig, load_config
 from evalcore.errors import DuplicateIdsDropped, EvalcoreError, InputError
 from evalcore.queries import run_questions
 from evalcore.runner import resume_run
-from evalcore.runner.questions import collect_questions
+from evalcore.runner.question_selection import collect_questions
 
 runner = CliRunner()
 DROPPED = [{"id": "q1", "record": 3, "kept_record": 1}]

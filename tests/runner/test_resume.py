@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-from evalcore.queries import query_df
 from evalcore.runner import resume_run
 from evalcore.store import RunStore
 

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from evalcore.cli.main import app
 from evalcore.demo import questions_path
 from evalcore.metrics.registry import groups
-from evalcore.queries import query_df
+from evalcore.store import query_df
 
 runner = CliRunner()
 

@@ -15,8 +15,7 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.errors import EvalcoreError
-from evalcore.queries import query_df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 from tests.judges.conftest import anthropic_env, llm_server  # noqa: F401,E402  (fixtures)
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from evalcore.importer import import_recorded
-from evalcore.queries import query_df
+from evalcore.store import query_df
 from evalcore.scoring import score_run
 
 TOL = 1e-4

@@ -14,7 +14,7 @@ def test_bertscore_layer_flag_reaches_the_metric(tmp_path):
     res = runner.invoke(app, ["--store", root, "score", "latest", "--metrics", "bert_score_f1",
                               "--bertscore-layer", "3", "--no-progress"])
     assert res.exit_code == 0, res.output
-    from evalcore.queries import query_df
+    from evalcore.store import query_df
     from evalcore.store import RunStore
 
     details = query_df(RunStore(root), "SELECT details FROM metrics WHERE metric = 'bert_score_f1' "

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from evalcore.analysis.sql import df
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df
 
 
 @dataclass(frozen=True)
@@ -31,7 +30,7 @@ def question_table(store: RunStore, f: QuestionFilter, show_metrics: tuple[str, 
                    limit: int = 5000) -> pd.DataFrame:
     """Rows (question, method) passing the filters, with the chosen metrics as columns."""
     runs = [f.run_id]
-    rows = df(store, """
+    rows = query_df(store, """
         SELECT q.question_id, r.method, q.category, q.question_type, q.question,
                left(r.answer, 160) AS answer, r.latency_ms, r.error
         FROM questions q JOIN responses r ON r.run_id = q.run_id AND r.question_id = q.question_id
@@ -53,7 +52,7 @@ def question_table(store: RunStore, f: QuestionFilter, show_metrics: tuple[str, 
         return rows
     # only the values of the rows shown: they are sorted by question_id, so the id range bounds them
     # (a run of 100,000 questions would otherwise pivot every value of the run for 5,000 rows)
-    values = df(store, """SELECT question_id, method, metric, any_value(value) AS value FROM metrics
+    values = query_df(store, """SELECT question_id, method, metric, any_value(value) AS value FROM metrics
                           WHERE run_id = $run AND list_contains($m, metric)
                             AND question_id BETWEEN $first AND $last
                             AND ($methods IS NULL OR list_contains($methods, method))
@@ -75,21 +74,21 @@ def question_detail(store: RunStore, run_id: str, question_id: str) -> dict[str,
     p = {"run": run_id, "q": question_id}
     runs = [run_id]
     return {
-        "question": df(store, "SELECT * EXCLUDE (written_at) FROM questions WHERE run_id = $run AND question_id = $q",
+        "question": query_df(store, "SELECT * EXCLUDE (written_at) FROM questions WHERE run_id = $run AND question_id = $q",
                        p, runs),
-        "responses": df(store, """SELECT method, answer, abstained, latency_ms, input_tokens, output_tokens,
+        "responses": query_df(store, """SELECT method, answer, abstained, latency_ms, input_tokens, output_tokens,
                                          cost_usd, error, error_kind, record
                                   FROM responses WHERE run_id = $run AND question_id = $q ORDER BY method""", p, runs),
-        "metrics": df(store, """SELECT method, metric, "group", value, label, reason, judge_id, version, details
+        "metrics": query_df(store, """SELECT method, metric, "group", value, label, reason, judge_id, version, details
                                 FROM metrics WHERE run_id = $run AND question_id = $q
                                 ORDER BY method, "group", metric""", p, runs),
-        "claims": df(store, """SELECT method, metric, source, idx, text, verdict, reason, judge_id
+        "claims": query_df(store, """SELECT method, metric, source, idx, text, verdict, reason, judge_id
                                FROM claims WHERE run_id = $run AND question_id = $q
                                ORDER BY method, metric, source, idx""", p, runs),
-        "contexts": df(store, """SELECT method, metric, rank, verdict, score, reason, judge_id
+        "contexts": query_df(store, """SELECT method, metric, rank, verdict, score, reason, judge_id
                                  FROM context_verdicts WHERE run_id = $run AND question_id = $q
                                  ORDER BY method, metric, rank""", p, runs),
-        "judge_calls": df(store, """SELECT method, purpose, judge_id, request, response_raw, parsed, error,
+        "judge_calls": query_df(store, """SELECT method, purpose, judge_id, request, response_raw, parsed, error,
                                            input_tokens, output_tokens, cost_usd, latency_ms, cache_hit
                                     FROM judge_calls WHERE run_id = $run AND question_id = $q
                                     ORDER BY method, purpose""", p, runs),
@@ -144,12 +143,12 @@ def readable_details(details: str | None) -> list[tuple[str, str]]:
 def grid(store: RunStore, run_id: str, metric: str, methods: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Questions x methods of one run, each cell the metric's value (NaN: not scored), plus the
     question text and `spread` (max - min across methods; 0 when the systems agree)."""
-    values = df(store, """
+    values = query_df(store, """
         SELECT m.question_id, m.method, CASE WHEN isnan(m.value) THEN NULL ELSE m.value END AS value
         FROM metrics m WHERE m.run_id = $run AND m.metric = $metric
           AND ($methods IS NULL OR list_contains($methods, m.method))""",
                 {"run": run_id, "metric": metric, "methods": list(methods) if methods else None}, runs=[run_id])
-    texts = df(store, "SELECT question_id, question FROM questions WHERE run_id = $run", {"run": run_id}, runs=[run_id])
+    texts = query_df(store, "SELECT question_id, question FROM questions WHERE run_id = $run", {"run": run_id}, runs=[run_id])
     if values.empty:
         return pd.DataFrame(columns=["question_id", "question", "spread"])
     wide = values.pivot_table(index="question_id", columns="method", values="value", aggfunc="first",
@@ -164,7 +163,7 @@ def grid(store: RunStore, run_id: str, metric: str, methods: tuple[str, ...] | N
 def questions_with_unsupported_claims(store: RunStore, run_id: str) -> pd.DataFrame:
     """(question_id, method, n_unsupported): answers with at least one claim the judge found
     unsupported by the retrieved contexts."""
-    return df(store, """
+    return query_df(store, """
         SELECT question_id, method, count(*) AS n_unsupported FROM claims
         WHERE run_id = $run AND source = 'answer' AND verdict = 'not_supported'
         GROUP BY ALL ORDER BY question_id, method""", {"run": run_id}, runs=[run_id])
@@ -172,7 +171,7 @@ def questions_with_unsupported_claims(store: RunStore, run_id: str) -> pd.DataFr
 
 def question_deltas(store: RunStore, run_id: str, metric: str, method_a: str, method_b: str) -> pd.DataFrame:
     """Per question: the metric for two methods and Δ = b - a (for sorting the question list)."""
-    return df(store, """
+    return query_df(store, """
         WITH v AS (SELECT question_id, method, CASE WHEN isnan(value) THEN NULL ELSE value END AS value
                    FROM metrics WHERE run_id = $run AND metric = $metric)
         SELECT a.question_id, a.value AS a, b.value AS b, b.value - a.value AS delta

@@ -1,4 +1,6 @@
-"""What every page shares: the store, URL-backed widgets, and safe rendering of untrusted text.
+"""The Streamlit pieces every page is built from, each made safe once here: URL-backed widgets
+(only values the store knows get in), tables, and the rendering of untrusted text (nothing of a
+run's is ever Markdown or HTML). Also re-exports the store handle (`store`, `call`).
 
 URL state (datasette's lesson: the URL is the state). Each widget is seeded from its query
 parameter the first time it renders in a session, then writes its value back, so copying
@@ -13,7 +15,6 @@ character escaped, our own <mark> the only markup): never Markdown, never its ow
 
 from __future__ import annotations
 
-import html
 import io
 import math
 import re
@@ -25,8 +26,6 @@ import streamlit as st
 
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis.inert import inert_figure, plotly_text  # noqa: F401  (pages use both from here)
-from evalcore.errors import StoreError
-from evalcore.store import check_run_id
 from evalcore.ui.cache import call, store  # noqa: F401  (pages import both from here)
 
 
@@ -56,22 +55,6 @@ def md(text: Any) -> str:
 
 def _warn_dropped(param: str, value: Any, why: str) -> None:
     st.warning(f"Ignored URL parameter {md(param)}={md(repr(str(value)[:80]))}: {md(why)}.")
-
-
-def valid_run_ids(values: Sequence[str], known: Sequence[str], param: str) -> list[str]:
-    """Run ids from the URL that are well-formed (store.check_run_id) and exist."""
-    out = []
-    for v in values:
-        try:
-            check_run_id(v)
-        except StoreError:
-            _warn_dropped(param, v, "not a valid run id")
-            continue
-        if v in known:
-            out.append(v)
-        else:
-            _warn_dropped(param, v, "no such run in this store")
-    return out
 
 
 def url_select(label: str, options: Sequence[Any], param: str, *, format_func: Callable[[Any], str] = str,
@@ -232,7 +215,7 @@ def pick_systems(label: str, how_many: int) -> tuple[list[str], dict[str, str]] 
 
 def short_labels(keys: Sequence[str], labels: dict[str, str] | None = None) -> dict[str, str]:
     """Short display labels for `run_id:method` keys (the method alone within one run)."""
-    from evalcore.ui.helpers import short_system_labels
+    from evalcore.ui.wording import short_system_labels
 
     runs = call(L.run_list)
     return short_system_labels(list(keys), dict(zip(runs.run_id, runs.name)))

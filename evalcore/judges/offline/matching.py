@@ -2,14 +2,15 @@
 
 Why a module of its own: each task's heuristic lives with its definition (task_library), and
 several of them need the same few rules (is a statement covered by the contexts, token F1,
-banding a share onto a 0-5 scale). See heuristic.py for what the offline judge is and is not.
+banding a share onto a 0-5 scale). See the package docstring (evalcore.judges.offline) for
+what the offline judge is and is not.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from evalcore.judges.lexical import Vocabulary, content, coverage, key_words, sentences, tokens
+from evalcore.judges.offline.words import Vocabulary, content, coverage, key_words, sentences, tokens
 
 # Support of a statement by the contexts: a weighted share of six lexical measures (SUPPORT_FEATURES,
 # each 0-1, all measured against the contexts together), supported when it reaches

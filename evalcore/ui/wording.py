@@ -1,6 +1,8 @@
-"""Small pure presentation helpers the pages share: word diffs of two answers, short system
-labels (Pareto fronts come from evalcore.analysis.distributions.front_2d). No Streamlit, no store, no numbers a person reads as
-results (those come from evalcore.analysis)."""
+"""How pages put things into words, as pure functions: a word diff of two answers as plain
+text, short system labels for charts, and which judge scored something (the heuristic judge
+always named as "word overlap, not a model"). No Streamlit, no store, no numbers a person
+reads as results (those come from evalcore.analysis; Pareto fronts from
+evalcore.analysis.distributions.front_2d)."""
 
 from __future__ import annotations
 
