@@ -127,7 +127,7 @@ def check_span_dataframe_export_reads_like_the_server(traced, tmp_path):
     from_server = _cli(root, "import", url.replace("http://", "phoenix://") + "/" + PROJECT,
                        "--method-from", "metadata.method")
     assert from_file.exit_code == 0 and from_server.exit_code == 0, from_file.output + from_server.output
-    from evalcore.analysis.sql import df
+    from evalcore.store import query_df as df
 
     def rounded(value):  # pandas' JSON parsing in the client leaves 0.41000000000000003 for 0.41
         if isinstance(value, float):

@@ -25,7 +25,7 @@ def _cli(root, *args):
 
 
 def _responses(root, run_id):
-    from evalcore.analysis.sql import df
+    from evalcore.store import query_df as df
 
     return df(RunStore(root), "SELECT question_id, method, answer, latency_ms, record FROM responses "
               "WHERE run_id = ? ORDER BY question_id", [run_id], runs=[run_id])
