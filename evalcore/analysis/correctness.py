@@ -47,6 +47,12 @@ def dont_know_metrics() -> tuple[str, ...]:
     return dont_know_deciders()
 
 
+def class_metrics() -> tuple[str, ...]:
+    """Every metric an answer's class is read from (don't-know deciders, then correct deciders):
+    the judges behind a class count are the judges of these."""
+    return (*dont_know_metrics(), *correct_metrics())
+
+
 def outcome_frame(store, keys: Sequence[str], extra: Sequence[str] = (), by: str | None = None) -> pd.DataFrame:
     """One row per answer (system = `run_id:method`, question_id[, bucket]) with the target's
     error, whether the question is answerable, the judge's class label, and the values (NaN as

@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis.correctness import classify, first_of, outcome_frame
+from evalcore.analysis.correctness import class_metrics, classify, first_of, outcome_frame
 from evalcore.store import RunStore
 
 BUCKETS = ("correct", "correct abstention", "wrong abstention", "should have abstained", "retrieval miss",
@@ -40,6 +40,11 @@ BUCKETS = ("correct", "correct abstention", "wrong abstention", "should have abs
 RETRIEVAL_METRICS = ("hit_rate@5", "recall@5")
 EPS = 1e-9
 _EXTRA = ("faithfulness", "context_precision", *RETRIEVAL_METRICS)
+
+
+def input_metrics() -> tuple[str, ...]:
+    """Every metric the diagnosis reads (to name the judges behind its counts)."""
+    return (*_EXTRA, *class_metrics())
 
 
 def _wide(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:

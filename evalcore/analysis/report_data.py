@@ -21,6 +21,7 @@ from evalcore import __version__
 from evalcore.analysis import compare as C
 from evalcore.analysis import distributions as G
 from evalcore.analysis import failure_modes as FM
+from evalcore.analysis.correctness import class_metrics
 from evalcore.analysis.forest import forest_rows
 from evalcore.analysis.judge_labels import judges_text
 from evalcore.analysis.leaderboard import key_metric_names, metric_names
@@ -31,8 +32,6 @@ from evalcore.store import RunStore
 
 N_REGRESSED = 10  # the questions that regressed most, per candidate, shown with both answers
 ANSWER_CHARS = 1500  # a text longer than this is cut, and the cut is said (keeps the file under 5 MB)
-CLASS_METRICS = ("answer_correct", "answer_class", "answer_dont_know", "answer_correctness")  # Charts' caption
-FAILURE_METRICS = ("faithfulness", "context_precision", *CLASS_METRICS)
 PARETO_AXES = (("cost_per_query_usd", "cost per query (USD)"), ("latency_p50_ms", "latency p50 (ms)"))
 
 
@@ -148,9 +147,9 @@ def report_data(store: RunStore, refs: Sequence[str], metrics: Sequence[str] | N
         "grades": {"counts": records(G.label_counts(store, keys, "grade")),
                    "judged_by": _judged(store, keys, GRADE_METRICS)},
         "answer_classes": {"counts": records(G.label_counts(store, keys, "answer_class")),
-                           "judged_by": _judged(store, keys, CLASS_METRICS)},
+                           "judged_by": _judged(store, keys, class_metrics())},
         "failure_modes": {"counts": records(FM.failure_modes(store, tuple(keys))),
-                          "judged_by": _judged(store, keys, FAILURE_METRICS)},
+                          "judged_by": _judged(store, keys, FM.input_metrics())},
         "pareto": _pareto(store, keys, scored),
         "regressed": {"metric": regressed_on, "judged_by": _judged(store, keys, [regressed_on]) if regressed_on else "",
                       "by_candidate": {c.label: _regressed(store, result.baseline.label, c.label, regressed_on, n_regressed)
