@@ -299,29 +299,52 @@ def paired_values(store: RunStore, base: str, cand: str, metrics: tuple[str, ...
         ORDER BY a.metric, a.question_id""", {**p, "m": list(metrics)}, runs=sorted({p["ra"], p["rb"]}))
 
 
-def changed_questions(store: RunStore, base: str, cand: str, metric: str, outcome: str) -> pd.DataFrame:
-    """Questions whose `metric` improved / regressed / stayed / is missing on one side, in the
-    metric's better direction, biggest change first."""
+_CHANGED_SQL = """
+    WITH a AS (SELECT question_id, value FROM metrics WHERE run_id = $ra AND method = $ma
+               AND metric = $metric AND NOT isnan(value)),
+         b AS (SELECT question_id, value FROM metrics WHERE run_id = $rb AND method = $mb
+               AND metric = $metric AND NOT isnan(value)),
+         j AS (SELECT question_id, a.value AS base, b.value AS cand, (b.value - a.value) AS delta
+               FROM a FULL JOIN b USING (question_id)),
+         c AS (SELECT j.question_id, q.category, q.question_type, j.base, j.cand, j.delta,
+                      left(q.question, 120) AS question
+               FROM j LEFT JOIN questions q ON q.run_id = $ra AND q.question_id = j.question_id
+               WHERE CASE $outcome
+                       WHEN 'improved' THEN $sign * j.delta > $eps
+                       WHEN 'regressed' THEN $sign * j.delta < -$eps
+                       WHEN 'unchanged' THEN abs(j.delta) <= $eps
+                       ELSE j.delta IS NULL END
+                 AND ($text IS NULL OR strpos(lower(concat_ws(' ', j.question_id, q.question)), lower($text)) > 0))
+"""
+
+
+def _changed_params(base: str, cand: str, metric: str, outcome: str, text: str | None) -> dict:
     if outcome not in ("improved", "regressed", "unchanged", "missing"):
         raise EvalcoreError(f"unknown outcome {outcome!r}")
-    p = _pair_params(base, cand)
     sign = 1.0 if direction(metric)[0] else -1.0
-    return Q.df(store, """
-        WITH a AS (SELECT question_id, value FROM metrics WHERE run_id = $ra AND method = $ma
-                   AND metric = $metric AND NOT isnan(value)),
-             b AS (SELECT question_id, value FROM metrics WHERE run_id = $rb AND method = $mb
-                   AND metric = $metric AND NOT isnan(value)),
-             j AS (SELECT question_id, a.value AS base, b.value AS cand, (b.value - a.value) AS delta
-                   FROM a FULL JOIN b USING (question_id))
-        SELECT j.question_id, q.category, q.question_type, j.base, j.cand, j.delta, left(q.question, 120) AS question
-        FROM j LEFT JOIN questions q ON q.run_id = $ra AND q.question_id = j.question_id
-        WHERE CASE $outcome
-                WHEN 'improved' THEN $sign * j.delta > $eps
-                WHEN 'regressed' THEN $sign * j.delta < -$eps
-                WHEN 'unchanged' THEN abs(j.delta) <= $eps
-                ELSE j.delta IS NULL END
-        ORDER BY abs(j.delta) DESC NULLS LAST, j.question_id""",
-        {**p, "metric": metric, "outcome": outcome, "sign": sign, "eps": EPS}, runs=sorted({p["ra"], p["rb"]}))
+    return {**_pair_params(base, cand), "metric": metric, "outcome": outcome, "sign": sign, "eps": EPS,
+            "text": text or None}
+
+
+def changed_questions(store: RunStore, base: str, cand: str, metric: str, outcome: str,
+                      limit: int | None = None, text: str | None = None) -> pd.DataFrame:
+    """Questions whose `metric` improved / regressed / stayed / is missing on one side, in the
+    metric's better direction, biggest change first; the first `limit` of them (all when None)
+    whose id or question text contains `text` (any case)."""
+    p = _changed_params(base, cand, metric, outcome, text)
+    return Q.df(store, _CHANGED_SQL + """
+        SELECT * FROM c ORDER BY abs(delta) DESC NULLS LAST, question_id
+        LIMIT coalesce($limit, 9223372036854775807)""",
+        {**p, "limit": limit}, runs=sorted({p["ra"], p["rb"]}))
+
+
+def changed_count(store: RunStore, base: str, cand: str, metric: str, outcome: str,
+                  text: str | None = None) -> int:
+    """How many questions changed_questions lists without a limit (a page shows the first few
+    and says how many more there are)."""
+    p = _changed_params(base, cand, metric, outcome, text)
+    return int(Q.df(store, _CHANGED_SQL + "SELECT count(*) AS n FROM c", p,
+                    runs=sorted({p["ra"], p["rb"]}))["n"].iloc[0])
 
 
 def answers(store: RunStore, keys: tuple[str, ...], question_id: str) -> pd.DataFrame:
