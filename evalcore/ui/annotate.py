@@ -7,8 +7,6 @@ Annotation with who/when; nothing is ever overwritten.
 
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
 from evalcore.analysis import annotations as A
@@ -64,7 +62,8 @@ def _evidence(item: dict) -> None:
 
 
 def _contexts(item: dict, ctx, focus: str | None, cited: list) -> None:
-    chunks = sorted(_retrieved(ctx), key=lambda c: c.get("rank") or 0)
+    chunks = sorted(common.call(A.retrieved_contexts, item["run_id"], item["method"], item["question_id"]),
+                    key=lambda c: c.get("rank") or 0)
     if item["target_kind"] == "context":
         rank = item["target_ref"].rpartition(":")[2]
         chunks = [c for c in chunks if str(c.get("rank")) == rank] or chunks
@@ -94,13 +93,6 @@ def _claim_source(item: dict) -> str | None:
 # Where each claim source comes from: the caption and the evidence column it is read from.
 SOURCES = {"answer": ("Answer it comes from", "answer"),
            "ground_truth": ("Reference (ground truth) it comes from", "ground_truth")}
-
-
-def _retrieved(ctx) -> list[dict]:
-    """The answer's retrieved chunks from its stored response record ([] when not stored)."""
-    if not len(ctx) or not isinstance(ctx["record"].iloc[0], str):
-        return []
-    return [c for c in json.loads(ctx["record"].iloc[0]).get("retrieved", []) if isinstance(c, dict)]
 
 
 def _skip(key: str) -> None:

@@ -295,12 +295,7 @@ def _all_metrics(detail: dict) -> None:
         wide.columns.name = None
         common.dataframe(wide, hide_index=True)
         metric = st.selectbox("Details of", Qn.metric_order(sorted(set(m.metric))), key="details_metric")
-        rows = []
-        for r in m[m.metric == metric].itertuples():
-            rows += [{"method": r.method, "field": k, "value": v} for k, v in Qn.readable_details(r.details)]
-            if isinstance(r.reason, str):
-                rows.append({"method": r.method, "field": "reason (not scored)", "value": r.reason})
-        common.dataframe(pd.DataFrame(rows, columns=["method", "field", "value"]), hide_index=True)
+        common.dataframe(Qn.metric_details(detail, metric), hide_index=True)
 
 
 def _show_question(run_id: str, qid: str, methods: tuple[str, ...] | None) -> None:
