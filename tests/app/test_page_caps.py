@@ -52,3 +52,22 @@ def test_question_picker_lists_the_neighbourhood_not_the_whole_run():
     assert len(around) == 201 and around[0] == 49_900 and 50_000 in around
     end = picker_window(99_999, 100_000)
     assert len(end) == 201 and end[-1] == 99_999
+
+
+def test_a_diagnosis_lists_at_most_n_questions_and_says_how_many_more(make_app, app_store, monkeypatch):
+    from evalcore.analysis import failure_modes as FM
+    from evalcore.ui import diagnosis
+
+    a, b = synthetic_runs(app_store)
+    keys = (f"{a}:basic_search", f"{a}:local_search")
+    bucket = next(x for x in FM.BUCKETS if x != "correct" and len(FM.questions_in_bucket(app_store, keys[0], x)) > 2)
+    every = FM.questions_in_bucket(app_store, keys[0], bucket)
+    # read from the breakdown's own diagnosis of both systems: the same questions
+    assert FM.questions_in_bucket(app_store, keys[0], bucket, keys) == every
+    monkeypatch.setattr(diagnosis, "BUCKET_SHOWN", 2)
+    at = make_app("compare", sys=list(keys), fs=keys[0], fm=bucket)
+    assert not at.exception
+    listed = next(d.value for d in at.dataframe if list(d.value.columns) == ["question_id", "open"])
+    assert list(listed.question_id) == every[:2]
+    assert (f"{len(every)} questions: {bucket} · the first 2 listed, {len(every) - 2} more "
+            "(filter them on the Questions page)") in texts(at)
