@@ -41,6 +41,15 @@ MODULES = (
 _started = threading.Event()
 
 
+def _under_apptest() -> bool:
+    import streamlit as st
+
+    try:
+        return bool(st.config.get_option("global.appTest"))
+    except Exception:  # noqa: BLE001 - an option this Streamlit does not know: a real server
+        return False
+
+
 def _load() -> None:
     for name in MODULES:
         try:
@@ -55,8 +64,10 @@ def _load() -> None:
 
 
 def start() -> bool:
-    """Start the warm-up thread once per process; True the time it starts."""
-    if _started.is_set():
+    """Start the warm-up thread once per process; True the time it starts. Not under AppTest
+    (tests and bench_app's script-only renders): there it would only compete with the one page
+    being run, and a test process has no second visitor to warm up for."""
+    if _started.is_set() or _under_apptest():
         return False
     _started.set()
     threading.Thread(target=_load, name="evalcore-warm", daemon=True).start()
