@@ -288,7 +288,12 @@ def render() -> None:
         if box.open:
             common.show_table(table, "compare-metrics")
     corrected_view.render_compare(base, cand)  # judge vs human-corrected Δ, where labels exist
-    diagnosis.render([base, cand], labels, chart=False)
+    # drawn when opened: diagnosing every answer of both systems is the page's costliest query
+    # (~1 s at 100,000 questions), and the verdict above does not need it
+    with st.expander("Where the wrong answers come from (failure-mode diagnosis)", key="diagnosis",
+                     on_change="rerun", expanded="fs" in st.query_params or "fm" in st.query_params) as box:
+        if box.open:
+            diagnosis.render([base, cand], labels, chart=False)
 
     st.subheader("Question by question")
     metric = common.url_select("Metric for questions and scatter", list(table.metric), "cm",
