@@ -18,6 +18,10 @@ store format 2) and measures:
    protocol; per page, a fresh navigation until its <h1> shows and the script run has ended
    (stApp's data-test-script-state = notRunning); median over 3 fresh servers. Goal < 1.5 s.
 
+Every child process runs evalcore compiled to bytecode, as an installed package does
+(`installed_bytecode`: a checkout under PYTHONDONTWRITEBYTECODE=1 would recompile every module in
+every fresh process, a cost no user pays).
+
 Baseline (2 and 3): the same calls on a "format-1 copy" of the store: every run's canonical files
 moved back to the legacy layout <run>/<table>/part-0.parquet, its summaries and tables.json
 deleted. store/views.py then reads it the way every read worked before format 2: parts merged
