@@ -101,7 +101,8 @@ class DevTools:
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         port_file = profile / "DevToolsActivePort"
         deadline = time.time() + 30
-        while not port_file.exists() and time.time() < deadline:
+        # the file appears before Chromium has written its port into it: wait for the content
+        while not (port_file.exists() and port_file.read_text().strip()) and time.time() < deadline:
             time.sleep(0.1)
         port = port_file.read_text().split()[0]
         targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
