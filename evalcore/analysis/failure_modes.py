@@ -42,6 +42,7 @@ BUCKETS = ("correct", "correct abstention", "wrong abstention", "should have abs
 RETRIEVAL_METRICS = ("hit_rate@5", "recall@5")
 EPS = 1e-9
 _EXTRA = ("faithfulness", "context_precision", *RETRIEVAL_METRICS)
+DIAGNOSIS_METRICS = _EXTRA  # what the diagnosis reads beyond the correctness rule's metrics
 
 
 def _wide(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
