@@ -16,7 +16,11 @@ store format 2) and measures:
    directly on the page, Streamlit's runtime warmed on a blank script first). Goal < 1.5 s.
 5. browser: `evalcore app`'s streamlit command on 127.0.0.1 and headless Chromium over the DevTools
    protocol; per page, a fresh navigation until its <h1> shows and the script run has ended
-   (stApp's data-test-script-state = notRunning). Goal < 2 s.
+   (stApp's data-test-script-state = notRunning); median over 3 fresh servers. Goal < 1.5 s.
+
+Every child process runs evalcore compiled to bytecode, as an installed package does
+(`installed_bytecode`: a checkout under PYTHONDONTWRITEBYTECODE=1 would recompile every module in
+every fresh process, a cost no user pays).
 
 Baseline (2 and 3): the same calls on a "format-1 copy" of the store: every run's canonical files
 moved back to the legacy layout <run>/<table>/part-0.parquet, its summaries and tables.json
@@ -49,7 +53,7 @@ from bench_compaction import GOAL_S as COMPACT_S, compaction, summary  # noqa: E
 ENTRY = ROOT / "evalcore" / "ui" / "entry.py"
 PAGES = {"runs": "Runs", "launch": "Launch", "questions": "Questions", "compare": "Compare",
          "charts": "Charts", "annotate": "Annotate"}
-QUERY_S, CLI_S, RENDER_S, BROWSER_S = 0.1, 1.0, 1.5, 2.0
+QUERY_S, CLI_S, RENDER_S, BROWSER_S = 0.1, 1.0, 1.5, 1.5  # browser: issue 24 item 7
 LEGACY_TABLES = ("questions", "responses", "metrics", "judge_calls", "claims", "context_verdicts")
 
 
@@ -74,6 +78,20 @@ def best_of(fn, n: int = 3, budget: float = 3.0) -> float:
         fn()
         times.append(time.perf_counter() - t0)
     return min(times)
+
+
+def installed_bytecode(work: Path) -> str:
+    """Measure evalcore as an installed package runs: with its modules compiled to bytecode
+    (pip compiles at install). A checkout run with PYTHONDONTWRITEBYTECODE=1 (as CI and this
+    machine's shells do) recompiles every evalcore module in every fresh process, ~0.3-0.6 s
+    of each cold page and CLI call that no user pays. The bytecode goes to a folder under
+    `work` (PYTHONPYCACHEPREFIX), so the checkout stays clean; every child inherits it."""
+    prefix = work / "pycache"
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "evalcore")], check=True,
+                   stdout=subprocess.DEVNULL)
+    return f"evalcore compiled to bytecode as installed (PYTHONPYCACHEPREFIX={prefix})"
 
 
 # ---- the stores ------------------------------------------------------------------------------
@@ -247,7 +265,7 @@ class DevTools:
                                       "--window-size=1280,1000", "about:blank"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         port_file, deadline = profile / "DevToolsActivePort", time.time() + 30
-        while not port_file.exists() and time.time() < deadline:
+        while not (port_file.exists() and port_file.read_text().strip()) and time.time() < deadline:
             time.sleep(0.1)
         port = port_file.read_text().split()[0]
         targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
@@ -287,19 +305,33 @@ class DevTools:
             stop(self.proc)
 
 
-def browser_loads(root: Path, work: Path) -> dict[str, tuple[float, str | None]] | str:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-    if not browser:
-        return "skipped: no chromium"
-    (work / "profile").mkdir()
+def _browser_round(browser: str, root: Path, work: Path) -> dict[str, tuple[float, float, str | None]]:
+    """One fresh server (empty caches) and one fresh browser; every page once, cold."""
+    profile = Path(tempfile.mkdtemp(prefix="profile_", dir=work))
     with serve_app(root, work / "streamlit.log") as base:
-        tools = DevTools(browser, work / "profile")
+        tools = DevTools(browser, profile)
         try:
             tools.load(f"{base}/launch", "Launch")  # the server's first visit (warm-up, not measured)
             order = ["runs", "questions", "compare", "charts", "annotate", "launch"]
             return {p: tools.load(f"{base}/{'' if p == 'runs' else p}", PAGES[p]) for p in order}
         finally:
             tools.close()
+            shutil.rmtree(profile, ignore_errors=True)
+
+
+def browser_loads(root: Path, work: Path, rounds: int = 3) -> dict[str, tuple[float, float, str | None]] | str:
+    """Per page, the median over `rounds` fresh servers of its cold load (a shared machine's
+    figures move by a second from one load to the next; one load per server keeps each cold)."""
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if not browser:
+        return "skipped: no chromium"
+    runs = [_browser_round(browser, root, work) for _ in range(rounds)]
+    out = {}
+    for page in runs[0]:
+        got = [r[page] for r in runs]
+        problem = next((p for _, _, p in got if p), None)
+        out[page] = (statistics.median(s for s, _, _ in got), statistics.median(h for _, h, _ in got), problem)
+    return out
 
 
 # ---- --large: the scale users grow to -------------------------------------------------------
@@ -362,7 +394,8 @@ def large(root: Path, work: Path) -> bool:
           f"({baseline / ours:.1f}x faster)")
     print(f"   show                {show:.2f}s {mark(show < LARGE_S)}")
 
-    print(f"\nL3. browser: headless Chromium, fresh navigation until the run ended, goal < {LARGE_S:.0f} s:")
+    print(f"\nL3. browser: headless Chromium, fresh navigation until the run ended (median of 3 fresh servers), "
+          f"goal < {LARGE_S:.0f} s:")
     loads = browser_loads(root, work)
     for page, (seconds, h1, problem) in ({} if isinstance(loads, str) else loads).items():
         ok &= report(page, seconds, LARGE_S, problem, f"(title shown at {h1:.2f}s)")
@@ -389,6 +422,7 @@ def main() -> int:
 
     if args.large:
         work = Path(tempfile.mkdtemp(prefix="bench_app_"))
+        print(installed_bytecode(work))
         try:
             ok = large(Path(args.store).resolve() if args.store else work / "large", work)
         finally:
@@ -397,6 +431,7 @@ def main() -> int:
         return 0 if ok else 1
     n_runs, n_q = (3, 200) if args.small else (20, 2000)
     work = Path(tempfile.mkdtemp(prefix="bench_app_"))
+    print(installed_bytecode(work))
     root = Path(args.store).resolve() if args.store else work / "runs"
     t0 = time.perf_counter()
     if not RunStore(root).run_ids():
@@ -449,8 +484,8 @@ def main() -> int:
             r = cold(root, page)
             ok &= report(page, r["seconds"], RENDER_S, r["problem"])
 
-        print(f"\n5. browser: headless Chromium, fresh navigation until the h1 shows and the run ended, "
-              f"goal < {BROWSER_S:.0f} s (no baseline):")
+        print(f"\n5. browser: headless Chromium, fresh navigation until the h1 shows and the run ended "
+              f"(median of 3 fresh servers), goal < {BROWSER_S} s (no baseline):")
         loads = browser_loads(root, work)
         for page, (seconds, h1, problem) in ({} if isinstance(loads, str) else loads).items():
             ok &= report(page, seconds, BROWSER_S, problem, f"(title shown at {h1:.2f}s)")

@@ -116,6 +116,21 @@ def test_page_scripts_import_the_dashboard_only(path):
     assert not bad, f"{path.relative_to(ROOT)} imports {bad}: a page script imports evalcore.ui only"
 
 
+# The app's own job files (ui/jobs.py writes and reads job.json for a launched run): not stored
+# run data, so the one dashboard module allowed to use json.
+UI_JSON_ALLOWED = {"evalcore/ui/jobs.py"}
+
+
+@pytest.mark.parametrize("path", _modules("ui"), ids=_rel)
+def test_ui_parses_no_stored_format(path):
+    """Stored JSON columns (a response's record, a metric's details, a judge request) are parsed
+    by the analysis layer, which returns plain values: a page importing json is parsing one."""
+    if _rel(path) in UI_JSON_ALLOWED:
+        return
+    bad = sorted(m for m in _imports(path) if _under(m, "json", "orjson", "ujson"))
+    assert not bad, f"{_rel(path)} imports {bad}: parse stored formats in evalcore.analysis"
+
+
 @pytest.mark.parametrize("path", [p for p in _modules("") if not _under(_rel(p).replace("/", "."), "evalcore.ui")],
                          ids=_rel)
 def test_streamlit_only_in_the_dashboard(path):

@@ -103,6 +103,24 @@ def item_context(store: RunStore, run_id: str, method: str, question_id: str) ->
               runs=[run_id])
 
 
+def retrieved_contexts(store: RunStore, run_id: str, method: str, question_id: str) -> list[dict[str, Any]]:
+    """The answer's retrieved chunks (rank, text, ...) as plain dicts, parsed from its stored
+    response record here so the dashboard reads no stored format; [] when none is stored or
+    the record is not readable JSON."""
+    import json
+
+    ctx = item_context(store, run_id, method, question_id)
+    record = ctx["record"].iloc[0] if len(ctx) else None
+    if not isinstance(record, str):
+        return []
+    try:
+        data = json.loads(record)
+    except ValueError:
+        return []
+    chunks = data.get("retrieved", []) if isinstance(data, dict) else []
+    return [c for c in chunks if isinstance(c, dict)] if isinstance(chunks, list) else []
+
+
 def build(item: dict, who: str, label: str, note: str | None, sample: tuple[str, float] | None = None) -> Annotation:
     """One annotation of an item, checked against its kind's labels. `sample` = (sample id,
     inclusion probability) when the item was drawn at random (None: hand-picked)."""

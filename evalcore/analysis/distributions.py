@@ -44,8 +44,10 @@ def label_counts(store: RunStore, keys: Sequence[str], kind: str) -> pd.DataFram
 
 def _class_counts(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
     from evalcore.analysis.correctness import classify, outcome_frame
+    from evalcore.analysis.failure_modes import DIAGNOSIS_METRICS
 
-    wide = outcome_frame(store, keys)
+    # with the diagnosis's metrics too (the classes ignore them): Charts shows both, one frame
+    wide = outcome_frame(store, keys, extra=DIAGNOSIS_METRICS)
     if wide.empty:
         return pd.DataFrame(columns=["system", "label", "n", "share"])
     counts = wide.join(classify(wide)).groupby(["system", "cls"]).size().rename("n").reset_index()

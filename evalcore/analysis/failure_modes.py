@@ -27,6 +27,8 @@ the answer's class:
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Sequence
 
 import numpy as np
@@ -40,6 +42,7 @@ BUCKETS = ("correct", "correct abstention", "wrong abstention", "should have abs
 RETRIEVAL_METRICS = ("hit_rate@5", "recall@5")
 EPS = 1e-9
 _EXTRA = ("faithfulness", "context_precision", *RETRIEVAL_METRICS)
+DIAGNOSIS_METRICS = _EXTRA  # what the diagnosis reads beyond the correctness rule's metrics
 
 
 def input_metrics() -> tuple[str, ...]:
@@ -133,14 +136,33 @@ def explain(row: pd.Series | dict) -> tuple[str | None, str]:
     return bucket, f"{basis}; {found}, {value('faithfulness')}"
 
 
+# The last few diagnoses, keyed by the store's state token (which changes whenever anything
+# readers see changes, so an entry is never stale): the breakdown and its question list read the
+# same frame, which takes ~1 s to build at 100,000 questions per system.
+_RECENT: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
+_RECENT_MAX = 4
+_RECENT_LOCK = threading.Lock()
+
+
 def diagnoses(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
     """(system, question_id, bucket) for every answered question of the systems."""
+    memo = (str(store.root), store.state_token(), tuple(keys))
+    with _RECENT_LOCK:
+        if memo in _RECENT:
+            _RECENT.move_to_end(memo)
+            return _RECENT[memo].copy()
     wide = _wide(store, keys)
     if wide.empty:
-        return pd.DataFrame(columns=["system", "question_id", "bucket"])
-    bucket, _ = _buckets(wide)
-    out = pd.DataFrame({"system": wide["system"], "question_id": wide["question_id"], "bucket": bucket})
-    return out[out["bucket"].notna()].reset_index(drop=True)
+        out = pd.DataFrame(columns=["system", "question_id", "bucket"])
+    else:
+        bucket, _ = _buckets(wide)
+        out = pd.DataFrame({"system": wide["system"], "question_id": wide["question_id"], "bucket": bucket})
+        out = out[out["bucket"].notna()].reset_index(drop=True)
+    with _RECENT_LOCK:
+        _RECENT[memo] = out
+        while len(_RECENT) > _RECENT_MAX:
+            _RECENT.popitem(last=False)
+    return out.copy()
 
 
 def failure_modes(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
@@ -155,9 +177,11 @@ def failure_modes(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
     return counts.sort_values(["system", "_o"]).drop(columns="_o").reset_index(drop=True)
 
 
-def questions_in_bucket(store: RunStore, key: str, bucket: str) -> list[str]:
-    """The question ids of one system's answers in one bucket (the breakdown's links)."""
+def questions_in_bucket(store: RunStore, key: str, bucket: str, among: tuple[str, ...] | None = None) -> list[str]:
+    """The question ids of one system's answers in one bucket (the breakdown's links). `among`:
+    the systems of the breakdown shown beside it (key one of them), so both read one diagnosis."""
     if bucket not in BUCKETS:
         raise ValueError(f"unknown bucket {bucket!r}")
-    rows = diagnoses(store, (key,))
-    return sorted(rows.loc[rows.bucket == bucket, "question_id"])
+    keys = among if among and key in among else (key,)
+    rows = diagnoses(store, keys)
+    return sorted(rows.loc[(rows.bucket == bucket) & (rows.system == key), "question_id"])

@@ -1,9 +1,9 @@
 """Data-derived text made inert for the two renderers that read markup in it: Plotly and HTML.
 
-Why here (in analysis, not in ui/common): the dashboard and the standalone HTML report
+Why here (in analysis, not in ui/safe_widgets): the dashboard and the standalone HTML report
 (evalcore.analysis.html_report, which the CLI writes and the Compare page offers) draw the same
 figures from the same names, and the report may not import the dashboard. One definition of
-"inert" serves both; evalcore.ui.common re-exports these names for the pages.
+"inert" serves both; evalcore.ui.safe_widgets re-exports these names for the pages.
 """
 
 from __future__ import annotations

@@ -24,6 +24,8 @@ newest label counts (a retraction takes the person's label back).
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import pandas as pd
@@ -81,15 +83,18 @@ def estimable_metrics(store: RunStore, run_id: str) -> list[str]:
     return [m for m in UNITS if m in have] + sorted((rated & have) - set(UNITS))
 
 
-def label_items(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
+def label_items(store: RunStore, run_id: str, method: str, metric: str, *, question_id: str | None = None,
+                with_text: bool = True) -> pd.DataFrame:
     """Every item a person labels for this system x metric: question_id, target_kind, target_ref,
-    judge_label, text (claims)."""
+    judge_label, text (claims). `question_id`: one answer's items only; `with_text=False`: text
+    left NULL (counting a population of 100,000 answers needs no claim text)."""
     u = unit(metric)
-    p = {"run": run_id, "method": method, "metric": metric}
+    p = {"run": run_id, "method": method, "metric": metric, "q": question_id}
     if u.kind == "claim":
         p["source"] = u.source
-        sql = """SELECT question_id, 'claim' AS target_kind, metric || ':' || source || ':' || idx AS target_ref,
-                        verdict AS judge_label, text, idx AS pos
+        text = "text" if with_text else "NULL"
+        sql = f"""SELECT question_id, 'claim' AS target_kind, metric || ':' || source || ':' || idx AS target_ref,
+                        verdict AS judge_label, {text} AS text, idx AS pos
                  FROM claims WHERE run_id = $run AND method = $method AND metric = $metric
                    AND source = $source AND verdict IS NOT NULL"""
     elif u.kind == "context":
@@ -104,7 +109,7 @@ def label_items(store: RunStore, run_id: str, method: str, metric: str) -> pd.Da
         sql = f"""SELECT question_id, '{u.kind}' AS target_kind, {ref} AS target_ref, {judge} AS judge_label,
                          NULL AS text, 0 AS pos
                   FROM metrics WHERE run_id = $run AND method = $method AND metric = $metric AND {has}"""
-    return query_df(store, sql + " ORDER BY question_id, pos", p, runs=[run_id])
+    return query_df(store, sql + " AND ($q IS NULL OR question_id = $q) ORDER BY question_id, pos", p, runs=[run_id])
 
 
 def _predictions(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
@@ -132,9 +137,30 @@ def answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFr
     """One row per answer in the population (answers with a judge value, and for claim/context
     metrics at least one item to label): question_id, judge, n_items, n_labelled, sampled,
     human (NaN unless every item has a label)."""
+    memo = (str(store.root), store.state_token(), run_id, method, metric)
+    with _RECENT_LOCK:
+        if memo in _RECENT:
+            _RECENT.move_to_end(memo)
+            return _RECENT[memo].copy()
+    out = _answers(store, run_id, method, metric)
+    with _RECENT_LOCK:
+        _RECENT[memo] = out
+        while len(_RECENT) > 4:
+            _RECENT.popitem(last=False)
+    return out.copy()
+
+
+# The last few populations, keyed by the store's state token (a new label or run changes it, so
+# an entry is never stale): a page's estimate and its next draw read the same population, which
+# takes ~1 s to build at 100,000 answers.
+_RECENT: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
+_RECENT_LOCK = threading.Lock()
+
+
+def _answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
     u = unit(metric)
     pred = _predictions(store, run_id, method, metric)
-    items = label_items(store, run_id, method, metric)
+    items = label_items(store, run_id, method, metric, with_text=False)
     if u.kind == "metric":
         items = items[items.target_ref == metric]
     labels = newest_labels(store, run_id, method, u.kind)
@@ -168,8 +194,7 @@ def _item_values(u: Unit, labels: pd.Series) -> pd.Series:
 
 def items_of_answer(store: RunStore, run_id: str, method: str, metric: str, question_id: str) -> pd.DataFrame:
     """The items of one answer the 'label this whole answer' form shows (with the judge's labels)."""
-    items = label_items(store, run_id, method, metric)
-    items = items[items.question_id == question_id]
+    items = label_items(store, run_id, method, metric, question_id=question_id)
     if unit(metric).kind == "metric":
         items = items[items.target_ref == metric]
     return items.reset_index(drop=True)

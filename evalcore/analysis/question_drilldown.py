@@ -140,6 +140,18 @@ def readable_details(details: str | None) -> list[tuple[str, str]]:
     return out
 
 
+def metric_details(detail: dict[str, pd.DataFrame], metric: str) -> pd.DataFrame:
+    """One metric's stored details and unscored reasons for every method of a question_detail,
+    as (method, field, value) rows to read: the JSON is parsed here, not by the page."""
+    rows = []
+    m = detail["metrics"]
+    for r in m[m.metric == metric].itertuples():
+        rows += [{"method": r.method, "field": k, "value": v} for k, v in readable_details(r.details)]
+        if isinstance(r.reason, str):
+            rows.append({"method": r.method, "field": "reason (not scored)", "value": r.reason})
+    return pd.DataFrame(rows, columns=["method", "field", "value"])
+
+
 def grid(store: RunStore, run_id: str, metric: str, methods: tuple[str, ...] | None = None) -> pd.DataFrame:
     """Questions x methods of one run, each cell the metric's value (NaN: not scored), plus the
     question text and `spread` (max - min across methods; 0 when the systems agree)."""

@@ -7,8 +7,6 @@ Annotation with who/when; nothing is ever overwritten.
 
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
 from evalcore.analysis import annotations as A
@@ -65,7 +63,8 @@ def _evidence(item: dict) -> None:
 
 
 def _contexts(item: dict, ctx, focus: str | None, cited: list) -> None:
-    chunks = sorted(_retrieved(ctx), key=lambda c: c.get("rank") or 0)
+    chunks = sorted(common.call(A.retrieved_contexts, item["run_id"], item["method"], item["question_id"]),
+                    key=lambda c: c.get("rank") or 0)
     if item["target_kind"] == "context":
         rank = item["target_ref"].rpartition(":")[2]
         chunks = [c for c in chunks if str(c.get("rank")) == rank] or chunks
@@ -95,13 +94,6 @@ def _claim_source(item: dict) -> str | None:
 # Where each claim source comes from: the caption and the evidence column it is read from.
 SOURCES = {"answer": ("Answer it comes from", "answer"),
            "ground_truth": ("Reference (ground truth) it comes from", "ground_truth")}
-
-
-def _retrieved(ctx) -> list[dict]:
-    """The answer's retrieved chunks from its stored response record ([] when not stored)."""
-    if not len(ctx) or not isinstance(ctx["record"].iloc[0], str):
-        return []
-    return [c for c in json.loads(ctx["record"].iloc[0]).get("retrieved", []) if isinstance(c, dict)]
 
 
 def _skip(key: str) -> None:
@@ -180,22 +172,24 @@ def render() -> None:
     # runs with judge verdicts first (newest first): the queue opens on work to do
     judged = common.call(A.runs_with_verdicts)
     ordered = judged + [r for r in runs.run_id if r not in judged]
-    c0, c1 = st.columns([2, 5])
+    # one row of pickers (mode, run, and the sample's method and metric): the item, its evidence
+    # and the decision must fit under them in a 1400 x 1000 window
+    c0, c1, c2, c3 = st.columns([2, 3, 2, 2])
     mode = corrected_view.mode_select(c0)
     run_id = common.url_select("Run", ordered, "run", container=c1, format_func=lambda r: f"{names[r]} ({r})")
     methods = common.call(L.systems, (run_id,))["method"].tolist()
     if mode == "random sample":  # labels that feed the corrected estimates (docs/labels.md)
         who = _who()
-        corrected_view.render_sample(run_id, methods, who, _evidence)
+        corrected_view.render_sample(run_id, methods, who, _evidence, pickers=(c2, c3))
     else:
-        _queue(run_id, methods)
+        _queue(run_id, methods, (c2, c3))
     _agreement(run_id)
     corrected_view.render_calibration(run_id)
 
 
-def _queue(run_id: str, methods: list[str]) -> None:
+def _queue(run_id: str, methods: list[str], pickers: tuple) -> None:
     """The hand-picked queue: any unreviewed verdict of a kind, one at a time (agreement only)."""
-    c2, c3 = st.columns([2, 2])
+    c2, c3 = pickers
     method = common.url_select("Method", ["(all)", *methods], "method", container=c2)
     kind = common.url_select("Verdict kind", KINDS, "kind", container=c3)
     method = None if method == "(all)" else method

@@ -82,10 +82,27 @@ def _scatter(pairs: pd.DataFrame, metric: str, base: str, cand: str) -> go.Figur
     return fig
 
 
+CHANGED_SHOWN = 50  # rows of the changed-question list (and options of its picker)
+
+
+def changed_caption(total: int, shown: int, outcome: str, metric: str, search: str) -> str:
+    """'1234 questions regressed on f1 · the 50 biggest changes shown, 1184 more: search by id or text'."""
+    text = f"{total} questions {outcome} on {metric}" + (f" matching {search!r}" if search else "")
+    if total > shown:
+        text += f" · the {shown} biggest changes shown, {total - shown} more: search by id or text"
+    return text
+
+
 def _question_diff(base: str, cand: str, metric: str) -> None:
-    outcome = common.url_select("Show questions that", OUTCOMES, "out")
-    rows = common.call(C.changed_questions, base, cand, metric, outcome)
-    st.text(f"{len(rows)} questions {outcome} on {metric}")
+    """The changed questions, biggest change first, and a word diff of one. Capped at
+    CHANGED_SHOWN rows with a search box: at 100,000 questions the full list (and a picker with
+    as many options) took the browser longer than the rest of the page."""
+    c1, c2 = st.columns([1, 2])
+    outcome = common.url_select("Show questions that", OUTCOMES, "out", container=c1)
+    search = common.url_text("Search them (question id or text)", "cqs", container=c2).strip()
+    total = common.call(C.changed_count, base, cand, metric, outcome, search or None)
+    rows = common.call(C.changed_questions, base, cand, metric, outcome, CHANGED_SHOWN, search or None)
+    st.text(changed_caption(total, len(rows), outcome, metric, search))
     if rows.empty:
         return
     common.show_table(rows, f"compare-{outcome}-{metric}", height=250)
@@ -267,10 +284,17 @@ def render() -> None:
         _verdict(table, base, cand, labels, [m for m in stat_metrics if m in set(table.metric)])
     st.subheader("Questions that changed, per metric")
     _count_links(table, picked)
-    with st.expander("All metrics: means, Δ, CI, p"):
-        common.show_table(table, "compare-metrics")
+    # drawn when opened (a stateful expander): a grid of every metric costs the browser ~0.2 s
+    with st.expander("All metrics: means, Δ, CI, p", key="all_metrics", on_change="rerun") as box:
+        if box.open:
+            common.show_table(table, "compare-metrics")
     corrected_view.render_compare(base, cand)  # judge vs human-corrected Δ, where labels exist
-    diagnosis.render([base, cand], labels, chart=False)
+    # drawn when opened: diagnosing every answer of both systems is the page's costliest query
+    # (~1 s at 100,000 questions), and the verdict above does not need it
+    with st.expander("Where the wrong answers come from (failure-mode diagnosis)", key="diagnosis",
+                     on_change="rerun", expanded="fs" in st.query_params or "fm" in st.query_params) as box:
+        if box.open:
+            diagnosis.render([base, cand], labels, chart=False)
 
     st.subheader("Question by question")
     metric = common.url_select("Metric for questions and scatter", list(table.metric), "cm",

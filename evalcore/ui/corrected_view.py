@@ -66,19 +66,16 @@ def _form(run_id: str, method: str, metric: str, draw: S.Draw, who: str) -> None
     items = common.call(S.answer_items, run_id, method, metric, draw.question_id)
     with st.form(f"whole_{run_id}_{method}_{metric}_{draw.question_id}", border=False):
         chosen = []
-        for i, it in enumerate(items.to_dict("records")):
-            if kind == "claim":
-                common.untrusted(f"Claim {i + 1}", it["text"])
-            elif kind == "context":
-                st.caption(f"Retrieved context rank {it['target_ref'].rpartition(':')[2]} (text in the evidence panel)")
-            common.untrusted("Judge's verdict" if kind != "metric" else "Judge's value", it["judge_label"])
-            options = list(ITEM_LABELS.get(kind, RATINGS))
-            default = it["judge_label"] if it["judge_label"] in options else (
-                f"{round(float(it['judge_label']) * 10) / 10:.1f}" if kind == "metric" else options[0])
-            chosen.append(st.selectbox(f"Your label, item {i + 1}", options, index=options.index(default),
-                                       key=f"lab_{method}_{metric}_{draw.question_id}_{i}"))
-        note = st.text_input("Note (optional)", key=f"lab_note_{method}_{metric}_{draw.question_id}", max_chars=500)
-        if st.form_submit_button("Label this whole answer", type="primary", disabled=not who):
+        # the items scroll inside a box of fixed height, so the note and the button stay in view
+        # at 1400 x 1000 however many claims the answer has
+        box = st.container(height=ITEMS_HEIGHT, border=False)
+        with box:
+            for i, it in enumerate(items.to_dict("records")):
+                chosen.append(_item(kind, i, it, f"lab_{method}_{metric}_{draw.question_id}_{i}"))
+        note_col, button_col = st.columns([3, 2], vertical_alignment="bottom")
+        note = note_col.text_input("Note (optional)", key=f"lab_note_{method}_{metric}_{draw.question_id}",
+                                   max_chars=500)
+        if button_col.form_submit_button("Label this whole answer", type="primary", disabled=not who):
             rows = [{**it, "run_id": run_id, "method": method} for it in items.to_dict("records")]
             A.save_answer(common.store(), rows, who, chosen, note or None, (draw.sample_id, draw.inclusion_prob))
             st.session_state.setdefault("lab_done", 0)
@@ -88,15 +85,35 @@ def _form(run_id: str, method: str, metric: str, draw: S.Draw, who: str) -> None
         st.text("Enter your name above to label.")
 
 
-def render_sample(run_id: str, methods: list[str], who: str, evidence: Callable[[dict], None]) -> None:
-    """Annotate's random-sample mode for one run: method x metric population, next drawn answer."""
+ITEMS_HEIGHT = 300  # px: the whole-answer form's items (they scroll past that)
+EVIDENCE_HEIGHT = 440  # px: the evidence beside them, ending with the form's button
+
+
+def _item(kind: str, i: int, it: dict, key: str) -> str:
+    """One item of the whole-answer form: the claim (or context rank), the judge's label, and
+    the label chosen (the judge's by default)."""
+    if kind == "claim":
+        common.untrusted(f"Claim {i + 1}", it["text"])
+    elif kind == "context":
+        st.caption(f"Retrieved context rank {it['target_ref'].rpartition(':')[2]} (text in the evidence panel)")
+    common.untrusted("Judge's verdict" if kind != "metric" else "Judge's value", it["judge_label"])
+    options = list(ITEM_LABELS.get(kind, RATINGS))
+    default = it["judge_label"] if it["judge_label"] in options else (
+        f"{round(float(it['judge_label']) * 10) / 10:.1f}" if kind == "metric" else options[0])
+    return st.selectbox(f"Your label, item {i + 1}", options, index=options.index(default), key=key)
+
+
+def render_sample(run_id: str, methods: list[str], who: str, evidence: Callable[[dict], None],
+                  pickers: tuple | None = None) -> None:
+    """Annotate's random-sample mode for one run: method x metric population, next drawn answer.
+    `pickers`: two containers for the method and metric pickers (the page's top row)."""
     if not _available():
         return
     metrics = common.call(U.estimable_metrics, run_id)
     if not metrics or not methods:
         common.empty_state("This run has no judged metric to label.", "Score it with judged metrics first.")
         return
-    c1, c2 = st.columns([2, 2])
+    c1, c2 = pickers or st.columns([2, 2])
     method = common.url_select("Method (population)", methods, "smethod", container=c1)
     metric = common.url_select("Metric (population)", metrics, "metric", container=c2)
     seed = common.url_int("seed", 0, 10**9, default=S.DEFAULT_SEED)
@@ -107,16 +124,16 @@ def render_sample(run_id: str, methods: list[str], who: str, evidence: Callable[
         common.empty_state("Every answer of this population is labelled.", "Pick another method or metric.")
         return
     st.caption(f"Random sample {draw.sample_id}: answer {draw.position + 1} of {draw.population} in the seeded "
-               f"order (inclusion probability {draw.inclusion_prob:.3f}). No skipping: a skipped answer would make "
-               "the sample depend on what was easy to label.")
+               f"order (inclusion probability {draw.inclusion_prob:.3f}); no skipping.",
+               help="A skipped answer would make the sample depend on what was easy to label.")
     # the evidence panel shows the answer and every retrieved context for a whole-answer label
     item = {"run_id": run_id, "method": method, "question_id": draw.question_id, "target_kind": "answer",
             "target_ref": metric}
     left, right = st.columns([1, 1])
     with left:
-        common.untrusted("Answer labelled", f"{method} / {draw.question_id} / {metric}")
+        st.text(f"Answer labelled: {method} / {draw.question_id} / {metric}")  # names are data: st.text
         _form(run_id, method, metric, draw, who)
-    with right, st.container(height=560):
+    with right, st.container(height=EVIDENCE_HEIGHT):
         evidence(item)
 
 

@@ -55,13 +55,25 @@ def _chart(shown: pd.DataFrame, n_systems: int) -> None:
     st.plotly_chart(safe_widgets.inert_figure(fig), key="failure_modes")
 
 
+BUCKET_SHOWN = 50  # questions of one diagnosis listed (a large run has tens of thousands)
+
+
+def bucket_caption(total: int, shown: int, bucket: str) -> str:
+    """'12345 questions: retrieval miss · the first 50 listed, 12295 more on the Questions page'."""
+    text = f"{total} questions: {bucket}"
+    if total > shown:
+        text += f" · the first {shown} listed, {total - shown} more (filter them on the Questions page)"
+    return text
+
+
 def _bucket_questions(picked: list[str], names: dict[str, str]) -> None:
     c1, c2 = st.columns(2)
     key = safe_widgets.url_select("System", picked, "fs", format_func=lambda k: names.get(k, k), container=c1)
     bucket = safe_widgets.url_select("Diagnosis", [b for b in FM.BUCKETS if b != "correct"] + ["correct"], "fm",
                                container=c2)
-    qids = safe_widgets.call(FM.questions_in_bucket, key, bucket)
-    st.text(f"{len(qids)} questions: {bucket}")
+    every = safe_widgets.call(FM.questions_in_bucket, key, bucket, tuple(picked))
+    qids = every[:BUCKET_SHOWN]
+    st.text(bucket_caption(len(every), len(qids), bucket))
     if qids:
         run, _, method = key.partition(":")
         safe_widgets.dataframe(pd.DataFrame({"question_id": qids, "open": [

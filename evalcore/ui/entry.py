@@ -99,6 +99,9 @@ def run_page(render: Callable[[], None]) -> None:
 
 def main() -> None:
     st.set_page_config(page_title="evalcore", layout="wide")
+    from evalcore.ui import warm
+
+    warm.start()  # once per process: the pages' imports load in the background (ui/warm.py)
     st.navigation([page(module) for module, _, _ in PAGES]).run()
 
 

@@ -86,6 +86,17 @@ def _question_ids(f: Qn.QuestionFilter, table: pd.DataFrame, extra: dict) -> lis
     return qids
 
 
+PICKER_SPAN = 100  # questions listed either side of the current one in the picker
+
+
+def picker_window(i: int, n: int, span: int = PICKER_SPAN) -> range:
+    """The picker's options: question positions within `span` of position i. Why not all n: a
+    browser draws every option of a select (each with its question text), and a run of 100,000
+    questions sent 12 MB of options to show one question."""
+    lo = max(0, min(i - span, n - 2 * span - 1))
+    return range(lo, min(n, lo + 2 * span + 1))
+
+
 def _step(delta: int, n: int) -> None:
     st.session_state["q_index"] = max(0, min(n - 1, st.session_state.get("q_index", 0) + delta))
 
@@ -104,7 +115,10 @@ def _nav(qids: list[str], texts: dict[str, str]) -> str:
     def label(i: int) -> str:
         text = " ".join(str(texts.get(qids[i]) or "").split())
         return f"{i + 1}/{n} · {qids[i]} · {text[:90]}{'…' if len(text) > 90 else ''}"
-    c3.selectbox("Question", range(n), key="q_index", format_func=label, label_visibility="collapsed")
+    c3.selectbox("Question", picker_window(st.session_state["q_index"], n), key="q_index", format_func=label,
+                 label_visibility="collapsed",
+                 help=f"The {PICKER_SPAN} questions either side of this one; Previous/Next, the text search "
+                      "or a link with ?qid= reach any other.")
     i = st.session_state["q_index"]
     common.set_param("i", i)
     common.set_param("qid", qids[i])
@@ -247,7 +261,11 @@ def _method_column(detail: dict, method: str, story: dict) -> None:
 
 def _judge_calls(detail: dict) -> None:
     calls = detail["judge_calls"]
-    with st.expander(f"Raw judge calls ({len(calls)})"):
+    # drawn only when opened (a stateful expander): its table and code blocks cost the browser
+    # more than the rest of the question
+    with st.expander(f"Raw judge calls ({len(calls)})", key="raw_calls", on_change="rerun") as box:
+        if not box.open:
+            return
         if calls.empty:
             st.text("No judge calls recorded for this question.")
             return
@@ -268,18 +286,16 @@ def _all_metrics(detail: dict) -> None:
     m = detail["metrics"]
     if m.empty:
         return
-    with st.expander("All metrics, every method (importance order), and their details"):
+    with st.expander("All metrics, every method (importance order), and their details", key="all_metrics",
+                     on_change="rerun") as box:
+        if not box.open:  # drawn when opened, like the raw calls
+            return
         wide = m.pivot_table(index="metric", columns="method", values="value", aggfunc="first", dropna=False)
         wide = wide.loc[Qn.metric_order(list(wide.index))].reset_index()
         wide.columns.name = None
         common.dataframe(wide, hide_index=True)
         metric = st.selectbox("Details of", Qn.metric_order(sorted(set(m.metric))), key="details_metric")
-        rows = []
-        for r in m[m.metric == metric].itertuples():
-            rows += [{"method": r.method, "field": k, "value": v} for k, v in Qn.readable_details(r.details)]
-            if isinstance(r.reason, str):
-                rows.append({"method": r.method, "field": "reason (not scored)", "value": r.reason})
-        common.dataframe(pd.DataFrame(rows, columns=["method", "field", "value"]), hide_index=True)
+        common.dataframe(Qn.metric_details(detail, metric), hide_index=True)
 
 
 def _show_question(run_id: str, qid: str, methods: tuple[str, ...] | None) -> None:

@@ -70,7 +70,7 @@ def test_random_sample_through_the_page_then_cli_and_compare_agree(sample_store,
         assert next(s for s in at.selectbox if s.label == "Mode").value == "random sample"  # the default
         assert _progress(at) == 49
         expected_q = S.next_answer(store, run, method, "answer_class").question_id
-        assert f"{method} / {expected_q} / answer_class" in texts(at)
+        assert f"Answer labelled: {method} / {expected_q} / answer_class" in texts(at)
         box = next(s for s in at.selectbox if s.label.startswith("Your label"))
         box.set_value("WRONG" if box.value != "WRONG" else "CORRECT")
         next(b for b in at.button if b.label == "Label this whole answer").click().run()

@@ -23,6 +23,8 @@ def test_compare_verdict_names_the_judge_of_judged_metrics(make_app, app_store):
     lines = {text.split(":", 1)[0]: text for _, text in verdict_sentences(at)}
     assert lines["faithfulness"].endswith(f" · judged by {NAMED}")
     assert "judged by" not in lines["token_f1"]  # computed, not judged
+    at.session_state["all_metrics"] = True  # the full table is drawn when its expander opens
+    at.run()
     table = next(d.value for d in at.dataframe if "p_holm" in d.value.columns).set_index("metric")
     assert table.loc["faithfulness", "judged_by"] == NAMED
 

@@ -164,6 +164,10 @@ def test_questions_side_by_side_with_claims_contexts_and_judge(make_app, app_sto
     ids = [e for e in at.expander if e.label.startswith("Judge prompt ids")]
     assert len(ids) == 2 and ids[0].text[0].value == "heuristic:synthetic/synthetic@1"
     raw = next(e for e in at.expander if e.label.startswith("Raw judge calls"))
+    assert not raw.code, "drawn only when opened"
+    at.session_state["raw_calls"] = True
+    at.run()
+    raw = next(e for e in at.expander if e.label.startswith("Raw judge calls"))
     assert any("Judge:" in c.value for c in raw.code)  # the stored judge request, one click away
 
 
@@ -239,6 +243,8 @@ def test_compare_table_counts_and_diff(make_app, app_store):
     a, b = synthetic_runs(app_store)
     at = make_app("compare", sys=[f"{a}:local_search", f"{b}:local_search"], cm="token_f1", out="improved")
     assert not at.exception
+    at.session_state["all_metrics"] = True  # the full table is drawn when its expander opens
+    at.run()
     table = next(d.value for d in at.dataframe if "p_holm" in d.value.columns)
     row = table[table.metric == "token_f1"].iloc[0]
     assert row.improved + row.regressed + row.unchanged + row.missing == 24
@@ -282,6 +288,8 @@ def test_compare_verdict_says_who_wins_in_words(make_app, app_store):
     at = make_app("compare", sys=[f"{run}:basic_search", f"{run}:local_search"], tm=["faithfulness", "token_f1"])
     assert not at.exception
     lines = verdict_sentences(at)
+    at.session_state["all_metrics"] = True  # the full table is drawn when its expander opens
+    at.run()
     table = next(d.value for d in at.dataframe if "p_holm" in d.value.columns).set_index("metric")
     assert len(lines) == 2
     for outcomes, verdict in lines:
@@ -310,6 +318,8 @@ def test_compare_opens_with_a_headline_a_forest_plot_and_metric_cards(make_app, 
     tested = ["faithfulness", "token_f1", "context_recall"]
     at = make_app("compare", sys=[f"{run}:basic_search", f"{run}:local_search"], tm=tested)
     assert not at.exception
+    at.session_state["all_metrics"] = True  # the full table is drawn when its expander opens
+    at.run()
     table = next(d.value for d in at.dataframe if "p_holm" in d.value.columns).set_index("metric")
     headline = [shown(h.value) for h in at.subheader if "tested metric" in h.value]
     assert len(headline) == 1 and headline[0].startswith("local_search is better than basic_search on ")

@@ -1,0 +1,74 @@
+"""Warm the dashboard process once, in the background, when it serves its first page.
+
+Why: a cold page spent most of its first visit importing code it had not needed yet — the
+metric registry (every metric module, the judges, their prompt files; ~0.4 s), Plotly's
+figure classes (~0.3 s), the other pages' analysis modules — not querying or drawing. A
+server is started long before most of its pages are opened, so the first script run starts
+one daemon thread that imports what every page needs; by the time a visitor opens a second
+page (or a first visitor's page reaches its charts), it is loaded. Imports only: no query
+is run and nothing is read from the store, so nothing computed here can go stale. Python's
+import lock is per module, so a page importing the same module meanwhile simply waits for
+it to finish instead of importing it twice.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+
+# What the pages import on first use, heaviest first (the leaderboard's key metrics load the
+# metric registry; analysis modules pull in the store, DuckDB and pandas).
+MODULES = (
+    "evalcore.analysis.leaderboard",
+    "plotly.graph_objects",
+    "plotly.subplots",
+    "evalcore.analysis.compare",
+    "evalcore.analysis.verdict",
+    "evalcore.analysis.failure_modes",
+    "evalcore.analysis.distributions",
+    "evalcore.analysis.question_drilldown",
+    "evalcore.analysis.question_story",
+    "evalcore.analysis.annotations",
+    "evalcore.analysis.corrected",
+    "evalcore.ui.runs",
+    "evalcore.ui.compare",
+    "evalcore.ui.questions",
+    "evalcore.ui.charts",
+    "evalcore.ui.annotate",
+    "evalcore.ui.launch",
+)
+
+_started = threading.Event()
+
+
+def _under_apptest() -> bool:
+    import streamlit as st
+
+    try:
+        return bool(st.config.get_option("global.appTest"))
+    except Exception:  # noqa: BLE001 - an option this Streamlit does not know: a real server
+        return False
+
+
+def _load() -> None:
+    for name in MODULES:
+        try:
+            module = importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - an optional extra missing: the page says so itself
+            continue
+        if name == "evalcore.analysis.leaderboard":
+            try:
+                module.key_metric_names()  # imports the metric registry (metrics, judges, prompts)
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def start() -> bool:
+    """Start the warm-up thread once per process; True the time it starts. Not under AppTest
+    (tests and bench_app's script-only renders): there it would only compete with the one page
+    being run, and a test process has no second visitor to warm up for."""
+    if _started.is_set() or _under_apptest():
+        return False
+    _started.set()
+    threading.Thread(target=_load, name="evalcore-warm", daemon=True).start()
+    return True
