@@ -21,6 +21,7 @@ from evalcore.analysis import failure_modes as FM
 from evalcore.analysis.figures import LABEL_COLOURS, pareto_figure, stacked_figure, system_axis  # noqa: F401
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
+from evalcore.analysis.correctness import class_metrics
 from evalcore.schemas.labels import GRADE_METRICS, AnswerClass, Grade
 from evalcore.ui import diagnosis
 from evalcore.ui import safe_widgets as common
@@ -107,8 +108,7 @@ def _overview(keys: tuple[str, ...], picked: list[str], short: dict[str, str]) -
         st.caption("Answer classes: one rule for every page and the CLI — ERROR for a target error; DONT_KNOW "
                    "when dont_know or the judge's class says so; else the first of "
                    f"{', '.join(M.correct_deciders())} with a value (≥ 0.5 is CORRECT).")
-        _judge_caption("Answer classes", keys, ("answer_correct", "answer_class", "answer_dont_know",
-                                                "answer_correctness"))
+        _judge_caption("Answer classes", keys, class_metrics())
         # the diagnosis below reads the same cached table (one computation per page run)
         differ = G.correct_differences(classes, common.call(FM.failure_modes, tuple(picked)))
         if differ["correct_abstention"] or differ["target_error"]:

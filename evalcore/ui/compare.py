@@ -23,6 +23,7 @@ from evalcore.analysis import forest as F
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.analysis import verdict as V
+from evalcore.analysis.figures import forest_figure
 from evalcore.ui import corrected_view, diagnosis, entry
 from evalcore.ui import safe_widgets as common
 from evalcore.ui.wording import diff_text, judges_text, word_diff
@@ -125,60 +126,10 @@ def _question_diff(base: str, cand: str, metric: str) -> None:
                  query_params={"run": cand.partition(":")[0], "method": cand.partition(":")[2], "qid": qid})
 
 
-# The forest plot's shades and the verdict boxes' kinds (our constants): green better, red
-# worse, grey not significant (the sentence says which of the verdict's amber/grey outcomes).
-_SHADE_COLOURS = {"better": "#2e7d32", "worse": "#c62828", "not significant": "#9e9e9e"}
-_SHADE_NAMES = {"better": "candidate better", "worse": "candidate worse", "not significant": "not significant"}
+# The metric cards' delta colours (our constants): green better, red worse, grey not significant
+# (the forest plot's shades live with the figure, evalcore.analysis.figures).
 _CARD_COLOURS = {"better": "green", "worse": "red", "not significant": "grey"}
 N_CARDS = 4
-_FOREST_HOVER = ("<b>%{customdata[0]}</b>: %{customdata[1]} (%{customdata[2]} is better)<br>Δ = %{customdata[3]:+.3g} "
-                 "(candidate − baseline)<br>95% CI [%{customdata[4]:+.3g}, %{customdata[5]:+.3g}]<br>"
-                 "Holm p = %{customdata[6]:.2g} · n = %{customdata[7]}<extra></extra>")
-
-
-def _forest_figure(rows: pd.DataFrame) -> go.Figure:
-    """Per tested metric, Δ's 95% CI as a horizontal bar (base = CI low, length = CI width) and Δ
-    as a dot, around a zero line; one bar trace per shade (its legend entry). Metrics on another
-    scale than 0–1 get their own panel and x axis. Row labels are stored metric names: the
-    figure goes through common.inert_figure, and the hover's names are escaped here."""
-    from plotly.subplots import make_subplots
-
-    panels = list(dict.fromkeys(rows["panel"]))
-    sizes = [int((rows["panel"] == p).sum()) for p in panels]
-    fig = make_subplots(rows=len(panels), cols=1, row_heights=sizes, vertical_spacing=0.25 / max(1, len(panels)),
-                        subplot_titles=None)
-    shown: set[str] = set()
-    for i, panel in enumerate(panels, start=1):
-        part = rows[rows["panel"] == panel].iloc[::-1]  # the first tested metric on top
-        for shade in ("better", "worse", "not significant"):
-            g = part[part["shade"] == shade]
-            if g.empty:
-                continue
-            custom = [[common.plotly_text(m), o, "higher" if h else "lower", d, lo, hi, p, n]
-                      for m, o, h, d, lo, hi, p, n in zip(g["metric"], g["outcome"], g["higher_is_better"],
-                                                          g["delta"], g["ci_low"], g["ci_high"], g["p_holm"], g["n"])]
-            common_args = {"y": list(g["label"]), "legendgroup": shade, "customdata": custom,
-                           "hovertemplate": _FOREST_HOVER}
-            fig.add_trace(go.Bar(
-                x=list(g["ci_high"] - g["ci_low"]), base=list(g["ci_low"]), orientation="h", width=0.5,
-                marker={"color": _SHADE_COLOURS[shade]}, opacity=0.45, name=_SHADE_NAMES[shade],
-                showlegend=shade not in shown, **common_args), row=i, col=1)
-            shown.add(shade)
-            fig.add_trace(go.Scatter(
-                x=list(g["delta"]), mode="markers", showlegend=False, name="Δ",
-                marker={"color": _SHADE_COLOURS[shade], "size": 11, "symbol": "diamond",
-                        "line": {"color": "#212121", "width": 1}}, **common_args), row=i, col=1)
-        lo = min(0.0, float(part[["ci_low", "delta"]].min().min()))
-        hi = max(0.0, float(part[["ci_high", "delta"]].max().max()))
-        pad = 0.08 * (hi - lo or 1.0)
-        fig.update_xaxes(range=[lo - pad, hi + pad], zeroline=True, zerolinewidth=2, zerolinecolor="#424242",
-                         title_text=f"Δ {panel}" if i == len(panels) or len(panels) > 1 else None, row=i, col=1)
-        fig.update_yaxes(automargin=True, row=i, col=1)
-    fig.update_layout(height=90 + 46 * len(rows) + 50 * (len(panels) - 1), barmode="overlay",
-                      margin={"l": 10, "r": 10, "t": 10, "b": 40},
-                      legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-                      title=None)
-    return fig
 
 
 def _card_number(value: float, sign: bool = False) -> str:
@@ -235,7 +186,7 @@ def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str], 
         forest = F.forest_rows(table, lines)
         left, right = st.columns([3, 2], vertical_alignment="center")
         with left, st.container(key="forest"):
-            st.plotly_chart(common.inert_figure(_forest_figure(forest)), key="forest_plot",
+            st.plotly_chart(common.inert_figure(forest_figure(forest)), key="forest_plot",
                             config={"displayModeBar": False})
         with right:
             _cards(forest, table)

@@ -212,7 +212,9 @@ def test_a_failed_leader_lets_followers_send_their_own(anthropic_env, store):
     assert sorted(bool(o.error) for o in outs[:2]) == [False, True] and outs[2].output
     assert anthropic_env.count() == 3
     # b's request came after the first one's failure was sent: it waited for it, then sent its own
-    assert events == ["Paris arrived", "Rome arrived", "Paris answered 400", "Paris arrived"], events
+    # (the leader's and Rome's requests run concurrently: either may arrive first)
+    assert sorted(events[:2]) == ["Paris arrived", "Rome arrived"], events
+    assert events[2:] == ["Paris answered 400", "Paris arrived"], events
 
 
 def _answer_after_rome(text: str, first: dict | None = None, events: list[str] | None = None):
