@@ -20,13 +20,12 @@ one it is a wrong abstention.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
+from evalcore.analysis.recent_frames import RecentFrames
 from evalcore.store import query_df
 
 CORRECT_THRESHOLD = 0.5
@@ -59,8 +58,7 @@ def class_metrics() -> tuple[str, ...]:
 # readers see changes, so an entry is never stale): Charts' answer classes and its diagnosis, and
 # Compare's diagnosis and its question list, read the same frame, ~1 s to build at 100,000
 # questions per system.
-_RECENT: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
-_RECENT_LOCK = threading.Lock()
+_RECENT = RecentFrames(4)
 
 
 def outcome_frame(store, keys: Sequence[str], extra: Sequence[str] = (), by: str | None = None) -> pd.DataFrame:
@@ -68,17 +66,7 @@ def outcome_frame(store, keys: Sequence[str], extra: Sequence[str] = (), by: str
     error, whether the question is answerable, the judge's class label, and the values (NaN as
     missing) of the metrics the rule reads plus `extra`. `by` (an allow-listed dimension of
     evalcore.analysis.sql.BY) adds a `bucket` column; a question counts in every tag it has."""
-    memo = (str(store.root), store.state_token(), tuple(keys), tuple(extra), by)
-    with _RECENT_LOCK:
-        if memo in _RECENT:
-            _RECENT.move_to_end(memo)
-            return _RECENT[memo].copy()
-    out = _outcome_frame(store, keys, extra, by)
-    with _RECENT_LOCK:
-        _RECENT[memo] = out
-        while len(_RECENT) > 4:
-            _RECENT.popitem(last=False)
-    return out.copy()
+    return _RECENT.get(store, (tuple(keys), tuple(extra), by), lambda: _outcome_frame(store, keys, extra, by))
 
 
 def _outcome_frame(store, keys: Sequence[str], extra: Sequence[str], by: str | None) -> pd.DataFrame:

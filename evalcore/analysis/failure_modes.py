@@ -27,14 +27,13 @@ the answer's class:
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from evalcore.analysis.correctness import class_metrics, classify, first_of, outcome_frame
+from evalcore.analysis.recent_frames import RecentFrames
 from evalcore.store import RunStore
 
 BUCKETS = ("correct", "correct abstention", "wrong abstention", "should have abstained", "retrieval miss",
@@ -139,30 +138,21 @@ def explain(row: pd.Series | dict) -> tuple[str | None, str]:
 # The last few diagnoses, keyed by the store's state token (which changes whenever anything
 # readers see changes, so an entry is never stale): the breakdown and its question list read the
 # same frame, which takes ~1 s to build at 100,000 questions per system.
-_RECENT: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
-_RECENT_MAX = 4
-_RECENT_LOCK = threading.Lock()
+_RECENT = RecentFrames(4)
 
 
 def diagnoses(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
     """(system, question_id, bucket) for every answered question of the systems."""
-    memo = (str(store.root), store.state_token(), tuple(keys))
-    with _RECENT_LOCK:
-        if memo in _RECENT:
-            _RECENT.move_to_end(memo)
-            return _RECENT[memo].copy()
+    return _RECENT.get(store, tuple(keys), lambda: _diagnoses(store, keys))
+
+
+def _diagnoses(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
     wide = _wide(store, keys)
     if wide.empty:
-        out = pd.DataFrame(columns=["system", "question_id", "bucket"])
-    else:
-        bucket, _ = _buckets(wide)
-        out = pd.DataFrame({"system": wide["system"], "question_id": wide["question_id"], "bucket": bucket})
-        out = out[out["bucket"].notna()].reset_index(drop=True)
-    with _RECENT_LOCK:
-        _RECENT[memo] = out
-        while len(_RECENT) > _RECENT_MAX:
-            _RECENT.popitem(last=False)
-    return out.copy()
+        return pd.DataFrame(columns=["system", "question_id", "bucket"])
+    bucket, _ = _buckets(wide)
+    out = pd.DataFrame({"system": wide["system"], "question_id": wide["question_id"], "bucket": bucket})
+    return out[out["bucket"].notna()].reset_index(drop=True)
 
 
 def failure_modes(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:

@@ -24,13 +24,12 @@ newest label counts (a retraction takes the person's label back).
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import pandas as pd
 
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, GRADE_POINTS, RETRACTED, Grade
+from evalcore.analysis.recent_frames import RecentFrames
 from evalcore.store import RunStore, query_df
 
 
@@ -137,24 +136,13 @@ def answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFr
     """One row per answer in the population (answers with a judge value, and for claim/context
     metrics at least one item to label): question_id, judge, n_items, n_labelled, sampled,
     human (NaN unless every item has a label)."""
-    memo = (str(store.root), store.state_token(), run_id, method, metric)
-    with _RECENT_LOCK:
-        if memo in _RECENT:
-            _RECENT.move_to_end(memo)
-            return _RECENT[memo].copy()
-    out = _answers(store, run_id, method, metric)
-    with _RECENT_LOCK:
-        _RECENT[memo] = out
-        while len(_RECENT) > 4:
-            _RECENT.popitem(last=False)
-    return out.copy()
+    return _RECENT.get(store, (run_id, method, metric), lambda: _answers(store, run_id, method, metric))
 
 
 # The last few populations, keyed by the store's state token (a new label or run changes it, so
 # an entry is never stale): a page's estimate and its next draw read the same population, which
 # takes ~1 s to build at 100,000 answers.
-_RECENT: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
-_RECENT_LOCK = threading.Lock()
+_RECENT = RecentFrames(4)
 
 
 def _answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:

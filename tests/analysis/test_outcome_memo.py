@@ -14,7 +14,7 @@ def test_one_frame_per_store_state_and_each_caller_gets_its_own_copy(tmp_path, m
     built = []
     real = CO._outcome_frame
     monkeypatch.setattr(CO, "_outcome_frame", lambda *a: built.append(a[1:]) or real(*a))
-    monkeypatch.setattr(CO, "_RECENT", type(CO._RECENT)())
+    monkeypatch.setattr(CO, "_RECENT", type(CO._RECENT)())  # an empty memo: this test counts builds
     first = CO.outcome_frame(store, keys)
     first["error"] = "changed by a caller"
     again = CO.outcome_frame(store, keys)

@@ -1,0 +1,43 @@
+"""A few recently built frames kept per process, keyed by the store's state token.
+
+Why: at 100,000 questions per system some per-answer frames take about a second to build,
+and a page reads the same one several times in one visit (Charts' answer classes and its
+diagnosis; Annotate's estimate and its next draw). The store's state token changes whenever
+anything a reader sees changes, so a kept frame is never stale; every caller gets its own copy,
+so nobody can change what the next caller reads."""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Callable, Hashable
+
+import pandas as pd
+
+from evalcore.store import RunStore
+
+
+class RecentFrames:
+    """The last `size` frames built by one function, least recently used dropped first."""
+
+    def __init__(self, size: int = 4) -> None:
+        self._size = size
+        self._frames: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, store: RunStore, key: Hashable, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+        """The frame for (store, its current state, key): kept, or built now by `build()`."""
+        memo = (str(store.root), store.state_token(), key)
+        with self._lock:
+            if memo in self._frames:
+                self._frames.move_to_end(memo)
+                return self._frames[memo].copy()
+        out = build()
+        with self._lock:
+            self._frames[memo] = out
+            while len(self._frames) > self._size:
+                self._frames.popitem(last=False)
+        return out.copy()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._frames.clear()
