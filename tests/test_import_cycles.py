@@ -20,13 +20,8 @@ import networkx as nx
 PKG = Path(__file__).resolve().parents[1] / "evalcore"
 
 # Cycles through deferred (in-function) imports that are still to be untied, each with where it is
-# tracked. The test fails when a new cycle appears, and when one of these is gone (drop it here).
-KNOWN = {
-    # the embedding worker imports the backend it runs; another change reworks evalcore/embeddings
-    frozenset({"evalcore.embeddings.embedder", "evalcore.embeddings.worker"}),
-    # repair compacts a run; compaction quarantines unreadable parts through health
-    frozenset({"evalcore.store.compaction", "evalcore.store.health"}),
-}
+# tracked: none left. The test fails when a new cycle appears, and when a listed one is gone.
+KNOWN: set[frozenset[str]] = set()
 
 
 def _modules() -> dict[str, Path]:

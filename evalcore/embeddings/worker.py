@@ -10,6 +10,9 @@ the in-process backend runs (SentenceTransformerBackend.embed), so its vectors a
 Only worth it when this process has not imported torch yet (SentenceTransformerBackend
 decides; once torch is here, loading here is quicker than starting a second interpreter).
 
+This module is the parent's side; the child's program is evalcore.embeddings.worker_child (so
+the parent never imports the backend module, which imports this one).
+
 Protocol, over the child's stdin/stdout: length-prefixed pickles between two copies of this
 program (nothing else writes to these pipes). First the model reference, then one message per
 request: a list of texts, answered ("ok", float32 rows) or ("error", message). The child
@@ -38,13 +41,13 @@ class WorkerError(Exception):
     """The child could not answer (it failed to load, failed to encode, or is gone)."""
 
 
-def _send(stream: BinaryIO, obj: Any) -> None:
+def send_message(stream: BinaryIO, obj: Any) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     stream.write(_HEADER.pack(len(data)) + data)
     stream.flush()
 
 
-def _recv(stream: BinaryIO) -> Any:
+def receive_message(stream: BinaryIO) -> Any:
     head = stream.read(_HEADER.size)
     if len(head) < _HEADER.size:
         raise EOFError
@@ -65,19 +68,19 @@ class EmbeddingWorker:
         self._lock = threading.Lock()
         # stderr goes nowhere: the parent's stderr may be a pipe its own caller reads to the end,
         # and a child holding it would keep that caller waiting; errors come back as messages
-        self.proc = subprocess.Popen([sys.executable, "-m", "evalcore.embeddings.worker"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "evalcore.embeddings.worker_child"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env={**os.environ, "PYTHONPATH": path})
         try:
-            _send(self.proc.stdin, (ref.model_id, ref.location, ref.source))
+            send_message(self.proc.stdin, (ref.model_id, ref.location, ref.source))
         except OSError:
             pass  # reported by the first embed
 
     def embed(self, texts: list[str]) -> np.ndarray:
         with self._lock:
             try:
-                _send(self.proc.stdin, list(texts))
-                kind, payload = _recv(self.proc.stdout)
+                send_message(self.proc.stdin, list(texts))
+                kind, payload = receive_message(self.proc.stdout)
             except (OSError, EOFError, pickle.UnpicklingError) as exc:
                 raise WorkerError(f"embedding worker gone ({type(exc).__name__})") from None
         if kind != "ok":
@@ -90,37 +93,3 @@ class EmbeddingWorker:
             self.proc.stdin.close()
         except OSError:
             pass
-
-
-def main() -> None:
-    from evalcore.embeddings.embedder import SentenceTransformerBackend
-
-    inp, out = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # whatever a library prints must not corrupt the protocol
-    try:
-        backend = SentenceTransformerBackend(ModelRef(*_recv(inp)))
-    except EOFError:
-        os._exit(0)
-    error = None
-    try:
-        backend.embed(["warm-up"])  # load now: the point of the child
-    except Exception as exc:  # noqa: BLE001 - sent to the parent, which loads in-process instead
-        error = f"{type(exc).__name__}: {exc}"
-    while True:
-        try:
-            texts = _recv(inp)
-        except EOFError:
-            break
-        if error is not None:
-            _send(out, ("error", error))
-            continue
-        try:
-            _send(out, ("ok", backend.embed(texts)))
-        except Exception as exc:  # noqa: BLE001 - the parent decides what to do
-            _send(out, ("error", f"{type(exc).__name__}: {exc}"))
-    # nothing to flush or clean up: skip the interpreter's slow teardown of torch
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

@@ -65,7 +65,7 @@ from evalcore.store.layout import (
     write_parquet_atomic,
     write_pointer,
 )
-from evalcore.store.health import quarantine_unreadable_parts, unreadable
+from evalcore.store.quarantine import quarantine_unreadable_parts, unreadable
 from evalcore.store.merge import Merged, merge_files, sql_list
 from evalcore.store.summary import SUMMARY_TABLES, summary_sql
 from evalcore.tables import SCHEMAS

@@ -4,11 +4,8 @@ Why this module: a run is a pointer (tables.json) and the files it names. Either
 or damaged by things evalcore does not control (a disk, a sync tool, a person with `rm`), and
 one bad file must cost one run, never the store, and never more data. So:
 
-* a file that cannot be read is found by its footer (`unreadable`: the Parquet footer, what
-  every reader opens first; `deep=True` decodes every page as well, for `store check`);
-* a part file a writer left unreadable (a 0-byte or garbage file in parts/) cannot be
-  absorbed, and would fail every later compaction of its run: it is moved to
-  `<run>/quarantine/<its path>` with one warning, and `store clean` / `store check` list it;
+* a file that cannot be read is found by its footer, and an unreadable part file is set aside
+  in `<run>/quarantine/` (store/quarantine.py: compaction needs those two alone);
 * `check_run` opens every file the pointer names and lists what no pointer accounts for;
 * `repair_run` rebuilds a lost or unreadable pointer from the newest readable generation of
   each table in data/ (file names carry the generation), and says what it chose and skipped.
@@ -19,13 +16,11 @@ one bad file must cost one run, never the store, and never more data. So:
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalcore.errors import StoreError
@@ -35,7 +30,6 @@ from evalcore.store.layout import (
     DATA_DIR,
     FORMAT_VERSION,
     POINTER,
-    QUARANTINE_DIR,
     RUN_TABLES,
     RunDamaged,
     data_generation,
@@ -44,96 +38,9 @@ from evalcore.store.layout import (
     read_pointer_versioned,
     write_pointer,
 )
+from evalcore.store.quarantine import quarantined_files, unreadable
 
 log = logging.getLogger(__name__)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-def unreadable(path: Location, deep: bool = False) -> str | None:
-    """Why a Parquet file cannot be read (None if it can): its footer, or with `deep` every row."""
-    where, filesystem = _fs.arrow(path)
-    try:
-        if deep:
-            source = pq.ParquetFile(where, filesystem=filesystem, pre_buffer=False)
-            for _ in source.iter_batches(batch_size=65536, use_threads=False):
-                pass
-        else:
-            pq.read_metadata(where, filesystem=filesystem)
-    except FileNotFoundError:
-        return "the file is missing"
-    except Exception as exc:  # pyarrow says ArrowInvalid, OSError or others for one bad file
-        return _one_line(exc)
-    return None
-
-
-def _corrupt(path: Location) -> str | None:
-    """Why a part file is garbage for certain (None if it reads, or if it could not be read
-    because of the disk or the network, which is no reason to set it aside): its bytes were
-    read whole, and they are not Parquet."""
-    why = unreadable(path)
-    if why is None:
-        return None
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None  # gone meanwhile: nothing to set aside
-    if not data:
-        return "an empty (0-byte) file"
-    try:
-        pq.read_metadata(pa.BufferReader(data))
-    except Exception as exc:
-        return _one_line(exc)
-    return None
-
-
-def quarantine_path(run_dir: Location, part: Location) -> Location:
-    return run_dir / QUARANTINE_DIR / part.relative_to(run_dir).as_posix()
-
-
-def _move(src: Location, dst: Location) -> None:
-    if _fs.is_remote(src):
-        dst.write_bytes(src.read_bytes())
-        src.unlink(missing_ok=True)
-        return
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(src, dst)
-
-
-def quarantine_unreadable_parts(run_dir: Location, pending: dict[str, list[Location]]) -> dict[str, list[Location]]:
-    """The pending parts without those that are not Parquet: those are moved to quarantine/
-    (one warning for all of them), so the compaction absorbs the rest and carries on."""
-    kept: dict[str, list[Location]] = {}
-    moved: list[tuple[str, str]] = []
-    for table, parts in pending.items():
-        kept[table] = []
-        for part in parts:
-            why = _corrupt(part)
-            if why is None:
-                kept[table].append(part)
-                continue
-            _move(part, quarantine_path(run_dir, part))
-            moved.append((part.relative_to(run_dir).as_posix(), why))
-    if moved:
-        first, why = moved[0]
-        more = f" and {len(moved) - 1} more" if len(moved) > 1 else ""
-        log.warning("run %s: set aside %d unreadable part file(s) in %s: %s (%s)%s; `evalcore store clean` lists them",
-                    run_dir.name, len(moved), run_dir / QUARANTINE_DIR, first, why, more)
-    return kept
-
-
-def quarantined_files(run_dir: Location) -> list[tuple[Location, int]]:
-    """Files set aside in a run's quarantine/ folder, with their sizes."""
-    folder = run_dir / QUARANTINE_DIR
-    if _fs.is_remote(folder):
-        return [(p, int(info.get("size") or 0)) for p, info in folder.walk_files()]
-    if not folder.is_dir():
-        return []
-    return [(p, p.stat().st_size) for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()]
-
 
 # ---- store check -----------------------------------------------------------------------------
 @dataclass

@@ -172,7 +172,7 @@ class RunStore:
 
     def quarantined(self) -> list[tuple[Location, int]]:
         """Part files set aside as unreadable, in every run, with their sizes."""
-        from evalcore.store.health import quarantined_files
+        from evalcore.store.quarantine import quarantined_files
 
         return [item for run_id in self.run_ids() for item in quarantined_files(self.run_dir(run_id))]
 

@@ -48,7 +48,7 @@ import pyarrow as pa
 
 from evalcore.store import fs as _fs
 from evalcore.store.merge import merge_sql, sql_list
-from evalcore.store.health import unreadable
+from evalcore.store.quarantine import unreadable
 from evalcore.store.layout import RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import SUMMARY_TABLES, summary_sql
