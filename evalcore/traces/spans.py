@@ -132,13 +132,8 @@ def from_dataframe_record(rec: dict[str, Any], file: str, recno: int) -> Span:
     attributes = flatten(nested)
     span_id = _text_id(rec.get("context.span_id"), file, recno, "context.span_id")
     where = f"{recno} (span {span_id})"
-    return Span(span_id=span_id, trace_id=_text_id(rec.get("context.trace_id"), file, where, "context.trace_id"),
-                parent_id=_parent(rec.get("parent_id"), file, where, "parent_id"), name=str(rec.get("name") or ""),
-                kind=str(rec.get("span_kind") or attributes.get(KIND_ATTRIBUTE) or "UNKNOWN").upper(),
-                start=_time(rec.get("start_time"), 1e3, file, where, "start_time"),
-                end=_time(rec.get("end_time"), 1e3, file, where, "end_time"),
-                status=str(rec.get("status_code") or "UNSET").upper(), attributes=attributes,
-                status_message=str(rec.get("status_message") or ""), where=where)
+    trace_id = _text_id(rec.get("context.trace_id"), file, where, "context.trace_id")
+    return _phoenix_span(rec, file, where, span_id, trace_id, attributes)
 
 
 def from_rest_span(rec: dict[str, Any], file: str, recno: int | str, project: str | None = None) -> Span:
@@ -147,7 +142,15 @@ def from_rest_span(rec: dict[str, Any], file: str, recno: int | str, project: st
     span_id = _text_id(context.get("span_id"), file, recno, "context.span_id")
     where = f"{recno} (span {span_id})" if isinstance(recno, int) else f"span {span_id}"
     attributes = flatten(_obj(rec.get("attributes"), file, where, "attributes"))
-    return Span(span_id=span_id, trace_id=_text_id(context.get("trace_id"), file, where, "context.trace_id"),
+    trace_id = _text_id(context.get("trace_id"), file, where, "context.trace_id")
+    return _phoenix_span(rec, file, where, span_id, trace_id, attributes, project)
+
+
+def _phoenix_span(rec: dict[str, Any], file: str, where: str, span_id: str, trace_id: str,
+                  attributes: dict[str, Any], project: str | None = None) -> Span:
+    """The fields a span-dataframe row and a REST span name alike (parent, name, kind, times,
+    status), read and checked once for both shapes."""
+    return Span(span_id=span_id, trace_id=trace_id,
                 parent_id=_parent(rec.get("parent_id"), file, where, "parent_id"), name=str(rec.get("name") or ""),
                 kind=str(rec.get("span_kind") or attributes.get(KIND_ATTRIBUTE) or "UNKNOWN").upper(),
                 start=_time(rec.get("start_time"), 1e3, file, where, "start_time"),

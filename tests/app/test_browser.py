@@ -124,6 +124,10 @@ class DevTools:
             if "method" in msg:
                 self.events.append(msg)
 
+    def window(self, width: int = 1400, height: int = 1000) -> None:
+        """The window the issues judge pages in (1400 x 1000 unless told)."""
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+
     def dom_after(self, url: str, title: str, seconds: float = 30.0) -> str:
         self.call("Page.navigate", url=url)
         deadline, dom = time.time() + seconds, ""
@@ -254,7 +258,7 @@ def test_runs_default_columns_fit_1400px_in_chromium(served_app, tmp_path):
     requires("websockets.sync.client", "websockets is needed to drive Chromium")
     tools = DevTools(browser, tmp_path / "profile")
     try:
-        tools.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
+        tools.window()
         dom = tools.dom_after(f"{served_app}/", "Runs")
         assert not any(m in dom for m in BAD_MARKERS)
         sizes = _wait_for(tools, "(() => { const s = document.querySelector('[data-testid=stDataFrame] .dvn-scroller');"
@@ -316,7 +320,7 @@ def test_annotate_random_sample_fits_1400_by_1000_in_chromium(served_app, app_st
     requires("ppi_py", "random-sample labelling needs ppi-python")
     tools = DevTools(browser, tmp_path / "profile")
     try:
-        tools.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1, mobile=False)
+        tools.window()
         dom = tools.dom_after(f"{served_app}/annotate?who=annotator", "Annotate")
         assert not any(m in dom for m in BAD_MARKERS)
         box = _wait_for(tools, "(() => { const b = Array.from(document.querySelectorAll('button'))"

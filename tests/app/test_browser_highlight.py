@@ -92,8 +92,7 @@ def test_highlights_are_marks_and_a_canary_inside_them_fetches_nothing(tmp_path)
         with serve_app(store.root, tmp_path / "streamlit.log") as base:
             tools = DevTools(browser, tmp_path / "profile")
             try:
-                tools.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000, deviceScaleFactor=1,
-                           mobile=False)
+                tools.window()
                 tools.dom_after(f"{base}/questions?run={run}&qid=q1", "Questions")
                 # the script run has ended and its st.html blocks are drawn (a condition, not a sleep;
                 # on timeout the comparison below shows what is missing)
