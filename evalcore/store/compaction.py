@@ -5,7 +5,7 @@ for that. When an import, a run or a scoring pass ends (and whenever a writer op
 that has leftovers), this merges the run's current canonical file with its pending parts,
 keeping the newest row per key (tables.KEYS) or the newest whole set (tables.SET_KEYS),
 writes the result under a new generation name, computes the run's summary tables
-(store/summary.py), and publishes all of it by atomically replacing the run's pointer.
+(store/summary.py) and its one-row-per-answer metric values (store/wide.py), and publishes all of it by atomically replacing the run's pointer.
 
 Crash safety, by construction:
 * before the pointer is replaced, nothing readers see has changed (new files are unreferenced
@@ -68,6 +68,7 @@ from evalcore.store.layout import (
 from evalcore.store.quarantine import quarantine_unreadable_parts, unreadable
 from evalcore.store.merge import Merged, merge_files, sql_list
 from evalcore.store.summary import SUMMARY_TABLES, summary_sql
+from evalcore.store.wide import WIDE_TABLE, compute_sql as wide_compute_sql
 from evalcore.tables import SCHEMAS
 
 
@@ -168,7 +169,7 @@ def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) 
     done = _finish_previous(run_dir, pointer)
     pending = {t: [p for p in pending_parts(run_dir, t) if _rel(run_dir, p) not in done] for t in RUN_TABLES}
     files: dict[str, str] = dict(pointer["files"])
-    has_summary = all(s in files for s in SUMMARY_TABLES)
+    has_summary = all(s in files for s in (*SUMMARY_TABLES, WIDE_TABLE))
     result.generation = int(pointer.get("generation", 0))
     if not any(pending.values()) and has_summary and not force_summary and found:
         if pointer.get("retired"):  # nothing new: still let expired files go
@@ -219,8 +220,10 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
                 files[table], rows[table] = name, merged.rows_out
                 result.parts_absorbed += len(pending[table])
             _define(con, table, run_dir / files[table] if table in files else None)
-        for name in SUMMARY_TABLES:
-            arrow = con.sql(summary_sql(name)).to_arrow_table()
+        derived = {name: summary_sql(name) for name in SUMMARY_TABLES}
+        derived[WIDE_TABLE] = wide_compute_sql(con)  # one row per answer (store/wide.py)
+        for name, sql in derived.items():
+            arrow = con.sql(sql).to_arrow_table()
             rel = f"{DATA_DIR}/{name}-{tag}.parquet"
             write_parquet_atomic(run_dir / rel, arrow)
             files[name] = rel

@@ -6,6 +6,8 @@ Views (one connection = a consistent set of views, over the runs asked for or al
                      exactly one row per key: the canonical files that each run's pointer names
   summary_metrics, summary_responses, summary_judges, summary_labels
                      the per-run summaries written at compaction (store/summary.py)
+  metric_wide        every answer's metric values in one row (store/wide.py; columns differ
+                     by run, `wide_columns` says which exist)
   annotations        every human annotation (append-only, never de-duplicated)
   damaged_runs       runs left out of every view above, and why (one line each, naming the file)
 User-supplied values only ever reach SQL as bound parameters.
@@ -52,6 +54,7 @@ from evalcore.store.quarantine import unreadable
 from evalcore.store.layout import RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import SUMMARY_TABLES, summary_sql
+from evalcore.store import wide as _wide
 from evalcore.tables import ANNOTATIONS_SCHEMA, SCHEMAS
 
 if TYPE_CHECKING:
@@ -75,6 +78,7 @@ class Sources:
     legacy_runs: list[str] = field(default_factory=list)
     by_run: dict[str, list[Path]] = field(default_factory=dict)  # every file each run contributes
     damaged: dict[str, RunDamaged] = field(default_factory=dict)  # runs left out, and why
+    without: dict[str, list[str]] = field(default_factory=dict)  # derived table -> runs lacking its file
 
 
 def sources(store: RunStore, run_ids: Sequence[str], damaged: dict[str, RunDamaged] | None = None) -> Sources:
@@ -98,6 +102,9 @@ def sources(store: RunStore, run_ids: Sequence[str], damaged: dict[str, RunDamag
         for name, rel in files.items():
             out.canonical.setdefault(name, []).append(run_dir / rel)
             out.by_run.setdefault(run_id, []).append(run_dir / rel)
+        for name in (*SUMMARY_TABLES, _wide.WIDE_TABLE):
+            if name not in files:  # compacted before this table existed: computed when read
+                out.without.setdefault(name, []).append(run_id)
     return out
 
 
@@ -147,13 +154,17 @@ def _empty_table(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema, v
     return name
 
 
-def _summary_sql(name: str, src: Sources) -> str:
+def _summary_sql(name: str, src: Sources, con: duckdb.DuckDBPyConnection | None = None) -> str:
+    """A derived table's view: the runs' stored files, and the same SQL computed on the fly
+    for runs that have none (format-1 runs; runs last compacted before the table existed)."""
     parts = []
     if src.canonical.get(name):
         parts.append(f"SELECT * FROM read_parquet({sql_list(src.canonical[name])}, union_by_name = true)")
-    if src.legacy_runs or not parts:  # computed on the fly: format-1 runs (or a typed empty view)
-        runs = ", ".join("'" + r.replace("'", "''") + "'" for r in src.legacy_runs)
-        parts.append(summary_sql(name, f"run_id IN ({runs})" if runs else "false"))
+    live = src.legacy_runs + src.without.get(name, [])
+    if live or not parts:  # computed on the fly (or a typed empty view)
+        runs = ", ".join(_wide.literal(r) for r in live)
+        where = f"run_id IN ({runs})" if runs else "false"
+        parts.append(_wide.compute_sql(con, where) if name == _wide.WIDE_TABLE else summary_sql(name, where))
     return " UNION ALL BY NAME ".join(f"({p})" for p in parts)
 
 
@@ -215,8 +226,8 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
         con.unregister("_damaged")
         for table in RUN_TABLES:
             con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
-        for name in SUMMARY_TABLES:
-            con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src)}")
+        for name in (*SUMMARY_TABLES, _wide.WIDE_TABLE):
+            con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src, con)}")
         ann = sorted(p for p in store.annotations_dir().glob("*.parquet")) if store.annotations_dir().is_dir() else []
         if ann:
             # BY NAME over the typed empty table: part files written before a column existed
