@@ -279,6 +279,13 @@ def query_df(store: RunStore, sql: str, params: Any = None, runs: Sequence[str] 
         return con.execute(sql, params if params is not None else []).df()
 
 
+def wide_columns(store: RunStore, runs: Sequence[str] | None = None) -> frozenset[str]:
+    """The columns metric_wide has over `runs` (all runs when None): store/wide.py's value and
+    label columns exist only for metrics some run has."""
+    with open_db(store, runs=runs) as con:
+        return frozenset(r[0] for r in con.execute(f"DESCRIBE {_wide.WIDE_TABLE}").fetchall())
+
+
 def _retire(key: tuple, con: duckdb.DuckDBPyConnection) -> None:
     """Close an evicted database once no cursor of it is in use (closing a DuckDB connection
     closes its cursors too: another thread may be in the middle of a query). Under _LOCK."""

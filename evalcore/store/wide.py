@@ -74,3 +74,16 @@ def compute_sql(con: duckdb.DuckDBPyConnection, where: str = "true") -> str:
     """`wide_sql` over the metrics the `metrics` view holds (rows matching `where`)."""
     metrics, labelled = names_in(con, where)
     return wide_sql(metrics, labelled, where)
+
+
+def value_expr(metric: str, present: "set[str] | frozenset[str]", table: str = "") -> str:
+    """SQL for a metric's value column of metric_wide, or a typed NULL when no run read has it
+    (columns differ between runs: naming an absent one is a binder error)."""
+    col = value_column(metric)
+    return f"{table + '.' if table else ''}{ident(col)}" if col in present else "NULL::DOUBLE"
+
+
+def label_expr(metric: str, present: "set[str] | frozenset[str]", table: str = "") -> str:
+    """SQL for a metric's label column of metric_wide, or a typed NULL (see value_expr)."""
+    col = label_column(metric)
+    return f"{table + '.' if table else ''}{ident(col)}" if col in present else "NULL::VARCHAR"
