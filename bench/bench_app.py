@@ -367,6 +367,9 @@ def large(root: Path, work: Path) -> bool:
     if not RunStore(root).run_ids():
         build_store(root, n_runs=2, n_questions=100_000)
     store = RunStore(root)
+    upgraded = store.upgrade()  # a store kept from an older evalcore: write its derived tables first
+    if upgraded:
+        print(f"upgraded {len(upgraded)} run(s) of the kept store (`evalcore store upgrade`)")
     print(f"large store: {len(store.run_ids())} runs x 100,000 questions x 2 methods x 30 metrics at {root} "
           f"({time.perf_counter() - t0:.0f}s to build or find); load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} CPUs: medians, the baseline measured in the same run")
@@ -445,6 +448,9 @@ def main() -> int:
     if not RunStore(root).run_ids():
         build_store(root, n_runs=n_runs, n_questions=n_q, n_metrics=30)
     store = RunStore(root)
+    upgraded = store.upgrade()  # a store kept from an older evalcore: write its derived tables first
+    if upgraded:
+        print(f"upgraded {len(upgraded)} run(s) of the kept store (`evalcore store upgrade`)")
     print(f"store: {len(store.run_ids())} runs x 2 methods x 30 metrics at {root} "
           f"({time.perf_counter() - t0:.1f}s to build or find); load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} CPUs (other processes skew every figure)")

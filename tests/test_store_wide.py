@@ -118,3 +118,32 @@ def test_metric_names_are_quoted_not_executed(tmp_path):
     wide = _wide(store)
     assert sorted(wide[value_column(ODD)].tolist()) == [0.0, 0.0, 1.0, 1.0]
     assert query_df(store, "SELECT count(*) AS n FROM metrics")["n"][0] == 13
+
+
+def test_store_upgrade_writes_what_an_older_compaction_left_out(tmp_path):
+    """`evalcore store upgrade` compacts exactly the runs lacking a derived table, once."""
+    from typer.testing import CliRunner
+
+    from evalcore.cli.main import app
+    from evalcore.store.views import forget_connections
+
+    store = RunStore(tmp_path / "runs")
+    _run(store, "r1")
+    _run(store, "r2")
+    before = _wide(store)
+    pointer_path = store.root / "r1" / "tables.json"
+    pointer = json.loads(pointer_path.read_text())
+    pointer["files"].pop("metric_wide")
+    pointer["files"].pop("summary_labels")
+    pointer_path.write_text(json.dumps(pointer))
+    forget_connections()
+    cli = CliRunner()
+    out = cli.invoke(app, ["--store", str(store.root), "store", "upgrade"])
+    assert out.exit_code == 0, out.output
+    assert "upgraded r1" in out.output and "upgraded r2" not in out.output and "1 run(s) upgraded" in out.output
+    files = json.loads(pointer_path.read_text())["files"]
+    assert {"metric_wide", "summary_labels"} <= set(files)
+    forget_connections()
+    _same(_wide(store), before)
+    again = cli.invoke(app, ["--store", str(store.root), "store", "upgrade"])
+    assert again.exit_code == 0 and "0 run(s) upgraded" in again.output

@@ -1,5 +1,6 @@
-"""`evalcore store check` and `evalcore store repair`: finding damage in the store and
-rebuilding a run's lost pointer (the work is in evalcore/store/health.py)."""
+"""`evalcore store check`, `repair` and `upgrade`: finding damage in the store, rebuilding a
+run's lost pointer (the work is in evalcore/store/health.py), and writing the derived tables
+a run compacted by an older evalcore lacks."""
 
 from __future__ import annotations
 
@@ -42,6 +43,17 @@ def repair_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name,
         typer.echo(line)
 
 
+def upgrade_cmd(run: Optional[str] = typer.Argument(None, help="One run (id, unique prefix, name or 'latest'); default: all.")) -> None:
+    """Write the derived tables (summaries, the one-row-per-answer metric_wide) that runs last
+    compacted by an older evalcore lack. Readers compute them on every read until then, which
+    costs seconds per page on a large run. Each run is one ordinary compaction: safe to stop."""
+    store = state.store()
+    done = store.upgrade([store.resolve(run)] if run else None)
+    for run_id in done:
+        typer.echo(f"upgraded {run_id}")
+    typer.echo(f"{len(done)} run(s) upgraded; every other run already had its derived tables")
+
+
 def print_damaged(store, err: bool = False) -> int:
     """The damaged runs, one line each (for `evalcore runs`); returns how many."""
     from evalcore.analysis.damage import damaged_runs
@@ -66,3 +78,4 @@ def print_quarantined(store) -> None:
 def register(store_app: typer.Typer) -> None:
     store_app.command("check")(check_cmd)
     store_app.command("repair")(repair_cmd)
+    store_app.command("upgrade")(upgrade_cmd)

@@ -67,7 +67,7 @@ from evalcore.store.layout import (
 )
 from evalcore.store.quarantine import quarantine_unreadable_parts, unreadable
 from evalcore.store.merge import Merged, merge_files, sql_list
-from evalcore.store.summary import SUMMARY_TABLES, summary_sql
+from evalcore.store.summary import DERIVED_TABLES, SUMMARY_TABLES, summary_sql
 from evalcore.store.wide import WIDE_TABLE, compute_sql as wide_compute_sql
 from evalcore.tables import SCHEMAS
 
@@ -169,7 +169,7 @@ def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) 
     done = _finish_previous(run_dir, pointer)
     pending = {t: [p for p in pending_parts(run_dir, t) if _rel(run_dir, p) not in done] for t in RUN_TABLES}
     files: dict[str, str] = dict(pointer["files"])
-    has_summary = all(s in files for s in (*SUMMARY_TABLES, WIDE_TABLE))
+    has_summary = all(s in files for s in DERIVED_TABLES)
     result.generation = int(pointer.get("generation", 0))
     if not any(pending.values()) and has_summary and not force_summary and found:
         if pointer.get("retired"):  # nothing new: still let expired files go

@@ -170,6 +170,24 @@ class RunStore:
 
         return repair_run(self.run_dir(self.resolve(run_id)))
 
+    def upgrade(self, run_ids: list[str] | None = None) -> list[str]:
+        """`evalcore store upgrade`: compact every run that lacks a derived table (summaries,
+        metric_wide: written by a newer evalcore than the one that last compacted it) or is
+        still in format 1, so readers stop computing them on every read. Returns the runs
+        upgraded. Safe to interrupt: each run is one ordinary compaction."""
+        from evalcore.store.compaction import compact
+        from evalcore.store.layout import is_legacy, read_pointer
+        from evalcore.store.summary import DERIVED_TABLES
+
+        done = []
+        for run_id in self.run_ids() if run_ids is None else run_ids:
+            run_dir = self.run_dir(run_id)
+            if not is_legacy(run_dir) and all(t in read_pointer(run_dir)["files"] for t in DERIVED_TABLES):
+                continue
+            if compact(run_dir, force_summary=True).changed:
+                done.append(run_id)
+        return done
+
     def quarantined(self) -> list[tuple[Location, int]]:
         """Part files set aside as unreadable, in every run, with their sizes."""
         from evalcore.store.quarantine import quarantined_files

@@ -14,6 +14,8 @@ text over format-1 runs that have no summary files yet.
 
 from __future__ import annotations
 
+from evalcore.store.wide import WIDE_TABLE
+
 SUMMARY_SQL: dict[str, str] = {
     # per (run, method, metric): n, n_scored, mean, std, NaN reasons with counts, judge
     "summary_metrics": """
@@ -75,6 +77,9 @@ SUMMARY_SQL: dict[str, str] = {
 }
 
 SUMMARY_TABLES = tuple(SUMMARY_SQL)
+# every table compaction derives from a run's canonical rows: a pointer lacking one (a run
+# compacted by an older evalcore) is computed when read, and written by the next compaction
+DERIVED_TABLES = (*SUMMARY_TABLES, WIDE_TABLE)
 
 
 def summary_sql(name: str, where: str = "true") -> str:

@@ -53,7 +53,7 @@ from evalcore.store.merge import merge_sql, sql_list
 from evalcore.store.quarantine import unreadable
 from evalcore.store.layout import RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
 from evalcore.store.runstore import RunStore
-from evalcore.store.summary import SUMMARY_TABLES, summary_sql
+from evalcore.store.summary import DERIVED_TABLES, summary_sql
 from evalcore.store import wide as _wide
 from evalcore.tables import ANNOTATIONS_SCHEMA, SCHEMAS
 
@@ -102,7 +102,7 @@ def sources(store: RunStore, run_ids: Sequence[str], damaged: dict[str, RunDamag
         for name, rel in files.items():
             out.canonical.setdefault(name, []).append(run_dir / rel)
             out.by_run.setdefault(run_id, []).append(run_dir / rel)
-        for name in (*SUMMARY_TABLES, _wide.WIDE_TABLE):
+        for name in DERIVED_TABLES:
             if name not in files:  # compacted before this table existed: computed when read
                 out.without.setdefault(name, []).append(run_id)
     return out
@@ -226,7 +226,7 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
         con.unregister("_damaged")
         for table in RUN_TABLES:
             con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
-        for name in (*SUMMARY_TABLES, _wide.WIDE_TABLE):
+        for name in DERIVED_TABLES:
             con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src, con)}")
         ann = sorted(p for p in store.annotations_dir().glob("*.parquet")) if store.annotations_dir().is_dir() else []
         if ann:
