@@ -29,18 +29,21 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 import pandas as pd
 
-from evalcore.analysis.correctness import class_metrics, classify, first_of, outcome_frame
-from evalcore.analysis.recent_frames import RecentFrames
-from evalcore.store import RunStore
+from evalcore.analysis.correctness import (
+    class_metrics, classified_sql, correct_metrics, dont_know_metrics, frame_rows, number_sql, outcome_sql, runs_of,
+)
+from evalcore.store import RunStore, query_df, query_frame
+from evalcore.store.wide import literal, value_expr
 
 BUCKETS = ("correct", "correct abstention", "wrong abstention", "should have abstained", "retrieval miss",
            "unfaithful", "faithful but wrong", "wrong, cause unknown", "unscored")
 RETRIEVAL_METRICS = ("hit_rate@5", "recall@5")
+JUDGED_RELEVANCE = "context_precision"  # the judge's relevance: a miss's evidence without gold passages
+FAITHFULNESS = "faithfulness"
 EPS = 1e-9
-_EXTRA = ("faithfulness", "context_precision", *RETRIEVAL_METRICS)
+_EXTRA = (FAITHFULNESS, JUDGED_RELEVANCE, *RETRIEVAL_METRICS)
 DIAGNOSIS_METRICS = _EXTRA  # what the diagnosis reads beyond the correctness rule's metrics
 
 
@@ -49,28 +52,47 @@ def input_metrics() -> tuple[str, ...]:
     return (*_EXTRA, *class_metrics())
 
 
-def _wide(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
-    """The outcome frame of the systems' answers with the metrics the diagnosis reads."""
-    return outcome_frame(store, keys, extra=_EXTRA).drop(columns="bucket")
+def diagnosed_sql(source: str, present: frozenset[str] | set[str]) -> str:
+    """THE diagnosis: `SELECT *, cls, decided_by, diagnosis, hit_by` over the rows of `source`
+    (as correctness.classified_sql, whose class it starts from). `diagnosis` is the bucket (NULL
+    for a target error: not diagnosed); `hit_by` the retrieval evidence a miss would rest on (the
+    first retrieval metric with a value, else context_precision)."""
+    present = frozenset(present)
+    evidence = (*RETRIEVAL_METRICS, JUDGED_RELEVANCE)
+    hit = f"coalesce({', '.join(value_expr(m, present) for m in evidence)})"
+    hit_by = " ".join(f"WHEN {value_expr(m, present)} IS NOT NULL THEN {literal(m)}" for m in evidence)
+    faith = value_expr(FAITHFULNESS, present)
+    near_zero, below_one = number_sql(EPS), number_sql(1 - EPS)
+    return f"""
+        SELECT * EXCLUDE (_hit, _faith, _answerable),
+               CASE WHEN cls = 'ERROR' THEN NULL
+                    WHEN cls = 'DONT_KNOW' AND _answerable THEN 'wrong abstention'
+                    WHEN cls = 'DONT_KNOW' THEN 'correct abstention'
+                    WHEN cls = 'UNSCORED' THEN 'unscored'
+                    WHEN cls = 'CORRECT' THEN 'correct'
+                    WHEN NOT _answerable THEN 'should have abstained'
+                    WHEN _hit <= {near_zero} THEN 'retrieval miss'
+                    WHEN _faith IS NULL THEN 'wrong, cause unknown'
+                    WHEN _faith < {below_one} THEN 'unfaithful'
+                    ELSE 'faithful but wrong' END AS diagnosis
+        FROM (SELECT *, {hit} AS _hit, CASE {hit_by} ELSE NULL::VARCHAR END AS hit_by, {faith} AS _faith,
+                     coalesce(answerable, true) AS _answerable
+              FROM ({classified_sql(source, present)}))"""
 
 
-def _buckets(wide: pd.DataFrame) -> tuple[np.ndarray, pd.Series]:
-    """(bucket per row, None for a target error; which retrieval evidence decided a miss:
-    the metric name, or None)."""
-    cls = classify(wide)["cls"]
-    hit, hit_by = first_of(wide, RETRIEVAL_METRICS)
-    cp = pd.to_numeric(wide["context_precision"], errors="coerce")
-    hit_by = hit_by.mask(hit.isna() & cp.notna(), "context_precision")
-    hit = hit.where(hit.notna(), cp)
-    faith = pd.to_numeric(wide["faithfulness"], errors="coerce")
-    answerable = wide["answerable"].astype(bool)
-    bucket = np.select(
-        [cls == "ERROR", (cls == "DONT_KNOW") & answerable, cls == "DONT_KNOW", cls == "UNSCORED", cls == "CORRECT",
-         ~answerable, hit.notna() & (hit <= EPS), faith.isna(), faith < 1 - EPS],
-        ["", "wrong abstention", "correct abstention", "unscored", "correct", "should have abstained",
-         "retrieval miss", "wrong, cause unknown", "unfaithful"],
-        default="faithful but wrong")
-    return np.where(bucket == "", None, bucket), hit_by
+def _store_sql(store: RunStore, keys: Sequence[str]) -> tuple[str, dict]:
+    """The diagnosis of every answer of the systems, run in the store (one row per answer)."""
+    source, params, present = outcome_sql(store, keys, input_metrics())
+    return diagnosed_sql(source, present), params
+
+
+def diagnose_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """cls, decided_by, diagnosis and hit_by of every row of an outcome frame (diagnosed_sql run
+    over the frame: the rule the store's counts use)."""
+    rows = frame_rows(frame, (*dont_know_metrics(), *correct_metrics(), *_EXTRA))
+    out = query_frame(f"SELECT cls, decided_by, diagnosis, hit_by FROM ({diagnosed_sql('frame', set(rows.columns))}) "
+                      "ORDER BY _row", frame=rows).astype(object)
+    return out.where(out.notna(), None).set_axis(frame.index)
 
 
 def diagnose(row: pd.Series) -> str | None:
@@ -95,19 +117,12 @@ def source(bucket: str | None, basis: str) -> str:
 
 
 def explain(row: pd.Series | dict) -> tuple[str | None, str]:
-    """(bucket, its basis in words) for one answer: the rule of `diagnoses` on a one-row frame,
-    plus what it rests on — the deciding metric and its value, and whether a retrieval miss
-    comes from the gold passages or from the judge's relevance verdicts."""
-    from evalcore.analysis.correctness import CLASS_LABEL, classify_row
-
+    """(bucket, its basis in words) for one answer: the rule of `diagnoses` run over a one-row
+    frame, plus what it rests on — the deciding metric and its value, and whether a retrieval
+    miss comes from the gold passages or from the judge's relevance verdicts."""
     frame = pd.DataFrame([dict(row)])
-    for col in ("error", CLASS_LABEL, "answerable", *_EXTRA):
-        if col not in frame:
-            frame[col] = None if col in ("error", CLASS_LABEL) else (True if col == "answerable" else np.nan)
-    buckets, hit_by = _buckets(frame)
-    bucket, by = buckets[0], hit_by.iloc[0]
-    by = by if isinstance(by, str) else None
-    cls, decided = classify_row(frame.iloc[0])
+    out = diagnose_frame(frame).iloc[0]
+    bucket, by, decided = out["diagnosis"], out["hit_by"], out["decided_by"]
 
     def value(name: str | None) -> str:
         v = frame.iloc[0].get(name) if name else None
@@ -135,43 +150,44 @@ def explain(row: pd.Series | dict) -> tuple[str | None, str]:
     return bucket, f"{basis}; {found}, {value('faithfulness')}"
 
 
-# The last few diagnoses, keyed by the store's state token (which changes whenever anything
-# readers see changes, so an entry is never stale): the breakdown and its question list read the
-# same frame, which takes ~1 s to build at 100,000 questions per system.
-_RECENT = RecentFrames(4)
-
-
 def diagnoses(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
-    """(system, question_id, bucket) for every answered question of the systems."""
-    return _RECENT.get(store, tuple(keys), lambda: _diagnoses(store, keys))
-
-
-def _diagnoses(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
-    wide = _wide(store, keys)
-    if wide.empty:
-        return pd.DataFrame(columns=["system", "question_id", "bucket"])
-    bucket, _ = _buckets(wide)
-    out = pd.DataFrame({"system": wide["system"], "question_id": wide["question_id"], "bucket": bucket})
-    return out[out["bucket"].notna()].reset_index(drop=True)
+    """(system, question_id, bucket) for every answered question of the systems, by system and
+    question id."""
+    sql, params = _store_sql(store, keys)
+    out = query_df(store, f"SELECT system, question_id, diagnosis AS bucket FROM ({sql}) "
+                   "WHERE diagnosis IS NOT NULL ORDER BY system, question_id", params, runs=runs_of(keys))
+    return out.reset_index(drop=True)
 
 
 def failure_modes(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
-    """Per system and bucket: answers (n) and their share of the system's diagnosed answers."""
-    rows = diagnoses(store, keys)
-    if rows.empty:
-        return pd.DataFrame(columns=["system", "bucket", "n", "share"])
-    counts = rows.groupby(["system", "bucket"]).size().rename("n").reset_index()
-    counts["share"] = counts["n"] / counts.groupby("system")["n"].transform("sum")
-    order = {b: i for i, b in enumerate(BUCKETS)}
-    counts["_o"] = counts["bucket"].map(order)
-    return counts.sort_values(["system", "_o"]).drop(columns="_o").reset_index(drop=True)
+    """Per system and bucket: answers (n) and their share of the system's diagnosed answers,
+    counted in the store (a GROUP BY over the diagnosis of every answer)."""
+    sql, params = _store_sql(store, keys)
+    return query_df(store, f"""
+        SELECT system, diagnosis AS bucket, count(*) AS n,
+               count(*) / sum(count(*)) OVER (PARTITION BY system) AS share
+        FROM ({sql}) WHERE diagnosis IS NOT NULL
+        GROUP BY system, diagnosis ORDER BY system, list_position($buckets, diagnosis)""",
+                    {**params, "buckets": list(BUCKETS)}, runs=runs_of(keys))
+
+
+def bucket_questions(store: RunStore, key: str, bucket: str, limit: int | None = None) -> tuple[int, list[str]]:
+    """(how many of one system's answers are in one bucket, the first `limit` of their question
+    ids in order; all when None): the breakdown's question list, without sending every id."""
+    if bucket not in BUCKETS:
+        raise ValueError(f"unknown bucket {bucket!r}")
+    if limit is not None and limit < 1:
+        raise ValueError("limit must be at least 1 (the count rides on the rows listed)")
+    sql, params = _store_sql(store, (key,))
+    cap = "" if limit is None else f"LIMIT {int(limit)}"
+    out = query_df(store, f"""
+        SELECT question_id, count(*) OVER () AS total FROM ({sql})
+        WHERE diagnosis = $bucket ORDER BY question_id {cap}""", {**params, "bucket": bucket}, runs=runs_of((key,)))
+    return (int(out["total"].iloc[0]) if len(out) else 0), out["question_id"].tolist()
 
 
 def questions_in_bucket(store: RunStore, key: str, bucket: str, among: tuple[str, ...] | None = None) -> list[str]:
-    """The question ids of one system's answers in one bucket (the breakdown's links). `among`:
-    the systems of the breakdown shown beside it (key one of them), so both read one diagnosis."""
-    if bucket not in BUCKETS:
-        raise ValueError(f"unknown bucket {bucket!r}")
-    keys = among if among and key in among else (key,)
-    rows = diagnoses(store, keys)
-    return sorted(rows.loc[(rows.bucket == bucket) & (rows.system == key), "question_id"])
+    """The question ids of one system's answers in one bucket (the breakdown's links), sorted.
+    `among` (the systems of the breakdown beside it) is accepted and not needed: a system's
+    diagnosis does not depend on the others."""
+    return bucket_questions(store, key, bucket)[1]
