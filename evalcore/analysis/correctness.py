@@ -189,15 +189,13 @@ def classify(wide: pd.DataFrame, deciders: Sequence[str] | None = None,
              threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
     """The class of every answer of an outcome frame (the module's rule, its one SQL run over the
     frame): columns `cls` and `decided_by` (the metric that decided CORRECT/WRONG, or what made it
-    DONT_KNOW/ERROR; None when UNSCORED). `deciders`: the metrics that decide CORRECT / WRONG,
+    DONT_KNOW/ERROR; missing when UNSCORED). `deciders`: the metrics that decide CORRECT / WRONG,
     first first (default: the registry's)."""
     deciders = correct_metrics() if deciders is None else tuple(deciders)
     rows = frame_rows(wide, [*dont_know_metrics(), *deciders])
     sql = classified_sql("frame", set(rows.columns), deciders, threshold)
     out = query_frame(f"SELECT cls, decided_by FROM ({sql}) ORDER BY _row", frame=rows)
-    return pd.DataFrame({"cls": out["cls"].to_numpy(dtype=object),
-                         "decided_by": out["decided_by"].astype(object).where(out["decided_by"].notna(), None)
-                         .to_numpy()}, index=wide.index)
+    return pd.DataFrame({"cls": out["cls"].to_numpy(), "decided_by": out["decided_by"].to_numpy()}, index=wide.index)
 
 
 def classify_row(row: pd.Series | dict) -> tuple[str, str | None]:

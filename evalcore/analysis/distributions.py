@@ -43,15 +43,17 @@ def label_counts(store: RunStore, keys: Sequence[str], kind: str) -> pd.DataFram
 
 
 def _class_counts(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
-    """The answer classes counted in the store: the one rule (correctness.classified_sql) over
-    every answer, then a GROUP BY (at 200,000 answers a pandas frame of them cost ~1 s)."""
-    from evalcore.analysis.correctness import class_metrics, classified_sql, outcome_sql
+    """The answer classes counted in the store by the one rule (correctness.classified_sql):
+    sums of failure_modes.outcome_counts, the table the diagnosis beside them reads too (a pandas
+    frame of 200,000 answers cost ~1 s)."""
+    from evalcore.analysis.failure_modes import outcome_counts
 
-    source, params, present = outcome_sql(store, keys, class_metrics())
-    return query_df(store, f"""
-        SELECT system, cls AS label, count(*) AS n, count(*) / sum(count(*)) OVER (PARTITION BY system) AS share
-        FROM ({classified_sql(source, present)}) GROUP BY system, cls ORDER BY system, label""",
-                    params, runs=_runs(keys))
+    counts = outcome_counts(store, keys)
+    if counts.empty:
+        return pd.DataFrame(columns=["system", "label", "n", "share"])
+    out = counts.groupby(["system", "cls"])["n"].sum().reset_index().rename(columns={"cls": "label"})
+    out["share"] = out["n"] / out.groupby("system")["n"].transform("sum")
+    return out.sort_values(["system", "label"]).reset_index(drop=True)
 
 
 def metric_by_facet(store: RunStore, keys: Sequence[str], metric: str, facet: str) -> pd.DataFrame:

@@ -291,6 +291,7 @@ def query_frame(sql: str, **frames: "pd.DataFrame") -> "pd.DataFrame":
     con = getattr(_FRAMES, "con", None)
     if con is None:
         con = _FRAMES.con = duckdb.connect(":memory:")
+        con.execute("SET python_enable_replacements = false")  # only the frames named here, never a variable
     for name, frame in frames.items():
         con.register(name, frame)
     try:
