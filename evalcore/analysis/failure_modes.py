@@ -175,22 +175,26 @@ def diagnoses(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
 
 # The last few count tables, keyed by the store's state token (it changes whenever anything
 # readers see changes, so an entry is never stale): the Charts page's class bars and its
-# diagnosis breakdown read one table, one pass over every answer (~0.5 s at 400,000 answers).
+# diagnosis breakdown and the first questions of its buckets read one table, one pass over every
+# answer (~0.5 s at 400,000 answers).
 _RECENT = RecentFrames(4)
+FIRST_IDS = 50  # question ids kept per count (the smallest): a bucket's list on the pages
 
 
 def outcome_counts(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
-    """Per system, answer class and bucket (None for a target error): answers (n), counted in
-    the store by the one rule and the one diagnosis. The class counts (distributions.label_counts)
-    and failure_modes are sums of it."""
+    """Per system, answer class and bucket (None for a target error): answers (n) and the first
+    FIRST_IDS of their question ids in order (`first`), counted in the store by the one rule and
+    the one diagnosis. The class counts (distributions.label_counts), failure_modes and a bucket's
+    first questions (bucket_questions with `among`) are read from it."""
     keys = tuple(sorted(set(keys)))
     return _RECENT.get(store, keys, lambda: _outcome_counts(store, keys))
 
 
 def _outcome_counts(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
     sql, params = _store_sql(store, keys)
-    return query_df(store, f"SELECT system, cls, diagnosis AS bucket, count(*) AS n FROM ({sql}) "
-                    "GROUP BY ALL ORDER BY ALL", params, runs=runs_of(keys))
+    return query_df(store, f"""
+        SELECT system, cls, diagnosis AS bucket, count(*) AS n, min(question_id, {FIRST_IDS}) AS first
+        FROM ({sql}) GROUP BY ALL ORDER BY system, cls, bucket""", params, runs=runs_of(keys))
 
 
 def failure_modes(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
@@ -199,19 +203,27 @@ def failure_modes(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
     counts = counts[counts["bucket"].notna()]
     if counts.empty:
         return pd.DataFrame(columns=["system", "bucket", "n", "share"])
-    out = counts.groupby(["system", "bucket"], sort=False)["n"].sum().reset_index()
+    out = counts.groupby(["system", "bucket"], sort=False)["n"].sum().reset_index()  # one cls per bucket
     out["share"] = out["n"] / out.groupby("system")["n"].transform("sum")
     out["_o"] = out["bucket"].map({b: i for i, b in enumerate(BUCKETS)})
     return out.sort_values(["system", "_o"]).drop(columns="_o").reset_index(drop=True)
 
 
-def bucket_questions(store: RunStore, key: str, bucket: str, limit: int | None = None) -> tuple[int, list[str]]:
+def bucket_questions(store: RunStore, key: str, bucket: str, limit: int | None = None,
+                     among: Sequence[str] = ()) -> tuple[int, list[str]]:
     """(how many of one system's answers are in one bucket, the first `limit` of their question
-    ids in order; all when None): the breakdown's question list, without sending every id."""
+    ids in order; all when None): the breakdown's question list, without sending every id.
+    `among`: the systems of the breakdown shown beside it (key one of them); up to FIRST_IDS
+    ids are then read from its count table (outcome_counts) instead of diagnosing again."""
     if bucket not in BUCKETS:
         raise ValueError(f"unknown bucket {bucket!r}")
     if limit is not None and limit < 1:
         raise ValueError("limit must be at least 1 (the count rides on the rows listed)")
+    if key in among and limit is not None and limit <= FIRST_IDS:
+        counts = outcome_counts(store, among)
+        mine = counts[(counts["system"] == key) & (counts["bucket"] == bucket)]
+        ids = sorted(q for first in mine["first"] for q in first)[:limit]
+        return int(mine["n"].sum()), ids
     sql, params = _store_sql(store, (key,))
     cap = "" if limit is None else f"LIMIT {int(limit)}"
     out = query_df(store, f"""
@@ -220,8 +232,6 @@ def bucket_questions(store: RunStore, key: str, bucket: str, limit: int | None =
     return (int(out["total"].iloc[0]) if len(out) else 0), out["question_id"].tolist()
 
 
-def questions_in_bucket(store: RunStore, key: str, bucket: str, among: tuple[str, ...] | None = None) -> list[str]:
-    """The question ids of one system's answers in one bucket (the breakdown's links), sorted.
-    `among` (the systems of the breakdown beside it) is accepted and not needed: a system's
-    diagnosis does not depend on the others."""
+def questions_in_bucket(store: RunStore, key: str, bucket: str) -> list[str]:
+    """The question ids of one system's answers in one bucket (the breakdown's links), sorted."""
     return bucket_questions(store, key, bucket)[1]

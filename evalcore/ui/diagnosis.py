@@ -71,7 +71,7 @@ def _bucket_questions(picked: list[str], names: dict[str, str]) -> None:
     key = safe_widgets.url_select("System", picked, "fs", format_func=lambda k: names.get(k, k), container=c1)
     bucket = safe_widgets.url_select("Diagnosis", [b for b in FM.BUCKETS if b != "correct"] + ["correct"], "fm",
                                container=c2)
-    total, qids = safe_widgets.call(FM.bucket_questions, key, bucket, BUCKET_SHOWN)
+    total, qids = safe_widgets.call(FM.bucket_questions, key, bucket, BUCKET_SHOWN, tuple(picked))
     st.text(bucket_caption(total, len(qids), bucket))
     if qids:
         run, _, method = key.partition(":")

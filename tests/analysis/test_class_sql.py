@@ -140,8 +140,11 @@ def test_counts_in_the_store_are_the_sums_of_the_per_answer_rule(edges):
 def test_the_bucket_list_gives_the_count_and_the_first_questions_in_order(edges):
     misses = sorted(q for q, e in _expected("a").items() if e[2] == "retrieval miss")
     assert FM.questions_in_bucket(edges, "a:m", "retrieval miss") == misses
-    assert FM.questions_in_bucket(edges, "a:m", "retrieval miss", KEYS) == misses
     assert FM.bucket_questions(edges, "a:m", "retrieval miss", 2) == (len(misses), misses[:2])
+    # read from the count table of the breakdown beside it: the same
+    assert FM.bucket_questions(edges, "a:m", "retrieval miss", 2, KEYS) == (len(misses), misses[:2])
+    assert FM.bucket_questions(edges, "a:m", "retrieval miss", 50, KEYS) == (len(misses), misses)
+    assert FM.bucket_questions(edges, "b:m", "unscored", 50, KEYS) == (3, ["all_nan", "no_metrics", "unscored"])
     assert FM.bucket_questions(edges, "b:m", "correct abstention", 50) == (1, ["dk_unans"])
     assert FM.bucket_questions(edges, "a:m", "faithful but wrong", 5) == (1, ["faithful"])
     with pytest.raises(ValueError, match="unknown bucket"):
