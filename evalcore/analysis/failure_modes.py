@@ -23,6 +23,11 @@ the answer's class:
   wrong, cause unknown  WRONG, but the metrics that would tell the cause were not scored
   unscored              class UNSCORED: no metric decides right or wrong
 `explain` gives the same bucket for one answer, with the basis in words.
+
+Written once, as SQL generated from the metric names above (`diagnosed_sql`, on top of
+correctness.classified_sql): the counts of the pages run it in the store as a GROUP BY
+(`outcome_counts`), one answer or a frame in memory runs the same SQL over that frame
+(`explained`, through evalcore.store.query_frame).
 """
 
 from __future__ import annotations
