@@ -16,20 +16,30 @@ one and not in another). The rule, per answer:
 Whether abstaining was right depends on the question: an abstention on an unanswerable
 question is the right answer (the diagnosis calls it a correct abstention), on an answerable
 one it is a wrong abstention.
+
+The rule is written once, as SQL generated from the registry (`classified_sql`), over rows
+shaped like the store's metric_wide table (a `"v:<metric>"` value column per metric, NULL when
+missing or NaN; `"l:answer_class"`; `error`; `answerable`). Counting pages run it in the store
+(`outcome_sql`: 200,000 answers counted by a GROUP BY, never a pandas frame); one answer, or a
+frame already in memory, runs the very same SQL over that frame (`classify`, via
+evalcore.store.query_frame). There is no second copy of the rule in pandas.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from evalcore.analysis.recent_frames import RecentFrames
-from evalcore.store import query_df
+from evalcore.store import query_df, query_frame, wide_columns
+from evalcore.store.wide import ident, label_column, label_expr, literal, value_column, value_expr
 
 CORRECT_THRESHOLD = 0.5
+DONT_KNOW_SET = 0.5  # a don't-know metric at or above this says the answer abstained (they are 0 / 1)
 CLASSES = ("CORRECT", "WRONG", "DONT_KNOW", "ERROR", "UNSCORED")
+CLASS_METRIC = "answer_class"  # the judge's class: its label DONT_KNOW makes an answer DONT_KNOW
 # the label column of answer_class (the judge's class) rides along as its own column
 CLASS_LABEL = "answer_class_label"
 
@@ -54,10 +64,76 @@ def class_metrics() -> tuple[str, ...]:
     return (*dont_know_metrics(), *correct_metrics())
 
 
+def number_sql(x: float) -> str:
+    """A float as a SQL DOUBLE (nan and inf included): numbers only, never names."""
+    return f"{literal(repr(float(x)))}::DOUBLE"
+
+
+def _first(metrics: Sequence[str], present: frozenset[str]) -> tuple[str, str]:
+    """(the value of the first of `metrics` with one, that metric's name) as SQL: coalesce."""
+    if not metrics:
+        return "NULL::DOUBLE", "NULL::VARCHAR"
+    values = [value_expr(m, present) for m in metrics]
+    name = " ".join(f"WHEN {v} IS NOT NULL THEN {literal(m)}" for m, v in zip(metrics, values))
+    return f"coalesce({', '.join(values)}, NULL::DOUBLE)", f"CASE {name} ELSE NULL::VARCHAR END"
+
+
+def classified_sql(source: str, present: frozenset[str] | set[str], deciders: Sequence[str] | None = None,
+                   threshold: float = CORRECT_THRESHOLD) -> str:
+    """THE answer-class rule: `SELECT *, cls, decided_by` over the rows of `source` (a table
+    name or a parenthesised query with metric_wide's columns `present`, plus `error` and
+    `answerable`). A metric whose column is absent reads as NULL. `deciders`: the metrics that
+    decide CORRECT / WRONG, first first (default: the registry's); `threshold`: CORRECT at or above."""
+    present = frozenset(present)
+    deciders = correct_metrics() if deciders is None else tuple(deciders)
+    abstained = " ".join(f"WHEN {value_expr(m, present)} >= {number_sql(DONT_KNOW_SET)} THEN {literal(m)}"
+                         for m in dont_know_metrics())
+    abstained += f" WHEN {label_expr(CLASS_METRIC, present)} = 'DONT_KNOW' THEN {literal(CLASS_METRIC)}"
+    value, name = _first(deciders, present)
+    return f"""
+        SELECT * EXCLUDE (_dk_by, _value, _name),
+               CASE WHEN error IS NOT NULL THEN 'ERROR' WHEN _dk_by IS NOT NULL THEN 'DONT_KNOW'
+                    WHEN _value IS NULL THEN 'UNSCORED' WHEN _value >= {number_sql(threshold)} THEN 'CORRECT'
+                    ELSE 'WRONG' END AS cls,
+               CASE WHEN error IS NOT NULL THEN 'target error' ELSE coalesce(_dk_by, _name) END AS decided_by
+        FROM (SELECT *, CASE {abstained} ELSE NULL::VARCHAR END AS _dk_by, {value} AS _value, {name} AS _name
+              FROM {source})"""
+
+
+def runs_of(keys: Sequence[str]) -> list[str]:
+    return sorted({k.partition(":")[0] for k in keys})
+
+
+def outcome_sql(store, keys: Sequence[str], metrics: Sequence[str], by: str | None = None
+                ) -> tuple[str, dict[str, Any], frozenset[str]]:
+    """(a parenthesised query, its parameters, the metric_wide columns it has): one row per
+    answer of the systems `keys` (`run_id:method`) with system, method, question_id, bucket (the
+    value of the allow-listed dimension `by` of evalcore.analysis.sql.BY; a question counts in
+    every tag it has), error, answerable (a question without the flag is answerable) and the
+    value columns of `metrics` that some run has, plus answer_class's label. Run it through
+    query_df with runs=sorted run ids of `keys`."""
+    from evalcore.analysis.sql import _by
+
+    expr, join = _by(by)
+    present = wide_columns(store, runs_of(keys))
+    wanted = [value_column(m) for m in dict.fromkeys([*metrics, CLASS_METRIC])] + [label_column(CLASS_METRIC)]
+    cols = [c for c in wanted if c in present]
+    picked = "".join(f", w.{ident(c)}" for c in cols)
+    # by a dimension: one row per (answer, value), even where a question repeats a tag
+    distinct = "DISTINCT " if by is not None else ""
+    sql = f"""(
+        SELECT {distinct}r.run_id || ':' || r.method AS system, r.method, r.question_id,
+               nullif({expr}, '') AS bucket, r.error, coalesce(q.answerable, true) AS answerable{picked}
+        FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+        {join}
+        LEFT JOIN metric_wide w ON w.run_id = r.run_id AND w.method = r.method AND w.question_id = r.question_id
+        WHERE list_contains($keys, r.run_id || ':' || r.method))"""
+    return sql, {"keys": list(keys)}, frozenset(cols)
+
+
 # The last few outcome frames, keyed by the store's state token (it changes whenever anything
-# readers see changes, so an entry is never stale): Charts' answer classes and its diagnosis, and
-# Compare's diagnosis and its question list, read the same frame, ~1 s to build at 100,000
-# questions per system.
+# readers see changes, so an entry is never stale). Counting pages no longer read them (they
+# count in SQL); a caller that needs every answer's values in pandas does.
 _RECENT = RecentFrames(4)
 
 
@@ -70,84 +146,59 @@ def outcome_frame(store, keys: Sequence[str], extra: Sequence[str] = (), by: str
 
 
 def _outcome_frame(store, keys: Sequence[str], extra: Sequence[str], by: str | None) -> pd.DataFrame:
-    from evalcore.analysis.sql import _by
-
-    expr, join = _by(by)
-    runs = sorted({k.partition(":")[0] for k in keys})
     needed = list(dict.fromkeys([*correct_metrics(), *dont_know_metrics(), *extra]))
-    # One row per answer straight from SQL (a column per metric, the names bound as parameters
-    # and aliased m0, m1, ...): returning long rows and pivoting them in pandas cost seconds of
-    # string conversion on a run of 100,000 questions.
-    columns = ", ".join(f"any_value(CASE WHEN isnan(m.value) THEN NULL ELSE m.value END) "
-                        f"FILTER (WHERE m.metric = $m{i}) AS m{i}" for i in range(len(needed)))
-    out = query_df(store, f"""
-        SELECT r.run_id || ':' || r.method AS system, r.question_id, {expr} AS bucket,
-               any_value(q.answerable) AS answerable, any_value(r.error) AS error,
-               any_value(m.label) FILTER (WHERE m.metric = 'answer_class') AS {CLASS_LABEL}, {columns}
-        FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-        {join}
-        LEFT JOIN metrics m ON m.run_id = r.run_id AND m.method = r.method AND m.question_id = r.question_id
-                            AND list_contains($needed, m.metric)
-        WHERE list_contains($keys, r.run_id || ':' || r.method)
-        GROUP BY ALL ORDER BY system, r.question_id, bucket""",
-             {"keys": list(keys), "needed": needed, **{f"m{i}": m for i, m in enumerate(needed)}}, runs=runs)
+    source, params, present = outcome_sql(store, keys, needed, by)
+    out = query_df(store, f"SELECT * FROM {source} ORDER BY system, question_id, bucket", params, runs=runs_of(keys))
     index = ["system", "question_id", "bucket"]
     cols = [*index, "answerable", "error", CLASS_LABEL, *needed]
     if out.empty:
         return pd.DataFrame(columns=cols)
-    out = out.rename(columns={f"m{i}": m for i, m in enumerate(needed)})
+    frame = out[[*index, "answerable", "error"]].copy()
+    frame[CLASS_LABEL] = out[label_column(CLASS_METRIC)] if label_column(CLASS_METRIC) in present else None
     for name in needed:
-        out[name] = out[name].astype(float)
-    out["answerable"] = out["answerable"].fillna(True).astype(bool)
-    if by is None:
-        out["bucket"] = None
+        col = value_column(name)
+        frame[name] = out[col].astype(float) if col in present else np.nan
+    frame["answerable"] = frame["answerable"].astype(bool)
+    frame["bucket"] = frame["bucket"].where(frame["bucket"].notna(), None)
+    return frame.reset_index(drop=True)
+
+
+def frame_rows(frame: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
+    """An outcome frame's rows (or any frame with `error`, `answerable`, answer_class_label and
+    a column per metric, each optional) in metric_wide's shape, the shape the rule's SQL reads,
+    with `_row` its position. Values that are not numbers count as missing."""
+    rows = pd.DataFrame({"_row": np.arange(len(frame))})
+    error = frame["error"] if "error" in frame else pd.Series(None, index=frame.index, dtype=object)
+    rows["error"] = error.astype(object).where(error.notna(), None).to_numpy()
+    if "answerable" in frame:
+        answerable = frame["answerable"].astype(object)
+        rows["answerable"] = answerable.where(answerable.notna(), None).map(
+            lambda a: None if a is None else bool(a)).to_numpy()
     else:
-        out["bucket"] = out["bucket"].where(out["bucket"].notna() & (out["bucket"] != ""), None)
-    return out.reset_index(drop=True)
-
-
-def first_of(wide: pd.DataFrame, names: Sequence[str]) -> tuple[pd.Series, pd.Series]:
-    """Per row, the value of the first of `names` that has one, and that metric's name (NaN /
-    None when none has)."""
-    value = pd.Series(np.nan, index=wide.index, dtype=float)
-    name = pd.Series(None, index=wide.index, dtype=object)
-    for metric in reversed(names):
-        col = pd.to_numeric(wide[metric], errors="coerce") if metric in wide else pd.Series(np.nan, index=wide.index)
-        has = col.notna()
-        value = col.where(has, value)
-        name = name.mask(has, metric)
-    return value, name
+        rows["answerable"] = True
+    if CLASS_LABEL in frame:
+        label = frame[CLASS_LABEL].astype(object)
+        rows[label_column(CLASS_METRIC)] = label.where(label.notna(), None).to_numpy()
+    for metric in dict.fromkeys(metrics):
+        if metric in frame:
+            rows[value_column(metric)] = pd.to_numeric(frame[metric], errors="coerce").astype(float).to_numpy()
+    return rows
 
 
 def classify(wide: pd.DataFrame, deciders: Sequence[str] | None = None,
              threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
-    """The class of every answer of an outcome frame (the module's rule): columns `cls` and
-    `decided_by` (the metric that decided CORRECT/WRONG, or what made it DONT_KNOW/ERROR).
-    `deciders`: the metrics that decide CORRECT / WRONG, first first (default: the registry's)."""
-    error = wide["error"].notna()  # the target's error text (VARCHAR, or None / NaN when it answered)
-    dk = pd.Series(False, index=wide.index)
-    dk_by = pd.Series(None, index=wide.index, dtype=object)
-    for metric in dont_know_metrics():
-        if metric in wide:
-            hit = pd.to_numeric(wide[metric], errors="coerce").fillna(0) >= 0.5
-            dk_by = dk_by.mask(hit & ~dk, metric)
-            dk |= hit
-    if CLASS_LABEL in wide:
-        hit = wide[CLASS_LABEL].eq("DONT_KNOW")
-        dk_by = dk_by.mask(hit & ~dk, "answer_class")
-        dk |= hit
-    value, name = first_of(wide, correct_metrics() if deciders is None else deciders)
-    cls = np.select([error, dk, value.isna(), value >= threshold],
-                    ["ERROR", "DONT_KNOW", "UNSCORED", "CORRECT"], default="WRONG")
-    decided = np.where(error, "target error", np.where(dk, dk_by, name))
-    return pd.DataFrame({"cls": cls, "decided_by": decided}, index=wide.index)
+    """The class of every answer of an outcome frame (the module's rule, its one SQL run over the
+    frame): columns `cls` and `decided_by` (the metric that decided CORRECT/WRONG, or what made it
+    DONT_KNOW/ERROR; missing when UNSCORED). `deciders`: the metrics that decide CORRECT / WRONG,
+    first first (default: the registry's)."""
+    deciders = correct_metrics() if deciders is None else tuple(deciders)
+    rows = frame_rows(wide, [*dont_know_metrics(), *deciders])
+    sql = classified_sql("frame", set(rows.columns), deciders, threshold)
+    out = query_frame(f"SELECT cls, decided_by FROM ({sql}) ORDER BY _row", frame=rows)
+    return pd.DataFrame({"cls": out["cls"].to_numpy(), "decided_by": out["decided_by"].to_numpy()}, index=wide.index)
 
 
 def classify_row(row: pd.Series | dict) -> tuple[str, str | None]:
     """(class, decided_by) of one answer: `classify` on a one-row frame (the same rule)."""
-    frame = pd.DataFrame([dict(row)])
-    for col in ("error", CLASS_LABEL):
-        if col not in frame:
-            frame[col] = None
-    out = classify(frame).iloc[0]
+    out = classify(pd.DataFrame([dict(row)])).iloc[0]
     return str(out["cls"]), (out["decided_by"] if isinstance(out["decided_by"], str) else None)

@@ -23,24 +23,33 @@ the answer's class:
   wrong, cause unknown  WRONG, but the metrics that would tell the cause were not scored
   unscored              class UNSCORED: no metric decides right or wrong
 `explain` gives the same bucket for one answer, with the basis in words.
+
+Written once, as SQL generated from the metric names above (`diagnosed_sql`, on top of
+correctness.classified_sql): the counts of the pages run it in the store as a GROUP BY
+(`outcome_counts`), one answer or a frame in memory runs the same SQL over that frame
+(`explained`, through evalcore.store.query_frame).
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 import pandas as pd
 
-from evalcore.analysis.correctness import class_metrics, classify, first_of, outcome_frame
+from evalcore.analysis.correctness import (
+    class_metrics, classified_sql, correct_metrics, dont_know_metrics, frame_rows, number_sql, outcome_sql, runs_of,
+)
 from evalcore.analysis.recent_frames import RecentFrames
-from evalcore.store import RunStore
+from evalcore.store import RunStore, query_df, query_frame
+from evalcore.store.wide import literal, value_expr
 
 BUCKETS = ("correct", "correct abstention", "wrong abstention", "should have abstained", "retrieval miss",
            "unfaithful", "faithful but wrong", "wrong, cause unknown", "unscored")
 RETRIEVAL_METRICS = ("hit_rate@5", "recall@5")
+JUDGED_RELEVANCE = "context_precision"  # the judge's relevance: a miss's evidence without gold passages
+FAITHFULNESS = "faithfulness"
 EPS = 1e-9
-_EXTRA = ("faithfulness", "context_precision", *RETRIEVAL_METRICS)
+_EXTRA = (FAITHFULNESS, JUDGED_RELEVANCE, *RETRIEVAL_METRICS)
 DIAGNOSIS_METRICS = _EXTRA  # what the diagnosis reads beyond the correctness rule's metrics
 
 
@@ -49,28 +58,48 @@ def input_metrics() -> tuple[str, ...]:
     return (*_EXTRA, *class_metrics())
 
 
-def _wide(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
-    """The outcome frame of the systems' answers with the metrics the diagnosis reads."""
-    return outcome_frame(store, keys, extra=_EXTRA).drop(columns="bucket")
+def diagnosed_sql(source: str, present: frozenset[str] | set[str]) -> str:
+    """THE diagnosis: `SELECT *, cls, decided_by, diagnosis, hit_by` over the rows of `source`
+    (as correctness.classified_sql, whose class it starts from). `diagnosis` is the bucket (NULL
+    for a target error: not diagnosed); `hit_by` the retrieval evidence a miss would rest on (the
+    first retrieval metric with a value, else context_precision)."""
+    present = frozenset(present)
+    evidence = (*RETRIEVAL_METRICS, JUDGED_RELEVANCE)
+    hit = f"coalesce({', '.join(value_expr(m, present) for m in evidence)})"
+    hit_by = " ".join(f"WHEN {value_expr(m, present)} IS NOT NULL THEN {literal(m)}" for m in evidence)
+    faith = value_expr(FAITHFULNESS, present)
+    near_zero, below_one = number_sql(EPS), number_sql(1 - EPS)
+    return f"""
+        SELECT * EXCLUDE (_hit, _faith, _answerable),
+               CASE WHEN cls = 'ERROR' THEN NULL
+                    WHEN cls = 'DONT_KNOW' AND _answerable THEN 'wrong abstention'
+                    WHEN cls = 'DONT_KNOW' THEN 'correct abstention'
+                    WHEN cls = 'UNSCORED' THEN 'unscored'
+                    WHEN cls = 'CORRECT' THEN 'correct'
+                    WHEN NOT _answerable THEN 'should have abstained'
+                    WHEN _hit <= {near_zero} THEN 'retrieval miss'
+                    WHEN _faith IS NULL THEN 'wrong, cause unknown'
+                    WHEN _faith < {below_one} THEN 'unfaithful'
+                    ELSE 'faithful but wrong' END AS diagnosis
+        FROM (SELECT *, {hit} AS _hit, CASE {hit_by} ELSE NULL::VARCHAR END AS hit_by, {faith} AS _faith,
+                     coalesce(answerable, true) AS _answerable
+              FROM ({classified_sql(source, present)}))"""
 
 
-def _buckets(wide: pd.DataFrame) -> tuple[np.ndarray, pd.Series]:
-    """(bucket per row, None for a target error; which retrieval evidence decided a miss:
-    the metric name, or None)."""
-    cls = classify(wide)["cls"]
-    hit, hit_by = first_of(wide, RETRIEVAL_METRICS)
-    cp = pd.to_numeric(wide["context_precision"], errors="coerce")
-    hit_by = hit_by.mask(hit.isna() & cp.notna(), "context_precision")
-    hit = hit.where(hit.notna(), cp)
-    faith = pd.to_numeric(wide["faithfulness"], errors="coerce")
-    answerable = wide["answerable"].astype(bool)
-    bucket = np.select(
-        [cls == "ERROR", (cls == "DONT_KNOW") & answerable, cls == "DONT_KNOW", cls == "UNSCORED", cls == "CORRECT",
-         ~answerable, hit.notna() & (hit <= EPS), faith.isna(), faith < 1 - EPS],
-        ["", "wrong abstention", "correct abstention", "unscored", "correct", "should have abstained",
-         "retrieval miss", "wrong, cause unknown", "unfaithful"],
-        default="faithful but wrong")
-    return np.where(bucket == "", None, bucket), hit_by
+def _store_sql(store: RunStore, keys: Sequence[str]) -> tuple[str, dict]:
+    """The diagnosis of every answer of the systems, run in the store (one row per answer)."""
+    source, params, present = outcome_sql(store, keys, input_metrics())
+    return diagnosed_sql(source, present), params
+
+
+def diagnose_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """cls, decided_by, diagnosis and hit_by of every row of an outcome frame (diagnosed_sql run
+    over the frame: the rule the store's counts use)."""
+    rows = frame_rows(frame, (*dont_know_metrics(), *correct_metrics(), *_EXTRA))
+    out = query_frame(f"SELECT cls, decided_by, diagnosis, hit_by FROM ({diagnosed_sql('frame', set(rows.columns))}) "
+                      "ORDER BY _row", frame=rows)
+    return pd.DataFrame({c: [v if isinstance(v, str) else None for v in out[c]] for c in out.columns},
+                        index=frame.index, dtype=object)
 
 
 def diagnose(row: pd.Series) -> str | None:
@@ -95,83 +124,119 @@ def source(bucket: str | None, basis: str) -> str:
 
 
 def explain(row: pd.Series | dict) -> tuple[str | None, str]:
-    """(bucket, its basis in words) for one answer: the rule of `diagnoses` on a one-row frame,
-    plus what it rests on — the deciding metric and its value, and whether a retrieval miss
-    comes from the gold passages or from the judge's relevance verdicts."""
-    from evalcore.analysis.correctness import CLASS_LABEL, classify_row
+    """(bucket, its basis in words) for one answer: `explained` on a one-row frame."""
+    out = explained(pd.DataFrame([dict(row)]))
+    return out["bucket"].iloc[0], out["basis"].iloc[0]
 
-    frame = pd.DataFrame([dict(row)])
-    for col in ("error", CLASS_LABEL, "answerable", *_EXTRA):
-        if col not in frame:
-            frame[col] = None if col in ("error", CLASS_LABEL) else (True if col == "answerable" else np.nan)
-    buckets, hit_by = _buckets(frame)
-    bucket, by = buckets[0], hit_by.iloc[0]
-    by = by if isinstance(by, str) else None
-    cls, decided = classify_row(frame.iloc[0])
 
+def explained(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per row of an outcome frame (one answer each): cls, decided_by, bucket (None for a target
+    error) and the bucket's basis in words — the rule of `diagnoses`, run once over the frame,
+    plus what each bucket rests on: the deciding metric and its value, and whether a retrieval
+    miss comes from the gold passages or from the judge's relevance verdicts."""
+    rules = diagnose_frame(frame)
+    basis = [_basis(values, bucket, by, decided) for (_, values), bucket, by, decided
+             in zip(frame.iterrows(), rules["diagnosis"], rules["hit_by"], rules["decided_by"])]
+    return pd.DataFrame({"cls": rules["cls"], "decided_by": rules["decided_by"], "bucket": rules["diagnosis"],
+                         "basis": basis}, index=frame.index, dtype=object)
+
+
+def _basis(row: pd.Series, bucket: str | None, by: str | None, decided: str | None) -> str:
+    """The words for one answer's bucket: what the diagnosis rests on, with the values read."""
     def value(name: str | None) -> str:
-        v = frame.iloc[0].get(name) if name else None
+        v = row.get(name) if name else None
         return f"{name} = {float(v):.3g}" if v is not None and v == v and not isinstance(v, str) else str(name)
 
     if bucket is None:
-        return None, "target error: not diagnosed"
+        return "target error: not diagnosed"
     if bucket in ("correct abstention", "wrong abstention"):
         why = "the judge's class DONT_KNOW" if decided in ("answer_dont_know", "answer_class") else "dont_know = 1"
         where = "unanswerable question: abstaining is right" if bucket == "correct abstention" else "answerable question"
-        return bucket, f"abstained ({why}) on an {where}"
+        return f"abstained ({why}) on an {where}"
     if bucket == "unscored":
-        return bucket, "no metric decides right or wrong"
+        return "no metric decides right or wrong"
     if bucket == "correct":
-        return bucket, f"correct by {value(decided)}"
+        return f"correct by {value(decided)}"
     basis = f"wrong by {value(decided)}"
     if bucket == "should have abstained":
-        return bucket, f"answered an unanswerable question ({basis}): the right answer was to abstain"
+        return f"answered an unanswerable question ({basis}): the right answer was to abstain"
     if bucket == "retrieval miss":
         source = "judge: no retrieved context relevant" if by == "context_precision" else "gold passages"
-        return bucket, f"{basis}; retrieval miss from {source} ({value(by)})"
+        return f"{basis}; retrieval miss from {source} ({value(by)})"
     if bucket == "wrong, cause unknown":
-        return bucket, f"{basis}; faithfulness not scored, so the cause is unknown"
+        return f"{basis}; faithfulness not scored, so the cause is unknown"
     found = f"relevant context retrieved ({value(by)})" if by else "retrieval not scored"
-    return bucket, f"{basis}; {found}, {value('faithfulness')}"
-
-
-# The last few diagnoses, keyed by the store's state token (which changes whenever anything
-# readers see changes, so an entry is never stale): the breakdown and its question list read the
-# same frame, which takes ~1 s to build at 100,000 questions per system.
-_RECENT = RecentFrames(4)
+    return f"{basis}; {found}, {value('faithfulness')}"
 
 
 def diagnoses(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
-    """(system, question_id, bucket) for every answered question of the systems."""
-    return _RECENT.get(store, tuple(keys), lambda: _diagnoses(store, keys))
+    """(system, question_id, bucket) for every answered question of the systems, by system and
+    question id."""
+    sql, params = _store_sql(store, keys)
+    out = query_df(store, f"SELECT system, question_id, diagnosis AS bucket FROM ({sql}) "
+                   "WHERE diagnosis IS NOT NULL ORDER BY system, question_id", params, runs=runs_of(keys))
+    return out.reset_index(drop=True)
 
 
-def _diagnoses(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
-    wide = _wide(store, keys)
-    if wide.empty:
-        return pd.DataFrame(columns=["system", "question_id", "bucket"])
-    bucket, _ = _buckets(wide)
-    out = pd.DataFrame({"system": wide["system"], "question_id": wide["question_id"], "bucket": bucket})
-    return out[out["bucket"].notna()].reset_index(drop=True)
+# The last few count tables, keyed by the store's state token (it changes whenever anything
+# readers see changes, so an entry is never stale): the Charts page's class bars and its
+# diagnosis breakdown and the first questions of its buckets read one table, one pass over every
+# answer (~0.5 s at 400,000 answers).
+_RECENT = RecentFrames(4)
+FIRST_IDS = 50  # question ids kept per count (the smallest): a bucket's list on the pages
+
+
+def outcome_counts(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
+    """Per system, answer class and bucket (None for a target error): answers (n) and the first
+    FIRST_IDS of their question ids in order (`first`), counted in the store by the one rule and
+    the one diagnosis. The class counts (distributions.label_counts), failure_modes and a bucket's
+    first questions (bucket_questions with `among`) are read from it."""
+    keys = tuple(sorted(set(keys)))
+    return _RECENT.get(store, keys, lambda: _outcome_counts(store, keys))
+
+
+def _outcome_counts(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
+    sql, params = _store_sql(store, keys)
+    return query_df(store, f"""
+        SELECT system, cls, diagnosis AS bucket, count(*) AS n, min(question_id, {FIRST_IDS}) AS first
+        FROM ({sql}) GROUP BY ALL ORDER BY system, cls, bucket""", params, runs=runs_of(keys))
 
 
 def failure_modes(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:
     """Per system and bucket: answers (n) and their share of the system's diagnosed answers."""
-    rows = diagnoses(store, keys)
-    if rows.empty:
+    counts = outcome_counts(store, keys)
+    counts = counts[counts["bucket"].notna()]
+    if counts.empty:
         return pd.DataFrame(columns=["system", "bucket", "n", "share"])
-    counts = rows.groupby(["system", "bucket"]).size().rename("n").reset_index()
-    counts["share"] = counts["n"] / counts.groupby("system")["n"].transform("sum")
-    order = {b: i for i, b in enumerate(BUCKETS)}
-    counts["_o"] = counts["bucket"].map(order)
-    return counts.sort_values(["system", "_o"]).drop(columns="_o").reset_index(drop=True)
+    out = counts.groupby(["system", "bucket"], sort=False)["n"].sum().reset_index()  # one cls per bucket
+    out["share"] = out["n"] / out.groupby("system")["n"].transform("sum")
+    out["_o"] = out["bucket"].map({b: i for i, b in enumerate(BUCKETS)})
+    return out.sort_values(["system", "_o"]).drop(columns="_o").reset_index(drop=True)
 
 
-def questions_in_bucket(store: RunStore, key: str, bucket: str, among: tuple[str, ...] | None = None) -> list[str]:
-    """The question ids of one system's answers in one bucket (the breakdown's links). `among`:
-    the systems of the breakdown shown beside it (key one of them), so both read one diagnosis."""
+def bucket_questions(store: RunStore, key: str, bucket: str, limit: int | None = None,
+                     among: Sequence[str] = ()) -> tuple[int, list[str]]:
+    """(how many of one system's answers are in one bucket, the first `limit` of their question
+    ids in order; all when None): the breakdown's question list, without sending every id.
+    `among`: the systems of the breakdown shown beside it (key one of them); up to FIRST_IDS
+    ids are then read from its count table (outcome_counts) instead of diagnosing again."""
     if bucket not in BUCKETS:
         raise ValueError(f"unknown bucket {bucket!r}")
-    keys = among if among and key in among else (key,)
-    rows = diagnoses(store, keys)
-    return sorted(rows.loc[(rows.bucket == bucket) & (rows.system == key), "question_id"])
+    if limit is not None and limit < 1:
+        raise ValueError("limit must be at least 1 (the count rides on the rows listed)")
+    if key in among and limit is not None and limit <= FIRST_IDS:
+        counts = outcome_counts(store, among)
+        mine = counts[(counts["system"] == key) & (counts["bucket"] == bucket)]
+        ids = sorted(q for first in mine["first"] for q in first)[:limit]
+        return int(mine["n"].sum()), ids
+    sql, params = _store_sql(store, (key,))
+    cap = "" if limit is None else f"LIMIT {int(limit)}"
+    out = query_df(store, f"""
+        SELECT question_id, count(*) OVER () AS total FROM ({sql})
+        WHERE diagnosis = $bucket ORDER BY question_id {cap}""", {**params, "bucket": bucket}, runs=runs_of((key,)))
+    return (int(out["total"].iloc[0]) if len(out) else 0), out["question_id"].tolist()
+
+
+def questions_in_bucket(store: RunStore, key: str, bucket: str) -> list[str]:
+    """The question ids of one system's answers in one bucket (the breakdown's links), sorted."""
+    return bucket_questions(store, key, bucket)[1]

@@ -122,28 +122,31 @@ def answer_classes(store: RunStore, run_id: str, by: str | None = None,
                    correct_metrics: Sequence[str] | None = None,
                    threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
     """Counts and rates of CORRECT / WRONG / DONT_KNOW (and ERROR, UNSCORED) per method [, bucket],
-    by the one answer-class rule of evalcore.analysis.correctness; `decided_by` counts which
-    metric decided each CORRECT / WRONG."""
-    from evalcore.analysis.correctness import classify, outcome_frame
+    by the one answer-class rule of evalcore.analysis.correctness (counted in the store);
+    `decided_by` counts which metric decided each CORRECT / WRONG."""
+    from evalcore.analysis.correctness import classified_sql, dont_know_metrics, outcome_sql
 
     cols = ["method", "bucket", "n", "correct", "wrong", "dont_know", "error", "unscored",
             "correct_rate", "wrong_rate", "dont_know_rate", "decided_by"]
-    correct_metrics = correct_deciders() if correct_metrics is None else correct_metrics
+    correct_metrics = correct_deciders() if correct_metrics is None else tuple(correct_metrics)
     keys = [f"{run_id}:{m}" for m in Q.run_methods(store, run_id)]
-    wide = outcome_frame(store, keys, extra=correct_metrics, by=by) if keys else pd.DataFrame()
-    if wide.empty:
+    if not keys:
         return pd.DataFrame(columns=cols)
-    wide = wide.join(classify(wide, correct_metrics, threshold))
-    wide["method"] = wide["system"].str.partition(":")[2]
-    wide["bucket"] = wide["bucket"].fillna("")
+    source, params, present = outcome_sql(store, keys, [*dont_know_metrics(), *correct_metrics], by)
+    counts = query_df(store, f"""
+        SELECT method, coalesce(bucket, '') AS bucket, cls, decided_by, count(*) AS n
+        FROM ({classified_sql(source, present, correct_metrics, threshold)}) GROUP BY ALL""", params, runs=[run_id])
+    if counts.empty:
+        return pd.DataFrame(columns=cols)
     rows = []
-    for (method, bucket), g in wide.groupby(["method", "bucket"], sort=True):
-        counts = {c.lower(): int((g["cls"] == c).sum()) for c in ("CORRECT", "WRONG", "DONT_KNOW", "ERROR", "UNSCORED")}
-        decided = g.loc[g["cls"].isin(["CORRECT", "WRONG"]), "decided_by"].value_counts()
-        n = len(g)
-        rows.append({"method": method, "bucket": bucket or None, "n": n, **counts,
-                     "correct_rate": counts["correct"] / n, "wrong_rate": counts["wrong"] / n,
-                     "dont_know_rate": counts["dont_know"] / n,
+    for (method, bucket), g in counts.groupby(["method", "bucket"], sort=True):
+        per = g.groupby("cls")["n"].sum()
+        found = {c.lower(): int(per.get(c, 0)) for c in ("CORRECT", "WRONG", "DONT_KNOW", "ERROR", "UNSCORED")}
+        decided = g[g["cls"].isin(["CORRECT", "WRONG"])].groupby("decided_by")["n"].sum()
+        n = int(g["n"].sum())
+        rows.append({"method": method, "bucket": bucket or None, "n": n, **found,
+                     "correct_rate": found["correct"] / n, "wrong_rate": found["wrong"] / n,
+                     "dont_know_rate": found["dont_know"] / n,
                      "decided_by": ", ".join(f"{k}:{v}" for k, v in sorted(decided.items()))})
     return pd.DataFrame(rows, columns=cols)
 

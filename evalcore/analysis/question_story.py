@@ -15,8 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.analysis.correctness import classify_row
-from evalcore.analysis.failure_modes import explain, source
+from evalcore.analysis.failure_modes import explained, source
 from evalcore.analysis.question_drilldown import question_detail
 from evalcore.store import RunStore
 
@@ -148,15 +147,20 @@ def stories(store: RunStore, run_id: str, question_id: str) -> dict[str, dict[st
     q = detail["question"].iloc[0]
     answerable = bool(q["answerable"]) if q["answerable"] == q["answerable"] else True
     out: dict[str, dict[str, Any]] = {}
-    for resp in detail["responses"].itertuples(index=False):
-        metrics = detail["metrics"][detail["metrics"].method == resp.method]
+    responses = list(detail["responses"].itertuples(index=False))
+    per_method = [detail["metrics"][detail["metrics"].method == resp.method] for resp in responses]
+    rows = []
+    for resp, metrics in zip(responses, per_method):
         row: dict[str, Any] = {"error": resp.error if isinstance(resp.error, str) else None, "answerable": answerable}
         for m in metrics.itertuples(index=False):
             row[m.metric] = m.value
             if m.metric == "answer_class":
                 row["answer_class_label"] = m.label
-        bucket, basis = explain(row)
-        cls = classify_row(row)
+        rows.append(row)
+    # every method's class and diagnosis in one run of the rules (failure_modes.explained)
+    said = explained(pd.DataFrame(rows)) if rows else pd.DataFrame(columns=["cls", "decided_by", "bucket", "basis"])
+    for resp, metrics, bucket, basis, cls in zip(responses, per_method, said["bucket"], said["basis"],
+                                                 zip(said["cls"], said["decided_by"])):
         verdicts = detail["contexts"][detail["contexts"].method == resp.method]
         if len(verdicts):  # one metric's verdicts: context_precision when there, else the first judged
             chosen = "context_precision" if (verdicts.metric == "context_precision").any() else verdicts.metric.iloc[0]

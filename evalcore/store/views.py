@@ -279,6 +279,28 @@ def query_df(store: RunStore, sql: str, params: Any = None, runs: Sequence[str] 
         return con.execute(sql, params if params is not None else []).df()
 
 
+_FRAMES = threading.local()  # one in-memory DuckDB per thread for query_frame (connecting costs ms)
+
+
+def query_frame(sql: str, **frames: "pd.DataFrame") -> "pd.DataFrame":
+    """One query over pandas frames (each named by its keyword), in memory, as a DataFrame.
+
+    Why here: a rule written once in SQL (the answer-class rule, the diagnosis) must also judge
+    a frame already in memory (one answer on the Questions page), and only the store opens
+    DuckDB. Nothing is read from disk; each thread keeps one connection."""
+    con = getattr(_FRAMES, "con", None)
+    if con is None:
+        con = _FRAMES.con = duckdb.connect(":memory:")
+        con.execute("SET python_enable_replacements = false")  # only the frames named here, never a variable
+    for name, frame in frames.items():
+        con.register(name, frame)
+    try:
+        return con.execute(sql).df()
+    finally:
+        for name in frames:
+            con.unregister(name)
+
+
 def wide_columns(store: RunStore, runs: Sequence[str] | None = None) -> frozenset[str]:
     """The columns metric_wide has over `runs` (all runs when None): store/wide.py's value and
     label columns exist only for metrics some run has."""

@@ -71,9 +71,8 @@ def _bucket_questions(picked: list[str], names: dict[str, str]) -> None:
     key = safe_widgets.url_select("System", picked, "fs", format_func=lambda k: names.get(k, k), container=c1)
     bucket = safe_widgets.url_select("Diagnosis", [b for b in FM.BUCKETS if b != "correct"] + ["correct"], "fm",
                                container=c2)
-    every = safe_widgets.call(FM.questions_in_bucket, key, bucket, tuple(picked))
-    qids = every[:BUCKET_SHOWN]
-    st.text(bucket_caption(len(every), len(qids), bucket))
+    total, qids = safe_widgets.call(FM.bucket_questions, key, bucket, BUCKET_SHOWN, tuple(picked))
+    st.text(bucket_caption(total, len(qids), bucket))
     if qids:
         run, _, method = key.partition(":")
         safe_widgets.dataframe(pd.DataFrame({"question_id": qids, "open": [

@@ -51,10 +51,12 @@ def test_breakdown_counts_and_links(store):
 
 
 def test_vectorised_rule_equals_the_row_rule(store):
-    """diagnoses() (vectorised, what pages call) and diagnose() (one row) never disagree."""
+    """diagnoses() (the rule run in the store, what pages count), explained() (the same rule run
+    over the outcome frame) and diagnose() (over one answer) never disagree."""
     import random
 
-    from evalcore.analysis.failure_modes import _wide, diagnoses
+    from evalcore.analysis.correctness import outcome_frame
+    from evalcore.analysis.failure_modes import DIAGNOSIS_METRICS, diagnoses, explained
 
     rng = random.Random(4)
     writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="v", name="v",
@@ -73,7 +75,9 @@ def test_vectorised_rule_equals_the_row_rule(store):
                                           group="g", reason="x" if v != v else None))
     writer.write_metrics(values)
     writer.publish()
-    wide = _wide(store, ("v:m",))
-    by_row = {r.question_id: diagnose(r) for _, r in wide.iterrows()}
+    wide = outcome_frame(store, ("v:m",), extra=DIAGNOSIS_METRICS)
+    by_frame = dict(zip(wide["question_id"], explained(wide)["bucket"]))
+    by_row = {r.question_id: diagnose(r) for _, r in wide.iloc[::5].iterrows()}  # one answer at a time
+    assert by_row == {q: by_frame[q] for q in by_row}
     vec = dict(zip(*diagnoses(store, ("v:m",))[["question_id", "bucket"]].T.values))
-    assert vec == {q: b for q, b in by_row.items() if b is not None}
+    assert vec == {q: b for q, b in by_frame.items() if b is not None}
