@@ -332,13 +332,12 @@ _NO_DELTAS = pd.DataFrame({"metric": pd.Series([], dtype=object),
 def paired_values(store: RunStore, base: str, cand: str, metrics: tuple[str, ...]) -> pd.DataFrame:
     """(question_id, metric, a, b) for questions scored (non-NaN) on both sides, by metric name
     and question_id."""
-    both = side_by_side(store, base, cand, sorted(set(metrics)), with_ids=True)
+    both = side_by_side(store, base, cand, sorted(set(metrics)))
     parts = []
     for metric in both.metrics:
-        keep = both.both(metric)
-        if keep.any():
-                parts.append(pd.DataFrame({"question_id": both.question_id[keep], "metric": metric,
-                                       "a": both.a[metric][keep], "b": both.b[metric][keep]}))
+        a, b = both.pairs(metric)
+        if len(a):
+            parts.append(pd.DataFrame({"question_id": both.paired_ids(metric), "metric": metric, "a": a, "b": b}))
     if not parts:
         return pd.DataFrame({"question_id": pd.Series([], dtype=object), "metric": pd.Series([], dtype=object),
                              "a": pd.Series([], dtype="float64"), "b": pd.Series([], dtype="float64")})

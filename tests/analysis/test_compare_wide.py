@@ -252,3 +252,12 @@ def test_compare_reads_no_metric_rows(store, monkeypatch):
     assert seen and any("metric_wide" in sql for sql in seen)
     long_reads = [sql for sql in seen if re.search(r"\bFROM\s+metrics\b", sql, re.IGNORECASE)]
     assert long_reads == []
+
+
+def test_comparability_counts_the_questions_each_side_answered(store):
+    from evalcore.analysis.verdict import comparability
+
+    warnings = comparability(store, f"{EDGE}:a", f"{EDGE}:b", ["token_f1"])
+    assert warnings == ["different question sets: 1 only in baseline, 1 only in candidate "
+                        "(6 shared, compared on those)"]
+    assert comparability(store, f"{EDGE}:a", f"{EDGE}:a", ["token_f1"]) == []
