@@ -197,6 +197,7 @@ def test_compare_of_every_metric_takes_those_stored_on_both_sides(store):
 
 @pytest.mark.parametrize("outcome", ["improved", "regressed", "unchanged", "missing"])
 def test_changed_questions_equal_the_long_rows(store, outcome):
+    searched = 0
     for base, cand in _pairs_of_interest(store):
         for metric in [m for m in _tested_metrics(store, base, cand) if m != "faithfulness"]:
             want = _ref_changed(store, base, cand, metric, outcome)
@@ -207,6 +208,19 @@ def test_changed_questions_equal_the_long_rows(store, outcome):
             assert C.changed_count(store, base, cand, metric, outcome) == len(want)
             assert C.changed_questions(store, base, cand, metric, outcome, limit=2)["question_id"].tolist() == \
                 want["question_id"].tolist()[:2]
+            # a search: in the question id or the (baseline run's) question text, any case
+            texts = query_df(store, "SELECT question_id, question FROM questions WHERE run_id = ?",
+                             [base.partition(":")[0]]).set_index("question_id")["question"]
+            hay = (want["question_id"] + " " + want["question_id"].map(texts).fillna("")).str.lower()
+            needle = "q1" if base.startswith(EDGE) else "q0001"  # q1 / q00010-q00019
+            found = want[hay.str.contains(needle, regex=False)]["question_id"].tolist()
+            search = needle.upper()
+            assert C.changed_questions(store, base, cand, metric, outcome, text=search)["question_id"].tolist() == found
+            assert C.changed_questions(store, base, cand, metric, outcome, limit=1, text=search)[
+                "question_id"].tolist() == found[:1]
+            assert C.changed_count(store, base, cand, metric, outcome, text=search) == len(found)
+            searched += len(found)
+    assert searched > 0 or outcome == "unchanged"  # the search found something to compare
 
 
 def test_compare_reads_no_metric_rows(store, monkeypatch):
