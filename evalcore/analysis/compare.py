@@ -336,9 +336,10 @@ def paired_values(store: RunStore, base: str, cand: str, metrics: tuple[str, ...
     both = side_by_side(store, base, cand, sorted(set(metrics)))
     parts = []
     for metric in both.metrics:
-        a, b = both.pairs(metric)
-        if len(a):
-            parts.append(pd.DataFrame({"question_id": both.paired_ids(metric), "metric": metric, "a": a, "b": b}))
+        keep = both.both(metric)
+        if keep.any():
+            parts.append(pd.DataFrame({"question_id": both.question_id[keep], "metric": metric,
+                                       "a": both.a[metric][keep], "b": both.b[metric][keep]}))
     if not parts:
         return pd.DataFrame({"question_id": pd.Series([], dtype=object), "metric": pd.Series([], dtype=object),
                              "a": pd.Series([], dtype="float64"), "b": pd.Series([], dtype="float64")})

@@ -4,8 +4,9 @@ Why: a paired comparison needs, per metric, both systems' values of each questio
 the long `metrics` table (one row per answer and metric) that is a self-join of two sides of
 3,000,000 rows each at 100,000 questions x 30 metrics: ~0.5 s for every metric's deltas on the
 Compare page, ~0.3 s more for the tested metrics' pairs, paid on every cold page. metric_wide
-(store/wide.py) holds each answer's values in one row, so one join of two 100,000-row sides gives
-every metric's pairs at once, and the per-metric counts and means are numpy over its columns.
+(store/wide.py) holds each answer's values in one row, so reading each system's 100,000 rows
+(the two reads at once) and lining them up on question_id gives every metric's pairs, and the
+per-metric counts and means are numpy over the columns.
 
 Missing is missing: metric_wide is NULL both where a metric has no row and where its value is
 NaN (the reason stays in `metrics`). Every comparison treats the two alike — a question enters
@@ -15,7 +16,8 @@ gave. Metric names are data: they reach SQL only through store/wide.py's quoting
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -30,38 +32,25 @@ def split_key(key: str) -> tuple[str, str]:
     return run_id, method
 
 
-@dataclass
+@dataclass(frozen=True)
 class SideBySide:
     """Per metric, the two systems' values over the questions either system has a metric row
-    for, aligned (in the join's order: question_order() sorts them); NaN where a system has no
-    value."""
+    for, aligned and in question_id order; NaN where a system has no value."""
 
     metrics: list[str]
     question_id: np.ndarray
     a: dict[str, np.ndarray]
     b: dict[str, np.ndarray]
-    _order: np.ndarray | None = field(default=None, repr=False)
 
-    def question_order(self) -> np.ndarray:
-        """The positions that put the rows in question_id order (sorting the ids here is cheaper
-        than an ORDER BY that carries every metric's values through DuckDB's sort)."""
-        if self._order is None:
-            self._order = np.argsort(self.question_id, kind="stable")
-        return self._order
+    def both(self, metric: str) -> np.ndarray:
+        """Which questions have a value on both sides."""
+        return ~np.isnan(self.a[metric]) & ~np.isnan(self.b[metric])
 
     def pairs(self, metric: str) -> tuple[np.ndarray, np.ndarray]:
         """(baseline, candidate) values of the questions scored on both sides, in question_id
         order: the order every seeded resampling of a comparison draws from."""
-        order = self.question_order()
-        a, b = self.a[metric][order], self.b[metric][order]
-        keep = ~np.isnan(a) & ~np.isnan(b)
-        return a[keep], b[keep]
-
-    def paired_ids(self, metric: str) -> np.ndarray:
-        """The question ids of `pairs(metric)`, in the same order."""
-        order = self.question_order()
-        keep = ~np.isnan(self.a[metric][order]) & ~np.isnan(self.b[metric][order])
-        return self.question_id[order][keep]
+        keep = self.both(metric)
+        return self.a[metric][keep], self.b[metric][keep]
 
 
 def stored_metrics(columns: frozenset[str]) -> list[str]:
@@ -76,24 +65,52 @@ def _floats(column: np.ndarray) -> np.ndarray:
     return np.asarray(column, dtype=float)
 
 
+def _union(ids_a: np.ndarray, ids_b: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(the question ids of either side, sorted; each side's rows' positions in it). None for
+    both positions when the two sides hold the same questions already in order (the usual case:
+    metric_wide is written ordered by question_id), so no row has to move."""
+    if len(ids_a) == len(ids_b) and bool(np.all(ids_a[1:] > ids_a[:-1])) and np.array_equal(ids_a, ids_b):
+        return ids_a, None, None
+    either = np.concatenate([ids_a, ids_b])
+    order = np.argsort(either, kind="stable")
+    ranked = either[order]
+    first = np.ones(len(ranked), dtype=bool)
+    first[1:] = ranked[1:] != ranked[:-1]
+    slot = np.empty(len(ranked), dtype=np.int64)
+    slot[order] = np.cumsum(first) - 1
+    return ranked[first], slot[:len(ids_a)], slot[len(ids_a):]
+
+
+def _placed(column: np.ndarray, slots: np.ndarray | None, n: int) -> np.ndarray:
+    """One side's values on the union's rows (NaN on the rows of questions it lacks)."""
+    values = _floats(column)
+    if slots is None:
+        return values
+    out = np.full(n, np.nan)
+    out[slots] = values
+    return out
+
+
 def side_by_side(store, base: str, cand: str, metrics: Sequence[str] | None = None) -> SideBySide:
     """The two systems' (`run_id:method`) values of `metrics` (every metric metric_wide has for
-    their runs when None), from one FULL JOIN of their metric_wide rows on question_id."""
+    their runs when None), each system's metric_wide rows read by its own query, both at once."""
     (ra, ma), (rb, mb) = split_key(base), split_key(cand)
     runs = sorted({ra, rb})
     present = wide_columns(store, runs)
     names = stored_metrics(present) if metrics is None else list(dict.fromkeys(metrics))
     # columns are named by position: the metric names never need to be column names here
-    cols_a = "".join(f", {value_expr(m, present)} AS a{i}" for i, m in enumerate(names))
-    cols_b = "".join(f", {value_expr(m, present)} AS b{i}" for i, m in enumerate(names))
-    picked = "".join(f", a{i}" for i in range(len(names))) + "".join(f", b{i}" for i in range(len(names)))
-    sql = f"""
-        WITH a AS (SELECT question_id{cols_a} FROM metric_wide WHERE run_id = $ra AND method = $ma),
-             b AS (SELECT question_id{cols_b} FROM metric_wide WHERE run_id = $rb AND method = $mb)
-        SELECT coalesce(a.question_id, b.question_id) AS question_id{picked}
-        FROM a FULL JOIN b ON a.question_id = b.question_id"""
-    with open_db(store, runs=runs) as con:
-        got = con.execute(sql, {"ra": ra, "ma": ma, "rb": rb, "mb": mb}).fetchnumpy()
-    return SideBySide(names, np.asarray(got["question_id"], dtype=object),
-                      {m: _floats(got[f"a{i}"]) for i, m in enumerate(names)},
-                      {m: _floats(got[f"b{i}"]) for i, m in enumerate(names)})
+    cols = "".join(f", {value_expr(m, present)} AS v{i}" for i, m in enumerate(names))
+    sql = f"SELECT question_id{cols} FROM metric_wide WHERE run_id = $run AND method = $method"
+
+    def read(side: tuple[str, str]) -> dict[str, np.ndarray]:
+        with open_db(store, runs=runs) as con:
+            return con.execute(sql, {"run": side[0], "method": side[1]}).fetchnumpy()
+
+    # Side by side because each read is mostly one thread decoding its Parquet row group: two
+    # reads at once take the time of one on two cores (a FULL JOIN in one query took ~1.5x).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        got_a, got_b = pool.map(read, [(ra, ma), (rb, mb)])
+    ids, slots_a, slots_b = _union(np.asarray(got_a["question_id"], dtype=object),
+                                   np.asarray(got_b["question_id"], dtype=object))
+    return SideBySide(names, ids, {m: _placed(got_a[f"v{i}"], slots_a, len(ids)) for i, m in enumerate(names)},
+                      {m: _placed(got_b[f"v{i}"], slots_b, len(ids)) for i, m in enumerate(names)})

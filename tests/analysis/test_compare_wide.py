@@ -176,12 +176,14 @@ def test_pair_table_and_compare_test_the_same_pairs(store):
         want = pd.DataFrame(statistics_of(pairs, base, cand, 100, 200, 3, C.ALPHA)).set_index("metric")
         table = C.pair_table(store, base, cand, tuple(tested), n_boot=100, n_perm=200, seed=3).set_index("metric")
         stats = ["ci_low", "ci_high", "test", "p_value", "p_holm", "significant", "sd_diff", "span", "mde"]
-        pd.testing.assert_frame_equal(table.loc[tested, stats], want.loc[tested, stats], check_dtype=False)
+        pd.testing.assert_frame_equal(table.loc[tested, stats], want.loc[tested, stats], check_dtype=False,
+                                      check_exact=True)
         assert table.loc[[m for m in table.index if m not in tested], "p_holm"].isna().all()
         result = C.compare(store, [base, cand], metrics=tested, n_boot=100, n_perm=200, seed=3,
                            with_run_level=False).table.set_index("metric")
         cols = ["n_pairs", "mean_a", "mean_b", "delta", *stats]
-        pd.testing.assert_frame_equal(result.loc[tested, cols], want.loc[tested, cols], check_dtype=False)
+        pd.testing.assert_frame_equal(result.loc[tested, cols], want.loc[tested, cols], check_dtype=False,
+                                      check_exact=True)
 
 
 def test_compare_of_every_metric_takes_those_stored_on_both_sides(store):
