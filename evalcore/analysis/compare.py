@@ -38,8 +38,10 @@ from evalcore.stats.resample import (
     paired_mean_ci,
     randomization_test,
 )
+from evalcore.analysis.side_by_side import SideBySide, side_by_side
 from evalcore.analysis.verdict import minimum_detectable_effect, span
-from evalcore.store import RunStore, query_df
+from evalcore.store import RunStore, query_df, wide_columns
+from evalcore.store.wide import value_expr
 
 EPS = 1e-12
 ALPHA = 0.05  # compare's default significance level (the Compare page uses it)
@@ -95,15 +97,6 @@ def parse_selections(store: RunStore, refs: Sequence[str]) -> list[Selection]:
     return out
 
 
-def _wide(store: RunStore, sel: Selection, metrics: Sequence[str] | None) -> pd.DataFrame:
-    from evalcore.analysis.wide import first_wide
-
-    rows = Q.paired_rows(store, sel.run_id, sel.method, metrics)
-    if rows.empty:
-        return pd.DataFrame()
-    return first_wide(rows, ["question_id"])
-
-
 def _answered_apart(store: RunStore, base: Selection, cand: Selection) -> tuple[list[str], list[str], int]:
     """(questions only the baseline answered, only the candidate answered, questions either
     answered), from SQL: two sets of 100,000 ids built in Python took a quarter of `compare`."""
@@ -124,28 +117,26 @@ def _answered_apart(store: RunStore, base: Selection, cand: Selection) -> tuple[
             int(rows.n_union.iloc[0]))
 
 
-def _scored(store: RunStore, sel: Selection, metrics: Sequence[str]) -> set[str]:
-    """Which of `metrics` have a stored row (a value or NaN) for this selection."""
-    return set(query_df(store, """SELECT DISTINCT metric FROM metrics
-                              WHERE run_id = $r AND method = $m AND list_contains($names, metric)""",
-                    {"r": sel.run_id, "m": sel.method, "names": list(metrics)}, runs=[sel.run_id])["metric"])
+def _scored(store: RunStore, sels: Sequence[Selection]) -> dict[Selection, dict[str, bool]]:
+    """Per selection, each metric with a stored row (a value or NaN) -> whether it has a value,
+    from the run summaries (a few hundred rows, not the metric rows)."""
+    rows = query_df(store, """SELECT run_id, method, metric, n_scored > 0 AS valued FROM summary_metrics
+                              WHERE list_contains($runs, run_id)""",
+                    {"runs": sorted({s.run_id for s in sels})}, runs=sorted({s.run_id for s in sels}))
+    out: dict[Selection, dict[str, bool]] = {s: {} for s in sels}
+    for run_id, method, metric, valued in rows.itertuples(index=False, name=None):
+        sel = Selection(run_id, method)
+        if sel in out:
+            out[sel][metric] = bool(valued)
+    return out
 
 
-def _sql_pairs(store: RunStore, base: Selection, cand: Selection,
-               metrics: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _pairs(store: RunStore, base: Selection, cand: Selection,
+           metrics: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per metric, the (baseline, candidate) values of the questions both scored, in question_id
-    order (the order the wide frames' join gives, so seeded resampling draws the same pairs)."""
-    joined = query_df(store, """
-        SELECT a.metric, a.value AS a, b.value AS b
-        FROM metrics a JOIN metrics b ON a.question_id = b.question_id AND a.metric = b.metric
-        WHERE a.run_id = $ra AND a.method = $ma AND b.run_id = $rb AND b.method = $mb
-          AND list_contains($m, a.metric) AND NOT isnan(a.value) AND NOT isnan(b.value)
-        ORDER BY a.metric, a.question_id""",
-        {"ra": base.run_id, "ma": base.method, "rb": cand.run_id, "mb": cand.method, "m": list(metrics)},
-        runs=sorted({base.run_id, cand.run_id}))
-    groups = {m: (g["a"].to_numpy(float), g["b"].to_numpy(float)) for m, g in joined.groupby("metric", sort=False)}
-    empty = np.array([], dtype=float)
-    return {m: groups.get(m, (empty, empty)) for m in metrics}
+    order (seeded resampling draws the same pairs wherever a comparison is computed)."""
+    both = side_by_side(store, base.label, cand.label, metrics)
+    return {m: both.pairs(m) for m in metrics}
 
 
 def _missing_metrics_message(missing: list[str], scored: set[str], base: str, cand: str) -> str:
@@ -220,31 +211,20 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
     """Compare every selection after the first with the first (the baseline)."""
     sels = list(refs) if refs and isinstance(refs[0], Selection) else parse_selections(store, refs)  # type: ignore[arg-type]
     base, cands = sels[0], sels[1:]
-    # Named metrics (`compare --metrics`): their aligned pairs straight from SQL, as pair_table
-    # reads them; every metric: the wide frames (the names are not known before reading them).
-    wide = {s: _wide(store, s, metrics) for s in sels} if metrics is None else {}
-    scored = {s: _scored(store, s, metrics) for s in sels} if metrics is not None else {}
+    # which metrics each side has rows for, from the summaries; the pairs from metric_wide
+    scored = _scored(store, sels)
     rows, unpaired = [], {}
     for cand in cands:
         if metrics is None:
-            a_df, b_df = wide[base], wide[cand]
-            names = sorted(set(a_df.columns) & set(b_df.columns))
-            # a metric with no value on either side has nothing to compare
-            names = [m for m in names if a_df[m].notna().any() or b_df[m].notna().any()]
-
-            def pair(metric: str) -> tuple[np.ndarray, np.ndarray]:
-                joined = pd.concat([a_df[metric].rename("a"), b_df[metric].rename("b")], axis=1,
-                                   join="inner").dropna()
-                return joined["a"].to_numpy(float), joined["b"].to_numpy(float)
-
-            pairs = {m: pair(m) for m in names}
+            # every metric stored on both sides; one with no value on either has nothing to compare
+            names = sorted(m for m in set(scored[base]) & set(scored[cand]) if scored[base][m] or scored[cand][m])
         else:
             names = list(metrics)
             missing_names = [m for m in names if m not in scored[base] or m not in scored[cand]]
             if missing_names:
-                raise EvalcoreError(_missing_metrics_message(missing_names, scored[base] | scored[cand],
+                raise EvalcoreError(_missing_metrics_message(missing_names, set(scored[base]) | set(scored[cand]),
                                                              base.label, cand.label))
-            pairs = _sql_pairs(store, base, cand, names)
+        pairs = _pairs(store, base, cand, names)
         only_base, only_cand, n_union = _answered_apart(store, base, cand)
         unpaired[cand.label] = {"only_in_baseline": only_base, "only_in_candidate": only_cand}
         cand_rows = tested_rows(pairs, base.label, cand.label, n_boot, n_perm, seed, alpha)
@@ -313,25 +293,29 @@ def metric_deltas(store: RunStore, base: str, cand: str) -> pd.DataFrame:
     """Per metric scored on either side: paired n, means over the pairs, Δ = cand - base, and
     improved / regressed / unchanged / missing question counts in the metric's better direction.
     Metrics scored on neither side are absent by construction."""
-    p = _pair_params(base, cand)
-    out = query_df(store, """
-        WITH a AS (SELECT question_id, metric, value FROM metrics
-                   WHERE run_id = $ra AND method = $ma AND NOT isnan(value)),
-             b AS (SELECT question_id, metric, value FROM metrics
-                   WHERE run_id = $rb AND method = $mb AND NOT isnan(value))
-        SELECT metric,
-               count(a.value) FILTER (WHERE b.value IS NOT NULL) AS n_pairs,
-               avg(a.value) FILTER (WHERE b.value IS NOT NULL) AS mean_a,
-               avg(b.value) FILTER (WHERE a.value IS NOT NULL) AS mean_b,
-               avg(b.value - a.value) AS delta,
-               count(*) FILTER (WHERE b.value - a.value > $eps) AS up,
-               count(*) FILTER (WHERE b.value - a.value < -$eps) AS down,
-               count(*) FILTER (WHERE abs(b.value - a.value) <= $eps) AS unchanged,
-               count(*) FILTER (WHERE a.value IS NULL OR b.value IS NULL) AS missing
-        FROM a FULL JOIN b USING (question_id, metric)
-        GROUP BY metric ORDER BY metric""", {**p, "eps": EPS}, runs=sorted({p["ra"], p["rb"]}))
-    if out.empty:
-        return out.assign(higher_is_better=[], improved=[], regressed=[])
+    return _deltas(side_by_side(store, base, cand))
+
+
+def _deltas(both: SideBySide) -> pd.DataFrame:
+    """metric_deltas' table from the two systems' aligned values (numpy over each metric's
+    column: the figures aggregating the long rows gave, without joining two sides of 3,000,000
+    rows each at 100,000 questions x 30 metrics)."""
+    rows = []
+    for metric in both.metrics:
+        a, b = both.a[metric], both.b[metric]
+        has_a, has_b = ~np.isnan(a), ~np.isnan(b)
+        if not (has_a.any() or has_b.any()):
+            continue  # no value on either side: nothing to say
+        paired = has_a & has_b
+        pa, pb = a[paired], b[paired]
+        diff = pb - pa
+        n = int(paired.sum())
+        rows.append((metric, n, pa.mean() if n else np.nan, pb.mean() if n else np.nan,
+                     diff.mean() if n else np.nan, int(np.sum(diff > EPS)), int(np.sum(diff < -EPS)),
+                     int(np.sum(np.abs(diff) <= EPS)), int(np.sum(has_a != has_b))))
+    if not rows:
+        return _NO_DELTAS.assign(higher_is_better=[], improved=[], regressed=[])
+    out = pd.DataFrame(rows, columns=list(_NO_DELTAS.columns))
     higher = out["metric"].map(lambda m: direction(m)[0])
     out["higher_is_better"] = higher
     out["improved"] = out["up"].where(higher, out["down"])
@@ -339,42 +323,70 @@ def metric_deltas(store: RunStore, base: str, cand: str) -> pd.DataFrame:
     return out.drop(columns=["up", "down"])
 
 
+# metric_deltas with no metric at all (the columns and types it has always had when empty)
+_NO_DELTAS = pd.DataFrame({"metric": pd.Series([], dtype=object),
+                           **{c: pd.Series([], dtype="int64" if c in ("n_pairs", "up", "down", "unchanged", "missing")
+                                           else "float64")
+                              for c in ("n_pairs", "mean_a", "mean_b", "delta", "up", "down", "unchanged", "missing")}})
+
+
 def paired_values(store: RunStore, base: str, cand: str, metrics: tuple[str, ...]) -> pd.DataFrame:
-    """(question_id, metric, a, b) for questions scored (non-NaN) on both sides."""
-    p = _pair_params(base, cand)
-    return query_df(store, """
-        SELECT a.question_id, a.metric, a.value AS a, b.value AS b
-        FROM metrics a JOIN metrics b ON a.question_id = b.question_id AND a.metric = b.metric
-        WHERE a.run_id = $ra AND a.method = $ma AND b.run_id = $rb AND b.method = $mb
-          AND list_contains($m, a.metric) AND NOT isnan(a.value) AND NOT isnan(b.value)
-        ORDER BY a.metric, a.question_id""", {**p, "m": list(metrics)}, runs=sorted({p["ra"], p["rb"]}))
+    """(question_id, metric, a, b) for questions scored (non-NaN) on both sides, by metric name
+    and question_id."""
+    both = side_by_side(store, base, cand, sorted(set(metrics)))
+    parts = []
+    for metric in both.metrics:
+        keep = both.both(metric)
+        if keep.any():
+            parts.append(pd.DataFrame({"question_id": both.question_id[keep], "metric": metric,
+                                       "a": both.a[metric][keep], "b": both.b[metric][keep]}))
+    if not parts:
+        return pd.DataFrame({"question_id": pd.Series([], dtype=object), "metric": pd.Series([], dtype=object),
+                             "a": pd.Series([], dtype="float64"), "b": pd.Series([], dtype="float64")})
+    return pd.concat(parts, ignore_index=True)
 
 
-_CHANGED_SQL = """
-    WITH a AS (SELECT question_id, value FROM metrics WHERE run_id = $ra AND method = $ma
-               AND metric = $metric AND NOT isnan(value)),
-         b AS (SELECT question_id, value FROM metrics WHERE run_id = $rb AND method = $mb
-               AND metric = $metric AND NOT isnan(value)),
+def _changed_sql(value: str, top: bool) -> str:
+    """The rows changed_questions lists (CTE `c`); `value` is the metric's metric_wide column
+    (value_expr). `picked`: the questions whose change matches the outcome, numbers only. With
+    `top` (no text to search), `c` joins the question texts to the first $limit of them only,
+    not to every changed question (tens of thousands at 100,000 questions)."""
+    return f"""
+    WITH a AS (SELECT question_id, {value} AS value FROM metric_wide WHERE run_id = $ra AND method = $ma
+               AND {value} IS NOT NULL),
+         b AS (SELECT question_id, {value} AS value FROM metric_wide WHERE run_id = $rb AND method = $mb
+               AND {value} IS NOT NULL),
          j AS (SELECT question_id, a.value AS base, b.value AS cand, (b.value - a.value) AS delta
                FROM a FULL JOIN b USING (question_id)),
-         c AS (SELECT j.question_id, q.category, q.question_type, j.base, j.cand, j.delta,
+         picked AS (SELECT * FROM j
+                    WHERE CASE $outcome
+                            WHEN 'improved' THEN $sign * delta > $eps
+                            WHEN 'regressed' THEN $sign * delta < -$eps
+                            WHEN 'unchanged' THEN abs(delta) <= $eps
+                            ELSE delta IS NULL END),
+         top AS (SELECT * FROM picked {_BIGGEST_FIRST} LIMIT coalesce($limit, 9223372036854775807)),
+         c AS (SELECT p.question_id, q.category, q.question_type, p.base, p.cand, p.delta,
                       left(q.question, 120) AS question
-               FROM j LEFT JOIN questions q ON q.run_id = $ra AND q.question_id = j.question_id
-               WHERE CASE $outcome
-                       WHEN 'improved' THEN $sign * j.delta > $eps
-                       WHEN 'regressed' THEN $sign * j.delta < -$eps
-                       WHEN 'unchanged' THEN abs(j.delta) <= $eps
-                       ELSE j.delta IS NULL END
-                 AND ($text IS NULL OR strpos(lower(concat_ws(' ', j.question_id, q.question)), lower($text)) > 0))
+               FROM {'top' if top else 'picked'} p
+               LEFT JOIN questions q ON q.run_id = $ra AND q.question_id = p.question_id
+               WHERE $text IS NULL OR strpos(lower(concat_ws(' ', p.question_id, q.question)), lower($text)) > 0)
 """
 
 
-def _changed_params(base: str, cand: str, metric: str, outcome: str, text: str | None) -> dict:
+_BIGGEST_FIRST = "ORDER BY abs(delta) DESC NULLS LAST, question_id"
+
+
+def _changed(store: RunStore, base: str, cand: str, metric: str, outcome: str, text: str | None,
+             limit: int | None) -> tuple[str, dict, list[str]]:
+    """(the changed rows' SQL, its parameters, the runs it reads)."""
     if outcome not in ("improved", "regressed", "unchanged", "missing"):
         raise EvalcoreError(f"unknown outcome {outcome!r}")
     sign = 1.0 if direction(metric)[0] else -1.0
-    return {**_pair_params(base, cand), "metric": metric, "outcome": outcome, "sign": sign, "eps": EPS,
-            "text": text or None}
+    p = _pair_params(base, cand)
+    runs = sorted({p["ra"], p["rb"]})
+    value = value_expr(metric, wide_columns(store, runs))
+    params = {**p, "outcome": outcome, "sign": sign, "eps": EPS, "text": text or None, "limit": limit}
+    return _changed_sql(value, top=not text), params, runs
 
 
 def changed_questions(store: RunStore, base: str, cand: str, metric: str, outcome: str,
@@ -382,20 +394,18 @@ def changed_questions(store: RunStore, base: str, cand: str, metric: str, outcom
     """Questions whose `metric` improved / regressed / stayed / is missing on one side, in the
     metric's better direction, biggest change first; the first `limit` of them (all when None)
     whose id or question text contains `text` (any case)."""
-    p = _changed_params(base, cand, metric, outcome, text)
-    return query_df(store, _CHANGED_SQL + """
-        SELECT * FROM c ORDER BY abs(delta) DESC NULLS LAST, question_id
-        LIMIT coalesce($limit, 9223372036854775807)""",
-        {**p, "limit": limit}, runs=sorted({p["ra"], p["rb"]}))
+    sql, p, runs = _changed(store, base, cand, metric, outcome, text, limit)
+    return query_df(store, sql + f"SELECT * FROM c {_BIGGEST_FIRST} LIMIT coalesce($limit, 9223372036854775807)",
+                    p, runs=runs)
 
 
 def changed_count(store: RunStore, base: str, cand: str, metric: str, outcome: str,
                   text: str | None = None) -> int:
     """How many questions changed_questions lists without a limit (a page shows the first few
     and says how many more there are)."""
-    p = _changed_params(base, cand, metric, outcome, text)
-    return int(query_df(store, _CHANGED_SQL + "SELECT count(*) AS n FROM c", p,
-                    runs=sorted({p["ra"], p["rb"]}))["n"].iloc[0])
+    sql, p, runs = _changed(store, base, cand, metric, outcome, text, None)
+    counted = "c" if text else "picked"  # no text to search: the questions' texts are not needed
+    return int(query_df(store, sql + f"SELECT count(*) AS n FROM {counted}", p, runs=runs)["n"].iloc[0])
 
 
 def answers(store: RunStore, keys: tuple[str, ...], question_id: str) -> pd.DataFrame:
@@ -413,25 +423,16 @@ def pair_table(store: RunStore, base: str, cand: str, tested: tuple[str, ...],
     """The Compare page's table: every metric's deltas and counts, plus CI, p and Holm-adjusted p
     for the `tested` metrics — computed by `compare`, exactly as `evalcore compare --metrics`
     computes them (same statistics, same defaults, same Holm family)."""
-    table = metric_deltas(store, base, cand)
+    both = side_by_side(store, base, cand)  # one read serves the table and the tested pairs
+    table = _deltas(both)
     chosen = [m for m in tested if m in set(table.metric) and
               table.loc[table.metric == m, "n_pairs"].iloc[0] > 0]
     if not chosen:
         return table.assign(ci_low=np.nan, ci_high=np.nan, test="", p_value=np.nan, p_holm=np.nan,
                             significant=False, sd_diff=np.nan, span=np.nan, mde=np.nan)
-    # the aligned pairs straight from SQL, numbers only (no question ids or unpaired lists, which
-    # the page does not show: at 100,000 questions they cost seconds), in question_id order like
-    # `compare`'s, so the seeded bootstrap draws the same pairs
-    p = _pair_params(base, cand)
-    joined = query_df(store, """
-        SELECT a.metric, a.value AS a, b.value AS b
-        FROM metrics a JOIN metrics b ON a.question_id = b.question_id AND a.metric = b.metric
-        WHERE a.run_id = $ra AND a.method = $ma AND b.run_id = $rb AND b.method = $mb
-          AND list_contains($m, a.metric) AND NOT isnan(a.value) AND NOT isnan(b.value)
-        ORDER BY a.metric, a.question_id""", {**p, "m": chosen}, runs=sorted({p["ra"], p["rb"]}))
-    groups = {m: (g["a"].to_numpy(float), g["b"].to_numpy(float)) for m, g in joined.groupby("metric", sort=False)}
-    empty = np.array([], dtype=float)
-    pairs = {m: groups.get(m, (empty, empty)) for m in chosen}
+    # numbers only (no question ids or unpaired lists, which the page does not show), in
+    # question_id order like `compare`'s, so the seeded bootstrap draws the same pairs
+    pairs = {m: both.pairs(m) for m in chosen}
     stats = pd.DataFrame(tested_rows(pairs, base, cand, n_boot, n_perm, seed, ALPHA))
     stats = stats[["metric", "ci_low", "ci_high", "test", "p_value", "p_holm", "significant", "sd_diff", "span",
                    "mde"]]

@@ -102,10 +102,13 @@ def coverage_by_doc_type(store, run_id: str, metric: str = "hit_rate@5") -> list
     passages' rel_path, or metadata.doc_type; `_doc_types` is the rule for one question). Questions
     whose gold has no known type are left out and counted under '(unknown)'; NaN values (no gold)
     are not scored. In SQL over the stored question records: building 100,000 question objects
-    in Python made `evalcore show` take seconds."""
-    from evalcore.store import query_df
+    in Python made `evalcore show` take seconds. The values come from metric_wide (one row per
+    answer: the metric's column, NULL where NaN) rather than from the long metric rows."""
+    from evalcore.store import query_df, wide_columns
+    from evalcore.store.wide import value_expr
 
-    rows = query_df(store, r"""
+    value = value_expr(metric, wide_columns(store, [run_id]), "m")
+    rows = query_df(store, rf"""
         WITH g AS (
             SELECT question_id,
                    lower(regexp_extract(json_extract_string(p, '$.rel_path'), '\.([^./]+)$', 1)) AS t
@@ -116,9 +119,9 @@ def coverage_by_doc_type(store, run_id: str, metric: str = "hit_rate@5") -> list
             FROM questions
             WHERE run_id = $run AND json_type(record, '$.metadata.doc_type') = 'VARCHAR'
         ), types AS (SELECT DISTINCT question_id, t FROM g WHERE t IS NOT NULL AND t <> '')
-        SELECT m.method, coalesce(ty.t, '(unknown)') AS doc_type, avg(m.value) AS mean, count(*) AS n
-        FROM metrics m LEFT JOIN types ty USING (question_id)
-        WHERE m.run_id = $run AND m.metric = $metric AND NOT isnan(m.value)
-        GROUP BY ALL ORDER BY m.method, doc_type""", {"run": run_id, "metric": metric}, runs=[run_id])
+        SELECT m.method, coalesce(ty.t, '(unknown)') AS doc_type, avg({value}) AS mean, count(*) AS n
+        FROM metric_wide m LEFT JOIN types ty USING (question_id)
+        WHERE m.run_id = $run AND {value} IS NOT NULL
+        GROUP BY ALL ORDER BY m.method, doc_type""", {"run": run_id}, runs=[run_id])
     return [{"method": r.method, "doc_type": r.doc_type, "metric": metric, "mean": float(r.mean), "n": int(r.n)}
             for r in rows.itertuples(index=False)]

@@ -189,8 +189,10 @@ def paired_rows(store: RunStore, run_id: str, method: str, metrics: Sequence[str
 
 
 def run_methods(store: RunStore, run_id: str) -> list[str]:
+    """The methods that answered in the run, sorted: from the run's summary (one row per method;
+    scanning 200,000 answers for their two method names cost `compare` a tenth of a second)."""
     with open_db(store, runs=[run_id]) as con:
-        rows = con.execute("SELECT DISTINCT method FROM responses WHERE run_id = ? ORDER BY method",
+        rows = con.execute("SELECT DISTINCT method FROM summary_responses WHERE run_id = ? ORDER BY method",
                            [run_id]).fetchall()
     return [r[0] for r in rows]
 

@@ -176,10 +176,8 @@ def comparability(store: Any, base: str, cand: str, metrics: Sequence[str]) -> l
     question sets, different scoring options. A change of judge is not a change of system."""
     from evalcore.analysis.means import metric_judges
     from evalcore.store import query_df
-    from evalcore.analysis.sql import question_ids
 
-    ra, _, ma = base.partition(":")
-    rb, _, mb = cand.partition(":")
+    ra, rb = base.partition(":")[0], cand.partition(":")[0]
     out: list[str] = []
     judges = metric_judges(store, (base, cand), tuple(metrics))
     for metric in metrics:
@@ -205,11 +203,29 @@ def comparability(store: Any, base: str, cand: str, metrics: Sequence[str]) -> l
                     differing.setdefault(k, []).append(metric)
         for k, names in differing.items():
             out.append(f"scored with a different {k!r} option (the passes that scored {', '.join(names)})")
-    qa, qb = set(question_ids(store, ra, ma)), set(question_ids(store, rb, mb))
-    if qa != qb:
-        out.append(f"different question sets: {len(qa - qb)} only in baseline, {len(qb - qa)} only in "
-                   f"candidate ({len(qa & qb)} shared, compared on those)")
+    only_a, only_b, shared = _question_overlap(store, base, cand)
+    if only_a or only_b:
+        out.append(f"different question sets: {only_a} only in baseline, {only_b} only in "
+                   f"candidate ({shared} shared, compared on those)")
     return out
+
+
+def _question_overlap(store: Any, base: str, cand: str) -> tuple[int, int, int]:
+    """(questions only `base` answered, only `cand` answered, both answered), counted in SQL:
+    two sets of 100,000 ids built in Python took a quarter of a second."""
+    from evalcore.store import query_df
+
+    ra, _, ma = base.partition(":")
+    rb, _, mb = cand.partition(":")
+    row = query_df(store, """
+        WITH a AS (SELECT DISTINCT question_id FROM responses WHERE run_id = $ra AND method = $ma),
+             b AS (SELECT DISTINCT question_id FROM responses WHERE run_id = $rb AND method = $mb)
+        SELECT count(*) FILTER (WHERE b.question_id IS NULL) AS only_a,
+               count(*) FILTER (WHERE a.question_id IS NULL) AS only_b,
+               count(a.question_id) FILTER (WHERE b.question_id IS NOT NULL) AS shared
+        FROM a FULL JOIN b ON a.question_id = b.question_id""",
+        {"ra": ra, "ma": ma, "rb": rb, "mb": mb}, runs=sorted({ra, rb})).iloc[0]
+    return int(row["only_a"]), int(row["only_b"]), int(row["shared"])
 
 
 def span(a: np.ndarray, b: np.ndarray) -> float:
