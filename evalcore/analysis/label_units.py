@@ -87,8 +87,15 @@ def label_items(store: RunStore, run_id: str, method: str, metric: str, *, quest
     """Every item a person labels for this system x metric: question_id, target_kind, target_ref,
     judge_label, text (claims). `question_id`: one answer's items only; `with_text=False`: text
     left NULL (counting a population of 100,000 answers needs no claim text)."""
+    sql, p = _items_sql(run_id, method, metric, with_text)
+    return query_df(store, f"SELECT * FROM ({sql}) WHERE ($q IS NULL OR question_id = $q) ORDER BY question_id, pos",
+                    {**p, "q": question_id}, runs=[run_id])
+
+
+def _items_sql(run_id: str, method: str, metric: str, with_text: bool = False) -> tuple[str, dict]:
+    """The query of `label_items` (unordered) and its parameters: one home for what an item is."""
     u = unit(metric)
-    p = {"run": run_id, "method": method, "metric": metric, "q": question_id}
+    p = {"run": run_id, "method": method, "metric": metric}
     if u.kind == "claim":
         p["source"] = u.source
         text = "text" if with_text else "NULL"
@@ -108,7 +115,7 @@ def label_items(store: RunStore, run_id: str, method: str, metric: str, *, quest
         sql = f"""SELECT question_id, '{u.kind}' AS target_kind, {ref} AS target_ref, {judge} AS judge_label,
                          NULL AS text, 0 AS pos
                   FROM metrics WHERE run_id = $run AND method = $method AND metric = $metric AND {has}"""
-    return query_df(store, sql + " AND ($q IS NULL OR question_id = $q) ORDER BY question_id, pos", p, runs=[run_id])
+    return sql, p
 
 
 def _predictions(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
@@ -146,20 +153,29 @@ _RECENT = RecentFrames(4)
 
 
 def _answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
-    u = unit(metric)
     pred = _predictions(store, run_id, method, metric)
-    items = label_items(store, run_id, method, metric, with_text=False)
-    if u.kind == "metric":
-        items = items[items.target_ref == metric]
-    labels = newest_labels(store, run_id, method, u.kind)
-    if u.kind == "metric":
+    labels = newest_labels(store, run_id, method, unit(metric).kind)
+    if unit(metric).kind == "metric":
         labels = labels[labels.target_ref == metric]
     sampled = set(labels.loc[labels.answer_sampled.astype(bool), "question_id"])
     labels = labels[labels.label != RETRACTED]
-    merged = items.merge(labels[["question_id", "target_ref", "label"]], on=["question_id", "target_ref"], how="left")
-    merged["h"] = _item_values(u, merged["label"])
-    per = merged.groupby("question_id").agg(n_items=("target_ref", "size"), n_labelled=("label", "count"),
-                                            human=("h", "mean")).reset_index()
+    # items counted in SQL (a claim metric has several per answer: 300,000 rows at 100,000
+    # answers); only the labelled answers' items come to pandas, to meet their labels
+    sql, p = _items_sql(run_id, method, metric)
+    per = query_df(store, f"SELECT question_id, count(*) AS n_items FROM ({sql}) GROUP BY question_id", p,
+                   runs=[run_id])
+    per["n_items"] = per["n_items"].astype("int64")
+    done = pd.DataFrame({"question_id": pd.Series(dtype=object), "n_labelled": pd.Series(dtype="int64"),
+                         "human": pd.Series(dtype=float)})
+    if len(labels):
+        items = query_df(store, f"SELECT question_id, target_ref FROM ({sql}) WHERE list_contains($qids, question_id)",
+                         {**p, "qids": sorted(set(labels.question_id))}, runs=[run_id])
+        merged = items.merge(labels[["question_id", "target_ref", "label"]], on=["question_id", "target_ref"],
+                             how="left")
+        merged["h"] = _item_values(unit(metric), merged["label"])
+        done = merged.groupby("question_id").agg(n_labelled=("label", "count"), human=("h", "mean")).reset_index()
+    per = per.merge(done, on="question_id", how="left")
+    per["n_labelled"] = per["n_labelled"].fillna(0).astype("int64")
     per.loc[per.n_labelled < per.n_items, "human"] = math.nan
     out = pred.merge(per, on="question_id", how="inner")
     out["sampled"] = out["question_id"].isin(sampled)
