@@ -84,14 +84,16 @@ def installed_bytecode(work: Path) -> str:
     """Measure evalcore as an installed package runs: with its modules compiled to bytecode
     (pip compiles at install). A checkout run with PYTHONDONTWRITEBYTECODE=1 (as CI and this
     machine's shells do) recompiles every evalcore module in every fresh process, ~0.3-0.6 s
-    of each cold page and CLI call that no user pays. The bytecode goes to a folder under
-    `work` (PYTHONPYCACHEPREFIX), so the checkout stays clean; every child inherits it."""
-    prefix = work / "pycache"
+    of each cold page and CLI call that no user pays. The bytecode goes beside the sources, in
+    the `__pycache__` folders git ignores: a PYTHONPYCACHEPREFIX would also hide the bytecode
+    pip wrote for every installed package (Plotly, pandas, Streamlit), so each cold page
+    compiled those from source too — a cost no installed copy pays either. `work` is unused
+    (kept for the callers)."""
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    os.environ.pop("PYTHONPYCACHEPREFIX", None)
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "evalcore")], check=True,
                    stdout=subprocess.DEVNULL)
-    return f"evalcore compiled to bytecode as installed (PYTHONPYCACHEPREFIX={prefix})"
+    return "evalcore compiled to bytecode as installed (its __pycache__ folders; installed packages use pip's)"
 
 
 # ---- the stores ------------------------------------------------------------------------------

@@ -36,6 +36,12 @@ MODULES = (
     "evalcore.ui.charts",
     "evalcore.ui.annotate",
     "evalcore.ui.launch",
+    # Streamlit's emoji catalog: an alert or title with any non-ASCII character (Compare's "Δ")
+    # loads it and compiles one regex of every emoji (~0.3 s, once per process)
+    "streamlit.emojis",
+    # pandas' Styler (the Runs table, Compare's diagnosis table): its import compiles Jinja
+    # templates (~0.1-0.2 s)
+    "pandas.io.formats.style",
 )
 
 _started = threading.Event()
