@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from evalcore.store import RunStore, query_df
+from evalcore.store import RunStore, query_df, wide_columns
+from evalcore.store.wide import value_column, value_expr
+from evalcore.analysis.recent_frames import RecentFrames
 
 
 @dataclass(frozen=True)
@@ -50,27 +52,34 @@ def question_table(store: RunStore, f: QuestionFilter, show_metrics: tuple[str, 
          "hi": f.max_value, "limit": limit}, runs=runs)
     if rows.empty or not show_metrics:
         return rows
-    # only the values of the rows shown: they are sorted by question_id, so the id range bounds them
-    # (a run of 100,000 questions would otherwise pivot every value of the run for 5,000 rows)
-    values = query_df(store, """SELECT question_id, method, metric, any_value(value) AS value FROM metrics
-                          WHERE run_id = $run AND list_contains($m, metric)
-                            AND question_id BETWEEN $first AND $last
-                            AND ($methods IS NULL OR list_contains($methods, method))
-                          GROUP BY ALL""",
-                {"run": f.run_id, "m": list(show_metrics), "methods": list(f.methods) if f.methods else None,
-                 "first": rows["question_id"].min(), "last": rows["question_id"].max()},
-                runs=runs)
-    if values.empty:
+    # only the values of the rows shown, from metric_wide (one row per answer: no pivot); they
+    # are sorted by question_id, so the id range bounds them
+    present = wide_columns(store, runs)
+    cols = [m for m in dict.fromkeys(show_metrics) if value_column(m) in present]
+    if not cols:
         return rows
-    from evalcore.analysis.wide import first_wide
+    picked = ", ".join(f"{value_expr(m, present)} AS v{i}" for i, m in enumerate(cols))
+    values = query_df(store, f"""SELECT question_id, method, {picked} FROM metric_wide
+                          WHERE run_id = $run AND question_id BETWEEN $first AND $last
+                            AND ($methods IS NULL OR list_contains($methods, method))""",
+                      {"run": f.run_id, "methods": list(f.methods) if f.methods else None,
+                       "first": rows["question_id"].min(), "last": rows["question_id"].max()}, runs=runs)
+    values = values.rename(columns={f"v{i}": m for i, m in enumerate(cols)})
+    return rows.merge(values, on=["question_id", "method"], how="left")
 
-    wide = first_wide(values, ["question_id", "method"]).reset_index()
-    cols = [m for m in show_metrics if m in wide.columns]
-    return rows.merge(wide[["question_id", "method", *cols]], on=["question_id", "method"], how="left")
+
+# The last few questions' details, keyed by the store's state token (never stale): the Questions
+# page reads one question's detail twice, for its columns and for its story (six queries each).
+_RECENT = RecentFrames(8)
 
 
 def question_detail(store: RunStore, run_id: str, question_id: str) -> dict[str, pd.DataFrame]:
     """Everything stored about one question in one run, every method."""
+    kept = _RECENT.get(store, (run_id, question_id), lambda: _question_detail(store, run_id, question_id))
+    return {name: frame.copy() for name, frame in kept.items()}  # each caller its own frames
+
+
+def _question_detail(store: RunStore, run_id: str, question_id: str) -> dict[str, pd.DataFrame]:
     p = {"run": run_id, "q": question_id}
     runs = [run_id]
     return {
