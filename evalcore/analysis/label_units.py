@@ -30,7 +30,8 @@ import pandas as pd
 
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, GRADE_POINTS, RETRACTED, Grade
 from evalcore.analysis.recent_frames import RecentFrames
-from evalcore.store import RunStore, query_df
+from evalcore.store import RunStore, query_df, wide_columns
+from evalcore.store.wide import label_expr, value_expr
 
 
 @dataclass(frozen=True)
@@ -119,11 +120,14 @@ def _items_sql(run_id: str, method: str, metric: str, with_text: bool = False) -
 
 
 def _predictions(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
-    """question_id, judge (the judge's value on the shared 0-1 scale) for every judged answer."""
-    out = query_df(store, """SELECT question_id, value, label FROM metrics
-                       WHERE run_id = $run AND method = $method AND metric = $metric""",
-             {"run": run_id, "method": method, "metric": metric}, runs=[run_id])
-    judge = out["label"].map(grade_value) if unit(metric).kind == "grade" else out["value"].astype(float)
+    """question_id, judge (the judge's value on the shared 0-1 scale) for every judged answer
+    (one metric_wide column: no scan of every metric row)."""
+    present = wide_columns(store, [run_id])
+    grade = unit(metric).kind == "grade"
+    column = label_expr(metric, present) if grade else value_expr(metric, present)
+    out = query_df(store, f"SELECT question_id, {column} AS v FROM metric_wide WHERE run_id = $run AND method = $method",
+                   {"run": run_id, "method": method}, runs=[run_id])
+    judge = out["v"].map(grade_value) if grade else out["v"].astype(float)
     return pd.DataFrame({"question_id": out["question_id"], "judge": judge}).dropna().reset_index(drop=True)
 
 

@@ -209,6 +209,18 @@ def test_order_is_seeded_and_the_same_for_every_method():
     assert S.inclusion_prob(0, 100) == 0.2 and S.inclusion_prob(20, 100) == 0.4 and S.inclusion_prob(99, 30) == 1.0
 
 
+def test_order_is_the_documented_sha256_order():
+    """The order is defined as sorting by hex sha256("<seed>:<id>") of the UTF-8 text (stored
+    labels' inclusion probabilities rest on it): computed in DuckDB, it must equal hashlib's."""
+    import hashlib
+
+    qs = [f"q{i:05d}" for i in range(2000)] + ["é✓ü", "a'b", 'x"y', "", "q00001"]  # a repeat, odd text
+    for seed in (0, 7, 123456):
+        want = sorted(dict.fromkeys(qs), key=lambda q: hashlib.sha256(f"{seed}:{q}".encode("utf-8")).hexdigest())
+        assert S.order(qs, seed) == want
+    assert S.order([], 0) == []
+
+
 def test_numbers_read_without_minus_zero():
     assert C.interval(-0.0002, 0.171) == "[0.000, 0.171]"
     assert C.num(-0.0004, sign=True) == "+0.000" and C.num(-0.25) == "-0.250" and C.num(None) == "–"
