@@ -18,6 +18,7 @@ the estimators are unweighted (docs/labels.md).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -25,7 +26,7 @@ from typing import Sequence
 import pandas as pd
 
 from evalcore.analysis import label_units as U
-from evalcore.store import RunStore, query_frame
+from evalcore.store import RunStore
 
 DEFAULT_SEED = 0
 BATCH = 20  # the Annotate page's batch: one sample grows by this many answers at a time
@@ -36,16 +37,11 @@ def sample_id(seed: int) -> str:
 
 
 def order(question_ids: Sequence[str], seed: int) -> list[str]:
-    """The seeded random order of a population's questions (independent of input order): by
-    the hex sha256 of "<seed>:<question_id>" (UTF-8), computed in DuckDB — hashing 100,000 ids
-    one by one in Python took a tenth of the Annotate page (tests/analysis/test_corrected.py
-    checks it against hashlib)."""
-    ids = pd.DataFrame({"question_id": pd.Series(list(dict.fromkeys(question_ids)), dtype=object)})
-    if ids.empty:
-        return []
-    out = query_frame(f"SELECT question_id FROM ids ORDER BY sha256('{int(seed)}:' || question_id), question_id",
-                      ids=ids)
-    return out["question_id"].tolist()
+    """The seeded random order of a population's questions (independent of input order): by the
+    hex sha256 of "<seed>:<question_id>" in UTF-8 (stored labels' inclusion probabilities rest on
+    it; tests/analysis/test_corrected.py holds it to that definition)."""
+    key = lambda q: hashlib.sha256(f"{int(seed)}:{q}".encode("utf-8")).hexdigest()  # noqa: E731
+    return sorted(dict.fromkeys(question_ids), key=key)
 
 
 def inclusion_prob(position: int, population: int, batch: int = BATCH) -> float:
