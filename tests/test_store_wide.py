@@ -44,6 +44,26 @@ def _pivot(store: RunStore) -> pd.DataFrame:
     return values.join(labels).reset_index()
 
 
+def _two_runs(tmp_path) -> tuple[RunStore, pd.DataFrame]:
+    store = RunStore(tmp_path / "runs")
+    _run(store, "r1")
+    _run(store, "r2")
+    return store, _wide(store)
+
+
+def _forget_derived(store: RunStore, run_id: str, *names: str):
+    """The run's pointer as an older evalcore wrote it: without these derived tables."""
+    from evalcore.store.views import forget_connections
+
+    pointer_path = store.root / run_id / "tables.json"
+    pointer = json.loads(pointer_path.read_text())
+    for name in names:
+        pointer["files"].pop(name)
+    pointer_path.write_text(json.dumps(pointer))
+    forget_connections()
+    return pointer_path
+
+
 def _wide(store: RunStore) -> pd.DataFrame:
     return query_df(store, "SELECT * FROM metric_wide ORDER BY run_id, method, question_id")
 
@@ -85,17 +105,8 @@ def test_a_rescore_replaces_the_wide_row(tmp_path):
 def test_runs_without_the_file_are_computed_when_read(tmp_path):
     """A run compacted before metric_wide existed (its pointer names no such file) reads the
     same rows, computed on the fly, beside a run that has the file."""
-    store = RunStore(tmp_path / "runs")
-    _run(store, "r1")
-    _run(store, "r2")
-    before = _wide(store)
-    pointer_path = store.root / "r2" / "tables.json"
-    pointer = json.loads(pointer_path.read_text())
-    pointer["files"].pop("metric_wide")
-    pointer_path.write_text(json.dumps(pointer))
-    from evalcore.store.views import forget_connections
-
-    forget_connections()
+    store, before = _two_runs(tmp_path)
+    pointer_path = _forget_derived(store, "r2", "metric_wide")
     after = _wide(store)
     assert set(after.run_id) == {"r1", "r2"}
     _same(after, before)
@@ -127,16 +138,8 @@ def test_store_upgrade_writes_what_an_older_compaction_left_out(tmp_path):
     from evalcore.cli.main import app
     from evalcore.store.views import forget_connections
 
-    store = RunStore(tmp_path / "runs")
-    _run(store, "r1")
-    _run(store, "r2")
-    before = _wide(store)
-    pointer_path = store.root / "r1" / "tables.json"
-    pointer = json.loads(pointer_path.read_text())
-    pointer["files"].pop("metric_wide")
-    pointer["files"].pop("summary_labels")
-    pointer_path.write_text(json.dumps(pointer))
-    forget_connections()
+    store, before = _two_runs(tmp_path)
+    pointer_path = _forget_derived(store, "r1", "metric_wide", "summary_labels")
     cli = CliRunner()
     out = cli.invoke(app, ["--store", str(store.root), "store", "upgrade"])
     assert out.exit_code == 0, out.output
