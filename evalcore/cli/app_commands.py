@@ -30,10 +30,14 @@ def app_script() -> Path:
 
 
 def streamlit_argv(script: Path, port: int, headless: bool) -> list[str]:
+    """The dashboard's server: loopback only, no usage statistics, and no watching of its own
+    source files — a feature for editing an app while it runs, which for a served dashboard only
+    costs every new visitor's session a watcher over every imported module (before its page can
+    start, and again after it ends)."""
     return [sys.executable, "-m", "streamlit", "run", str(script),
             "--server.address", "127.0.0.1", "--server.port", str(port),
             "--server.headless", "true" if headless else "false",
-            "--browser.gatherUsageStats", "false"]
+            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
 
 
 def app_cmd(

@@ -116,6 +116,7 @@ def test_app_command_binds_localhost_and_finds_the_entry():
     argv = streamlit_argv(app_script(), 8123, True)
     assert argv[argv.index("--server.address") + 1] == "127.0.0.1"
     assert argv[argv.index("--server.port") + 1] == "8123"
+    assert argv[argv.index("--server.fileWatcherType") + 1] == "none"  # a served dashboard watches no files
     assert app_script().name == "entry.py" and app_script().parent.name == "ui"
 
 
