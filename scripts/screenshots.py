@@ -47,6 +47,7 @@ def main() -> int:
     ap.add_argument("--store", help="store to show (default: a fresh synthetic one)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "img"))
     args = ap.parse_args()
+    Path(args.out).mkdir(parents=True, exist_ok=True)  # --out may name a folder not made yet
     from PIL import Image
 
     tools_mod = _browser_tools()
