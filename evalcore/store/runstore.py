@@ -117,21 +117,6 @@ class RunStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic_bytes(path, json.dumps({"format_version": FORMAT_VERSION}).encode())
 
-    def upgrade(self) -> list[str]:
-        """Compact every format-1 run into format 2; returns their ids. Readers keep working
-        throughout (a run is read the old way until its pointer appears)."""
-        done = []
-        for run_id in self.run_ids():
-            run_dir = self.run_dir(run_id)
-            if is_legacy(run_dir):
-                try:
-                    compact(run_dir)
-                except Exception as exc:  # one unreadable old run must not block every write
-                    log.warning("could not upgrade run %s (it stays readable the old way): %s", run_id, exc)
-                    continue
-                done.append(run_id)
-        return done
-
     def compact(self, run_id: str) -> Compaction:
         """Publish a run's pending part files (see store/compaction.py)."""
         return compact(self.run_dir(check_run_id(run_id)))
@@ -139,24 +124,35 @@ class RunStore:
     def state_token(self) -> str:
         """A short fingerprint of everything readers can see: it changes when any run is created,
         published (its pointer replaced), edited (run.json) or deleted, or an annotation added.
-        Cheap (a few stats per run), so a dashboard can key its caches on it."""
+        Cheap (two stats per run), so a dashboard can key its caches on it: a page asks for it
+        before each of its reads."""
         import hashlib
 
         parts: list[str] = []
         if self.root.is_dir():
-            for run_id in self.run_ids():
-                run_dir = self.run_dir(run_id)
+            runs = self._local_run_files() if not self.remote else (
+                (run_id, self.root / run_id) for run_id in self.run_ids())
+            for run_id, run_dir in runs:
                 for name in ("run.json", POINTER):
                     try:
                         parts.append(f"{run_id}/{name}:{_fs.version(run_dir / name)}")
                     except FileNotFoundError:
                         parts.append(f"{run_id}/{name}:-")
-                if is_legacy(run_dir):
+                if parts[-1].endswith(":-") and is_legacy(run_dir):  # no pointer: maybe format 1
                     parts.extend(p.name for t in RUN_TABLES for p in pending_parts(run_dir, t))
             ann = self.annotations_dir()
             if ann.is_dir():
                 parts.extend(sorted(p.name for p in ann.glob("*.parquet")))
         return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:16]
+
+    def _local_run_files(self) -> list[tuple[str, Path]]:
+        """(run id, folder) of every run of a local store, as run_ids() lists them, from one
+        directory scan (no path resolving: state_token only stats files inside them)."""
+        self.check_format()
+        root = Path(self.root)
+        with os.scandir(root) as entries:
+            names = sorted(e.name for e in entries if RUN_ID_RE.match(e.name) and e.is_dir())
+        return [(name, root / name) for name in names if os.path.isfile(os.path.join(root, name, "run.json"))]
 
     def check(self, run_ids: list[str] | None = None, deep: bool = True) -> list["RunCheck"]:
         """`evalcore store check`: every file every pointer names opened (store/health.py)."""

@@ -101,7 +101,12 @@ def main() -> None:
     st.set_page_config(page_title="evalcore", layout="wide")
     from evalcore.ui import warm
 
-    warm.start()  # once per process: the pages' imports load in the background (ui/warm.py)
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    compile_page = getattr(getattr(ctx, "pages_manager", None), "get_page_script_byte_code", None)
+    # once per process, in the background: the pages' imports, their compiled scripts (ui/warm.py)
+    warm.start([page_file(module) for module, _, _ in PAGES], compile_page)
     st.navigation([page(module) for module, _, _ in PAGES]).run()
 
 

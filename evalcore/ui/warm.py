@@ -9,12 +9,27 @@ page (or a first visitor's page reaches its charts), it is loaded. Imports only:
 is run and nothing is read from the store, so nothing computed here can go stale. Python's
 import lock is per module, so a page importing the same module meanwhile simply waits for
 it to finish instead of importing it twice.
+
+Two more things every first visit of a page paid, done here instead:
+- Streamlit compiles a page's file (with its "magic" AST rewrite) the first time any session
+  opens that page, 0.05-0.1 s per page; the thread compiles every page into the server's own
+  script cache (the pages manager's, shared by all sessions) so no visitor waits for it.
+- After every script run Streamlit calls gc.collect(2) (runner.postScriptGC), which walked
+  every object the imports created — pandas, Plotly, DuckDB, Streamlit — ~0.1 s per page
+  run, holding the GIL while the page's last messages wait to be sent. Once the imports are
+  loaded, gc.freeze() moves those long-lived objects out of the collector's sight: later
+  collections (Streamlit's and Python's own) walk only what pages create. Objects alive at
+  that moment are never collected; they are modules, classes and caches that live as long
+  as the process anyway.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import threading
+from pathlib import Path
+from typing import Any, Callable, Sequence
 
 # What the pages import on first use, heaviest first (the leaderboard's key metrics load the
 # metric registry; analysis modules pull in the store, DuckDB and pandas).
@@ -56,7 +71,7 @@ def _under_apptest() -> bool:
         return False
 
 
-def _load() -> None:
+def _load(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None = None) -> None:
     for name in MODULES:
         try:
             module = importlib.import_module(name)
@@ -67,14 +82,22 @@ def _load() -> None:
                 module.key_metric_names()  # imports the metric registry (metrics, judges, prompts)
             except Exception:  # noqa: BLE001
                 pass
+    if compile_page is not None:
+        for path in pages:
+            try:
+                compile_page(str(path))
+            except Exception:  # noqa: BLE001 - the page shows its own error when opened
+                continue
+    gc.freeze()
 
 
-def start() -> bool:
-    """Start the warm-up thread once per process; True the time it starts. Not under AppTest
-    (tests and bench_app's script-only renders): there it would only compete with the one page
-    being run, and a test process has no second visitor to warm up for."""
+def start(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None = None) -> bool:
+    """Start the warm-up thread once per process; True the time it starts. `compile_page`
+    (the pages manager's get_page_script_byte_code) is called on every path in `pages`.
+    Not under AppTest (tests and bench_app's script-only renders): there it would only compete
+    with the one page being run, and a test process has no second visitor to warm up for."""
     if _started.is_set() or _under_apptest():
         return False
     _started.set()
-    threading.Thread(target=_load, name="evalcore-warm", daemon=True).start()
+    threading.Thread(target=_load, args=(tuple(pages), compile_page), name="evalcore-warm", daemon=True).start()
     return True
