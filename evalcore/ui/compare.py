@@ -6,8 +6,8 @@ CI around zero, coloured better / worse / not significant in the metric's own di
 p and n in the row label and the hover) beside cards of the key metrics (candidate's mean and
 Δ), then every verdict sentence in full, wrapped. Then improved / regressed / unchanged counts
 per metric, each a link to those questions; the full metric table; where the wrong answers
-come from (failure-mode diagnosis per system); and question by question: a scatter of one
-metric and a word diff of two answers.
+come from (failure-mode diagnosis per system); and, when opened, question by question: the
+changed questions, a word diff of two answers and a scatter of one metric.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from evalcore.ui import safe_widgets as common
 from evalcore.ui.wording import diff_text, judges_text, word_diff
 
 OUTCOMES = ["regressed", "improved", "unchanged", "missing"]
+# the question-by-question section's own URL parameters: any of them in a link opens it
+QUESTION_PARAMS = ("cm", "out", "cq", "cqs", "scatter")
 
 
 
@@ -247,14 +249,20 @@ def render() -> None:
         if box.open:
             diagnosis.render([base, cand], labels, chart=False)
 
-    st.subheader("Question by question")
-    metric = common.url_select("Metric for questions and scatter", list(table.metric), "cm",
-                               default=stat_metrics[0] if stat_metrics else None)
-    _question_diff(base, cand, metric)
-    # the scatter draws every paired question: on request, so the verdict comes up fast
-    if common.url_select("Scatter of every question", ["hidden", "shown"], "scatter") == "shown":
-        pairs = common.call(C.paired_values, base, cand, (metric,))
-        st.plotly_chart(common.inert_figure(_scatter(pairs, metric, base, cand)), key="scatter")
+    # drawn when opened, like the diagnosis: its list, picker, answers and word diff were a
+    # fifth of the page's first draw, all below the fold. The count links above (and any link
+    # naming a metric, outcome or question here) open it.
+    opened = any(k in st.query_params for k in QUESTION_PARAMS)
+    with st.expander("Question by question: the changed questions, a word diff, a scatter", key="by_question",
+                     on_change="rerun", expanded=opened) as box:
+        if box.open:
+            metric = common.url_select("Metric for questions and scatter", list(table.metric), "cm",
+                                       default=stat_metrics[0] if stat_metrics else None)
+            _question_diff(base, cand, metric)
+            # the scatter draws every paired question: on request, so the verdict comes up fast
+            if common.url_select("Scatter of every question", ["hidden", "shown"], "scatter") == "shown":
+                pairs = common.call(C.paired_values, base, cand, (metric,))
+                st.plotly_chart(common.inert_figure(_scatter(pairs, metric, base, cand)), key="scatter")
     # the file `evalcore report BASE CAND --metrics ...` writes, built (and imported) only on a click
     from evalcore.analysis.html_report import report_html
 

@@ -261,6 +261,23 @@ def test_compare_table_counts_and_diff(make_app, app_store):
     assert cols.index("delta") < cols.index("ci_low") < cols.index("p_holm") < cols.index("improved")
 
 
+def test_compare_question_by_question_is_drawn_when_opened_or_linked(make_app, app_store):
+    """Closed on a plain visit (nothing of it is computed), open from a count link (?cm=&out=)
+    and when the reader opens it."""
+    a, b = synthetic_runs(app_store)
+    systems = [f"{a}:local_search", f"{b}:local_search"]
+    at = make_app("compare", sys=systems)
+    assert not at.exception
+    assert not any("questions improved" in t or "questions regressed" in t for t in texts(at))
+    assert "url_cq" not in [s.key for s in at.selectbox]
+    at.session_state["by_question"] = True  # the reader opens it
+    at.run()
+    assert any(" questions regressed on " in t for t in texts(at)), "the default outcome's list"
+    linked = make_app("compare", sys=systems, cm="token_f1", out="improved")
+    assert any(t.endswith("questions improved on token_f1") or " questions improved on token_f1 · " in t
+               for t in texts(linked))
+
+
 # The verdict's sentences are boxes coloured by outcome: success = better, error = worse,
 # warning = not significant after Holm / too few questions, info = no significant difference.
 _BOX_OUTCOMES = {"success": {"better"}, "error": {"worse"}, "warning": {"not significant", "too few questions"},
