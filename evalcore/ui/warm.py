@@ -20,6 +20,8 @@ Two more things every first visit of a page paid, done here instead:
   collections (Streamlit's and Python's own) walk only what pages create. Objects alive at
   that moment are never collected; they are modules, classes and caches that live as long
   as the process anyway.
+- Plotly builds each trace's and axis' classes the first time one is drawn; the thread draws
+  one small figure of every kind the pages draw (~0.15-0.2 s of the first Compare).
 - Every page's first query over all runs (the Runs table, each page's system picker) built
   the store's DuckDB views first: a database with every run's files' footers read (~0.1-0.2 s
   at 20 runs); a page's first query of one run built that run's (~0.07 s). The thread builds
@@ -87,6 +89,10 @@ def _load(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None 
                 module.key_metric_names()  # imports the metric registry (metrics, judges, prompts)
             except Exception:  # noqa: BLE001
                 pass
+    try:
+        _draw_figures()
+    except Exception:  # noqa: BLE001 - a Plotly that cannot: the pages say so themselves
+        pass
     try:  # the all-runs views, then the newest run's (every page opens on it by default)
         from evalcore.analysis.leaderboard import metric_names, run_list
         from evalcore.store import RunStore
@@ -104,6 +110,33 @@ def _load(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None 
             except Exception:  # noqa: BLE001 - the page shows its own error when opened
                 continue
     gc.freeze()
+
+
+def _draw_figures() -> None:
+    """One small figure with every trace type and layout part the pages use, serialised the way
+    st.plotly_chart does. Plotly imports each trace's, axis' and legend's classes and validators
+    the first time one is built: ~0.15-0.2 s that the first Compare (subplots, bars, markers,
+    axes) and the first Charts otherwise paid inside their script run."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+    import plotly.tools  # noqa: F401 - st.plotly_chart's own import
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=2, cols=1, row_heights=[1, 1], vertical_spacing=0.1)
+    fig.add_trace(go.Bar(x=[0.1], y=["a"], base=[0.0], orientation="h", width=0.5, opacity=0.5,
+                         marker={"color": "#9e9e9e"}, legendgroup="g", customdata=[[1]], hovertemplate="%{x}"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=[0.1], y=["a"], mode="markers", marker={"size": 5, "symbol": "diamond",
+                             "line": {"color": "#212121", "width": 1}}), row=1, col=1)
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines+markers+text", text=["a", "b"],
+                             line={"dash": "dot"}), row=2, col=1)
+    fig.add_trace(go.Box(y=[1.0, 2.0], name="b", boxpoints="outliers"), row=2, col=1)
+    fig.add_trace(go.Scattergl(x=[0.0], y=[0.0], mode="markers"), row=2, col=1)
+    fig.update_xaxes(range=[-1, 1], zeroline=True, zerolinewidth=2, title_text="x", row=1, col=1)
+    fig.update_yaxes(automargin=True, type="log", row=2, col=1)
+    fig.update_layout(height=200, barmode="overlay", margin={"l": 1, "r": 1, "t": 1, "b": 1}, title=None,
+                      legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+                      annotations=[{"text": "a", "showarrow": False}], hoverlabel={"namelength": -1})
+    pio.to_json(fig, validate=False)
 
 
 def start(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None = None) -> bool:

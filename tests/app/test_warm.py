@@ -77,3 +77,9 @@ class _NoThreads:
             def start(self):
                 seen["args"] = args
         return _T()
+
+
+def test_the_figure_warm_up_draws_without_error():
+    """_load swallows its errors (a page says what is wrong itself): called directly, the small
+    figure must build and serialise, or the warm-up silently stops warming Plotly."""
+    warm._draw_figures()
