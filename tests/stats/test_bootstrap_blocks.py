@@ -1,5 +1,6 @@
-"""The bootstrap draws its resamples in blocks (stats/resample._bootstrap_means): the numbers
-must be those of the plain one-array bootstrap, bit for bit, whatever the block size."""
+"""The bootstrap and the randomization test draw their resamples in cache-sized blocks
+(stats/resample.py): the numbers must be those of drawing them all at once, bit for bit,
+whatever the block size."""
 
 import numpy as np
 import pytest
@@ -25,3 +26,36 @@ def test_the_ci_is_the_plain_percentile_interval():
     arr = np.random.default_rng(1).exponential(0.3, 1500)
     lo, hi = np.percentile(_plain_means(arr, 2000, 4), [2.5, 97.5])
     assert R.bootstrap_ci(arr, n_boot=2000, seed=4) == (float(lo), float(hi))
+
+
+def _one_call_hits(d: np.ndarray, n_perm: int, seed: int) -> float:
+    """The randomization test's Monte Carlo p as it was written before blocks: each call of
+    2,000,000 // nbytes patterns drawn at once."""
+    d = d[d != 0]
+    m, total = d.size, float(d.sum())
+    observed = abs(total)
+    tol = 1e-12 * max(1.0, observed)
+    nbytes = (m + 7) // 8
+    padded = np.zeros(nbytes * 8)
+    padded[:m] = d
+    bit_of = ((np.arange(256)[:, None] >> (7 - np.arange(8))) & 1).astype(np.float64)
+    table = padded.reshape(nbytes, 8) @ bit_of.T
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(n_perm, 2_000_000 // nbytes))
+    hits = 0
+    for start in range(0, n_perm, chunk):
+        packed = rng.integers(0, 256, size=(min(chunk, n_perm - start), nbytes), dtype=np.uint8)
+        flipped = table[np.arange(nbytes)[None, :], packed].sum(axis=1)
+        hits += int(np.sum(np.abs(total - 2.0 * flipped) >= observed - tol))
+    return (1 + hits) / (1 + n_perm)
+
+
+@pytest.mark.parametrize("n, n_perm, block", [(2000, 10000, 1 << 16), (2001, 10000, 1 << 16), (40, 10000, 8),
+                                              (4999, 3000, 1 << 12), (900, 20000, 1), (130, 997, 1 << 16)])
+def test_blocks_give_the_one_call_randomization_test_to_the_bit(monkeypatch, n, n_perm, block):
+    monkeypatch.setattr(R, "PERM_BLOCK_BYTES", block)
+    rng = np.random.default_rng(n)
+    d = np.where(rng.random(n) < 0.3, 0.0, np.round(rng.normal(0.004, 0.2, n), 2))
+    p, kind = R.randomization_test(d, n_perm=n_perm, seed=11)
+    assert kind == "monte_carlo"
+    assert p == _one_call_hits(d, n_perm, seed=11)
