@@ -16,6 +16,8 @@ in the metric's better direction (lower latency is an improvement).
 
 from __future__ import annotations
 
+import math
+
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ from evalcore.stats.resample import (
     is_binary,
     mcnemar_exact,
     paired_mean_ci,
+    paired_mean_cis,
     randomization_test,
 )
 from evalcore.analysis.side_by_side import SideBySide, side_by_side
@@ -160,9 +163,10 @@ def _missing_metrics_message(missing: list[str], scored: set[str], base: str, ca
 
 
 def compare_pair(a: np.ndarray, b: np.ndarray, higher_is_better: bool, n_boot: int, n_perm: int,
-                 seed: int, binary: bool | None = None) -> dict[str, Any]:
+                 seed: int, binary: bool | None = None, ci: tuple[float, float] | None = None) -> dict[str, Any]:
     """Statistics for aligned, NaN-free paired values of one metric. McNemar for metrics
-    declared binary (or, for unregistered metrics, whose values are all 0/1)."""
+    declared binary (or, for unregistered metrics, whose values are all 0/1). `ci`: the CI
+    already computed by paired_mean_cis with the same n_boot and seed (tested_rows does)."""
     n = len(a)
     if n == 0:
         return {"n_pairs": 0, "mean_a": np.nan, "mean_b": np.nan, "delta": np.nan, "ci_low": np.nan,
@@ -170,7 +174,7 @@ def compare_pair(a: np.ndarray, b: np.ndarray, higher_is_better: bool, n_boot: i
                 "unchanged": 0, "sd_diff": np.nan, "span": np.nan}
     diff = b - a
     better = diff if higher_is_better else -diff
-    lo, hi = paired_mean_ci(a, b, n_boot=n_boot, seed=seed)
+    lo, hi = ci if ci is not None else paired_mean_ci(a, b, n_boot=n_boot, seed=seed)
     if (binary if binary is not None else is_binary(a, b)) and is_binary(a, b):
         p, _, _ = mcnemar_exact(a, b)
         test = "mcnemar_exact"
@@ -189,15 +193,23 @@ def tested_rows(pairs: dict[str, tuple[np.ndarray, np.ndarray]], base: str, cand
     """Per metric, its aligned pairs (a, b: NaN-free, in question_id order) -> compare_pair's
     statistics, with Holm-adjusted p, significance and MDE over the metrics given (one family).
     `compare` and the Compare page's `pair_table` both end here: the same numbers."""
+    names = list(pairs)
+    pending = (math.nan, math.nan)  # each CI is filled in below, from the batch
+
     def one(metric: str) -> dict[str, Any]:
         hib, binary = direction(metric)
-        stats = compare_pair(*pairs[metric], hib, n_boot, n_perm, seed, binary)
+        stats = compare_pair(*pairs[metric], hib, n_boot, n_perm, seed, binary, ci=pending)
         return {"baseline": base, "candidate": cand, "metric": metric, "higher_is_better": hib, **stats}
 
     # each metric's resampling is seeded on its own, so running them side by side (numpy
-    # releases the GIL for the heavy parts) gives the same numbers, sooner
+    # releases the GIL for the heavy parts) gives the same numbers, sooner; the CIs are one task
+    # (paired_mean_cis: metrics over the same questions share their bootstrap draws) beside the tests
     with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
-        out = list(pool.map(one, list(pairs)))
+        cis = pool.submit(paired_mean_cis, [pairs[m] for m in names], n_boot=n_boot, seed=seed)
+        out = list(pool.map(one, names))
+        for r, (lo, hi) in zip(out, cis.result()):
+            if r["n_pairs"]:  # compare_pair's own empty row keeps its NaNs
+                r["ci_low"], r["ci_high"] = lo, hi
     for r, p in zip(out, holm([r["p_value"] for r in out])):
         r["p_holm"] = p
         r["significant"] = bool(p == p and p < alpha)

@@ -59,3 +59,43 @@ def test_blocks_give_the_one_call_randomization_test_to_the_bit(monkeypatch, n, 
     p, kind = R.randomization_test(d, n_perm=n_perm, seed=11)
     assert kind == "monte_carlo"
     assert p == _one_call_hits(d, n_perm, seed=11)
+
+
+def test_cis_computed_together_are_each_ci_to_the_bit():
+    """paired_mean_cis shares one seed's draws between pairs of one size: every CI must be the
+    one paired_mean_ci gives alone (sizes mixed, NaN, constant, too few, above the switch)."""
+    rng = np.random.default_rng(3)
+    a = rng.random(400)
+    pairs = [(a, a + rng.normal(0, 0.1, 400)),           # three of one size: shared draws
+             (a, np.round(a + rng.normal(0.02, 0.2, 400), 1)),
+             (a, (rng.random(400) < 0.5).astype(float)),
+             (a[:250], a[:250] + 0.1 * rng.random(250)),  # another size
+             (a[:1], a[:1] + 1),                          # too few: (nan, nan)
+             (a[:50], a[:50] + 0.25),                     # constant difference
+             (np.append(a[:99], np.nan), a[:100]),        # a NaN difference is dropped
+             (rng.random(R.RESAMPLE_MAX_N + 1), rng.random(R.RESAMPLE_MAX_N + 1))]  # the normal limit
+    together = R.paired_mean_cis(pairs, n_boot=700, seed=9)
+    alone = [R.paired_mean_ci(x, y, n_boot=700, seed=9) for x, y in pairs]
+    assert len(together) == len(alone)
+    for got, want in zip(together, alone):
+        assert got == want or all(g != g and w != w for g, w in zip(got, want)), (got, want)
+
+
+def test_tested_rows_are_each_metrics_own_statistics():
+    """tested_rows computes the CIs as one batch beside the tests: each row must equal
+    compare_pair on that metric alone (CI, test, p), empty pairs included."""
+    from evalcore.analysis import compare as C
+
+    rng = np.random.default_rng(12)
+    a = rng.random(300)
+    pairs = {"token_f1": (a, np.clip(a + rng.normal(0.03, 0.1, 300), 0, 1)),
+             "faithfulness": (a[:200], np.clip(a[:200] + rng.normal(0, 0.2, 200), 0, 1)),
+             "exact_match": ((rng.random(300) < 0.4).astype(float), (rng.random(300) < 0.5).astype(float)),
+             "rouge_l": (np.array([]), np.array([]))}
+    rows = C.tested_rows(pairs, "b", "c", n_boot=500, n_perm=2000, seed=5, alpha=0.05)
+    for row in rows:
+        hib, binary = C.direction(row["metric"])
+        alone = C.compare_pair(*pairs[row["metric"]], hib, 500, 2000, 5, binary)
+        for key, want in alone.items():
+            got = row[key]
+            assert got == want or (got != got and want != want), (row["metric"], key, got, want)
