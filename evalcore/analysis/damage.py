@@ -16,3 +16,10 @@ def damaged_runs(store: RunStore) -> pd.DataFrame:
     """One row per damaged run: run_id, name, file (relative to the run, when one file is the
     cause) and reason."""
     return query_df(store, "SELECT run_id, name, file, reason FROM damaged_runs ORDER BY run_id")
+
+
+def damaged_annotations(store: RunStore) -> pd.DataFrame:
+    """One row per annotation file the store left out of every reading because its footer
+    cannot be read: file (under the store) and reason. Its labels are missing from agreement
+    and corrected estimates until it is restored or removed."""
+    return query_df(store, "SELECT file, reason FROM damaged_annotations ORDER BY file")

@@ -55,13 +55,17 @@ def upgrade_cmd(run: Optional[str] = typer.Argument(None, help="One run (id, uni
 
 
 def print_damaged(store, err: bool = False) -> int:
-    """The damaged runs, one line each (for `evalcore runs`); returns how many."""
-    from evalcore.analysis.damage import damaged_runs
+    """The damaged runs and annotation files, one line each (for `evalcore runs`); returns how
+    many runs."""
+    from evalcore.analysis.damage import damaged_annotations, damaged_runs
 
     found = damaged_runs(store)
     for row in found.itertuples(index=False):
         typer.echo(f"damaged run {row.run_id} ({row.name}): {row.reason}; see `evalcore store check {row.run_id}`",
                    err=err)
+    for row in damaged_annotations(store).itertuples(index=False):
+        typer.echo(f"damaged annotations file {row.file}: {row.reason}; its labels are left out of every reading "
+                   "(the file is kept: restore it from a backup, or move it away)", err=err)
     return len(found)
 
 

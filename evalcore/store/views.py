@@ -10,6 +10,7 @@ Views (one connection = a consistent set of views, over the runs asked for or al
                      by run, `wide_columns` says which exist)
   annotations        every human annotation (append-only, never de-duplicated)
   damaged_runs       runs left out of every view above, and why (one line each, naming the file)
+  damaged_annotations  annotation files whose footer cannot be read: left out of `annotations`
 User-supplied values only ever reach SQL as bound parameters.
 
 Readers do not de-duplicate: compaction did (store/compaction.py). The one exception is a
@@ -33,7 +34,9 @@ One damaged run stays inside itself: a run whose pointer is missing or unreadabl
 at once; a file that cannot be read makes DuckDB's one read over every run fail, and only then
 is each run's files' footers read to find which runs to leave out (so a healthy store pays
 nothing for the check). Runs left out are listed in `damaged_runs`; asking for one by name
-(`runs=[...]`) raises layout.RunDamaged, one line naming the file.
+(`runs=[...]`) raises layout.RunDamaged, one line naming the file. An annotation file that
+cannot be read is left out of `annotations` the same way (every other label still reads) and
+listed in `damaged_annotations`.
 """
 
 from __future__ import annotations
@@ -79,10 +82,12 @@ class Sources:
     by_run: dict[str, list[Path]] = field(default_factory=dict)  # every file each run contributes
     damaged: dict[str, RunDamaged] = field(default_factory=dict)  # runs left out, and why
     without: dict[str, list[str]] = field(default_factory=dict)  # derived table -> runs lacking its file
+    damaged_annotations: dict[str, str] = field(default_factory=dict)  # file (under the store) -> why unreadable
 
 
-def sources(store: RunStore, run_ids: Sequence[str], damaged: dict[str, RunDamaged] | None = None) -> Sources:
-    out = Sources(damaged=dict(damaged or {}))
+def sources(store: RunStore, run_ids: Sequence[str], damaged: dict[str, RunDamaged] | None = None,
+            damaged_annotations: dict[str, str] | None = None) -> Sources:
+    out = Sources(damaged=dict(damaged or {}), damaged_annotations=dict(damaged_annotations or {}))
     for run_id in run_ids:
         if run_id in out.damaged:
             continue
@@ -178,6 +183,24 @@ _LOCK = threading.Lock()
 
 _DAMAGED_SCHEMA = pa.schema([("run_id", pa.string()), ("name", pa.string()), ("file", pa.string()),
                              ("reason", pa.string())])
+_DAMAGED_FILES_SCHEMA = pa.schema([("file", pa.string()), ("reason", pa.string())])
+
+
+def _annotation_files(store: RunStore) -> list[Path]:
+    ann = store.annotations_dir()
+    return sorted(p for p in ann.glob("*.parquet")) if ann.is_dir() else []
+
+
+def _find_damaged_annotations(store: RunStore) -> dict[str, str]:
+    """After the one read failed: which annotation files' footers cannot be read. One such file
+    must not take every reading down; its labels are left out, and it is listed (never moved:
+    a reader does not write)."""
+    found = {}
+    for path in _annotation_files(store):
+        why = unreadable(path)
+        if why:
+            found[str(path.relative_to(store.root)) if not _fs.is_remote(path) else str(path)] = why
+    return found
 
 
 def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnection:
@@ -189,11 +212,13 @@ def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnec
     try:
         return _connect(store, manifests, src)
     except (duckdb.Error, pa.ArrowException, OSError):
-        # a file that cannot be read: find the runs holding one (their footers), leave them out
+        # a file that cannot be read: find the runs holding one (their footers), and annotation
+        # files that cannot be read, and leave them out
         more = _find_damaged(store, src)
-        if not more:
+        bad_annotations = _find_damaged_annotations(store)
+        if not more and not bad_annotations:
             raise
-    src = sources(store, wanted, damaged=src.damaged | more)
+    src = sources(store, wanted, damaged=src.damaged | more, damaged_annotations=bad_annotations)
     _refuse_damaged(src, runs)
     return _connect(store, manifests, src)
 
@@ -228,7 +253,14 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
             con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
         for name in DERIVED_TABLES:
             con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src, con)}")
-        ann = sorted(p for p in store.annotations_dir().glob("*.parquet")) if store.annotations_dir().is_dir() else []
+        con.register("_damaged_files", pa.Table.from_pylist(
+            [{"file": f, "reason": why} for f, why in sorted(src.damaged_annotations.items())],
+            schema=_DAMAGED_FILES_SCHEMA))
+        con.execute("CREATE TABLE damaged_annotations AS SELECT * FROM _damaged_files")
+        con.unregister("_damaged_files")
+        left_out = set(src.damaged_annotations)
+        ann = [p for p in _annotation_files(store)
+               if (str(p.relative_to(store.root)) if not _fs.is_remote(p) else str(p)) not in left_out]
         if ann:
             # BY NAME over the typed empty table: part files written before a column existed
             # (sample_id, inclusion_prob) read it as NULL instead of lacking it

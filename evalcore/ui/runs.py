@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from evalcore.analysis import leaderboard as L
-from evalcore.analysis.damage import damaged_runs
+from evalcore.analysis.damage import damaged_annotations, damaged_runs
 from evalcore.analysis.judge_labels import full_judge_ids, short_judge_label
 from evalcore.ui import corrected_view, entry, safe_widgets
 
@@ -111,6 +111,10 @@ def _judge_details(board) -> None:
 def _damaged() -> None:
     """Runs the store left out because a file of theirs cannot be read: listed apart, each with
     its one-line reason as plain text (names and paths are data, never markdown)."""
+    for row in safe_widgets.call(damaged_annotations).itertuples(index=False):
+        st.warning(safe_widgets.md(f"Annotations file {row.file} cannot be read ({row.reason}): its labels are "
+                                   "left out of agreement and corrected estimates; the file is kept."),
+                   icon=":material/warning:")
     damaged = safe_widgets.call(damaged_runs)
     if damaged.empty:
         return
