@@ -9,7 +9,7 @@ page (or a first visitor's page reaches its charts), it is loaded. Python's impo
 per module, so a page importing the same module meanwhile simply waits for it to finish
 instead of importing it twice.
 
-Two more things every first visit of a page paid, done here instead:
+What else every first visit of a page paid, done here once instead:
 - Streamlit compiles a page's file (with its "magic" AST rewrite) the first time any session
   opens that page, 0.05-0.1 s per page; the thread compiles every page into the server's own
   script cache (the pages manager's, shared by all sessions) so no visitor waits for it.
@@ -25,9 +25,9 @@ Two more things every first visit of a page paid, done here instead:
 - Every page's first query over all runs (the Runs table, each page's system picker) built
   the store's DuckDB views first: a database with every run's files' footers read (~0.1-0.2 s
   at 20 runs); a page's first query of one run built that run's (~0.07 s). The thread builds
-  both, for the newest run: the one every page opens on. Nothing computed here can go stale: store/views.py
-  keys its databases on the store's state token, so a store changed since is simply built
-  again on its next read.
+  both, for the newest run: the one every page opens on. Nothing built here can go stale:
+  store/views.py keys its databases on the store's state token, so a store changed since is
+  simply built again on its next read.
 """
 
 from __future__ import annotations
