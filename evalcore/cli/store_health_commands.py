@@ -64,7 +64,7 @@ def print_damaged(store, err: bool = False) -> int:
         typer.echo(f"damaged run {row.run_id} ({row.name}): {row.reason}; see `evalcore store check {row.run_id}`",
                    err=err)
     for row in damaged_annotations(store).itertuples(index=False):
-        typer.echo(f"damaged annotations file {row.file}: {row.reason}; its labels are left out of every reading "
+        typer.echo(f"damaged annotations file {row.file}: {row.reason.rstrip('.')}; its labels are left out of every reading "
                    "(the file is kept: restore it from a backup, or move it away)", err=err)
     return len(found)
 

@@ -112,7 +112,7 @@ def _damaged() -> None:
     """Runs the store left out because a file of theirs cannot be read: listed apart, each with
     its one-line reason as plain text (names and paths are data, never markdown)."""
     for row in safe_widgets.call(damaged_annotations).itertuples(index=False):
-        st.warning(safe_widgets.md(f"Annotations file {row.file} cannot be read ({row.reason}): its labels are "
+        st.warning(safe_widgets.md(f"Annotations file {row.file} cannot be read ({row.reason.rstrip('.')}): its labels are "
                                    "left out of agreement and corrected estimates; the file is kept."),
                    icon=":material/warning:")
     damaged = safe_widgets.call(damaged_runs)
