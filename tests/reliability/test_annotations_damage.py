@@ -61,3 +61,20 @@ def test_a_healthy_store_lists_no_damaged_annotations(tmp_path):
     _store_with_two_label_files(store)
     assert damaged_annotations(store).empty
     assert len(query_df(store, "SELECT * FROM annotations")) == 2
+
+
+def test_the_runs_page_warns_of_an_unreadable_annotations_file(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    store = RunStore(tmp_path / "runs")
+    _, bad = _store_with_two_label_files(store)
+    bad.write_bytes(bad.read_bytes()[:40])
+    monkeypatch.setenv("EVALCORE_STORE", str(store.root))
+    entry = Path(__file__).resolve().parents[2] / "evalcore" / "ui" / "entry.py"
+    at = AppTest.from_file(str(entry), default_timeout=60)
+    at.run()
+    assert not at.exception
+    warnings = [w.value for w in at.warning]
+    assert any("cannot be read" in w and bad.name in w.replace("\\", "") for w in warnings), warnings
