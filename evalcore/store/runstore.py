@@ -133,12 +133,14 @@ class RunStore:
             runs = self._local_run_files() if not self.remote else (
                 (run_id, self.root / run_id) for run_id in self.run_ids())
             for run_id, run_dir in runs:
+                has_pointer = False
                 for name in ("run.json", POINTER):
                     try:
                         parts.append(f"{run_id}/{name}:{_fs.version(run_dir / name)}")
+                        has_pointer = name == POINTER
                     except FileNotFoundError:
                         parts.append(f"{run_id}/{name}:-")
-                if parts[-1].endswith(":-") and is_legacy(run_dir):  # no pointer: maybe format 1
+                if not has_pointer and is_legacy(run_dir):  # no pointer: maybe format 1
                     parts.extend(p.name for t in RUN_TABLES for p in pending_parts(run_dir, t))
             ann = self.annotations_dir()
             if ann.is_dir():

@@ -191,6 +191,11 @@ def _annotation_files(store: RunStore) -> list[Path]:
     return sorted(p for p in ann.glob("*.parquet")) if ann.is_dir() else []
 
 
+def _annotation_key(store: RunStore, path: Path) -> str:
+    """How a damaged annotation file is named: its path under a local store, its URL on S3."""
+    return str(path) if _fs.is_remote(path) else str(path.relative_to(store.root))
+
+
 def _find_damaged_annotations(store: RunStore) -> dict[str, str]:
     """After the one read failed: which annotation files' footers cannot be read. One such file
     must not take every reading down; its labels are left out, and it is listed (never moved:
@@ -199,7 +204,7 @@ def _find_damaged_annotations(store: RunStore) -> dict[str, str]:
     for path in _annotation_files(store):
         why = unreadable(path)
         if why:
-            found[str(path.relative_to(store.root)) if not _fs.is_remote(path) else str(path)] = why
+            found[_annotation_key(store, path)] = why
     return found
 
 
@@ -259,8 +264,7 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
         con.execute("CREATE TABLE damaged_annotations AS SELECT * FROM _damaged_files")
         con.unregister("_damaged_files")
         left_out = set(src.damaged_annotations)
-        ann = [p for p in _annotation_files(store)
-               if (str(p.relative_to(store.root)) if not _fs.is_remote(p) else str(p)) not in left_out]
+        ann = [p for p in _annotation_files(store) if _annotation_key(store, p) not in left_out]
         if ann:
             # BY NAME over the typed empty table: part files written before a column existed
             # (sample_id, inclusion_prob) read it as NULL instead of lacking it
