@@ -19,14 +19,25 @@ from evalcore.errors import EvalcoreError
 
 
 def app_script() -> Path:
-    """The packaged entry (evalcore/ui/entry.py): installed with evalcore, so the dashboard
-    runs from a wheel as well as from a checkout. Its path is found without importing it
-    (importing it would import Streamlit)."""
+    """What `evalcore app` hands to `streamlit run`, found without importing Streamlit.
+
+    evalcore/ui/served.py (the dashboard as an st.App whose middleware spares deep links a
+    wrong first probe: ui/backend_hint.py) where the installed Streamlit has st.App, else the
+    packaged entry evalcore/ui/entry.py itself. Both are installed with evalcore, so the
+    dashboard runs from a wheel as well as from a checkout; both serve the same pages."""
     spec = importlib.util.find_spec("evalcore.ui")
-    path = Path(spec.origin).parent / "entry.py" if spec and spec.origin else None
-    if path is None or not path.is_file():
+    ui = Path(spec.origin).parent if spec and spec.origin else None
+    if ui is None or not (ui / "entry.py").is_file():
         raise EvalcoreError("the dashboard entry evalcore/ui/entry.py is missing from this install")
-    return path
+    return ui / "served.py" if _streamlit_has_app() and (ui / "served.py").is_file() else ui / "entry.py"
+
+
+def _streamlit_has_app() -> bool:
+    """st.App (Streamlit's ASGI app, streamlit/starlette.py) is there: checked by file, as
+    importing Streamlit costs this command a second."""
+    spec = importlib.util.find_spec("streamlit")
+    return bool(spec and spec.submodule_search_locations
+                and any((Path(p) / "starlette.py").is_file() for p in spec.submodule_search_locations))
 
 
 def streamlit_argv(script: Path, port: int, headless: bool) -> list[str]:

@@ -46,16 +46,24 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_app(store_root: Path, log_path: Path, timeout: float = 30.0):
-    """Run `streamlit run app.py` on a free 127.0.0.1 port for `store_root`; yield its base URL
-    once /_stcore/health answers, and stop the process (by its own pid/group) afterwards."""
+def serve_app(store_root: Path, log_path: Path, timeout: float = 30.0, *, installed: bool = False):
+    """Run the dashboard on a free 127.0.0.1 port for `store_root`; yield its base URL once
+    /_stcore/health answers, and stop the process (by its own pid/group) afterwards.
+
+    By default a checkout's `streamlit run app.py` (pages/ wrappers beside it); `installed`
+    runs exactly what `evalcore app` runs (cli/app_commands: the packaged st.App in
+    evalcore/ui/served.py where Streamlit has st.App)."""
     port = free_port()
     log = open(log_path, "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        env={**os.environ, "EVALCORE_STORE": str(store_root)}, stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True)
+    if installed:
+        from evalcore.cli.app_commands import app_script, streamlit_argv
+
+        argv = streamlit_argv(app_script(), port, headless=True)
+    else:
+        argv = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
+                "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    proc = subprocess.Popen(argv, env={**os.environ, "EVALCORE_STORE": str(store_root)}, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout
@@ -80,6 +88,13 @@ def serve_app(store_root: Path, log_path: Path, timeout: float = 30.0):
 @pytest.fixture
 def served_app(app_store, tmp_path):
     with serve_app(app_store.root, tmp_path / "streamlit.log") as base:
+        yield base
+
+
+@pytest.fixture(params=["checkout app.py", "evalcore app"])
+def either_app(request, app_store, tmp_path):
+    """The dashboard started both ways users start it."""
+    with serve_app(app_store.root, tmp_path / "streamlit.log", installed=request.param == "evalcore app") as base:
         yield base
 
 
@@ -161,8 +176,10 @@ class DevTools:
                 self.proc.kill()
 
 
-def test_every_page_loads_in_chromium_without_exceptions(served_app, tmp_path):
-    """Each page must show its title, its navigation and no exception box or traceback."""
+def test_every_page_loads_in_chromium_without_exceptions(either_app, tmp_path):
+    """Each page must show its title, its navigation (linking each page's own URL) and no
+    exception box or traceback; from a checkout's app.py and from `evalcore app` alike."""
+    served_app = either_app
     browser = chromium()
     requires("websockets.sync.client", "websockets is needed to drive Chromium")
     tools = DevTools(browser, tmp_path / "profile")
@@ -183,6 +200,9 @@ def test_every_page_loads_in_chromium_without_exceptions(served_app, tmp_path):
                 "Array.from(document.querySelectorAll('[data-testid=stSidebarNav] a'))"
                 ".map(a => a.textContent.trim())"))["result"]["value"]
             assert labels == list(PAGES.values()), f"page {path or '/'}: sidebar lists {labels}"
+            links = tools.call("Runtime.evaluate", returnByValue=True, expression=(
+                "Array.from(document.querySelectorAll('[data-testid=stSidebarNav] a')).map(a => a.href)"))
+            assert links["result"]["value"] == [f"{served_app}/{p}" for p in PAGES], f"page {path or '/'}: links"
     finally:
         tools.close()
 
@@ -335,3 +355,74 @@ def test_annotate_random_sample_fits_1400_by_1000_in_chromium(served_app, app_st
         assert first_item and first_item < box[0], "the first item's label is not above the button"
     finally:
         tools.close()
+
+
+def test_deep_link_asks_the_right_server_path_first(app_store, tmp_path):
+    """`evalcore app` (ui/served.py + ui/backend_hint.py): opened at /compare, the front end
+    connects to the server's root at once. Before, it first asked /compare/_stcore/health (a
+    404), waited its 100 ms retry delay, then asked /_stcore/health: every deep link paid that
+    before the page's script could start."""
+    browser = chromium()
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
+    tools = DevTools(browser, tmp_path / "profile")
+    try:
+        with serve_app(app_store.root, tmp_path / "streamlit.log", installed=True) as base:
+            tools.call("Network.enable")
+            dom = tools.dom_after(f"{base}/compare", "Compare")
+            assert not any(m in dom for m in BAD_MARKERS)
+            asked = [e["params"]["request"]["url"] for e in tools.events if e["method"] == "Network.requestWillBeSent"]
+            assert f"{base}/_stcore/health" in asked, asked
+            assert not [u for u in asked if "/compare/_stcore/" in u], "a request went to the wrong base path"
+            hint = tools.call("Runtime.evaluate", returnByValue=True,
+                              expression="window.__streamlit && window.__streamlit.BACKEND_BASE_URL")
+            assert hint["result"]["value"] == f"{base}/"
+    finally:
+        tools.close()
+
+
+def test_the_hint_names_the_path_above_our_page_and_nothing_else(tmp_path):
+    """What backend_hint's script computes in a real browser, for the URLs it may meet: our page
+    under the root or under a proxy's prefix (the path above it), and any other path (left to
+    Streamlit's own probing: no hint at all)."""
+    import http.server
+    import threading
+
+    from evalcore.ui.backend_hint import hint_script
+
+    page = b"<html><head>" + hint_script(["compare", "questions"]) + b"</head><body>ok</body></html>"
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the stdlib's name
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    browser = chromium()
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
+    tools = DevTools(browser, tmp_path / "profile")
+    expected = {"/compare": "/", "/questions?run=r1": "/", "/compare/": "/", "/team/evals/compare": "/team/evals/",
+                "/": None, "/team": None, "/compare-old": None, "/compare/x": None}
+    try:
+        for path, want in expected.items():
+            tools.call("Page.navigate", url=base + path)
+            got = "unset"
+            for _ in range(50):
+                value = tools.call("Runtime.evaluate", returnByValue=True, expression=(
+                    "document.body && document.body.innerText === 'ok' ? "
+                    "(window.__streamlit ? window.__streamlit.BACKEND_BASE_URL : null) : 'loading'"))
+                got = value["result"].get("value")
+                if got != "loading":
+                    break
+                time.sleep(0.1)
+            assert got == (None if want is None else base + want), path
+    finally:
+        tools.close()
+        server.shutdown()

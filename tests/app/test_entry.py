@@ -68,10 +68,12 @@ def test_evalcore_app_serves_from_an_install_without_the_checkout(app_store, tmp
         output = (tmp_path / "app.log").read_text(errors="replace")
         assert healthy, output
         assert httpx.get(f"http://127.0.0.1:{port}/", timeout=5).status_code == 200
-        # What that interpreter serves is the copied package's entry, not the checkout's app.py.
+        page = httpx.get(f"http://127.0.0.1:{port}/compare", timeout=5)
+        assert page.status_code == 200 and "window.__streamlit" in page.text  # ui/served.py's hint
+        # What that interpreter serves is the copied package's st.App, not the checkout's app.py.
         served = subprocess.run([sys.executable, "-c", "from evalcore.cli.app_commands import app_script; "
                                  "print(app_script())"], cwd=elsewhere, env=env, capture_output=True, text=True)
-        assert served.stdout.strip() == str(site / "evalcore" / "ui" / "entry.py"), served.stderr
+        assert served.stdout.strip() == str(site / "evalcore" / "ui" / "served.py"), served.stderr
     finally:
         _stop_group(proc)
         log.close()

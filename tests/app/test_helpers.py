@@ -117,7 +117,16 @@ def test_app_command_binds_localhost_and_finds_the_entry():
     assert argv[argv.index("--server.address") + 1] == "127.0.0.1"
     assert argv[argv.index("--server.port") + 1] == "8123"
     assert argv[argv.index("--server.fileWatcherType") + 1] == "none"  # a served dashboard watches no files
-    assert app_script().name == "entry.py" and app_script().parent.name == "ui"
+    assert app_script().name == "served.py" and app_script().parent.name == "ui"  # this Streamlit has st.App
+
+
+def test_app_command_falls_back_to_the_entry_without_st_app(monkeypatch):
+    """A Streamlit older than st.App: `evalcore app` runs entry.py itself (same pages, the
+    deep-link probe as before)."""
+    from evalcore.cli import app_commands
+
+    monkeypatch.setattr(app_commands, "_streamlit_has_app", lambda: False)
+    assert app_commands.app_script().name == "entry.py"
 
 
 def test_short_system_labels_stay_unambiguous():
