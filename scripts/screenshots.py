@@ -1,4 +1,4 @@
-"""Retake the dashboard screenshots in docs/img/ with headless Chromium against `streamlit run app.py`.
+"""Retake the dashboard screenshots in docs/img/ with headless Chromium against what `evalcore app` serves.
 
     python scripts/screenshots.py                 # a seeded synthetic store of 3 runs x 60 questions
     python scripts/screenshots.py --store DIR     # or any store you want shown
@@ -59,7 +59,7 @@ def main() -> int:
             from evalcore.demo.synthetic import build_store
 
             build_store(store, n_runs=3, n_questions=60)
-        with tools_mod.serve_app(store, work / "streamlit.log") as base:
+        with tools_mod.serve_app(store, work / "streamlit.log", installed=True) as base:  # what `evalcore app` serves
             tools = tools_mod.DevTools(browser, work / "profile")
             try:
                 tools.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT, deviceScaleFactor=1,

@@ -44,11 +44,14 @@ def streamlit_argv(script: Path, port: int, headless: bool) -> list[str]:
     """The dashboard's server: loopback only, no usage statistics, and no watching of its own
     source files — a feature for editing an app while it runs, which for a served dashboard only
     costs every new visitor's session a watcher over every imported module (before its page can
-    start, and again after it ends)."""
+    start, and again after it ends). The toolbar is a viewer's: Streamlit shows its developer
+    options (among them a "Deploy" button to its cloud) to every visitor on localhost, which is
+    every visitor of a dashboard bound to 127.0.0.1."""
     return [sys.executable, "-m", "streamlit", "run", str(script),
             "--server.address", "127.0.0.1", "--server.port", str(port),
             "--server.headless", "true" if headless else "false",
-            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none",
+            "--client.toolbarMode", "viewer"]
 
 
 def app_cmd(

@@ -361,7 +361,7 @@ def test_deep_link_asks_the_right_server_path_first(app_store, tmp_path):
     """`evalcore app` (ui/served.py + ui/backend_hint.py): opened at /compare, the front end
     connects to the server's root at once. Before, it first asked /compare/_stcore/health (a
     404), waited its 100 ms retry delay, then asked /_stcore/health: every deep link paid that
-    before the page's script could start."""
+    before the page's script could start. And its toolbar is a viewer's (no "Deploy" button)."""
     browser = chromium()
     requires("websockets.sync.client", "websockets is needed to drive Chromium")
     tools = DevTools(browser, tmp_path / "profile")
@@ -376,6 +376,8 @@ def test_deep_link_asks_the_right_server_path_first(app_store, tmp_path):
             hint = tools.call("Runtime.evaluate", returnByValue=True,
                               expression="window.__streamlit && window.__streamlit.BACKEND_BASE_URL")
             assert hint["result"]["value"] == f"{base}/"
+            assert "stAppDeployButton" not in dom and "Deploy" not in _wait_for(
+                tools, "document.querySelector('header') ? document.querySelector('header').innerText + '.' : ''")
     finally:
         tools.close()
 

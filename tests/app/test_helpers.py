@@ -117,6 +117,7 @@ def test_app_command_binds_localhost_and_finds_the_entry():
     assert argv[argv.index("--server.address") + 1] == "127.0.0.1"
     assert argv[argv.index("--server.port") + 1] == "8123"
     assert argv[argv.index("--server.fileWatcherType") + 1] == "none"  # a served dashboard watches no files
+    assert argv[argv.index("--client.toolbarMode") + 1] == "viewer"  # no "Deploy" button for visitors
     assert app_script().name == "served.py" and app_script().parent.name == "ui"  # this Streamlit has st.App
 
 
