@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
+import time
 from pathlib import Path
 
 import typer
@@ -33,11 +35,18 @@ def app_script() -> Path:
 
 
 def _streamlit_has_app() -> bool:
-    """st.App (Streamlit's ASGI app, streamlit/starlette.py) is there: checked by file, as
-    importing Streamlit costs this command a second."""
-    spec = importlib.util.find_spec("streamlit")
-    return bool(spec and spec.submodule_search_locations
-                and any((Path(p) / "starlette.py").is_file() for p in spec.submodule_search_locations))
+    """st.App (Streamlit's ASGI app) is there: Streamlit 1.57 or later (1.53-1.56 ship
+    streamlit/starlette.py but export no st.App and make starlette optional), and the
+    starlette and uvicorn it serves with. Checked by metadata: importing Streamlit costs this
+    command a second."""
+    import importlib.metadata
+    import re
+
+    try:
+        version = tuple(int(x) for x in re.findall(r"\d+", importlib.metadata.version("streamlit"))[:2])
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return version >= (1, 57) and all(importlib.util.find_spec(m) is not None for m in ("starlette", "uvicorn"))
 
 
 def streamlit_argv(script: Path, port: int, headless: bool) -> list[str]:
@@ -57,7 +66,7 @@ def streamlit_argv(script: Path, port: int, headless: bool) -> list[str]:
 def app_cmd(
     port: int = typer.Option(8501, "--port", "-p", help="Port on 127.0.0.1."),
     open_browser: bool = typer.Option(
-        False, "--open", help="Let Streamlit open a browser tab (its first start may ask for an e-mail)."),
+        False, "--open", help="Also open the dashboard in a browser tab once it answers."),
     headless: bool = typer.Option(True, "--headless", hidden=True,
                                   help="Kept for compatibility: headless is the default."),
 ) -> None:
@@ -69,9 +78,36 @@ def app_cmd(
         raise EvalcoreError(f"--port must be 1-65535, got {port}")
     store_root = state.store().root.resolve()
     env = {**os.environ, "EVALCORE_STORE": str(store_root)}
-    typer.echo(f"dashboard for store {store_root} on http://127.0.0.1:{port} (Ctrl-C stops)", err=True)
+    url = f"http://127.0.0.1:{port}"
+    typer.echo(f"dashboard for store {store_root} on {url} (Ctrl-C stops)", err=True)
+    # Streamlit stays headless: it opens no tab for an st.App (ui/served.py), and its own
+    # opening could first ask for an e-mail. --open opens the tab here once the server answers.
+    started = (lambda: open_when_up(url)) if open_browser else None
     # the Streamlit server stops with this command, whatever stops it (cli/child_process.py)
-    raise typer.Exit(run_tied(streamlit_argv(app_script(), port, headless=not open_browser), env=env))
+    raise typer.Exit(run_tied(streamlit_argv(app_script(), port, headless=True), env=env, on_started=started))
+
+
+def open_when_up(url: str, timeout: float = 60.0) -> threading.Thread:
+    """In the background: wait until `url`'s Streamlit health check answers, then open `url` in
+    the user's browser (Python's webbrowser: $BROWSER or the desktop's default)."""
+    def wait_then_open() -> None:
+        import urllib.request
+        import webbrowser
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                    if answer.status == 200:
+                        webbrowser.open(url)
+                        return
+            except OSError:
+                pass
+            time.sleep(0.3)
+
+    thread = threading.Thread(target=wait_then_open, name="open-dashboard", daemon=True)
+    thread.start()
+    return thread
 
 
 def register(app: typer.Typer) -> None:

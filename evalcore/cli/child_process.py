@@ -43,11 +43,15 @@ def _die_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
-def run_tied(argv: Sequence[str], env: Mapping[str, str] | None = None) -> int:
+def run_tied(argv: Sequence[str], env: Mapping[str, str] | None = None,
+             on_started: Callable[[], object] | None = None) -> int:
     """Run argv to completion and return its exit code; signals that would stop this process
-    stop the child first (exit code 128 + signal when the child was stopped by one)."""
+    stop the child first (exit code 128 + signal when the child was stopped by one).
+    `on_started` runs once the child exists (after the fork: it may start threads)."""
     proc = subprocess.Popen(list(argv), env=dict(env) if env is not None else None,
                             preexec_fn=_die_with_parent())  # noqa: PLW1509 - no threads yet
+    if on_started is not None:
+        on_started()
     received: list[int] = []
 
     def forward(signum: int, frame: object) -> None:

@@ -26,4 +26,5 @@ if str(HERE) in sys.path:
     sys.path.remove(str(HERE))
 
 app = st.App(str(HERE / "entry.py"),
-             middleware=[Middleware(BackendBaseHint, page_paths=[url for _, _, url in PAGES if url])])
+             middleware=[Middleware(BackendBaseHint, page_paths=[url for _, _, url in PAGES if url],
+                                    base_url_path=lambda: st.config.get_option("server.baseUrlPath"))])

@@ -46,13 +46,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_app(store_root: Path, log_path: Path, timeout: float = 30.0, *, installed: bool = False):
+def serve_app(store_root: Path, log_path: Path, timeout: float = 30.0, *, installed: bool = False,
+              extra: list[str] | None = None):
     """Run the dashboard on a free 127.0.0.1 port for `store_root`; yield its base URL once
     /_stcore/health answers, and stop the process (by its own pid/group) afterwards.
 
     By default a checkout's `streamlit run app.py` (pages/ wrappers beside it); `installed`
     runs exactly what `evalcore app` runs (cli/app_commands: the packaged st.App in
-    evalcore/ui/served.py where Streamlit has st.App)."""
+    evalcore/ui/served.py where Streamlit has st.App). `extra`: more Streamlit flags."""
     port = free_port()
     log = open(log_path, "wb")
     if installed:
@@ -62,6 +63,8 @@ def serve_app(store_root: Path, log_path: Path, timeout: float = 30.0, *, instal
     else:
         argv = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
                 "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    argv += extra or []
+    prefix = "/" + argv[argv.index("--server.baseUrlPath") + 1].strip("/") if "--server.baseUrlPath" in argv else ""
     proc = subprocess.Popen(argv, env={**os.environ, "EVALCORE_STORE": str(store_root)}, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
@@ -69,7 +72,7 @@ def serve_app(store_root: Path, log_path: Path, timeout: float = 30.0, *, instal
         deadline = time.time() + timeout
         while time.time() < deadline:
             try:
-                if urllib.request.urlopen(f"{base}/_stcore/health", timeout=1).read() == b"ok":
+                if urllib.request.urlopen(f"{base}{prefix}/_stcore/health", timeout=1).read() == b"ok":
                     break
             except OSError:
                 time.sleep(0.2)
@@ -383,15 +386,15 @@ def test_deep_link_asks_the_right_server_path_first(app_store, tmp_path):
 
 
 def test_the_hint_names_the_path_above_our_page_and_nothing_else(tmp_path):
-    """What backend_hint's script computes in a real browser, for the URLs it may meet: our page
-    under the root or under a proxy's prefix (the path above it), and any other path (left to
-    Streamlit's own probing: no hint at all)."""
+    """What backend_hint's script (sent for a request of /compare below the server's base)
+    computes in a real browser, for the URLs a browser may show: the path above the page, at
+    the root or under a proxy's prefix; nothing where the URL does not end in the page."""
     import http.server
     import threading
 
     from evalcore.ui.backend_hint import hint_script
 
-    page = b"<html><head>" + hint_script(["compare", "questions"]) + b"</head><body>ok</body></html>"
+    page = b"<html><head>" + hint_script("compare") + b"</head><body>ok</body></html>"
 
     class Page(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 - the stdlib's name
@@ -410,8 +413,8 @@ def test_the_hint_names_the_path_above_our_page_and_nothing_else(tmp_path):
     browser = chromium()
     requires("websockets.sync.client", "websockets is needed to drive Chromium")
     tools = DevTools(browser, tmp_path / "profile")
-    expected = {"/compare": "/", "/questions?run=r1": "/", "/compare/": "/", "/team/evals/compare": "/team/evals/",
-                "/": None, "/team": None, "/compare-old": None, "/compare/x": None}
+    expected = {"/compare": "/", "/compare?sys=a&sys=b": "/", "/compare/": "/", "/team/evals/compare": "/team/evals/",
+                "/": None, "/team": None, "/old-compare": None, "/compare/x": None}
     try:
         for path, want in expected.items():
             tools.call("Page.navigate", url=base + path)
@@ -428,3 +431,21 @@ def test_the_hint_names_the_path_above_our_page_and_nothing_else(tmp_path):
     finally:
         tools.close()
         server.shutdown()
+
+
+def test_under_a_base_path_named_like_a_page_every_page_connects(app_store, tmp_path):
+    """`evalcore app`'s server under server.baseUrlPath "compare" (a reverse proxy's choice):
+    its root page is /compare, which must not be taken for the Compare page (a hint of "/" made
+    the front end probe the wrong server path forever); its Compare page is /compare/compare."""
+    browser = chromium()
+    requires("websockets.sync.client", "websockets is needed to drive Chromium")
+    tools = DevTools(browser, tmp_path / "profile")
+    try:
+        with serve_app(app_store.root, tmp_path / "streamlit.log", installed=True,
+                       extra=["--server.baseUrlPath", "compare"]) as base:
+            for path, title in (("compare", "Runs"), ("compare/compare", "Compare"), ("compare/questions", "Questions")):
+                dom = tools.dom_after(f"{base}/{path}", title, seconds=20)
+                assert any(h.startswith(title) for h in _headings(dom)), f"/{path} did not render: {_headings(dom)}"
+                assert not any(m in dom for m in BAD_MARKERS)
+    finally:
+        tools.close()

@@ -91,3 +91,33 @@ def _stop_group(proc: subprocess.Popen) -> None:
             break
         except subprocess.TimeoutExpired:
             continue
+
+
+def test_evalcore_app_open_opens_the_dashboard_once_it_answers(app_store, tmp_path):
+    """`evalcore app --open`: Streamlit opens no tab for an st.App (ui/served.py), so the command
+    opens one itself once the server answers (Python's webbrowser, here $BROWSER: a script that
+    writes down the URL it was given)."""
+    opened = tmp_path / "opened.txt"
+    fake = tmp_path / "fake-browser"
+    fake.write_text(f'#!/bin/sh\necho "$1" >> {opened}\n')
+    fake.chmod(0o755)
+    port = _free_port()
+    env = {**os.environ, "BROWSER": str(fake)}
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    log = open(tmp_path / "app.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "evalcore", "--store", str(app_store.root), "app",
+                             "--port", str(port), "--open"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None and not opened.exists():
+            time.sleep(0.3)
+        time.sleep(0.5)  # one tab, not one per health check
+        output = (tmp_path / "app.log").read_text(errors="replace")
+        assert opened.exists(), output
+        assert opened.read_text().split() == [f"http://127.0.0.1:{port}"]
+        assert httpx.get(f"http://127.0.0.1:{port}/_stcore/health", timeout=5).status_code == 200
+    finally:
+        _stop_group(proc)
+        log.close()
