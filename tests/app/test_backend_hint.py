@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("starlette")
+from tests.optional import requires
+
+requires("starlette", "the dashboard's st.App middleware runs under Starlette (Streamlit >= 1.57 installs it)")
 from starlette.applications import Starlette  # noqa: E402
 from starlette.middleware import Middleware  # noqa: E402
 from starlette.middleware.gzip import GZipMiddleware  # noqa: E402

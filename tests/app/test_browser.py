@@ -97,8 +97,9 @@ def served_app(app_store, tmp_path):
 @pytest.fixture(params=["checkout app.py", "evalcore app"])
 def either_app(request, app_store, tmp_path):
     """The dashboard started both ways users start it."""
-    with serve_app(app_store.root, tmp_path / "streamlit.log", installed=request.param == "evalcore app") as base:
-        yield base
+    installed = request.param == "evalcore app"
+    with serve_app(app_store.root, tmp_path / "streamlit.log", installed=installed) as base:
+        yield base, installed
 
 
 def _headings(dom: str) -> list[str]:
@@ -181,11 +182,19 @@ class DevTools:
 
 def test_every_page_loads_in_chromium_without_exceptions(either_app, tmp_path):
     """Each page must show its title, its navigation (linking each page's own URL) and no
-    exception box or traceback; from a checkout's app.py and from `evalcore app` alike."""
-    served_app = either_app
+    exception box or traceback; from a checkout's app.py and from `evalcore app` alike.
+
+    `evalcore app` (ui/served.py + ui/backend_hint.py) also connects every deep link to the
+    server's root at once. Before, opened at /charts, the front end first asked
+    /charts/_stcore/health (a 404), waited its 100 ms retry delay, then asked /_stcore/health:
+    every deep link paid that before the page's script could start. And its toolbar is a
+    viewer's (no "Deploy" button)."""
+    served_app, installed = either_app
     browser = chromium()
     requires("websockets.sync.client", "websockets is needed to drive Chromium")
     tools = DevTools(browser, tmp_path / "profile")
+    if installed:
+        tools.call("Network.enable")
     # The first visit is a deep link, before any session ran app.py: Streamlit then starts in
     # its old pages/-directory mode, which entry.run_page must switch to app.py's navigation.
     order = ["charts", *[p for p in PAGES if p != "charts"]]
@@ -206,6 +215,17 @@ def test_every_page_loads_in_chromium_without_exceptions(either_app, tmp_path):
             links = tools.call("Runtime.evaluate", returnByValue=True, expression=(
                 "Array.from(document.querySelectorAll('[data-testid=stSidebarNav] a')).map(a => a.href)"))
             assert links["result"]["value"] == [f"{served_app}/{p}" for p in PAGES], f"page {path or '/'}: links"
+            if installed:
+                asked = [e["params"]["request"]["url"] for e in tools.events
+                         if e["method"] == "Network.requestWillBeSent"]
+                assert f"{served_app}/_stcore/health" in asked, asked
+                assert not [u for u in asked if u.startswith(f"{served_app}/{path}/")], "asked a wrong base path"
+                hint = tools.call("Runtime.evaluate", returnByValue=True,
+                                  expression="window.__streamlit ? window.__streamlit.BACKEND_BASE_URL : null")
+                assert hint["result"]["value"] == (f"{served_app}/" if path else None), path
+                assert "stAppDeployButton" not in dom and "Deploy" not in _wait_for(
+                    tools, "document.querySelector('header') ? document.querySelector('header').innerText + '.' : ''")
+                tools.events.clear()
     finally:
         tools.close()
 
@@ -360,31 +380,6 @@ def test_annotate_random_sample_fits_1400_by_1000_in_chromium(served_app, app_st
         tools.close()
 
 
-def test_deep_link_asks_the_right_server_path_first(app_store, tmp_path):
-    """`evalcore app` (ui/served.py + ui/backend_hint.py): opened at /compare, the front end
-    connects to the server's root at once. Before, it first asked /compare/_stcore/health (a
-    404), waited its 100 ms retry delay, then asked /_stcore/health: every deep link paid that
-    before the page's script could start. And its toolbar is a viewer's (no "Deploy" button)."""
-    browser = chromium()
-    requires("websockets.sync.client", "websockets is needed to drive Chromium")
-    tools = DevTools(browser, tmp_path / "profile")
-    try:
-        with serve_app(app_store.root, tmp_path / "streamlit.log", installed=True) as base:
-            tools.call("Network.enable")
-            dom = tools.dom_after(f"{base}/compare", "Compare")
-            assert not any(m in dom for m in BAD_MARKERS)
-            asked = [e["params"]["request"]["url"] for e in tools.events if e["method"] == "Network.requestWillBeSent"]
-            assert f"{base}/_stcore/health" in asked, asked
-            assert not [u for u in asked if "/compare/_stcore/" in u], "a request went to the wrong base path"
-            hint = tools.call("Runtime.evaluate", returnByValue=True,
-                              expression="window.__streamlit && window.__streamlit.BACKEND_BASE_URL")
-            assert hint["result"]["value"] == f"{base}/"
-            assert "stAppDeployButton" not in dom and "Deploy" not in _wait_for(
-                tools, "document.querySelector('header') ? document.querySelector('header').innerText + '.' : ''")
-    finally:
-        tools.close()
-
-
 def test_the_hint_names_the_path_above_our_page_and_nothing_else(tmp_path):
     """What backend_hint's script (sent for a request of /compare below the server's base)
     computes in a real browser, for the URLs a browser may show: the path above the page, at
@@ -443,7 +438,7 @@ def test_under_a_base_path_named_like_a_page_every_page_connects(app_store, tmp_
     try:
         with serve_app(app_store.root, tmp_path / "streamlit.log", installed=True,
                        extra=["--server.baseUrlPath", "compare"]) as base:
-            for path, title in (("compare", "Runs"), ("compare/compare", "Compare"), ("compare/questions", "Questions")):
+            for path, title in (("compare", "Runs"), ("compare/compare", "Compare")):
                 dom = tools.dom_after(f"{base}/{path}", title, seconds=20)
                 assert any(h.startswith(title) for h in _headings(dom)), f"/{path} did not render: {_headings(dom)}"
                 assert not any(m in dom for m in BAD_MARKERS)

@@ -92,3 +92,25 @@ def test_the_demo_server_stops_when_its_run_has_ended(tmp_path, monkeypatch):
     finally:
         if jobs._CHILDREN[server.pid].poll() is None:
             jobs._CHILDREN[server.pid].kill()
+
+
+def test_a_stale_copy_of_a_job_keeps_what_another_stored(tmp_path):
+    """A page reads every job at its start and acts on those copies. The run's panel cancelled
+    the demo server (cancel_requested stored); the server's own panel, holding a copy read
+    before, then recorded its exit code and saved that copy whole: the cancel was lost, so the
+    stopped server read as crashed (seen as a flaky test_the_demo_server_stops_... in CI)."""
+    import sys
+
+    store = RunStore(tmp_path / "runs")
+    server = jobs.start(store, "demo-server", [sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        panel_a, panel_b = jobs.load(store, server.job_id), jobs.load(store, server.job_id)
+        assert jobs.cancel(store, panel_a)
+        code = jobs._CHILDREN[server.pid].wait(timeout=60)
+        assert not jobs.is_alive(store, panel_b)  # records the exit code from the stale copy
+        stored = jobs.load(store, server.job_id)
+        assert stored.cancel_requested and stored.exit_code == code
+        assert panel_b.cancel_requested  # and the stale copy now reads what is stored
+    finally:
+        if jobs._CHILDREN[server.pid].poll() is None:
+            jobs._CHILDREN[server.pid].kill()
