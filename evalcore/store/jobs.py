@@ -86,6 +86,18 @@ def load(store: RunStore, job_id: str) -> Job | None:
         return None
 
 
+def update(store: RunStore, job: Job, **fields: object) -> None:
+    """Set `fields` in the job's stored record and on `job`, keeping what was stored since `job`
+    was read. Why: a page reads every job at its start and then acts on those copies; saving a
+    copy whole let one panel (the demo server's, recording its exit code) overwrite what another
+    had just stored (its run's panel: cancel_requested), so a stopped server read as crashed."""
+    stored = load(store, job.job_id) or job
+    for name, value in fields.items():
+        setattr(stored, name, value)
+    save(store, stored)
+    vars(job).update(vars(stored))
+
+
 def list_jobs(store: RunStore) -> list[Job]:
     """Every readable job record, newest first."""
     root = jobs_root(store)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalcore.store import RunStore
-from evalcore.store.jobs import Job, list_jobs, load, log_path, new_job, open_log, save, tail
+from evalcore.store.jobs import Job, list_jobs, load, log_path, new_job, open_log, save, tail, update
 
 __all__ = ["Job", "RunRequest", "cancel", "evalcore_cmd", "find_run", "is_alive", "list_jobs", "load", "log_path",
            "save", "start", "tail", "when_listening"]
@@ -91,18 +91,6 @@ def start(store: RunStore, kind: str, argv: list[str], run_name: str | None = No
     return job
 
 
-def _record(store: RunStore, job: Job, **fields: object) -> None:
-    """Set `fields` in the job's stored record and on `job`, keeping what was stored since `job`
-    was read. Why: a page reads every job at its start and then acts on those copies; saving a
-    copy whole let one panel (the demo server's, recording its exit code) overwrite what another
-    had just stored (its run's panel: cancel_requested), so a stopped server read as crashed."""
-    stored = load(store, job.job_id) or job
-    for name, value in fields.items():
-        setattr(stored, name, value)
-    save(store, stored)
-    vars(job).update(vars(stored))
-
-
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -122,12 +110,12 @@ def is_alive(store: RunStore, job: Job) -> bool:
         code = proc.poll()
         if code is None:
             return True
-        _record(store, job, exit_code=code)
+        update(store, job, exit_code=code)
         return False
     try:
         pid, status = os.waitpid(job.pid, os.WNOHANG)
         if pid == job.pid:
-            _record(store, job, exit_code=os.waitstatus_to_exitcode(status))
+            update(store, job, exit_code=os.waitstatus_to_exitcode(status))
             return False
     except ChildProcessError:
         pass  # not our child (the server restarted): fall back to /proc
@@ -149,7 +137,7 @@ def cancel(store: RunStore, job: Job, force: bool = False) -> bool:
         os.killpg(job.pid, signal.SIGTERM if force else signal.SIGINT)
     except ProcessLookupError:
         return False
-    _record(store, job, cancel_requested=True)
+    update(store, job, cancel_requested=True)
     return True
 
 
@@ -161,5 +149,5 @@ def find_run(store: RunStore, job: Job) -> str | None:
         return None
     matches = [m for m in store.manifests() if m.name == job.run_name]
     if matches:
-        _record(store, job, run_id=matches[-1].run_id)
+        update(store, job, run_id=matches[-1].run_id)
     return job.run_id
