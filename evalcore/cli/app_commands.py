@@ -10,7 +10,6 @@ import importlib.util
 import os
 import sys
 import threading
-import time
 from pathlib import Path
 
 import typer
@@ -82,28 +81,22 @@ def app_cmd(
     typer.echo(f"dashboard for store {store_root} on {url} (Ctrl-C stops)", err=True)
     # Streamlit stays headless: it opens no tab for an st.App (ui/served.py), and its own
     # opening could first ask for an e-mail. --open opens the tab here once the server answers.
-    started = (lambda: open_when_up(url)) if open_browser else None
+    started = (lambda: open_when_up(port)) if open_browser else None
     # the Streamlit server stops with this command, whatever stops it (cli/child_process.py)
     raise typer.Exit(run_tied(streamlit_argv(app_script(), port, headless=True), env=env, on_started=started))
 
 
-def open_when_up(url: str, timeout: float = 60.0) -> threading.Thread:
-    """In the background: wait until `url`'s Streamlit health check answers, then open `url` in
-    the user's browser (Python's webbrowser: $BROWSER or the desktop's default)."""
+def open_when_up(port: int, timeout: float = 60.0) -> threading.Thread:
+    """In the background: once the server listens on 127.0.0.1:`port` (demo/wait_port.py's
+    wait), open it in the user's browser (Python's webbrowser: $BROWSER or the desktop's
+    default; Streamlit's front end itself waits for the server to be ready)."""
     def wait_then_open() -> None:
-        import urllib.request
         import webbrowser
 
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        webbrowser.open(url)
-                        return
-            except OSError:
-                pass
-            time.sleep(0.3)
+        from evalcore.demo.wait_port import wait_port
+
+        if wait_port(port, timeout):
+            webbrowser.open(f"http://127.0.0.1:{port}")
 
     thread = threading.Thread(target=wait_then_open, name="open-dashboard", daemon=True)
     thread.start()
