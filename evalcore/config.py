@@ -13,12 +13,16 @@ with the environment supplying the secret again.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evalcore.errors import EvalcoreError, InputError, from_validation
+from evalcore.schemas.ids import Id
 from evalcore.targets.spec import TargetSpec
+
+
+FiniteNumber = Annotated[float, Field(allow_inf_nan=False, strict=False)]
 
 
 class MethodConfig(BaseModel):
@@ -26,7 +30,7 @@ class MethodConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str
+    name: Id  # how answers are stored: the id rule (evalcore.schemas.ids)
     target: str = "default"
     method: str | None = None
     top_k: int | None = Field(default=None, ge=1, le=1000)
@@ -74,9 +78,14 @@ class EvalConfig(BaseModel):
     # Options for scoring (evalcore.metrics.options): phrase lists, negative rules, snippet rule,
     # composite weights and budgets... Checked when the config is read, stored in the snapshot.
     score_options: dict[str, Any] = Field(default_factory=dict)
-    thresholds: dict[str, float | dict[str, float]] = Field(default_factory=dict)
+    # METRIC: minimum, or METRIC: {min: x, max: y}; finite numbers only (a NaN bound compares
+    # false with everything and would switch the check off)
+    thresholds: dict[str, FiniteNumber | dict[Literal["min", "max"], FiniteNumber]] = Field(default_factory=dict)
     baseline: str | None = None
     regression_alpha: float = Field(default=0.05, gt=0, lt=1)
+    # with a baseline: the share of the questions with a value on either side that must have one on
+    # both, or the gate fails as "compared too little" (evalcore.analysis.regression_gate)
+    min_paired: float = Field(default=0.9, gt=0, le=1)
     progress: bool = True
 
     @field_validator("methods", mode="before")
@@ -111,6 +120,19 @@ class EvalConfig(BaseModel):
             value = [v.strip() if isinstance(v, str) else v for v in value]
             value = [v for v in value if v != ""]
             return list(dict.fromkeys(value)) or None
+        return value
+
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _threshold_values(cls, value: Any) -> Any:
+        """A bound is a number: true/false and an empty {} would gate on nothing."""
+        if isinstance(value, dict):
+            for metric, spec in value.items():
+                bounds = spec.values() if isinstance(spec, dict) else [spec]
+                if isinstance(spec, dict) and not spec:
+                    raise ValueError(f"threshold {metric!r}: give a minimum, or {{min: X}} and/or {{max: Y}}")
+                if any(isinstance(b, bool) for b in bounds):
+                    raise ValueError(f"threshold {metric!r}: a bound must be a number, not true/false")
         return value
 
     @field_validator("score_options")

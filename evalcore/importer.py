@@ -26,6 +26,7 @@ from evalcore.errors import InputError, from_validation
 from evalcore.fingerprint import file_fingerprint
 from evalcore.import_fields import ALIASES, QUESTION_ONLY, RESPONSE_FIELDS, FieldReport
 from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
+from evalcore.schemas.ids import canonical_id, text_question_id
 from evalcore.schemas.storable import make_storable
 from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
 
@@ -62,11 +63,13 @@ def _canonical(rec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _question_id(rec: dict[str, Any]) -> str:
+    """The record's question id under the one id rule (evalcore.schemas.ids), so it finds its
+    question in the dataset whatever its Unicode form or outer spaces; derived from the
+    question text when absent."""
     qid = rec.get("question_id")
-    if qid is None or (isinstance(qid, str) and not qid.strip()):
-        text = str(rec.get("question") or "")
-        return "q-" + hashlib.sha1(text.strip().encode("utf-8")).hexdigest()[:12]
-    return str(qid)
+    if qid is None or (isinstance(qid, str) and not canonical_id(qid)):
+        return text_question_id(str(rec.get("question") or ""))
+    return canonical_id(str(qid))
 
 
 def _retrieved(rec: dict[str, Any], file: str, recno: int) -> list[dict[str, Any]]:
@@ -134,7 +137,7 @@ def _split(rec: dict[str, Any], file: str, recno: int, default_method: str,
     rec = _canonical(rec)
     qid = _question_id(rec)
     if rec.get("question_id") is None and rec.get("question") is not None:
-        qid = by_text.get(str(rec["question"]).strip(), qid)
+        qid = by_text.get(canonical_id(str(rec["question"])), qid)
     method = rec.get("method") or default_method
     q_rec: dict[str, Any] = {"id": qid}
     r_rec: dict[str, Any] = {"question_id": qid, "method": str(method)}
@@ -183,7 +186,7 @@ class RecordStream:
         self.file = str(path)
         self.default_method = default_method
         self.known = {q.id: q for q in dataset or []}
-        self.by_text = {q.question.strip(): q.id for q in self.known.values()}
+        self.by_text = {canonical_id(q.question): q.id for q in self.known.values()}
         self.seen: dict[str, tuple[bytes, bool]] = {}  # question id -> (text digest, has ground truth)
         self.keys: set[tuple[str, str]] = set()
         self.methods: set[str] = set()
@@ -204,7 +207,7 @@ class RecordStream:
             if key in self.keys:
                 raise InputError(self.file, f"second answer for question {key[1]!r} and method {key[0]!r}",
                                  record=recno, field="question_id")
-            digest = hashlib.sha1(question.question.strip().encode("utf-8")).digest()
+            digest = hashlib.sha1(canonical_id(question.question).encode("utf-8")).digest()
             has_truth = question.ground_truth is not None
             old = self.seen.get(question.id)
             if old is not None and old[0] != digest:

@@ -34,6 +34,7 @@ from evalcore.analysis import label_units as U
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError, StoreError, from_validation
 from evalcore.schemas import Annotation
+from evalcore.schemas.ids import canonical_id, match_name
 from evalcore.schemas.labels import RETRACTED, AnswerClass, Grade, claim_verdict, context_verdict
 from evalcore.store import RunStore, query_df
 
@@ -51,18 +52,29 @@ def _text(rec: dict[str, Any], name: str) -> str | None:
 
 
 class _Items:
-    """The labellable items of each (run, method, metric), loaded once per import."""
+    """The labellable items of each (run, method, metric), loaded once per import, keyed by the
+    question id under the id rule (evalcore.schemas.ids) -> (the id as stored, judge label): a
+    file's "café" finds the answer a run stored as "cafe\u0301"."""
 
     def __init__(self, store: RunStore):
         self.store = store
-        self.cache: dict[tuple[str, str, str], dict[tuple[str, str], str | None]] = {}
+        self.cache: dict[tuple[str, str, str], dict[tuple[str, str], tuple[str, str | None]]] = {}
+        self.methods: dict[str, list[str]] = {}
 
-    def get(self, run_id: str, method: str, metric: str) -> dict[tuple[str, str], str | None]:
+    def get(self, run_id: str, method: str, metric: str) -> dict[tuple[str, str], tuple[str, str | None]]:
         key = (run_id, method, metric)
         if key not in self.cache:
             items = U.label_items(self.store, run_id, method, metric)
-            self.cache[key] = {(q, ref): j for q, ref, j in zip(items.question_id, items.target_ref, items.judge_label)}
+            self.cache[key] = {(canonical_id(q), ref): (q, j)
+                               for q, ref, j in zip(items.question_id, items.target_ref, items.judge_label)}
         return self.cache[key]
+
+    def method(self, run_id: str, typed: str) -> str:
+        """The method `typed` names, as the run stores it (a run written before the id rule may
+        hold "alpha " or an NFD name); the canonical form when the run has no such method."""
+        if run_id not in self.methods:
+            self.methods[run_id] = self.store.manifest(run_id).methods
+        return match_name(typed, self.methods[run_id]) or canonical_id(typed)
 
 
 def _label(kind: str, raw: str, file: str, recno: int) -> str:
@@ -124,7 +136,8 @@ def parse(store: RunStore, path: str | Path) -> list[Annotation]:
                 runs[ref_in] = store.resolve(ref_in)
             except StoreError as exc:
                 _bad(file, recno, "run", str(exc))
-        run_id, method, qid, metric = runs[ref_in], _text(rec, "method"), _text(rec, "question_id"), _text(rec, "metric")
+        run_id, metric = runs[ref_in], _text(rec, "metric")
+        qid, method = canonical_id(_text(rec, "question_id")), items.method(run_id, _text(rec, "method"))
         unit = U.unit(metric)
         ref = _ref(unit, metric, _text(rec, "target"), file, recno)
         known = items.get(run_id, method, metric)
@@ -134,13 +147,14 @@ def parse(store: RunStore, path: str | Path) -> list[Annotation]:
         if (qid, ref) not in known:
             field = "target" if any(q == qid for q, _ in known) else "question_id"
             _bad(file, recno, field, f"no {metric} item {ref!r} for question {qid!r} of {run_id}/{method}")
+        stored_qid, judge_label = known[(qid, ref)]
         label = _label(unit.kind, _text(rec, "label"), file, recno)
         prob = _text(rec, "inclusion_prob")
         try:
             when = _text(rec, "when")
             a = Annotation(annotation_id=uuid.uuid4().hex, who=_text(rec, "who"),
-                           when=when or datetime.now(timezone.utc), run_id=run_id, method=method, question_id=qid,
-                           target_kind=unit.kind, target_ref=ref, judge_label=known[(qid, ref)], label=label,
+                           when=when or datetime.now(timezone.utc), run_id=run_id, method=method, question_id=stored_qid,
+                           target_kind=unit.kind, target_ref=ref, judge_label=judge_label, label=label,
                            note=_text(rec, "note"), sample_id=_text(rec, "sample_id"),
                            inclusion_prob=float(prob) if prob is not None and _is_number(prob) else prob)
         except ValidationError as exc:

@@ -14,6 +14,9 @@ run`'s, prefixed with `eval-` (pytest's options share one namespace):
 
 The session-scoped `rag_eval` fixture runs the evaluation once, scores it, checks the config's
 `thresholds` and (when `baseline` is set) significant regressions, and returns a GateOutcome.
+A gate that could not check something fails too: a threshold metric with no value, a method the
+baseline lacks, a metric compared on no question or on fewer than `min_paired` (config, default
+0.9) of the questions with a value on either side (evalcore.runner.gate).
 Gate failures fail the whole session (non-zero exit) and are listed in the terminal summary;
 `rag_eval.assert_ok()` also fails the calling test.
 """
@@ -93,7 +96,8 @@ def rag_eval(request: pytest.FixtureRequest) -> GateOutcome:
     config = _build_config(pconfig)
     store = RunStore(config.store)
     result = run_evaluation(config, store)
-    outcome = check_gate(store, result.run_id, config.thresholds, config.baseline, config.regression_alpha)
+    outcome = check_gate(store, result.run_id, config.thresholds, config.baseline, config.regression_alpha,
+                         config.min_paired)
     if result.status != "complete":
         outcome.failures.append(f"run {result.run_id} ended {result.status}")
     if (config.thresholds or config.baseline) and not result.scored:

@@ -6,15 +6,16 @@ Numbers people read are computed in evalcore.analysis, not here.
 from __future__ import annotations
 
 from evalcore.schemas import EvalQuestion, EvalResponse
+from evalcore.schemas.ids import STORED
 from evalcore.store import RunStore, query_df
 
 
 def run_questions(store: RunStore, run_id: str) -> list[EvalQuestion]:
     df = query_df(store, "SELECT record FROM questions WHERE run_id = ? ORDER BY question_id", [run_id], runs=[run_id])
-    return [EvalQuestion.model_validate_json(r) for r in df["record"]]
+    return [EvalQuestion.model_validate_json(r, context=STORED) for r in df["record"]]
 
 
 def run_responses(store: RunStore, run_id: str, method: str | None = None) -> list[EvalResponse]:
     sql = "SELECT record FROM responses WHERE run_id = ? AND (? IS NULL OR method = ?) ORDER BY method, question_id"
     df = query_df(store, sql, [run_id, method, method], runs=[run_id])
-    return [EvalResponse.model_validate_json(r) for r in df["record"]]
+    return [EvalResponse.model_validate_json(r, context=STORED) for r in df["record"]]

@@ -23,7 +23,7 @@ def test_answers_always_start_with_ground_truth():
 
 @pytest.mark.parametrize("bad", [
     {"id": "q", "question": "   "},
-    {"id": " q", "question": "x"},
+    {"id": " \u3000", "question": "x"},  # blank under the id rule (" q" is "q": tests/test_id_normalisation.py)
     {"id": True, "question": "x"},
     {"id": "q", "question": "x", "unknown_field": 1},
     {"id": "q", "question": "x", "recency_conflict_rule": "cite_older"},

@@ -41,12 +41,15 @@ from evalcore.stats.resample import (
     paired_mean_cis,
     randomization_test,
 )
+from evalcore.analysis.regression_gate import known_metric, missing_metrics_message, regressions  # noqa: F401
 from evalcore.analysis.side_by_side import SideBySide, side_by_side
 from evalcore.analysis.verdict import minimum_detectable_effect, span
+from evalcore.schemas.ids import id_sql, match_name
 from evalcore.store import RunStore, query_df, wide_columns
 from evalcore.store.wide import value_expr
 
 EPS = 1e-12
+_QID = id_sql("question_id")  # questions pair under the id rule (evalcore.schemas.ids)
 ALPHA = 0.05  # compare's default significance level (the Compare page uses it)
 
 
@@ -88,9 +91,10 @@ def parse_selections(store: RunStore, refs: Sequence[str]) -> list[Selection]:
         run_id = store.resolve(run_ref)
         methods = Q.run_methods(store, run_id)
         if method:
-            if method not in methods:
+            stored = match_name(method, methods)  # the id rule: "alpha " / NFD name the stored method
+            if stored is None:
                 raise EvalcoreError(f"run {run_id} has no method {method!r}; it has: {', '.join(methods)}")
-            out.append(Selection(run_id, method))
+            out.append(Selection(run_id, stored))
         else:
             out.extend(Selection(run_id, m) for m in methods)
     if len(out) < 2:
@@ -102,10 +106,11 @@ def parse_selections(store: RunStore, refs: Sequence[str]) -> list[Selection]:
 
 def _answered_apart(store: RunStore, base: Selection, cand: Selection) -> tuple[list[str], list[str], int]:
     """(questions only the baseline answered, only the candidate answered, questions either
-    answered), from SQL: two sets of 100,000 ids built in Python took a quarter of `compare`."""
-    rows = query_df(store, """
-        WITH a AS (SELECT DISTINCT question_id FROM responses WHERE run_id = $ra AND method = $ma),
-             b AS (SELECT DISTINCT question_id FROM responses WHERE run_id = $rb AND method = $mb)
+    answered), from SQL: two sets of 100,000 ids built in Python took a quarter of `compare`.
+    Ids are compared under the id rule (evalcore.schemas.ids), as the pairs are."""
+    rows = query_df(store, f"""
+        WITH a AS (SELECT DISTINCT {_QID} AS question_id FROM responses WHERE run_id = $ra AND method = $ma),
+             b AS (SELECT DISTINCT {_QID} AS question_id FROM responses WHERE run_id = $rb AND method = $mb)
         SELECT coalesce(a.question_id, b.question_id) AS question_id, a.question_id IS NOT NULL AS in_a,
                b.question_id IS NOT NULL AS in_b, count(*) OVER () AS n_union
         FROM a FULL JOIN b USING (question_id)
@@ -135,31 +140,13 @@ def _scored(store: RunStore, sels: Sequence[Selection]) -> dict[Selection, dict[
 
 
 def _pairs(store: RunStore, base: Selection, cand: Selection,
-           metrics: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+           metrics: Sequence[str]) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], dict[str, tuple[int, int]]]:
     """Per metric, the (baseline, candidate) values of the questions both scored, in question_id
-    order (seeded resampling draws the same pairs wherever a comparison is computed)."""
+    order (seeded resampling draws the same pairs wherever a comparison is computed); and per
+    metric how many questions have a value on each side (what the gate's coverage rule reads)."""
     both = side_by_side(store, base.label, cand.label, metrics)
-    return {m: both.pairs(m) for m in metrics}
-
-
-def _missing_metrics_message(missing: list[str], scored: set[str], base: str, cand: str) -> str:
-    """Why metrics cannot be compared: unknown names (with a 'did you mean'), or known metrics
-    not scored on both sides (score them first)."""
-    import difflib
-
-    from evalcore.metrics.registry import METRICS
-
-    known = set(METRICS) | scored
-    parts = []
-    unknown = [m for m in missing if m not in known]
-    for m in unknown:
-        close = difflib.get_close_matches(m, sorted(known), n=3, cutoff=0.6)
-        parts.append(f"no such metric {m!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
-    unscored = [m for m in missing if m in known]
-    if unscored:
-        parts.append(f"metric(s) {', '.join(unscored)} not scored for both {base} and {cand} "
-                     f"(run `evalcore score` first)")
-    return "; ".join(parts)
+    valued = {m: (int(np.sum(~np.isnan(both.a[m]))), int(np.sum(~np.isnan(both.b[m])))) for m in metrics}
+    return {m: both.pairs(m) for m in metrics}, valued
 
 
 def compare_pair(a: np.ndarray, b: np.ndarray, higher_is_better: bool, n_boot: int, n_perm: int,
@@ -219,8 +206,12 @@ def tested_rows(pairs: dict[str, tuple[np.ndarray, np.ndarray]], base: str, cand
 
 def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics: Sequence[str] | None = None,
             n_boot: int = DEFAULT_BOOT, n_perm: int = DEFAULT_PERM, seed: int = 0,
-            alpha: float = 0.05, with_run_level: bool = True) -> Comparison:
-    """Compare every selection after the first with the first (the baseline)."""
+            alpha: float = 0.05, with_run_level: bool = True, gated: Sequence[str] = ()) -> Comparison:
+    """Compare every selection after the first with the first (the baseline).
+
+    A metric of `metrics` not stored on both sides is an error, unless it is `gated` and a
+    known metric: then it is compared on 0 pairs, and the gate says it compared nothing
+    (evalcore.analysis.regression_gate). An unknown name is an error either way."""
     sels = list(refs) if refs and isinstance(refs[0], Selection) else parse_selections(store, refs)  # type: ignore[arg-type]
     base, cands = sels[0], sels[1:]
     # which metrics each side has rows for, from the summaries; the pairs from metric_wide
@@ -232,20 +223,23 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
             names = sorted(m for m in set(scored[base]) & set(scored[cand]) if scored[base][m] or scored[cand][m])
         else:
             names = list(metrics)
-            missing_names = [m for m in names if m not in scored[base] or m not in scored[cand]]
+            stored = set(scored[base]) | set(scored[cand])
+            missing_names = [m for m in names if (m not in scored[base] or m not in scored[cand])
+                             and not (m in gated and known_metric(m, stored))]
             if missing_names:
-                raise EvalcoreError(_missing_metrics_message(missing_names, set(scored[base]) | set(scored[cand]),
-                                                             base.label, cand.label))
-        pairs = _pairs(store, base, cand, names)
+                raise EvalcoreError(missing_metrics_message(missing_names, set(scored[base]) | set(scored[cand]),
+                                                            base.label, cand.label))
+        pairs, valued = _pairs(store, base, cand, names)
         only_base, only_cand, n_union = _answered_apart(store, base, cand)
         unpaired[cand.label] = {"only_in_baseline": only_base, "only_in_candidate": only_cand}
         cand_rows = tested_rows(pairs, base.label, cand.label, n_boot, n_perm, seed, alpha)
         for r in cand_rows:
             r["missing"] = n_union - r["n_pairs"]
+            r["n_baseline"], r["n_candidate"] = valued[r["metric"]]  # questions with a value, per side
         rows.extend(cand_rows)
     cols = ["baseline", "candidate", "metric", "higher_is_better", "n_pairs", "mean_a", "mean_b", "delta",
             "ci_low", "ci_high", "test", "p_value", "p_holm", "significant", "improved", "regressed",
-            "unchanged", "missing", "sd_diff", "span", "mde"]
+            "unchanged", "missing", "sd_diff", "span", "mde", "n_baseline", "n_candidate"]
     table = pd.DataFrame(rows, columns=cols)
     return Comparison(base, cands, table, unpaired, run_level=run_level(store, sels) if with_run_level else None,
                       alpha=alpha)
@@ -280,17 +274,6 @@ def pareto(comparison: Comparison) -> tuple[pd.DataFrame, list[str]]:
     """The Pareto front over the comparison's selections (quality up, cost and latency down)."""
     points = comparison.run_level.to_dict("records") if comparison.run_level is not None else []
     return pareto_front([{k: p[k] for k in ("label", "quality", "cost", "latency")} for p in points])
-
-
-def regressions(comparison: Comparison, metric: str, min_delta: float = 0.0) -> pd.DataFrame:
-    """Rows where `metric` got worse by more than min_delta AND the Holm-adjusted p < alpha."""
-    t = comparison.table
-    rows = t[t.metric == metric]
-    if rows.empty:
-        raise EvalcoreError(f"metric {metric!r} was not compared (compared: {', '.join(sorted(set(t.metric)))})")
-    worse = np.where(rows.higher_is_better, -rows.delta, rows.delta)
-    mask = (worse > min_delta) & rows.significant.astype(bool)
-    return rows[mask]
 
 
 # ---- per-question views of one pair (the Compare page; the CLI prints `compare`) ------------
@@ -364,9 +347,9 @@ def _changed_sql(value: str, top: bool) -> str:
     `top` (no text to search), `c` joins the question texts to the first $limit of them only,
     not to every changed question (tens of thousands at 100,000 questions)."""
     return f"""
-    WITH a AS (SELECT question_id, {value} AS value FROM metric_wide WHERE run_id = $ra AND method = $ma
+    WITH a AS (SELECT {_QID} AS question_id, {value} AS value FROM metric_wide WHERE run_id = $ra AND method = $ma
                AND {value} IS NOT NULL),
-         b AS (SELECT question_id, {value} AS value FROM metric_wide WHERE run_id = $rb AND method = $mb
+         b AS (SELECT {_QID} AS question_id, {value} AS value FROM metric_wide WHERE run_id = $rb AND method = $mb
                AND {value} IS NOT NULL),
          j AS (SELECT question_id, a.value AS base, b.value AS cand, (b.value - a.value) AS delta
                FROM a FULL JOIN b USING (question_id)),
@@ -380,7 +363,7 @@ def _changed_sql(value: str, top: bool) -> str:
          c AS (SELECT p.question_id, q.category, q.question_type, p.base, p.cand, p.delta,
                       left(q.question, 120) AS question
                FROM {'top' if top else 'picked'} p
-               LEFT JOIN questions q ON q.run_id = $ra AND q.question_id = p.question_id
+               LEFT JOIN questions q ON q.run_id = $ra AND {id_sql("q.question_id")} = p.question_id
                WHERE $text IS NULL OR strpos(lower(concat_ws(' ', p.question_id, q.question)), lower($text)) > 0)
 """
 
@@ -423,10 +406,10 @@ def changed_count(store: RunStore, base: str, cand: str, metric: str, outcome: s
 def answers(store: RunStore, keys: tuple[str, ...], question_id: str) -> pd.DataFrame:
     """The question, its ground truth and each system's answer to it."""
     runs = sorted({k.partition(":")[0] for k in keys})
-    return query_df(store, """
+    return query_df(store, f"""
         SELECT r.run_id || ':' || r.method AS system, r.answer, q.question, q.ground_truth
         FROM responses r LEFT JOIN questions q USING (run_id, question_id)
-        WHERE r.question_id = $q AND list_contains($keys, r.run_id || ':' || r.method)""",
+        WHERE {id_sql("r.question_id")} = {id_sql("$q")} AND list_contains($keys, r.run_id || ':' || r.method)""",
         {"q": question_id, "keys": list(keys)}, runs=runs)
 
 

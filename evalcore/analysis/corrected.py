@@ -30,6 +30,7 @@ import pandas as pd
 
 from evalcore.analysis import label_units as U
 from evalcore.errors import EvalcoreError
+from evalcore.schemas.ids import canonical_id
 from evalcore.store import RunStore
 
 MIN_LABELS = 50
@@ -166,7 +167,9 @@ def corrected_delta(store: RunStore, base: tuple[str, str], cand: tuple[str, str
     their 95% CIs and verdicts (better / worse / no clear difference: the CI's sign, unadjusted)."""
     a = U.answers(store, *base, metric)
     b = U.answers(store, *cand, metric)
-    m = a.merge(b, on="question_id", suffixes=("_a", "_b"))
+    # paired under the id rule (evalcore.schemas.ids), as `compare` pairs
+    m = a.assign(question_id=a.question_id.map(canonical_id)).merge(
+        b.assign(question_id=b.question_id.map(canonical_id)), on="question_id", suffixes=("_a", "_b"))
     dhat = (m.judge_b - m.judge_a).to_numpy(float)
     both = (m.sampled_a & m.sampled_b & m.human_a.notna() & m.human_b.notna()).to_numpy()
     d = (m.human_b - m.human_a).to_numpy(float)[both]

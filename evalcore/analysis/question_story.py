@@ -29,13 +29,14 @@ def gold_hits(question_record: str | None, response_record: str | None) -> dict[
     matching the retrieval metrics use); None when the question has no gold passages."""
     from evalcore.metrics.matching import judge_ranking, ranked_chunks
     from evalcore.schemas import EvalQuestion, EvalResponse
+    from evalcore.schemas.ids import STORED
 
     if not isinstance(question_record, str) or not isinstance(response_record, str):
         return None
-    question = EvalQuestion.model_validate_json(question_record)
+    question = EvalQuestion.model_validate_json(question_record, context=STORED)
     if not question.gold_passages:
         return None
-    response = EvalResponse.model_validate_json(response_record)
+    response = EvalResponse.model_validate_json(response_record, context=STORED)
     try:
         chunks = ranked_chunks(response)
     except Exception:  # a ranking the metrics refuse (duplicate ids) has no gold reading either

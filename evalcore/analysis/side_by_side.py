@@ -8,6 +8,10 @@ Compare page, ~0.3 s more for the tested metrics' pairs, paid on every cold page
 (the two reads at once) and lining them up on question_id gives every metric's pairs, and the
 per-metric counts and means are numpy over the columns.
 
+Questions pair on their ids under the id rule (evalcore.schemas.ids: NFC, no outer spaces), in
+SQL, so runs stored before the rule with the same ids in another Unicode form still pair. (Two
+stored ids of one system that are one id under the rule: the later in question_id order counts.)
+
 Missing is missing: metric_wide is NULL both where a metric has no row and where its value is
 NaN (the reason stays in `metrics`). Every comparison treats the two alike — a question enters
 a metric's pairs only with a number on both sides — so the answers are the ones the long table
@@ -22,6 +26,7 @@ from typing import Sequence
 
 import numpy as np
 
+from evalcore.schemas.ids import id_sql
 from evalcore.store import open_db, wide_columns
 from evalcore.store.wide import VALUE_PREFIX, value_expr
 
@@ -100,7 +105,9 @@ def side_by_side(store, base: str, cand: str, metrics: Sequence[str] | None = No
     names = stored_metrics(present) if metrics is None else list(dict.fromkeys(metrics))
     # columns are named by position: the metric names never need to be column names here
     cols = "".join(f", {value_expr(m, present)} AS v{i}" for i, m in enumerate(names))
-    sql = f"SELECT question_id{cols} FROM metric_wide WHERE run_id = $run AND method = $method"
+    # questions pair on their ids under the id rule (evalcore.schemas.ids), so two runs stored by
+    # an older evalcore with the same ids in NFC and NFD still pair
+    sql = f"SELECT {id_sql('question_id')} AS question_id{cols} FROM metric_wide WHERE run_id = $run AND method = $method"
 
     def read(side: tuple[str, str]) -> dict[str, np.ndarray]:
         with open_db(store, runs=runs) as con:

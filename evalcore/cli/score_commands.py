@@ -1,8 +1,10 @@
 """`evalcore score` and `evalcore compare`: thin wrappers over evalcore.scoring and evalcore.analysis.
 
-Exit codes: 0 ok; 1 when `compare --fail-on-regression` finds a regression that is significant
-after Holm correction (so CI can gate on it), or when a metric raised during `score` (its values
-are stored as NaN with the error as reason); 2 for usage/data errors (EvalcoreError).
+Exit codes: 0 ok; 1 when `compare --fail-on-regression` fails: a gated metric regressed
+significantly after Holm correction, or compared nothing / too little to tell (no question, or
+fewer than --min-paired of them, with a value on both sides: evalcore.analysis.regression_gate);
+1 also when a metric raised during `score` (its values are stored as NaN with the error as
+reason); 2 for usage/data errors (EvalcoreError: an unknown metric or run, a non-finite threshold).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Optional
 
 import typer
 
+from evalcore.analysis.regression_gate import DEFAULT_MIN_PAIRED
 from evalcore.cli.context import state
 from evalcore.cli.vocabulary import Engine, deprecated
 from evalcore.errors import EvalcoreError
@@ -193,12 +196,52 @@ def _print_means(store, report) -> None:
                  "(mean per method, scored/answers)", ["metric", *methods, "not scored because"], rows)
 
 
-def _parse_gate(value: str) -> tuple[str, float]:
-    name, _, delta = value.partition(":")
-    try:
-        return name, float(delta) if delta else 0.0
-    except ValueError as exc:
-        raise EvalcoreError(f"--fail-on-regression {value!r}: MIN_DELTA must be a number") from exc
+def _json_report(store, result, verdicts: dict, front, gate, corrected_metrics: list[str] | None) -> dict:
+    """`compare --json`: the comparison, its verdicts, the Pareto front, what failed the gate."""
+    out = result.to_dict()
+    out["verdicts"] = verdicts
+    if front is not None:
+        out["pareto"] = {"points": json.loads(front[0].to_json(orient="records", double_precision=15)),
+                         "dropped_axes": front[1]}
+    out["regressions"] = gate.regressions
+    out["not_compared"] = gate.not_compared
+    if corrected_metrics is not None:
+        from evalcore.analysis.corrected import corrected_compare
+
+        sels = [result.baseline, *result.candidates]
+        table = corrected_compare(store, (sels[0].run_id, sels[0].method), [(x.run_id, x.method) for x in sels[1:]],
+                                  corrected_metrics)
+        out["corrected"] = json.loads(table.to_json(orient="records", double_precision=15))
+    return out
+
+
+def _print_comparison(result, verdicts: dict, short: dict, one_run: bool, front) -> None:
+    """`compare` in the terminal: the verdicts first, then the table, unpaired questions, the front."""
+    t = result.table
+    for v in verdicts.values():  # the verdict first: what a reader came for
+        for warning in v["warnings"]:
+            typer.echo(f"WARNING not comparable as scored: {warning}")
+        typer.echo(v["summary"])
+    outcome = {(label, line["metric"]): line["outcome"] for label, v in verdicts.items() for line in v["lines"]}
+    rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
+             f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),
+             f"{r.improved}/{r.regressed}/{r.unchanged}/{r.missing}", str(r.n_pairs),
+             outcome.get((r.candidate, r.metric), "")] for r in t.itertuples()]
+    _print_table(f"baseline {result.baseline.label}" + (" (candidates: methods of the same run)" if one_run else ""),
+                 ["candidate", "metric", "baseline", "candidate", "Δ", "95% CI", "p (Holm)",
+                  "better/worse/same/missing", "n", "verdict"], rows)
+    for label, ids in result.unpaired.items():
+        if ids["only_in_baseline"] or ids["only_in_candidate"]:
+            typer.echo(f"{label}: unpaired questions: {len(ids['only_in_baseline'])} only in baseline, "
+                       f"{len(ids['only_in_candidate'])} only in candidate", err=True)
+    if front is not None:
+        df, dropped = front
+        _print_table("Pareto front (quality ↑, cost ↓, latency ↓)",
+                     ["selection", "quality", "cost", "latency p50", "on front", "dominated by"],
+                     [[short.get(p.label, p.label), _fmt(p.quality), _fmt(p.cost, 6), _fmt(p.latency, 1), str(p.on_front),
+                       p.dominated_by] for p in df.itertuples()])
+        if dropped:
+            typer.echo(f"Pareto axes dropped (missing values): {', '.join(dropped)}", err=True)
 
 
 def compare_cmd(
@@ -211,82 +254,53 @@ def compare_cmd(
                                   help="Print a Markdown report (for a pull request or $GITHUB_STEP_SUMMARY)."),
     show_pareto: bool = typer.Option(False, "--pareto", help="Also show the quality/cost/latency Pareto front."),
     fail_on_regression: Optional[list[str]] = typer.Option(
-        None, "--fail-on-regression", help="METRIC[:MIN_DELTA]; exit 1 if it regresses significantly (Holm)."),
+        None, "--fail-on-regression", help="METRIC[:MIN_DELTA]; exit 1 if it regresses significantly (Holm), "
+                                           "or if it could not be compared (see --min-paired)."),
+    min_paired: float = typer.Option(
+        DEFAULT_MIN_PAIRED, "--min-paired", help="With --fail-on-regression: the share of the questions with a "
+                                                 "value on either side that must have one on both (default 0.9); "
+                                                 "fewer fails the gate."),
     seed: int = typer.Option(0, "--seed", help="Seed for bootstrap and randomization."),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level after Holm correction."),
     corrected: bool = typer.Option(False, "--corrected",
                                    help="Also judge Δ vs human-corrected Δ from randomly sampled labels."),
 ) -> None:
     """Compare methods/runs paired on question_id: Δ, CI, p (Holm-adjusted), win/loss counts."""
-    from evalcore.analysis.compare import compare, parse_selections, pareto, regressions
+    from evalcore.analysis.compare import compare, parse_selections, pareto
+    from evalcore.analysis.regression_gate import check_alpha, check_min_paired, gate_result, parse_gate
     from evalcore.analysis.report_data import comparison_verdicts, short_names
     from evalcore.analysis.verdict import default_tested_metrics
 
+    gates = [parse_gate(g) for g in fail_on_regression or []]  # refused before anything is read
+    alpha, min_paired = check_alpha(alpha), check_min_paired(min_paired)
     store = state.store()
-    gates = [_parse_gate(g) for g in fail_on_regression or []]
     sels = parse_selections(store, selections)
     wanted = _split(metrics) or default_tested_metrics(store, [x.label for x in sels])
-    wanted = list(dict.fromkeys(wanted + [g[0] for g in gates]))
-    result = compare(store, sels, metrics=wanted, seed=seed, alpha=alpha)
+    wanted = list(dict.fromkeys(wanted + [g.metric for g in gates]))
+    result = compare(store, sels, metrics=wanted, seed=seed, alpha=alpha, gated=[g.metric for g in gates])
     one_run = len({x.run_id for x in sels}) == 1
     short = short_names(sels)
     verdicts = comparison_verdicts(store, result, short)  # `evalcore report` says the same
-    failures = []
-    for name, min_delta in gates:
-        bad = regressions(result, name, min_delta)
-        failures.extend(f"{r.candidate}: {name} Δ={r.delta:+.4f} (p_holm={r.p_holm:.4g})" for r in bad.itertuples())
+    gate = gate_result(result, gates, min_paired)
     front = pareto(result) if show_pareto else None
     if as_json:
-        out = result.to_dict()
-        out["verdicts"] = verdicts
-        if front is not None:
-            out["pareto"] = {"points": json.loads(front[0].to_json(orient="records", double_precision=15)), "dropped_axes": front[1]}
-        out["regressions"] = failures
-        if corrected:
-            from evalcore.analysis.corrected import corrected_compare
-
-            sels = [result.baseline, *result.candidates]
-            table = corrected_compare(store, (sels[0].run_id, sels[0].method), [(x.run_id, x.method) for x in sels[1:]],
-                                      wanted)
-            out["corrected"] = json.loads(table.to_json(orient="records", double_precision=15))
+        out = _json_report(store, result, verdicts, front, gate, wanted if corrected else None)
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
     elif markdown:
         from evalcore.analysis.report import comparison_markdown
 
         typer.echo(comparison_markdown(result, {x.label: x.method for x in sels} if one_run else None), nl=False)
     else:
-        t = result.table
-        for v in verdicts.values():  # the verdict first: what a reader came for
-            for warning in v["warnings"]:
-                typer.echo(f"WARNING not comparable as scored: {warning}")
-            typer.echo(v["summary"])
-        outcome = {(label, line["metric"]): line["outcome"] for label, v in verdicts.items() for line in v["lines"]}
-        rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
-                 f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),
-                 f"{r.improved}/{r.regressed}/{r.unchanged}/{r.missing}", str(r.n_pairs),
-                 outcome.get((r.candidate, r.metric), "")] for r in t.itertuples()]
-        _print_table(f"baseline {result.baseline.label}" + (" (candidates: methods of the same run)" if one_run else ""),
-                     ["candidate", "metric", "baseline", "candidate", "Δ", "95% CI", "p (Holm)",
-                      "better/worse/same/missing", "n", "verdict"], rows)
-        for label, ids in result.unpaired.items():
-            if ids["only_in_baseline"] or ids["only_in_candidate"]:
-                typer.echo(f"{label}: unpaired questions: {len(ids['only_in_baseline'])} only in baseline, "
-                           f"{len(ids['only_in_candidate'])} only in candidate", err=True)
-        if front is not None:
-            df, dropped = front
-            _print_table("Pareto front (quality ↑, cost ↓, latency ↓)",
-                         ["selection", "quality", "cost", "latency p50", "on front", "dominated by"],
-                         [[short.get(p.label, p.label), _fmt(p.quality), _fmt(p.cost, 6), _fmt(p.latency, 1), str(p.on_front),
-                           p.dominated_by] for p in df.itertuples()])
-            if dropped:
-                typer.echo(f"Pareto axes dropped (missing values): {', '.join(dropped)}", err=True)
+        _print_comparison(result, verdicts, short, one_run, front)
         if corrected:
             from evalcore.cli.label_commands import print_corrected_compare
 
             print_corrected_compare(store, sels, wanted)
-    if failures:
-        for f in failures:
-            typer.echo(f"REGRESSION {f}", err=True)
+    for line in gate.not_compared:
+        typer.echo(f"NOT COMPARED {line}", err=True)
+    for line in gate.regressions:
+        typer.echo(f"REGRESSION {line}", err=True)
+    if gate.failed:
         raise typer.Exit(code=1)
 
 

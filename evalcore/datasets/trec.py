@@ -20,6 +20,7 @@ import numpy as np
 from evalcore.datasets.native import DUPLICATE_HINT, OnDuplicate, check_on_duplicate, warn_dropped
 from evalcore.errors import DroppedDuplicate, InputError
 from evalcore.schemas import EvalQuestion, GoldPassage
+from evalcore.schemas.ids import canonical_id
 
 RUN_FIELDS = ("qid", "q0", "docno", "rank", "score", "tag")
 QRELS_FIELDS = ("qid", "iter", "docno", "rel")
@@ -185,7 +186,7 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     table = read_qrels_table(path)
     out: dict[str, dict[str, int]] = {}
     for row, (qid, docno, rel) in enumerate(zip(*(table.column(c).to_pylist() for c in ("qid", "docno", "rel")))):
-        judged = out.setdefault(qid, {})
+        judged = out.setdefault(canonical_id(qid), {})  # the id rule: pairs with the topics' ids
         if docno in judged:
             raise InputError(str(path), f"document {docno!r} is judged twice for query {qid!r}",
                              record=line_of_row(path, row), field="docno")
@@ -198,7 +199,7 @@ def read_run(path: str | Path) -> dict[str, dict[str, float]]:
     table = read_run_table(path)
     out: dict[str, dict[str, float]] = {}
     for row, (qid, docno, score) in enumerate(zip(*(table.column(c).to_pylist() for c in ("qid", "docno", "score")))):
-        ranked = out.setdefault(qid, {})
+        ranked = out.setdefault(canonical_id(qid), {})
         if docno in ranked:
             raise InputError(str(path), f"document {docno!r} is listed twice for query {qid!r}",
                              record=line_of_row(path, row), field="docno")
@@ -225,7 +226,7 @@ def read_topics(path: str | Path, on_duplicate: OnDuplicate = "error") -> dict[s
         if not line.strip():
             continue
         qid, sep, query = line.partition("\t")
-        qid, query = qid.strip(), query.strip()
+        qid, query = canonical_id(qid), query.strip()
         if not sep:
             raise InputError(str(path), "expected 'qid<TAB>query'", record=lineno)
         if not qid:

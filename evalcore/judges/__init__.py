@@ -19,6 +19,7 @@ from evalcore.judges.backends import AnthropicBackend, OpenAIBackend
 from evalcore.judges.cache import JudgeCache
 from evalcore.judges.client import Judge, JudgeTask, LLMJudge, Outcome
 from evalcore.judges.offline.judge import HeuristicJudge
+from evalcore.schemas.ids import canonical_id
 
 # A dated (pinned) id that is not deprecated and has no adaptive thinking eating max_tokens.
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5-20251001"
@@ -49,7 +50,7 @@ def make_judge(spec: str | None, store=None, *, prices: dict | None = None, conc
     Concurrency defaults to EVALCORE_JUDGE_CONCURRENCY or 16 requests in flight (a judge call
     waits ~1 s on the network; 429s are retried after the provider's Retry-After).
     """
-    spec = (spec or DEFAULT_JUDGE).strip()
+    spec = canonical_id(spec or DEFAULT_JUDGE)  # as typed: the id rule (evalcore.schemas.ids)
     conc = int(concurrency or os.environ.get("EVALCORE_JUDGE_CONCURRENCY") or DEFAULT_CONCURRENCY)
     if spec == "heuristic":
         return HeuristicJudge(concurrency=conc)

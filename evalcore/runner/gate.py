@@ -5,14 +5,22 @@ a bare number is a minimum. Every method of the run must meet every threshold; a
 run did not score is a failure (a gate must not pass because a metric silently went missing).
 A regression is a paired comparison (evalcore.analysis.compare: bootstrap CI, randomization or
 McNemar test, Holm-corrected) of the same method on the same questions that is significantly
-worse than the baseline run.
+worse than the baseline run. The comparison must have compared something (the rule of
+evalcore.analysis.regression_gate, as `evalcore compare --fail-on-regression` applies it): a
+method the baseline lacks, a metric with no value on a side, ids that pair on no question, or
+fewer pairs than `min_paired` of the questions with a value on either side fail the gate. A bound
+that is not a finite number is refused (a NaN compares false with everything).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalcore.analysis.regression_gate import DEFAULT_MIN_PAIRED, check_alpha, check_min_paired, coverage_problem
+from evalcore.errors import EvalcoreError
+from evalcore.schemas.ids import match_name
 from evalcore.store import RunStore
 
 
@@ -33,13 +41,21 @@ class GateOutcome:
             raise AssertionError("RAG quality gate failed:\n  " + "\n  ".join(self.failures))
 
 
-def _bounds(spec: Any) -> tuple[float | None, float | None]:
+def _finite(metric: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise EvalcoreError(f"threshold {metric!r}: {value!r} is not a finite number")
+    return float(value)
+
+
+def _bounds(metric: str, spec: Any) -> tuple[float | None, float | None]:
     if isinstance(spec, dict):
         unknown = set(spec) - {"min", "max"}
-        if unknown:
-            raise ValueError(f"threshold keys must be min/max, got {sorted(unknown)}")
-        return spec.get("min"), spec.get("max")
-    return float(spec), None
+        if unknown or not spec:
+            raise EvalcoreError(f"threshold {metric!r}: keys must be min and/or max, got {sorted(spec)}")
+        return _finite(metric, spec.get("min")), _finite(metric, spec.get("max"))
+    return _finite(metric, spec), None
 
 
 def method_means(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
@@ -51,11 +67,12 @@ def method_means(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
 
 
 def check_gate(store: RunStore, run_id: str, thresholds: dict[str, Any], baseline: str | None = None,
-               alpha: float = 0.05) -> GateOutcome:
+               alpha: float = 0.05, min_paired: float = DEFAULT_MIN_PAIRED) -> GateOutcome:
+    bounds = {metric: _bounds(metric, spec) for metric, spec in thresholds.items()}  # all refused up front
+    alpha, min_paired = check_alpha(alpha, "regression_alpha"), check_min_paired(min_paired, "min_paired")
     outcome = GateOutcome(run_id=run_id, store_root=str(store.root), means=method_means(store, run_id))
     methods = store.manifest(run_id).methods
-    for metric, spec in thresholds.items():
-        low, high = _bounds(spec)
+    for metric, (low, high) in bounds.items():
         for method in methods:
             value = outcome.means.get(method, {}).get(metric)
             if value is None:
@@ -65,21 +82,34 @@ def check_gate(store: RunStore, run_id: str, thresholds: dict[str, Any], baselin
             elif high is not None and value > high:
                 outcome.failures.append(f"{method}: {metric} = {value:.4f} is above the maximum {high}")
     if baseline:
-        _regressions(store, outcome, methods, store.resolve(baseline), list(thresholds) or None, alpha)
+        _regressions(store, outcome, methods, store.resolve(baseline), list(thresholds) or None, alpha, min_paired)
     return outcome
 
 
 def _regressions(store: RunStore, outcome: GateOutcome, methods: list[str], baseline: str,
-                 metrics: list[str] | None, alpha: float) -> None:
+                 metrics: list[str] | None, alpha: float, min_paired: float) -> None:
     from evalcore.analysis.compare import Selection, compare
 
-    base_methods = set(store.manifest(baseline).methods)
+    base_methods = store.manifest(baseline).methods
     for method in methods:
-        if method not in base_methods:
+        base_method = match_name(method, base_methods)  # the id rule: an older run's "m " is m
+        if base_method is None:
+            outcome.failures.append(f"{method}: baseline {baseline} has no method {method!r} "
+                                    f"(it has: {', '.join(base_methods) or 'none'}); nothing to compare it with")
             continue
-        table = compare(store, [Selection(baseline, method), Selection(outcome.run_id, method)],
-                        metrics=metrics, alpha=alpha).table
+        try:
+            table = compare(store, [Selection(baseline, base_method), Selection(outcome.run_id, method)],
+                            metrics=metrics, alpha=alpha, gated=metrics or ()).table
+        except EvalcoreError as exc:  # an unknown metric name: the gate cannot check it
+            outcome.failures.append(f"{method}: cannot compare with baseline {baseline}: {exc}")
+            continue
+        if table.empty:
+            outcome.failures.append(f"{method}: compared nothing with baseline {baseline}: no metric is "
+                                    "scored on both sides")
         for row in table.to_dict("records"):
+            problem = coverage_problem(row, min_paired)
+            if problem:
+                outcome.failures.append(f"{method}: {row['metric']} vs baseline {baseline} {problem}")
             worse = row["delta"] < 0 if row["higher_is_better"] else row["delta"] > 0
             if row["significant"] and worse:
                 outcome.regressions.append(row)

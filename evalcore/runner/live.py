@@ -34,6 +34,7 @@ from evalcore.queries import run_questions
 from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs, target_clients
 from evalcore.runner.question_selection import collect_questions
 from evalcore.schemas import EvalQuestion, RunManifest
+from evalcore.schemas.ids import canonical_id
 from evalcore.schemas.storable import make_storable, storable_note
 from evalcore.secret_urls import MASK
 from evalcore.store import FORMAT_VERSION, RunStore, RunWriter, new_run_id, query_df
@@ -353,6 +354,10 @@ def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig |
                                 "pass the same --config to resume (prefer ${ENV_NAME} headers)")
     writer = store.open_run(run_id)
     questions = _questions_for_resume(store, writer, manifest, config)
+    if any(q.id != canonical_id(q.id) for q in questions):  # new answers would get other ids
+        raise EvalcoreError(f"run {run_id} was written by an older evalcore with question ids not in the "
+                            "canonical form (NFC, no outer spaces: docs/data-formats.md); it cannot be "
+                            "resumed, start a new run")
     done = _existing_done(store, run_id)
     if manifest.status == "complete" and not plan_jobs(questions, config.methods, done):
         result = RunResult(run_id=run_id, status="complete", store_root=str(store.root),

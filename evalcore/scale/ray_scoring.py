@@ -42,6 +42,7 @@ from evalcore.queries import run_questions
 from evalcore.store import query_df
 from evalcore.scale.ray_session import ray_session
 from evalcore.schemas import EvalQuestion, EvalResponse
+from evalcore.schemas.ids import STORED
 from evalcore.scoring import (
     COMPOSITE,
     DEFAULT_CHUNK,
@@ -89,7 +90,7 @@ class _Scorer:
         registry = _registry()
         self.specs = [registry[name] for name in metric_names]
         self.options = dict(options)
-        self.questions = {qid: EvalQuestion.model_validate_json(raw) for qid, raw in questions.items()}
+        self.questions = {qid: EvalQuestion.model_validate_json(raw, context=STORED) for qid, raw in questions.items()}
         # BERTScore's idf is over the whole pass's questions (ScoringContext.items), never a block
         self.pass_items: list[Item] = [(self.questions[qid], None) for qid in idf_questions]  # type: ignore[misc]
         self.have = frozenset(have) if have is not None else None  # the run's, from the driver's scan
@@ -121,7 +122,7 @@ class _Scorer:
     def items_of(self, records: Iterable[str]) -> list[Item]:
         items = []
         for raw in records:
-            response = EvalResponse.model_validate_json(raw)
+            response = EvalResponse.model_validate_json(raw, context=STORED)
             question = self.questions.get(response.question_id)
             if question is not None:  # unmatched answers are counted (and skipped) by the driver
                 items.append((question, response))
@@ -365,7 +366,7 @@ def iter_items(answers: PublishedTable, questions: dict[str, EvalQuestion], size
     for records in answers.records(size):
         chunk = []
         for raw in records:
-            response = EvalResponse.model_validate_json(raw)
+            response = EvalResponse.model_validate_json(raw, context=STORED)
             question = questions.get(response.question_id)
             if question is not None:
                 chunk.append((question, response))

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-_ID_RE = re.compile(r"^\S(?:.*\S)?$")
+from evalcore.schemas.ids import Id
 
 
 class Strict(BaseModel):
@@ -91,7 +91,7 @@ class EvalQuestion(Strict):
     A loader may pass ground_truth as a list: the first item becomes ground_truth.
     """
 
-    id: str
+    id: Id  # NFC, outer whitespace removed (evalcore.schemas.ids)
     question: str
     ground_truth: str | None = None
     answers: list[str] = Field(default_factory=list)
@@ -116,13 +116,6 @@ class EvalQuestion(Strict):
             raise ValueError("id must be a string or integer")
         if isinstance(value, int):
             return str(value)
-        return value
-
-    @field_validator("id")
-    @classmethod
-    def _id_not_blank(cls, value: str) -> str:
-        if not _ID_RE.match(value):
-            raise ValueError("id must be non-empty without leading/trailing spaces")
         return value
 
     @field_validator("question")

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from evalcore.schemas.dataset import Strict
+from evalcore.schemas.ids import Id
 
 ErrorKind = Literal["error", "timeout", "empty", "http", "malformed"]
 
@@ -60,8 +61,8 @@ class EvalResponse(Strict):
     inflate every retrieval metric.
     """
 
-    question_id: str
-    method: str
+    question_id: Id  # both names: NFC, outer whitespace removed (evalcore.schemas.ids)
+    method: Id
     answer: str = ""
     retrieved: list[RetrievedChunk] = Field(default_factory=list)
     citations: list[Citation] = Field(default_factory=list)
@@ -73,13 +74,6 @@ class EvalResponse(Strict):
     error: str | None = None
     error_kind: ErrorKind | None = None
     raw: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("method")
-    @classmethod
-    def _method_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("method must not be empty")
-        return value
 
     @field_validator("latency_ms")
     @classmethod

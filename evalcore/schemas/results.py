@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from evalcore.schemas.dataset import Strict
+from evalcore.schemas.ids import Id, canonical_id
 
 
 def utcnow() -> datetime:
@@ -121,9 +122,11 @@ class Annotation(Strict):
     """A human judgement on a verdict, claim or metric. Append-only: never overwritten."""
 
     annotation_id: str
-    who: str
+    who: Id  # as typed by the person: the id rule applies (evalcore.schemas.ids)
     when: datetime = Field(default_factory=utcnow)
     run_id: str
+    # the answer labelled, spelled as the run stores it (found by canonical match on the way in:
+    # evalcore.labels_io, the Annotate page), so the label joins the run's rows
     method: str | None = None
     question_id: str | None = None
     target_kind: Literal["claim", "context", "answer_class", "grade", "metric"]
@@ -153,7 +156,9 @@ class RunManifest(Strict):
 
     format_version: int
     run_id: str
-    name: str
+    # a run name is typed by people (`--name`, a config's `name`) and looked up by them: the id
+    # rule (evalcore.schemas.ids) applies, also to names read from an older run.json
+    name: Annotated[str, AfterValidator(canonical_id)]
     kind: Literal["import", "live", "example"] = "import"
     status: RunStatus = "created"
     created_at: datetime = Field(default_factory=utcnow)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Iterator
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
 from evalcore.schemas import Annotation, RunManifest
+from evalcore.schemas.ids import canonical_id
 from evalcore.store import fs as _fs
 from evalcore.store.compaction import Compaction, compact, compaction_lock, pending_rows
 from evalcore.store.fs import Location
@@ -272,7 +273,9 @@ class RunStore:
         return sorted(out, key=lambda m: m.created_at)
 
     def resolve(self, ref: str) -> str:
-        """A run id from an id, a unique id prefix, a unique run name, or `latest`."""
+        """A run id from an id, a unique id prefix, a unique run name, or `latest`. The reference
+        is read under the id rule (evalcore.schemas.ids: NFC, no outer spaces), as names are."""
+        ref = canonical_id(ref) if isinstance(ref, str) else ref
         ids = self.run_ids()
         if ref == "latest":
             manifests = self.manifests()
@@ -284,7 +287,7 @@ class RunStore:
             return ref
         matches = [i for i in ids if i.startswith(ref)]
         if not matches:
-            matches = [m.run_id for m in self.manifests() if m.name == ref]
+            matches = [m.run_id for m in self.manifests() if canonical_id(m.name) == ref]
         if len(matches) == 1:
             return matches[0]
         if not matches:

@@ -13,13 +13,13 @@ Every span-level problem is an InputError naming the file, the span id and the a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from evalcore.errors import InputError
+from evalcore.schemas import ids
 from evalcore.traces.spans import Span
 
 QUESTION = "input.value"
@@ -214,5 +214,5 @@ def trace_answer(spans: list[Span], file: str, method: str, method_from: str | N
 
 
 def text_question_id(question: str) -> str:
-    """The id a question without one gets: the same digest the recorded-answers import uses."""
-    return "q-" + hashlib.sha1(question.strip().encode("utf-8")).hexdigest()[:12]
+    """The id a question without one gets: the recorded-answers import's (evalcore.schemas.ids)."""
+    return ids.text_question_id(question)

@@ -19,6 +19,7 @@ from evalcore.datasets import load_questions
 from evalcore.errors import InputError, from_validation
 from evalcore.fingerprint import file_fingerprint
 from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
+from evalcore.schemas.ids import canonical_id
 from evalcore.schemas.storable import make_storable
 from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
 from evalcore.traces.openinference import TraceAnswer, group_traces, text_question_id, trace_answer
@@ -49,12 +50,12 @@ def _pair(answer: TraceAnswer, file: str, known: dict[str, EvalQuestion], by_tex
           project: str | None, id_from: str | None) -> tuple[EvalQuestion, EvalResponse]:
     where = answer.root.where if isinstance(answer.root.where, str) else f"span {answer.root.span_id}"
     if answer.question_id is not None:
-        qid = answer.question_id
+        qid = canonical_id(answer.question_id)  # the id rule (evalcore.schemas.ids), before the lookup
         if known and qid not in known:
             raise InputError(file, f"question id {qid!r} is not in the dataset", record=where, field=id_from)
     else:
-        qid = by_text.get(answer.question.strip()) or text_question_id(answer.question)
-    if not qid.strip():
+        qid = by_text.get(canonical_id(answer.question)) or text_question_id(answer.question)
+    if not qid:
         raise InputError(file, "the question id is empty", record=where, field=id_from)
     question = known.get(qid)
     if question is None:
@@ -93,7 +94,7 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
         known = {q.id: q for q in ds}
         dataset_info = {"name": Path(dataset).stem, "path": str(dataset),
                         "fingerprint": file_fingerprint(dataset), "n_questions": len(ds)}
-    by_text = {q.question.strip(): q.id for q in known.values()}
+    by_text = {canonical_id(q.question): q.id for q in known.values()}
     questions: dict[str, EvalQuestion] = {}
     responses: list[EvalResponse] = []
     keys: dict[tuple[str, str], str] = {}

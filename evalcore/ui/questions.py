@@ -22,6 +22,7 @@ from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.analysis import question_story as QS
 from evalcore.analysis import question_drilldown as Qn
+from evalcore.schemas.ids import match_name
 from evalcore.ui import safe_widgets as common
 from evalcore.ui.wording import judged_by
 
@@ -105,6 +106,8 @@ def _nav(qids: list[str], texts: dict[str, str]) -> str:
     """Previous/next (keyboard K and J) and a picker that shows the question text; ?qid= / ?i= in the URL."""
     n = len(qids)
     wanted = st.query_params.get("qid")
+    if wanted is not None:  # the id rule (evalcore.schemas.ids): a link's NFC id finds an NFD-stored one
+        wanted = match_name(wanted, qids)
     if "q_index" not in st.session_state or st.session_state.pop("q_jump", None):
         st.session_state["q_index"] = qids.index(wanted) if wanted in qids else common.url_int("i", 0, n - 1)
     st.session_state["q_index"] = max(0, min(n - 1, st.session_state["q_index"]))

@@ -26,6 +26,7 @@ import streamlit as st
 
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis.inert import inert_figure, plotly_text  # noqa: F401  (pages use both from here)
+from evalcore.schemas.ids import canonical_id, match_name
 from evalcore.ui.cache import call, store  # noqa: F401  (pages import both from here)
 
 
@@ -57,6 +58,18 @@ def _warn_dropped(param: str, value: Any, why: str) -> None:
     st.warning(f"Ignored URL parameter {md(param)}={md(repr(str(value)[:80]))}: {md(why)}.")
 
 
+def _url_choice(raw: str, by_text: dict[str, Any]) -> str | None:
+    """The option a URL value names under the id rule (evalcore.schemas.ids: NFC, no outer
+    spaces), so `?method=alpha` opens a method stored as "alpha " by an older evalcore; for a
+    `run:method` key the rule applies to the method part too. None when no option matches."""
+    found = match_name(raw, by_text)
+    if found is None and ":" in raw:
+        run, _, method = raw.partition(":")
+        found = next((k for k in by_text if k.partition(":")[0] == canonical_id(run)
+                      and match_name(method, [k.partition(":")[2]]) is not None), None)
+    return found
+
+
 def url_select(label: str, options: Sequence[Any], param: str, *, format_func: Callable[[Any], str] = str,
                default: Any = None, help: str | None = None, container: Any = st) -> Any:
     """A selectbox bound to query parameter `param` (validated against `options`)."""
@@ -66,10 +79,11 @@ def url_select(label: str, options: Sequence[Any], param: str, *, format_func: C
     key = f"url_{param}"
     if key not in st.session_state or st.session_state[key] not in options:
         raw = st.query_params.get(param)
-        if raw is not None and raw not in [str(o) for o in options]:
-            _warn_dropped(param, raw, "not one of the available choices")
-            raw = None
         by_text = {str(o): o for o in options}
+        if raw is not None:  # a name in the URL means what it means when typed (_url_choice)
+            raw = _url_choice(raw, by_text)
+            if raw is None:
+                _warn_dropped(param, st.query_params.get(param), "not one of the available choices")
         st.session_state[key] = by_text.get(raw) if raw is not None else (
             default if default in options else options[0])
     value = container.selectbox(label, options, key=key, format_func=format_func, help=help)
@@ -86,10 +100,11 @@ def url_multi(label: str, options: Sequence[Any], param: str, *, default: Sequen
     if key not in st.session_state:
         raw = st.query_params.get_all(param)
         by_text = {str(o): o for o in options}
-        bad = [r for r in raw if r not in by_text]
+        bad = [r for r in raw if _url_choice(r, by_text) is None]
         if bad:
             _warn_dropped(param, ", ".join(bad), "not available here")
-        chosen = [by_text[r] for r in raw if r in by_text] if raw else [d for d in default if d in options]
+        picked = [_url_choice(r, by_text) for r in raw]
+        chosen = [by_text[r] for r in picked if r is not None] if raw else [d for d in default if d in options]
         st.session_state[key] = list(dict.fromkeys(chosen))
     else:
         st.session_state[key] = [v for v in st.session_state[key] if v in options]
