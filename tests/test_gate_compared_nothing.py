@@ -215,6 +215,20 @@ def test_the_pytest_gate_fails_when_it_compared_nothing(runs):
         check_gate(store, ids["good"], {"token_f1": 0.1}, baseline=ids["nfd"], alpha=float("nan"))
 
 
+@pytest.mark.parametrize("thresholds", [{"token_f1": float("nan")}, {"token_f1": ".inf"}, {"token_f1": {"min": "-inf"}},
+                                        {"token_f1": True}, {"token_f1": {}}, {"token_f1": {"minimum": 0.5}}])
+def test_a_config_threshold_that_is_no_finite_bound_is_refused(thresholds):
+    """The pytest plugin reads its thresholds from the eval config: refused when it is read."""
+    from pydantic import ValidationError
+
+    from evalcore.config import EvalConfig
+
+    with pytest.raises(ValidationError):
+        EvalConfig(target="http://127.0.0.1:9", dataset="q.jsonl", thresholds=thresholds)
+    with pytest.raises(ValidationError):
+        EvalConfig(target="http://127.0.0.1:9", dataset="q.jsonl", min_paired=float("nan"))
+
+
 def test_the_pytest_gate_fails_when_no_method_overlaps(runs, tmp_path):
     from evalcore.runner.gate import check_gate
     from evalcore.store import RunStore
