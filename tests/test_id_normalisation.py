@@ -18,13 +18,13 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.errors import EvalcoreError
-from evalcore.schemas.ids import SPACES, canonical_id, id_sql, match_name
+from evalcore.schemas.ids import INVISIBLE, SPACES, canonical_id, id_sql, match_name
 from evalcore.store import RunStore, query_df
 
 runner = CliRunner()
 CAFE_NFD = unicodedata.normalize("NFD", "café")
 NAMES = ["q1", " q1", "q1\t", "\u00a0q1\u3000", "\u2000q\u2001", CAFE_NFD, f" {CAFE_NFD}\n", "a  b", "Å", "A\u030a",
-         "\u1100\u1161\u11a8", "x\u0301\u0301", " \u0301x", ""]
+         "\u1100\u1161\u11a8", "x\u0301\u0301", " \u0301x", "", "\ufeffq1\u200b", "a\u200bb"]
 
 
 def _cli(root, *args):
@@ -51,10 +51,10 @@ def _labels_csv(path, rows):
 def test_the_rule_is_pythons_whitespace_and_nfc_and_sql_agrees():
     import duckdb
 
-    assert set(SPACES) == {chr(c) for c in range(0x110000) if chr(c).isspace()}
+    assert set(SPACES) == {chr(c) for c in range(0x110000) if chr(c).isspace()} | set(INVISIBLE)
     for name in NAMES:
         once = canonical_id(name)
-        assert once == unicodedata.normalize("NFC", name).strip() and canonical_id(once) == once
+        assert once == unicodedata.normalize("NFC", name).strip().strip(INVISIBLE) and canonical_id(once) == once
     con = duckdb.connect()
     got = [r[0] for r in con.execute(f"SELECT {id_sql('x')} FROM unnest($n) WITH ORDINALITY t(x, i) ORDER BY i",
                                      {"n": NAMES}).fetchall()]

@@ -9,8 +9,9 @@ question at all, and a CI gate "passed" on nothing.
 
 The rule, applied on every way in (`canonical_id`):
   1. Unicode NFC normalisation (the composed form: "e" + U+0301 becomes "é");
-  2. outer whitespace removed: every character Python's `str.isspace` calls whitespace
-     (`SPACES`: tabs, line breaks, U+00A0, U+3000, ...). Inner characters are kept as they are.
+  2. outer whitespace removed: every character Python's `str.isspace` calls whitespace (tabs,
+     line breaks, U+00A0, U+3000, ...) and the invisible U+200B, U+2060, U+FEFF (a byte-order
+     mark a spreadsheet leaves in a cell) and U+180E (`SPACES`). Inner characters are kept.
 
 Names written by an older evalcore keep their stored spelling on disk; they are still matched,
 by comparing canonical forms (`match_name`, `id_sql` in pairing queries). Records read back from
@@ -27,10 +28,12 @@ from typing import Annotated, Any, Iterable
 from pydantic import AfterValidator, ValidationInfo
 
 # Every code point for which str.isspace() is true (tests/test_id_normalisation.py checks the
-# list against Python's own): stripped from both ends of a name. Spelled out because SQL needs
-# the same set (id_sql).
+# list against Python's own), plus the invisible ones a name can carry unseen (zero-width space,
+# word joiner, byte-order mark, Mongolian vowel separator): stripped from both ends of a name.
+# Spelled out because SQL needs the same set (id_sql).
+INVISIBLE = "\u180e\u200b\u2060\ufeff"
 SPACES = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-          "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
+          "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000" + INVISIBLE)
 
 # Validation context for records read back from the store: their ids are kept as stored.
 STORED = {"stored_ids": True}
