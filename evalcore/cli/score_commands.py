@@ -196,54 +196,6 @@ def _print_means(store, report) -> None:
                  "(mean per method, scored/answers)", ["metric", *methods, "not scored because"], rows)
 
 
-def _json_report(store, result, verdicts: dict, front, gate, corrected_metrics: list[str] | None) -> dict:
-    """`compare --json`: the comparison, its verdicts, the Pareto front, what failed the gate."""
-    out = result.to_dict()
-    out["verdicts"] = verdicts
-    if front is not None:
-        out["pareto"] = {"points": json.loads(front[0].to_json(orient="records", double_precision=15)),
-                         "dropped_axes": front[1]}
-    out["regressions"] = gate.regressions
-    out["not_compared"] = gate.not_compared
-    if corrected_metrics is not None:
-        from evalcore.analysis.corrected import corrected_compare
-
-        sels = [result.baseline, *result.candidates]
-        table = corrected_compare(store, (sels[0].run_id, sels[0].method), [(x.run_id, x.method) for x in sels[1:]],
-                                  corrected_metrics)
-        out["corrected"] = json.loads(table.to_json(orient="records", double_precision=15))
-    return out
-
-
-def _print_comparison(result, verdicts: dict, short: dict, one_run: bool, front) -> None:
-    """`compare` in the terminal: the verdicts first, then the table, unpaired questions, the front."""
-    t = result.table
-    for v in verdicts.values():  # the verdict first: what a reader came for
-        for warning in v["warnings"]:
-            typer.echo(f"WARNING not comparable as scored: {warning}")
-        typer.echo(v["summary"])
-    outcome = {(label, line["metric"]): line["outcome"] for label, v in verdicts.items() for line in v["lines"]}
-    rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
-             f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),
-             f"{r.improved}/{r.regressed}/{r.unchanged}/{r.missing}", str(r.n_pairs),
-             outcome.get((r.candidate, r.metric), "")] for r in t.itertuples()]
-    _print_table(f"baseline {result.baseline.label}" + (" (candidates: methods of the same run)" if one_run else ""),
-                 ["candidate", "metric", "baseline", "candidate", "Δ", "95% CI", "p (Holm)",
-                  "better/worse/same/missing", "n", "verdict"], rows)
-    for label, ids in result.unpaired.items():
-        if ids["only_in_baseline"] or ids["only_in_candidate"]:
-            typer.echo(f"{label}: unpaired questions: {len(ids['only_in_baseline'])} only in baseline, "
-                       f"{len(ids['only_in_candidate'])} only in candidate", err=True)
-    if front is not None:
-        df, dropped = front
-        _print_table("Pareto front (quality ↑, cost ↓, latency ↓)",
-                     ["selection", "quality", "cost", "latency p50", "on front", "dominated by"],
-                     [[short.get(p.label, p.label), _fmt(p.quality), _fmt(p.cost, 6), _fmt(p.latency, 1), str(p.on_front),
-                       p.dominated_by] for p in df.itertuples()])
-        if dropped:
-            typer.echo(f"Pareto axes dropped (missing values): {', '.join(dropped)}", err=True)
-
-
 def compare_cmd(
     selections: list[str] = typer.Argument(..., help="RUN[:METHOD] ... (first = baseline)."),
     metrics: Optional[str] = typer.Option(
@@ -258,8 +210,7 @@ def compare_cmd(
                                            "or if it could not be compared (see --min-paired)."),
     min_paired: float = typer.Option(
         DEFAULT_MIN_PAIRED, "--min-paired", help="With --fail-on-regression: the share of the questions with a "
-                                                 "value on either side that must have one on both (default 0.9); "
-                                                 "fewer fails the gate."),
+                                                 "value on either side that must have one on both; fewer fails."),
     seed: int = typer.Option(0, "--seed", help="Seed for bootstrap and randomization."),
     alpha: float = typer.Option(0.05, "--alpha", help="Significance level after Holm correction."),
     corrected: bool = typer.Option(False, "--corrected",
@@ -281,26 +232,63 @@ def compare_cmd(
     one_run = len({x.run_id for x in sels}) == 1
     short = short_names(sels)
     verdicts = comparison_verdicts(store, result, short)  # `evalcore report` says the same
-    gate = gate_result(result, gates, min_paired)
+    gate = gate_result(result, gates, min_paired)  # regressions, and gated metrics compared on too little
+    failures = gate.regressions
     front = pareto(result) if show_pareto else None
     if as_json:
-        out = _json_report(store, result, verdicts, front, gate, wanted if corrected else None)
+        out = result.to_dict()
+        out["verdicts"] = verdicts
+        if front is not None:
+            out["pareto"] = {"points": json.loads(front[0].to_json(orient="records", double_precision=15)), "dropped_axes": front[1]}
+        out["regressions"] = failures
+        out["not_compared"] = gate.not_compared
+        if corrected:
+            from evalcore.analysis.corrected import corrected_compare
+
+            sels = [result.baseline, *result.candidates]
+            table = corrected_compare(store, (sels[0].run_id, sels[0].method), [(x.run_id, x.method) for x in sels[1:]],
+                                      wanted)
+            out["corrected"] = json.loads(table.to_json(orient="records", double_precision=15))
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
     elif markdown:
         from evalcore.analysis.report import comparison_markdown
 
         typer.echo(comparison_markdown(result, {x.label: x.method for x in sels} if one_run else None), nl=False)
     else:
-        _print_comparison(result, verdicts, short, one_run, front)
+        t = result.table
+        for v in verdicts.values():  # the verdict first: what a reader came for
+            for warning in v["warnings"]:
+                typer.echo(f"WARNING not comparable as scored: {warning}")
+            typer.echo(v["summary"])
+        outcome = {(label, line["metric"]): line["outcome"] for label, v in verdicts.items() for line in v["lines"]}
+        rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
+                 f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),
+                 f"{r.improved}/{r.regressed}/{r.unchanged}/{r.missing}", str(r.n_pairs),
+                 outcome.get((r.candidate, r.metric), "")] for r in t.itertuples()]
+        _print_table(f"baseline {result.baseline.label}" + (" (candidates: methods of the same run)" if one_run else ""),
+                     ["candidate", "metric", "baseline", "candidate", "Δ", "95% CI", "p (Holm)",
+                      "better/worse/same/missing", "n", "verdict"], rows)
+        for label, ids in result.unpaired.items():
+            if ids["only_in_baseline"] or ids["only_in_candidate"]:
+                typer.echo(f"{label}: unpaired questions: {len(ids['only_in_baseline'])} only in baseline, "
+                           f"{len(ids['only_in_candidate'])} only in candidate", err=True)
+        if front is not None:
+            df, dropped = front
+            _print_table("Pareto front (quality ↑, cost ↓, latency ↓)",
+                         ["selection", "quality", "cost", "latency p50", "on front", "dominated by"],
+                         [[short.get(p.label, p.label), _fmt(p.quality), _fmt(p.cost, 6), _fmt(p.latency, 1), str(p.on_front),
+                           p.dominated_by] for p in df.itertuples()])
+            if dropped:
+                typer.echo(f"Pareto axes dropped (missing values): {', '.join(dropped)}", err=True)
         if corrected:
             from evalcore.cli.label_commands import print_corrected_compare
 
             print_corrected_compare(store, sels, wanted)
     for line in gate.not_compared:
         typer.echo(f"NOT COMPARED {line}", err=True)
-    for line in gate.regressions:
-        typer.echo(f"REGRESSION {line}", err=True)
     if gate.failed:
+        for f in failures:
+            typer.echo(f"REGRESSION {f}", err=True)
         raise typer.Exit(code=1)
 
 
