@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from typing import Annotated, Any, Iterable
+from typing import Annotated, Iterable
 
 from pydantic import AfterValidator, ValidationInfo
 
@@ -44,11 +44,6 @@ def canonical_id(text: str) -> str:
     if text.isascii():
         return text.strip(SPACES)
     return unicodedata.normalize("NFC", text).strip(SPACES)
-
-
-def same_id(a: str, b: str) -> bool:
-    """Whether two names are the same name under the rule."""
-    return a == b or canonical_id(a) == canonical_id(b)
 
 
 def match_name(typed: str, names: Iterable[str]) -> str | None:
@@ -72,6 +67,7 @@ def text_question_id(question: str) -> str:
 
 
 def _canonical_field(value: str, info: ValidationInfo) -> str:
+    """The rule for an input field; a record read back from the store (context STORED) keeps its ids."""
     if info.context and info.context.get("stored_ids"):
         return value
     value = canonical_id(value)
@@ -96,7 +92,3 @@ def id_sql(column: str) -> str:
     cls = _sql_class()
     return f"regexp_replace(nfc_normalize({column}), '^{cls}+|{cls}+$', '', 'g')"
 
-
-def canonical_or_none(value: Any) -> Any:
-    """canonical_id for text; anything else unchanged (a loader's raw value before validation)."""
-    return canonical_id(value) if isinstance(value, str) else value
