@@ -111,12 +111,36 @@ def page_spans(items: list[dict[str, Any]], source: str, page: int, project: str
     return out
 
 
+class _Paging:
+    """What a span listing gave so far, to tell progress from a loop: a server that repeats a
+    cursor (the last page's or any earlier one's), or hands out new cursors for pages holding
+    only spans earlier pages gave, would be read for ever, memory growing."""
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url
+        self.cursors: dict[str, int] = {}  # cursor -> the page that gave it
+        self.keys: set[tuple[str, str]] = set()  # (trace id, span id) of every span read
+
+    def check(self, page: int, spans: list[Span], cursor: str) -> None:
+        """Raise when page `page` (which gave `spans` and a next `cursor`) goes round in a loop."""
+        fresh = {(s.trace_id, s.span_id) for s in spans} - self.keys
+        stop = "its paging goes round in a loop, so the import stops here and stores nothing"
+        if cursor in self.cursors:
+            raise EvalcoreError(f"Phoenix at {self.base_url} gave page {page} the same next cursor as page "
+                                f"{self.cursors[cursor]} ({cursor[:60]!r}): {stop}")
+        if spans and not fresh:
+            raise EvalcoreError(f"Phoenix at {self.base_url} gave page {page} only spans earlier pages gave, "
+                                f"and yet another cursor: {stop}")
+        self.cursors[cursor] = page
+        self.keys |= fresh
+
+
 async def _read_spans(session: Session, target: PhoenixTarget) -> list[Span]:
-    """Every page of the project's spans, following `next_cursor` until the server gives none;
-    a cursor the server gave before (any page, not only the last) stops the import."""
+    """Every page of the project's spans, following `next_cursor` until the server gives none
+    (or an empty page); a page that goes round in a loop stops the import (`_Paging`)."""
     path = f"v1/projects/{quote(target.project, safe='')}/spans"
     spans: list[Span] = []
-    given: dict[str, int] = {}  # cursor -> the page that gave it
+    paging = _Paging(target.base_url)
     cursor: str | None = None
     page = 0
     while True:
@@ -128,16 +152,13 @@ async def _read_spans(session: Session, target: PhoenixTarget) -> list[Span]:
         except Refused as exc:
             raise _refused(target, exc, doing) from None
         items, cursor = page_items(reply, session.source, page)
-        spans += page_spans(items, session.source, page, target.project)
+        got = page_spans(items, session.source, page, target.project)
+        spans += got
         if len(spans) > SPAN_LIMIT:
             raise EvalcoreError(f"{target.label} has more than {SPAN_LIMIT:,} spans: too many to import at once")
         if cursor is None or not items:
             return spans
-        if cursor in given:
-            raise EvalcoreError(f"Phoenix at {target.base_url} gave page {page} the same next cursor as page "
-                                f"{given[cursor]} ({cursor[:60]!r}): its paging goes round in a loop, so the "
-                                "import stops here and stores nothing")
-        given[cursor] = page
+        paging.check(page, got, cursor)
 
 
 def server_spans(target: PhoenixTarget, deadlines: Deadlines | None = None) -> list[Span]:

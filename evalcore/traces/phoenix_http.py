@@ -27,6 +27,7 @@ from evalcore.errors import EvalcoreError, InputError
 INSTALL_HINT = "Phoenix needs arize-phoenix-client: pip install 'evalcore[phoenix]'"
 DEFAULT_TOTAL_S = 600.0  # a whole import or export (--phoenix-timeout)
 DEFAULT_REQUEST_S = 60.0  # one request, from connecting to the reply's last byte (--phoenix-request-timeout)
+MAX_DEADLINE_S = 1_000_000  # about 11 days: a bound the clock arithmetic of every layer takes
 MAX_REPLY_BYTES = 64 * 2 ** 20  # one reply (a page of 100 spans, an annotation receipt)
 _DETAIL_BYTES = 2000  # of an error reply, quoted in the message
 
@@ -42,8 +43,9 @@ class Deadlines:
 
     def __post_init__(self) -> None:
         for flag, value in (("--phoenix-timeout", self.total_s), ("--phoenix-request-timeout", self.request_s)):
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise EvalcoreError(f"{flag} must be a positive number of seconds, not {value!r}")
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= MAX_DEADLINE_S):
+                raise EvalcoreError(f"{flag} must be a positive number of seconds up to {MAX_DEADLINE_S:,}, "
+                                    f"not {value!r}")
 
 
 class Refused(Exception):

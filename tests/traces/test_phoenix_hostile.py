@@ -137,13 +137,25 @@ def test_the_import_as_a_whole_meets_its_deadline(server, tmp_path):
 @pytest.mark.parametrize("cursors", [["a", "a"], ["a", "b", "a"], ["a", "b", "c", "b"]],
                          ids=["last-again", "first-again", "middle-again"])
 def test_a_repeated_cursor_stops_the_import(server, tmp_path, cursors):
-    spans = rest(good_trace())
     order = {None: 0, **{c: i + 1 for i, c in enumerate(cursors[:-1])}}
-    server.serve_get(lambda r: ok_json({"data": spans[:1], "next_cursor": cursors[order[cursor_of(r)]]}))
+
+    def page(request):  # page k: a trace of its own, and the k-th cursor of the script
+        k = order[cursor_of(request)]
+        return ok_json({"data": rest(good_trace(f"{k + 1:032x}", f"{k + 1:016x}"))[:1], "next_cursor": cursors[k]})
+    server.serve_get(page)
     root, res = _import(server, tmp_path)
     exc = _refused(root, res, "the same next cursor as page", "stores nothing")
     assert f"page {len(cursors)} the same next cursor as page {cursors.index(cursors[-1]) + 1}" in str(exc)
     assert len(server.gets) == len(cursors)  # not one page more
+
+
+def test_new_cursors_for_the_same_spans_stop_the_import(server, tmp_path):
+    """A cursor never seen, but a page of spans earlier pages gave: the same loop in disguise."""
+    spans = rest(good_trace())
+    server.serve_get(lambda r: ok_json({"data": spans, "next_cursor": str(int(cursor_of(r) or 0) + 1)}))
+    root, res = _import(server, tmp_path)
+    _refused(root, res, "gave page 2 only spans earlier pages gave, and yet another cursor", "stores nothing")
+    assert len(server.gets) == 2
 
 
 @pytest.mark.parametrize("cursor", [7, ["a"], {"c": 1}, True, 1.5])
@@ -238,6 +250,8 @@ def test_a_compressed_reply_is_refused_unread(server, tmp_path):
     (["--phoenix-timeout", "0"], "--phoenix-timeout must be a positive number"),
     (["--phoenix-request-timeout", "nan"], "--phoenix-request-timeout must be a positive number"),
     (["--phoenix-timeout", "inf"], "--phoenix-timeout must be a positive number"),
+    (["--phoenix-timeout", "1e300"], "--phoenix-timeout must be a positive number of seconds up to 1,000,000"),
+    (["--phoenix-request-timeout", "-1"], "--phoenix-request-timeout must be a positive number"),
 ])
 def test_deadlines_must_be_positive_and_finite(server, tmp_path, flags, message):
     root, res = _import(server, tmp_path, *flags)
