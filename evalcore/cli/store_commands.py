@@ -14,8 +14,10 @@ import typer
 from evalcore.cli.context import state
 from evalcore.cli import store_health_commands
 from evalcore.cli.dataset_commands import ON_DUPLICATE_HELP, OnDuplicate, print_dropped_duplicates
+from evalcore.cli.phoenix_options import PHOENIX_REQUEST_TIMEOUT, PHOENIX_TIMEOUT, phoenix_deadlines
 from evalcore.errors import EvalcoreError
 from evalcore.export import FORMATS
+from evalcore.traces.phoenix_http import Deadlines
 
 
 def example_files() -> tuple[Path, Path]:
@@ -52,6 +54,8 @@ def import_cmd(
     retrieval_only: bool = typer.Option(
         False, "--retrieval-only",
         help="Accept records that give retrieved contexts but no answer (evaluating a retriever)."),
+    phoenix_timeout: Optional[float] = PHOENIX_TIMEOUT,
+    phoenix_request_timeout: Optional[float] = PHOENIX_REQUEST_TIMEOUT,
 ) -> None:
     """Create a run from answers your RAG system already produced.
 
@@ -71,11 +75,12 @@ def import_cmd(
     from evalcore.importer import import_recorded
     from evalcore.traces.phoenix import is_phoenix_url
 
+    deadlines = phoenix_deadlines(phoenix_timeout, phoenix_request_timeout, bool(file) and is_phoenix_url(file))
     if file is not None and (is_phoenix_url(file) or _is_span_file(file)):
         if allow_extra or retrieval_only or example:
             raise EvalcoreError("--allow-extra, --retrieval-only and --example apply to recorded-answers files, "
                                 f"not to OpenInference traces ({file})")
-        _import_traces(file, name, dataset, method, method_from, id_from)
+        _import_traces(file, name, dataset, method, method_from, id_from, deadlines)
         return
     if method_from or id_from:
         raise EvalcoreError("--method-from and --id-from apply to OpenInference traces; "
@@ -110,7 +115,8 @@ def _is_span_file(file: str) -> bool:
 
 
 def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], method: Optional[str],
-                   method_from: Optional[str], id_from: Optional[str]) -> None:
+                   method_from: Optional[str], id_from: Optional[str],
+                   deadlines: Optional[Deadlines] = None) -> None:
     """`evalcore import` of OpenInference traces, from a span export file or a Phoenix server."""
     from evalcore.fingerprint import file_fingerprint
     from evalcore.traces.phoenix import is_phoenix_url, parse_url, server_spans
@@ -119,7 +125,7 @@ def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], meth
 
     if is_phoenix_url(file):
         target = parse_url(file)
-        spans, project = server_spans(target), target.project
+        spans, project = server_spans(target, deadlines), target.project
         source, info = f"phoenix {target.project}", {"server": target.base_url, "project": target.project}
         default_name = target.project
     else:
@@ -227,17 +233,20 @@ def export_cmd(
     to: Optional[str] = typer.Option(
         None, "--to", help="phoenix://HOST:PORT/PROJECT: log the scores onto the run's traces as span "
                            "annotations named evalcore.<metric> (re-exporting updates them; docs/phoenix.md)."),
+    phoenix_timeout: Optional[float] = PHOENIX_TIMEOUT,
+    phoenix_request_timeout: Optional[float] = PHOENIX_REQUEST_TIMEOUT,
 ) -> None:
     """Export one row per question x method: question, ground truth, answer, one column per metric."""
     from evalcore.export import export_run
 
+    deadlines = phoenix_deadlines(phoenix_timeout, phoenix_request_timeout, to is not None, "exports (--to)")
     if to is not None:
         from evalcore.traces.phoenix import export_scores
 
         if output is not None or fmt != "csv":
             raise EvalcoreError("--to sends the scores to Phoenix; it takes no --format or --output")
 
-        summary = export_scores(state.store(), run, to)
+        summary = export_scores(state.store(), run, to, deadlines)
         typer.echo(f"logged {summary.n_annotations} span annotations ({', '.join(summary.metrics)}) "
                    f"on {summary.n_spans} traces to {to}", err=True)
         return

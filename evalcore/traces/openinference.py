@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from evalcore.errors import InputError
 from evalcore.schemas import ids
 from evalcore.traces.spans import Span
+from evalcore.traces.trace_tree import TraceTree
 
 QUESTION = "input.value"
 ANSWER = "output.value"
@@ -42,25 +43,6 @@ class TraceAnswer:
     latency_ms: float | None
     method: str
     question_id: str | None  # from --id-from; None: joined on the question text
-
-
-def group_traces(spans: Iterable[Span]) -> dict[str, list[Span]]:
-    """Spans by trace id, in first-seen order of the traces."""
-    traces: dict[str, list[Span]] = {}
-    for span in spans:
-        traces.setdefault(span.trace_id, []).append(span)
-    return traces
-
-
-def root_of(spans: list[Span], file: str) -> Span:
-    """The trace's one root span: no parent, or a parent that is not in the export."""
-    ids = {s.span_id for s in spans}
-    roots = [s for s in spans if s.parent_id is None or s.parent_id not in ids]
-    if len(roots) != 1:
-        listed = ", ".join(s.span_id for s in roots[:5])
-        raise InputError(file, f"trace {spans[0].trace_id} has {len(roots)} root spans ({listed}); "
-                         "one trace must be one answer with one root span", record=spans[0].where)
-    return roots[0]
 
 
 def _where(span: Span) -> str:
@@ -184,10 +166,11 @@ def _usage(spans: list[Span], file: str) -> dict[str, Any] | None:
             "model": ",".join(models) or None}
 
 
-def trace_answer(spans: list[Span], file: str, method: str, method_from: str | None = None,
+def trace_answer(tree: TraceTree, file: str, method: str, method_from: str | None = None,
                  id_from: str | None = None) -> TraceAnswer:
-    """The answer one trace records; InputError naming span and attribute when it cannot."""
-    root = root_of(spans, file)
+    """The answer one trace records (its root and the spans the root reaches: trace_tree.py);
+    InputError naming span and attribute when it cannot."""
+    root, spans = tree.root, tree.spans
     question = _text(root, QUESTION, file)
     if not question.strip():
         raise InputError(file, "the question is empty", record=_where(root), field=QUESTION)

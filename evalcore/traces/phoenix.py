@@ -1,9 +1,14 @@
-"""A Phoenix server, through arize-phoenix-client: its project's spans in, span annotations out.
+"""A Phoenix server: its project's spans in, span annotations out, through Phoenix's REST API.
 
 `phoenix://HOST:PORT/PROJECT` names a project on a Phoenix server reached over plain HTTP
 (`phoenixs://` for HTTPS). An API key, when the server needs one, comes from PHOENIX_API_KEY
-(read by the client itself); a URL with credentials in it is refused, so no key reaches a
-manifest or a log.
+(or PHOENIX_CLIENT_HEADERS, read as arize-phoenix-client reads them); a URL with credentials in
+it is refused, so no key reaches a manifest or a log.
+
+The requests are evalcore's own (phoenix_http.py says why): each under a total deadline, each
+reply capped in bytes and checked for its shape here, and the span listing's cursors watched,
+so a server that drips, repeats a cursor or answers in another shape ends the command in one
+line instead of hanging, looping or crashing.
 
 Scores go back as span annotations on each answer's root span, named `evalcore.<metric>`,
 with the identifier `evalcore:<run id>`: Phoenix upserts on (name, span, identifier), so
@@ -16,18 +21,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
-from evalcore.errors import EvalcoreError
+from evalcore.errors import EvalcoreError, InputError
+from evalcore.traces.phoenix_http import Deadlines, Refused, Session, run_session
 
 if TYPE_CHECKING:
     from evalcore.store import RunStore
     from evalcore.traces.spans import Span
 
-INSTALL_HINT = "Phoenix needs arize-phoenix-client: pip install 'evalcore[phoenix]'"
 SCHEMES = {"phoenix": "http", "phoenixs": "https"}
 BATCH = 200  # annotations per request
-SPAN_LIMIT = 10_000_000  # get_spans pages through everything below this
+PAGE_SIZE = 100  # spans per page, as Phoenix's own client asks
+SPAN_LIMIT = 1_000_000  # a project with more spans is refused (they are all held in memory)
 
 
 @dataclass(frozen=True)
@@ -63,39 +69,102 @@ def parse_url(text: str) -> PhoenixTarget:
     return PhoenixTarget(f"{scheme}://{host}{':' + str(port) if port else ''}", project)
 
 
-def client(target: PhoenixTarget) -> Any:
-    try:
-        from phoenix.client import Client
-    except ImportError:
-        raise EvalcoreError(INSTALL_HINT) from None
-    return Client(base_url=target.base_url)
+def _refused(target: PhoenixTarget, exc: Refused, doing: str) -> EvalcoreError:
+    if exc.status == 404 and doing.startswith("reading spans"):
+        return EvalcoreError(f"no project {target.project!r} on the Phoenix server at {target.base_url} ({exc})")
+    return EvalcoreError(f"Phoenix at {target.base_url} refused ({doing}): {exc}")
 
 
-def _server_error(target: PhoenixTarget, exc: Exception, doing: str) -> EvalcoreError:
-    import httpx
-
-    if isinstance(exc, httpx.HTTPStatusError):
-        detail = exc.response.text.strip().splitlines()[0][:200] if exc.response.text.strip() else ""
-        if exc.response.status_code == 404 and doing == "reading spans":
-            return EvalcoreError(f"no project {target.project!r} on the Phoenix server at {target.base_url} "
-                                 f"(HTTP 404{': ' + detail if detail else ''})")
-        return EvalcoreError(f"Phoenix at {target.base_url} refused ({doing}): HTTP "
-                             f"{exc.response.status_code}{': ' + detail if detail else ''}")
-    return EvalcoreError(f"cannot reach Phoenix at {target.base_url} ({doing}): {type(exc).__name__}: {exc}")
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "text", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
 
 
-def server_spans(target: PhoenixTarget) -> list[Span]:
-    """Every span of the project, through the client's paged REST call (no scraping)."""
-    import httpx
+def page_items(reply: Any, source: str, page: int) -> tuple[list[dict[str, Any]], str | None]:
+    """A page of Phoenix's span listing -> (its span objects, the next cursor or None); an
+    InputError naming the page and field when the reply is of another shape."""
+    where = f"page {page}"
+    if not isinstance(reply, dict):
+        raise InputError(source, f"expected an object with 'data' and 'next_cursor', got {_kind(reply)}", record=where)
+    data = reply.get("data")
+    if not isinstance(data, list):
+        raise InputError(source, f"expected a list of spans, got {_kind(data)}", record=where, field="data")
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise InputError(source, f"expected a span object, got {_kind(item)}", record=where, field=f"data.{i}")
+    cursor = reply.get("next_cursor")
+    if cursor is not None and not isinstance(cursor, str):
+        raise InputError(source, f"expected the next page's cursor as text or null, got {_kind(cursor)}: "
+                         "stopping", record=where, field="next_cursor")
+    return data, cursor or None
 
+
+def page_spans(items: list[dict[str, Any]], source: str, page: int, project: str) -> list[Span]:
     from evalcore.traces.spans import from_rest_span
 
-    try:
-        raw = client(target).spans.get_spans(project_identifier=target.project, limit=SPAN_LIMIT)
-    except (httpx.HTTPError, OSError) as exc:
-        raise _server_error(target, exc, "reading spans") from None
+    out = []
+    for i, item in enumerate(items, 1):
+        try:
+            out.append(from_rest_span(item, source, f"page {page}, span {i}", project=project))
+        except RecursionError:
+            raise InputError(source, "nested too deeply", record=f"page {page}, span {i}") from None
+    return out
+
+
+class _Paging:
+    """What a span listing gave so far, to tell progress from a loop: a server that repeats a
+    cursor (the last page's or any earlier one's), or hands out new cursors for pages holding
+    only spans earlier pages gave, would be read for ever, memory growing."""
+
+    def __init__(self, base_url: str):
+        self.base_url = base_url
+        self.cursors: dict[str, int] = {}  # cursor -> the page that gave it
+        self.keys: set[tuple[str, str]] = set()  # (trace id, span id) of every span read
+
+    def check(self, page: int, spans: list[Span], cursor: str) -> None:
+        """Raise when page `page` (which gave `spans` and a next `cursor`) goes round in a loop."""
+        fresh = {(s.trace_id, s.span_id) for s in spans} - self.keys
+        stop = "its paging goes round in a loop, so the import stops here and stores nothing"
+        if cursor in self.cursors:
+            raise EvalcoreError(f"Phoenix at {self.base_url} gave page {page} the same next cursor as page "
+                                f"{self.cursors[cursor]} ({cursor[:60]!r}): {stop}")
+        if spans and not fresh:
+            raise EvalcoreError(f"Phoenix at {self.base_url} gave page {page} only spans earlier pages gave, "
+                                f"and yet another cursor: {stop}")
+        self.cursors[cursor] = page
+        self.keys |= fresh
+
+
+async def _read_spans(session: Session, target: PhoenixTarget) -> list[Span]:
+    """Every page of the project's spans, following `next_cursor` until the server gives none
+    (or an empty page); a page that goes round in a loop stops the import (`_Paging`)."""
+    path = f"v1/projects/{quote(target.project, safe='')}/spans"
+    spans: list[Span] = []
+    paging = _Paging(target.base_url)
+    cursor: str | None = None
+    page = 0
+    while True:
+        page += 1
+        doing = f"reading spans, page {page}"
+        try:
+            reply = await session.call("GET", path, doing, f"page {page}",
+                                       params={"limit": PAGE_SIZE, **({"cursor": cursor} if cursor else {})})
+        except Refused as exc:
+            raise _refused(target, exc, doing) from None
+        items, cursor = page_items(reply, session.source, page)
+        got = page_spans(items, session.source, page, target.project)
+        spans += got
+        if len(spans) > SPAN_LIMIT:
+            raise EvalcoreError(f"{target.label} has more than {SPAN_LIMIT:,} spans: too many to import at once")
+        if cursor is None or not items:
+            return spans
+        paging.check(page, got, cursor)
+
+
+def server_spans(target: PhoenixTarget, deadlines: Deadlines | None = None) -> list[Span]:
+    """Every span of the project, through Phoenix's paged REST listing, under `deadlines`."""
     source = f"phoenix {target.project}"
-    return [from_rest_span(span, source, f"span {i}", project=target.project) for i, span in enumerate(raw, 1)]
+    return run_session(target.base_url, source, deadlines or Deadlines(), lambda s: _read_spans(s, target))
 
 
 def _annotations(rows: Any, run_id: str) -> Iterator[dict[str, Any]]:
@@ -125,11 +194,39 @@ class ExportSummary:
     metrics: list[str]
 
 
-def export_scores(store: RunStore, run_ref: str, url: str) -> ExportSummary:
-    """Log a run's metric values onto its traces' root spans; refuses before sending anything
-    when the run has no values or an answer did not come from a trace."""
-    import httpx
+def _receipt(reply: Any, source: str, batch: int, sent: int) -> None:
+    """Phoenix's answer to a synchronous annotation request: one inserted id per annotation."""
+    where = f"reply to annotation batch {batch}"
+    if not isinstance(reply, dict) or not isinstance(reply.get("data"), list):
+        got = _kind(reply.get("data")) if isinstance(reply, dict) else _kind(reply)
+        raise InputError(source, f"expected an object whose 'data' lists the inserted annotations, got {got}",
+                         record=where, field="data" if isinstance(reply, dict) else None)
+    receipts = reply["data"]
+    for i, item in enumerate(receipts):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise InputError(source, f"expected an object with the annotation's 'id', got {_kind(item)}",
+                             record=where, field=f"data.{i}")
+    if len(receipts) != sent:
+        raise InputError(source, f"{len(receipts)} annotation(s) acknowledged of the {sent} sent", record=where,
+                         field="data")
 
+
+async def _send(session: Session, target: PhoenixTarget, annotations: list[dict[str, Any]]) -> None:
+    for batch, start in enumerate(range(0, len(annotations), BATCH), 1):
+        chunk = annotations[start:start + BATCH]
+        doing = (f"sending span annotations, {start} of {len(annotations)} sent before this; "
+                 "exporting again resends them all")
+        try:
+            reply = await session.call("POST", "v1/span_annotations", doing, f"reply to annotation batch {batch}",
+                                       params={"sync": "true"}, json={"data": chunk})
+        except Refused as exc:
+            raise _refused(target, exc, doing) from None
+        _receipt(reply, session.source, batch, len(chunk))
+
+
+def export_scores(store: RunStore, run_ref: str, url: str, deadlines: Deadlines | None = None) -> ExportSummary:
+    """Log a run's metric values onto its traces' root spans, under `deadlines`; refuses before
+    sending anything when the run has no values or an answer did not come from a trace."""
     from evalcore.analysis.trace_scores import trace_metric_values
 
     target = parse_url(url)
@@ -148,11 +245,6 @@ def export_scores(store: RunStore, run_ref: str, url: str) -> ExportSummary:
         raise EvalcoreError(f"run {run_id} was imported from Phoenix project {projects[0]!r}, not "
                             f"{target.project!r}: export to the project its traces are in")
     annotations = list(_annotations(rows, run_id))
-    phoenix = client(target)
-    try:
-        for i in range(0, len(annotations), BATCH):
-            phoenix.spans.log_span_annotations(span_annotations=annotations[i:i + BATCH], sync=True)
-    except (httpx.HTTPError, OSError) as exc:
-        raise _server_error(target, exc, f"sending span annotations, {i} of {len(annotations)} sent "
-                                         "before this; exporting again resends them all") from None
+    run_session(target.base_url, f"phoenix {target.project}", deadlines or Deadlines(),
+                lambda session: _send(session, target, annotations))
     return ExportSummary(len(annotations), rows["span_id"].nunique(), sorted(rows["metric"].unique()))

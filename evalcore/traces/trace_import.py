@@ -22,8 +22,9 @@ from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
 from evalcore.schemas.ids import canonical_id
 from evalcore.schemas.storable import make_storable
 from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
-from evalcore.traces.openinference import TraceAnswer, group_traces, text_question_id, trace_answer
+from evalcore.traces.openinference import TraceAnswer, text_question_id, trace_answer
 from evalcore.traces.spans import Span
+from evalcore.traces.trace_tree import Traces, assemble_traces
 
 RAW_KEY = "openinference"  # EvalResponse.raw entry holding the trace's ids
 
@@ -37,13 +38,21 @@ class TraceImportResult:
     notes: list[str] = field(default_factory=list)
 
 
+def answers_from_traces(traces: Traces, file: str, method: str, method_from: str | None = None,
+                        id_from: str | None = None) -> list[TraceAnswer]:
+    """One TraceAnswer per trace, in the order the traces first appear."""
+    if not traces.trees:
+        raise InputError(file, "no spans found" if not traces.rootless_traces else
+                         f"no trace has a root span ({traces.rootless_traces} trace(s) of only cycles or "
+                         "spans claiming a parent in another trace)")
+    return [trace_answer(tree, file, method, method_from, id_from) for tree in traces.trees]
+
+
 def answers_from_spans(spans: Iterable[Span], file: str, method: str, method_from: str | None = None,
                        id_from: str | None = None) -> list[TraceAnswer]:
-    """One TraceAnswer per trace, in the order the traces first appear."""
-    traces = group_traces(spans)
-    if not traces:
-        raise InputError(file, "no spans found")
-    return [trace_answer(group, file, method, method_from, id_from) for group in traces.values()]
+    """The answers of a source's spans, each span counted once and only under its root
+    (trace_tree.py)."""
+    return answers_from_traces(assemble_traces(spans, file), file, method, method_from, id_from)
 
 
 def _pair(answer: TraceAnswer, file: str, known: dict[str, EvalQuestion], by_text: dict[str, str],
@@ -99,7 +108,8 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
     responses: list[EvalResponse] = []
     keys: dict[tuple[str, str], str] = {}
     matched = 0
-    for answer in answers_from_spans(spans, source, method, method_from, id_from):
+    traces = assemble_traces(spans, source)
+    for answer in answers_from_traces(traces, source, method, method_from, id_from):
         question, response = _pair(answer, source, known, by_text, project, id_from)
         key = (response.method, response.question_id)
         if key in keys:
@@ -116,7 +126,8 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
         dataset=dataset_info,
         source={"kind": "openinference", **(source_info or {}),
                 **({"method_from": method_from} if method_from else {}),
-                **({"id_from": id_from} if id_from else {})},
+                **({"id_from": id_from} if id_from else {}),
+                **({"spans_left_out": traces.left_out()} if traces.left_out() else {})},
         counts={"questions": len(questions), "responses": len(responses),
                 "errors": sum(bool(r.error) for r in responses)})
     manifest.finished_at = manifest.created_at
@@ -124,7 +135,7 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
         writer.write_questions(list(questions.values()))
         writer.write_responses(responses)
         writer.write_manifest(manifest)
-    notes = [f"read {len(responses)} traces from {source}"]
+    notes = [f"read {len(responses)} traces from {source}", *(f"warning: {w}" for w in traces.warnings())]
     if dataset is not None:
         notes.append(f"{matched} of {len(responses)} traces matched a question of the dataset "
                      f"(on {'attribute ' + id_from if id_from else 'the question text'})")

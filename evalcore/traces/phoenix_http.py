@@ -1,0 +1,155 @@
+"""Bounded exchanges with a Phoenix server: a total deadline per request and per import or
+export, a byte cap on every reply, and every failure one `EvalcoreError` line.
+
+Why not arize-phoenix-client's own calls (`spans.get_spans`, `spans.log_span_annotations`):
+its timeouts are httpx's per-phase ones, so a server dripping one byte every 2 s held an
+import for ever; it reads a reply whole, whatever its size; and a reply of another shape than
+it expects ended as a KeyError or TypeError. Here every request runs under
+`asyncio.wait_for` with the smaller of the request deadline and what is left of the whole
+operation's, so no phase (connect, headers, body) can outlast it; a reply is read as raw bytes
+(no decompression: `Accept-Encoding: identity` is asked and an encoded reply refused, so a
+small compressed body cannot inflate past the cap) and refused past `MAX_REPLY_BYTES`. The
+shape of what is read is checked by the caller (phoenix.py), which knows what it asked for.
+The credentials are the client's settings (PHOENIX_API_KEY, PHOENIX_CLIENT_HEADERS).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, TypeVar
+
+from evalcore.errors import EvalcoreError, InputError
+
+INSTALL_HINT = "Phoenix needs arize-phoenix-client: pip install 'evalcore[phoenix]'"
+DEFAULT_TOTAL_S = 600.0  # a whole import or export (--phoenix-timeout)
+DEFAULT_REQUEST_S = 60.0  # one request, from connecting to the reply's last byte (--phoenix-request-timeout)
+MAX_DEADLINE_S = 1_000_000  # about 11 days: a bound the clock arithmetic of every layer takes
+MAX_REPLY_BYTES = 64 * 2 ** 20  # one reply (a page of 100 spans, an annotation receipt)
+_DETAIL_BYTES = 2000  # of an error reply, quoted in the message
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Deadlines:
+    """Seconds: `total_s` for the whole import or export, `request_s` for each request."""
+
+    total_s: float = DEFAULT_TOTAL_S
+    request_s: float = DEFAULT_REQUEST_S
+
+    def __post_init__(self) -> None:
+        for flag, value in (("--phoenix-timeout", self.total_s), ("--phoenix-request-timeout", self.request_s)):
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= MAX_DEADLINE_S):
+                raise EvalcoreError(f"{flag} must be a positive number of seconds up to {MAX_DEADLINE_S:,}, "
+                                    f"not {value!r}")
+
+
+class Refused(Exception):
+    """The server answered with an HTTP error status; `detail` is the first line of its body."""
+
+    def __init__(self, status: int, detail: str):
+        super().__init__(f"HTTP {status}{': ' + detail if detail else ''}")
+        self.status = status
+        self.detail = detail
+
+
+def _headers() -> dict[str, str]:
+    """What the Phoenix client would send: PHOENIX_CLIENT_HEADERS, then PHOENIX_API_KEY as a
+    bearer token (older clients' reader leaves the key out, so it is added here too)."""
+    try:
+        import phoenix.client  # noqa: F401  (the package itself: the extra evalcore[phoenix] installs it)
+        from phoenix.client.utils.config import get_env_client_headers
+    except ImportError:
+        raise EvalcoreError(INSTALL_HINT) from None
+    headers = dict(get_env_client_headers() or {})
+    key = os.environ.get("PHOENIX_API_KEY", "").strip()
+    if key and not any(name.lower() == "authorization" for name in headers):
+        headers["Authorization"] = f"Bearer {key}"
+    return {**headers, "accept": "application/json", "accept-encoding": "identity"}
+
+
+class Session:
+    """The requests of one import or export against one server, sharing its total deadline."""
+
+    def __init__(self, base_url: str, source: str, deadlines: Deadlines, client: Any, ends_at: float):
+        self.base_url = base_url
+        self.source = source  # names the server and project in messages about a reply's content
+        self.deadlines = deadlines
+        self._client = client
+        self._ends_at = ends_at
+
+    async def call(self, method: str, path: str, doing: str, where: str, **kwargs: Any) -> Any:
+        """The reply's JSON value; EvalcoreError (one line) on a deadline, an unreachable
+        server or a body too large; `Refused` on an HTTP error status; InputError naming the
+        source and `where` (the page, the batch) when the body is not JSON."""
+        import httpx
+
+        left = self._ends_at - asyncio.get_running_loop().time()
+        budget = min(self.deadlines.request_s, left)
+        whole = budget < self.deadlines.request_s
+        try:
+            if budget <= 0:
+                raise asyncio.TimeoutError
+            body = await asyncio.wait_for(self._exchange(method, path, **kwargs), budget)
+        except asyncio.TimeoutError:
+            if whole:
+                raise EvalcoreError(f"Phoenix at {self.base_url}: not done within {self.deadlines.total_s:g} s "
+                                    f"(--phoenix-timeout), stopped while {doing}") from None
+            raise EvalcoreError(f"Phoenix at {self.base_url}: no complete reply within {self.deadlines.request_s:g} s "
+                                f"(--phoenix-request-timeout) while {doing}") from None
+        except (httpx.HTTPError, OSError) as exc:
+            raise EvalcoreError(f"cannot reach Phoenix at {self.base_url} ({doing}): "
+                                f"{type(exc).__name__}: {exc}") from None
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+            raise InputError(self.source, f"the reply is not JSON ({reason})", record=where) from None
+
+    async def _exchange(self, method: str, path: str, **kwargs: Any) -> bytes:
+        async with self._client.stream(method, path, **kwargs) as response:
+            if response.status_code >= 300:
+                detail = await _read_capped(response, _DETAIL_BYTES, self.base_url, truncate=True)
+                lines = detail.decode("utf-8", "replace").strip().splitlines()
+                raise Refused(response.status_code, lines[0][:200] if lines else "")
+            return await _read_capped(response, MAX_REPLY_BYTES, self.base_url)
+
+
+async def _read_capped(response: Any, cap: int, base_url: str, truncate: bool = False) -> bytes:
+    """The raw body, refused (or with `truncate`, cut) once it passes `cap` bytes."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise EvalcoreError(f"Phoenix at {base_url} sent a reply with Content-Encoding {encoding[:40]!r}, though "
+                            "evalcore asks for none (identity): refused unread")
+    declared = response.headers.get("content-length", "").strip()
+    too_large = f"Phoenix at {base_url} sent a reply larger than {cap / 2 ** 20:g} MB: refused"
+    if not truncate and declared.isdigit() and int(declared) > cap:
+        raise EvalcoreError(f"{too_large} unread (it announced {int(declared):,} bytes)")
+    body = bytearray()
+    async for piece in response.aiter_raw():
+        body += piece
+        if len(body) > cap:
+            if truncate:
+                return bytes(body[:cap])
+            raise EvalcoreError(too_large)
+    return bytes(body)
+
+
+def run_session(base_url: str, source: str, deadlines: Deadlines, work: Callable[[Session], Awaitable[T]]) -> T:
+    """Run `work` with a Session on a fresh client; the client is closed whatever happens."""
+    import httpx
+
+    headers = _headers()
+
+    async def main() -> T:
+        ends_at = asyncio.get_running_loop().time() + deadlines.total_s
+        # httpx's own timeout is a backstop per phase; the deadlines above bound the whole
+        async with httpx.AsyncClient(base_url=base_url, headers=headers, follow_redirects=False,
+                                     timeout=httpx.Timeout(deadlines.request_s)) as client:
+            return await work(Session(base_url, source, deadlines, client, ends_at))
+
+    return asyncio.run(main())
