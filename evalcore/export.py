@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalcore.errors import EvalcoreError
+from evalcore.schemas.csv_safety import frame_to_csv
 
 if TYPE_CHECKING:  # pandas and the store load when something is exported, not with the CLI's help
     import pandas as pd
@@ -51,22 +52,6 @@ def _md_cell(value: object) -> str:
     return "".join(out)
 
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _csv_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """Text cells a spreadsheet would run as a formula (starting with = + - @, tab or CR) get a
-    leading apostrophe, the usual CSV-injection guard: the cell then reads as text. Numbers are
-    left alone (a negative number is a number, not a formula)."""
-    from pandas.api.types import is_string_dtype
-
-    out = df.copy()
-    for col in out.columns:
-        if out[col].dtype == object or is_string_dtype(out[col].dtype):
-            out[col] = [("'" + v) if isinstance(v, str) and v.startswith(_FORMULA_START) else v for v in out[col]]
-    return out
-
-
 def to_markdown(df: pd.DataFrame) -> str:
     cols = list(df.columns)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -84,7 +69,7 @@ def export_run(store: RunStore, run_ref: str, fmt: str, output: str | Path | Non
 
     df = wide_results(store, run_id)
     if fmt == "csv":
-        data = _csv_safe(df).to_csv(index=False).encode("utf-8")
+        data = frame_to_csv(df).encode("utf-8")
     elif fmt == "json":
         records = json.loads(df.to_json(orient="records", force_ascii=False, double_precision=15))
         data = json.dumps({"run_id": run_id, "rows": records}, ensure_ascii=False, indent=2).encode("utf-8")

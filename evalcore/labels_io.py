@@ -19,8 +19,6 @@ first bad record is refused with one line naming file, record and field (nothing
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import uuid
@@ -34,6 +32,7 @@ from evalcore.analysis import label_units as U
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError, StoreError, from_validation
 from evalcore.schemas import Annotation
+from evalcore.schemas.csv_safety import rows_to_csv
 from evalcore.schemas.labels import RETRACTED, AnswerClass, Grade, claim_verdict, context_verdict
 from evalcore.store import RunStore, query_df
 
@@ -199,13 +198,9 @@ def export_rows(store: RunStore, run_id: str | None = None) -> Iterator[dict[str
 
 
 def export_text(store: RunStore, fmt: str, run_id: str | None = None) -> str:
-    """The labels as CSV or JSONL text."""
+    """The labels as CSV (every text cell through the one spreadsheet-formula guard, undone when
+    `labels import` reads it back) or JSONL text."""
     rows = list(export_rows(store, run_id))
     if fmt == "jsonl":
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: ("" if v is None else v) for k, v in r.items()})
-    return buf.getvalue()
+    return rows_to_csv(rows, FIELDS)
