@@ -29,6 +29,7 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from evalcore.analysis import label_units as U
+from evalcore.analysis.annotations import COUNTED_WHEN
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError, StoreError, from_validation
 from evalcore.schemas import Annotation
@@ -183,9 +184,12 @@ def _metric(kind: str, ref: str) -> str:
 
 
 def export_rows(store: RunStore, run_id: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every stored label (the append-only log, oldest first) as import records."""
-    ann = query_df(store, """SELECT * FROM annotations WHERE $run IS NULL OR run_id = $run
-                       ORDER BY "when", annotation_id""", {"run": run_id})
+    """Every stored label as import records, in the order they arrived (the append-only log, oldest
+    first: re-imported, ties of `when` resolve as they did here). `when` is the time the label
+    counts from (annotations.COUNTED_WHEN: never after it arrived), so a label stored with a
+    future date before such dates were refused re-imports with the time it arrived."""
+    ann = query_df(store, f"""SELECT * REPLACE ({COUNTED_WHEN} AS "when") FROM annotations
+                       WHERE $run IS NULL OR run_id = $run ORDER BY arrival""", {"run": run_id})
     for r in ann.to_dict("records"):
         prob = r.get("inclusion_prob")
         yield {"run": r["run_id"], "method": r["method"], "question_id": r["question_id"],
