@@ -222,3 +222,12 @@ def test_a_stored_future_label_counts_from_its_arrival(items, tmp_path):
     res = CliRunner().invoke(app, ["--store", str(store.root), "labels", "import", str(out)])
     assert res.exit_code == 0, res.output   # the export re-imports: no future time in it
     assert _newest(store, run) == {qids[0]: "CORRECT"}
+
+
+def test_arrival_orders_labels_on_object_storage_too(s3_store):
+    """On S3 the log's part files are object keys; arrival reads from their names the same way."""
+    qid = "q1"
+    s3_store.append_annotations([_ann("r1", qid, "WRONG", "z")])
+    s3_store.append_annotations([_ann("r1", qid, "DONT_KNOW", "a")])
+    got = query_df(s3_store, f"SELECT label, arrived_at FROM annotations ORDER BY {A.NEWEST_FIRST}")
+    assert got.label.tolist() == ["DONT_KNOW", "WRONG"] and got.arrived_at.notna().all()
