@@ -349,8 +349,11 @@ class _Progress:
         if enabled and total:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), transient=True)
+            from evalcore.inert_text import progress_console
+
+            self.bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), transient=True, console=progress_console(),
+                                redirect_stdout=False, redirect_stderr=False)
             self.task = self.bar.add_task("scoring", total=total)
 
     def __enter__(self) -> "_Progress":
@@ -360,7 +363,9 @@ class _Progress:
 
     def advance(self, n: int, label: str) -> None:
         if self.bar:
-            self.bar.update(self.task, advance=n, description=f"scoring {label}")
+            from evalcore.inert_text import visible
+
+            self.bar.update(self.task, advance=n, description=visible(f"scoring {label}"))
 
     def __exit__(self, *exc: Any) -> None:
         if self.bar:
