@@ -145,3 +145,10 @@ def progress_console() -> Any:
 
         _PROGRESS_CONSOLE.append(Console(file=_RawStderr()))
     return _PROGRESS_CONSOLE[0]
+
+
+def progress_options() -> dict[str, Any]:
+    """The keyword arguments every rich Progress of ours takes: the progress console, and no
+    redirection of stdout/stderr through it while a bar runs (what is printed meanwhile keeps
+    the guard)."""
+    return {"console": progress_console(), "redirect_stdout": False, "redirect_stderr": False}

@@ -245,11 +245,10 @@ class progress_bar:
         from rich.errors import LiveError
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        from evalcore.inert_text import progress_console, visible
+        from evalcore.inert_text import progress_options, visible
 
         bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                       TimeRemainingColumn(), transient=True, console=progress_console(),
-                       redirect_stdout=False, redirect_stderr=False)
+                       TimeRemainingColumn(), transient=True, **progress_options())
         try:
             bar.start()
         except LiveError:

@@ -13,7 +13,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.text import Text
 
-from evalcore.inert_text import progress_console, visible
+from evalcore.inert_text import progress_options, visible
 
 
 class RateColumn(ProgressColumn):
@@ -40,8 +40,7 @@ class RunProgress:
                 TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
                 RateColumn(), TextColumn("{task.fields[errors]} errors", markup=False),
                 TimeElapsedColumn(), TextColumn("ETA", markup=False), TimeRemainingColumn(),
-                console=progress_console(), transient=False, refresh_per_second=8,
-                redirect_stdout=False, redirect_stderr=False)  # prints meanwhile keep the terminal guard
+                transient=False, refresh_per_second=8, **progress_options())
             self._progress.__enter__()
             self._task = self._progress.add_task(visible(self.description), total=self.total, errors=0)
         return self
