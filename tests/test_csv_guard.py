@@ -29,7 +29,8 @@ PKG = Path(__file__).resolve().parents[1] / "evalcore"
 
 # Text a spreadsheet runs (or might, after skipping blanks), and text that only looks guarded.
 RISKY = ["=HYPERLINK(\"http://evil.invalid\",\"click\")", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A2)",
-         "\t=1+1", "\r=1+1", "\n=1", " =1+1", "  @x", "\u3000=1", "\uff1d1+1", "\uff0bcmd", "\x00=1", "\x1b=1"]
+         "\t=1+1", "\r=1+1", "\n=1", " =1+1", "  @x", "\u3000=1", "\uff1d1+1", "\uff0bcmd", "\x00=1", "\x1b=1",
+         "\u200b=1", "\ufeff@x", "\u00a0-2+3"]
 LOOKS_GUARDED = ["'=1+1", "''=1+1", "'+x", "'\t=1", "' =1"]
 PLAIN = ["hello", "it's", "'quoted'", "'", "-1", "+0.5", "-2e3", ".5", "1-2", "a=b", "", "x@y.z", "'-1"]
 
@@ -126,15 +127,19 @@ def labelled(tmp_path):
 
 
 def test_labels_export_guards_who_and_note(labelled):
-    store, _ = labelled
-    res = _cli(store.root, "labels", "export")
-    assert res.exit_code == 0, res.output
-    rows = list(csv.DictReader(io.StringIO(res.stdout_bytes.decode("utf-8"))))  # .stdout turns CR LF into LF
+    store, tmp = labelled
+    out = tmp / "export.csv"
+    assert _cli(store.root, "labels", "export", "-o", str(out)).exit_code == 0
+    with open(out, encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
     assert len(rows) == len(NOTES)
     for row in rows:
         for field, value in row.items():
             assert not is_risky(value), (field, value)
     assert {r["note"] for r in rows} == {guard(n) for n in NOTES}
+    res = _cli(store.root, "labels", "export")   # to stdout: the same cells, control characters shown
+    assert res.exit_code == 0, res.output
+    assert not any(is_risky(c) for c in _csv_cells(res.stdout_bytes.decode("utf-8")))
 
 
 def test_labels_export_reimports_to_the_same_text(labelled):

@@ -43,16 +43,17 @@ _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def _leading_blank(ch: str) -> bool:
-    """Whitespace or a control character: what a spreadsheet may skip before a formula sign."""
-    return ch.isspace() or unicodedata.category(ch) == "Cc"
+    """Whitespace, a control or an invisible format character (zero-width space, BOM, bidi
+    marks): what a spreadsheet may skip, or a reader not see, before a formula sign."""
+    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf")
 
 
 def is_risky(text: str) -> bool:
     """Would a spreadsheet run this cell (or could it, after skipping leading blanks)?
 
     Risky: a first character that is a control character (tab, carriage return, ...; OWASP's
-    list), or a formula sign as the first character after any leading whitespace/controls,
-    unless the whole cell is a plain number."""
+    list), or a formula sign as the first character after any leading whitespace, controls or
+    invisible format characters, unless the whole cell is a plain number."""
     if not text:
         return False
     if unicodedata.category(text[0]) == "Cc":
