@@ -40,7 +40,8 @@ def console(stderr: bool = False):
 
 def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """A table on stdout. Every cell, header and the title is one line of text: control
-    characters (newlines and tabs included) show as escapes, so a name cannot break the table."""
+    characters (newlines and tabs included) show as escapes, so a name cannot break the table
+    (a missing cell, None, is empty)."""
     from rich.table import Table
 
     from evalcore.inert_text import visible
@@ -49,7 +50,7 @@ def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequen
     for c in columns:
         table.add_column(visible(c))
     for r in rows:
-        table.add_row(*(visible(v) for v in r))
+        table.add_row(*("" if v is None else visible(v) for v in r))
     console().print(table)
 
 
