@@ -211,6 +211,41 @@ def test_the_console_script_guards_usage_errors_and_output(hostile):
         assert "Traceback" not in res.stderr, res.stderr
 
 
+def _on_a_terminal(argv: list[str], env: dict[str, str]) -> str:
+    """Run `python -m evalcore ARGV` with a pseudo-terminal as stdin, stdout and stderr; its output."""
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "evalcore", *argv], stdin=follower, stdout=follower,
+                            stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([leader], [], [], 120)
+        try:
+            data = os.read(leader, 65536) if ready else b""
+        except OSError:  # the child closed the terminal
+            data = b""
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=120)
+    os.close(leader)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pseudo-terminal from the pty module")
+def test_on_a_real_terminal_too(hostile):
+    """On a terminal click strips nothing itself: the guard alone keeps CSI 2J and the rest out."""
+    env = {**os.environ, "COLUMNS": "200", "TERM": "xterm-256color"}
+    root = str(hostile["store"].root)
+    for argv in (["show", hostile["run"]], ["runs"], ["show", "nope" + HOSTILE]):
+        out = _on_a_terminal(["--store", root, *argv], env)
+        _no_control(out.replace("\r\n", "\n"), f"{argv} on a terminal")   # the terminal turns \n into CR LF
+        assert "\\x1b[2J" in out or "\\x1b]52" in out, out[-400:]
+
+
 # ---- the helpers themselves ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("ch", [chr(c) for c in (*range(0x20), *range(0x7f, 0xa0))]
