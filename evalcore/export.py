@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import io
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalcore.errors import EvalcoreError
+from evalcore.inert_text import markdown_cell
+from evalcore.schemas.csv_safety import frame_to_csv
 
 if TYPE_CHECKING:  # pandas and the store load when something is exported, not with the CLI's help
     import pandas as pd
@@ -18,60 +19,16 @@ if TYPE_CHECKING:  # pandas and the store load when something is exported, not w
 FORMATS = ("csv", "json", "md", "parquet")
 
 
-# Markdown punctuation, plus what GitHub's autolinks need (':' of a scheme, '.' of www.x.y, '@' of
-# an e-mail): escaped, a URL in an answer stays text in a pull request or job summary.
-_MD_PUNCTUATION = set("\\`*_{}[]()!|~:.@")
-
-
-def _md_cell(value: object) -> str:
-    """Markdown table cell from untrusted text: inert when rendered.
-
-    Every character with meaning in Markdown (links, images, emphasis, code, the table's pipes)
-    is backslash-escaped, < and > become entities (no HTML tags), and newlines collapse to
-    spaces so an answer can neither break the table nor render as a link, image or heading.
-    """
-    import pandas as pd
-
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    out = []
-    for ch in " ".join(str(value).split()):
-        if ch in _MD_PUNCTUATION:
-            out.append("\\" + ch)
-        elif ch == "<":
-            out.append("&lt;")
-        elif ch == ">":
-            out.append("&gt;")
-        elif ch == "&":
-            out.append("&amp;")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _csv_safe(df: pd.DataFrame) -> pd.DataFrame:
-    """Text cells a spreadsheet would run as a formula (starting with = + - @, tab or CR) get a
-    leading apostrophe, the usual CSV-injection guard: the cell then reads as text. Numbers are
-    left alone (a negative number is a number, not a formula)."""
-    from pandas.api.types import is_string_dtype
-
-    out = df.copy()
-    for col in out.columns:
-        if out[col].dtype == object or is_string_dtype(out[col].dtype):
-            out[col] = [("'" + v) if isinstance(v, str) and v.startswith(_FORMULA_START) else v for v in out[col]]
-    return out
+# The Markdown cell of untrusted text lives with the terminal's guard (evalcore.inert_text): one
+# definition of "inert" for `export -f md`, `compare --markdown` and the CLI.
+_md_cell = markdown_cell
 
 
 def to_markdown(df: pd.DataFrame) -> str:
     cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = ["| " + " | ".join(markdown_cell(c) for c in cols) + " |", "|" + "---|" * len(cols)]
     for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(_md_cell(v) for v in row) + " |")
+        lines.append("| " + " | ".join(markdown_cell(v) for v in row) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -84,7 +41,7 @@ def export_run(store: RunStore, run_ref: str, fmt: str, output: str | Path | Non
 
     df = wide_results(store, run_id)
     if fmt == "csv":
-        data = _csv_safe(df).to_csv(index=False).encode("utf-8")
+        data = frame_to_csv(df).encode("utf-8")
     elif fmt == "json":
         records = json.loads(df.to_json(orient="records", force_ascii=False, double_precision=15))
         data = json.dumps({"run_id": run_id, "rows": records}, ensure_ascii=False, indent=2).encode("utf-8")

@@ -19,8 +19,6 @@ first bad record is refused with one line naming file, record and field (nothing
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 import uuid
@@ -31,10 +29,12 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from evalcore.analysis import label_units as U
+from evalcore.analysis.annotations import COUNTED_WHEN
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError, StoreError, from_validation
 from evalcore.schemas import Annotation
 from evalcore.schemas.ids import canonical_id, match_name
+from evalcore.schemas.csv_safety import rows_to_csv
 from evalcore.schemas.labels import RETRACTED, AnswerClass, Grade, claim_verdict, context_verdict
 from evalcore.store import RunStore, query_df
 
@@ -198,9 +198,12 @@ def _metric(kind: str, ref: str) -> str:
 
 
 def export_rows(store: RunStore, run_id: str | None = None) -> Iterator[dict[str, Any]]:
-    """Every stored label (the append-only log, oldest first) as import records."""
-    ann = query_df(store, """SELECT * FROM annotations WHERE $run IS NULL OR run_id = $run
-                       ORDER BY "when", annotation_id""", {"run": run_id})
+    """Every stored label as import records, in the order they arrived (the append-only log, oldest
+    first: re-imported, ties of `when` resolve as they did here). `when` is the time the label
+    counts from (annotations.COUNTED_WHEN: never after it arrived), so a label stored with a
+    future date before such dates were refused re-imports with the time it arrived."""
+    ann = query_df(store, f"""SELECT * REPLACE ({COUNTED_WHEN} AS "when") FROM annotations
+                       WHERE $run IS NULL OR run_id = $run ORDER BY arrival""", {"run": run_id})
     for r in ann.to_dict("records"):
         prob = r.get("inclusion_prob")
         yield {"run": r["run_id"], "method": r["method"], "question_id": r["question_id"],
@@ -213,13 +216,9 @@ def export_rows(store: RunStore, run_id: str | None = None) -> Iterator[dict[str
 
 
 def export_text(store: RunStore, fmt: str, run_id: str | None = None) -> str:
-    """The labels as CSV or JSONL text."""
+    """The labels as CSV (every text cell through the one spreadsheet-formula guard, undone when
+    `labels import` reads it back) or JSONL text."""
     rows = list(export_rows(store, run_id))
     if fmt == "jsonl":
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: ("" if v is None else v) for k, v in r.items()})
-    return buf.getvalue()
+    return rows_to_csv(rows, FIELDS)

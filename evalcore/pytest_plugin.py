@@ -115,5 +115,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     failures = config.stash.get(_FAILURES, [])
     if failures:
         terminalreporter.section("evalcore quality gate FAILED", red=True)
-        for line in failures:
-            terminalreporter.line(line)
+        from evalcore.inert_text import visible
+
+        for line in failures:  # they quote method names and errors: control characters shown, not sent
+            terminalreporter.line(visible(line))

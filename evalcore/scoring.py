@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from evalcore.errors import EvalcoreError
+from evalcore.inert_text import progress_options, visible
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
 from evalcore.queries import run_questions, run_responses
 from evalcore.schemas import Claim, ContextJudgement, EvalQuestion, EvalResponse, MetricValue
@@ -349,8 +350,8 @@ class _Progress:
         if enabled and total:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), transient=True)
+            self.bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                                TimeElapsedColumn(), transient=True, **progress_options())
             self.task = self.bar.add_task("scoring", total=total)
 
     def __enter__(self) -> "_Progress":
@@ -360,7 +361,7 @@ class _Progress:
 
     def advance(self, n: int, label: str) -> None:
         if self.bar:
-            self.bar.update(self.task, advance=n, description=f"scoring {label}")
+            self.bar.update(self.task, advance=n, description=visible(f"scoring {label}"))
 
     def __exit__(self, *exc: Any) -> None:
         if self.bar:

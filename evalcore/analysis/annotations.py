@@ -11,6 +11,12 @@ An annotation stores the judge's label beside the person's, so agreement needs n
 Agreement rule (one, for the Annotate page, the CLI and the judge layer's reports): each
 person's newest annotation per item counts once; judge-human agreement pairs it with the judge's
 label; annotator agreement pairs two people's labels on the same item.
+
+"Newest" (NEWEST_FIRST, the one ordering every reader uses): the latest `when`, a tie going to
+the label that arrived later (the append order of the store's log). A label's time is never
+taken to be later than its arrival (COUNTED_WHEN): new labels dated in the future are refused
+(schemas.results.label_time), and one stored with such a date before that check counts as made
+when it arrived instead of outranking every later label.
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ from evalcore.stats.agreement import agreement_rate, cohen_kappa
 from evalcore.store import RunStore, query_df
 
 LABELS = TARGET_LABELS
+
+# The time a label counts from (its own, but never after it arrived) and the newest-first order.
+COUNTED_WHEN = 'least("when", coalesce(arrived_at, "when"))'
+NEWEST_FIRST = f"{COUNTED_WHEN} DESC, arrival DESC"
 
 _ITEMS = f"""
 WITH items AS (
@@ -51,7 +61,7 @@ _REVIEWED = f""", reviewed AS (
     SELECT DISTINCT run_id, method, question_id, target_kind, target_ref FROM (
         SELECT * FROM annotations WHERE run_id = $run
         QUALIFY row_number() OVER (PARTITION BY who, run_id, method, question_id, target_kind, target_ref
-                                   ORDER BY "when" DESC, annotation_id DESC) = 1)
+                                   ORDER BY {NEWEST_FIRST}) = 1)
     WHERE label <> '{RETRACTED}')"""
 
 _QUEUE = _ITEMS + _REVIEWED + """
@@ -161,11 +171,11 @@ def undo(store: RunStore, annotation: Annotation) -> Annotation:
 
 def _newest(store: RunStore, run_id: str | None) -> pd.DataFrame:
     """Each person's newest annotation per item (an item whose newest is a retraction: none)."""
-    out = query_df(store, """
+    out = query_df(store, f"""
         SELECT who, run_id, method, question_id, target_kind, target_ref, judge_label, label FROM annotations
         WHERE ($run IS NULL OR run_id = $run)
         QUALIFY row_number() OVER (PARTITION BY who, run_id, method, question_id, target_kind, target_ref
-                                   ORDER BY "when" DESC, annotation_id DESC) = 1""", {"run": run_id})
+                                   ORDER BY {NEWEST_FIRST}) = 1""", {"run": run_id})
     return out[out.label != RETRACTED].reset_index(drop=True)
 
 
@@ -197,7 +207,7 @@ def agreement(store: RunStore, run_id: str | None) -> pd.DataFrame:
 
 
 def recent(store: RunStore, run_id: str | None, limit: int = 200) -> pd.DataFrame:
-    return query_df(store, """SELECT "when", who, run_id, method, question_id, target_kind, target_ref,
+    return query_df(store, f"""SELECT "when", who, run_id, method, question_id, target_kind, target_ref,
                                judge_label, label, note FROM annotations
-                        WHERE $run IS NULL OR run_id = $run ORDER BY "when" DESC LIMIT $limit""",
+                        WHERE $run IS NULL OR run_id = $run ORDER BY {NEWEST_FIRST} LIMIT $limit""",
               {"run": run_id, "limit": limit})

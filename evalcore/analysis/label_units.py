@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, GRADE_POINTS, RETRACTED, Grade
+from evalcore.analysis.annotations import NEWEST_FIRST
 from evalcore.analysis.recent_frames import RecentFrames
 from evalcore.store import RunStore, query_df, wide_columns
 from evalcore.store.wide import label_expr, value_expr
@@ -134,11 +135,11 @@ def _predictions(store: RunStore, run_id: str, method: str, metric: str) -> pd.D
 def newest_labels(store: RunStore, run_id: str, method: str, kind: str) -> pd.DataFrame:
     """The newest label per item of one system and label kind (anyone's; a retraction removes the
     item's label), with whether any label of the item came from a random sample."""
-    out = query_df(store, """
+    out = query_df(store, f"""
         SELECT question_id, target_ref, label, sample_id, inclusion_prob,
                bool_or(sample_id IS NOT NULL) OVER (PARTITION BY question_id) AS answer_sampled FROM annotations
         WHERE run_id = $run AND method = $method AND target_kind = $kind
-        QUALIFY row_number() OVER (PARTITION BY question_id, target_ref ORDER BY "when" DESC, annotation_id DESC) = 1""",
+        QUALIFY row_number() OVER (PARTITION BY question_id, target_ref ORDER BY {NEWEST_FIRST}) = 1""",
              {"run": run_id, "method": method, "kind": kind})
     return out
 

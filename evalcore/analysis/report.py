@@ -5,15 +5,16 @@ reading its outcome are in the pull request. GitHub renders Markdown tables ther
 $GITHUB_STEP_SUMMARY, so the same numbers as the terminal table, plus a verdict per metric
 that only says "better"/"worse" when the Holm-adjusted test says so (the outcomes of
 evalcore.analysis.verdict: not significant, too few questions, no significant difference otherwise). Every name comes from
-users (run names, methods, metrics), so cells go through the export's inert Markdown escaping.
+users (run names, methods, metrics), so cells go through evalcore.inert_text.markdown_cell (control
+characters shown as escapes, Markdown syntax and HTML inert).
 """
 
 from __future__ import annotations
 
 import math
 
-from evalcore.export import _md_cell
 from evalcore.analysis.compare import Comparison
+from evalcore.inert_text import markdown_cell
 
 
 def _num(value: float, digits: int = 3) -> str:
@@ -31,8 +32,8 @@ def verdict(row) -> str:
 def comparison_markdown(result: Comparison, labels: dict[str, str] | None = None) -> str:
     """The comparison as Markdown: a heading line, then one table row per (candidate, metric)."""
     labels = labels or {}
-    name = lambda label: _md_cell(labels.get(label, label))  # noqa: E731
-    lines = [f"**evalcore compare** · baseline {_md_cell(result.baseline.label)} · "
+    name = lambda label: markdown_cell(labels.get(label, label))  # noqa: E731
+    lines = [f"**evalcore compare** · baseline {markdown_cell(result.baseline.label)} · "
              f"95% paired bootstrap CI · Holm-adjusted p, α = {result.alpha:g}", "",
              "| candidate | metric | baseline | candidate | Δ | 95% CI | p (Holm) | verdict | better / worse / same | n |",
              "|---|---|--:|--:|--:|---|--:|---|---|--:|"]
@@ -47,7 +48,7 @@ def comparison_markdown(result: Comparison, labels: dict[str, str] | None = None
         found = outcome.get((r.candidate, r.metric), "no significant difference")
         mark = {"better": "▲ better", "worse": "▼ worse"}.get(found, found)
         lines.append(
-            f"| {name(r.candidate)} | {_md_cell(r.metric)} | {_num(r.mean_a)} | {_num(r.mean_b)} | "
+            f"| {name(r.candidate)} | {markdown_cell(r.metric)} | {_num(r.mean_a)} | {_num(r.mean_b)} | "
             f"{_num(r.delta, 4)} | [{_num(r.ci_low, 4)}, {_num(r.ci_high, 4)}] | {_num(r.p_holm, 4)} | {mark} | "
             f"{r.improved} / {r.regressed} / {r.unchanged} | {r.n_pairs} |")
     for label, ids in result.unpaired.items():

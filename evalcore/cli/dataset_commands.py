@@ -11,6 +11,7 @@ from typing import Iterator, Optional
 
 import typer
 
+from evalcore.cli.context import echo_line
 from evalcore.errors import DuplicateIdsDropped
 
 
@@ -41,7 +42,7 @@ def print_dropped_duplicates() -> Iterator[None]:
     def show(message, category, filename, lineno, file=None, line=None):
         if isinstance(message, DuplicateIdsDropped):
             for text in message.lines():
-                typer.echo(f"warning: {text}", err=True)
+                echo_line(f"warning: {text}", err=True)
         else:
             default(message, category, filename, lineno, file, line)
 
@@ -89,11 +90,11 @@ def stats_cmd(
         return
     for key, value in stats.items():
         if isinstance(value, dict):
-            typer.echo(f"{key}:")
+            echo_line(f"{key}:")
             for k, v in value.items():
-                typer.echo(f"  {k:<28} {v}")
+                echo_line(f"  {k:<28} {v}")
         else:
-            typer.echo(f"{key:<30} {value}")
+            echo_line(f"{key:<30} {value}")
 
 
 def register(app: typer.Typer) -> None:

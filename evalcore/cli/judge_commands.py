@@ -14,7 +14,7 @@ from typing import Optional
 
 import typer
 
-from evalcore.cli.context import state
+from evalcore.cli.context import echo_line, state
 from evalcore.errors import EvalcoreError
 
 
@@ -63,10 +63,10 @@ def rejudge_cmd(
 
     for name in names:
         s = summary[name]
-        typer.echo(f"  {name:<26} old {fmt(s['old_mean'])}  new {fmt(s['new_mean'])}  "
+        echo_line(f"  {name:<26} old {fmt(s['old_mean'])}  new {fmt(s['new_mean'])}  "
                    f"disagree {fmt(s['disagreement_rate'])}  kappa {fmt(s['kappa'])}  (n={s['n_paired']})")
     for name, err in report.errors.items():
-        typer.echo(f"  error in {name}: {err}", err=True)
+        echo_line(f"  error in {name}: {err}", err=True)
 
 
 def register(app: typer.Typer) -> None:

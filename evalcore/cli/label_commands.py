@@ -6,12 +6,13 @@ and the dashboard cannot show different corrected numbers (docs/labels.md).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from evalcore.cli.context import state
+from evalcore.cli.context import echo_line, state
 from evalcore.errors import EvalcoreError
 
 labels_app = typer.Typer(help="Human labels: import them from a labelling tool, export them.",
@@ -25,7 +26,7 @@ def import_cmd(file: Path = typer.Argument(..., help="CSV or JSONL: run, method,
     from evalcore.labels_io import import_labels
 
     n = import_labels(state.store(), file)
-    typer.echo(f"imported {n} label{'s' if n != 1 else ''} from {file}")
+    echo_line(f"imported {n} label{'s' if n != 1 else ''} from {file}")
 
 
 @labels_app.command("export")
@@ -39,8 +40,9 @@ def export_cmd(run: Optional[str] = typer.Option(None, "--run", help="Only this 
         raise EvalcoreError(f"--format {fmt!r}: choose csv or jsonl")
     store = state.store()
     text = export_text(store, fmt, store.resolve(run) if run else None)
-    if output is None:
-        typer.echo(text, nl=False)
+    if output is None:  # through the terminal guard like all output (-o FILE keeps every byte)
+        sys.stdout.write(text)
+        sys.stdout.flush()
     else:
         output.write_text(text, encoding="utf-8")
         typer.echo(f"wrote {output}", err=True)
@@ -76,11 +78,11 @@ def print_corrected_means(store, run_id: str, as_json: bool = False) -> None:
     for r in table.itertuples(index=False):
         labelled = f"{r.n_labelled}/{r.N}"
         if r.status != "ok":
-            typer.echo(f"  {r.method:<20} {r.metric:<20} {_f(r.judge_mean):>7} "
+            echo_line(f"  {r.method:<20} {r.metric:<20} {_f(r.judge_mean):>7} "
                        f"{f'{r.n_labelled} of {MIN_LABELS} labels':>27} {labelled:>10}")
             continue
         bias = f"{num(r.bias, sign=True)} {_ci(r.bias_low, r.bias_high)}"
-        typer.echo(f"  {r.method:<20} {r.metric:<20} {_f(r.judge_mean):>7} {_f(r.corrected):>9} "
+        echo_line(f"  {r.method:<20} {r.metric:<20} {_f(r.judge_mean):>7} {_f(r.corrected):>9} "
                    f"{_ci(r.ci_low, r.ci_high):>17} {labelled:>10} {bias:>25} {_f(r.rho, 2):>6} "
                    f"{_f(r.implied_width_ratio, 2):>6}")
     typer.echo("width: PPI++ width relative to labels alone implied by rho (about sqrt(1 - rho^2))")
@@ -105,7 +107,7 @@ def print_corrected_compare(store, sels: list, metrics: list[str] | None) -> Non
         else:
             right = (f"corrected {num(r.corrected_delta, sign=True)} {_ci(r.ci_low, r.ci_high)} {r.corrected_verdict}"
                      + ("  (verdict changes)" if r.verdict_changes else ""))
-        typer.echo(f"  {r.candidate:<28} {r.metric:<20} {left:<48} {right}  n={r.n_labelled}/{r.N}")
+        echo_line(f"  {r.candidate:<28} {r.metric:<20} {left:<48} {right}  n={r.n_labelled}/{r.N}")
 
 
 def register(app: typer.Typer) -> None:

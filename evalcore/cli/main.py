@@ -23,6 +23,7 @@ from evalcore import __version__
 from evalcore.cli.context import state
 from evalcore.cli.disk_errors import disk_full_message, is_disk_full, is_not_writable, not_writable_message
 from evalcore.errors import EvalcoreError
+from evalcore.inert_text import install_inert_streams
 
 def _store_commands() -> ModuleType:
     from evalcore.cli import store_commands
@@ -149,6 +150,7 @@ def _root(
     debug: bool = typer.Option(False, "--debug", envvar=DEBUG_ENV,
                                help="Show the traceback of an error. Also EVALCORE_DEBUG=1."),
 ) -> None:
+    install_inert_streams()  # again here: a test runner swaps the streams after main() ran
     state.store_root = store
     _debug[0] = debug
 
@@ -174,7 +176,10 @@ def _unexpected(exc: BaseException) -> str:
 def main() -> None:
     """Console entry point: one line on stderr for every failure, never a traceback (unless
     --debug). Expected ones (evalcore errors, a full disk, a store that cannot be written)
-    exit 2; anything unexpected exits 1 and points at --debug."""
+    exit 2; anything unexpected exits 1 and points at --debug. Everything written to stdout and
+    stderr passes the terminal guard (evalcore.inert_text): names and text from the data can
+    show their control characters, never send them."""
+    install_inert_streams()
     try:
         app()
     except EvalcoreError as exc:

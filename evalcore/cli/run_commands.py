@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from evalcore.cli.context import state
+from evalcore.cli.context import echo_line, state
 from evalcore.cli.dataset_commands import ON_DUPLICATE_HELP, OnDuplicate, print_dropped_duplicates
 from evalcore.cli.vocabulary import Engine, deprecated
 from evalcore.errors import EvalcoreError
@@ -125,7 +125,7 @@ def _end_with_failures(store, run_id: str) -> None:
     from evalcore.analysis.progress import answer_failures, failure_line
 
     failures = answer_failures(store, run_id)
-    typer.echo(failure_line(failures), err=True)
+    echo_line(failure_line(failures), err=True)
     if failures["all_failed"]:
         typer.echo(f"error: every answer of run {run_id} failed; check the target and the methods "
                    "(`evalcore show` lists the errors)", err=True)

@@ -17,7 +17,7 @@ from typing import Optional
 import typer
 
 from evalcore.analysis.regression_gate import DEFAULT_MIN_PAIRED
-from evalcore.cli.context import state
+from evalcore.cli.context import echo_line, state
 from evalcore.cli.vocabulary import Engine, deprecated
 from evalcore.errors import EvalcoreError
 
@@ -35,16 +35,9 @@ def _fmt(x: object, digits: int = 3) -> str:
 
 
 def _print_table(title: str, columns: list[str], rows: list[list[str]]) -> None:
-    from rich.table import Table
+    from evalcore.cli.context import print_table
 
-    from evalcore.cli.context import console
-
-    table = Table(title=title)
-    for c in columns:
-        table.add_column(c)
-    for r in rows:
-        table.add_row(*r)
-    console().print(table)
+    print_table(title, columns, rows)
 
 
 def _options_from(path: Optional[str], pairs: list[str]) -> dict:
@@ -148,7 +141,7 @@ def score_cmd(
     if skipped:
         typer.echo(skipped, err=True)
     for name, msg in sorted(report.errors.items()):
-        typer.echo(f"ERROR in {name}: {msg}", err=True)
+        echo_line(f"ERROR in {name}: {msg}", err=True)
     if spot_check is not None:
         try:
             from evalcore.spot_check import spot_check as run_spot_check
@@ -258,8 +251,8 @@ def compare_cmd(
         t = result.table
         for v in verdicts.values():  # the verdict first: what a reader came for
             for warning in v["warnings"]:
-                typer.echo(f"WARNING not comparable as scored: {warning}")
-            typer.echo(v["summary"])
+                echo_line(f"WARNING not comparable as scored: {warning}")
+            echo_line(v["summary"])
         outcome = {(label, line["metric"]): line["outcome"] for label, v in verdicts.items() for line in v["lines"]}
         rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
                  f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),
@@ -270,7 +263,7 @@ def compare_cmd(
                       "better/worse/same/missing", "n", "verdict"], rows)
         for label, ids in result.unpaired.items():
             if ids["only_in_baseline"] or ids["only_in_candidate"]:
-                typer.echo(f"{label}: unpaired questions: {len(ids['only_in_baseline'])} only in baseline, "
+                echo_line(f"{label}: unpaired questions: {len(ids['only_in_baseline'])} only in baseline, "
                            f"{len(ids['only_in_candidate'])} only in candidate", err=True)
         if front is not None:
             df, dropped = front
@@ -279,7 +272,7 @@ def compare_cmd(
                          [[short.get(p.label, p.label), _fmt(p.quality), _fmt(p.cost, 6), _fmt(p.latency, 1), str(p.on_front),
                            p.dominated_by] for p in df.itertuples()])
             if dropped:
-                typer.echo(f"Pareto axes dropped (missing values): {', '.join(dropped)}", err=True)
+                echo_line(f"Pareto axes dropped (missing values): {', '.join(dropped)}", err=True)
         if corrected:
             from evalcore.cli.label_commands import print_corrected_compare
 
@@ -288,7 +281,7 @@ def compare_cmd(
         typer.echo(f"NOT COMPARED {line}", err=True)
     if gate.failed:
         for f in failures:
-            typer.echo(f"REGRESSION {f}", err=True)
+            echo_line(f"REGRESSION {f}", err=True)
         raise typer.Exit(code=1)
 
 

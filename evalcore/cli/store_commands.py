@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from evalcore.cli.context import state
+from evalcore.cli.context import echo_line, state
 from evalcore.cli import store_health_commands
 from evalcore.cli.dataset_commands import ON_DUPLICATE_HELP, OnDuplicate, print_dropped_duplicates
 from evalcore.cli.phoenix_options import PHOENIX_REQUEST_TIMEOUT, PHOENIX_TIMEOUT, phoenix_deadlines
@@ -102,8 +102,8 @@ def import_cmd(
         result = import_recorded(state.store(), file, name=name, dataset=dataset, method=method, kind=kind,
                                  on_duplicate=on_duplicate.mode, allow_extra=allow_extra, retrieval_only=retrieval_only)
     for line in result.notes():
-        typer.echo(line, err=True)
-    typer.echo(f"imported {result.n_records} answers to {result.n_questions} questions "
+        echo_line(line, err=True)
+    echo_line(f"imported {result.n_records} answers to {result.n_questions} questions "
                f"({', '.join(result.methods)}) as run:", err=True)
     typer.echo(result.run_id)
 
@@ -138,8 +138,8 @@ def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], meth
                            method=method or project or default_name, project=project,
                            method_from=method_from, id_from=id_from, dataset=dataset, source_info=info)
     for line in result.notes:
-        typer.echo(line, err=True)
-    typer.echo(f"imported {result.n_records} answers to {result.n_questions} questions "
+        echo_line(line, err=True)
+    echo_line(f"imported {result.n_records} answers to {result.n_questions} questions "
                f"({', '.join(result.methods)}) as run:", err=True)
     typer.echo(result.run_id)
 
@@ -151,7 +151,7 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON inst
     problems: list[str] = []
     state.store().manifests(problems)
     for problem in problems:
-        typer.echo(f"warning: skipped a run: {problem}", err=True)
+        echo_line(f"warning: skipped a run: {problem}", err=True)
     df = runs_overview(state.store())
     if as_json:
         store_health_commands.print_damaged(state.store(), err=True)  # stdout stays JSON
@@ -161,17 +161,11 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON inst
         if not store_health_commands.print_damaged(state.store()):
             typer.echo(f"no runs in {state.store().root} (try: evalcore import --example)")
         return
-    from rich.table import Table
+    from evalcore.cli.context import print_table
 
-    from evalcore.cli.context import console
-
-    table = Table(show_lines=False)
-    for col in ("run_id", "name", "status", "methods", "n_questions", "n_responses", "n_errors", "created_at"):
-        table.add_column(col)
-    for row in df.itertuples(index=False):
-        table.add_row(row.run_id, row.name, row.status, row.methods, str(row.n_questions),
-                      str(row.n_responses), str(row.n_errors), str(row.created_at)[:19])
-    console().print(table)
+    print_table(None, ("run_id", "name", "status", "methods", "n_questions", "n_responses", "n_errors", "created_at"),
+                ((row.run_id, row.name, row.status, row.methods, row.n_questions, row.n_responses, row.n_errors,
+                  str(row.created_at)[:19]) for row in df.itertuples(index=False)))
     store_health_commands.print_damaged(state.store())
 
 
@@ -200,14 +194,14 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
             payload["corrected"] = json.loads(corrected_means(store, run_id).to_json(orient="records", double_precision=15))
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
-    typer.echo(f"run {manifest.run_id}  ({manifest.name}, {manifest.kind}, {manifest.status})")
+    echo_line(f"run {manifest.run_id}  ({manifest.name}, {manifest.kind}, {manifest.status})")
     typer.echo(f"created {manifest.created_at:%Y-%m-%d %H:%M:%S} UTC, evalcore {manifest.evalcore_version}")
-    typer.echo(f"dataset: {_json(manifest.dataset)}")
-    typer.echo(f"methods: {', '.join(manifest.methods)}   counts: {_json(manifest.counts)}")
+    echo_line(f"dataset: {_json(manifest.dataset)}")
+    echo_line(f"methods: {', '.join(manifest.methods)}   counts: {_json(manifest.counts)}")
     if manifest.judges:
-        typer.echo(f"judges: {', '.join(manifest.judges)}")
+        echo_line(f"judges: {', '.join(manifest.judges)}")
     for target, figures in indexing.items():
-        typer.echo(f"indexing coverage ({target}): {_json(figures)}")
+        echo_line(f"indexing coverage ({target}): {_json(figures)}")
     if summary.empty:
         typer.echo("no metric values yet (score the run to add them)")
         return
@@ -215,11 +209,11 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
         mean = "–" if row.mean is None or row.mean != row.mean else f"{row.mean:.4f}"
         reasons = row.not_scored_reasons if isinstance(row.not_scored_reasons, str) else ""
         extra = f"  not scored: {reasons}" if reasons else ""
-        typer.echo(f"  {row.method:<20} {row.metric:<28} {mean:>8}  ({row.n_scored}/{row.n}){extra}")
+        echo_line(f"  {row.method:<20} {row.metric:<28} {mean:>8}  ({row.n_scored}/{row.n}){extra}")
     if len({r["doc_type"] for r in by_type}) > 1:
         typer.echo("hit_rate@5 by gold document type:")
         for r in by_type:
-            typer.echo(f"  {r['method']:<20} {r['doc_type']:<12} {r['mean']:.4f}  (n={r['n']})")
+            echo_line(f"  {r['method']:<20} {r['doc_type']:<12} {r['mean']:.4f}  (n={r['n']})")
     if corrected:
         from evalcore.cli.label_commands import print_corrected_means
 
@@ -247,15 +241,15 @@ def export_cmd(
             raise EvalcoreError("--to sends the scores to Phoenix; it takes no --format or --output")
 
         summary = export_scores(state.store(), run, to, deadlines)
-        typer.echo(f"logged {summary.n_annotations} span annotations ({', '.join(summary.metrics)}) "
+        echo_line(f"logged {summary.n_annotations} span annotations ({', '.join(summary.metrics)}) "
                    f"on {summary.n_spans} traces to {to}", err=True)
         return
 
     if fmt == "parquet" and output is None:
         raise EvalcoreError("parquet export needs -o FILE")
     data = export_run(state.store(), run, fmt, output)
-    if data is not None:
-        sys.stdout.buffer.write(data)
+    if data is not None:  # text, through the terminal guard like all output (-o FILE keeps every byte)
+        sys.stdout.write(data.decode("utf-8"))
         sys.stdout.flush()
     else:
         typer.echo(f"wrote {output}", err=True)

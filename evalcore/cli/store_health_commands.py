@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from evalcore.cli.context import state
+from evalcore.cli.context import echo_line, state
 
 
 def check_cmd(
@@ -24,9 +24,9 @@ def check_cmd(
     for check in checks:
         files += check.files_checked
         for problem in check.damage:
-            typer.echo(f"DAMAGED {check.run_id}: {problem}")
+            echo_line(f"DAMAGED {check.run_id}: {problem}")
         for stray in check.strays:
-            typer.echo(f"stray   {check.run_id}/{stray}")
+            echo_line(f"stray   {check.run_id}/{stray}")
         damaged += check.damaged
         strays += len(check.strays)
     typer.echo(f"checked {len(checks)} run(s), {files} file(s): {damaged} damaged, {strays} stray file(s)")
@@ -61,10 +61,10 @@ def print_damaged(store, err: bool = False) -> int:
 
     found = damaged_runs(store)
     for row in found.itertuples(index=False):
-        typer.echo(f"damaged run {row.run_id} ({row.name}): {row.reason}; see `evalcore store check {row.run_id}`",
+        echo_line(f"damaged run {row.run_id} ({row.name}): {row.reason}; see `evalcore store check {row.run_id}`",
                    err=err)
     for row in damaged_annotations(store).itertuples(index=False):
-        typer.echo(f"damaged annotations file {row.file}: {row.reason.rstrip('.')}; its labels are left out of every reading "
+        echo_line(f"damaged annotations file {row.file}: {row.reason.rstrip('.')}; its labels are left out of every reading "
                    "(the file is kept: restore it from a backup, or move it away)", err=err)
     return len(found)
 

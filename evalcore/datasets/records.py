@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from evalcore.errors import InputError
+from evalcore.schemas.csv_safety import unguard
 
 LIST_KEYS = ("records", "data", "results", "test_cases", "samples", "questions", "items", "examples")
 
@@ -203,7 +204,9 @@ def _csv_cell(value: str) -> Any:
     """CSV cells are text; list/object cells are JSON (e.g. a `contexts` column), or a list
     as pandas `to_csv` writes one (Python text: `['a', "it's"]`), which a ragas dataset saved
     with pandas holds in every list column. Anything else that merely starts with a bracket
-    stays text ("[1] see the manual" is an answer)."""
+    stays text ("[1] see the manual" is an answer). The apostrophe evalcore's CSV writers put
+    before a cell a spreadsheet would run as a formula is taken off first (csv_safety.unguard)."""
+    value = unguard(value)
     stripped = value.strip()
     if stripped[:1] in ("[", "{"):
         try:

@@ -226,9 +226,10 @@ class Embedder:
 class progress_bar:
     """A transient rich progress bar on stderr for large jobs; a no-op otherwise.
 
-    `enabled=None` means "only when stderr is a terminal", so CI logs stay clean. It uses rich's
-    shared console: when another live display is already running there (e.g. the scoring
-    command's own bar), rich refuses a second one and we go on without a bar.
+    `enabled=None` means "only when stderr is a terminal", so CI logs stay clean. It uses the one
+    progress console (evalcore.inert_text.progress_console): when another live display is already
+    running there (e.g. the scoring command's own bar), rich refuses a second one and we go on
+    without a bar.
     """
 
     def __init__(self, total: int, enabled: bool | None, description: str):
@@ -244,14 +245,16 @@ class progress_bar:
         from rich.errors import LiveError
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeRemainingColumn(), transient=True)
+        from evalcore.inert_text import progress_options, visible
+
+        bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                       TimeRemainingColumn(), transient=True, **progress_options())
         try:
             bar.start()
         except LiveError:
             return lambda n: None
         self._bar = bar
-        task = bar.add_task(self.description, total=self.total)
+        task = bar.add_task(visible(self.description), total=self.total)
         return lambda n: bar.advance(task, n)
 
     def __exit__(self, *exc: object) -> None:

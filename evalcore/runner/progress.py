@@ -1,17 +1,19 @@
 """A rich progress bar for live runs: answers done / total, rate, ETA, and errors so far.
 
 Kept separate so the engine stays testable without a terminal: `Progress(enabled=False)`
-does nothing, and rich draws to stderr so stdout stays clean for the run id.
+does nothing, and rich draws to stderr so stdout stays clean for the run id (on the one progress
+console, evalcore.inert_text.progress_console: a bar draws with escape sequences of its own).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.text import Text
+
+from evalcore.inert_text import progress_options, visible
 
 
 class RateColumn(ProgressColumn):
@@ -35,12 +37,12 @@ class RunProgress:
     def __enter__(self) -> "RunProgress":
         if self.enabled:
             self._progress = Progress(
-                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                RateColumn(), TextColumn("{task.fields[errors]} errors"),
-                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                console=Console(stderr=True), transient=False, refresh_per_second=8)
+                TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+                RateColumn(), TextColumn("{task.fields[errors]} errors", markup=False),
+                TimeElapsedColumn(), TextColumn("ETA", markup=False), TimeRemainingColumn(),
+                transient=False, refresh_per_second=8, **progress_options())
             self._progress.__enter__()
-            self._task = self._progress.add_task(self.description, total=self.total, errors=0)
+            self._task = self._progress.add_task(visible(self.description), total=self.total, errors=0)
         return self
 
     def advance(self, errors: int, n: int = 1) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from evalcore.schemas.dataset import Strict
 from evalcore.schemas.ids import Id, canonical_id
@@ -14,6 +14,35 @@ from evalcore.schemas.ids import Id, canonical_id
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+# How far ahead of this machine's clock a label's time may be (another machine's clock, a
+# labelling tool's export): "the newest label counts", so a label dated in the future would
+# outrank every label made after it (a 9999-12-31 label would never be overruled).
+LABEL_CLOCK_SKEW = timedelta(minutes=5)
+
+
+def label_time(when: datetime) -> datetime:
+    """A label's time, checked: a time without a zone is UTC (as the store reads it), and a time
+    more than LABEL_CLOCK_SKEW ahead of now is refused (ValueError)."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    limit = utcnow() + LABEL_CLOCK_SKEW
+    if when > limit:
+        raise ValueError(f"{when.isoformat()} is in the future (more than {LABEL_CLOCK_SKEW.seconds // 60} minutes "
+                         f"ahead of this machine's clock, {utcnow():%Y-%m-%dT%H:%M:%SZ}); a label's time is when "
+                         "it was made")
+    return when
+
+
+def check_label_time(annotation: "Annotation") -> None:
+    """The store's last check before a label is appended (StoreError naming it)."""
+    from evalcore.errors import StoreError
+
+    try:
+        label_time(annotation.when)
+    except ValueError as exc:
+        raise StoreError(f"label {annotation.annotation_id} of run {annotation.run_id}, field 'when': {exc}") from None
 
 
 class JudgeId(Strict):
@@ -146,6 +175,11 @@ class Annotation(Strict):
         if (self.sample_id is None) != (self.inclusion_prob is None):
             raise ValueError("sample_id and inclusion_prob go together (both, or neither for a hand-picked item)")
         return self
+
+    @field_validator("when")
+    @classmethod
+    def _not_in_the_future(cls, when: datetime) -> datetime:
+        return label_time(when)
 
 
 RunStatus = Literal["created", "running", "complete", "failed", "cancelled"]

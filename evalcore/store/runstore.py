@@ -27,6 +27,7 @@ from evalcore import staging as _staging
 from evalcore.errors import StoreError
 from evalcore.schemas import Annotation, RunManifest
 from evalcore.schemas.ids import canonical_id
+from evalcore.schemas.results import check_label_time
 from evalcore.store import fs as _fs
 from evalcore.store.compaction import Compaction, compact, compaction_lock, pending_rows
 from evalcore.store.fs import Location
@@ -434,8 +435,9 @@ class RunStore:
 
     # ---- annotations (append-only) -----------------------------------------------------
     def append_annotations(self, annotations: list[Annotation]) -> Path | None:
-        for a in annotations:
+        for a in annotations:  # the time again, whoever built the label: a future one outranks later ones
             check_run_id(a.run_id)
+            check_label_time(a)
         rows = [annotation_row(a) for a in annotations]
         self.check_format()
         if rows:

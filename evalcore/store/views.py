@@ -8,7 +8,9 @@ Views (one connection = a consistent set of views, over the runs asked for or al
                      the per-run summaries written at compaction (store/summary.py)
   metric_wide        every answer's metric values in one row (store/wide.py; columns differ
                      by run, `wide_columns` says which exist)
-  annotations        every human annotation (append-only, never de-duplicated)
+  annotations        every human annotation (append-only, never de-duplicated), with when it
+                     arrived: `arrived_at` (the time in its part file's name) and `arrival` (a
+                     key that sorts in append order: file name, then row in the file)
   damaged_runs       runs left out of every view above, and why (one line each, naming the file)
   damaged_annotations  annotation files whose footer cannot be read: left out of `annotations`
 User-supplied values only ever reach SQL as bound parameters.
@@ -186,6 +188,18 @@ _DAMAGED_SCHEMA = pa.schema([("run_id", pa.string()), ("name", pa.string()), ("f
 _DAMAGED_FILES_SCHEMA = pa.schema([("file", pa.string()), ("reason", pa.string())])
 
 
+# When a label arrived, from where it sits in the append-only log: part files are named
+# part-<UTC time to the microsecond>-<random>.parquet (layout.write_part), one append per file,
+# rows in the order given. `arrival` sorts in append order (ties of "when" go to the later
+# arrival); `arrived_at` is the file's time (NULL for a file named otherwise).
+_ARRIVAL_SQL = (
+    "make_timestamptz(epoch_us(try_strptime(regexp_extract(filename, 'part-([0-9]{8}T[0-9]{12})-[^/]*$', 1), "
+    "'%Y%m%dT%H%M%S%f'))) AS arrived_at, "
+    "regexp_extract(filename, '[^/]*$') || '#' || lpad(CAST(file_row_number AS VARCHAR), 12, '0') AS arrival")
+_ANNOTATIONS_VIEW_SCHEMA = ANNOTATIONS_SCHEMA.append(pa.field("arrived_at", pa.timestamp("us", tz="UTC"))).append(
+    pa.field("arrival", pa.string()))
+
+
 def _annotation_files(store: RunStore) -> list[Path]:
     ann = store.annotations_dir()
     return sorted(p for p in ann.glob("*.parquet")) if ann.is_dir() else []
@@ -268,11 +282,12 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
         if ann:
             # BY NAME over the typed empty table: part files written before a column existed
             # (sample_id, inclusion_prob) read it as NULL instead of lacking it
-            empty = _empty_table(con, "_empty_annotations", ANNOTATIONS_SCHEMA, view=False)
-            con.execute(f"CREATE VIEW annotations AS SELECT * FROM read_parquet({sql_list(ann)}, union_by_name = true)"
-                        f" UNION ALL BY NAME SELECT * FROM {empty}")
+            empty = _empty_table(con, "_empty_annotations", _ANNOTATIONS_VIEW_SCHEMA, view=False)
+            con.execute(f"CREATE VIEW annotations AS SELECT * EXCLUDE (filename, file_row_number), {_ARRIVAL_SQL} "
+                        f"FROM read_parquet({sql_list(ann)}, union_by_name = true, filename = true, "
+                        f"file_row_number = true) UNION ALL BY NAME SELECT * FROM {empty}")
         else:
-            _empty_table(con, "annotations", ANNOTATIONS_SCHEMA)
+            _empty_table(con, "annotations", _ANNOTATIONS_VIEW_SCHEMA)
     except BaseException:
         con.close()
         raise

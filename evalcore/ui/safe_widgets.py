@@ -15,7 +15,6 @@ character escaped, our own <mark> the only markup): never Markdown, never its ow
 
 from __future__ import annotations
 
-import io
 import math
 import re
 import unicodedata
@@ -27,6 +26,7 @@ import streamlit as st
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis.inert import inert_figure, plotly_text  # noqa: F401  (pages use both from here)
 from evalcore.schemas.ids import canonical_id, match_name
+from evalcore.schemas.csv_safety import frame_to_csv
 from evalcore.ui.cache import call, store  # noqa: F401  (pages import both from here)
 
 
@@ -185,12 +185,11 @@ def dataframe(data: Any, **kwargs: Any) -> Any:
 
 def show_table(df: pd.DataFrame, name: str, *, key: str | None = None,
                style: Callable[[pd.DataFrame], Any] | None = None, **kwargs: Any) -> None:
-    """A dataframe (text rendered inert) plus a CSV download of exactly what is shown.
-    `style(df)` may return a pandas Styler (colours only; cell text stays as it is)."""
+    """A dataframe (text rendered inert) plus a CSV download of exactly what is shown, written by
+    the one CSV writer (cells a spreadsheet would run as formulas are guarded, as in every CSV
+    evalcore writes). `style(df)` may return a pandas Styler (colours only; text stays as it is)."""
     dataframe(style(df) if style else df, **kwargs)
-    buf = io.StringIO()
-    df.to_csv(buf, index=False)
-    st.download_button(f"Download {md(name)} (CSV)", buf.getvalue().encode("utf-8"), file_name=f"{name}.csv",
+    st.download_button(f"Download {md(name)} (CSV)", frame_to_csv(df).encode("utf-8"), file_name=f"{name}.csv",
                        mime="text/csv", key=key or f"dl_{name}", on_click="ignore")
 
 
