@@ -53,14 +53,29 @@ def _blocks(path: Path) -> Iterator[bytes]:
                 if carry:
                     yield _lf(carry)
                 return
+            start = offset - len(data) - len(carry)
             data = carry + data
             cut = data.rfind(b"\n") + 1
             block, carry = data[:cut], data[cut:]
-            if len(carry) > limit:
-                raise InputError(str(path), f"the line starting at byte offset {offset - len(carry):,} is longer "
-                                 f"than {shown_mb(limit)} (the bound on one line; set {LIMIT_ENV} to raise it)")
+            _check_lines(path, block, carry, start, limit)
             if block:
                 yield _lf(block)
+
+
+def _check_lines(path: Path, block: bytes, carry: bytes, start: int, limit: int) -> None:
+    """Refuse a line of `block` (whole lines from byte `start`) or a `carry` (the start of a
+    line still being read) longer than `limit` bytes."""
+    ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+    lengths = np.diff(ends, prepend=-1)
+    at = int(np.argmax(lengths)) if len(lengths) else 0
+    if len(lengths) and lengths[at] > limit + 1:  # + 1: the line end itself
+        line_start = start + int(ends[at] - lengths[at] + 1)
+    elif len(carry) > limit:
+        line_start = start + len(block)
+    else:
+        return
+    raise InputError(str(path), f"the line starting at byte offset {line_start:,} is longer than "
+                     f"{shown_mb(limit)} (the bound on one line; set {LIMIT_ENV} to raise it)")
 
 
 def _lf(block: bytes) -> bytes:
