@@ -9,7 +9,7 @@ brotli's `output_buffer_limit`, zstd's `max_length` or a bounded writer), and wh
 layer produces, the decoded body included, is counted against the cap as it comes. Memory is
 then the body kept (at most the cap) plus a piece and a window per layer.
 
-Which codings: gzip and deflate always; br with the `brotli` (or `brotlicffi`) package at
+Which codings: gzip (also named x-gzip) and deflate always; br with the `brotli` (or `brotlicffi`) package at
 1.2 or later (older ones cannot bound their output); zstd with Python 3.14's
 `compression.zstd`, `backports.zstd` or `zstandard`, with the 8 MB window RFC 9659 sets for
 HTTP (a frame asking for more is refused, not given the memory). `identity` and codings
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 import zlib
+from functools import lru_cache
 from typing import Any, Callable, Iterable
 
 PIECE = 64 * 1024  # the most one decoder call hands on
@@ -44,6 +45,7 @@ class BodyUndecodable(BodyRefused):
     """The Content-Encoding could not be undone (corrupt data, no bounded decoder, too many layers)."""
 
 
+@lru_cache(maxsize=1)
 def _brotli_module() -> Any:
     for name in ("brotli", "brotlicffi"):
         try:
@@ -55,6 +57,7 @@ def _brotli_module() -> Any:
     return None
 
 
+@lru_cache(maxsize=1)
 def _zstd_module() -> tuple[str, Any] | None:
     candidates = [("stdlib", "compression.zstd")] if sys.version_info >= (3, 14) else []
     candidates += [("stdlib", "backports.zstd"), ("zstandard", "zstandard")]
@@ -217,6 +220,7 @@ def _decoder(coding: str, sink: Sink) -> Any:
 
 
 DECODABLE = ("gzip", "deflate", "br", "zstd")
+ALIASES = {"x-gzip": "gzip"}  # RFC 9110: a recipient should take x-gzip for gzip
 
 
 def accept_encoding() -> str:
@@ -234,7 +238,7 @@ class BodyReader:
     cannot be undone."""
 
     def __init__(self, codings: Iterable[str], max_bytes: int, label: str):
-        names = [c.strip().lower() for c in codings]
+        names = [ALIASES.get(c.strip().lower(), c.strip().lower()) for c in codings]
         self.applied = [c for c in names if c in DECODABLE]
         if len(self.applied) > MAX_CODINGS:
             raise BodyUndecodable(f"the reply stacks {len(self.applied)} content codings "

@@ -72,8 +72,15 @@ def open_binary(path: str | Path) -> BinaryIO:
         raise InputError(str(path), f"cannot open: {exc.strerror or exc}") from exc
 
 
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # UTF-32's begin with these too
+
+
 def refuse_nul(data: bytes, offset: int, path: str | Path, record: int | None = None) -> None:
-    """InputError when `data` (which starts at byte `offset` of the file) holds a NUL byte."""
+    """InputError when `data` (which starts at byte `offset` of the file) holds a NUL byte;
+    a file that starts with a UTF-16 or UTF-32 byte-order mark is named as such instead."""
+    if offset == 0 and data.startswith(UTF16_BOMS):
+        raise InputError(str(path), "the file is UTF-16 or UTF-32 text (it starts with that byte-order mark); "
+                         "save it as UTF-8")
     at = data.find(b"\0")
     if at >= 0:
         raise InputError(str(path), f"binary data, not text: a NUL byte at byte offset {offset + at:,} "
@@ -115,10 +122,14 @@ def _read_line(fh: BinaryIO, offset: int, limit: int, lineno: int, path: str | P
     size = 0
     while True:
         piece = fh.readline(min(PIECE, limit + 1 - size))
-        refuse_nul(piece, offset + size, path, record=lineno)
-        pieces.append(piece)
+        if b"\0" in piece or not offset + size:  # (the file's first piece: a UTF-16 mark is named)
+            refuse_nul(piece, offset + size, path, record=lineno)
         size += len(piece)
-        if not piece or piece.endswith(b"\n"):
+        ended = not piece or piece.endswith(b"\n")
+        if ended and not pieces:  # the usual case: the whole line in one piece
+            return piece
+        pieces.append(piece)
+        if ended:
             return b"".join(pieces)
         if size > limit:
             raise InputError(str(path), _too_long(f"the line starting at byte offset {offset:,}", limit),

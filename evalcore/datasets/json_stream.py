@@ -13,6 +13,7 @@ error anywhere is found by the first pass, before a record is handed out.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -20,6 +21,7 @@ from evalcore.errors import InputError
 from evalcore.text_input import LIMIT_ENV, PIECE, iter_text, record_limit, shown_mb
 
 
+_SPACE = re.compile(r"[ \t\r\n]*")
 TEXT_PIECE = PIECE  # bytes of text read at a time (tests make it tiny, so records straddle pieces)
 
 
@@ -54,8 +56,7 @@ class JsonCursor:
     def peek(self) -> str:
         """The next character that is not white space ('' at the end), not consumed."""
         while True:
-            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
-                self.pos += 1
+            self.pos = _SPACE.match(self.buf, self.pos).end()
             if self.pos < len(self.buf) or not self._more():
                 return self.buf[self.pos:self.pos + 1]
 

@@ -56,7 +56,7 @@ def _zeros(coding: str, megabytes: int) -> bytes:
     return b"\x78\xda" + raw + adler.to_bytes(4, "big")
 
 
-ENCODE = {"gzip": lambda d: _deflate(d, 31), "deflate": lambda d: _deflate(d, 15),
+ENCODE = {"gzip": lambda d: _deflate(d, 31), "x-gzip": lambda d: _deflate(d, 31), "deflate": lambda d: _deflate(d, 15),
           "raw-deflate": lambda d: _deflate(d, -15), "identity": lambda d: d, "x-unknown": lambda d: d}
 
 
@@ -67,7 +67,7 @@ def _encode(data: bytes, codings: list[str]) -> bytes:
         elif coding == "zstd":
             data = pytest.importorskip("zstandard").ZstdCompressor().compress(data)
         else:
-            data = ENCODE[coding](data)
+            data = ENCODE[coding.lower()](data)
     return data
 
 
@@ -89,7 +89,7 @@ def _read(codings: list[str], body: bytes, cap: int = 2 ** 20, piece: int = 4096
 
 STACKS = [["gzip"], ["deflate"], ["raw-deflate"], ["gzip", "gzip"], ["deflate", "gzip"], ["gzip", "deflate", "gzip"],
           ["identity", "gzip", "x-unknown", "gzip"], ["br"], ["zstd"], ["gzip", "br"], ["zstd", "deflate"],
-          ["br", "zstd", "gzip"], []]
+          ["br", "zstd", "gzip"], ["x-gzip", "GZIP"], []]
 PAYLOAD = json.dumps({"answer": "é ✓ " * 3000, "retrieved": [{"text": str(i)} for i in range(8000)]}).encode()
 
 

@@ -102,6 +102,14 @@ def test_a_yaml_file_over_the_document_bound_is_refused_before_it_is_read(tmp_pa
     assert info.value.file == str(path) and "at most 1 MB" in str(info.value)
 
 
+@pytest.mark.parametrize("name, head, read", READERS[:5], ids=[r[0] for r in READERS[:5]])
+def test_utf16_text_is_named_as_such(tmp_path, name, head, read):
+    path = tmp_path / name
+    path.write_bytes(head.decode().encode("utf-16"))
+    with pytest.raises(InputError, match="UTF-16 or UTF-32 text .* save it as UTF-8"):
+        read(path)
+
+
 def test_the_line_reader_holds_one_piece_of_a_nul_file(tmp_path):
     """A 64 MB NUL file: refused after the first piece read (offset 0), whatever the bound."""
     path = tmp_path / "crash.jsonl"
