@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import yaml
 
 from evalcore import safe_yaml
-from evalcore.errors import EvalcoreError
+from evalcore.errors import EvalcoreError, InputError
+from evalcore.text_input import read_document
 
 DEFAULT_PRICES: dict[str, dict[str, float]] = {
     "claude-opus-5": {"input": 5.0, "output": 25.0},
@@ -61,9 +61,11 @@ def load_prices(extra: dict[str, dict[str, float]] | None = None) -> dict[str, d
         path = os.environ.get(var)
         if path:
             try:
-                text = Path(path).read_text(encoding="utf-8")
+                text = read_document(path)  # bounded, binary refused (evalcore/text_input.py)
                 data = json.loads(text) if path.endswith(".json") else safe_yaml.loads(text)
-            except (OSError, ValueError, yaml.YAMLError) as exc:
+            except InputError as exc:
+                raise EvalcoreError(f"{var}={path}: unreadable price table ({exc.detail})") from exc
+            except (ValueError, yaml.YAMLError, RecursionError) as exc:
                 raise EvalcoreError(f"{var}={path}: unreadable price table ({exc})") from exc
             table.update(_entries(data, path))
     if extra:

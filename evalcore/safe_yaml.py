@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from evalcore.errors import InputError
+from evalcore.text_input import read_document
 
 
 class AliasRefused(yaml.YAMLError):
@@ -94,17 +95,17 @@ def loads(text: str) -> Any:
 
 
 def read_yaml(path: str | Path) -> Any:
-    """Load a YAML file, or raise InputError naming the file and what is wrong with it."""
+    """Load a YAML file, or raise InputError naming the file and what is wrong with it.
+
+    YAML is parsed whole, so the file is bounded as a whole (evalcore/text_input.py: 64 MB
+    unless EVALCORE_MAX_RECORD_MB is higher), and binary data is refused by its offset."""
     path = Path(path)
+    text = read_document(path)
     try:
-        return loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError(str(path), f"not valid UTF-8 ({exc.reason})") from exc
+        return loads(text)
     except (AliasRefused, TooDeep) as exc:
         raise InputError(str(path), str(exc)) from exc
     except yaml.YAMLError as exc:
         raise InputError(str(path), f"invalid YAML: {exc}") from exc
     except RecursionError:
         raise InputError(str(path), "nested too deeply (over Python's recursion limit)") from None
-    except OSError as exc:
-        raise InputError(str(path), f"cannot open: {exc.strerror}") from exc

@@ -73,6 +73,5 @@ def load_graphrag_bench(path: str | Path, on_duplicate: OnDuplicate = "error") -
     """
     path = Path(path)
     file = str(path)
-    pairs = list(read_records(path))
-    questions = [graphrag_question(rec, file, recno) for recno, rec in pairs]
-    return check_unique(questions, file, on_duplicate, records=[recno for recno, _ in pairs])
+    labelled = [(recno, graphrag_question(rec, file, recno)) for recno, rec in read_records(path)]  # one record held at a time
+    return check_unique([q for _, q in labelled], file, on_duplicate, records=[recno for recno, _ in labelled])

@@ -114,6 +114,5 @@ def load_hotpotqa(path: str | Path, on_duplicate: OnDuplicate = "error") -> list
     """Load a HotpotQA JSON file (a list of records, e.g. hotpot_dev_distractor_v1.json)."""
     path = Path(path)
     file = str(path)
-    pairs = list(read_records(path))
-    questions = [hotpot_question(rec, file, recno) for recno, rec in pairs]
-    return check_unique(questions, file, on_duplicate, records=[recno for recno, _ in pairs])
+    labelled = [(recno, hotpot_question(rec, file, recno)) for recno, rec in read_records(path)]  # one record held at a time
+    return check_unique([q for _, q in labelled], file, on_duplicate, records=[recno for recno, _ in labelled])

@@ -195,12 +195,12 @@ def load_native(path: str | Path, on_duplicate: OnDuplicate = "error") -> list[E
         records = doc.get("questions") if isinstance(doc, dict) else doc
         if not isinstance(records, list):
             raise InputError(str(path), "expected a list of questions or a 'questions:' list")
-        items = []
+        items: Iterable[tuple[int, dict[str, Any]]] = []
         for i, rec in enumerate(records, start=1):
             if not isinstance(rec, dict):
                 raise InputError(str(path), f"expected a mapping, got {type(rec).__name__}", record=i)
             items.append((i, rec))
     else:
-        items = list(read_records(path))
-    questions = [question_from_record(rec, str(path), i) for i, rec in items]
-    return check_unique(questions, str(path), on_duplicate, records=[i for i, _ in items])
+        items = read_records(path)  # streamed: each record becomes a question before the next is read
+    labelled = [(i, question_from_record(rec, str(path), i)) for i, rec in items]
+    return check_unique([q for _, q in labelled], str(path), on_duplicate, records=[i for i, _ in labelled])

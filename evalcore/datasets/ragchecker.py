@@ -64,9 +64,8 @@ def load_ragchecker(path: str | Path, on_duplicate: OnDuplicate = "error") -> li
     """The question set of a RAGChecker checking_inputs-style file."""
     path = Path(path)
     file = str(path)
-    pairs = list(read_records(path))
-    questions = [ragchecker_question(rec, file, recno) for recno, rec in pairs]
-    return check_unique(questions, file, on_duplicate, records=[recno for recno, _ in pairs])
+    labelled = [(recno, ragchecker_question(rec, file, recno)) for recno, rec in read_records(path)]  # one record held at a time
+    return check_unique([q for _, q in labelled], file, on_duplicate, records=[recno for recno, _ in labelled])
 
 
 def ragchecker_records(path: str | Path, method: str | None = None) -> list[dict[str, Any]]:

@@ -3,14 +3,17 @@
 Each reader yields (record_number, dict). Record numbers are 1-based: the line for JSONL,
 the data row for CSV (header excluded), the position for JSON arrays, YAML lists and Parquet.
 
-Memory: JSONL, CSV and Parquet are streamed (one line / row / 2048-row batch at a time), so a
-file of any size is read in bounded memory. A JSON array is streamed too, one element at a
-time (`_ArrayStream`); a JSON object wrapping the records (`{"records": [...]}`, SQuAD's
-`{"data": [...]}`) is parsed whole, its text released before the records are handed out.
+Memory: every format is streamed (a line, a CSV record, a JSON record, a 2048-row Parquet batch
+at a time), so a file of any size is read in bounded memory; JSON, whether a top-level array
+or an object wrapping the records (`{"records": [...]}`, SQuAD's `{"data": [...]}`), through
+evalcore/datasets/json_stream.py. The text formats read through evalcore/text_input.py: one
+line or record is at most its bound (64 MB unless EVALCORE_MAX_RECORD_MB says otherwise), and
+binary data (a NUL byte, bytes that are not UTF-8) is refused naming its byte offset.
 
 Whatever the bytes, a reader raises InputError naming the file (and the record where one
-applies): invalid UTF-8, invalid syntax, nesting too deep for the parser, a corrupt Parquet
-row group. Non-finite numbers are refused where they would be stored (`check_finite`).
+applies): binary data, a record over the bound, invalid syntax, nesting too deep for the
+parser, a corrupt Parquet row group. Non-finite numbers are refused where they would be stored
+(`check_finite`).
 """
 
 from __future__ import annotations
@@ -20,13 +23,17 @@ import csv
 import io
 import json
 import math
+import re
 import sys
 import tokenize
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Iterator
 
+from evalcore.datasets.json_stream import json_records
 from evalcore.errors import InputError
 from evalcore.schemas.csv_safety import unguard
+from evalcore.text_input import LIMIT_ENV, iter_lines, record_limit, shown_mb
 
 LIST_KEYS = ("records", "data", "results", "test_cases", "samples", "questions", "items", "examples")
 
@@ -57,140 +64,24 @@ def check_finite(value: Any, file: str, record: int | str | None, field: str = "
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        fh = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot open: {exc.strerror}") from exc
-    with fh:
-        lineno = 0
-        while True:
-            try:
-                line = fh.readline()
-            except UnicodeDecodeError as exc:
-                raise InputError(str(path), f"not valid UTF-8 ({exc.reason})", record=lineno + 1) from exc
-            if not line:
-                break
-            lineno += 1
-            if not line.strip():
-                continue
-            try:
-                obj = _loads(line)
-            except ValueError as exc:
-                raise InputError(str(path), f"invalid JSON: {exc}", record=lineno) from exc
-            if not isinstance(obj, dict):
-                raise InputError(str(path), f"expected a JSON object, got {type(obj).__name__}", record=lineno)
-            yield lineno, obj
-
-
-def _records_in(obj: Any, path: Path) -> list[Any]:
-    if isinstance(obj, list):
-        return obj
-    if isinstance(obj, dict):
-        for key in LIST_KEYS:
-            if isinstance(obj.get(key), list):
-                return obj[key]
-    raise InputError(str(path), "expected a list of records, or an object with one of the keys "
-                     + ", ".join(LIST_KEYS))
-
-
-def _parse_json_file(path: Path) -> Any:
-    """The parsed document; the text goes out of scope on return, before records are used."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(str(path), f"not valid UTF-8 ({exc.reason})") from exc
-    except OSError as exc:
-        raise InputError(str(path), f"cannot open: {exc.strerror}") from exc
-    try:
-        return _loads(text)
-    except ValueError as exc:
-        raise InputError(str(path), f"invalid JSON: {exc}") from exc
-
-
-JSON_CHUNK = 1 << 20
-
-
-class _ArrayStream:
-    """The elements of a top-level JSON array, decoded one at a time from chunks of the file.
-
-    `raw_decode` needs a whole element in the buffer: when it fails before the end of the
-    file, the buffer grows by at least its own size (so a huge element costs O(n), not O(n^2))
-    and decoding is retried. Only the elements of a top-level array stream; an object
-    wrapping the records (`{"records": [...]}`) is parsed whole by `read_json`.
-    """
-
-    def __init__(self, fh: Any, path: Path, buf: str):
-        self.fh, self.path, self.buf, self.pos, self.eof = fh, path, buf, 0, False
-        self.decoder = json.JSONDecoder(parse_constant=_strict_json_constant)
-
-    def _more(self, at_least: int = 0) -> bool:
+    for lineno, _, line in iter_lines(path):
+        if not line.strip():
+            continue
         try:
-            chunk = self.fh.read(max(at_least, JSON_CHUNK))
-        except UnicodeDecodeError as exc:
-            raise InputError(str(self.path), f"not valid UTF-8 ({exc.reason})") from exc
-        self.buf = self.buf[self.pos:] + chunk
-        self.pos = 0
-        self.eof = not chunk
-        return bool(chunk)
-
-    def _skip_space(self) -> str:
-        """The next non-space character ('' at the end of the file), not consumed."""
-        while True:
-            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
-                self.pos += 1
-            if self.pos < len(self.buf) or not self._more():
-                return self.buf[self.pos:self.pos + 1]
-
-    def __iter__(self) -> Iterator[Any]:
-        self.pos += 1  # the opening '['
-        record = 0
-        while True:
-            char = self._skip_space()
-            if char == "":
-                raise InputError(str(self.path), "invalid JSON: the array is not closed", record=record or None)
-            if char == "]":
-                self.pos += 1
-                if self._skip_space():
-                    raise InputError(str(self.path), "invalid JSON: extra data after the array")
-                return
-            if record:
-                if char != ",":
-                    raise InputError(str(self.path), "invalid JSON: expected ',' or ']' after the record",
-                                     record=record)
-                self.pos += 1
-                self._skip_space()
-            record += 1
-            while True:
-                try:
-                    obj, end = self.decoder.raw_decode(self.buf, self.pos)
-                    break
-                except RecursionError:
-                    raise InputError(str(self.path), "invalid JSON: nested too deeply", record=record) from None
-                except ValueError as exc:
-                    if self.eof or not self._more(len(self.buf)):
-                        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                        raise InputError(str(self.path), f"invalid JSON: {msg}", record=record) from exc
-            self.pos = end
-            yield obj
+            obj = _loads(line)
+        except ValueError as exc:
+            raise InputError(str(path), f"invalid JSON: {exc}", record=lineno) from exc
+        if not isinstance(obj, dict):
+            raise InputError(str(path), f"expected a JSON object, got {type(obj).__name__}", record=lineno)
+        yield lineno, obj
 
 
 def read_json(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Records of a JSON array (streamed) or of an object wrapping a list (parsed whole)."""
-    try:
-        fh = open(path, encoding="utf-8-sig")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot open: {exc.strerror}") from exc
-    with fh:
-        stream = _ArrayStream(fh, path, "")
-        if stream._skip_space() == "[":
-            items: Any = stream
-        else:
-            fh.close()
-            items = _records_in(_parse_json_file(path), path)
-        for i, rec in enumerate(items, start=1):
-            if not isinstance(rec, dict):
-                raise InputError(str(path), f"expected an object, got {type(rec).__name__}", record=i)
-            yield i, rec
+    """Records of a JSON array, or of an object wrapping a list (both streamed: json_stream.py)."""
+    for i, rec in enumerate(json_records(path, LIST_KEYS), start=1):
+        if not isinstance(rec, dict):
+            raise InputError(str(path), f"expected an object, got {type(rec).__name__}", record=i)
+        yield i, rec
 
 
 def read_yaml(path: Path) -> Any:
@@ -256,8 +147,42 @@ def python_list_literal(text: str) -> list[Any] | None:
 
 
 # A cell may hold a long answer or a JSON list of contexts; the csv module's default limit
-# (128 KiB per field) would refuse those. The file itself bounds a field's size.
+# (128 KiB per field) would refuse those. A whole record is bounded instead (_CsvLines).
 CSV_FIELD_LIMIT = 2**31 - 1
+_LONE_CR = re.compile(r"(?<=\r)(?!\n|$)")
+
+
+class _CsvLines:
+    """The file's lines for csv.reader, each checked (text_input.iter_lines), with a bound on
+    the lines one record spans: an unclosed quote must not gather the rest of the file.
+    A lone CR ends a line too, as it does in a file opened with newline=""."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.limit = record_limit()
+        self.lines = iter_lines(path, self.limit)
+        self.pending: list[str] = []
+        self.held = 0
+        self.first_line = 1
+
+    def __iter__(self) -> "_CsvLines":
+        return self
+
+    def __next__(self) -> str:
+        if not self.pending:
+            lineno, _, text = next(self.lines)
+            if not self.held:
+                self.first_line = lineno
+            self.pending = _LONE_CR.split(text)[::-1] if "\r" in text[:-2] else [text]
+            self.held += len(text)
+            if self.held > self.limit:
+                raise InputError(str(self.path), f"the record starting at line {self.first_line} is longer than "
+                                 f"{shown_mb(self.limit)} (an unclosed quote? the bound on one record; set "
+                                 f"{LIMIT_ENV} to raise it)")
+        return self.pending.pop()
+
+    def record_done(self) -> None:
+        self.held = 0
 
 
 def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -269,21 +194,20 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     (strict mode catches broken quoting; the rest is checked per row).
     """
     csv.field_size_limit(min(CSV_FIELD_LIMIT, sys.maxsize))
-    try:
-        fh = open(path, encoding="utf-8-sig", newline="")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot open: {exc.strerror}") from exc
-    with fh:
-        reader = csv.reader(fh, strict=True)
+    lines = _CsvLines(path)
+    with closing(lines.lines):
+        reader = csv.reader(lines, strict=True)
         header: list[str] | None = None
         i, line = 0, 1
         try:
             header = next(reader, None)
             if header is None:
                 return
+            lines.record_done()
             _check_header(header, path)
             line = reader.line_num + 1
             for row in reader:
+                lines.record_done()
                 if not any(cell.strip() for cell in row):  # blank line
                     line = reader.line_num + 1
                     continue
@@ -295,8 +219,6 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                                      "delimiter?)", record=i)
                 yield i, _csv_row(header, row, path, i)
                 line = reader.line_num + 1
-        except UnicodeDecodeError as exc:
-            raise InputError(str(path), f"not valid UTF-8 ({exc.reason})") from exc
         except csv.Error as exc:
             hint = " (a quote opened there is never closed?)" if "end of data" in str(exc) else ""
             raise InputError(str(path), f"invalid CSV in the row starting at line {line}: {exc}{hint}",

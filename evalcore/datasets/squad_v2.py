@@ -116,6 +116,5 @@ def load_squad_v2(path: str | Path, on_duplicate: OnDuplicate = "error") -> list
     """
     path = Path(path)
     file = str(path)
-    rows = list(squad_rows(read_records(path), file))
-    questions = [squad_question(row, file, where) for where, row in rows]
-    return check_unique(questions, file, on_duplicate, records=[where for where, _ in rows])
+    labelled = [(where, squad_question(row, file, where)) for where, row in squad_rows(read_records(path), file)]
+    return check_unique([q for _, q in labelled], file, on_duplicate, records=[where for where, _ in labelled])

@@ -7,6 +7,11 @@ CSV parser does not understand, so irregular whitespace (tabs, runs of spaces, C
 rewritten to single spaces; well-formed single-space files skip that step. When Arrow rejects a
 file, a slow line-by-line pass finds the first bad line and reports it as an InputError naming
 the file, the line and the field.
+
+Memory: the bytes go to Arrow in blocks of whole lines (BLOCK bytes), never the whole file at
+once, so only the parsed columns grow with the file. Every line passes evalcore/text_input.py's
+checks: binary data (a NUL byte, bytes that are not UTF-8) is refused naming its byte offset,
+and a line longer than the record bound (64 MB unless EVALCORE_MAX_RECORD_MB) is refused.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -21,22 +27,60 @@ from evalcore.datasets.native import DUPLICATE_HINT, OnDuplicate, check_on_dupli
 from evalcore.errors import DroppedDuplicate, InputError
 from evalcore.schemas import EvalQuestion, GoldPassage
 from evalcore.schemas.ids import canonical_id
+from evalcore.text_input import BOM, LIMIT_ENV, iter_lines, open_binary, record_limit, refuse_nul, shown_mb
 
 RUN_FIELDS = ("qid", "q0", "docno", "rank", "score", "tag")
 QRELS_FIELDS = ("qid", "iter", "docno", "rel")
 _WS = bytes.maketrans(b"\t\r\f\v", b"    ")
+SNIFF_BYTES = 64 * 1024
 
 
-def _read_bytes(path: Path) -> bytes:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    if b"\r" in data:
-        data = data.replace(b"\r\n", b"\n")
-    return data
+BLOCK = 16 * 2 ** 20  # bytes of whole lines handed to Arrow at a time
+
+
+def _blocks(path: Path) -> Iterator[bytes]:
+    """The file's bytes in blocks that end at a line end (BOM dropped, CRLF made LF), each
+    refused when it holds a NUL byte; a line longer than the record bound is refused."""
+    limit = record_limit()
+    carry, offset = b"", 0
+    with open_binary(path) as fh:
+        while True:
+            data = fh.read(BLOCK)
+            refuse_nul(data, offset, path)
+            if not offset and data.startswith(BOM):
+                offset, data = len(BOM), data[len(BOM):]
+            offset += len(data)
+            if not data:
+                if carry:
+                    yield _lf(carry)
+                return
+            start = offset - len(data) - len(carry)
+            data = carry + data
+            cut = data.rfind(b"\n") + 1
+            block, carry = data[:cut], data[cut:]
+            _check_lines(path, block, carry, start, limit)
+            if block:
+                yield _lf(block)
+
+
+def _check_lines(path: Path, block: bytes, carry: bytes, start: int, limit: int) -> None:
+    """Refuse a line of `block` (whole lines from byte `start`) or a `carry` (the start of a
+    line still being read) longer than `limit` bytes."""
+    ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+    lengths = np.diff(ends, prepend=-1)
+    at = int(np.argmax(lengths)) if len(lengths) else 0
+    if len(lengths) and lengths[at] > limit + 1:  # + 1: the line end itself
+        line_start = start + int(ends[at] - lengths[at] + 1)
+    elif len(carry) > limit:
+        line_start = start + len(block)
+    else:
+        return
+    raise InputError(str(path), f"the line starting at byte offset {line_start:,} is longer than "
+                     f"{shown_mb(limit)} (the bound on one line; set {LIMIT_ENV} to raise it)")
+
+
+def _lf(block: bytes) -> bytes:
+    return block.replace(b"\r\n", b"\n") if b"\r" in block else block
 
 
 def _normalise(data: bytes) -> bytes:
@@ -59,37 +103,43 @@ def _parse(data: bytes, names: tuple[str, ...], types: dict, keep: list[str]):
 
 
 def _arrow_table(path: Path, names: tuple[str, ...], types: dict, keep: list[str], check_line):
-    """Parse TREC lines with Arrow; on failure, locate the bad line.
+    """Parse TREC lines with Arrow, a block at a time; on failure, locate the bad line.
 
-    Single-space files parse directly. Other whitespace is found cheaply: tabs, CR, FF and VT by
-    a byte search; extra spaces because they create empty fields, so the column count is wrong
-    and Arrow refuses the file. Either way the bytes are normalised and parsed once more.
+    Single-space blocks parse directly. Other whitespace is found cheaply: tabs, CR, FF and VT
+    by a byte search; extra spaces because they create empty fields, so the column count is
+    wrong and Arrow refuses the block. Either way the bytes are normalised and parsed once more.
     Empty qid/docno fields (a missing column hidden by a double space) are rejected afterwards.
     """
     import pyarrow as pa
 
-    data = _read_bytes(path)
-    if not re.search(rb"\S", data):
+    tables = []
+    for data in _blocks(path):
+        if re.search(rb"\S", data):
+            tables.append(_arrow_block(path, data, names, types, keep, check_line))
+    if not tables:
         raise InputError(str(path), "the file has no records")
-    irregular = any(c in data for c in (b"\t", b"\r", b"\f", b"\v"))
-    table = None
-    if not irregular:
-        try:
-            table = _parse(data, names, types, keep)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            table = None
-    if table is None:
-        try:
-            table = _parse(_normalise(data), names, types, keep)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            _locate_problem(path, check_line)
-            raise InputError(str(path), f"unreadable TREC file: {exc}") from exc
+    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     for column in ("qid", "docno"):
         row = _first_empty(table.column(column))
         if row is not None:
             _locate_problem(path, check_line)
             raise InputError(str(path), "empty field", record=line_of_row(path, row), field=column)
     return table
+
+
+def _arrow_block(path: Path, data: bytes, names: tuple[str, ...], types: dict, keep: list[str], check_line):
+    import pyarrow as pa
+
+    if not any(c in data for c in (b"\t", b"\r", b"\f", b"\v")):
+        try:
+            return _parse(data, names, types, keep)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+    try:
+        return _parse(_normalise(data), names, types, keep)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        _locate_problem(path, check_line)
+        raise InputError(str(path), f"unreadable TREC file: {exc}") from exc
 
 
 def _first_empty(column) -> int | None:
@@ -106,15 +156,10 @@ def _first_empty(column) -> int | None:
 
 def _locate_problem(path: Path, check_line) -> None:
     """Slow pass: raise an InputError for the first line `check_line` rejects (if any)."""
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError:
-                raise InputError(str(path), "line is not valid UTF-8", record=lineno) from None
-            parts = line.split()
-            if parts:
-                check_line(path, lineno, parts)
+    for lineno, _, line in iter_lines(path):
+        parts = line.split()
+        if parts:
+            check_line(path, lineno, parts)
 
 
 def _check_run_line(path: Path, lineno: int, parts: list[str]) -> None:
@@ -147,12 +192,11 @@ def _check_qrels_line(path: Path, lineno: int, parts: list[str]) -> None:
 def line_of_row(path: str | Path, row: int) -> int:
     """1-based line number of the `row`-th (0-based) non-blank line, for error messages."""
     seen = -1
-    with Path(path).open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if raw.strip():
-                seen += 1
-                if seen == row:
-                    return lineno
+    for lineno, _, line in iter_lines(path):
+        if line.strip():
+            seen += 1
+            if seen == row:
+                return lineno
     return row + 1
 
 
@@ -218,11 +262,8 @@ def read_topics(path: str | Path, on_duplicate: OnDuplicate = "error") -> dict[s
     out: dict[str, str] = {}
     first_line: dict[str, int] = {}
     dropped: list[DroppedDuplicate] = []
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"cannot read as UTF-8 text: {exc}") from exc
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, _, line in iter_lines(path):
+        line = line.rstrip("\r\n")
         if not line.strip():
             continue
         qid, sep, query = line.partition("\t")
@@ -293,10 +334,13 @@ def sniff_trec_topics(path: Path) -> bool:
     if "topics" not in path.name or path.suffix not in {".txt", ".tsv", ""}:
         return False
     try:
-        with path.open(encoding="utf-8-sig") as fh:
-            for line in fh:
-                if line.strip():
-                    return bool(re.fullmatch(r"\S+\t.*\S.*", line.rstrip("\r\n")))
-    except (OSError, UnicodeDecodeError):
+        with path.open("rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError:
         return False
+    if b"\0" in head:
+        return False  # binary: the loader it falls to says so, with the offset
+    for line in head.decode("utf-8-sig", errors="ignore").splitlines():
+        if line.strip():
+            return bool(re.fullmatch(r"\S+\t.*\S.*", line))
     return False

@@ -5,10 +5,14 @@ or `nomic-embed-text@http://127.0.0.1:11434`. The base URL may end in `/v1` or n
 is appended accordingly. The API key is read from the environment at request time
 (EVALCORE_EMBEDDING_API_KEY, else OPENAI_API_KEY) and never stored, logged or put in a model id;
 local servers need none.
+
+A reply is read in bounded memory (evalcore/http_body.py): at most `max_reply_bytes` (64 MB,
+or 256 KB per text of a larger batch), sent or once decoded, whatever its Content-Encoding.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
@@ -17,10 +21,13 @@ import httpx
 import numpy as np
 
 from evalcore.errors import EvalcoreError
+from evalcore.http_body import BodyRefused, accept_encoding, read_body
 from evalcore.secret_urls import public_url, split_url, url_secrets
 
 KEY_ENV_VARS = ("EVALCORE_EMBEDDING_API_KEY", "OPENAI_API_KEY")
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+MIN_REPLY_BYTES = 64 * 2 ** 20
+REPLY_BYTES_PER_TEXT = 256 * 2 ** 10  # a 4096-dimension vector as JSON text is about 80 KB
 
 
 class EmbeddingServiceError(EvalcoreError):
@@ -61,6 +68,7 @@ class OpenAICompatibleBackend:
         self._secrets = sorted((v for v in url_secrets(self.base_url) if len(v) >= 6), key=len, reverse=True)
         self.url = embeddings_url(bare)
         self.batch_size = max(1, int(batch_size))
+        self.max_reply_bytes = max(MIN_REPLY_BYTES, self.batch_size * REPLY_BYTES_PER_TEXT)
         self.max_retries = max(0, int(max_retries))
         self.backoff = backoff
         self._client = httpx.Client(timeout=timeout, transport=transport)
@@ -72,7 +80,7 @@ class OpenAICompatibleBackend:
         self._client.close()
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", "Accept-Encoding": accept_encoding()}
         for name in KEY_ENV_VARS:
             key = os.environ.get(name)
             if key:
@@ -98,31 +106,40 @@ class OpenAICompatibleBackend:
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
             try:
-                response = self._client.post(self.url, json=payload, headers=self._headers(),
-                                             params=self._params or None,
-                                             auth=self._auth if "Authorization" not in self._headers() else None)
+                status, body = self._post(payload)
             except httpx.TimeoutException as exc:
                 last = f"timeout ({exc.__class__.__name__})"
                 continue
             except httpx.HTTPError as exc:
                 raise EmbeddingServiceError(f"cannot reach embedding endpoint {self.url}: {exc}") from exc
-            if response.status_code in _RETRY_STATUS:
-                last = f"HTTP {response.status_code}: {self._scrub(response.text)[:200]}"
+            except BodyRefused as exc:  # the same reply would come again
+                raise EmbeddingServiceError(f"embedding endpoint {self.url}: {exc}") from exc
+            if status in _RETRY_STATUS:
+                last = f"HTTP {status}: {self._scrub(_text(body))[:200]}"
                 continue
-            if response.status_code >= 400:
+            if status >= 400:
                 raise EmbeddingServiceError(f"embedding endpoint {self.url} answered HTTP "
-                                            f"{response.status_code}: {self._scrub(response.text)[:300]}")
-            return self._parse(response, len(batch))
+                                            f"{status}: {self._scrub(_text(body))[:300]}")
+            return self._parse(body, len(batch))
         raise EmbeddingServiceError(
             f"embedding endpoint {self.url} failed after {self.max_retries + 1} attempts: {last}")
 
-    def _parse(self, response: httpx.Response, expected: int) -> np.ndarray:
+    def _post(self, payload: dict[str, Any]) -> tuple[int, bytes]:
+        """(status, decoded body) of one request, the body read under `max_reply_bytes`."""
+        headers = self._headers()
+        auth = self._auth if "Authorization" not in headers else None
+        with self._client.stream("POST", self.url, json=payload, headers=headers,
+                                 params=self._params or None, auth=auth) as response:
+            label = f"{self.max_reply_bytes / 2 ** 20:g} MB"
+            return response.status_code, read_body(response, self.max_reply_bytes, label)
+
+    def _parse(self, content: bytes, expected: int) -> np.ndarray:
         try:
-            body: Any = response.json()
+            body: Any = json.loads(content)
             items = body["data"]
             ordered = sorted(items, key=lambda item: int(item.get("index", 0)))
             vectors = np.asarray([item["embedding"] for item in ordered], dtype=np.float32)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise EmbeddingServiceError(
                 f"embedding endpoint {self.url} returned a malformed response ({exc.__class__.__name__}: {exc})"
             ) from exc
@@ -132,3 +149,7 @@ class OpenAICompatibleBackend:
         if not np.isfinite(vectors).all():
             raise EmbeddingServiceError(f"embedding endpoint {self.url} returned non-finite values")
         return vectors
+
+
+def _text(body: bytes) -> str:
+    return body.decode("utf-8", errors="replace")

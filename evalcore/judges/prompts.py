@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcore import safe_yaml
+from evalcore.text_input import read_document
 
 _FENCE_SALT = "evalcore-fence-v1"
 
@@ -58,7 +59,7 @@ def load_prompt(prompt_id: str, version: str = "1", directory: Path | None = Non
     path = (Path(directory) if directory is not None else _prompt_dir()) / f"{prompt_id}.v{version}.yaml"
     if not path.is_file():
         raise KeyError(f"no prompt template {prompt_id!r} version {version!r}")
-    data = safe_yaml.loads(path.read_text(encoding="utf-8"))
+    data = safe_yaml.loads(read_document(path))  # bounded, binary refused (evalcore/text_input.py)
     if data.get("id") != prompt_id or str(data.get("version")) != str(version):
         raise ValueError(f"{path}: id/version inside the file do not match its name")
     system = data.get("system", "")

@@ -36,6 +36,7 @@ from evalcore.embeddings.embedder import progress_bar
 from evalcore.embeddings.models import ModelRef, read_config, resolve_model
 from evalcore.embeddings.tokens import TokenStates, get_token_encoder
 from evalcore.errors import EvalcoreError
+from evalcore.text_input import read_document
 
 # Layers the bert-score authors chose (best correlation with human judgements); others: last layer.
 KNOWN_LAYERS = {"microsoft/deberta-xlarge-mnli": 40, "roberta-large": 17, "bert-base-uncased": 9}
@@ -179,7 +180,7 @@ def _load_baseline(model_id: str, layer: int, path: str | None) -> np.ndarray:
                                 "(CSV with columns LAYER,P,R,F) or turn rescaling off")
         path = str(candidate)
     try:
-        lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in read_document(path).splitlines() if ln.strip()]  # bounded, text only
         header = [h.strip().upper() for h in lines[0].split(",")]
         rows = [dict(zip(header, ln.split(","))) for ln in lines[1:]]
         row = next(r for r in rows if int(float(r["LAYER"])) == layer)

@@ -9,7 +9,8 @@ ends as exactly one EvalResponse, either parsed or carrying `error` + `error_kin
              Retry-After header (seconds or an HTTP date) on 429/503 is honoured: the
              next attempt waits at least that long, capped at `max_retry_after_s`
   malformed  2xx with a body that is not JSON or does not fit the response map (retried);
-             also a body larger than `max_response_mb` (not retried: it would come again)
+             also a body larger than `max_response_mb`, sent or once decoded, or one whose
+             Content-Encoding cannot be undone (not retried: it would come again)
   empty      a valid response whose answer is blank while not declaring `abstained`
   error      connection refused/reset and anything else unexpected (connection faults retried)
 
@@ -38,7 +39,8 @@ import httpx
 from evalcore.errors import EvalcoreError
 from evalcore.schemas import EvalResponse
 from evalcore.secret_urls import public_url
-from evalcore.targets.fetch import EndpointUrls, Fetcher, RedirectRefused, Refused, Reply, TooLarge, shown_origin
+from evalcore.targets.fetch import (EndpointUrls, Fetcher, RedirectRefused, Refused, Reply, TooLarge, Undecodable,
+                                    shown_origin)
 from evalcore.targets.parse import MalformedResponse, parse_response
 from evalcore.targets.secrets import Redactor, secret_values
 from evalcore.targets.snapshot import cap_snapshot
@@ -216,7 +218,7 @@ class TargetClient:
         except httpx.TransportError as exc:
             detail = self._redact.text(_short(str(exc))) or "connection failed"
             raise _Attempt("error", f"{type(exc).__name__}: {detail}", retry=True) from exc
-        except TooLarge as exc:  # the same body would come again
+        except (TooLarge, Undecodable) as exc:  # the same body would come again
             raise _Attempt("malformed", str(exc), retry=False) from exc
         except RedirectRefused as exc:  # so would the same redirect
             raise _Attempt("http", str(exc), retry=False) from exc

@@ -11,8 +11,11 @@ Why not httpx's own redirect handling and `Response.content`:
 * a 301, 302 or 303 turns a POST into a GET without its body (what browsers do): the server
   then answers another request, typically with a 404 that hides the cause. It is refused and
   said as it is.
-* `Response.content` reads a body of any size into memory; here the body is read in pieces
-  and refused once it passes `max_bytes` (after decompression, so a gzip bomb is cut too).
+* `Response.content` reads a body of any size into memory, and httpx inflates each chunk of a
+  compressed body whole before anyone can count it (`gzip, gzip`: 2.7 KB became 0.8 GB). Here
+  the raw body goes through evalcore's bounded decoders (evalcore/http_body.py) and is refused
+  once the bytes sent, or what any decoding layer makes of them, pass `max_bytes`. The request
+  offers only the codings those decoders read (Accept-Encoding).
 
 Endpoint URLs are built here as well (`EndpointUrls`), because httpx replaces an endpoint's
 own query by the client's parameters (`/health?deep=1` lost `deep=1`). The rule: the target
@@ -31,6 +34,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
+from evalcore.http_body import BodyTooLarge, BodyUndecodable, accept_encoding, read_body_async
 from evalcore.secret_urls import public_url, split_url
 
 REDIRECTS = {301, 302, 303, 307, 308}
@@ -45,6 +49,10 @@ class Refused(Exception):
 
 class TooLarge(Refused):
     """The body passed the size cap."""
+
+
+class Undecodable(Refused):
+    """The body's Content-Encoding could not be undone (corrupt, unsupported, stacked too deep)."""
 
 
 class RedirectRefused(Refused):
@@ -98,16 +106,14 @@ class EndpointUrls:
 
 
 async def read_capped(response: httpx.Response, max_bytes: int, label: str) -> bytes:
-    """The whole (decoded) body, or TooLarge as soon as it passes `max_bytes`."""
-    declared = (response.headers.get("content-length") or "").strip()
-    if declared.isdigit() and int(declared) > max_bytes:
-        raise TooLarge(f"response larger than {label} (it announced {int(declared):,} bytes)")
-    body = bytearray()
-    async for piece in response.aiter_bytes():
-        body += piece
-        if len(body) > max_bytes:
-            raise TooLarge(f"response larger than {label}")
-    return bytes(body)
+    """The whole decoded body, or TooLarge as soon as the bytes sent, or any decoding layer's
+    output, pass `max_bytes` (Undecodable when a Content-Encoding cannot be undone)."""
+    try:
+        return await read_body_async(response, max_bytes, label)
+    except BodyTooLarge as exc:
+        raise TooLarge(str(exc)) from None
+    except BodyUndecodable as exc:
+        raise Undecodable(str(exc)) from None
 
 
 class Fetcher:
@@ -119,7 +125,8 @@ class Fetcher:
     def __init__(self, urls: EndpointUrls, headers: dict[str, str], auth: httpx.Auth | None,
                  follow_redirects: bool, max_bytes: int, redact: Callable[[str], str]):
         self.urls = urls
-        self.headers = headers
+        named = {name.lower() for name in headers}
+        self.headers = headers if "accept-encoding" in named else {**headers, "Accept-Encoding": accept_encoding()}
         self.auth = auth
         self.follow_redirects = follow_redirects
         self.max_bytes = max_bytes
@@ -139,7 +146,8 @@ class Fetcher:
             if home:
                 request = client.build_request(method, url, headers=self.headers, **body)
             else:  # built bare: no configured header, no cookie from the client's jar
-                request = httpx.Request(method, url, headers={"accept": "*/*"}, **body)
+                request = httpx.Request(method, url, headers={"accept": "*/*", "accept-encoding": accept_encoding()},
+                                        **body)
             response = await client.send(request, stream=True, auth=self.auth if home else None)
             try:
                 if response.status_code in REDIRECTS and response.headers.get("location"):

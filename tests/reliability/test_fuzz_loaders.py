@@ -304,15 +304,15 @@ def test_streamed_json_array_matches_json_loads(tmp_path_factory, recs, space, c
     """read_json decodes a top-level array element by element from chunks of the file; with
     chunks of 1-9 characters every element straddles a boundary. It must yield exactly what
     json.loads reads, and a truncated file (cut) must be an InputError, never a wrong record."""
-    from evalcore.datasets import records
+    from evalcore.datasets import json_stream, records
 
     path = tmp_path_factory.mktemp("arr") / "a.json"
     text = space + "[" + space + ("," + space).join(json.dumps(r) for r in recs) + space + "]" + space
     if cut is not None and cut < len(text.rstrip()):
         text = text[:cut]
     path.write_text(text, encoding="utf-8")
-    old = records.JSON_CHUNK
-    records.JSON_CHUNK = chunk
+    old = json_stream.TEXT_PIECE
+    json_stream.TEXT_PIECE = chunk
     try:
         try:
             expected = json.loads(text)
@@ -325,4 +325,4 @@ def test_streamed_json_array_matches_json_loads(tmp_path_factory, recs, space, c
             return
         assert got == expected
     finally:
-        records.JSON_CHUNK = old
+        json_stream.TEXT_PIECE = old

@@ -1,0 +1,179 @@
+"""The records of a JSON file, decoded one at a time, so no file size costs its size in memory.
+
+Two shapes hold records: a top-level array, or an object wrapping one under a known key
+(`{"records": [...]}`, SQuAD's `{"data": [...]}`; records.LIST_KEYS, in order of preference).
+Both are streamed: the text comes in pieces (evalcore/text_input.py, which refuses binary
+data), and each record is decoded alone with `raw_decode`, its text held only until then and
+never longer than the record bound. An object is read twice: once to learn which of its
+keys holds the records (a later key may be preferred over an earlier one, and a repeated key
+counts by its last value, as `json.loads` would have it), once to stream that list. Any syntax
+error anywhere is found by the first pass, before a record is handed out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from evalcore.errors import InputError
+from evalcore.text_input import LIMIT_ENV, PIECE, iter_text, record_limit, shown_mb
+
+
+_SPACE = re.compile(r"[ \t\r\n]*")
+TEXT_PIECE = PIECE  # bytes of text read at a time (tests make it tiny, so records straddle pieces)
+
+
+def _strict_json_constant(token: str) -> Any:
+    raise ValueError(f"{token} is not a number JSON allows")
+
+
+class JsonCursor:
+    """A position in a JSON file's text, with just enough of the text around it in memory."""
+
+    def __init__(self, path: Path, limit: int | None = None):
+        self.path, self.file = path, str(path)
+        self.limit = record_limit() if limit is None else limit
+        self.pieces = iter_text(path, TEXT_PIECE)
+        self.buf, self.pos, self.eof = "", 0, False
+        self.decoder = json.JSONDecoder(parse_constant=_strict_json_constant)
+
+    def _more(self, at_least: int = 1) -> bool:
+        """Append at least `at_least` characters (or up to the end); False at the end."""
+        added = [self.buf[self.pos:]]
+        got = 0
+        while got < at_least:
+            piece = next(self.pieces, "")
+            if not piece:
+                self.eof = True
+                break
+            added.append(piece)
+            got += len(piece)
+        self.buf, self.pos = "".join(added), 0
+        return got > 0
+
+    def peek(self) -> str:
+        """The next character that is not white space ('' at the end), not consumed."""
+        while True:
+            self.pos = _SPACE.match(self.buf, self.pos).end()
+            if self.pos < len(self.buf) or not self._more():
+                return self.buf[self.pos:self.pos + 1]
+
+    def fail(self, message: str, record: int | None = None) -> InputError:
+        return InputError(self.file, f"invalid JSON: {message}", record=record)
+
+    def value(self, record: int | None = None) -> Any:
+        """The whole JSON value at the cursor, which moves past it. The text held grows by
+        doubling (a long record costs O(n), not O(n^2)) and never past the record bound."""
+        while True:
+            held = len(self.buf) - self.pos
+            if held > self.limit:
+                what = f"record {record}" if record else "a value"
+                raise InputError(self.file, f"{what} is longer than {shown_mb(self.limit)} (the bound on one "
+                                 f"record; set {LIMIT_ENV} to raise it)", record=record)
+            more = max(1, min(max(held, PIECE), self.limit + 1 - held))
+            try:
+                obj, end = self.decoder.raw_decode(self.buf, self.pos)
+            except RecursionError:
+                raise self.fail("nested too deeply", record) from None
+            except ValueError as exc:
+                if self.eof or not self._more(more):
+                    msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                    raise self.fail(msg, record) from exc
+                continue
+            if end < len(self.buf) or self.eof or not self._more(more):  # a number may go on
+                self.pos = end
+                return obj
+
+    def array(self) -> Iterator[Any]:
+        """The elements of the array at the cursor, one at a time."""
+        self.pos += 1  # the '['
+        n = 0
+        while True:
+            char = self.peek()
+            if char == "":
+                raise self.fail("the array is not closed", n or None)
+            if char == "]":
+                self.pos += 1
+                return
+            if n:
+                if char != ",":
+                    raise self.fail("expected ',' or ']' after the record", n)
+                self.pos += 1
+                self.peek()
+            n += 1
+            yield self.value(n)
+
+    def members(self) -> Iterator[str]:
+        """The keys of the object at the cursor; at each, the caller consumes the value."""
+        self.pos += 1  # the '{'
+        n = 0
+        while True:
+            char = self.peek()
+            if char == "}":
+                self.pos += 1
+                return
+            if n:
+                if char != ",":
+                    raise self.fail("expected ',' or '}' after a member of the object")
+                self.pos += 1
+                char = self.peek()
+            if char != '"':
+                raise self.fail("expected a key (a string in double quotes)")
+            key = self.value()
+            if self.peek() != ":":
+                raise self.fail(f"expected ':' after the key {key[:100]!r}")
+            self.pos += 1
+            self.peek()
+            n += 1
+            yield key
+
+    def skip(self) -> None:
+        """Move past the value at the cursor (an array element by element)."""
+        if self.peek() == "[":
+            for _ in self.array():
+                pass
+        else:
+            self.value()
+
+    def end(self) -> None:
+        if self.peek():
+            raise self.fail("extra data after the records")
+
+
+def _records_member(path: Path, keys: tuple[str, ...]) -> int:
+    """Which member (by position) of the top-level object holds the records."""
+    cursor = JsonCursor(path)
+    cursor.peek()
+    last: dict[str, tuple[int, bool]] = {}
+    for i, key in enumerate(cursor.members()):
+        is_list = cursor.peek() == "["
+        cursor.skip()
+        last[key] = (i, is_list)
+    cursor.end()
+    for key in keys:
+        if key in last and last[key][1]:
+            return last[key][0]
+    raise InputError(str(path), "expected a list of records, or an object with one of the keys " + ", ".join(keys))
+
+
+def json_records(path: Path, keys: tuple[str, ...]) -> Iterator[Any]:
+    """The records of a JSON file: the elements of a top-level array, or of the list an object
+    holds under the first of `keys` it has."""
+    cursor = JsonCursor(path)
+    first = cursor.peek()
+    if first == "[":
+        yield from cursor.array()
+        cursor.end()
+        return
+    if not first:
+        raise InputError(str(path), "invalid JSON: the file holds no JSON value")
+    if first != "{":
+        raise InputError(str(path), "expected a list of records, or an object with one of the keys " + ", ".join(keys))
+    chosen = _records_member(path, keys)
+    for i, _ in enumerate(cursor.members()):
+        if i == chosen:
+            yield from cursor.array()
+            return
+        cursor.skip()
