@@ -18,7 +18,7 @@ from typing import Iterator
 
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
-from evalcore.store import fs as _fs
+from evalcore.store import safe_paths as _safe
 from evalcore.store.lease import acquire, expired, holder, lease_lock
 from evalcore.store.s3 import S3Path
 
@@ -66,7 +66,11 @@ def sweep(root: S3Path, *, max_age: float = _staging.STALE_AFTER, dry_run: bool 
             continue
         size = sum(int(info.get("size") or 0) for _, info in objects)
         if not dry_run:
-            _fs.remove_tree(folder)
+            try:
+                _safe.remove_tree(root, folder)
+            except StoreError as exc:  # a key that is not a plain path: left, and said
+                log.warning("could not remove staging folder %s: %s", folder, exc)
+                continue
         removed.append(_staging.Removed(folder, size, reason))  # type: ignore[arg-type]
     return removed
 
