@@ -368,7 +368,9 @@ class RunStore:
         if final.exists() or final.is_symlink():
             raise StoreError(f"run {manifest.run_id!r} already exists")
         if self.remote:
-            with self._staged_remote(manifest, final) as writer:
+            from evalcore.store import remote_staging
+
+            with remote_staging.staged(self, manifest, final) as writer:
                 yield writer
             return
         staging = _safe.inside(self.root, self.root / STAGING_DIR / manifest.run_id)  # before any sweep
@@ -400,30 +402,6 @@ class RunStore:
         finally:
             if lock is not None:
                 lock.close()
-
-    @contextmanager
-    def _staged_remote(self, manifest: RunManifest, final: Location) -> Iterator[RunWriter]:
-        """staged_run on object storage: built under .staging/<run_id>/ while a lease object
-        there says its writer lives (store/remote_staging.py), then copied into place with
-        run.json last — written only if absent, so the run appears whole, in one PUT."""
-        from evalcore.store import remote_staging
-
-        staging = _safe.inside(self.root, self.root / STAGING_DIR / manifest.run_id)
-        remote_staging.sweep_quietly(self.root)
-        if staging.exists():
-            raise StoreError(f"run {manifest.run_id!r} is already being staged")
-        writer = RunWriter(self, manifest.run_id, staging)
-        try:
-            with remote_staging.writer_lease(staging):
-                write_pointer(staging, empty_pointer())
-                writer.write_manifest(manifest)
-                yield writer
-                writer.publish()
-                self._mark()
-                _fs.publish_tree(staging, final, last=(POINTER, "run.json"))
-                writer.dir = final
-        finally:
-            _safe.remove_tree(self.root, staging)
 
     def clean_staging(self, dry_run: bool = False, kept: list[Path] | None = None) -> list[_staging.Removed]:
         """Remove staging folders left by imports that were killed; return each with the bytes
