@@ -74,7 +74,7 @@ def log_path(store: RunStore, job: Job) -> Path:
 def save(store: RunStore, job: Job) -> None:
     """Write the job's record atomically (a reader never sees half a record)."""
     path = store.confine(_job_dir(store, job.job_id) / RECORD_NAME)  # every write: no link on the way
-    tmp = path.with_suffix(".tmp")
+    tmp = store.confine(path.with_suffix(".tmp"))  # a fixed name: never one planted as a link
     tmp.write_text(json.dumps(asdict(job), indent=2), encoding="utf-8")
     os.replace(tmp, path)
 
