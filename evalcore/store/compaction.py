@@ -157,6 +157,7 @@ def compact(run_dir: Location, force_summary: bool = False) -> Compaction:
     result = Compaction(run_dir)
     if not run_dir.is_dir():
         return result  # deleted meanwhile: nothing to publish, and nothing to recreate
+    _refuse_foreign(run_dir)  # before its lock file is even opened
     with _locked(run_dir):
         for attempt in range(ATTEMPTS):
             try:
@@ -170,9 +171,7 @@ def compact(run_dir: Location, force_summary: bool = False) -> Compaction:
 def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) -> Compaction:
     if not (run_dir / "run.json").is_file():
         return result  # deleted (moved to .trash) while this waited for the lock
-    problem = run_identity_problem(run_dir) or run_folder_problem(run_dir)
-    if problem:  # a copied or renamed folder, or a link out of the store: touch nothing
-        raise RunDamaged(run_dir, problem)
+    _refuse_foreign(run_dir)  # checked again under the lock: run.json may have changed
     found, token = read_pointer_versioned(run_dir)  # RunDamaged: never compact what we cannot read
     pointer = found or empty_pointer()
     done = _finish_previous(run_dir, pointer)
@@ -194,6 +193,14 @@ def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) 
     except (pa.ArrowException, duckdb.Error, OSError) as exc:
         _diagnose(run_dir, files, exc)
         raise
+
+
+def _refuse_foreign(run_dir: Location) -> None:
+    """RunDamaged for a folder that is not the run it names (a copy, a renamed folder, an
+    edited run.json) or holds a link out of the store: a compaction touches nothing of it."""
+    problem = run_identity_problem(run_dir) or run_folder_problem(run_dir)
+    if problem:
+        raise RunDamaged(run_dir, problem)
 
 
 def _diagnose(run_dir: Location, files: dict[str, str], exc: BaseException) -> None:
