@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import shutil
 import time
 import uuid
 from dataclasses import dataclass
@@ -69,7 +68,8 @@ def hold_writer_lock(folder: Path) -> IO[bytes] | None:
     if fcntl is None:
         return None
     tmp = folder / f"{LOCK_FILE}.{uuid.uuid4().hex[:8]}.tmp"
-    fh = open(tmp, "wb")
+    # a new file of our own, never one found there (O_EXCL also refuses a link by that name)
+    fh = os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644), "wb")
     try:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.replace(tmp, folder / LOCK_FILE)
@@ -80,17 +80,19 @@ def hold_writer_lock(folder: Path) -> IO[bytes] | None:
     return fh
 
 
-def _claim(folder: Path, max_age: float, now: float) -> tuple[str | None, IO[bytes] | None]:
+def _claim(root: Path, folder: Path, max_age: float, now: float) -> tuple[str | None, IO[bytes] | None]:
     """Why `folder` is abandoned (None: it may be alive), and the lock file to keep open while
     removing it so that a second cleaner leaves it alone."""
+    from evalcore.store import safe_paths as _safe
+
     lock_path = folder / LOCK_FILE
     if fcntl is not None:
         try:
-            fh = open(lock_path, "r+b")
+            fh = _safe.open_lock(root, lock_path, create=False)
         except FileNotFoundError:
             fh = None
-        except OSError:
-            return None, None  # cannot check it, so it is not ours to remove
+        except (OSError, _safe.OutsideStore):
+            return None, None  # cannot check it (or it is a link), so it is not ours to remove
         if fh is not None:
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -133,17 +135,21 @@ def _size(folder: Path) -> int:
     return total
 
 
-def _remove(folder: Path) -> None:
+def _remove(root: Path, folder: Path) -> None:
     """Delete everything but the lock file first, so a cleaner killed half-way leaves a folder
-    that the next sweep still recognises (and finishes) by its free lock."""
+    that the next sweep still recognises (and finishes) by its free lock. Every removal is
+    proven inside the store first; a link in the folder is removed itself, never followed."""
+    from evalcore.store import safe_paths as _safe
+
+    _safe.inside(root, folder)
     for child in folder.iterdir():
         if child.name == LOCK_FILE:
             continue
         if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
+            _safe.remove_tree(root, child, ignore_errors=False)
         else:
-            child.unlink(missing_ok=True)
-    (folder / LOCK_FILE).unlink(missing_ok=True)
+            _safe.unlink(root, child)
+    _safe.unlink(root, folder / LOCK_FILE)
     folder.rmdir()
 
 
@@ -154,8 +160,13 @@ def sweep(root: Path, *, max_age: float = STALE_AFTER, dry_run: bool = False,
     Only directories named like a run id are considered (never symlinks, never anything else
     in the store). Folders that may still be written are left alone and, if `kept` is given,
     listed there. A folder that cannot be removed is logged and left for the next sweep.
+    `.staging` itself must be a real folder of the store: a link raises OutsideStore, and
+    nothing is removed.
     """
-    base = Path(root) / STAGING_DIR
+    from evalcore.store import safe_paths as _safe
+
+    root = Path(root)
+    base = _safe.inside(root, root / STAGING_DIR)
     try:
         entries = sorted(base.iterdir())
     except (FileNotFoundError, NotADirectoryError):
@@ -165,7 +176,7 @@ def sweep(root: Path, *, max_age: float = STALE_AFTER, dry_run: bool = False,
     for folder in entries:
         if not _NAME_RE.match(folder.name) or folder.is_symlink() or not folder.is_dir():
             continue
-        reason, lock = _claim(folder, max_age, now)
+        reason, lock = _claim(root, folder, max_age, now)
         try:
             if reason is None:
                 if kept is not None and folder.exists():
@@ -174,8 +185,8 @@ def sweep(root: Path, *, max_age: float = STALE_AFTER, dry_run: bool = False,
             size = _size(folder)
             if not dry_run:
                 try:
-                    _remove(folder)
-                except OSError as exc:
+                    _remove(root, folder)
+                except (OSError, _safe.OutsideStore) as exc:
                     log.warning("could not remove staging folder %s: %s", folder, exc)
                     continue
             removed.append(Removed(folder, size, reason))
@@ -186,8 +197,12 @@ def sweep(root: Path, *, max_age: float = STALE_AFTER, dry_run: bool = False,
 
 
 def sweep_trash(root: Path, *, dry_run: bool = False) -> list[Removed]:
-    """Remove what deletes left in `<root>/.trash` (folders only, never following symlinks)."""
-    base = Path(root) / TRASH_DIR
+    """Remove what deletes left in `<root>/.trash` (folders only, never following symlinks).
+    `.trash` itself must be a real folder of the store: a link raises OutsideStore."""
+    from evalcore.store import safe_paths as _safe
+
+    root = Path(root)
+    base = _safe.inside(root, root / TRASH_DIR)
     try:
         entries = sorted(base.iterdir())
     except (FileNotFoundError, NotADirectoryError):
@@ -198,7 +213,7 @@ def sweep_trash(root: Path, *, dry_run: bool = False) -> list[Removed]:
             continue
         size = _size(folder)
         if not dry_run:
-            shutil.rmtree(folder, ignore_errors=True)
+            _safe.remove_tree(root, folder)
             if folder.exists():
                 log.warning("could not remove deleted run folder %s", folder)
                 continue

@@ -26,7 +26,7 @@ from evalcore.embeddings.models import (
 )
 
 __all__ = ["DEFAULT_MODEL_ID", "Embedder", "ModelRef", "ModelUnavailableError", "get_embedder",
-           "l2_normalise", "reset_embedders", "resolve_model", "cache_root"]
+           "l2_normalise", "reset_embedders", "resolve_model", "cache_root", "cache_guard"]
 
 _EMBEDDERS: dict[tuple[str, str | None], Embedder] = {}
 _BACKENDS: dict[str, Any] = {}  # model id -> backend: one loaded model per process, whatever the store
@@ -40,6 +40,12 @@ def cache_root(store: Any) -> Path | None:
         return None
     local = getattr(store, "local_shared_dir", None)
     return Path(local("embeddings") if local is not None else store.shared_dir("embeddings"))
+
+
+def cache_guard(store: Any) -> Any:
+    """The store's proof that a cache file lies inside it (RunStore.confine), for the caches
+    to call before each write and delete; None without a store."""
+    return getattr(store, "confine", None) if store is not None else None
 
 
 def get_embedder(model: str | None = None, store: Any = None) -> Embedder:
@@ -60,7 +66,7 @@ def get_embedder(model: str | None = None, store: Any = None) -> Embedder:
     backend = _BACKENDS.setdefault(backend.model_id, backend)
     key = (backend.model_id, str(root) if root is not None else None)
     if key not in _EMBEDDERS:
-        _EMBEDDERS[key] = Embedder(backend, cache_root=root)
+        _EMBEDDERS[key] = Embedder(backend, cache_root=root, confine=cache_guard(store))
     return _EMBEDDERS[key]
 
 

@@ -28,7 +28,7 @@ import uuid
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -58,8 +58,12 @@ def namespace_dir(root: Path, kind: str, identity: str) -> Path:
 class ArrayCache:
     """Rows by key, in memory, mirrored to part files when a directory is given."""
 
-    def __init__(self, directory: Path | None, width: int | None = None, meta: dict[str, Any] | None = None):
+    def __init__(self, directory: Path | None, width: int | None = None, meta: dict[str, Any] | None = None,
+                 confine: Callable[[Path], Any] | None = None):
+        """`confine`: the store's proof that a path lies inside it, not reached through a link
+        (RunStore.confine); called before every file this cache writes, locks or deletes."""
         self.directory = Path(directory) if directory is not None else None
+        self._confine = confine or (lambda path: path)
         self.width = width
         self.meta = dict(meta or {})
         self._rows: dict[str, np.ndarray] = {}
@@ -143,6 +147,7 @@ class ArrayCache:
         """
         if self.directory is None or fcntl is None or not self.directory.is_dir():
             return 0
+        self._confine(self.directory / ".compact.lock")
         with open(self.directory / ".compact.lock", "a+b") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -170,11 +175,14 @@ class ArrayCache:
                 return 0
             self._write_part(self.directory, [k.decode("ascii") for k in keys], np.concatenate(rows))
             for path in merged:
+                self._confine(path.parent)
                 path.unlink(missing_ok=True)
             return len(merged)
 
     def _write_part(self, directory: Path, keys: list[str], rows: np.ndarray) -> Path:
+        self._confine(directory)
         directory.mkdir(parents=True, exist_ok=True)
+        self._confine(directory)  # mkdir(exist_ok) accepts a link to a folder: checked again
         self._write_meta(directory)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
         name = f"part-{stamp}-{os.getpid()}-{uuid.uuid4().hex[:8]}.npz"

@@ -173,11 +173,12 @@ class Embedder:
     """
 
     def __init__(self, backend: Backend, cache_root: Path | None = None, chunk_size: int = 512,
-                 progress: bool | None = None):
+                 progress: bool | None = None, confine: Any = None):
         self.backend = backend
         self.model_id = backend.model_id
         directory = namespace_dir(cache_root, "vectors", self.model_id) if cache_root is not None else None
-        self.cache = ArrayCache(directory, meta={"kind": "sentence-vectors", "model_id": self.model_id})
+        self.cache = ArrayCache(directory, meta={"kind": "sentence-vectors", "model_id": self.model_id},
+                                confine=confine)
         self.chunk_size = max(1, int(chunk_size))
         self.progress = progress
         self.calls = 0

@@ -20,7 +20,7 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 
 def request_key(request: dict[str, Any]) -> str:
@@ -29,10 +29,13 @@ def request_key(request: dict[str, Any]) -> str:
 
 
 class JudgeCache:
-    def __init__(self, directory: Path | Any | None):
+    def __init__(self, directory: Path | Any | None, confine: Callable[[Any], Any] | None = None):
         # a folder, or the store's shared folder on object storage (an S3Path, whose PUT is
         # atomic by itself)
         self.dir = Path(directory) if isinstance(directory, (str, os.PathLike)) else directory
+        # the store's proof that a path lies inside it, not reached through a link
+        # (RunStore.confine): checked before every entry is written
+        self._confine = confine or (lambda path: path)
 
     def _path(self, key: str) -> Any:
         if self.dir is None:
@@ -54,11 +57,12 @@ class JudgeCache:
     def put(self, key: str, entry: dict[str, Any]) -> None:
         if self.dir is None:
             return
-        path = self._path(key)
+        path = self._confine(self._path(key))
         if not isinstance(path, Path):  # object storage: one PUT is whole or absent
             path.write_text(json.dumps(entry, ensure_ascii=False, sort_keys=True), encoding="utf-8")
             return
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._confine(path)  # mkdir(exist_ok) accepts a link to a folder: checked again
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
         tmp.write_text(json.dumps(entry, ensure_ascii=False, sort_keys=True), encoding="utf-8")
         os.replace(tmp, path)

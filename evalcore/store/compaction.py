@@ -48,6 +48,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 from evalcore.store import fs as _fs
+from evalcore.store import safe_paths as _safe
 from evalcore.store.fs import Conflict, Location
 from evalcore.store.layout import (
     COMPACT_LOCK,
@@ -62,11 +63,14 @@ from evalcore.store.layout import (
     fsync_dir,
     pending_parts,
     read_pointer_versioned,
+    run_folder_problem,
+    run_identity_problem,
+    run_root,
     write_parquet_atomic,
     write_pointer,
 )
 from evalcore.store.quarantine import quarantine_unreadable_parts, unreadable
-from evalcore.store.merge import Merged, merge_files, sql_list
+from evalcore.store.merge import ForeignRows, Merged, merge_files, sql_list
 from evalcore.store.summary import DERIVED_TABLES, SUMMARY_TABLES, summary_sql
 from evalcore.store.wide import WIDE_TABLE, WIDE_WRITE, compute_sql as wide_compute_sql
 from evalcore.tables import SCHEMAS
@@ -106,7 +110,7 @@ def _locked(run_dir: Location) -> Iterator[None]:
     if fcntl is None:
         yield
         return
-    with open(run_dir / COMPACT_LOCK, "a") as fh:
+    with _safe.open_lock(run_root(run_dir), run_dir / COMPACT_LOCK) as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -117,16 +121,18 @@ def _locked(run_dir: Location) -> Iterator[None]:
 def _merge_to(path: Location, table: str, sources: list[Location]) -> Merged:
     """Stream the merge into a temporary file, fsync it, rename it into place (object
     storage: into a local temporary file, sent as one object)."""
+    root = run_root(path.parent.parent)
+    _safe.inside(root, path)
     if _fs.is_remote(path):
         with tempfile.TemporaryDirectory(prefix="evalcore-merge-") as tmpdir:
             local = Path(tmpdir) / path.name
-            merged = merge_files(sources, table, local)
+            merged = merge_files(sources, table, local, run_id=path.parent.parent.name)
             _fs.upload(local, path)
         return merged
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _safe.make_dirs(root, path.parent)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        merged = merge_files(sources, table, tmp)
+        merged = merge_files(sources, table, tmp, run_id=path.parent.parent.name)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -151,6 +157,7 @@ def compact(run_dir: Location, force_summary: bool = False) -> Compaction:
     result = Compaction(run_dir)
     if not run_dir.is_dir():
         return result  # deleted meanwhile: nothing to publish, and nothing to recreate
+    _refuse_foreign(run_dir)  # before its lock file is even opened
     with _locked(run_dir):
         for attempt in range(ATTEMPTS):
             try:
@@ -164,6 +171,7 @@ def compact(run_dir: Location, force_summary: bool = False) -> Compaction:
 def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) -> Compaction:
     if not (run_dir / "run.json").is_file():
         return result  # deleted (moved to .trash) while this waited for the lock
+    _refuse_foreign(run_dir)  # checked again under the lock: run.json may have changed
     found, token = read_pointer_versioned(run_dir)  # RunDamaged: never compact what we cannot read
     pointer = found or empty_pointer()
     done = _finish_previous(run_dir, pointer)
@@ -179,9 +187,20 @@ def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) 
         pending = quarantine_unreadable_parts(run_dir, pending)
     try:
         return _write_generation(run_dir, pointer, token, pending, files, result)
+    except ForeignRows as exc:  # rows of another run: a copied folder or files put in by hand
+        rel = _rel(run_dir, exc.path)
+        raise RunDamaged(run_dir, f"{rel} holds rows of run {exc.found!r}, not of this one", file=rel) from None
     except (pa.ArrowException, duckdb.Error, OSError) as exc:
         _diagnose(run_dir, files, exc)
         raise
+
+
+def _refuse_foreign(run_dir: Location) -> None:
+    """RunDamaged for a folder that is not the run it names (a copy, a renamed folder, an
+    edited run.json) or holds a link out of the store: a compaction touches nothing of it."""
+    problem = run_identity_problem(run_dir) or run_folder_problem(run_dir)
+    if problem:
+        raise RunDamaged(run_dir, problem)
 
 
 def _diagnose(run_dir: Location, files: dict[str, str], exc: BaseException) -> None:
@@ -225,7 +244,8 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
         for name, sql in derived.items():
             arrow = con.sql(sql).to_arrow_table()
             rel = f"{DATA_DIR}/{name}-{tag}.parquet"
-            write_parquet_atomic(run_dir / rel, arrow, **(WIDE_WRITE if name == WIDE_TABLE else {}))
+            write_parquet_atomic(run_dir / rel, arrow, **(WIDE_WRITE if name == WIDE_TABLE else {}),
+                                 within=run_root(run_dir))
             files[name] = rel
     finally:
         con.close()
@@ -260,7 +280,7 @@ def _finish_previous(run_dir: Location, pointer: dict) -> set[str]:
     absorbed = set(pointer.get("absorbed") or [])
     for rel in absorbed:
         if rel.startswith(f"{PARTS_DIR}/"):
-            (run_dir / rel).unlink(missing_ok=True)
+            _safe.unlink(run_root(run_dir), run_dir / rel)
     return absorbed
 
 
@@ -271,15 +291,16 @@ def _sweep(run_dir: Location, pointer: dict, token: str | None = None, base_gene
     `base_generation + 1` (the one every compaction starting from the pointer it read writes)
     that the new pointer does not name. Any other file in data/ no pointer accounts for stays
     (`evalcore store check` lists it)."""
+    root = run_root(run_dir)
     for rel in pointer["absorbed"]:
         if rel.startswith(f"{PARTS_DIR}/"):
-            (run_dir / rel).unlink(missing_ok=True)
+            _safe.unlink(root, run_dir / rel)
     now, kept = time.time(), {}
     for rel, since in pointer["retired"].items():
         if rel in pointer["files"].values():
             continue
         if now - since >= GRACE_S:
-            (run_dir / rel).unlink(missing_ok=True)
+            _safe.unlink(root, run_dir / rel)
         elif (run_dir / rel).exists():
             kept[rel] = since
     if kept != pointer["retired"]:
@@ -288,8 +309,8 @@ def _sweep(run_dir: Location, pointer: dict, token: str | None = None, base_gene
         write_pointer(run_dir, pointer, token)
     for table in RUN_TABLES:  # format-1 folders: no format-2 writer ever writes there again
         try:
-            (run_dir / table).rmdir()
-        except OSError:
+            _safe.inside(root, run_dir / table).rmdir()
+        except OSError:  # not empty, absent, or (OutsideStore) a link: left as it is
             pass
     # parts/<table>/ folders stay, even empty: a writer may be about to publish a file there;
     # a temporary part file is left only by a writer killed between writing and renaming it
@@ -303,7 +324,7 @@ def _sweep(run_dir: Location, pointer: dict, token: str | None = None, base_gene
         return  # data/ is newer than the pointer this compaction started from: leave it all
     for f, parsed in found:
         if f"{DATA_DIR}/{f.name}" not in referenced and parsed and parsed[1] == base_generation + 1:
-            f.unlink(missing_ok=True)
+            _safe.unlink(root, f)
 
 
 def _sweep_stale_temporaries(run_dir: Location) -> None:
@@ -311,13 +332,13 @@ def _sweep_stale_temporaries(run_dir: Location) -> None:
     on object storage a part is one PUT, there is no temporary object)."""
     if _fs.is_remote(run_dir):
         return
-    now = time.time()
+    now, root = time.time(), run_root(run_dir)
     for table in RUN_TABLES:
         folder = run_dir / PARTS_DIR / table
         for f in folder.glob(".part-*.tmp") if folder.is_dir() else []:
             try:
-                if now - f.stat().st_mtime >= STALE_TMP_S:
-                    f.unlink(missing_ok=True)
+                if now - f.lstat().st_mtime >= STALE_TMP_S:
+                    _safe.unlink(root, f)
             except OSError:
                 pass
 

@@ -15,6 +15,7 @@ one bad file must cost one run, never the store, and never more data. So:
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ from evalcore.store.layout import (
     is_legacy,
     pending_parts,
     read_pointer_versioned,
+    run_folder_problem,
+    run_identity_problem,
     write_pointer,
 )
 from evalcore.store.quarantine import quarantined_files, unreadable
@@ -62,11 +65,14 @@ def check_run(run_dir: Location, deep: bool = True) -> RunCheck:
     """Open every file the run's pointer names (every row with `deep`), compare row counts with
     the pointer's, and list files in data/, parts/ and quarantine/ that no pointer accounts for."""
     result = RunCheck(run_dir.name)
+    for problem in (run_identity_problem(run_dir), run_folder_problem(run_dir)):
+        if problem:
+            result.damage.append(problem)
     legacy = is_legacy(run_dir)
     try:
         pointer = {} if legacy else read_pointer_versioned(run_dir)[0]
     except RunDamaged as exc:
-        result.damage.append(exc.problem + f" (`evalcore store repair {run_dir.name}` rebuilds it)")
+        result.damage.append(f"{exc.problem} ({exc.hint})")
         pointer = None
     files = dict(pointer["files"]) if pointer else {}
     for name, rel in sorted(files.items()):
@@ -75,6 +81,9 @@ def check_run(run_dir: Location, deep: bool = True) -> RunCheck:
         if why:
             result.damage.append(f"{rel} is unreadable ({why})")
             continue
+        foreign = _foreign_run(run_dir / rel, run_dir.name, deep)
+        if foreign is not None:
+            result.damage.append(f"{rel} holds rows of run {foreign!r}, not of this one (a copied run folder?)")
         expected = (pointer.get("rows") or {}).get(name)
         if isinstance(expected, int) and name in RUN_TABLES:
             where, filesystem = _fs.arrow(run_dir / rel)
@@ -95,6 +104,26 @@ def check_run(run_dir: Location, deep: bool = True) -> RunCheck:
     for path, size in quarantined_files(run_dir):
         result.strays.append(f"{path.relative_to(run_dir).as_posix()}: set aside as unreadable ({size} bytes)")
     return result
+
+
+def _foreign_run(path: Location, run_id: str, deep: bool) -> str | None:
+    """Another run's id that rows of this file carry (None if every row is this run's): every
+    row's with `deep`, else what the footer's statistics say (nothing when it has none)."""
+    where, filesystem = _fs.arrow(path)
+    meta = pq.read_metadata(where, filesystem=filesystem)
+    if deep and "run_id" in meta.schema.names:
+        column = pq.read_table(where, columns=["run_id"], filesystem=filesystem).column("run_id")
+        found = [v for v in column.unique().to_pylist() if v != run_id]
+        return str(found[0]) if found else None
+    index = meta.schema.names.index("run_id") if "run_id" in meta.schema.names else None
+    for g in range(meta.num_row_groups if index is not None else 0):
+        stats = meta.row_group(g).column(index).statistics
+        if stats is not None and stats.has_min_max:
+            for value in (stats.min, stats.max):
+                value = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+                if value != run_id:
+                    return str(value)
+    return None
 
 
 def _data_strays(run_dir: Location, pointer: dict) -> list[str]:
@@ -171,6 +200,11 @@ def repair_run(run_dir: Location) -> Repair:
     report = Repair(run_dir.name)
     if not (run_dir / "run.json").is_file():
         raise StoreError(f"no run {run_dir.name!r} in store {run_dir.parent}")
+    # a copy of another run (or a link) is not repaired into a run of its own: that would
+    # count the other run's rows twice (store/layout.run_identity_problem)
+    problem = run_identity_problem(run_dir) or run_folder_problem(run_dir) or _pointer_elsewhere(run_dir)
+    if problem:
+        raise RunDamaged(run_dir, problem, hint="repair cannot fix this; rename the folder back or delete it")
     if is_legacy(run_dir) or _healthy(run_dir):
         report.needed = False
         return report
@@ -219,6 +253,17 @@ def repair_run(run_dir: Location) -> Repair:
         write_pointer(run_dir, pointer, token)
     compact(run_dir, force_summary=True)
     return report
+
+
+def _pointer_elsewhere(run_dir: Location) -> str | None:
+    """Why the pointer says the folder is another run's (None if it does not say so)."""
+    try:
+        claimed = json.loads((run_dir / POINTER).read_bytes().decode("utf-8")).get("run_id", run_dir.name)
+    except (OSError, ValueError, AttributeError):
+        return None  # missing or unreadable: what repair is for
+    if claimed != run_dir.name:
+        return f"its {POINTER} was written for run {claimed!r}: a copied or renamed run folder"
+    return None
 
 
 def _mtime(path: Location) -> float:

@@ -56,13 +56,15 @@ def _job_dir(store: RunStore, job_id: str) -> Path:
 def new_job(store: RunStore) -> str:
     """A new job's id, its folder created (time-ordered, so listing shows the newest first)."""
     job_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-    _job_dir(store, job_id).mkdir(parents=True)
+    folder = store.confine(_job_dir(store, job_id))
+    folder.mkdir(parents=True)
+    store.confine(folder)
     return job_id
 
 
 def open_log(store: RunStore, job_id: str) -> IO[bytes]:
     """The job's log, opened for the process's output (the caller closes it once started)."""
-    return open(_job_dir(store, job_id) / LOG_NAME, "wb")
+    return open(store.confine(_job_dir(store, job_id) / LOG_NAME), "wb")
 
 
 def log_path(store: RunStore, job: Job) -> Path:
@@ -71,8 +73,8 @@ def log_path(store: RunStore, job: Job) -> Path:
 
 def save(store: RunStore, job: Job) -> None:
     """Write the job's record atomically (a reader never sees half a record)."""
-    path = _job_dir(store, job.job_id) / RECORD_NAME
-    tmp = path.with_suffix(".tmp")
+    path = store.confine(_job_dir(store, job.job_id) / RECORD_NAME)  # every write: no link on the way
+    tmp = store.confine(path.with_suffix(".tmp"))  # a fixed name: never one planted as a link
     tmp.write_text(json.dumps(asdict(job), indent=2), encoding="utf-8")
     os.replace(tmp, path)
 
@@ -122,7 +124,8 @@ def tail(store: RunStore, job: Job, max_bytes: int = 6000) -> str:
 def save_upload(store: RunStore, name: str, data: bytes) -> Path:
     """Keep an uploaded file inside the store under a safe, unique name; its path."""
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(name).name)[-80:] or "upload"
-    path = store.local_shared_dir(UPLOADS_DIR) / f"{uuid.uuid4().hex[:8]}-{safe}"
+    path = store.confine(store.local_shared_dir(UPLOADS_DIR) / f"{uuid.uuid4().hex[:8]}-{safe}")
     path.parent.mkdir(parents=True, exist_ok=True)
+    store.confine(path)
     path.write_bytes(data)
     return path

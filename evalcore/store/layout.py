@@ -31,6 +31,7 @@ run (RunDamaged) until `evalcore store repair` rebuilds the pointer from data/ (
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import uuid
@@ -44,6 +45,7 @@ import pyarrow.parquet as pq
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
 from evalcore.store import fs as _fs
+from evalcore.store import safe_paths as _safe
 from evalcore.store.fs import Location
 from evalcore.tables import SCHEMAS, to_arrow
 
@@ -63,6 +65,13 @@ QUARANTINE_DIR = "quarantine"
 # data/<table>-g<N>-<tag>.parquet, and the hidden temporary name a compaction writes it under
 DATA_NAME_RE = re.compile(r"^\.?(?P<table>[a-z_]+)-g(?P<generation>\d+)-(?P<tag>[0-9a-f]+)\.parquet(?:\.tmp)?$")
 RUN_TABLES = tuple(SCHEMAS)  # questions, responses, metrics, judge_calls, claims, context_verdicts
+
+
+# The run a file belongs to, in DuckDB SQL over read_parquet's `filename` column: the folder two
+# levels above the file (<run>/data/<file>, and a format-1 run's <run>/<table>/<file>). Readers
+# take each row's run_id from here, never from the row itself: a copied run folder's rows carry
+# the original's id (store/views.py).
+RUN_OF_FILE_SQL = r"regexp_extract(filename, '([^/\\]+)[/\\][^/\\]+[/\\][^/\\]+$', 1)"
 
 
 def default_root() -> Location:
@@ -96,9 +105,18 @@ def failed_write(exc: OSError, tmp: Path, path: Path) -> OSError:
     return OSError(exc.errno, os.strerror(exc.errno), str(path))  # a subclass by errno, as raised
 
 
-def write_atomic_bytes(path: Location, data: bytes) -> None:
+def run_root(run_dir: Location) -> Location:
+    """The store a run folder belongs to: its parent, or for a run being imported
+    (`.staging/<run_id>`) the parent of that. What every write and delete in the run is
+    proven inside (store/safe_paths.py)."""
+    parent = run_dir.parent
+    return parent.parent if parent.name == STAGING_DIR else parent
+
+
+def write_atomic_bytes(path: Location, data: bytes, *, within: Location) -> None:
     """Write under a temporary name, fsync, rename: the file is whole or absent (on object
-    storage one PUT is that already)."""
+    storage one PUT is that already). `within`: the store root it must lie in."""
+    _safe.inside(within, path)
     if _fs.is_remote(path):
         path.write_bytes(data)
         return
@@ -114,12 +132,14 @@ def write_atomic_bytes(path: Location, data: bytes) -> None:
 
 
 def write_parquet_atomic(path: Location, arrow: pa.Table, row_group_size: int | None = None,
-                         dictionary_floats: bool = True) -> Location:
+                         dictionary_floats: bool = True, *, within: Location) -> Location:
     """One Parquet file, published by rename (on object storage: one PUT). No min/max
     statistics on float columns: Parquet statistics ignore NaN, which lets readers wrongly
     conclude a column has none. `row_group_size` (rows) lets a reader decode one file on
     several threads and skip groups by the key columns' statistics; `dictionary_floats=False`
-    stores float columns plain (distinct scores: a dictionary only adds a lookup)."""
+    stores float columns plain (distinct scores: a dictionary only adds a lookup). `within`:
+    the store root the file must lie in."""
+    _safe.inside(within, path)
     stats = [f.name for f in arrow.schema if not pa.types.is_floating(f.type)]
     options: dict[str, Any] = {"compression": "zstd", "write_statistics": stats}
     if row_group_size:
@@ -131,7 +151,7 @@ def write_parquet_atomic(path: Location, arrow: pa.Table, row_group_size: int | 
         pq.write_table(arrow, sink, **options)
         path.write_bytes(sink.getvalue().to_pybytes())
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _safe.make_dirs(within, path.parent)
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         pq.write_table(arrow, tmp, **options)
@@ -143,12 +163,12 @@ def write_parquet_atomic(path: Location, arrow: pa.Table, row_group_size: int | 
     return path
 
 
-def write_part(directory: Path, table: str, rows: list[dict[str, Any]]) -> Path | None:
+def write_part(directory: Path, table: str, rows: list[dict[str, Any]], *, within: Location) -> Path | None:
     """Append rows as a new part file named by time and a random id (never overwrites)."""
     if not rows:
         return None
     name = f"part-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.parquet"
-    return write_parquet_atomic(directory / name, to_arrow(table, rows))
+    return write_parquet_atomic(directory / name, to_arrow(table, rows), within=within)
 
 
 def parts_dir(run_dir: Path, table: str) -> Path:
@@ -171,12 +191,18 @@ class RunDamaged(StoreError):
     read. Readers leave it out (or, asked for it by name, raise this); writers refuse to touch
     it, so nothing of it is deleted or overwritten before a person looked. One line."""
 
-    def __init__(self, run_dir: Location, problem: str, file: str | None = None, hint: str | None = None):
+    def __init__(self, run_dir: Location, problem: str, file: str | None = None, hint: str | None = None,
+                 name: str | None = None):
         self.run_id = run_dir.name
+        self.name = name  # the run's name, when its manifest was read
         self.file = file  # relative to the run folder, when one file is the problem
         self.problem = " ".join(str(problem).split())  # one line, whatever the library said
         hint = hint or f"`evalcore store check {self.run_id}` lists its files"
+        self.hint = hint
         super().__init__(f"run {self.run_id} is damaged: {self.problem}; {hint}")
+
+
+COPY_HINT = "rename the folder back to the run's id, or delete this copy"
 
 
 def repair_hint(run_id: str) -> str:
@@ -230,6 +256,45 @@ def is_legacy(run_dir: Location) -> bool:
     return not (run_dir / POINTER).is_file() and looks_format1(run_dir)
 
 
+def run_identity_problem(run_dir: Location, manifest_run_id: Any = None) -> str | None:
+    """Why the run in this folder is not the run its name says (None if it is). A run is its
+    folder: a copy (`cp -r RUN RUN.bak`), a renamed folder or an edited run.json carries
+    another run's id inside, and counting it under either would count that run twice.
+    `manifest_run_id`: the id run.json says, when the caller has read it already."""
+    if not _fs.is_remote(run_dir) and run_dir.is_symlink():
+        return f"the run folder is a symbolic link (to {os.readlink(run_dir)}), not a folder of the store"
+    if manifest_run_id is None:
+        try:
+            manifest_run_id = json.loads((run_dir / "run.json").read_bytes().decode("utf-8")).get("run_id")
+        except FileNotFoundError:
+            return None  # no run here (yet): nothing to compare
+        except (OSError, ValueError, AttributeError):
+            return None  # unreadable: the manifest's own readers say so
+    if manifest_run_id != run_dir.name:
+        return (f"run.json says it is run {manifest_run_id!r}, but its folder is {run_dir.name!r} "
+                f"(a copied or renamed run folder, or an edited run.json); rename the folder back to its id, "
+                f"or delete the copy with `evalcore delete {run_dir.name}`")
+    return None
+
+
+# What a run folder holds that its writers write, move or delete in: all real, none a link.
+RUN_HOUSEKEEPING = ("run.json", POINTER, LOCK_NAME, COMPACT_LOCK, DATA_DIR, PARTS_DIR, QUARANTINE_DIR)
+
+
+def run_folder_problem(run_dir: Location) -> str | None:
+    """Why a writer must not write in this run folder (None if it may): one of its own files
+    or folders is a symbolic link (store/safe_paths.py). One line naming it."""
+    root = run_root(run_dir)
+    paths = [run_dir / name for name in RUN_HOUSEKEEPING]
+    paths += [run_dir / PARTS_DIR / t for t in RUN_TABLES] + [run_dir / t for t in RUN_TABLES]
+    try:
+        for path in paths:
+            _safe.inside(root, path)
+    except _safe.OutsideStore as exc:
+        return exc.why
+    return None
+
+
 def read_pointer(run_dir: Location) -> dict[str, Any]:
     """The run's pointer ({} for a format-1 run); RunDamaged if it is missing or unreadable."""
     return read_pointer_versioned(run_dir)[0]
@@ -248,26 +313,70 @@ def read_pointer_versioned(run_dir: Location) -> tuple[dict[str, Any], str | Non
         raise RunDamaged(run_dir, f"{path} is missing", hint=repair_hint(run_dir.name)) from None
     except (OSError, ValueError) as exc:
         raise RunDamaged(run_dir, f"{path}: unreadable table pointer ({exc})", hint=repair_hint(run_dir.name)) from exc
-    problem = pointer_problem(data)
+    problem = pointer_problem(data, run_dir.name)
     if problem:
-        raise RunDamaged(run_dir, f"{path}: {problem}", hint=repair_hint(run_dir.name))
+        hint = COPY_HINT if isinstance(data, dict) and data.get("run_id", run_dir.name) != run_dir.name \
+            else repair_hint(run_dir.name)
+        raise RunDamaged(run_dir, f"{path}: {problem}", hint=hint)
     return data, token
 
 
-def pointer_problem(data: Any) -> str | None:
+def pointer_problem(data: Any, run_id: str | None = None) -> str | None:
     """Why a parsed pointer cannot be trusted (None if it can): a pointer that does not say its
-    generation or names files outside data/ is not one a compaction wrote."""
+    generation, names a path that is not a file of its own run (every key that names one is
+    checked: writers delete what `retired` and `absorbed` name), or was written for another
+    run folder (`run_id`: a copied or renamed folder) is not one a compaction wrote here."""
     if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
         return "table pointer has no 'files' object"
     generation = data.get("generation")
-    if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+    if not _count(generation):
         return "table pointer has no valid 'generation'"
-    for name, rel in data["files"].items():
-        if not isinstance(rel, str) or not rel.startswith(f"{DATA_DIR}/") or "/" in rel[len(DATA_DIR) + 1:]:
-            return f"table pointer names {rel!r} for {name!r}, not a file in {DATA_DIR}/"
-    if not isinstance(data.get("retired", {}), dict):
-        return "table pointer's 'retired' is not an object"
+    if run_id is not None and "run_id" in data and data["run_id"] != run_id:
+        return (f"table pointer was written for run {data['run_id']!r}, not for this folder ({run_id!r}): "
+                "a copied or renamed run folder")
+    for key, shape in POINTER_PATHS.items():
+        entries = data.get(key, {} if key == "retired" else [])
+        if key in ("files", "retired") and not isinstance(entries, dict):
+            return f"table pointer's {key!r} is not an object"
+        if key not in ("files", "retired") and not isinstance(entries, list):
+            return f"table pointer's {key!r} is not a list"
+        for rel in (entries.values() if key == "files" else entries):
+            problem = _path_problem(rel, shape)
+            if problem:
+                return f"table pointer's {key!r} entry {rel!r} is not a file of this run: it {problem}"
+    for rel, since in data.get("retired", {}).items():
+        if isinstance(since, bool) or not isinstance(since, (int, float)) or not math.isfinite(since):
+            return f"table pointer's 'retired' entry {rel!r} has no valid time ({since!r})"
+    for key in ("rows", "replaced"):
+        counts = data.get(key, {})
+        if not isinstance(counts, dict) or not all(_count(n) for n in counts.values()):
+            return f"table pointer's {key!r} is not an object of row counts"
     return None
+
+
+# Which paths each key of a pointer may name, relative to the run: canonical files in data/,
+# format-2 part files (parts/<table>/<name>) and format-1 part files (<table>/<name>).
+POINTER_PATHS = {"files": ("data",), "previous": ("data",), "retired": ("data", "legacy"),
+                 "absorbed": ("parts", "legacy")}
+
+
+def _path_problem(rel: Any, shapes: tuple[str, ...]) -> str | None:
+    problem = _safe.rel_problem(rel)
+    if problem:
+        return problem
+    parts = rel.split("/")
+    if "data" in shapes and len(parts) == 2 and parts[0] == DATA_DIR:
+        return None
+    if "parts" in shapes and len(parts) == 3 and parts[0] == PARTS_DIR and parts[1] in RUN_TABLES:
+        return None
+    if "legacy" in shapes and len(parts) == 2 and parts[0] in RUN_TABLES:
+        return None
+    where = {"data": f"{DATA_DIR}/", "parts": f"{PARTS_DIR}/<table>/", "legacy": "<table>/ (format 1)"}
+    return "is not in " + " or ".join(where[s] for s in shapes)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def fsync_dir(path: Location) -> None:
@@ -289,10 +398,12 @@ def write_pointer(run_dir: Location, pointer: dict[str, Any], token: str | None 
     """Replace the pointer atomically. On object storage the PUT is conditional on `token`
     (the version read; None = it must not exist yet) and the new version is returned; a
     pointer changed meanwhile raises fs.Conflict instead of being overwritten."""
-    data = json.dumps(pointer, indent=1, sort_keys=True).encode()
+    # the folder it was written for: a copy of the run folder under another name is told apart
+    data = json.dumps(pointer | {"run_id": run_dir.name}, indent=1, sort_keys=True).encode()
+    root = run_root(run_dir)
     if _fs.is_remote(run_dir):
-        return _fs.replace(run_dir / POINTER, data, token)
-    write_atomic_bytes(run_dir / POINTER, data)
+        return _fs.replace(_safe.inside(root, run_dir / POINTER), data, token)
+    write_atomic_bytes(run_dir / POINTER, data, within=root)
     fsync_dir(run_dir)  # make the rename durable before the files it replaced are removed
     return None
 

@@ -26,12 +26,24 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from evalcore.errors import StoreError
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
 from evalcore.store.fs import arrow as _arrow
+from evalcore.store.layout import RUN_OF_FILE_SQL
 from evalcore.tables import EMPTY_SET_MARKER, KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS
 
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
 _NO_TIME = np.iinfo(np.int64).min
+
+
+class ForeignRows(StoreError):
+    """A file to be merged into a run holds rows of another run: its folder is a copy, or its
+    files were put there by hand. Merging them would count that run's rows twice."""
+
+    def __init__(self, path: Path, found: str):
+        self.path = path
+        self.found = found
+        super().__init__(f"{path} holds rows of run {found!r}")
 
 
 @dataclass
@@ -59,13 +71,18 @@ def _key_frame(path: Path, table: str) -> pd.DataFrame:
     return frame
 
 
-def _winners(paths: list[Path], table: str) -> list[np.ndarray]:
-    """Per source file, a boolean mask of the rows that survive."""
+def _winners(paths: list[Path], table: str, run_id: str | None = None) -> list[np.ndarray]:
+    """Per source file, a boolean mask of the rows that survive; ForeignRows when `run_id` is
+    given and a file holds a row of another run (the key columns are read anyway)."""
     keys = list(KEYS.get(table) or SET_KEYS[table])
     order = ORDER_COLUMN[table]
     h1, h2, when, file_idx, row_idx, sizes, prio = [], [], [], [], [], [], []
     for i, path in enumerate(paths):
         frame = _key_frame(path, table)
+        if run_id is not None:
+            foreign = frame["run_id"][frame["run_id"] != run_id]
+            if len(foreign):
+                raise ForeignRows(path, str(foreign.iloc[0]))
         k = frame[keys].astype("string").fillna("\x00<null>")
         h1.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-1").to_numpy())
         h2.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-2").to_numpy())
@@ -136,11 +153,11 @@ def _batch_rows(source: pq.ParquetFile) -> int:
     return int(min(65536, max(256, BATCH_BYTES / max(per_row, 1.0))))
 
 
-def merge_files(paths: list[Path], table: str, out: Path) -> Merged:
+def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = None) -> Merged:
     """Write the surviving rows of `paths` (oldest first) to `out` (a temporary path the caller
-    renames); returns row counts in and out."""
+    renames); returns row counts in and out. With `run_id`, every row must be that run's."""
     schema = SCHEMAS[table]
-    masks = _winners(paths, table)
+    masks = _winners(paths, table, run_id)
     stats = [f.name for f in schema if not pa.types.is_floating(f.type)]  # no NaN-blind float stats
     rows_in = rows_out = 0
     with pq.ParquetWriter(out, schema, compression="zstd", write_statistics=stats) as writer:
@@ -185,7 +202,9 @@ def merge_sql(table: str, paths: list[Path]) -> str:
     """SELECT of the newest row per key (or newest set per set key) over `paths`: the rule of
     store/merge.py in SQL, for reading format-1 runs. Ties on the timestamp go to the later file
     name (part names start with their write time), then to the later row of that file."""
-    src = f"read_parquet({sql_list(paths)}, union_by_name = true, filename = true, file_row_number = true)"
+    # each row's run_id from its run folder, as every reader takes it (store/views.py)
+    src = (f"(SELECT * REPLACE ({RUN_OF_FILE_SQL} AS run_id) FROM read_parquet({sql_list(paths)}, "
+           "union_by_name = true, filename = true, file_row_number = true))")
     order = ORDER_COLUMN[table]
     sort = ", ".join(SORT_COLUMNS[table])
     star = "* EXCLUDE (filename, file_row_number)"

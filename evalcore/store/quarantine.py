@@ -12,14 +12,14 @@ import each other).
 from __future__ import annotations
 
 import logging
-import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalcore.store import fs as _fs
+from evalcore.store import safe_paths as _safe
 from evalcore.store.fs import Location
-from evalcore.store.layout import QUARANTINE_DIR
+from evalcore.store.layout import QUARANTINE_DIR, run_root
 
 # the warning keeps the logger name it has always had (people filter on it)
 log = logging.getLogger("evalcore.store.health")
@@ -71,15 +71,6 @@ def quarantine_path(run_dir: Location, part: Location) -> Location:
     return run_dir / QUARANTINE_DIR / part.relative_to(run_dir).as_posix()
 
 
-def _move(src: Location, dst: Location) -> None:
-    if _fs.is_remote(src):
-        dst.write_bytes(src.read_bytes())
-        src.unlink(missing_ok=True)
-        return
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(src, dst)
-
-
 def quarantine_unreadable_parts(run_dir: Location, pending: dict[str, list[Location]]) -> dict[str, list[Location]]:
     """The pending parts without those that are not Parquet: those are moved to quarantine/
     (one warning for all of them), so the compaction absorbs the rest and carries on."""
@@ -92,7 +83,7 @@ def quarantine_unreadable_parts(run_dir: Location, pending: dict[str, list[Locat
             if why is None:
                 kept[table].append(part)
                 continue
-            _move(part, quarantine_path(run_dir, part))
+            _safe.move(run_root(run_dir), part, quarantine_path(run_dir, part))
             moved.append((part.relative_to(run_dir).as_posix(), why))
     if moved:
         first, why = moved[0]

@@ -14,13 +14,20 @@ import logging
 import time
 import uuid
 from contextlib import contextmanager
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
 from evalcore.store import fs as _fs
+from evalcore.store import safe_paths as _safe
+from evalcore.store.layout import POINTER, STAGING_DIR, empty_pointer, write_pointer
 from evalcore.store.lease import acquire, expired, holder, lease_lock
 from evalcore.store.s3 import S3Path
+from evalcore.store.writer import RunWriter
+
+if TYPE_CHECKING:
+    from evalcore.schemas import RunManifest
+    from evalcore.store.runstore import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +73,11 @@ def sweep(root: S3Path, *, max_age: float = _staging.STALE_AFTER, dry_run: bool 
             continue
         size = sum(int(info.get("size") or 0) for _, info in objects)
         if not dry_run:
-            _fs.remove_tree(folder)
+            try:
+                _safe.remove_tree(root, folder)
+            except StoreError as exc:  # a key that is not a plain path: left, and said
+                log.warning("could not remove staging folder %s: %s", folder, exc)
+                continue
         removed.append(_staging.Removed(folder, size, reason))  # type: ignore[arg-type]
     return removed
 
@@ -75,3 +86,26 @@ def sweep_quietly(root: S3Path) -> list[_staging.Removed]:
     """The sweep an import runs first: never raises, warns for what it removed (the local
     store's wording and rules, with this store's sweep)."""
     return _staging.sweep_quietly(root, sweep)
+
+
+@contextmanager
+def staged(store: "RunStore", manifest: "RunManifest", final: S3Path) -> Iterator[RunWriter]:
+    """RunStore.staged_run on object storage: built under .staging/<run_id>/ while a lease
+    object there says its writer lives, then copied into place with run.json last — written
+    only if absent, so the run appears whole, in one PUT."""
+    staging = _safe.inside(store.root, store.root / STAGING_DIR / manifest.run_id)
+    sweep_quietly(store.root)
+    if staging.exists():
+        raise StoreError(f"run {manifest.run_id!r} is already being staged")
+    writer = RunWriter(store, manifest.run_id, staging)
+    try:
+        with writer_lease(staging):
+            write_pointer(staging, empty_pointer())
+            writer.write_manifest(manifest)
+            yield writer
+            writer.publish()
+            store._mark()
+            _fs.publish_tree(staging, final, last=(POINTER, "run.json"))
+            writer.dir = final
+    finally:
+        _safe.remove_tree(store.root, staging)

@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +28,7 @@ from evalcore.schemas import Annotation, RunManifest
 from evalcore.schemas.ids import canonical_id
 from evalcore.schemas.results import check_label_time
 from evalcore.store import fs as _fs
+from evalcore.store import safe_paths as _safe
 from evalcore.store.compaction import Compaction, compact, compaction_lock, pending_rows
 from evalcore.store.fs import Location
 from evalcore.store.layout import (
@@ -40,11 +40,13 @@ from evalcore.store.layout import (
     STAGING_DIR,
     STORE_MARKER,
     TRASH_DIR,
+    RunDamaged,
     check_run_id,
     default_root,
     empty_pointer,
     is_legacy,
     pending_parts,
+    run_identity_problem,
     write_atomic_bytes,
     write_part,
     write_pointer,
@@ -72,10 +74,18 @@ class RunStore:
 
     # ---- paths -------------------------------------------------------------------------
     def run_dir(self, run_id: str) -> Location:
-        path = (self.root / check_run_id(run_id)).resolve()
-        if path.parent != self.root.resolve():
-            raise StoreError(f"run id {run_id!r} escapes the store")
-        return path
+        """The folder of a run: `<root>/<run_id>`, never resolved through a link (a run folder
+        that is a link is a damaged run, not another run's folder: store/layout.py)."""
+        return self.root.resolve() / check_run_id(run_id)
+
+    def confine(self, path: Location) -> Location:
+        """`path`, proven to lie inside this store (or, for a store on object storage, inside
+        this machine's folder for it: `local_shared_dir`) and not reached through a link;
+        OutsideStore otherwise. For the store's users that write files of their own in the
+        folders it hands out (the judge and embedding caches, the dashboard's jobs)."""
+        if self.remote and not _fs.is_remote(path):
+            return _safe.inside(self._local_area(), path)
+        return _safe.inside(self.root, path)
 
     def annotations_dir(self) -> Location:
         return self.root / SHARED_DIR / "annotations"
@@ -116,8 +126,8 @@ class RunStore:
         if self.check_format() < FORMAT_VERSION:
             self.upgrade()
         if self.check_format() < FORMAT_VERSION or not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic_bytes(path, json.dumps({"format_version": FORMAT_VERSION}).encode())
+            _safe.make_dirs(self.root, path.parent)
+            write_atomic_bytes(path, json.dumps({"format_version": FORMAT_VERSION}).encode(), within=self.root)
 
     def compact(self, run_id: str) -> Compaction:
         """Publish a run's pending part files (see store/compaction.py)."""
@@ -199,10 +209,11 @@ class RunStore:
         return pending_rows(self.run_dir(check_run_id(run_id)), table)
 
     def shared_dir(self, name: str) -> Location:
-        """A store-level folder for caches (judge, embeddings) beside the runs."""
+        """A store-level folder for caches (judge, embeddings) beside the runs; OutsideStore
+        when it (or `_shared`) is a link out of the store."""
         if not re.match(r"^[a-z_]+$", name):
             raise StoreError(f"invalid shared folder name {name!r}")
-        return self.root / SHARED_DIR / name
+        return _safe.inside(self.root, self.root / SHARED_DIR / name)
 
     def local_shared_dir(self, name: str) -> Path:
         """`shared_dir` where its users need a local folder (the embedding caches' .npz files
@@ -211,12 +222,15 @@ class RunStore:
         (EVALCORE_CACHE_DIR, else ~/.cache/evalcore), so those stay per machine."""
         if not self.remote:
             return Path(self.shared_dir(name))
+        self.shared_dir(name)  # the same name check
+        return _safe.inside(self._local_area(), self._local_area() / name)
+
+    def _local_area(self) -> Path:
+        """This machine's folder for a store on object storage (see local_shared_dir)."""
         import hashlib
 
-        self.shared_dir(name)  # the same name check
         base = Path(os.environ.get("EVALCORE_CACHE_DIR") or Path.home() / ".cache" / "evalcore")
-        tag = hashlib.sha256(str(self.root).encode()).hexdigest()[:16]
-        return base / "object-stores" / tag / name
+        return base / "object-stores" / hashlib.sha256(str(self.root).encode()).hexdigest()[:16]
 
     # ---- runs --------------------------------------------------------------------------
     def run_ids(self) -> list[str]:
@@ -256,18 +270,31 @@ class RunStore:
         return RunManifest.model_validate(data)
 
     def manifest(self, run_id: str) -> RunManifest:
-        path = self.run_dir(run_id) / "run.json"
+        """The run's manifest; RunDamaged when the folder is not the run it names (a copy, a
+        renamed folder, an edited run.json: store/layout.run_identity_problem)."""
+        run_dir = self.run_dir(run_id)
+        path = run_dir / "run.json"
         if not path.is_file():
             raise StoreError(f"no run {run_id!r} in store {self.root}")
-        return self._read_manifest_at(path)
+        manifest = self._read_manifest_at(path)
+        problem = run_identity_problem(run_dir, manifest.run_id)
+        if problem:
+            raise RunDamaged(run_dir, problem, name=manifest.name)
+        return manifest
 
-    def manifests(self, problems: list[str] | None = None) -> list[RunManifest]:
-        """Every readable run's manifest, oldest first. A run whose manifest cannot be read (or
-        is from a newer evalcore) is left out; pass `problems` to collect why, for a warning."""
+    def manifests(self, problems: list[str] | None = None,
+                  damaged: dict[str, RunDamaged] | None = None) -> list[RunManifest]:
+        """Every readable run's manifest, oldest first: one per run folder, whose id is the
+        folder's. A run whose manifest cannot be read (or is from a newer evalcore) is left out;
+        pass `problems` to collect why, for a warning. A folder that is not the run it names is
+        left out too, and collected in `damaged` (readers list it apart)."""
         out = []
         for run_id in self.run_ids():
             try:
                 out.append(self.manifest(run_id))
+            except RunDamaged as exc:
+                if damaged is not None:
+                    damaged[run_id] = exc
             except (StoreError, ValueError) as exc:
                 if problems is not None:
                     problems.append(str(exc))
@@ -310,9 +337,9 @@ class RunStore:
         The run exists once its folder holds a pointer and a manifest; if either cannot be
         written (a full disk, a manifest that cannot be encoded) the folder is removed again,
         so a failed start leaves no empty run behind."""
-        directory = self.run_dir(manifest.run_id)
+        directory = _safe.inside(self.root, self.run_dir(manifest.run_id))
         self.check_format()
-        if directory.exists():
+        if directory.exists() or directory.is_symlink():
             raise StoreError(f"run {manifest.run_id!r} already exists")
         directory.mkdir(parents=True)
         if self.remote:  # claim the id: the pointer is written only if nobody else wrote it
@@ -327,7 +354,7 @@ class RunStore:
                 write_pointer(directory, empty_pointer())
             writer.write_manifest(manifest)
         except BaseException:
-            _fs.remove_tree(directory)
+            _safe.remove_tree(self.root, directory)
             raise
         return writer
 
@@ -340,16 +367,18 @@ class RunStore:
         outright cannot clean up, so the folder carries a lock held for the writer's life, and
         each new staged run first sweeps folders whose writer is gone (see evalcore/staging.py).
         """
-        final = self.run_dir(manifest.run_id)
+        final = _safe.inside(self.root, self.run_dir(manifest.run_id))
         self.check_format()
-        if final.exists():
+        if final.exists() or final.is_symlink():
             raise StoreError(f"run {manifest.run_id!r} already exists")
         if self.remote:
-            with self._staged_remote(manifest, final) as writer:
+            from evalcore.store import remote_staging
+
+            with remote_staging.staged(self, manifest, final) as writer:
                 yield writer
             return
+        staging = _safe.inside(self.root, self.root / STAGING_DIR / manifest.run_id)  # before any sweep
         _staging.sweep_quietly(self.root)
-        staging = self.root / STAGING_DIR / manifest.run_id
         try:
             staging.mkdir(parents=True)
         except FileExistsError as exc:
@@ -365,42 +394,18 @@ class RunStore:
             self._mark()  # before the rename: an import never fails after its run is visible
             # drop the lock file so the published run does not carry it; until the rename,
             # the folder is lock-less but young, which the age rule still protects
-            (staging / _staging.LOCK_FILE).unlink(missing_ok=True)
+            _safe.unlink(self.root, staging / _staging.LOCK_FILE)
             try:
-                os.replace(staging, final)
+                _safe.move(self.root, staging, final)
             except OSError as exc:  # the id appeared meanwhile (ids are unique, so: a bug)
                 raise StoreError(f"cannot publish run {manifest.run_id!r}: {exc}") from exc
             writer.dir = final
         except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
+            _safe.remove_tree(self.root, staging)
             raise
         finally:
             if lock is not None:
                 lock.close()
-
-    @contextmanager
-    def _staged_remote(self, manifest: RunManifest, final: Location) -> Iterator[RunWriter]:
-        """staged_run on object storage: built under .staging/<run_id>/ while a lease object
-        there says its writer lives (store/remote_staging.py), then copied into place with
-        run.json last — written only if absent, so the run appears whole, in one PUT."""
-        from evalcore.store import remote_staging
-
-        staging = self.root / STAGING_DIR / manifest.run_id
-        remote_staging.sweep_quietly(self.root)
-        if staging.exists():
-            raise StoreError(f"run {manifest.run_id!r} is already being staged")
-        writer = RunWriter(self, manifest.run_id, staging)
-        try:
-            with remote_staging.writer_lease(staging):
-                write_pointer(staging, empty_pointer())
-                writer.write_manifest(manifest)
-                yield writer
-                writer.publish()
-                self._mark()
-                _fs.publish_tree(staging, final, last=(POINTER, "run.json"))
-                writer.dir = final
-        finally:
-            _fs.remove_tree(staging)
 
     def clean_staging(self, dry_run: bool = False, kept: list[Path] | None = None) -> list[_staging.Removed]:
         """Remove staging folders left by imports that were killed; return each with the bytes
@@ -423,14 +428,15 @@ class RunStore:
         if self.remote:  # no rename on S3: the manifest goes first, so the run vanishes at once
             run_dir = self.run_dir(run_id)
             with compaction_lock(run_dir):
-                (run_dir / "run.json").unlink(missing_ok=True)
-                _fs.remove_tree(run_dir)
+                _safe.unlink(self.root, run_dir / "run.json")
+                _safe.remove_tree(self.root, run_dir)
             return run_id
         trash = self.root / TRASH_DIR / f"{run_id}-{uuid.uuid4().hex[:6]}"
-        trash.parent.mkdir(parents=True, exist_ok=True)
-        with compaction_lock(self.run_dir(run_id)):  # not in the middle of a compaction
-            os.replace(self.run_dir(run_id), trash)
-        shutil.rmtree(trash, ignore_errors=True)
+        run_dir = _safe.inside(self.root, self.run_dir(run_id))
+        _safe.make_dirs(self.root, trash.parent)
+        with compaction_lock(run_dir):  # not in the middle of a compaction
+            _safe.move(self.root, run_dir, trash)
+        _safe.remove_tree(self.root, trash)
         return run_id
 
     # ---- annotations (append-only) -----------------------------------------------------
@@ -442,4 +448,4 @@ class RunStore:
         self.check_format()
         if rows:
             self._mark()
-        return write_part(self.annotations_dir(), "annotations", rows)
+        return write_part(self.annotations_dir(), "annotations", rows, within=self.root)

@@ -181,7 +181,12 @@ class S3Path:
         return (self.bucket, self.key) < (other.bucket, other.key)
 
     def __truediv__(self, other: str) -> "S3Path":
-        other = str(other).strip("/")
+        """A key below this one. Only plain segments: an absolute, empty, `.` or `..` segment
+        is refused (some S3-compatible servers and proxies resolve dot-segments in a request
+        path, so such a key could name an object outside the store)."""
+        other = str(other)
+        if other.startswith("/") or any(seg in ("", ".", "..") for seg in other.split("/")):
+            raise StoreError(f"refusing the object key {other!r} below {self}: not a plain relative key")
         return S3Path(self.bucket, f"{self.key}/{other}" if self.key else other)
 
     @property

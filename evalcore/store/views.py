@@ -56,7 +56,7 @@ import pyarrow as pa
 from evalcore.store import fs as _fs
 from evalcore.store.merge import merge_sql, sql_list
 from evalcore.store.quarantine import unreadable
-from evalcore.store.layout import RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
+from evalcore.store.layout import RUN_OF_FILE_SQL, RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import DERIVED_TABLES, summary_sql
 from evalcore.store import wide as _wide
@@ -142,10 +142,18 @@ def _manifest_table(manifests) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=_MANIFEST_SCHEMA)
 
 
+def _by_folder(paths: list[Path]) -> str:
+    """The rows of `paths`, each with the run_id of the run folder its file lies in. Why not
+    the stored column: a copy of a run folder holds the original's rows, ids and all, and a
+    reader trusting them would count that run twice (docs/store.md, "Run ids")."""
+    return (f"SELECT * EXCLUDE (filename) REPLACE ({RUN_OF_FILE_SQL} AS run_id) "
+            f"FROM read_parquet({sql_list(paths)}, union_by_name = true, filename = true)")
+
+
 def _table_sql(con: duckdb.DuckDBPyConnection, table: str, src: Sources) -> str:
     parts = []
     if src.canonical.get(table):
-        parts.append(f"SELECT * FROM read_parquet({sql_list(src.canonical[table])}, union_by_name = true)")
+        parts.append(_by_folder(src.canonical[table]))
     if src.legacy.get(table):
         parts.append(f"SELECT * FROM ({merge_sql(table, src.legacy[table])})")
     if not parts:
@@ -166,7 +174,7 @@ def _summary_sql(name: str, src: Sources, con: duckdb.DuckDBPyConnection | None 
     for runs that have none (format-1 runs; runs last compacted before the table existed)."""
     parts = []
     if src.canonical.get(name):
-        parts.append(f"SELECT * FROM read_parquet({sql_list(src.canonical[name])}, union_by_name = true)")
+        parts.append(_by_folder(src.canonical[name]))
     live = src.legacy_runs + src.without.get(name, [])
     if live or not parts:  # computed on the fly (or a typed empty view)
         runs = ", ".join(_wide.literal(r) for r in live)
@@ -223,10 +231,11 @@ def _find_damaged_annotations(store: RunStore) -> dict[str, str]:
 
 
 def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnection:
-    manifests = store.manifests()
-    known = [m.run_id for m in manifests]
+    misnamed: dict[str, RunDamaged] = {}  # folders that are not the run they name: listed apart
+    manifests = store.manifests(damaged=misnamed)
+    known = [m.run_id for m in manifests]  # = their folders' names (RunStore.manifest checks)
     wanted = known if runs is None else [r for r in known if r in set(runs)]
-    src = sources(store, wanted)
+    src = sources(store, wanted, damaged=misnamed)
     _refuse_damaged(src, runs)
     try:
         return _connect(store, manifests, src)
@@ -264,7 +273,7 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
         con.unregister("_manifests")
         names = {m.run_id: m.name for m in manifests}
         con.register("_damaged", pa.Table.from_pylist(
-            [{"run_id": r, "name": names.get(r), "file": d.file, "reason": d.problem}
+            [{"run_id": r, "name": names.get(r, d.name), "file": d.file, "reason": d.problem}
              for r, d in sorted(src.damaged.items())], schema=_DAMAGED_SCHEMA))
         con.execute("CREATE TABLE damaged_runs AS SELECT * FROM _damaged")
         con.unregister("_damaged")

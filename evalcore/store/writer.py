@@ -25,7 +25,8 @@ from evalcore.schemas import Claim, ContextJudgement, EvalQuestion, EvalResponse
 from evalcore.store import fs as _fs
 from evalcore.store.compaction import Compaction, compact, pending_rows
 from evalcore.store.fs import Conflict, Location
-from evalcore.store.layout import LOCK_NAME, parts_dir, write_atomic_bytes, write_part
+from evalcore.store import safe_paths as _safe
+from evalcore.store.layout import LOCK_NAME, parts_dir, run_root, write_atomic_bytes, write_part
 from evalcore.tables import ROW_BUILDERS, SCHEMAS, question_row, response_row
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class RunWriter:
     def write_rows(self, table: str, rows: list[dict[str, Any]]) -> Location | None:
         if table not in SCHEMAS:
             raise StoreError(f"unknown table {table!r}")
-        return write_part(parts_dir(self.dir, table), table, rows)
+        return write_part(parts_dir(self.dir, table), table, rows, within=run_root(self.dir))
 
     def write_questions(self, questions: list[EvalQuestion]) -> Location | None:
         return self.write_rows("questions", [question_row(self.run_id, q) for q in questions])
@@ -87,7 +88,7 @@ class RunWriter:
     def write_manifest(self, manifest: RunManifest) -> None:
         if manifest.run_id != self.run_id:
             raise StoreError("manifest run_id does not match the writer's run")
-        write_atomic_bytes(self.dir / "run.json", manifest.model_dump_json(indent=2).encode())
+        write_atomic_bytes(self.dir / "run.json", manifest.model_dump_json(indent=2).encode(), within=run_root(self.dir))
 
     @contextmanager
     def manifest_lock(self) -> Iterator[None]:
@@ -113,7 +114,7 @@ class RunWriter:
             finally:
                 held[key] -= 1
             return
-        with open(path, "a") as fh:
+        with _safe.open_lock(run_root(self.dir), path) as fh:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
             held[key] = 1
             try:

@@ -1,0 +1,192 @@
+"""Proof that a path the store deletes, moves or writes lies inside the store.
+
+Why this module: the store's housekeeping removes and rewrites files by names it reads back —
+a pointer's `retired` and `absorbed` lists, the listings of `.staging/` and `.trash/`. A name
+with `..`, or one of the store's own folders replaced by a symbolic link to somewhere else,
+once made a plain `evalcore import` remove folders outside the store and `evalcore score`
+unlink arbitrary files. So every delete, move, write and lock of the store passes `inside()`
+first, and the few operations here (unlink, remove_tree, move, make_dirs, open_lock) are the
+only way the store does those things.
+
+The rule, on a local folder: the path is under the store's root by its parts alone (no `..`),
+and no component below the root — the path itself included — is a symbolic link. evalcore
+creates only real folders and files in a store, so a link there was made by something else and
+is never followed. (The root itself may be a link: where the store lives is the user's choice.)
+On object storage there are no links, but a key is a string: it must lie under the root's
+prefix with no empty, `.` or `..` segment (some S3-compatible servers and proxies resolve
+dot-segments in a request path, which would reach another key).
+
+A check and the operation after it are two steps; a process racing to swap a folder for a
+link in between is out of scope (it could write the files itself).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+from typing import IO, Union
+
+from evalcore.errors import StoreError
+from evalcore.store.s3 import S3Path
+
+Location = Union[Path, S3Path]
+
+
+class OutsideStore(StoreError):
+    """A delete, move or write the store refused: its path is not provably inside the store.
+    `why` is the reason alone (for messages that name the path themselves)."""
+
+    def __init__(self, path: object, why: str):
+        self.path = path
+        self.why = why
+        super().__init__(f"refusing to write or delete {path}: {why}")
+
+
+def name_problem(name: object) -> str | None:
+    """Why `name` cannot be one segment of a path inside the store (None if it can), as a
+    phrase: "has the name '..'"."""
+    if not isinstance(name, str) or not name:
+        return "has an empty name"
+    if name in (".", ".."):
+        return f"has the name {name!r}"
+    if "/" in name or "\\" in name:
+        return f"has a separator in {name!r}"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return f"has a control character in {name!r}"
+    return None
+
+
+def rel_problem(rel: object) -> str | None:
+    """Why `rel` (a path some stored data names, relative to its run) is not a plain relative
+    path of plain names (None if it is), as a phrase: absolute, empty segments, `.`, `..`,
+    backslashes, control characters."""
+    if not isinstance(rel, str) or not rel:
+        return "is not a relative path"
+    if rel.startswith("/"):
+        return "is absolute"
+    for part in rel.split("/"):
+        problem = name_problem(part)
+        if problem:
+            return problem
+    return None
+
+
+def _below(root: Path, path: Path) -> tuple[Path, tuple[str, ...]]:
+    """(the root as `path` spells it, the parts of `path` below it), compared part by part:
+    nothing is resolved, so `data/../..` stays visible as `..`."""
+    full = path if path.is_absolute() else Path.cwd() / path
+    for base in (root if root.is_absolute() else Path.cwd() / root, root.resolve()):
+        try:
+            return base, full.relative_to(base).parts
+        except ValueError:
+            continue
+    raise OutsideStore(path, f"it is not inside the store {root}")
+
+
+def inside(root: Location, path: Location) -> Location:
+    """`path`, proven to lie inside the store at `root`; OutsideStore (one line naming the
+    path and why) otherwise. Parts that do not exist yet are fine: the store creates them as
+    real folders. The one check every delete, move and write of the store goes through."""
+    if isinstance(root, S3Path) or isinstance(path, S3Path):
+        return _inside_remote(root, path)
+    base, parts = _below(Path(root), Path(path))
+    current = base
+    for part in parts:
+        problem = name_problem(part)
+        if problem:
+            raise OutsideStore(path, f"its path {problem}")
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            break  # the rest does not exist yet
+        if stat.S_ISLNK(mode):
+            raise OutsideStore(path, f"{current} is a symbolic link (to {_target(current)}); the store never "
+                                     "writes, moves or deletes through one: replace the link by a real folder or remove it")
+    return path
+
+
+def _inside_remote(root: Location, path: Location) -> Location:
+    if not (isinstance(root, S3Path) and isinstance(path, S3Path)) or path.bucket != root.bucket:
+        raise OutsideStore(path, f"it is not inside the store {root}")
+    prefix = f"{root.key}/" if root.key else ""
+    if path.key == root.key:
+        return path
+    if not path.key.startswith(prefix):
+        raise OutsideStore(path, f"it is not inside the store {root}")
+    problem = rel_problem(path.key[len(prefix):])
+    if problem:
+        raise OutsideStore(path, f"its key {problem}")
+    return path
+
+
+def _target(link: Path) -> str:
+    try:
+        return os.readlink(link)
+    except OSError:  # pragma: no cover - vanished meanwhile
+        return "?"
+
+
+def unlink(root: Location, path: Location) -> None:
+    """Remove one file (absent is fine). A link as the last part is removed itself, never
+    followed; every folder above it must be a real one inside the store."""
+    inside(root, path.parent)
+    if isinstance(path, S3Path):
+        inside(root, path)
+    path.unlink(missing_ok=True)
+
+
+def remove_tree(root: Location, path: Location, ignore_errors: bool = True) -> None:
+    """Remove a folder and everything in it (links inside it are removed, never followed). On
+    object storage a key under it that is not a plain path is refused before anything goes."""
+    inside(root, path)
+    if isinstance(path, S3Path):
+        from evalcore.store import fs as _fs
+
+        for key, _ in path.walk_files():
+            inside(root, key)
+        _fs.remove_tree(path)
+        return
+    if ignore_errors:
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        shutil.rmtree(path)
+
+
+def make_dirs(root: Location, path: Location) -> Location:
+    """Create a folder and its missing parents inside the store (nothing to do on object
+    storage). Checked again afterwards: `mkdir(exist_ok=True)` accepts a link to a folder."""
+    inside(root, path)
+    if not isinstance(path, S3Path):
+        path.mkdir(parents=True, exist_ok=True)
+        inside(root, path)
+    return path
+
+
+def move(root: Location, src: Location, dst: Location) -> None:
+    """Move a file or folder within the store (on object storage: one object, copy and delete)."""
+    inside(root, src)
+    inside(root, dst)
+    if isinstance(src, S3Path):
+        dst.write_bytes(src.read_bytes())
+        src.unlink(missing_ok=True)
+        return
+    make_dirs(root, dst.parent)
+    os.replace(src, dst)
+
+
+def open_lock(root: Path, path: Path, create: bool = True) -> IO[bytes]:
+    """Open a lock file for flock: created if missing (`create`), never through a link."""
+    inside(root, path.parent)
+    flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    if create:
+        flags |= os.O_CREAT
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise OutsideStore(path, f"the lock file is a symbolic link (to {_target(path)}); remove it") from None
+        raise
+    return os.fdopen(fd, "r+b")
