@@ -176,17 +176,31 @@ def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: 
         raise
     except BaseException as exc:
         if isinstance(exc, OSError):  # a full disk: the answers published so far are kept
-            note_published(exc, f"run {writer.run_id} keeps the answers it published; continue it with "
-                                f"`evalcore run --resume {writer.run_id}`")
-        _finish(writer, store, "failed", started, note=f"failed: {type(exc).__name__}: {exc}")
+            _note_resume(exc, writer.run_id)
+        try:
+            _finish(writer, store, "failed", started, note=f"failed: {type(exc).__name__}: {exc}")
+        except OSError:
+            if not isinstance(exc, OSError):
+                raise
+            # the disk is still full: the first failure, which says what was kept, is reported
         raise
-    manifest = _finish(writer, store, "complete", started, fresh=stats if not done else None)
+    try:
+        manifest = _finish(writer, store, "complete", started, fresh=stats if not done else None)
+    except OSError as exc:  # every answer is written, but the last of them could not be published
+        _note_resume(exc, writer.run_id)
+        raise
     result = RunResult(run_id=writer.run_id, status=manifest.status, store_root=str(store.root),
                        methods=[m.name for m in config.methods], n_questions=len(questions),
                        asked=stats.asked, errors=dict(Counter(stats.errors)), seconds=stats.seconds)
     if config.score:
         _score(store, writer, config, result, engine, address)
     return result
+
+
+def _note_resume(exc: OSError, run_id: str) -> None:
+    """A run that failed writing (a full disk) keeps what it published: say how to go on."""
+    note_published(exc, f"run {run_id} keeps the answers it published; continue it with "
+                        f"`evalcore run --resume {run_id}`")
 
 
 def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunResult,
