@@ -80,3 +80,16 @@ def from_validation(file: str, record: int | str | None, exc: ValidationError, p
     if extra > 0:
         msg += f" (and {extra} more problem{'s' if extra > 1 else ''})"
     return InputError(file, msg, record=record, field=field)
+
+
+def note_published(exc: BaseException, what: str) -> None:
+    """Say on a failure (a full disk, typically) that part of the command's work was published
+    before it: the CLI's one line then says that instead of "nothing already stored was
+    changed", which would be untrue (a scoring pass whose composites failed after its other
+    metrics were published; a live run that failed after publishing some answers)."""
+    exc.evalcore_published = what  # type: ignore[attr-defined]
+
+
+def published_note(exc: BaseException) -> str | None:
+    """What `note_published` recorded on `exc`, if anything."""
+    return getattr(exc, "evalcore_published", None)

@@ -3,9 +3,10 @@
 Two phases. Phase 1 runs the ordinary metrics over chunks of items and writes one Parquet
 part file per chunk, so an interrupted scoring keeps everything written before the
 interruption (re-running replaces values: compaction keeps the newest row per key). Each
-phase ends by publishing (compacting) the run, also when interrupted; phase 2 runs the
-composites (group "composite") over the values phase 1 just published, which scoring reads
-and passes in (`stored_metric_values`; a metric never reads the store).
+phase ends by publishing (compacting) the run, also when interrupted, and the manifest
+records the pass with that publish, never before it (scoring_record.py); phase 2 runs the
+composites (group "composite") over the values phase 1 published, which scoring reads and
+passes in (`stored_metric_values`; a metric never reads the store).
 
 Selection: named metrics and/or groups; by default every metric needing neither a judge nor
 embeddings whose needs the run can meet (e.g. no gold passages -> no retrieval metrics).
@@ -22,15 +23,20 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from evalcore.errors import EvalcoreError
+from evalcore.errors import EvalcoreError, note_published
 from evalcore.inert_text import progress_options, visible
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
 from evalcore.queries import run_questions, run_responses
 from evalcore.schemas import Claim, ContextJudgement, EvalQuestion, EvalResponse, MetricValue
 from evalcore.schemas.labels import context_verdict
+from evalcore.scoring_estimate import estimate_pass
+from evalcore.scoring_record import history_entry, pass_record, recorded_tally, store_judge_calls
 from evalcore.store import RunStore, query_df
+
+if TYPE_CHECKING:
+    from evalcore.judges.tally import CallTally
 
 COMPOSITE = "composite"
 DEFAULT_CHUNK = 200
@@ -286,62 +292,6 @@ def _judge_rounds(specs: list[MetricSpec], chunk: list[Item], ctx: ScoringContex
         get_work(ctx).run_batches(second)
 
 
-def _judge_calls(ctx: ScoringContext, writer: Any) -> None:
-    """Store the judge calls made since the last time (the judge layer writes nothing)."""
-    work = ctx.built("judge_work")
-    if work is not None:
-        calls = work.take_calls()
-        if calls:
-            writer.write_judge_calls(calls)
-
-
-def _judge_manifest(ctx: ScoringContext, writer: Any) -> None:
-    """Record the pass's judge call counts and the judges used in the run manifest."""
-    work = ctx.built("judge_work")
-    if work is None or not work.update_manifest:
-        return
-    figures = work.figures()
-    writer.edit_manifest(lambda m: {"counts": {**m.counts, **figures["counts"]},
-                                    "judges": sorted(set(m.judges) | set(figures["judges"]))})
-
-
-def _estimate(specs: list[MetricSpec], items: list[Item], ctx: ScoringContext) -> dict[str, Any]:
-    """Sum of each selected spec's estimate. A spec's own cost_usd is used when it gives one
-    (the judge layer prices its own calls and skips cached ones); otherwise its tokens are
-    priced with the performance price table for the chosen judge's model. A spec whose calls
-    have no price is listed in `unpriced_metrics`, and then the total cost is None (unknown),
-    never the sum of the priced ones."""
-    from evalcore.metrics.performance import token_cost
-
-    per_metric: dict[str, Any] = {}
-    total: Counter = Counter()
-    unpriced = []
-    for spec in specs:
-        if spec.estimate is None:
-            if "judge" in spec.needs:
-                per_metric[spec.name] = {"note": "no estimate available"}
-            continue
-        est = dict(spec.estimate(items, ctx))
-        per_metric[spec.name] = est
-        for key in ("calls", "input_tokens", "output_tokens", "cached"):
-            total[key] += float(est.get(key, 0) or 0)
-        if est.get("cost_usd") is not None:
-            total["cost_usd"] += float(est["cost_usd"])
-        elif est.get("price_known") is False:
-            unpriced.append(spec.name)
-        else:
-            cost = token_cost(ctx.options.get("judge"), int(est.get("input_tokens", 0) or 0),
-                              int(est.get("output_tokens", 0) or 0), ctx.options.get("prices"))
-            if cost is None:
-                unpriced.append(spec.name)
-            else:
-                total["cost_usd"] += cost
-    return {"per_metric": per_metric, "calls": int(total["calls"]), "cached": int(total["cached"]),
-            "input_tokens": int(total["input_tokens"]), "output_tokens": int(total["output_tokens"]),
-            "cost_usd": None if unpriced else float(total["cost_usd"]),
-            "unpriced_metrics": unpriced}
-
-
 class _Progress:
     """A rich progress bar, or nothing."""
 
@@ -366,24 +316,6 @@ class _Progress:
     def __exit__(self, *exc: Any) -> None:
         if self.bar:
             self.bar.stop()
-
-
-def _record_in_manifest(writer: Any, specs: list[MetricSpec], options: dict[str, Any]) -> None:
-    """Keep the scoring options (weights, judge, prices) with the run, as METRICS.md asks.
-    (Judge labels reach `judges` from the judge layer, which knows the full judge ids.)"""
-    safe = {k: v for k, v in options.items() if "key" not in k.lower() and "token" not in k.lower()}
-    if any("embeddings" in s.needs for s in specs) and not safe.get("embedding_model"):
-        from evalcore.embeddings.models import DEFAULT_MODEL_ID
-
-        safe["embedding_model"] = f"{DEFAULT_MODEL_ID} (packaged default)"
-    entry = {"at": datetime.now(timezone.utc).isoformat(), "metrics": [s.name for s in specs], "options": safe}
-
-    def edit(manifest: Any) -> dict[str, Any]:
-        config = dict(manifest.config)
-        config["scoring"] = [*(config.get("scoring") or []), entry][-20:]
-        return {"config": config}
-
-    writer.edit_manifest(edit)
 
 
 def stored_metric_values(store: RunStore, run_id: str) -> dict[tuple[str, str], dict[str, float]]:
@@ -419,7 +351,7 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
     ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options, items=items,
                          have=frozenset(_run_has(items)))
     if dry_run:
-        report.estimate = _estimate(specs, items, ctx)
+        report.estimate = estimate_pass(specs, items, ctx)
         report.seconds = time.monotonic() - started
         return report
     phase1 = [s for s in specs if s.group != COMPOSITE]
@@ -429,42 +361,65 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
         from evalcore.judges.work import get_work
 
         get_work(ctx).judge.preload()  # the judge SDK, while the embedding model loads
+    from evalcore.judges.tally import CallTally
+
+    tally = CallTally()
     with _Progress(progress, len(items) * len(specs)) as bar:
         for phase in (phase1, phase2):
             if not phase:
                 continue
             if phase is phase2:
                 ctx.stored_metrics = stored_metric_values(store, run_id)  # what phase 1 just wrote
+            last = phase is (phase2 or phase1)
             try:
-                for chunk in _chunks(items, chunk_size):
-                    values: list[MetricValue] = []
-                    verdicts: list[ContextJudgement] = []
-                    claims: list[Claim] = []
-                    _judge_rounds(phase, chunk, ctx)
-                    for spec in phase:
-                        if spec.warm is not None:
-                            warmup.wait()
-                        scores = _compute(spec, chunk, ctx, report)
-                        for s in scores:
-                            report.by_metric.setdefault(spec.name, MetricReport()).add(s)
-                        values.extend(_values(run_id, spec, chunk, scores))
-                        verdicts.extend(_context_verdicts(run_id, spec, chunk, scores))
-                        claims.extend(_claims(run_id, spec, chunk, scores))
-                        bar.advance(len(chunk), spec.name)
-                    _judge_calls(ctx, writer)
-                    writer.write_claims(claims)
-                    writer.write_context_verdicts(verdicts)
-                    if writer.write_metrics(values):
-                        report.parts_written += 1
-                    report.n_values += len(values)
-            finally:
-                # publish what was scored, also when interrupted (Ctrl-C, an error): composites
-                # in phase 2 read phase 1's values, and readers see finished chunks (a model
-                # still loading in the background is left to finish alone: it writes nothing)
-                _judge_calls(ctx, writer)
-                _judge_manifest(ctx, writer)
-                writer.publish()
-    if specs:
-        _record_in_manifest(writer, specs, options)
+                _score_and_publish(phase, items, ctx, report, bar, warmup, chunk_size, tally,
+                                   history_entry(specs, options) if last else None)
+            except OSError as exc:
+                if phase is phase2:
+                    note_published(exc, "the pass published its other metrics but not its composites")
+                raise
     report.seconds = time.monotonic() - started
     return report
+
+
+def _score_and_publish(phase: list[MetricSpec], items: list[Item], ctx: ScoringContext, report: ScoreReport,
+                       bar: _Progress, warmup: _Warmup, chunk_size: int, tally: CallTally,
+                       entry: dict[str, Any] | None) -> None:
+    """Score one phase, then publish it, also when interrupted (Ctrl-C, an error): composites
+    in phase 2 read phase 1's values, and readers see finished chunks (a model still loading
+    in the background is left to finish alone: it writes nothing). The publish records the
+    stored judge calls, and the pass's history `entry` if the phase completed (never before)."""
+    complete = False
+    try:
+        _score_phase(phase, items, ctx, report, bar, warmup, chunk_size, tally)
+        complete = True
+    finally:
+        store_judge_calls(ctx, ctx.writer, tally)
+        ctx.writer.publish(record=pass_record(recorded_tally(ctx, tally), entry if complete else None))
+
+
+def _score_phase(phase: list[MetricSpec], items: list[Item], ctx: ScoringContext, report: ScoreReport,
+                 bar: _Progress, warmup: _Warmup, chunk_size: int, tally: CallTally) -> None:
+    """Score one phase chunk by chunk, writing each chunk's rows as part files (unpublished)."""
+    writer, run_id = ctx.writer, ctx.run_id
+    for chunk in _chunks(items, chunk_size):
+        values: list[MetricValue] = []
+        verdicts: list[ContextJudgement] = []
+        claims: list[Claim] = []
+        _judge_rounds(phase, chunk, ctx)
+        for spec in phase:
+            if spec.warm is not None:
+                warmup.wait()
+            scores = _compute(spec, chunk, ctx, report)
+            for s in scores:
+                report.by_metric.setdefault(spec.name, MetricReport()).add(s)
+            values.extend(_values(run_id, spec, chunk, scores))
+            verdicts.extend(_context_verdicts(run_id, spec, chunk, scores))
+            claims.extend(_claims(run_id, spec, chunk, scores))
+            bar.advance(len(chunk), spec.name)
+        store_judge_calls(ctx, writer, tally)
+        writer.write_claims(claims)
+        writer.write_context_verdicts(verdicts)
+        if writer.write_metrics(values):
+            report.parts_written += 1
+        report.n_values += len(values)

@@ -105,7 +105,7 @@ def spot_check(store, run_id: str, fraction: float = 0.1, second_judge: str = "h
               for (m, qid), d in sorted(per_item.items()) if d]
     if values:
         writer.write_metrics(values)
-    writer.publish()
-    writer.edit_manifest(lambda m: {"config": {**m.config, "judge_reliability": [
+    # the summary describes the disagreement values: recorded with the publish that shows them
+    writer.publish(record=lambda m: {"config": {**m.config, "judge_reliability": [
         *m.config.get("judge_reliability", []), summary]}})
     return summary

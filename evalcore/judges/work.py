@@ -11,9 +11,8 @@ passes free as well.
 `run_batches` sends the requests of several tasks in one concurrent batch; `run_staged` also
 sends each answer's second-stage requests as soon as its first-stage replies are in (scoring
 uses it for every selected metric's first_stage/second_stage, see MetricSpec).
-The judge layer writes nothing: `take_calls` hands the pass's JudgeCall rows to scoring, and
-`figures` the counts scoring records in the manifest (judge_calls, judge_calls_live,
-judge_calls_cached, judge_questions, judge_calls_per_question_max).
+The judge layer writes nothing: `take_calls` hands the pass's JudgeCall rows to scoring, which
+stores them and counts the stored ones for the manifest (judges/tally.py).
 """
 
 from __future__ import annotations
@@ -38,7 +37,6 @@ class JudgeWork:
         self.run_id = run_id
         self.update_manifest = update_manifest
         self._memo: dict[str, Outcome] = {}
-        self.labels: set[str] = set()
 
     @property
     def heuristic(self) -> bool:
@@ -58,7 +56,6 @@ class JudgeWork:
 
     def _keep(self, key: str, out: Outcome) -> None:
         self._memo[key] = out
-        self.labels.add(out.judge_id.label)
 
     def run_batches(self, batches: list[tuple[str, list[Request]]]) -> list[list[Outcome | None]]:
         """Like `run` for several tasks, with every request not yet answered sent together."""
@@ -140,14 +137,6 @@ class JudgeWork:
     def take_calls(self) -> list[JudgeCall]:
         """The JudgeCall rows made since the last take (scoring stores them)."""
         return self.judge.drain_calls()
-
-    def figures(self) -> dict[str, Any]:
-        """The pass's call counts and the judges used, for the run manifest."""
-        per_q = self.judge.per_question
-        return {"counts": {"judge_calls": sum(per_q.values()), "judge_calls_live": self.judge.live_calls,
-                           "judge_calls_cached": self.judge.cached_calls, "judge_questions": len(per_q),
-                           "judge_calls_per_question_max": max(per_q.values(), default=0)},
-                "judges": sorted(self.labels)}
 
 
 def get_work(ctx: Any) -> JudgeWork:

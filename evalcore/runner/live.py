@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 
 from evalcore import __version__
 from evalcore.config import EvalConfig
-from evalcore.errors import EvalcoreError
+from evalcore.errors import EvalcoreError, note_published, published_note
 from evalcore.queries import run_questions
 from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs, target_clients
 from evalcore.runner.question_selection import collect_questions
@@ -88,16 +88,18 @@ def _existing_done(store: RunStore, run_id: str) -> set[tuple[str, str]]:
 
 
 def _recorder(writer: RunWriter, n_done: int, expected: int) -> Callable[[int], None]:
-    """What runs as answers get written: the manifest's counts, and a publish every few seconds."""
+    """What runs as answers get written: a publish every few seconds, which records the count
+    of answers it makes visible in the manifest (never a count of answers readers cannot see
+    yet: a full disk may stop the run before the next publish)."""
     published = [time.monotonic()]
 
     def on_flush(written: int) -> None:
-        writer.edit_manifest(lambda m: {"counts": {**m.counts, "responses": n_done + written,
-                                                   "expected": expected}})
         # readers (the dashboard) see a live run's answers as it goes, a few seconds late:
         # compaction rewrites the run's file, so it runs at most every PUBLISH_EVERY_S
+        # (between publishes, progress counts the pending part files: analysis/progress.py)
         if time.monotonic() - published[0] >= PUBLISH_EVERY_S:
-            writer.publish()
+            writer.publish(record=lambda m: {"counts": {**m.counts, "responses": n_done + written,
+                                                        "expected": expected}})
             published[0] = time.monotonic()
 
     return on_flush
@@ -134,13 +136,14 @@ def _ask_on_ray(config: EvalConfig, store: RunStore, writer: RunWriter, question
 
 def _finish(writer: RunWriter, store: RunStore, status: str, started: float, note: str | None = None,
             fresh: AskStats | None = None) -> RunManifest:
-    """Final status and counts. A fresh, finished run counts from memory; otherwise (resume,
+    """Final status and counts, recorded with the publish that makes every answer visible
+    (whatever the outcome). A fresh, finished run counts from memory; otherwise (resume,
     interruption) from the store, which is the truth about what was written."""
-    writer.publish()  # everything answered becomes visible, whatever the outcome
     if fresh is not None:
         kinds = dict(fresh.errors)
         n_responses = fresh.written
     else:
+        writer.publish()  # first, so that the counts are read from what readers see
         df = query_df(store, "SELECT error_kind, count(*) AS n FROM responses WHERE run_id = ? "
                              "GROUP BY error_kind", [writer.run_id])
         kinds = {str(k): int(n) for k, n in zip(df["error_kind"], df["n"]) if k is not None and k == k}
@@ -156,7 +159,8 @@ def _finish(writer: RunWriter, store: RunStore, status: str, started: float, not
                 "notes": manifest.notes + ([note] if note else []),
                 "finished_at": datetime.now(timezone.utc) if status != "running" else None}
 
-    return writer.edit_manifest(edit)
+    writer.publish(record=edit)
+    return writer.read_manifest()
 
 
 def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
@@ -172,15 +176,32 @@ def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: 
         _finish(writer, store, "cancelled", started, note="cancelled by the user; continue with --resume")
         raise
     except BaseException as exc:
-        _finish(writer, store, "failed", started, note=f"failed: {type(exc).__name__}: {exc}")
+        if isinstance(exc, OSError):  # a full disk: the answers published so far are kept
+            _note_resume(exc, writer.run_id)
+        try:
+            _finish(writer, store, "failed", started, note=f"failed: {type(exc).__name__}: {exc}")
+        except OSError:
+            if not isinstance(exc, OSError):
+                raise
+            # the disk is still full: the first failure, which says what was kept, is reported
         raise
-    manifest = _finish(writer, store, "complete", started, fresh=stats if not done else None)
+    try:
+        manifest = _finish(writer, store, "complete", started, fresh=stats if not done else None)
+    except OSError as exc:  # every answer is written, but the last of them could not be published
+        _note_resume(exc, writer.run_id)
+        raise
     result = RunResult(run_id=writer.run_id, status=manifest.status, store_root=str(store.root),
                        methods=[m.name for m in config.methods], n_questions=len(questions),
                        asked=stats.asked, errors=dict(Counter(stats.errors)), seconds=stats.seconds)
     if config.score:
         _score(store, writer, config, result, engine, address)
     return result
+
+
+def _note_resume(exc: OSError, run_id: str) -> None:
+    """A run that failed writing (a full disk) keeps what it published: say how to go on."""
+    note_published(exc, f"run {run_id} keeps the answers it published; continue it with "
+                        f"`evalcore run --resume {run_id}`")
 
 
 def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunResult,
@@ -210,6 +231,11 @@ def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunRe
         message = result.score_message
         writer.edit_manifest(lambda m: {"notes": m.notes + [message]})
         return
+    except OSError as exc:  # a full disk while scoring: the answers are published and complete
+        scored = published_note(exc) or "no metric values were published"
+        note_published(exc, f"run {result.run_id} has all its answers ({scored}); "
+                            f"score it with `evalcore score {result.run_id}`")
+        raise
     scoring_s = round(time.perf_counter() - t0, 3)
     writer.edit_manifest(lambda m: {"timings": {**m.timings, "scoring_s": scoring_s}})
     result.scored = True
@@ -268,8 +294,12 @@ def run_evaluation(config: EvalConfig, store: RunStore | None = None, engine: st
         manifest.notes.append(manifest.target_info["note"])
     with _engine_session(engine, address):  # a cluster that cannot be reached: no run is created
         writer = store.create_run(manifest)
-        writer.write_questions(questions)
-        writer.publish()
+        try:
+            writer.write_questions(questions)
+            writer.publish()
+        except OSError:  # a full disk: a failed start leaves no run claiming questions it lacks
+            store.delete_run(writer.run_id)
+            raise
         return _execute(config, store, writer, questions, set(), probe=False, engine=engine, address=address)
 
 

@@ -30,9 +30,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import numpy as np
 
@@ -52,16 +51,18 @@ from evalcore.scoring import (
     _claims,
     _compute,
     _context_verdicts,
-    _judge_calls,
     _judge_rounds,
-    _record_in_manifest,
     _registry,
     _values,
     select_metrics,
     stored_metric_values,
 )
+from evalcore.scoring_record import history_entry, pass_record, store_judge_calls
 from evalcore.store import RunStore
 from evalcore.store.blocks import PublishedTable, published_table
+
+if TYPE_CHECKING:
+    from evalcore.judges.tally import CallTally
 
 DETERMINISTIC_BATCH = 2000   # rows per block for cheap metrics: one part file per table per block
 EMBEDDING_BATCH = 512        # a few encode batches per block
@@ -135,8 +136,11 @@ class _Scorer:
     def score(self, items: list[Item]) -> dict[str, Any]:
         """Score a block as the local pass scores its chunks; the block's summary for the driver."""
         ctx = self._context()
-        summary: dict[str, Any] = {"metrics": {}, "errors": {}, "values": 0, "parts": 0, "calls": [], "judges": []}
+        from evalcore.judges.tally import CallTally
+
+        summary: dict[str, Any] = {"metrics": {}, "errors": {}, "values": 0, "parts": 0}
         report = ScoreReport(run_id=self.run_id, metrics=[s.name for s in self.specs])
+        tally = CallTally()  # the calls whose rows this block wrote
         judged = self.judge is not None
         for chunk in _chunks(items, JUDGE_BATCH) if judged else [items]:
             values, verdicts, claims = [], [], []
@@ -153,17 +157,13 @@ class _Scorer:
                 calls = self.judge.drain_calls()
                 if calls:
                     self.writer.write_judge_calls(calls)
-                summary["calls"] += [[c.method, c.question_id, bool(c.cache_hit),
-                                      bool(not c.cache_hit and (c.error is None or c.response_raw is not None))]
-                                     for c in calls]
+                    tally.add(calls)
             self.writer.write_claims(claims)
             self.writer.write_context_verdicts(verdicts)
             if self.writer.write_metrics(values):
                 summary["parts"] += 1
             summary["values"] += len(values)
-        work = ctx.built("judge_work")
-        if work is not None:
-            summary["judges"] = sorted(work.labels)
+        summary["tally"] = tally.to_wire()
         summary["errors"] = report.errors
         summary["metrics"] = {name: m.to_dict() for name, m in report.by_metric.items()}
         self._keep(ctx)
@@ -227,25 +227,15 @@ def _actor_resources(ray: Any, size: int, cpus: float, gpu: bool, judged: bool) 
     return {**remote, "num_gpus": 1} if gpu else remote
 
 
-def _merge_summaries(report: ScoreReport, summaries: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Fold the blocks' summaries into the report; the judge figures for the manifest."""
-    per_q: Counter = Counter()
-    live = cached = 0
-    judges: set[str] = set()
+def _merge_summaries(report: ScoreReport, summaries: Iterable[dict[str, Any]], tally: "CallTally") -> None:
+    """Fold the blocks' summaries into the report, and their stored judge calls into `tally`."""
     for s in summaries:
         report.n_values += s["values"]
         report.parts_written += s["parts"]
         report.errors.update(s["errors"])
         for name, m in s["metrics"].items():
             report.by_metric.setdefault(name, MetricReport()).merge(m)
-        for method, qid, hit, is_live in s["calls"]:
-            per_q[(method, qid)] += 1
-            cached += hit
-            live += is_live
-        judges |= set(s["judges"])
-    return {"counts": {"judge_calls": sum(per_q.values()), "judge_calls_live": live, "judge_calls_cached": cached,
-                       "judge_questions": len(per_q), "judge_calls_per_question_max": max(per_q.values(), default=0)},
-            "judges": sorted(judges)}
+        tally.merge(s["tally"])
 
 
 def score_run_ray(store: RunStore, run_ref: str, metrics: Iterable[str] | None = None,
@@ -275,21 +265,25 @@ def score_run_ray(store: RunStore, run_ref: str, metrics: Iterable[str] | None =
     phase2 = [s for s in specs if s.group == COMPOSITE]
     wire_options = {k: v for k, v in options.items() if k != "progress"}
     wire_options["progress"] = False  # no per-block bars from the workers
-    figures: dict[str, Any] | None = None
+    from evalcore.judges.tally import CallTally
+
+    tally = CallTally()
+    complete = False
     try:
         if phase1:
             with ray_session(address, num_cpus, progress) as ray:
-                figures = _phase1_on_ray(ray, store, run_id, answers, questions, scan, phase1, wire_options,
-                                         report, workers, judge_per_minute)
+                _phase1_on_ray(ray, store, run_id, answers, questions, scan, phase1, wire_options,
+                               report, workers, judge_per_minute, tally)
+        complete = True
     finally:
-        if figures is not None and options.get("judge_update_manifest", True) and figures["counts"]["judge_calls"]:
-            writer.edit_manifest(lambda m: {"counts": {**m.counts, **figures["counts"]},
-                                            "judges": sorted(set(m.judges) | set(figures["judges"]))})
-        writer.publish()  # also when interrupted: finished blocks become visible
+        # also when interrupted: finished blocks become visible, and the manifest records the
+        # stored calls with that publish (scoring_record.py), never before it
+        recorded = tally if options.get("judge_update_manifest", True) and tally.calls else None
+        entry = history_entry(specs, {**options, "engine": "ray"}) if complete and specs and not phase2 else None
+        writer.publish(record=pass_record(recorded, entry))
     if phase2:
-        _phase2_local(store, writer, run_id, answers, questions, phase2, options, report, scan.have)
-    if specs:
-        _record_in_manifest(writer, specs, {**options, "engine": "ray"})
+        _phase2_local(store, writer, run_id, answers, questions, phase2, options, report, scan.have,
+                      entry=history_entry(specs, {**options, "engine": "ray"}))
     report.seconds = time.monotonic() - started
     return report
 
@@ -297,7 +291,7 @@ def score_run_ray(store: RunStore, run_ref: str, metrics: Iterable[str] | None =
 def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: PublishedTable,
                    questions: dict[str, EvalQuestion], scan: "AnswerScan", specs: list[MetricSpec],
                    options: dict[str, Any], report: ScoreReport, workers: int | None,
-                   judge_per_minute: float | None) -> dict[str, Any]:
+                   judge_per_minute: float | None, tally: "CallTally") -> None:
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0))
     embeds = any("embeddings" in s.needs for s in specs)
@@ -318,17 +312,19 @@ def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: PublishedTab
     ds = ds.map_batches(_Scorer, fn_constructor_kwargs=kwargs, batch_size=batch, batch_format="numpy",
                         **_actor_resources(ray, size, actor_cpus, gpu=embeds and gpus > 0, judged=judged))
     summaries = [json.loads(str(row["summary"])) for row in ds.iter_rows() if row["summary"]]
-    return _merge_summaries(report, summaries)
+    _merge_summaries(report, summaries, tally)
 
 
 def _phase2_local(store: RunStore, writer: Any, run_id: str, answers: PublishedTable,
                   questions: dict[str, EvalQuestion], specs: list[MetricSpec], options: dict[str, Any],
-                  report: ScoreReport, have: set[str] | None = None) -> None:
+                  report: ScoreReport, have: set[str] | None = None, entry: dict[str, Any] | None = None) -> None:
     """Composites over the values just published, with the local engine's code, reading the
-    answers again chunk by chunk (the driver never holds them all)."""
+    answers again chunk by chunk (the driver never holds them all). The pass's history `entry`
+    is recorded with the publish that ends it, if every chunk was stored."""
     ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options,
                          have=frozenset(have) if have is not None else None,
                          stored_metrics=stored_metric_values(store, run_id))
+    complete = False
     try:
         for chunk in iter_items(answers, questions, DEFAULT_CHUNK):
             values = []
@@ -340,9 +336,10 @@ def _phase2_local(store: RunStore, writer: Any, run_id: str, answers: PublishedT
             if writer.write_metrics(values):
                 report.parts_written += 1
             report.n_values += len(values)
+        complete = True
     finally:
-        _judge_calls(ctx, writer)
-        writer.publish()
+        store_judge_calls(ctx, writer)
+        writer.publish(record=pass_record(None, entry if complete else None))
 
 
 # ---- the driver reads the answers in batches, never all at once --------------------------------

@@ -6,11 +6,18 @@ invisible to readers until `publish()` compacts the run (store/compaction.py). r
 one read-modify-write file: it is only ever changed under the run's exclusive lock (on object
 storage a lease object, and the PUT is conditional on the version read, so even a writer that
 lost its lease cannot overwrite a newer manifest: it reads again and re-applies its edit).
+
+What the manifest says about the run's data (a scoring pass's judge calls and history entry,
+a live run's answer count) is recorded by `publish(record=...)`, with the data it describes:
+run.json never claims rows no reader can see (a full disk between the two once left a
+manifest counting 2,100 judge calls that were never published).
 """
 
 from __future__ import annotations
 
+import os
 import threading
+import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterator
@@ -26,7 +33,7 @@ from evalcore.store import fs as _fs
 from evalcore.store.compaction import Compaction, compact, pending_rows
 from evalcore.store.fs import Conflict, Location
 from evalcore.store import safe_paths as _safe
-from evalcore.store.layout import LOCK_NAME, parts_dir, run_root, write_atomic_bytes, write_part
+from evalcore.store.layout import LOCK_NAME, failed_write, fsync_dir, parts_dir, run_root, write_atomic_bytes, write_part
 from evalcore.tables import ROW_BUILDERS, SCHEMAS, question_row, response_row
 
 if TYPE_CHECKING:
@@ -34,6 +41,7 @@ if TYPE_CHECKING:
 
 _held = threading.local()  # lock files this thread holds, so the manifest lock is re-entrant
 MANIFEST_ATTEMPTS = 5  # object storage: re-reads after a conditional PUT lost a race
+ManifestEdit = Callable[[RunManifest], dict[str, Any]]
 
 
 class RunWriter:
@@ -74,9 +82,50 @@ class RunWriter:
         rows = [ROW_BUILDERS["context_verdicts"](v) | {"computed_at": stamp} for v in verdicts]
         return self.write_rows("context_verdicts", rows)
 
-    def publish(self) -> Compaction:
-        """Make everything written so far visible to readers: compact the run (idempotent)."""
-        return compact(self.dir)
+    def publish(self, record: ManifestEdit | None = None) -> Compaction:
+        """Make everything written so far visible to readers: compact the run (idempotent).
+
+        `record(manifest) -> changes`: manifest fields that describe what is being published.
+        They take effect with the data or not at all. The edited run.json is first written in
+        full under a temporary name (a full disk fails there, before anything changed), then
+        the run is compacted, and only then is the file renamed into place (a rename needs no
+        space); a compaction that fails discards it. The manifest lock is held throughout, so
+        no other edit can come between the two and be overwritten."""
+        if record is None:
+            return compact(self.dir)
+        with self.manifest_lock():
+            staged = self._stage_manifest(record)
+            try:
+                result = compact(self.dir)
+            except BaseException:
+                staged.discard()
+                raise
+            staged.commit(self, record)
+        return result
+
+    def _stage_manifest(self, edit: ManifestEdit) -> "_StagedManifest":
+        path = self.dir / "run.json"
+        if _fs.is_remote(path):
+            raw, token = _fs.read_versioned(path)
+            manifest = self._edited(self.store._parse_manifest(path, raw), edit)
+            return _StagedManifest(path, manifest.model_dump_json(indent=2).encode(), token=token)
+        manifest = self._edited(self.read_manifest(), edit)
+        tmp = _safe.inside(run_root(self.dir), path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"))
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(manifest.model_dump_json(indent=2).encode())
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise failed_write(exc, tmp, path) from None
+        return _StagedManifest(path, tmp=tmp)
+
+    def _edited(self, manifest: RunManifest, edit: ManifestEdit) -> RunManifest:
+        manifest = manifest.model_copy(update=edit(manifest))
+        manifest = RunManifest.model_validate(manifest.model_dump())
+        if manifest.run_id != self.run_id:
+            raise StoreError("manifest run_id does not match the writer's run")
+        return manifest
 
     def pending_rows(self, table: str) -> int:
         """Rows written but not yet published (e.g. a live run's progress between compactions)."""
@@ -132,22 +181,49 @@ class RunWriter:
         changes. Use it when new values depend on old ones (appending to a history, counts)."""
         with self.manifest_lock():
             if not _fs.is_remote(self.dir):
-                manifest = self.read_manifest()
-                manifest = manifest.model_copy(update=edit(manifest))
-                manifest = RunManifest.model_validate(manifest.model_dump())
+                manifest = self._edited(self.read_manifest(), edit)
                 self.write_manifest(manifest)
                 return manifest
             path = self.dir / "run.json"
             for _ in range(MANIFEST_ATTEMPTS):
                 raw, token = _fs.read_versioned(path)
-                manifest = self.store._parse_manifest(path, raw)
-                manifest = manifest.model_copy(update=edit(manifest))
-                manifest = RunManifest.model_validate(manifest.model_dump())
-                if manifest.run_id != self.run_id:
-                    raise StoreError("manifest run_id does not match the writer's run")
+                manifest = self._edited(self.store._parse_manifest(path, raw), edit)
                 try:
                     _fs.replace(path, manifest.model_dump_json(indent=2).encode(), token)
                     return manifest
                 except Conflict:
                     continue  # another writer got in first: apply the edit to its version
             raise StoreError(f"{path}: changed by other writers {MANIFEST_ATTEMPTS} times in a row")
+
+
+class _StagedManifest:
+    """A run.json written but not yet in place (`RunWriter.publish(record=...)`): locally a
+    fsynced temporary file, renamed over run.json once the data is published; on object
+    storage the new bytes, PUT conditionally on the version they were computed from."""
+
+    def __init__(self, path: Location, data: bytes | None = None, token: str | None = None,
+                 tmp: Location | None = None):
+        self.path, self.data, self.token, self.tmp = path, data, token, tmp
+
+    def discard(self) -> None:
+        if self.tmp is not None:
+            self.tmp.unlink(missing_ok=True)
+
+    def commit(self, writer: RunWriter, edit: ManifestEdit) -> None:
+        """Put the new manifest in place; the data it describes is published already, so a
+        failure here says so instead of claiming that nothing changed."""
+        try:
+            if self.tmp is None:
+                try:
+                    _fs.replace(self.path, self.data or b"", self.token)
+                except Conflict:  # a writer that broke our lease edited it: apply ours to its version
+                    writer.edit_manifest(edit)
+                return
+            _safe.move(run_root(self.path.parent), self.tmp, self.path)
+            fsync_dir(self.path.parent)
+        except (OSError, StoreError) as exc:
+            if isinstance(exc, FileNotFoundError) and not self.path.parent.is_dir():
+                return  # the run was deleted meanwhile (delete takes the compaction lock, not this one)
+            self.discard()
+            raise StoreError(f"run {writer.run_id}: its new data is published, but {self.path} could not "
+                             f"be updated to describe it ({exc}); run the command again") from exc
