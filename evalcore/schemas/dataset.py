@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from evalcore.schemas.bounds import JsonObject
 from evalcore.schemas.ids import Id
 
 
@@ -107,7 +108,7 @@ class EvalQuestion(Strict):
     is_correct_rule: str | None = None
     negative_check: str | None = None
     recency_conflict_rule: Literal["cite_newer", "acknowledge_both", "cite_both"] | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonObject = Field(default_factory=dict)  # nesting bounded: evalcore/schemas/bounds.py
 
     @field_validator("id", mode="before")
     @classmethod

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
+from evalcore.schemas.bounds import CostUsd, DurationMs, JsonObject, Rank, Score, SignedDurationMs, TokenCount
 from evalcore.schemas.dataset import Strict
 from evalcore.schemas.ids import Id
 
@@ -16,21 +16,14 @@ ErrorKind = Literal["error", "timeout", "empty", "http", "malformed"]
 class RetrievedChunk(Strict):
     """One retrieved context, in the target's rank order (rank 1 = first)."""
 
-    rank: int = Field(ge=1)
+    rank: Rank = Field(ge=1)
     chunk_id: str | None = None
     rel_path: str | None = None
     heading_path: str | None = None
     section: str | None = None
     text: str = ""
-    score: float | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("score")
-    @classmethod
-    def _finite_score(cls, value: float | None) -> float | None:
-        if value is not None and not math.isfinite(value):
-            raise ValueError("score must be a finite number")
-        return value
+    score: Score | None = None  # bounded, like every number of an answer: evalcore/schemas/bounds.py
+    metadata: JsonObject = Field(default_factory=dict)
 
 
 class Citation(Strict):
@@ -44,10 +37,10 @@ class Citation(Strict):
 
 
 class TokenUsage(Strict):
-    input_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
+    input_tokens: TokenCount = Field(default=0, ge=0)
+    output_tokens: TokenCount = Field(default=0, ge=0)
     model: str | None = None
-    cost_usd: float | None = Field(default=None, ge=0)
+    cost_usd: CostUsd | None = Field(default=None, ge=0)
 
     @property
     def total_tokens(self) -> int:
@@ -69,18 +62,11 @@ class EvalResponse(Strict):
     abstained: bool | None = None
     scope: list[str] | None = None
     token_usage: TokenUsage | None = None
-    latency_ms: float | None = Field(default=None, ge=0)
-    timings: dict[str, float] = Field(default_factory=dict)
+    latency_ms: DurationMs | None = Field(default=None, ge=0)
+    timings: dict[str, SignedDurationMs] = Field(default_factory=dict)
     error: str | None = None
     error_kind: ErrorKind | None = None
-    raw: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("latency_ms")
-    @classmethod
-    def _finite_latency(cls, value: float | None) -> float | None:
-        if value is not None and not math.isfinite(value):
-            raise ValueError("latency_ms must be a finite number")
-        return value
+    raw: JsonObject = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _unique_chunk_ids(self) -> "EvalResponse":

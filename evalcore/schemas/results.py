@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
+from evalcore.schemas.bounds import JsonObject
 from evalcore.schemas.dataset import Strict
 from evalcore.schemas.ids import Id, canonical_id
 
@@ -75,7 +76,7 @@ class MetricValue(Strict):
     group: str
     version: str = "1"
     reason: str | None = None
-    details: dict[str, Any] = Field(default_factory=dict)
+    details: JsonObject = Field(default_factory=dict)  # nesting bounded: evalcore/schemas/bounds.py
     judge_id: str | None = None
     # the categorical verdict behind the value, in evalcore.schemas.labels' words (a grade
     # letter, an answer class): typed, so readers never parse it out of `details`
