@@ -6,7 +6,8 @@
 - retrieved contexts: every RETRIEVER span's `retrieval.documents.N.document.{content,id,score}`,
   in the spans' start order, ranked 1..n;
 - tokens and cost: the sums over LLM spans of `llm.token_count.{prompt,completion}` and
-  `llm.cost.total`, the model from `llm.model_name`;
+  `llm.cost.total`, each model call counted once when LLM spans nest (llm_usage.py), the model
+  from `llm.model_name`;
 - latency: the root span's end minus its start.
 Every span-level problem is an InputError naming the file, the span id and the attribute.
 """
@@ -14,12 +15,13 @@ Every span-level problem is an InputError naming the file, the span id and the a
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from evalcore.errors import InputError
 from evalcore.schemas import ids
+from evalcore.schemas.bounds import MAX_SCORE
+from evalcore.traces.llm_usage import span_number, trace_usage
 from evalcore.traces.spans import Span
 from evalcore.traces.trace_tree import TraceTree
 
@@ -43,10 +45,11 @@ class TraceAnswer:
     latency_ms: float | None
     method: str
     question_id: str | None  # from --id-from; None: joined on the question text
+    nested_llm_spans: int = 0  # LLM spans whose counts an LLM span below them reports (llm_usage.py)
 
 
 def _where(span: Span) -> str:
-    return span.where if isinstance(span.where, str) and "span" in span.where else f"span {span.span_id}"
+    return span.place
 
 
 def attribute(span: Span, name: str, file: str) -> Any:
@@ -78,19 +81,6 @@ def _text(span: Span, name: str, file: str) -> str:
     return str(value)
 
 
-def _number(span: Span, name: str, file: str, integer: bool = False) -> float | int | None:
-    value = span.attributes.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise InputError(file, f"expected a non-negative number, got {value!r}", record=_where(span), field=name)
-    if integer:
-        if float(value) != int(value):
-            raise InputError(file, f"expected a whole number, got {value!r}", record=_where(span), field=name)
-        return int(value)
-    return float(value)
-
-
 def _documents(span: Span, file: str) -> list[dict[str, Any]]:
     """The documents of one RETRIEVER span, in their listed order."""
     prefix = DOCS + "."
@@ -114,11 +104,7 @@ def _documents(span: Span, file: str) -> list[dict[str, Any]]:
         if "id" in fields:
             doc["chunk_id"] = str(fields["id"][1])
         if "score" in fields:
-            score = fields["score"][1]
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-                raise InputError(file, f"expected a finite number, got {score!r}", record=_where(span),
-                                 field=fields["score"][0])
-            doc["score"] = float(score)
+            doc["score"] = span_number(span, fields["score"][0], file, MAX_SCORE, signed=True)
         meta = {k[len("metadata."):]: v for k, (_, v) in fields.items() if k.startswith("metadata.")}
         if "metadata" in fields:
             meta["metadata"] = fields["metadata"][1]
@@ -146,26 +132,6 @@ def _retrieved(spans: list[Span], file: str) -> list[dict[str, Any]]:
     return out
 
 
-def _usage(spans: list[Span], file: str) -> dict[str, Any] | None:
-    llms = [s for s in spans if s.kind == "LLM"]
-    if not llms:
-        return None
-    prompt = completion = 0
-    cost: float | None = None
-    models: list[str] = []
-    for span in llms:
-        prompt += _number(span, "llm.token_count.prompt", file, integer=True) or 0
-        completion += _number(span, "llm.token_count.completion", file, integer=True) or 0
-        span_cost = _number(span, "llm.cost.total", file)
-        if span_cost is not None:
-            cost = (cost or 0.0) + span_cost
-        model = span.attributes.get("llm.model_name")
-        if isinstance(model, str) and model and model not in models:
-            models.append(model)
-    return {"input_tokens": prompt, "output_tokens": completion, "cost_usd": cost,
-            "model": ",".join(models) or None}
-
-
 def trace_answer(tree: TraceTree, file: str, method: str, method_from: str | None = None,
                  id_from: str | None = None) -> TraceAnswer:
     """The answer one trace records (its root and the spans the root reaches: trace_tree.py);
@@ -191,9 +157,10 @@ def trace_answer(tree: TraceTree, file: str, method: str, method_from: str | Non
     qid = None
     if id_from:
         qid = str(attribute(root, id_from, file))
+    usage = trace_usage(tree, file)
     return TraceAnswer(trace_id=root.trace_id, root=root, question=question, answer=answer, error=error,
-                       retrieved=_retrieved(spans, file), token_usage=_usage(spans, file),
-                       latency_ms=latency, method=method, question_id=qid)
+                       retrieved=_retrieved(spans, file), token_usage=usage.fields,
+                       latency_ms=latency, method=method, question_id=qid, nested_llm_spans=usage.nested)
 
 
 def text_question_id(question: str) -> str:

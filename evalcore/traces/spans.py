@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from evalcore.errors import InputError
+from evalcore.schemas.bounds import MAX_JSON_DEPTH, json_depth_over
 
 PROJECT_ATTRIBUTE = "openinference.project.name"
 KIND_ATTRIBUTE = "openinference.span.kind"
@@ -48,6 +49,11 @@ class Span:
     status_message: str = ""
     project: str | None = None
     where: int | str | None = None
+
+    @property
+    def place(self) -> str:
+        """Where the span is, for an error's record: its record and id, or at least its id."""
+        return self.where if isinstance(self.where, str) and "span" in self.where else f"span {self.span_id}"
 
 
 def flatten(value: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -93,18 +99,47 @@ def _time(value: Any, unit_per_second: float, file: str, where: Any, name: str) 
         raise InputError(file, f"not a timestamp: {value!r} ({exc})", record=where, field=name) from exc
 
 
-def _text_id(value: Any, file: str, where: Any, name: str) -> str:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        raise InputError(file, "missing", record=where, field=name)
-    if not isinstance(value, str):
-        raise InputError(file, f"expected an id as text, got {type(value).__name__}", record=where, field=name)
-    return value
-
-
-def _parent(value: Any, file: str, where: Any, name: str) -> str | None:
+def span_id(value: Any, nbytes: int, file: str, where: Any, name: str) -> str | None:
+    """A span id (8 bytes) or trace id (16 bytes) in its one canonical form, lowercase hex, or
+    None when absent; every reader of every shape uses it, so the same span written `ABCDEF01...`
+    in one record and `abcdef01...` (or base64, as protobuf's JSON writes ids) in another is one
+    span, and an uppercase parent id still reaches its parent. Any other text is refused: it
+    names no OpenTelemetry span, and keeping it as written would make case matter again."""
     if value is None or value == "":
         return None
-    return _text_id(value, file, where, name)
+    if not isinstance(value, str):
+        raise InputError(file, f"expected an id as text, got {type(value).__name__}", record=where, field=name)
+    text = value.strip()
+    if len(text) == nbytes * 2 and all(c in "0123456789abcdefABCDEF" for c in text):
+        return text.lower()
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != nbytes:
+        kind = "span" if nbytes == 8 else "trace"
+        raise InputError(file, f"not a {kind} id: expected {nbytes * 2} hex digits ({nbytes} bytes) or their base64, "
+                         f"got {text[:40]!r}", record=where, field=name)
+    return raw.hex()
+
+
+def _required_id(value: Any, nbytes: int, file: str, where: Any, name: str) -> str:
+    found = span_id(value, nbytes, file, where, name)
+    if found is None:
+        raise InputError(file, "missing", record=where, field=name)
+    return found
+
+
+def _shallow(attributes: dict[str, Any], file: str, where: Any) -> dict[str, Any]:
+    """The attributes, each an entry nested at most MAX_JSON_DEPTH levels deep, as in every
+    free-form JSON field (evalcore/schemas/bounds.py): a deeper one is refused naming it,
+    before it can reach a stored answer's metadata (pydantic's serializer gives up near 250
+    levels) or the comparison of two copies of a span."""
+    for key, value in attributes.items():
+        if json_depth_over(value, MAX_JSON_DEPTH - 1):
+            raise InputError(file, f"nested more than {MAX_JSON_DEPTH} levels deep (the bound for free-form JSON)",
+                             record=where, field=key)
+    return attributes
 
 
 def _obj(value: Any, file: str, where: Any, name: str) -> dict[str, Any]:
@@ -129,34 +164,40 @@ def from_dataframe_record(rec: dict[str, Any], file: str, recno: int) -> Span:
     for key, value in rec.items():
         if key.startswith("attributes."):
             nested[key[len("attributes."):]] = value
-    attributes = flatten(nested)
-    span_id = _text_id(rec.get("context.span_id"), file, recno, "context.span_id")
-    where = f"{recno} (span {span_id})"
-    trace_id = _text_id(rec.get("context.trace_id"), file, where, "context.trace_id")
-    return _phoenix_span(rec, file, where, span_id, trace_id, attributes)
+    span = _required_id(rec.get("context.span_id"), 8, file, recno, "context.span_id")
+    where = f"{recno} (span {span})"
+    attributes = _shallow(flatten(nested), file, where)
+    trace = _required_id(rec.get("context.trace_id"), 16, file, where, "context.trace_id")
+    return _phoenix_span(rec, file, where, span, trace, attributes)
 
 
 def from_rest_span(rec: dict[str, Any], file: str, recno: int | str, project: str | None = None) -> Span:
     """A span as Phoenix's REST API returns it (`context: {trace_id, span_id}`)."""
     context = _obj(rec.get("context"), file, recno, "context")
-    span_id = _text_id(context.get("span_id"), file, recno, "context.span_id")
-    where = f"{recno} (span {span_id})" if isinstance(recno, int) else f"span {span_id}"
-    attributes = flatten(_obj(rec.get("attributes"), file, where, "attributes"))
-    trace_id = _text_id(context.get("trace_id"), file, where, "context.trace_id")
-    return _phoenix_span(rec, file, where, span_id, trace_id, attributes, project)
+    span = _required_id(context.get("span_id"), 8, file, recno, "context.span_id")
+    where = f"{recno} (span {span})" if isinstance(recno, int) else f"span {span}"
+    attributes = _shallow(flatten(_obj(rec.get("attributes"), file, where, "attributes")), file, where)
+    trace = _required_id(context.get("trace_id"), 16, file, where, "context.trace_id")
+    return _phoenix_span(rec, file, where, span, trace, attributes, project)
 
 
-def _phoenix_span(rec: dict[str, Any], file: str, where: str, span_id: str, trace_id: str,
+def _phoenix_span(rec: dict[str, Any], file: str, where: str, span: str, trace: str,
                   attributes: dict[str, Any], project: str | None = None) -> Span:
     """The fields a span-dataframe row and a REST span name alike (parent, name, kind, times,
     status), read and checked once for both shapes."""
-    return Span(span_id=span_id, trace_id=trace_id,
-                parent_id=_parent(rec.get("parent_id"), file, where, "parent_id"), name=str(rec.get("name") or ""),
+    return Span(span_id=span, trace_id=trace,
+                parent_id=span_id(rec.get("parent_id"), 8, file, where, "parent_id"), name=str(rec.get("name") or ""),
                 kind=str(rec.get("span_kind") or attributes.get(KIND_ATTRIBUTE) or "UNKNOWN").upper(),
                 start=_time(rec.get("start_time"), 1e3, file, where, "start_time"),
                 end=_time(rec.get("end_time"), 1e3, file, where, "end_time"),
                 status=str(rec.get("status_code") or "UNSET").upper(), attributes=attributes,
                 status_message=str(rec.get("status_message") or ""), project=project, where=where)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """A value for a message, cut to `limit` characters (a refused value may be megabytes)."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _otlp_value(value: Any, file: str, where: Any, name: str) -> Any:
@@ -168,17 +209,17 @@ def _otlp_value(value: Any, file: str, where: Any, name: str) -> Any:
         if "intValue" in value:
             number = value["intValue"]
             if isinstance(number, bool) or not isinstance(number, (int, str)):
-                raise ValueError(f"{number!r}")
+                raise ValueError(_short(number))
             return int(number)
         if "doubleValue" in value:
             number = value["doubleValue"]
             if isinstance(number, bool) or not isinstance(number, (int, float, str)):
-                raise ValueError(f"{number!r}")
+                raise ValueError(_short(number))
             return float(number)
         if "boolValue" in value:
             return bool(value["boolValue"])
-    except ValueError as exc:
-        raise InputError(file, f"not a number: {exc}", record=where, field=name) from None
+    except ValueError as exc:  # int() and float() quote the text they refused: shortened too
+        raise InputError(file, f"not a number: {_short(str(exc))}", record=where, field=name) from None
     if "arrayValue" in value:
         items = _items(_obj(value["arrayValue"], file, where, name).get("values"), file, where, name)
         return [_otlp_value(v, file, where, name) for v in items]
@@ -199,24 +240,6 @@ def _otlp_attributes(items: Iterable[Any] | None, file: str, where: Any, name: s
     return out
 
 
-def _otlp_id(value: Any, length: int, file: str, where: Any, name: str) -> str | None:
-    """Span and trace ids as lowercase hex: OTLP JSON writes hex, protobuf's own JSON base64."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise InputError(file, f"expected an id as text, got {type(value).__name__}", record=where, field=name)
-    text = value
-    if len(text) == length * 2 and all(c in "0123456789abcdefABCDEF" for c in text):
-        return text.lower()
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) != length:
-        raise InputError(file, f"not a {length}-byte id in hex or base64: {text[:40]!r}", record=where, field=name)
-    return raw.hex()
-
-
 def from_otlp_record(rec: dict[str, Any], file: str, recno: int) -> Iterator[Span]:
     """The spans of one OTLP JSON line (an ExportTraceServiceRequest)."""
     for rs in _items(rec.get("resourceSpans"), file, recno, "resourceSpans"):
@@ -227,20 +250,17 @@ def from_otlp_record(rec: dict[str, Any], file: str, recno: int) -> Iterator[Spa
         for ss in _items(rs.get("scopeSpans"), file, recno, "scopeSpans"):
             for raw in _items(_obj(ss, file, recno, "scopeSpans").get("spans"), file, recno, "spans"):
                 raw = _obj(raw, file, recno, "spans")
-                span_id = _otlp_id(raw.get("spanId"), 8, file, recno, "spanId")
-                if span_id is None:
-                    raise InputError(file, "missing", record=recno, field="spanId")
-                where = f"{recno} (span {span_id})"
-                trace_id = _otlp_id(raw.get("traceId"), 16, file, where, "traceId")
-                if trace_id is None:
-                    raise InputError(file, "missing", record=where, field="traceId")
-                attributes = flatten(_otlp_attributes(raw.get("attributes"), file, where, "attributes"))
+                span = _required_id(raw.get("spanId"), 8, file, recno, "spanId")
+                where = f"{recno} (span {span})"
+                trace = _required_id(raw.get("traceId"), 16, file, where, "traceId")
+                attributes = _shallow(flatten(_otlp_attributes(raw.get("attributes"), file, where, "attributes")),
+                                      file, where)
                 status = _obj(raw.get("status"), file, where, "status")
                 code = str(status.get("code", "UNSET")).upper()
                 code = {"0": "UNSET", "1": "OK", "2": "ERROR", "STATUS_CODE_OK": "OK",
                         "STATUS_CODE_ERROR": "ERROR", "STATUS_CODE_UNSET": "UNSET"}.get(code, code)
-                yield Span(span_id=span_id, trace_id=trace_id,
-                           parent_id=_otlp_id(raw.get("parentSpanId"), 8, file, where, "parentSpanId"),
+                yield Span(span_id=span, trace_id=trace,
+                           parent_id=span_id(raw.get("parentSpanId"), 8, file, where, "parentSpanId"),
                            name=str(raw.get("name") or ""),
                            kind=str(attributes.get(KIND_ATTRIBUTE) or "UNKNOWN").upper(),
                            start=_time(raw.get("startTimeUnixNano"), 1e9, file, where, "startTimeUnixNano"),
@@ -272,19 +292,26 @@ def is_span_file(path: str | Path) -> bool:
     return False
 
 
+def _record_spans(rec: dict[str, Any], file: str, recno: int) -> list[Span]:
+    shape = span_shape(rec)
+    if shape == "otlp":
+        return list(from_otlp_record(rec, file, recno))
+    if shape == "dataframe":
+        return [from_dataframe_record(rec, file, recno)]
+    if shape == "rest":
+        return [from_rest_span(rec, file, recno)]
+    raise InputError(file, "not a span: expected 'context.span_id' (Phoenix span dataframe), "
+                     "'context' (Phoenix REST span) or 'resourceSpans' (OTLP JSON)", record=recno)
+
+
 def read_span_file(path: str | Path) -> Iterator[Span]:
     """Every span of a span export file (Parquet, JSONL, JSON), whatever its shape."""
     from evalcore.datasets.records import read_records
 
     file = str(path)
     for recno, rec in read_records(path):
-        shape = span_shape(rec)
-        if shape == "otlp":
-            yield from from_otlp_record(rec, file, recno)
-        elif shape == "dataframe":
-            yield from_dataframe_record(rec, file, recno)
-        elif shape == "rest":
-            yield from_rest_span(rec, file, recno)
-        else:
-            raise InputError(file, "not a span: expected 'context.span_id' (Phoenix span dataframe), "
-                             "'context' (Phoenix REST span) or 'resourceSpans' (OTLP JSON)", record=recno)
+        try:
+            spans = _record_spans(rec, file, recno)
+        except RecursionError:  # a record the JSON parser took, nested too deeply to walk
+            raise InputError(file, "nested too deeply", record=recno) from None
+        yield from spans

@@ -107,9 +107,10 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
     questions: dict[str, EvalQuestion] = {}
     responses: list[EvalResponse] = []
     keys: dict[tuple[str, str], str] = {}
-    matched = 0
+    matched = nested = 0
     traces = assemble_traces(spans, source)
     for answer in answers_from_traces(traces, source, method, method_from, id_from):
+        nested += answer.nested_llm_spans
         question, response = _pair(answer, source, known, by_text, project, id_from)
         key = (response.method, response.question_id)
         if key in keys:
@@ -127,7 +128,8 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
         source={"kind": "openinference", **(source_info or {}),
                 **({"method_from": method_from} if method_from else {}),
                 **({"id_from": id_from} if id_from else {}),
-                **({"spans_left_out": traces.left_out()} if traces.left_out() else {})},
+                **({"spans_left_out": traces.left_out()} if traces.left_out() else {}),
+                **({"llm_spans_nested": nested} if nested else {})},
         counts={"questions": len(questions), "responses": len(responses),
                 "errors": sum(bool(r.error) for r in responses)})
     manifest.finished_at = manifest.created_at
@@ -136,6 +138,9 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
         writer.write_responses(responses)
         writer.write_manifest(manifest)
     notes = [f"read {len(responses)} traces from {source}", *(f"warning: {w}" for w in traces.warnings())]
+    if nested:
+        notes.append(f"{nested} LLM span(s) wrap an LLM span reporting the same tokens or cost (stacked "
+                     "instrumentors): each call counted once, from the innermost span")
     if dataset is not None:
         notes.append(f"{matched} of {len(responses)} traces matched a question of the dataset "
                      f"(on {'attribute ' + id_from if id_from else 'the question text'})")

@@ -48,6 +48,8 @@ def llm(trace, span_id, parent):
 def _otlp_value(value):
     if isinstance(value, str):
         return {"stringValue": value}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [_otlp_value(v) for v in value]}}
     if isinstance(value, int):
         return {"intValue": str(value)}
     return {"doubleValue": value}
@@ -196,3 +198,94 @@ def test_a_source_of_only_rootless_traces_is_refused():
                   status="OK")]
     with pytest.raises(InputError, match="no trace has a root span"):
         answers_from_spans(spans, "cycle.jsonl", "m")
+
+
+# --- ids in one form (round 4): a span written in another letter case, or in base64, is the same span
+
+def _b64(hex_id):
+    import base64
+
+    return base64.b64encode(bytes.fromhex(hex_id)).decode()
+
+
+@pytest.mark.parametrize("spell", [str.upper, _b64], ids=["uppercase", "base64"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_an_id_spelt_another_way_is_the_same_span(tmp_path, shape, spell):
+    """The reported case: the LLM span again with its id in capitals counted twice (200/20
+    tokens, cost 1.0, no warning); and the child under a parent id spelt another way reached it."""
+    spans = good_trace()
+    again = json.loads(json.dumps(spans[2]))
+    again["span"], again["trace"] = spell(again["span"]), spell(again["trace"])
+    spans[1]["parent"] = spell(spans[1]["parent"])  # the retriever names its parent in capitals
+    root, res = _import(tmp_path, spans + [again], shape)
+    records, manifest = _answers(root, res)
+    _counted_once(records[0])
+    assert manifest.source["spans_left_out"] == {"repeated": 1}
+    assert records[0]["raw"]["openinference"]["span_id"] == ROOT and records[0]["raw"]["openinference"]["trace_id"] == T1
+
+
+@pytest.mark.parametrize("bad", ["1" * 15, "g" * 16, "1" * 16 + "1", "span-one", "0x" + "1" * 14])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_an_id_that_is_no_span_id_is_refused_by_field(tmp_path, shape, bad):
+    spans = good_trace()
+    spans[2]["span"] = bad
+    root, res = _import(tmp_path, spans, shape)
+    assert isinstance(res.exception, InputError), res.output
+    assert "not a span id: expected 16 hex digits (8 bytes) or their base64" in str(res.exception)
+    assert res.exception.field in ("spanId", "context.span_id")
+    assert not root.exists() or RunStore(root).run_ids() == []
+
+
+# --- one model call counted once when LLM spans nest (round 4, F11) ------------------------------
+
+def _nested(trace=T1):
+    """A root; a framework's LLM span; under it the SDK instrumentor's LLM span of the same call."""
+    root, outer, inner = ROOT, ROOT[:8] + "5" * 8, ROOT[:8] + "6" * 8
+    counts = {"llm.token_count.prompt": 100, "llm.token_count.completion": 10, "llm.cost.total": 0.5}
+    return [_span(trace, root, None, "CHAIN", **{"input.value": "q?", "output.value": "a"}),
+            _span(trace, ROOT[:8] + "2" * 8, root, "RETRIEVER", **{"retrieval.documents.0.document.id": "d1",
+                                                                  "retrieval.documents.0.document.content": "t"}),
+            _span(trace, outer, root, "LLM", **counts),
+            _span(trace, ROOT[:8] + "7" * 8, outer, "CHAIN"),  # a step between the two
+            _span(trace, inner, ROOT[:8] + "7" * 8, "LLM", **counts, **{"llm.model_name": "m-1"})]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_an_llm_span_under_another_llm_span_counts_once(tmp_path, shape):
+    root, res = _import(tmp_path, _nested(), shape)
+    records, manifest = _answers(root, res)
+    _counted_once(records[0])
+    assert "1 LLM span(s) wrap an LLM span reporting the same tokens or cost" in res.output
+    assert manifest.source["llm_spans_nested"] == 1
+
+
+def _usage_of(spans):
+    [answer] = answers_from_spans([Span(span_id=s["span"], trace_id=s["trace"], parent_id=s["parent"], name="s",
+                                        kind=s["attributes"]["openinference.span.kind"], start=None, end=None,
+                                        status="OK", attributes=s["attributes"]) for s in spans], "t.jsonl", "m")
+    return answer.token_usage
+
+
+def test_each_count_comes_from_the_innermost_span_that_reports_it():
+    """The SDK span counts tokens but no cost; the framework span around it prices the call:
+    tokens from the inner span, cost from the outer one."""
+    spans = _nested()
+    del spans[4]["attributes"]["llm.cost.total"]
+    spans[2]["attributes"].update({"llm.token_count.prompt": 999, "llm.cost.total": 0.7})
+    assert _usage_of(spans) == {"input_tokens": 100, "output_tokens": 10, "cost_usd": 0.7, "model": "m-1"}
+
+
+def test_two_calls_under_one_agent_span_are_summed_and_its_total_is_not():
+    spans = _nested()
+    spans[2]["attributes"].update({"llm.token_count.prompt": 200, "llm.token_count.completion": 20,
+                                   "llm.cost.total": 1.0})  # the agent's total of the two calls below
+    second = dict(spans[4], span=ROOT[:8] + "8" * 8, attributes=dict(spans[4]["attributes"]))
+    usage = _usage_of(spans + [second])
+    assert (usage["input_tokens"], usage["output_tokens"], usage["cost_usd"]) == (200, 20, 1.0)
+
+
+def test_sibling_llm_spans_are_still_summed():
+    spans = good_trace()
+    spans.append(_span(T1, ROOT[:8] + "9" * 8, ROOT, "LLM", **{"llm.token_count.prompt": 1, "llm.cost.total": 0.25}))
+    usage = _usage_of(spans)
+    assert (usage["input_tokens"], usage["output_tokens"], usage["cost_usd"]) == (101, 10, 0.75)
