@@ -14,10 +14,16 @@ import typer
 from evalcore.cli.context import echo_line, state
 from evalcore.cli import store_health_commands
 from evalcore.cli.dataset_commands import ON_DUPLICATE_HELP, OnDuplicate, print_dropped_duplicates
-from evalcore.cli.phoenix_options import PHOENIX_REQUEST_TIMEOUT, PHOENIX_TIMEOUT, phoenix_deadlines
+from evalcore.cli.phoenix_options import (
+    PHOENIX_MAX_MB,
+    PHOENIX_MAX_SPANS,
+    PHOENIX_REQUEST_TIMEOUT,
+    PHOENIX_TIMEOUT,
+    phoenix_limits,
+)
 from evalcore.errors import EvalcoreError
 from evalcore.export import FORMATS
-from evalcore.traces.phoenix_http import Deadlines
+from evalcore.traces.phoenix_http import Limits
 
 
 def example_files() -> tuple[Path, Path]:
@@ -56,6 +62,8 @@ def import_cmd(
         help="Accept records that give retrieved contexts but no answer (evaluating a retriever)."),
     phoenix_timeout: Optional[float] = PHOENIX_TIMEOUT,
     phoenix_request_timeout: Optional[float] = PHOENIX_REQUEST_TIMEOUT,
+    phoenix_max_mb: Optional[float] = PHOENIX_MAX_MB,
+    phoenix_max_spans: Optional[int] = PHOENIX_MAX_SPANS,
 ) -> None:
     """Create a run from answers your RAG system already produced.
 
@@ -75,12 +83,13 @@ def import_cmd(
     from evalcore.importer import import_recorded
     from evalcore.traces.phoenix import is_phoenix_url
 
-    deadlines = phoenix_deadlines(phoenix_timeout, phoenix_request_timeout, bool(file) and is_phoenix_url(file))
+    limits = phoenix_limits(phoenix_timeout, phoenix_request_timeout, bool(file) and is_phoenix_url(file),
+                            max_mb=phoenix_max_mb, max_spans=phoenix_max_spans)
     if file is not None and (is_phoenix_url(file) or _is_span_file(file)):
         if allow_extra or retrieval_only or example:
             raise EvalcoreError("--allow-extra, --retrieval-only and --example apply to recorded-answers files, "
                                 f"not to OpenInference traces ({file})")
-        _import_traces(file, name, dataset, method, method_from, id_from, deadlines)
+        _import_traces(file, name, dataset, method, method_from, id_from, limits)
         return
     if method_from or id_from:
         raise EvalcoreError("--method-from and --id-from apply to OpenInference traces; "
@@ -116,7 +125,7 @@ def _is_span_file(file: str) -> bool:
 
 def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], method: Optional[str],
                    method_from: Optional[str], id_from: Optional[str],
-                   deadlines: Optional[Deadlines] = None) -> None:
+                   limits: Optional[Limits] = None) -> None:
     """`evalcore import` of OpenInference traces, from a span export file or a Phoenix server."""
     from evalcore.fingerprint import file_fingerprint
     from evalcore.traces.phoenix import is_phoenix_url, parse_url, server_spans
@@ -125,7 +134,7 @@ def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], meth
 
     if is_phoenix_url(file):
         target = parse_url(file)
-        spans, project = server_spans(target, deadlines), target.project
+        spans, project = server_spans(target, limits), target.project
         source, info = f"phoenix {target.project}", {"server": target.base_url, "project": target.project}
         default_name = target.project
     else:
@@ -233,14 +242,14 @@ def export_cmd(
     """Export one row per question x method: question, ground truth, answer, one column per metric."""
     from evalcore.export import export_run
 
-    deadlines = phoenix_deadlines(phoenix_timeout, phoenix_request_timeout, to is not None, "exports (--to)")
+    limits = phoenix_limits(phoenix_timeout, phoenix_request_timeout, to is not None, "exports (--to)")
     if to is not None:
         from evalcore.traces.phoenix import export_scores
 
         if output is not None or fmt != "csv":
             raise EvalcoreError("--to sends the scores to Phoenix; it takes no --format or --output")
 
-        summary = export_scores(state.store(), run, to, deadlines)
+        summary = export_scores(state.store(), run, to, limits)
         echo_line(f"logged {summary.n_annotations} span annotations ({', '.join(summary.metrics)}) "
                    f"on {summary.n_spans} traces to {to}", err=True)
         return

@@ -1,14 +1,16 @@
 """A Phoenix server: its project's spans in, span annotations out, through Phoenix's REST API.
 
 `phoenix://HOST:PORT/PROJECT` names a project on a Phoenix server reached over plain HTTP
-(`phoenixs://` for HTTPS). An API key, when the server needs one, comes from PHOENIX_API_KEY
-(or PHOENIX_CLIENT_HEADERS, read as arize-phoenix-client reads them); a URL with credentials in
-it is refused, so no key reaches a manifest or a log.
+(`phoenixs://` for HTTPS), checked whole before anything is sent (phoenix_url.py). An API key,
+when the server needs one, comes from PHOENIX_API_KEY (or PHOENIX_CLIENT_HEADERS, read as
+arize-phoenix-client reads them); a URL with credentials in it is refused, so no key reaches a
+manifest or a log.
 
 The requests are evalcore's own (phoenix_http.py says why): each under a total deadline, each
-reply capped in bytes and checked for its shape here, and the span listing's cursors watched,
-so a server that drips, repeats a cursor or answers in another shape ends the command in one
-line instead of hanging, looping or crashing.
+reply capped in bytes and checked for its shape here, the span pages of an import bounded
+together in bytes and spans, and the span listing's cursors watched (bounded in length too), so
+a server that drips, repeats a cursor, hands out fresh pages for ever or answers in another
+shape ends the command in one line instead of hanging, looping, exhausting memory or crashing.
 
 Scores go back as span annotations on each answer's root span, named `evalcore.<metric>`,
 with the identifier `evalcore:<run id>`: Phoenix upserts on (name, span, identifier), so
@@ -21,52 +23,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
-from urllib.parse import quote, urlsplit
 
 from evalcore.errors import EvalcoreError, InputError
-from evalcore.traces.phoenix_http import Deadlines, Refused, Session, run_session
+from evalcore.traces.phoenix_http import Limits, Refused, Session, run_session
+from evalcore.traces.phoenix_url import PhoenixTarget, is_phoenix_url, parse_url  # noqa: F401 (the CLI's)
 
 if TYPE_CHECKING:
     from evalcore.store import RunStore
     from evalcore.traces.spans import Span
 
-SCHEMES = {"phoenix": "http", "phoenixs": "https"}
 BATCH = 200  # annotations per request
 PAGE_SIZE = 100  # spans per page, as Phoenix's own client asks
-SPAN_LIMIT = 1_000_000  # a project with more spans is refused (they are all held in memory)
-
-
-@dataclass(frozen=True)
-class PhoenixTarget:
-    base_url: str
-    project: str
-
-    @property
-    def label(self) -> str:
-        return f"project {self.project!r} on {self.base_url}"
-
-
-def is_phoenix_url(text: str) -> bool:
-    return text.split("://", 1)[0].lower() in SCHEMES and "://" in text
-
-
-def parse_url(text: str) -> PhoenixTarget:
-    """phoenix://HOST:PORT/PROJECT -> (http://HOST:PORT, PROJECT); a clear error otherwise."""
-    parts = urlsplit(text)
-    scheme = SCHEMES.get(parts.scheme.lower())
-    if scheme is None:
-        raise EvalcoreError(f"{text!r}: expected phoenix://HOST:PORT/PROJECT")
-    if parts.username or parts.password:
-        raise EvalcoreError("a Phoenix URL must not hold credentials; set PHOENIX_API_KEY instead")
-    project = parts.path.strip("/")
-    if not parts.hostname or not project or "/" in project:
-        raise EvalcoreError(f"{text!r}: expected phoenix://HOST:PORT/PROJECT (one project name after the port)")
-    try:
-        port = parts.port
-    except ValueError as exc:
-        raise EvalcoreError(f"{text!r}: {exc}") from None
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    return PhoenixTarget(f"{scheme}://{host}{':' + str(port) if port else ''}", project)
+MAX_CURSOR_CHARS = 2048  # Phoenix's cursors are a few dozen characters; each one is sent back in a URL
 
 
 def _refused(target: PhoenixTarget, exc: Refused, doing: str) -> EvalcoreError:
@@ -92,11 +60,26 @@ def page_items(reply: Any, source: str, page: int) -> tuple[list[dict[str, Any]]
     for i, item in enumerate(data):
         if not isinstance(item, dict):
             raise InputError(source, f"expected a span object, got {_kind(item)}", record=where, field=f"data.{i}")
-    cursor = reply.get("next_cursor")
+    return data, _cursor(reply.get("next_cursor"), source, where)
+
+
+def _cursor(cursor: Any, source: str, where: str) -> str | None:
+    """The next page's cursor, or None at the end; InputError for one that cannot be sent back:
+    not text, longer than MAX_CURSOR_CHARS (a 70,000-character cursor made the next URL too long
+    for httpx, and shorter long ones were all held by the loop check), or text no URL can
+    carry (a lone surrogate, which JSON can spell)."""
     if cursor is not None and not isinstance(cursor, str):
         raise InputError(source, f"expected the next page's cursor as text or null, got {_kind(cursor)}: "
                          "stopping", record=where, field="next_cursor")
-    return data, cursor or None
+    if cursor and len(cursor) > MAX_CURSOR_CHARS:
+        raise InputError(source, f"a cursor of {len(cursor):,} characters, past the bound of {MAX_CURSOR_CHARS:,}: "
+                         "stopping", record=where, field="next_cursor")
+    try:
+        (cursor or "").encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(source, "a cursor that is not valid text (a lone surrogate): stopping", record=where,
+                         field="next_cursor") from None
+    return cursor or None
 
 
 def page_spans(items: list[dict[str, Any]], source: str, page: int, project: str) -> list[Span]:
@@ -137,8 +120,9 @@ class _Paging:
 
 async def _read_spans(session: Session, target: PhoenixTarget) -> list[Span]:
     """Every page of the project's spans, following `next_cursor` until the server gives none
-    (or an empty page); a page that goes round in a loop stops the import (`_Paging`)."""
-    path = f"v1/projects/{quote(target.project, safe='')}/spans"
+    (or an empty page); a page that goes round in a loop stops the import (`_Paging`), and so do
+    pages past the import's bytes (`Session.call(kept=True)`) or spans (`Limits.max_spans`)."""
+    path = target.spans_path
     spans: list[Span] = []
     paging = _Paging(target.base_url)
     cursor: str | None = None
@@ -147,24 +131,27 @@ async def _read_spans(session: Session, target: PhoenixTarget) -> list[Span]:
         page += 1
         doing = f"reading spans, page {page}"
         try:
-            reply = await session.call("GET", path, doing, f"page {page}",
+            reply = await session.call("GET", path, doing, f"page {page}", kept=True,
                                        params={"limit": PAGE_SIZE, **({"cursor": cursor} if cursor else {})})
         except Refused as exc:
             raise _refused(target, exc, doing) from None
         items, cursor = page_items(reply, session.source, page)
         got = page_spans(items, session.source, page, target.project)
         spans += got
-        if len(spans) > SPAN_LIMIT:
-            raise EvalcoreError(f"{target.label} has more than {SPAN_LIMIT:,} spans: too many to import at once")
+        most = session.limits.max_spans
+        if len(spans) > most:
+            raise EvalcoreError(f"{target.label} has more than {most:,} spans (--phoenix-max-spans; every span is "
+                                f"held in memory until the traces are assembled): stopped at page {page}, "
+                                "nothing stored")
         if cursor is None or not items:
             return spans
         paging.check(page, got, cursor)
 
 
-def server_spans(target: PhoenixTarget, deadlines: Deadlines | None = None) -> list[Span]:
-    """Every span of the project, through Phoenix's paged REST listing, under `deadlines`."""
+def server_spans(target: PhoenixTarget, limits: Limits | None = None) -> list[Span]:
+    """Every span of the project, through Phoenix's paged REST listing, within `limits`."""
     source = f"phoenix {target.project}"
-    return run_session(target.base_url, source, deadlines or Deadlines(), lambda s: _read_spans(s, target))
+    return run_session(target.base_url, source, limits or Limits(), lambda s: _read_spans(s, target))
 
 
 def _annotations(rows: Any, run_id: str) -> Iterator[dict[str, Any]]:
@@ -224,8 +211,8 @@ async def _send(session: Session, target: PhoenixTarget, annotations: list[dict[
         _receipt(reply, session.source, batch, len(chunk))
 
 
-def export_scores(store: RunStore, run_ref: str, url: str, deadlines: Deadlines | None = None) -> ExportSummary:
-    """Log a run's metric values onto its traces' root spans, under `deadlines`; refuses before
+def export_scores(store: RunStore, run_ref: str, url: str, limits: Limits | None = None) -> ExportSummary:
+    """Log a run's metric values onto its traces' root spans, within `limits`; refuses before
     sending anything when the run has no values or an answer did not come from a trace."""
     from evalcore.analysis.trace_scores import trace_metric_values
 
@@ -245,6 +232,6 @@ def export_scores(store: RunStore, run_ref: str, url: str, deadlines: Deadlines 
         raise EvalcoreError(f"run {run_id} was imported from Phoenix project {projects[0]!r}, not "
                             f"{target.project!r}: export to the project its traces are in")
     annotations = list(_annotations(rows, run_id))
-    run_session(target.base_url, f"phoenix {target.project}", deadlines or Deadlines(),
+    run_session(target.base_url, f"phoenix {target.project}", limits or Limits(),
                 lambda session: _send(session, target, annotations))
     return ExportSummary(len(annotations), rows["span_id"].nunique(), sorted(rows["metric"].unique()))

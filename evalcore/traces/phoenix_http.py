@@ -1,5 +1,6 @@
 """Bounded exchanges with a Phoenix server: a total deadline per request and per import or
-export, a byte cap on every reply, and every failure one `EvalcoreError` line.
+export, a byte cap on every reply and on all the replies an import keeps, and every failure
+one `EvalcoreError` line.
 
 Why not arize-phoenix-client's own calls (`spans.get_spans`, `spans.log_span_annotations`):
 its timeouts are httpx's per-phase ones, so a server dripping one byte every 2 s held an
@@ -9,6 +10,9 @@ it expects ended as a KeyError or TypeError. Here every request runs under
 operation's, so no phase (connect, headers, body) can outlast it; a reply is read as raw bytes
 (no decompression: `Accept-Encoding: identity` is asked and an encoded reply refused, so a
 small compressed body cannot inflate past the cap) and refused past `MAX_REPLY_BYTES`. The
+replies an import keeps (its span pages: every span is held until the traces are assembled)
+share one byte budget, `Limits.max_mb`: a server handing out fresh pages for ever, each within
+the per-reply cap, otherwise grew the process by gigabytes before any deadline passed. The
 shape of what is read is checked by the caller (phoenix.py), which knows what it asked for.
 The credentials are the client's settings (PHOENIX_API_KEY, PHOENIX_CLIENT_HEADERS).
 """
@@ -29,23 +33,45 @@ DEFAULT_TOTAL_S = 600.0  # a whole import or export (--phoenix-timeout)
 DEFAULT_REQUEST_S = 60.0  # one request, from connecting to the reply's last byte (--phoenix-request-timeout)
 MAX_DEADLINE_S = 1_000_000  # about 11 days: a bound the clock arithmetic of every layer takes
 MAX_REPLY_BYTES = 64 * 2 ** 20  # one reply (a page of 100 spans, an annotation receipt)
+DEFAULT_MAX_MB = 256.0  # all the span pages of one import, together (--phoenix-max-mb)
+DEFAULT_MAX_SPANS = 200_000  # spans one import holds (--phoenix-max-spans)
+MAX_MAX_MB = 1_000_000.0  # what --phoenix-max-mb takes at most (a terabyte)
+MAX_MAX_SPANS = 10**9
 _DETAIL_BYTES = 2000  # of an error reply, quoted in the message
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
-class Deadlines:
-    """Seconds: `total_s` for the whole import or export, `request_s` for each request."""
+class Limits:
+    """What one import or export may take: seconds `total_s` for all of it and `request_s` for
+    each request; the import also at most `max_mb` MB of span pages and `max_spans` spans."""
 
     total_s: float = DEFAULT_TOTAL_S
     request_s: float = DEFAULT_REQUEST_S
+    max_mb: float = DEFAULT_MAX_MB
+    max_spans: int = DEFAULT_MAX_SPANS
 
     def __post_init__(self) -> None:
         for flag, value in (("--phoenix-timeout", self.total_s), ("--phoenix-request-timeout", self.request_s)):
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= MAX_DEADLINE_S):
+            if not _positive(value, MAX_DEADLINE_S):
                 raise EvalcoreError(f"{flag} must be a positive number of seconds up to {MAX_DEADLINE_S:,}, "
                                     f"not {value!r}")
+        if not _positive(self.max_mb, MAX_MAX_MB):
+            raise EvalcoreError(f"--phoenix-max-mb must be a positive number of MB up to {MAX_MAX_MB:,.0f}, "
+                                f"not {self.max_mb!r}")
+        if not (_positive(self.max_spans, MAX_MAX_SPANS) and isinstance(self.max_spans, int)):
+            raise EvalcoreError(f"--phoenix-max-spans must be a whole number from 1 to {MAX_MAX_SPANS:,}, "
+                                f"not {self.max_spans!r}")
+
+    @property
+    def max_bytes(self) -> int:
+        return int(self.max_mb * 2 ** 20)
+
+
+def _positive(value: object, most: float) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and \
+        0 < value <= most
 
 
 class Refused(Exception):
@@ -75,58 +101,69 @@ def _headers() -> dict[str, str]:
 class Session:
     """The requests of one import or export against one server, sharing its total deadline."""
 
-    def __init__(self, base_url: str, source: str, deadlines: Deadlines, client: Any, ends_at: float):
+    def __init__(self, base_url: str, source: str, limits: Limits, client: Any, ends_at: float):
         self.base_url = base_url
         self.source = source  # names the server and project in messages about a reply's content
-        self.deadlines = deadlines
+        self.limits = limits
+        self.kept_bytes = 0  # of the replies kept (`call(..., kept=True)`), against limits.max_mb
         self._client = client
         self._ends_at = ends_at
 
-    async def call(self, method: str, path: str, doing: str, where: str, **kwargs: Any) -> Any:
+    async def call(self, method: str, path: str, doing: str, where: str, kept: bool = False, **kwargs: Any) -> Any:
         """The reply's JSON value; EvalcoreError (one line) on a deadline, an unreachable
         server or a body too large; `Refused` on an HTTP error status; InputError naming the
-        source and `where` (the page, the batch) when the body is not JSON."""
+        source and `where` (the page, the batch) when the body is not JSON. A `kept` reply
+        (what the caller holds until it is done) counts against the byte budget of them all."""
         import httpx
 
+        cap = MAX_REPLY_BYTES
+        too_large = f"Phoenix at {self.base_url} sent a reply larger than {cap / 2 ** 20:g} MB: refused"
+        if kept and self.limits.max_bytes - self.kept_bytes < cap:
+            cap = max(0, self.limits.max_bytes - self.kept_bytes)
+            too_large = (f"Phoenix at {self.base_url}: the span pages of this import passed {self.limits.max_mb:g} MB "
+                         "together (--phoenix-max-mb; every span is held in memory until the traces are "
+                         f"assembled) while {doing}: refused")
         left = self._ends_at - asyncio.get_running_loop().time()
-        budget = min(self.deadlines.request_s, left)
-        whole = budget < self.deadlines.request_s
+        budget = min(self.limits.request_s, left)
+        whole = budget < self.limits.request_s
         try:
             if budget <= 0:
                 raise asyncio.TimeoutError
-            body = await asyncio.wait_for(self._exchange(method, path, **kwargs), budget)
+            body = await asyncio.wait_for(self._exchange(method, path, cap, too_large, **kwargs), budget)
         except asyncio.TimeoutError:
             if whole:
-                raise EvalcoreError(f"Phoenix at {self.base_url}: not done within {self.deadlines.total_s:g} s "
+                raise EvalcoreError(f"Phoenix at {self.base_url}: not done within {self.limits.total_s:g} s "
                                     f"(--phoenix-timeout), stopped while {doing}") from None
-            raise EvalcoreError(f"Phoenix at {self.base_url}: no complete reply within {self.deadlines.request_s:g} s "
+            raise EvalcoreError(f"Phoenix at {self.base_url}: no complete reply within {self.limits.request_s:g} s "
                                 f"(--phoenix-request-timeout) while {doing}") from None
-        except (httpx.HTTPError, OSError) as exc:
+        except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeError) as exc:
             raise EvalcoreError(f"cannot reach Phoenix at {self.base_url} ({doing}): "
-                                f"{type(exc).__name__}: {exc}") from None
+                                f"{type(exc).__name__}: {str(exc)[:300]}") from None
+        if kept:
+            self.kept_bytes += len(body)
         try:
             return json.loads(body)
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
             raise InputError(self.source, f"the reply is not JSON ({reason})", record=where) from None
 
-    async def _exchange(self, method: str, path: str, **kwargs: Any) -> bytes:
+    async def _exchange(self, method: str, path: str, cap: int, too_large: str, **kwargs: Any) -> bytes:
         async with self._client.stream(method, path, **kwargs) as response:
             if response.status_code >= 300:
                 detail = await _read_capped(response, _DETAIL_BYTES, self.base_url, truncate=True)
                 lines = detail.decode("utf-8", "replace").strip().splitlines()
                 raise Refused(response.status_code, lines[0][:200] if lines else "")
-            return await _read_capped(response, MAX_REPLY_BYTES, self.base_url)
+            return await _read_capped(response, cap, self.base_url, too_large=too_large)
 
 
-async def _read_capped(response: Any, cap: int, base_url: str, truncate: bool = False) -> bytes:
-    """The raw body, refused (or with `truncate`, cut) once it passes `cap` bytes."""
+async def _read_capped(response: Any, cap: int, base_url: str, truncate: bool = False,
+                       too_large: str = "") -> bytes:
+    """The raw body, refused with `too_large` (or with `truncate`, cut) once it passes `cap` bytes."""
     encoding = response.headers.get("content-encoding", "").strip().lower()
     if encoding not in ("", "identity"):
         raise EvalcoreError(f"Phoenix at {base_url} sent a reply with Content-Encoding {encoding[:40]!r}, though "
                             "evalcore asks for none (identity): refused unread")
     declared = response.headers.get("content-length", "").strip()
-    too_large = f"Phoenix at {base_url} sent a reply larger than {cap / 2 ** 20:g} MB: refused"
     if not truncate and declared.isdigit() and int(declared) > cap:
         raise EvalcoreError(f"{too_large} unread (it announced {int(declared):,} bytes)")
     body = bytearray()
@@ -139,17 +176,17 @@ async def _read_capped(response: Any, cap: int, base_url: str, truncate: bool = 
     return bytes(body)
 
 
-def run_session(base_url: str, source: str, deadlines: Deadlines, work: Callable[[Session], Awaitable[T]]) -> T:
+def run_session(base_url: str, source: str, limits: Limits, work: Callable[[Session], Awaitable[T]]) -> T:
     """Run `work` with a Session on a fresh client; the client is closed whatever happens."""
     import httpx
 
     headers = _headers()
 
     async def main() -> T:
-        ends_at = asyncio.get_running_loop().time() + deadlines.total_s
+        ends_at = asyncio.get_running_loop().time() + limits.total_s
         # httpx's own timeout is a backstop per phase; the deadlines above bound the whole
         async with httpx.AsyncClient(base_url=base_url, headers=headers, follow_redirects=False,
-                                     timeout=httpx.Timeout(deadlines.request_s)) as client:
-            return await work(Session(base_url, source, deadlines, client, ends_at))
+                                     timeout=httpx.Timeout(limits.request_s)) as client:
+            return await work(Session(base_url, source, limits, client, ends_at))
 
     return asyncio.run(main())
