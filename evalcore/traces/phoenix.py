@@ -136,13 +136,13 @@ async def _read_spans(session: Session, target: PhoenixTarget) -> list[Span]:
         except Refused as exc:
             raise _refused(target, exc, doing) from None
         items, cursor = page_items(reply, session.source, page)
-        got = page_spans(items, session.source, page, target.project)
-        spans += got
         most = session.limits.max_spans
-        if len(spans) > most:
+        if len(spans) + len(items) > most:  # counted before the page's spans are built
             raise EvalcoreError(f"{target.label} has more than {most:,} spans (--phoenix-max-spans; every span is "
                                 f"held in memory until the traces are assembled): stopped at page {page}, "
                                 "nothing stored")
+        got = page_spans(items, session.source, page, target.project)
+        spans += got
         if cursor is None or not items:
             return spans
         paging.check(page, got, cursor)

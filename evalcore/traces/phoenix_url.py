@@ -8,8 +8,8 @@ query `?x=1`, a fragment, a second path segment `/p/` or `//p`):
 
 - credentials in the URL (a key belongs in PHOENIX_API_KEY, never in a manifest or a log);
 - a host that is neither an IP address nor a host name, a port that is not 1..65535;
-- a project that is not one plain name: empty, holding `/`, a control character or a byte
-  that is not UTF-8, or longer than MAX_PROJECT_CHARS. Percent-escapes are read as in any URL
+- a project that is not one plain name: empty, `.` or `..`, holding `/`, a control character
+  or a byte that is not UTF-8, or longer than MAX_PROJECT_CHARS. Percent-escapes are read as in any URL
   path (`my%20project` is the project "my project"), then the name is checked.
 """
 
@@ -74,6 +74,8 @@ def _project(text: str, path: str) -> str:
         raise _refuse(text, "a control character or a byte that is not UTF-8 in the project name")
     if not project.strip():
         raise _refuse(text, "a project name of only spaces")
+    if project in (".", ".."):  # the request path would resolve it: v1/projects/../spans
+        raise _refuse(text, f"{project!r} is a path step, not a project name")
     return project
 
 

@@ -98,6 +98,14 @@ def test_fresh_pages_stop_at_the_span_bound(server, tmp_path):
     assert len(server.gets) == 3
 
 
+def test_a_reply_of_too_many_json_values_is_refused_unparsed(server, tmp_path):
+    """6 MB of empty lists would take ~400 MB as Python objects: counted from above, never parsed."""
+    _serve(server, lambda n: Fault("ok", 200, b'{"data": [' + b"[]," * 2_000_000 + b"[]]}"))
+    exc = _refused(tmp_path / "runs", _import(tmp_path / "runs", _url(server)),
+                   "phoenix proj, record page 1", "past the bound of 4,000,000: refused unparsed")
+    assert isinstance(exc, InputError)
+
+
 def test_a_project_within_the_bounds_imports(server, tmp_path):
     pages = {1: {"data": [_root(1)], "next_cursor": "c" * 2048}, 2: {"data": [_root(2)], "next_cursor": None}}
     _serve(server, lambda n: ok_json(pages[n]))
@@ -194,6 +202,7 @@ BAD_URLS = {
     "port-big": ("phoenix://127.0.0.1:70000/proj", "Port out of range"),
     "no-project": ("phoenix://127.0.0.1:1/", "no project name"),
     "blank-project": ("phoenix://127.0.0.1:1/%20", "only spaces"),
+    "dot-dot": ("phoenix://127.0.0.1:1/%2E%2E", "a path step"),
 }
 
 
