@@ -73,9 +73,9 @@ def import_cmd(
     answerable. ragas names (user_input, response, retrieved_contexts, reference) and deepeval
     names (input, actual_output, expected_output, retrieval_context) work unchanged.
     A record needs a question (id or text) and an answer or an error (with --retrieval-only,
-    retrieved contexts suffice);
-    unknown fields are refused unless --allow-extra. The mapping used (field <- column) is
-    printed. Prints the new run id. A bad record stops the import and leaves the store untouched.
+    retrieved contexts suffice); unknown fields are refused unless --allow-extra. The mapping used
+    (field <- column) is printed. Prints the new run id. A bad record stops the import and leaves
+    the store untouched.
 
     OpenInference traces (one trace = one answer) come from a span export file (Phoenix's span
     dataframe as Parquet/JSONL, or OTLP JSON lines) or a Phoenix server: docs/phoenix.md.
@@ -86,16 +86,13 @@ def import_cmd(
     limits = phoenix_limits(phoenix_timeout, phoenix_request_timeout, bool(file) and is_phoenix_url(file),
                             max_mb=phoenix_max_mb, max_spans=phoenix_max_spans)
     if file is not None and (is_phoenix_url(file) or _is_span_file(file)):
-        if allow_extra or retrieval_only or example:
-            raise EvalcoreError("--allow-extra, --retrieval-only and --example apply to recorded-answers files, "
-                                f"not to OpenInference traces ({file})")
-        _import_traces(file, name, dataset, method, method_from, id_from, limits)
+        _import_traces(file, name, dataset, method, method_from, id_from, limits,
+                       answers_flags=allow_extra or retrieval_only or example)
         return
     if method_from or id_from:
         raise EvalcoreError("--method-from and --id-from apply to OpenInference traces; "
                             f"{file} is not a span export (docs/phoenix.md)")
     method = method or "recorded"
-
     kind = "import"
     if example:
         if file is not None:
@@ -125,8 +122,12 @@ def _is_span_file(file: str) -> bool:
 
 def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], method: Optional[str],
                    method_from: Optional[str], id_from: Optional[str],
-                   limits: Optional[Limits] = None) -> None:
-    """`evalcore import` of OpenInference traces, from a span export file or a Phoenix server."""
+                   limits: Optional[Limits] = None, answers_flags: bool = False) -> None:
+    """`evalcore import` of OpenInference traces, from a span export file or a Phoenix server;
+    `answers_flags` says a flag of recorded-answers files was given, which traces refuse."""
+    if answers_flags:
+        raise EvalcoreError("--allow-extra, --retrieval-only and --example apply to recorded-answers files, "
+                            f"not to OpenInference traces ({file})")
     from evalcore.fingerprint import file_fingerprint
     from evalcore.traces.phoenix import is_phoenix_url, parse_url, server_spans
     from evalcore.traces.spans import read_span_file
