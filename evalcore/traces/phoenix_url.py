@@ -49,8 +49,8 @@ def is_phoenix_url(text: str) -> bool:
 
 
 def _shown(text: str) -> str:
-    """The URL for a message: printable, at most 120 characters."""
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    """The URL for a message, at most 120 characters; repr() escapes what cannot be printed
+    (control characters, terminal escapes, the surrogate a byte that is not UTF-8 became)."""
     return repr(text if len(text) <= 120 else text[:117] + "...")
 
 
