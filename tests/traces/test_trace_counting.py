@@ -211,17 +211,32 @@ def _b64(hex_id):
 @pytest.mark.parametrize("spell", [str.upper, _b64], ids=["uppercase", "base64"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_an_id_spelt_another_way_is_the_same_span(tmp_path, shape, spell):
-    """The reported case: the LLM span again with its id in capitals counted twice (200/20
-    tokens, cost 1.0, no warning); and the child under a parent id spelt another way reached it."""
+    """The LLM span again with its ids spelt another way counted twice (200/20 tokens, cost 1.0,
+    no warning); a child naming its parent spelt another way was unreachable."""
+    from evalcore.traces.spans import read_span_file
+    from evalcore.traces.trace_import import answers_from_traces
+    from evalcore.traces.trace_tree import assemble_traces
+
     spans = good_trace()
     again = json.loads(json.dumps(spans[2]))
     again["span"], again["trace"] = spell(again["span"]), spell(again["trace"])
-    spans[1]["parent"] = spell(spans[1]["parent"])  # the retriever names its parent in capitals
-    root, res = _import(tmp_path, spans + [again], shape)
+    spans[1]["parent"] = spell(spans[1]["parent"])  # the retriever names its parent spelt so
+    path = str(render(spans + [again], shape, tmp_path / "spans"))
+    traces = assemble_traces(read_span_file(path), path)
+    assert (traces.repeated_spans, traces.unreachable_spans) == (1, 0)
+    [answer] = answers_from_traces(traces, path, "m")
+    assert (answer.trace_id, answer.root.span_id) == (T1, ROOT)
+    assert (answer.token_usage["input_tokens"], answer.token_usage["output_tokens"]) == (100, 10)
+    assert answer.token_usage["cost_usd"] == pytest.approx(0.5) and [d["chunk_id"] for d in answer.retrieved] == ["d1"]
+
+
+def test_the_reported_uppercase_copy_counts_once_through_the_cli(tmp_path):
+    spans = good_trace()
+    again = dict(spans[2], span=spans[2]["span"].upper())
+    root, res = _import(tmp_path, spans + [again], "rest")
     records, manifest = _answers(root, res)
     _counted_once(records[0])
-    assert manifest.source["spans_left_out"] == {"repeated": 1}
-    assert records[0]["raw"]["openinference"]["span_id"] == ROOT and records[0]["raw"]["openinference"]["trace_id"] == T1
+    assert "1 span(s) delivered more than once" in res.output and manifest.source["spans_left_out"] == {"repeated": 1}
 
 
 @pytest.mark.parametrize("bad", ["1" * 15, "g" * 16, "1" * 16 + "1", "span-one", "0x" + "1" * 14])
