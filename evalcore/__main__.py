@@ -1,3 +1,3 @@
-from evalcore.cli.main import main
+from evalcore.cli.main import run
 
-main()
+run()

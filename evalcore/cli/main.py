@@ -198,5 +198,22 @@ def main() -> None:
         _fail(_unexpected(exc), 1)
 
 
+def run() -> None:
+    """The console script and `python -m evalcore`: `main()`, then the end of the process. A
+    command that used an s3:// store leaves without the interpreter's teardown, which native
+    reader threads could otherwise abort (evalcore.store.end_process says why); `main()` alone
+    stays an ordinary function that raises SystemExit (tests call it in-process)."""
+    try:
+        main()
+        code: object = 0
+    except SystemExit as done:
+        code = done.code
+    if "evalcore.store" not in sys.modules:  # no store opened (--help): nothing to wait for
+        sys.exit(code)
+    from evalcore.store import end_process
+
+    end_process(code)
+
+
 if __name__ == "__main__":
-    main()
+    run()

@@ -35,26 +35,29 @@ from evalcore.config import EvalConfig
 from evalcore.errors import EvalcoreError
 from evalcore.runner.engine import AskStats, Job, ResponseSink, ask_jobs, target_clients
 from evalcore.runner.progress import RunProgress
+from evalcore.scale.ray_pool import PLACEMENT_S, free_cpus, size_pool
 from evalcore.scale.ray_session import ray_session
 from evalcore.schemas import EvalResponse
 from evalcore.store import RunStore
 
 # Asking is I/O-bound: an actor reserves a quarter of a CPU, and the actors together at most
-# half the cluster's CPUs (a scoring pass in the same cluster must still get its pool).
+# half the CPUs Ray reports free (a scoring pass in the same cluster must still get its pool).
 ASKER_CPUS = 0.25
-POOL_SHARE = 0.5
 POLL_S = 0.5         # how often the driver collects the actors' counts
 CANCEL_GRACE_S = 10.0  # how long a cancelled actor gets to flush its buffer before it is killed
 
 
-def asker_plan(cpus: float, concurrency: int, n_jobs: int, workers: int | None = None) -> tuple[list[int], float]:
-    """(lanes per actor, CPUs reserved per actor). One actor per CPU (or `workers`), never more
-    actors than requests allowed in flight or jobs to ask; the lanes add up to `concurrency`."""
-    size = max(1, int(workers) if workers else int(cpus))
-    size = max(1, min(size, concurrency, n_jobs))
+def asker_plan(nodes: float | list[float], concurrency: int, n_jobs: int,
+               workers: int | None = None) -> tuple[list[int], float]:
+    """(lanes per actor, CPUs reserved per actor) on `nodes` (the CPUs free on each node, or
+    their total as one number). One actor per free CPU (or `workers`), never more actors than
+    requests allowed in flight, jobs to ask, or Ray can place; the lanes add up to `concurrency`."""
+    free = nodes if isinstance(nodes, (int, float)) else sum(nodes)
+    wanted = max(1, min(int(workers) if workers else int(free), concurrency, n_jobs))
+    size, cpus = size_pool(nodes, wanted, ASKER_CPUS, keep_task_cpu=False, what="asking actors",
+                           asked=bool(workers))
     base, extra = divmod(concurrency, size)
-    lanes = [base + (1 if i < extra else 0) for i in range(size)]
-    return lanes, min(ASKER_CPUS, max(0.01, cpus * POOL_SHARE / size))
+    return [base + (1 if i < extra else 0) for i in range(size)], cpus
 
 
 def shard_jobs(jobs: list[Job], n: int) -> list[list[Job]]:
@@ -112,6 +115,28 @@ def _start(ray: Any, store: RunStore, run_id: str, config: EvalConfig, lanes: li
     return [actor.remote(str(store.root), run_id, config_ref, n) for n in lanes]
 
 
+def _started(ray: Any, actors: list[Any], cpus: float) -> list[Any]:
+    """The actors placed and started within PLACEMENT_S; the others are killed, never waited
+    for (their shares of the jobs go to the started ones; each keeps its own lanes, so fewer
+    requests are in flight, never more). None started: one line."""
+    probes = {actor.progress.remote(): actor for actor in actors}
+    ready, _ = ray.wait(list(probes), num_returns=len(probes), timeout=PLACEMENT_S)
+    started = []
+    for probe in ready:
+        try:
+            ray.get(probe)
+            started.append(probes[probe])
+        except Exception:  # noqa: BLE001 - an actor whose start failed: left out like an unplaced one
+            continue
+    for actor in actors:
+        if actor not in started:
+            ray.kill(actor)
+    if not started:
+        raise EvalcoreError(f"the Ray cluster did not start any of {len(actors)} asking actors of {cpus:g} CPU "
+                            f"within {PLACEMENT_S:.0f} s (it reports {sum(free_cpus(ray)):g} CPUs free now)")
+    return started
+
+
 def _poll(ray: Any, actors: list[Any]) -> list[dict[str, Any]]:
     """Each live actor's counts so far (a dead actor counts nothing here; its task reports it)."""
     out = []
@@ -146,9 +171,8 @@ def ask_on_ray(config: EvalConfig, store: RunStore, run_id: str, jobs: list[Job]
         return stats
     started = time.perf_counter()
     with ray_session(address) as ray:
-        lanes, cpus = asker_plan(float(ray.cluster_resources().get("CPU", 1)), config.concurrency,
-                                 len(jobs), workers)
-        actors = _start(ray, store, run_id, config, lanes, cpus)
+        lanes, cpus = asker_plan(free_cpus(ray), config.concurrency, len(jobs), workers)
+        actors = _started(ray, _start(ray, store, run_id, config, lanes, cpus), cpus)
         refs = [a.ask.remote(ray.put(shard)) for a, shard in zip(actors, shard_jobs(jobs, len(actors)))]
         try:
             results = _drive(ray, actors, refs, len(jobs), config.progress, on_written)

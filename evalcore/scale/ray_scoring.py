@@ -39,6 +39,7 @@ from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import Item, MetricSpec, ScoringContext
 from evalcore.queries import run_questions
 from evalcore.store import query_df
+from evalcore.scale.ray_pool import free_cpus, placement_deadline, size_pool
 from evalcore.scale.ray_session import ray_session
 from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.schemas.ids import STORED
@@ -199,23 +200,27 @@ def _read_blocks(ray: Any, answers: PublishedTable, rows: int, batch: int, actor
 # Ray Data (2.60) leaves half of the cluster to reservations of its own: an actor pool asking
 # for more than the other half never gets its blocks scheduled and the pass waits forever (seen
 # here with two actors at 0.75 CPU on 2 CPUs). So the pool's CPU reservations add up to at most
-# half the cluster's CPUs: one actor per CPU, each reserving half a CPU (it still uses a whole
-# core when busy; the reservation is only Ray's bookkeeping).
+# half the CPUs Ray reports free: one actor per CPU, each reserving half a CPU (it still uses a
+# whole core when busy; the reservation is only Ray's bookkeeping), and fewer on small nodes,
+# where Ray Data's own whole-CPU tasks must still find a node (scale/ray_pool.py).
 ACTOR_CPUS = 0.5
 READ_CPUS = 0.25
-POOL_SHARE = 0.5
 
 
-def pool_plan(cpus: float, gpus: int = 0, embeds: bool = False, workers: int | None = None) -> tuple[int, float]:
-    """(scoring actors, CPUs reserved per actor): `workers` actors when given; one per GPU when
-    embedding metrics run on a GPU cluster; else one per CPU (at least one)."""
+def pool_plan(nodes: float | list[float], gpus: int = 0, embeds: bool = False,
+              workers: int | None = None) -> tuple[int, float]:
+    """(scoring actors, CPUs reserved per actor) on `nodes` (the CPUs free on each node, or
+    their total as one number): `workers` actors when given; one per GPU when embedding
+    metrics run on a GPU cluster; else one per free CPU; fewer when Ray could not place them
+    all and still run its own tasks (ray_pool.size_pool)."""
+    free = nodes if isinstance(nodes, (int, float)) else sum(nodes)
     if workers:
-        size = max(1, int(workers))
+        wanted = int(workers)
     elif embeds and gpus:
-        size = gpus
+        wanted = gpus
     else:
-        size = max(1, int(cpus))
-    return size, min(ACTOR_CPUS, max(0.01, cpus * POOL_SHARE / size))
+        wanted = int(free)
+    return size_pool(nodes, wanted, ACTOR_CPUS, keep_task_cpu=True, what="scoring actors", asked=bool(workers))
 
 
 def _actor_resources(ray: Any, size: int, cpus: float, gpu: bool, judged: bool) -> dict[str, Any]:
@@ -292,8 +297,7 @@ def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: PublishedTab
                    questions: dict[str, EvalQuestion], scan: "AnswerScan", specs: list[MetricSpec],
                    options: dict[str, Any], report: ScoreReport, workers: int | None,
                    judge_per_minute: float | None, tally: "CallTally") -> None:
-    resources = ray.cluster_resources()
-    gpus = int(resources.get("GPU", 0))
+    gpus = int(ray.available_resources().get("GPU", 0))
     embeds = any("embeddings" in s.needs for s in specs)
     judged = any("judge" in s.needs for s in specs)
     gate = None
@@ -305,13 +309,14 @@ def _phase1_on_ray(ray: Any, store: RunStore, run_id: str, answers: PublishedTab
     kwargs = {"store_root": str(store.root), "run_id": run_id, "metric_names": [s.name for s in specs],
               "options": options, "questions": question_json,
               "idf_questions": list(scan.question_ids) if embeds else [], "gate": gate, "have": sorted(scan.have)}
-    size, actor_cpus = pool_plan(float(resources.get("CPU", 1)), gpus, embeds, workers)
+    size, actor_cpus = pool_plan(free_cpus(ray), gpus, embeds, workers)
     batch = block_rows(scan.n_items, size, JUDGE_BATCH if judged else EMBEDDING_BATCH if embeds else DETERMINISTIC_BATCH,
                        judged)
-    ds = _read_blocks(ray, answers, scan.n_items, batch, size)
-    ds = ds.map_batches(_Scorer, fn_constructor_kwargs=kwargs, batch_size=batch, batch_format="numpy",
-                        **_actor_resources(ray, size, actor_cpus, gpu=embeds and gpus > 0, judged=judged))
-    summaries = [json.loads(str(row["summary"])) for row in ds.iter_rows() if row["summary"]]
+    with placement_deadline(ray, size, actor_cpus):  # a dataset keeps the settings it was built with
+        ds = _read_blocks(ray, answers, scan.n_items, batch, size)
+        ds = ds.map_batches(_Scorer, fn_constructor_kwargs=kwargs, batch_size=batch, batch_format="numpy",
+                            **_actor_resources(ray, size, actor_cpus, gpu=embeds and gpus > 0, judged=judged))
+        summaries = [json.loads(str(row["summary"])) for row in ds.iter_rows() if row["summary"]]
     _merge_summaries(report, summaries, tally)
 
 

@@ -21,10 +21,11 @@ from evalcore.store.layout import (
     default_root,
     new_run_id,
 )
+from evalcore.store.process_exit import end_process
 from evalcore.store.runstore import RunStore
 from evalcore.store.views import open_db, query_df, query_frame, wide_columns
 from evalcore.store.writer import RunWriter
 
 __all__ = ["Compaction", "DEFAULT_ROOT", "FORMAT_VERSION", "RUN_ID_RE", "RunDamaged", "RunStore", "RunWriter",
-           "SHARED_DIR", "STAGING_DIR", "STORE_MARKER", "TRASH_DIR", "check_run_id", "default_root", "new_run_id", "open_db",
+           "SHARED_DIR", "STAGING_DIR", "STORE_MARKER", "TRASH_DIR", "check_run_id", "default_root", "end_process", "new_run_id", "open_db",
            "query_df", "query_frame", "wide_columns"]

@@ -393,3 +393,8 @@ def _get(fs: Any, bucket: str, key: str) -> tuple[bytes, str]:
         return data, reply["ETag"]
 
     return sync(fs.loop, _run)
+
+
+def used() -> bool:
+    """Whether this process has opened object storage (store/process_exit.py asks)."""
+    return bool(_FS)

@@ -29,9 +29,10 @@ from evalcore.store import RunStore, query_df
 N_QUESTIONS = 150
 METHODS = ("a", "b")
 LOOPBACK = "127.0.0.1"
-# Two scoring actors on the three one-CPU nodes. The default, one actor per CPU (three), never
-# starts its blocks on this cluster in Ray Data 2.60 (docs/scale.md, "Across nodes").
-WORKERS = 2
+# The default pool: on these three one-CPU nodes it is two scoring actors (one per CPU would
+# leave no node a whole CPU for Ray Data's own tasks, and the pass waited for ever: issue 34).
+WORKERS = None
+DEADLINE_S = 300  # a pass that hangs fails the test instead of the whole run; never a timing assertion
 
 
 def _ray():
@@ -193,6 +194,32 @@ def test_a_worker_node_killed_while_asking(nodes, tmp_path, audit):
         server.shutdown()
         server.server_close()
         nodes.replace_killed()
+
+
+def test_the_default_pool_scores_on_three_one_cpu_nodes(nodes, tmp_path):
+    """No --workers: the pool is sized from the CPUs each node has free, so Ray Data's own
+    whole-CPU tasks still find a node, and the pass completes (it used to wait for ever)."""
+    from evalcore.scale import ray_scoring
+
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps({"question_id": f"q{i}", "method": "m", "question": f"q {i}?",
+                                        "answer": f"a {i}", "ground_truth": f"a {i}"}) + "\n" for i in range(6)))
+    res = CliRunner().invoke(app, ["--store", str(tmp_path / "runs"), "import", str(path)])
+    run_id = res.stdout.strip().splitlines()[-1]
+    store, outcome = RunStore(tmp_path / "runs"), {}
+
+    def score() -> None:
+        try:
+            outcome["report"] = ray_scoring.score_run_ray(store, run_id, metrics=["token_f1"])
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=score, daemon=True)
+    worker.start()
+    worker.join(DEADLINE_S)
+    assert not worker.is_alive(), "the scoring pass never finished on three one-CPU nodes"
+    assert "error" not in outcome, outcome.get("error")
+    assert outcome["report"].n_values == 6 and store.pending_rows(run_id, "metrics") == 0
 
 
 def _free_port() -> int:
