@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import json
 import math
-from statistics import NormalDist
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from evalcore.stats.normal import two_sided_z, upper_z_of_log_tail
 from evalcore.stats.resample import DEFAULT_PERM, EXACT_MAX_N
 
 EPS = 1e-12
@@ -53,9 +53,8 @@ def minimum_detectable_effect(sd_diff: float, n_pairs: int, n_tests: int, alpha:
     """|Δ| a paired test finds with `power` at Holm's strictest level α/m (normal approximation)."""
     if n_pairs < 2 or not sd_diff == sd_diff:
         return math.nan
-    z = NormalDist().inv_cdf
-    level = alpha / max(1, n_tests)
-    return (z(1 - level / 2) + z(power)) * sd_diff / math.sqrt(n_pairs)
+    # the level's quantile from its logarithm: 1 - alpha/2m rounds to 1.0 for a tiny alpha
+    return (two_sided_z(alpha, n_tests) + upper_z_of_log_tail(math.log1p(-power))) * sd_diff / math.sqrt(n_pairs)
 
 
 def scored_on_all(store: Any, keys: Sequence[str]) -> list[str]:
