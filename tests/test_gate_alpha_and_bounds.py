@@ -138,8 +138,13 @@ def test_the_range_comes_from_the_metric_spec():
 
 
 def test_every_points_metric_declares_its_range():
+    """evalcore's own point metrics declare their scale; a plug-in's that does not is unbounded."""
+    from evalcore.metrics.base import MetricSpec
     from evalcore.metrics.registry import METRICS
 
+    assert MetricSpec("toy", "toy", compute=list, scale="points").value_range == (-math.inf, math.inf)
+    with pytest.raises(ValueError):
+        MetricSpec("toy", "toy", compute=list, point_range=(0, 5))
     for name, spec in METRICS.items():
         low, high = spec.value_range
         if spec.scale == "open":

@@ -17,7 +17,7 @@ in the metric's better direction (lower latency is an improvement).
 from __future__ import annotations
 
 import math
-
+import numbers
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,7 +41,7 @@ from evalcore.stats.resample import (
     paired_mean_cis,
     randomization_test,
 )
-from evalcore.analysis.regression_gate import known_metric, missing_metrics_message, regressions  # noqa: F401
+from evalcore.analysis.regression_gate import check_alpha, known_metric, missing_metrics_message, regressions  # noqa: F401
 from evalcore.analysis.side_by_side import SideBySide, side_by_side
 from evalcore.analysis.verdict import minimum_detectable_effect, span
 from evalcore.schemas.ids import id_sql, match_name
@@ -211,7 +211,11 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
 
     A metric of `metrics` not stored on both sides is an error, unless it is `gated` and a
     known metric: then it is compared on 0 pairs, and the gate says it compared nothing
-    (evalcore.analysis.regression_gate). An unknown name is an error either way."""
+    (evalcore.analysis.regression_gate). An unknown name is an error either way; so is an
+    alpha outside (0, 1) or a negative seed, whoever calls (the CLI, `report`, the pytest gate)."""
+    alpha = check_alpha(alpha, "alpha")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise EvalcoreError(f"seed: {seed!r} must be a whole number, 0 or more")
     sels = list(refs) if refs and isinstance(refs[0], Selection) else parse_selections(store, refs)  # type: ignore[arg-type]
     base, cands = sels[0], sels[1:]
     # which metrics each side has rows for, from the summaries; the pairs from metric_wide

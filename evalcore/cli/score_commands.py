@@ -201,11 +201,15 @@ def compare_cmd(
     fail_on_regression: Optional[list[str]] = typer.Option(
         None, "--fail-on-regression", help="METRIC[:MIN_DELTA]; exit 1 if it regresses significantly (Holm), "
                                            "or if it could not be compared (see --min-paired)."),
-    min_paired: float = typer.Option(
-        DEFAULT_MIN_PAIRED, "--min-paired", help="With --fail-on-regression: the share of the questions with a "
-                                                 "value on either side that must have one on both; fewer fails."),
-    seed: int = typer.Option(0, "--seed", help="Seed for bootstrap and randomization."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level after Holm correction."),
+    # the two numbers as text: read by the gate's own rule (plain decimal notation only; a
+    # float option would take "0_9" and full-width digits), evalcore.analysis.regression_gate
+    min_paired: str = typer.Option(
+        str(DEFAULT_MIN_PAIRED), "--min-paired", metavar="SHARE",
+        help="With --fail-on-regression: the share of the questions with a value on either side that must have "
+             "one on both; fewer fails."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed for bootstrap and randomization."),
+    alpha: str = typer.Option("0.05", "--alpha", metavar="LEVEL", help="Significance level after Holm correction, "
+                                                                        "in (0, 1)."),
     corrected: bool = typer.Option(False, "--corrected",
                                    help="Also judge Δ vs human-corrected Δ from randomly sampled labels."),
 ) -> None:
@@ -216,16 +220,16 @@ def compare_cmd(
     from evalcore.analysis.verdict import default_tested_metrics
 
     gates = [parse_gate(g) for g in fail_on_regression or []]  # refused before anything is read
-    alpha, min_paired = check_alpha(alpha), check_min_paired(min_paired)
+    level, share = check_alpha(alpha), check_min_paired(min_paired)
     store = state.store()
     sels = parse_selections(store, selections)
     wanted = _split(metrics) or default_tested_metrics(store, [x.label for x in sels])
     wanted = list(dict.fromkeys(wanted + [g.metric for g in gates]))
-    result = compare(store, sels, metrics=wanted, seed=seed, alpha=alpha, gated=[g.metric for g in gates])
+    result = compare(store, sels, metrics=wanted, seed=seed, alpha=level, gated=[g.metric for g in gates])
     one_run = len({x.run_id for x in sels}) == 1
     short = short_names(sels)
     verdicts = comparison_verdicts(store, result, short)  # `evalcore report` says the same
-    gate = gate_result(result, gates, min_paired)  # regressions, and gated metrics compared on too little
+    gate = gate_result(result, gates, share)  # regressions, and gated metrics compared on too little
     failures = gate.regressions
     front = pareto(result) if show_pareto else None
     if as_json:
