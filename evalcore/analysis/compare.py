@@ -197,10 +197,11 @@ def tested_rows(pairs: dict[str, tuple[np.ndarray, np.ndarray]], base: str, cand
         for r, (lo, hi) in zip(out, cis.result()):
             if r["n_pairs"]:  # compare_pair's own empty row keeps its NaNs
                 r["ci_low"], r["ci_high"] = lo, hi
+    family = sum(1 for r in out if r["p_value"] == r["p_value"])  # Holm's m: a metric on 0 pairs is not tested
     for r, p in zip(out, holm([r["p_value"] for r in out])):
         r["p_holm"] = p
         r["significant"] = bool(p == p and p < alpha)
-        r["mde"] = minimum_detectable_effect(r["sd_diff"], r["n_pairs"], len(out), alpha)
+        r["mde"] = minimum_detectable_effect(r["sd_diff"], r["n_pairs"], family, alpha)
     return out
 
 
@@ -424,6 +425,9 @@ def pair_table(store: RunStore, base: str, cand: str, tested: tuple[str, ...],
     computes them (same statistics, same defaults, same Holm family)."""
     both = side_by_side(store, base, cand)  # one read serves the table and the tested pairs
     table = _deltas(both)
+    # `tested` marks the rows the verdict speaks about: a tested metric on 0 pairs has no
+    # statistics, and its verdict is "not compared" (evalcore.analysis.verdict)
+    table = table.assign(tested=table.metric.isin(set(tested)))
     chosen = [m for m in tested if m in set(table.metric) and
               table.loc[table.metric == m, "n_pairs"].iloc[0] > 0]
     if not chosen:

@@ -216,7 +216,7 @@ def compare_cmd(
     """Compare methods/runs paired on question_id: Δ, CI, p (Holm-adjusted), win/loss counts."""
     from evalcore.analysis.compare import compare, parse_selections, pareto
     from evalcore.analysis.regression_gate import check_alpha, check_min_paired, gate_result, parse_gate
-    from evalcore.analysis.report_data import comparison_verdicts, short_names
+    from evalcore.analysis.report_data import comparison_record, short_names
     from evalcore.analysis.verdict import default_tested_metrics
 
     gates = [parse_gate(g) for g in fail_on_regression or []]  # refused before anything is read
@@ -228,13 +228,15 @@ def compare_cmd(
     result = compare(store, sels, metrics=wanted, seed=seed, alpha=level, gated=[g.metric for g in gates])
     one_run = len({x.run_id for x in sels}) == 1
     short = short_names(sels)
-    verdicts = comparison_verdicts(store, result, short)  # `evalcore report` says the same
+    record = comparison_record(store, result, short)  # `evalcore report` embeds the same
+    verdicts = record["verdicts"]
+    # each row's verdict outcome (evalcore.analysis.verdict; "not compared" on 0 pairs)
+    outcome = {(row["candidate"], row["metric"]): row["outcome"] for row in record["metrics"]}
     gate = gate_result(result, gates, share)  # regressions, and gated metrics compared on too little
     failures = gate.regressions
     front = pareto(result) if show_pareto else None
     if as_json:
-        out = result.to_dict()
-        out["verdicts"] = verdicts
+        out = record
         if front is not None:
             out["pareto"] = {"points": json.loads(front[0].to_json(orient="records", double_precision=15)), "dropped_axes": front[1]}
         out["regressions"] = failures
@@ -257,7 +259,6 @@ def compare_cmd(
             for warning in v["warnings"]:
                 echo_line(f"WARNING not comparable as scored: {warning}")
             echo_line(v["summary"])
-        outcome = {(label, line["metric"]): line["outcome"] for label, v in verdicts.items() for line in v["lines"]}
         rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
                  f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),
                  f"{r.improved}/{r.regressed}/{r.unchanged}/{r.missing}", str(r.n_pairs),

@@ -130,7 +130,7 @@ def _question_diff(base: str, cand: str, metric: str) -> None:
 
 # The metric cards' delta colours (our constants): green better, red worse, grey not significant
 # (the forest plot's shades live with the figure, evalcore.analysis.figures).
-_CARD_COLOURS = {"better": "green", "worse": "red", "not significant": "grey"}
+_CARD_COLOURS = {"better": "green", "worse": "red", "not significant": "grey", "not compared": "grey"}
 N_CARDS = 4
 
 
@@ -160,7 +160,7 @@ def _sentences(lines: pd.DataFrame, judged: dict[str, str]) -> None:
     """Every verdict sentence in full, wrapped (a table cell would cut it at 1400 px), in a box
     coloured by its outcome; the text is escaped for Markdown (method names are data)."""
     box = {"better": st.success, "worse": st.error, "not significant": st.warning,
-           "too few questions": st.warning, "no significant difference": st.info}
+           "too few questions": st.warning, "no significant difference": st.info, "not compared": st.warning}
     for line in lines.itertuples(index=False):
         judge = judged.get(line.metric)
         text = line.verdict + (f" · judged by {judge}" if isinstance(judge, str) and judge else "")
