@@ -62,6 +62,7 @@ def check_gate(store: RunStore, run_id: str, thresholds: dict[str, Any], baselin
     alpha, min_paired = check_alpha(alpha, "regression_alpha"), check_min_paired(min_paired, "min_paired")
     outcome = GateOutcome(run_id=run_id, store_root=str(store.root), means=method_means(store, run_id))
     methods = store.manifest(run_id).methods
+    collided = _id_collisions(store, run_id, outcome)
     for metric, (low, high) in bounds.items():
         for method in methods:
             value = outcome.means.get(method, {}).get(metric)
@@ -72,8 +73,22 @@ def check_gate(store: RunStore, run_id: str, thresholds: dict[str, Any], baselin
             elif high is not None and value > high:
                 outcome.failures.append(f"{method}: {metric} = {value:.4f} is above the maximum {high}")
     if baseline:
+        methods = [m for m in methods if m not in collided]  # already failed, naming the ids
         _regressions(store, outcome, methods, store.resolve(baseline), list(thresholds) or None, alpha, min_paired)
     return outcome
+
+
+def _id_collisions(store: RunStore, run_id: str, outcome: GateOutcome) -> set[str]:
+    """A method whose answers hold two ids that are one under the id rule (a run stored before
+    it) fails the gate, naming them: its means count a question twice, and which copy a
+    comparison should pair is unknown (evalcore.analysis.id_collisions). Returns those methods."""
+    from evalcore.analysis.id_collisions import colliding_ids, refusal
+
+    found = colliding_ids(store, run_id, questions=False)
+    methods = sorted({c.method for c in found if c.method is not None})
+    for method in methods:
+        outcome.failures.append(f"{method}: " + refusal([c for c in found if c.method == method]))
+    return set(methods)
 
 
 def _regressions(store: RunStore, outcome: GateOutcome, methods: list[str], baseline: str,
