@@ -241,6 +241,15 @@ class EvalConfig(BaseModel):
         data["targets"] = {k: t.public_dict() for k, t in self.targets.items()}
         return data
 
+    def with_settings(self, **updates: Any) -> "EvalConfig":
+        """A copy with `updates` applied, each validated by its field's own rules. Why not
+        model_copy(update=...): it validates nothing, so `run --resume RUN --concurrency 0`
+        went on with no worker at all, and --timeout nan with a timeout that never fires."""
+        out = self.model_copy(deep=True)  # the model's checks may rewrite nested parts in place
+        for name, value in updates.items():
+            self.__pydantic_validator__.validate_assignment(out, name, value)
+        return out
+
     @classmethod
     def from_snapshot(cls, data: dict[str, Any]) -> "EvalConfig":
         """Rebuild from a manifest's `config`. Other parts of evalcore add their own keys there
@@ -270,4 +279,7 @@ def load_config(path: str | Path, **overrides: Any) -> EvalConfig:
     try:
         return EvalConfig.model_validate(data)
     except ValidationError as exc:
+        given = {k for k, v in overrides.items() if v is not None}
+        if given and all(e.get("loc") and e["loc"][0] in given for e in exc.errors()):
+            raise  # the caller's values (CLI flags) were refused, not the file's: the CLI names the flag
         raise from_validation(str(path), None, exc) from exc
