@@ -51,6 +51,16 @@ def test_a_run_flag_out_of_range_names_the_flag(tmp_path, questions, flag, value
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # nothing asked, nothing stored
 
 
+@pytest.mark.parametrize("args,flag", [(["--methods", "a,a"], "--methods"), (["--datasets", " , "], "--datasets")])
+def test_a_rule_over_several_flags_names_them(tmp_path, questions, args, flag):
+    """A rule of the whole model (unique method names; some questions) names the flags it read."""
+    base = ["--dataset", str(questions)] if flag != "--datasets" else []
+    res = runner.invoke(app, ["--store", str(tmp_path / "runs"), "run", "--target", "http://127.0.0.1:9", *base, *args])
+    assert isinstance(res.exception, EvalcoreError), (res.exception, res.output)
+    text = str(res.exception)
+    assert len(text.splitlines()) == 1 and text.startswith("--target / ") and flag in text.split(":")[0], text
+
+
 @pytest.mark.parametrize("flag,value", [("--timeout", "0"), ("--max-response-mb", "nan"), ("--top-k", "0")])
 def test_with_a_config_file_the_flag_is_named_not_the_file(tmp_path, questions, flag, value):
     config = tmp_path / "eval.yaml"

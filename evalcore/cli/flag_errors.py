@@ -55,14 +55,19 @@ def _flag(param: Any) -> str:
     return next((o for o in opts if o.startswith("--")), opts[0])
 
 
-def _flag_for(error: dict[str, Any], params: Iterable[Any], values: dict[str, Any]) -> Any | None:
+def _flags_for(error: dict[str, Any], params: Iterable[Any], values: dict[str, Any]) -> list[Any]:
+    """The given flags behind one problem: the one named on its path, else the one holding the
+    refused value; for a rule over the whole model (an empty path: "method names must be
+    unique", "give a dataset or datasets"), every given flag among the values it was handed."""
     given = [p for p in params if p.name and _given(p, values)]
     path = {str(part) for part in error.get("loc", ())}
+    if not path and isinstance(error.get("input"), dict):
+        return [p for p in given if p.name in error["input"]]
     by_name = [p for p in given if p.name in path]
     if by_name:
-        return by_name[0]
+        return by_name[:1]
     by_value = [p for p in given if "input" in error and _same(values[p.name], error["input"])]
-    return by_value[0] if len(by_value) == 1 else None
+    return by_value if len(by_value) == 1 else []
 
 
 def _words(message: str) -> str:
@@ -78,16 +83,20 @@ def flag_error(exc: ValidationError, params: Iterable[Any], values: dict[str, An
     params = list(params)
     problems = exc.errors()
     for error in problems:
-        param = _flag_for(error, params, values)
-        if param is None:
+        found = _flags_for(error, params, values)
+        if not found:
             continue
-        value = values[param.name]
-        shown = repr(value) if isinstance(value, str) else str(value)
-        if isinstance(value, float) and math.isnan(value):
-            shown += " (not a number)"
+        if len(found) == 1:
+            value = values[found[0].name]
+            shown = repr(value) if isinstance(value, str) else str(value)
+            if isinstance(value, float) and math.isnan(value):
+                shown += " (not a number)"
+            where = f"{_flag(found[0])} {shown}"
+        else:
+            where = " / ".join(_flag(p) for p in found)
         more = len(problems) - 1
         extra = f" (and {more} more problem{'s' if more != 1 else ''})" if more else ""
-        return EvalcoreError(f"{_flag(param)} {shown}: {_words(str(error.get('msg', '')))}{extra}")
+        return EvalcoreError(f"{where}: {_words(str(error.get('msg', '')))}{extra}")
     return None
 
 
