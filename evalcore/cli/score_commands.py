@@ -229,9 +229,6 @@ def compare_cmd(
     one_run = len({x.run_id for x in sels}) == 1
     short = short_names(sels)
     record = comparison_record(store, result, short)  # `evalcore report` embeds the same
-    verdicts = record["verdicts"]
-    # each row's verdict outcome (evalcore.analysis.verdict; "not compared" on 0 pairs)
-    outcome = {(row["candidate"], row["metric"]): row["outcome"] for row in record["metrics"]}
     gate = gate_result(result, gates, share)  # regressions, and gated metrics compared on too little
     failures = gate.regressions
     front = pareto(result) if show_pareto else None
@@ -254,30 +251,9 @@ def compare_cmd(
 
         typer.echo(comparison_markdown(result, {x.label: x.method for x in sels} if one_run else None), nl=False)
     else:
-        t = result.table
-        for v in verdicts.values():  # the verdict first: what a reader came for
-            for warning in v["warnings"]:
-                echo_line(f"WARNING not comparable as scored: {warning}")
-            echo_line(v["summary"])
-        rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
-                 f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),
-                 f"{r.improved}/{r.regressed}/{r.unchanged}/{r.missing}", str(r.n_pairs),
-                 outcome.get((r.candidate, r.metric), "")] for r in t.itertuples()]
-        _print_table(f"baseline {result.baseline.label}" + (" (candidates: methods of the same run)" if one_run else ""),
-                     ["candidate", "metric", "baseline", "candidate", "Δ", "95% CI", "p (Holm)",
-                      "better/worse/same/missing", "n", "verdict"], rows)
-        for label, ids in result.unpaired.items():
-            if ids["only_in_baseline"] or ids["only_in_candidate"]:
-                echo_line(f"{label}: unpaired questions: {len(ids['only_in_baseline'])} only in baseline, "
-                           f"{len(ids['only_in_candidate'])} only in candidate", err=True)
+        _print_comparison(result, record, short, one_run)
         if front is not None:
-            df, dropped = front
-            _print_table("Pareto front (quality ↑, cost ↓, latency ↓)",
-                         ["selection", "quality", "cost", "latency p50", "on front", "dominated by"],
-                         [[short.get(p.label, p.label), _fmt(p.quality), _fmt(p.cost, 6), _fmt(p.latency, 1), str(p.on_front),
-                           p.dominated_by] for p in df.itertuples()])
-            if dropped:
-                echo_line(f"Pareto axes dropped (missing values): {', '.join(dropped)}", err=True)
+            _print_pareto(front, short)
         if corrected:
             from evalcore.cli.label_commands import print_corrected_compare
 
@@ -288,6 +264,37 @@ def compare_cmd(
         for f in failures:
             echo_line(f"REGRESSION {f}", err=True)
         raise typer.Exit(code=1)
+
+
+def _print_comparison(result, record: dict, short: dict[str, str], one_run: bool) -> None:
+    """The terminal's comparison: warnings and headline per candidate, then one table row per
+    (candidate, metric) with its verdict outcome ("not compared" on 0 pairs), then the unpaired."""
+    for v in record["verdicts"].values():  # the verdict first: what a reader came for
+        for warning in v["warnings"]:
+            echo_line(f"WARNING not comparable as scored: {warning}")
+        echo_line(v["summary"])
+    outcome = {(row["candidate"], row["metric"]): row["outcome"] for row in record["metrics"]}
+    rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
+             f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),
+             f"{r.improved}/{r.regressed}/{r.unchanged}/{r.missing}", str(r.n_pairs),
+             outcome.get((r.candidate, r.metric)) or ""] for r in result.table.itertuples()]
+    _print_table(f"baseline {result.baseline.label}" + (" (candidates: methods of the same run)" if one_run else ""),
+                 ["candidate", "metric", "baseline", "candidate", "Δ", "95% CI", "p (Holm)",
+                  "better/worse/same/missing", "n", "verdict"], rows)
+    for label, ids in result.unpaired.items():
+        if ids["only_in_baseline"] or ids["only_in_candidate"]:
+            echo_line(f"{label}: unpaired questions: {len(ids['only_in_baseline'])} only in baseline, "
+                      f"{len(ids['only_in_candidate'])} only in candidate", err=True)
+
+
+def _print_pareto(front, short: dict[str, str]) -> None:
+    df, dropped = front
+    _print_table("Pareto front (quality ↑, cost ↓, latency ↓)",
+                 ["selection", "quality", "cost", "latency p50", "on front", "dominated by"],
+                 [[short.get(p.label, p.label), _fmt(p.quality), _fmt(p.cost, 6), _fmt(p.latency, 1), str(p.on_front),
+                   p.dominated_by] for p in df.itertuples()])
+    if dropped:
+        echo_line(f"Pareto axes dropped (missing values): {', '.join(dropped)}", err=True)
 
 
 def register(app: typer.Typer) -> None:
