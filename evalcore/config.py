@@ -148,14 +148,14 @@ class EvalConfig(BaseModel):
         checked by the gate's own rule (regression_gate.threshold_bounds: plain decimal,
         finite, inside the metric's range), so a config is refused when it is read, not when
         the gate runs after a whole evaluation."""
-        if isinstance(value, dict):
+        if isinstance(value, dict) and value:
             for metric, spec in value.items():
                 bounds = spec.values() if isinstance(spec, dict) else [spec]
                 if isinstance(spec, dict) and not spec:
                     raise ValueError(f"threshold {metric!r}: give a minimum, or {{min: X}} and/or {{max: Y}}")
                 if any(isinstance(b, bool) for b in bounds):
                     raise ValueError(f"threshold {metric!r}: a bound must be a number, not true/false")
-            from evalcore.analysis.regression_gate import threshold_bounds
+            from evalcore.analysis.regression_gate import threshold_bounds  # the registry: only with thresholds
 
             for metric, spec in value.items():
                 try:
