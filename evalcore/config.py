@@ -15,14 +15,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evalcore.errors import EvalcoreError, InputError, from_validation
 from evalcore.schemas.ids import Id
 from evalcore.targets.spec import TargetSpec
 
 
-FiniteNumber = Annotated[float, Field(allow_inf_nan=False, strict=False)]
+def _plain_number(value: Any) -> Any:
+    """Text is a number only in plain decimal notation (evalcore.schemas.numbers): pydantic's
+    own parsing reads "1_0" as 10, which as a gate bound switched the gate off."""
+    from evalcore.schemas.numbers import plain_decimal
+
+    if isinstance(value, bool):
+        raise ValueError("a bound must be a number, not true/false")
+    return plain_decimal(value) if isinstance(value, str) else value
+
+
+FiniteNumber = Annotated[float, BeforeValidator(_plain_number), Field(allow_inf_nan=False, strict=False)]
 
 
 class MethodConfig(BaseModel):
@@ -82,10 +101,10 @@ class EvalConfig(BaseModel):
     # false with everything and would switch the check off)
     thresholds: dict[str, FiniteNumber | dict[Literal["min", "max"], FiniteNumber]] = Field(default_factory=dict)
     baseline: str | None = None
-    regression_alpha: float = Field(default=0.05, gt=0, lt=1)
+    regression_alpha: FiniteNumber = Field(default=0.05, gt=0, lt=1)
     # with a baseline: the share of the questions with a value on either side that must have one on
     # both, or the gate fails as "compared too little" (evalcore.analysis.regression_gate)
-    min_paired: float = Field(default=0.9, gt=0, le=1)
+    min_paired: FiniteNumber = Field(default=0.9, gt=0, le=1)
     progress: bool = True
 
     @field_validator("methods", mode="before")
@@ -125,14 +144,24 @@ class EvalConfig(BaseModel):
     @field_validator("thresholds", mode="before")
     @classmethod
     def _threshold_values(cls, value: Any) -> Any:
-        """A bound is a number: true/false and an empty {} would gate on nothing."""
-        if isinstance(value, dict):
+        """A bound is a number: true/false and an empty {} would gate on nothing. Each is then
+        checked by the gate's own rule (regression_gate.threshold_bounds: plain decimal,
+        finite, inside the metric's range), so a config is refused when it is read, not when
+        the gate runs after a whole evaluation."""
+        if isinstance(value, dict) and value:
             for metric, spec in value.items():
                 bounds = spec.values() if isinstance(spec, dict) else [spec]
                 if isinstance(spec, dict) and not spec:
                     raise ValueError(f"threshold {metric!r}: give a minimum, or {{min: X}} and/or {{max: Y}}")
                 if any(isinstance(b, bool) for b in bounds):
                     raise ValueError(f"threshold {metric!r}: a bound must be a number, not true/false")
+            from evalcore.analysis.regression_gate import threshold_bounds  # the registry: only with thresholds
+
+            for metric, spec in value.items():
+                try:
+                    threshold_bounds(str(metric), spec)
+                except EvalcoreError as exc:
+                    raise ValueError(str(exc)) from None
         return value
 
     @field_validator("score_options")
@@ -212,6 +241,15 @@ class EvalConfig(BaseModel):
         data["targets"] = {k: t.public_dict() for k, t in self.targets.items()}
         return data
 
+    def with_settings(self, **updates: Any) -> "EvalConfig":
+        """A copy with `updates` applied, each validated by its field's own rules. Why not
+        model_copy(update=...): it validates nothing, so `run --resume RUN --concurrency 0`
+        went on with no worker at all, and --timeout nan with a timeout that never fires."""
+        out = self.model_copy(deep=True)  # the model's checks may rewrite nested parts in place
+        for name, value in updates.items():
+            self.__pydantic_validator__.validate_assignment(out, name, value)
+        return out
+
     @classmethod
     def from_snapshot(cls, data: dict[str, Any]) -> "EvalConfig":
         """Rebuild from a manifest's `config`. Other parts of evalcore add their own keys there
@@ -241,4 +279,7 @@ def load_config(path: str | Path, **overrides: Any) -> EvalConfig:
     try:
         return EvalConfig.model_validate(data)
     except ValidationError as exc:
+        given = {k for k, v in overrides.items() if v is not None}
+        if given and all(e.get("loc") and e["loc"][0] in given for e in exc.errors()):
+            raise  # the caller's values (CLI flags) were refused, not the file's: the CLI names the flag
         raise from_validation(str(path), None, exc) from exc

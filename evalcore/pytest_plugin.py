@@ -58,7 +58,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+# the eval config's fields the plugin's options set, for naming the option a value came from
+_OPTION_OF = {"samples": "--eval-samples", "store": "--eval-store", "dataset": "--eval-dataset",
+              "target": "--eval-target", "url": "--eval-target"}
+
+
 def _build_config(pconfig: pytest.Config):
+    """The eval config from the options; a value the config refuses is a usage error naming the
+    option (the config file's own values are refused naming the file, by load_config)."""
+    from pydantic import ValidationError
+
+    try:
+        return _config_from_options(pconfig)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        option = next((_OPTION_OF[str(p)] for p in first.get("loc", ()) if str(p) in _OPTION_OF), "the eval config")
+        raise pytest.UsageError(f"{option}: {first.get('input')!r}: {first.get('msg')}") from None
+
+
+def _config_from_options(pconfig: pytest.Config):
     from evalcore.config import EvalConfig, load_config
 
     overrides = {"samples": pconfig.getoption("--eval-samples"), "progress": False}

@@ -89,7 +89,7 @@ def test_markdown_cells_are_inert():
     import pandas as pd
 
     from evalcore.analysis.compare import Comparison, Selection
-    from evalcore.analysis.report import comparison_markdown, verdict
+    from evalcore.analysis.report import comparison_markdown
 
     hostile = Selection("run|x", "<script>alert(1)</script>")
     table = pd.DataFrame([{"candidate": hostile.label, "metric": "latency_ms", "higher_is_better": False,
@@ -99,5 +99,5 @@ def test_markdown_cells_are_inert():
     text = comparison_markdown(Comparison(Selection("base", "m"), [hostile], table, {}))
     assert "<script>" not in text and "&lt;script&gt;" in text and "run\\|x" in text
     assert "▲ better" in text  # lower latency is better
-    row = next(table.itertuples())
-    assert verdict(row._replace(significant=False)) == "no significant change"
+    quiet = table.assign(p_holm=0.5, significant=False, sd_diff=1.0, span=10.0)  # the words follow the verdict
+    assert "▲ better" not in comparison_markdown(Comparison(Selection("base", "m"), [hostile], quiet, {}))

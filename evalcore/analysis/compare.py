@@ -17,7 +17,7 @@ in the metric's better direction (lower latency is an improvement).
 from __future__ import annotations
 
 import math
-
+import numbers
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -41,7 +41,7 @@ from evalcore.stats.resample import (
     paired_mean_cis,
     randomization_test,
 )
-from evalcore.analysis.regression_gate import known_metric, missing_metrics_message, regressions  # noqa: F401
+from evalcore.analysis.regression_gate import check_alpha, known_metric, missing_metrics_message, regressions  # noqa: F401
 from evalcore.analysis.side_by_side import SideBySide, side_by_side
 from evalcore.analysis.verdict import minimum_detectable_effect, span
 from evalcore.schemas.ids import id_sql, match_name
@@ -197,10 +197,11 @@ def tested_rows(pairs: dict[str, tuple[np.ndarray, np.ndarray]], base: str, cand
         for r, (lo, hi) in zip(out, cis.result()):
             if r["n_pairs"]:  # compare_pair's own empty row keeps its NaNs
                 r["ci_low"], r["ci_high"] = lo, hi
+    family = sum(1 for r in out if r["p_value"] == r["p_value"])  # Holm's m: a metric on 0 pairs is not tested
     for r, p in zip(out, holm([r["p_value"] for r in out])):
         r["p_holm"] = p
         r["significant"] = bool(p == p and p < alpha)
-        r["mde"] = minimum_detectable_effect(r["sd_diff"], r["n_pairs"], len(out), alpha)
+        r["mde"] = minimum_detectable_effect(r["sd_diff"], r["n_pairs"], family, alpha)
     return out
 
 
@@ -211,7 +212,11 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
 
     A metric of `metrics` not stored on both sides is an error, unless it is `gated` and a
     known metric: then it is compared on 0 pairs, and the gate says it compared nothing
-    (evalcore.analysis.regression_gate). An unknown name is an error either way."""
+    (evalcore.analysis.regression_gate). An unknown name is an error either way; so is an
+    alpha outside (0, 1) or a negative seed, whoever calls (the CLI, `report`, the pytest gate)."""
+    alpha = check_alpha(alpha, "alpha")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise EvalcoreError(f"seed: {seed!r} must be a whole number, 0 or more")
     sels = list(refs) if refs and isinstance(refs[0], Selection) else parse_selections(store, refs)  # type: ignore[arg-type]
     base, cands = sels[0], sels[1:]
     # which metrics each side has rows for, from the summaries; the pairs from metric_wide
@@ -420,6 +425,9 @@ def pair_table(store: RunStore, base: str, cand: str, tested: tuple[str, ...],
     computes them (same statistics, same defaults, same Holm family)."""
     both = side_by_side(store, base, cand)  # one read serves the table and the tested pairs
     table = _deltas(both)
+    # `tested` marks the rows the verdict speaks about: a tested metric on 0 pairs has no
+    # statistics, and its verdict is "not compared" (evalcore.analysis.verdict)
+    table = table.assign(tested=table.metric.isin(set(tested)))
     chosen = [m for m in tested if m in set(table.metric) and
               table.loc[table.metric == m, "n_pairs"].iloc[0] > 0]
     if not chosen:

@@ -89,12 +89,28 @@ def pareto_figure(pts: pd.DataFrame, x: str, x_title: str, metric: str, labels: 
 
 
 # The forest plot's shades (our constants): green better, red worse, grey not significant (the
-# verdict sentence says which of the verdict's amber/grey outcomes).
-SHADE_COLOURS = {"better": "#2e7d32", "worse": "#c62828", "not significant": "#9e9e9e"}
-SHADE_NAMES = {"better": "candidate better", "worse": "candidate worse", "not significant": "not significant"}
+# verdict sentence says which of the verdict's amber/grey outcomes), amber words for a metric
+# not compared (0 pairs: no Δ, no CI, nothing to draw but the fact).
+SHADE_COLOURS = {"better": "#2e7d32", "worse": "#c62828", "not significant": "#9e9e9e", "not compared": "#e65100"}
+SHADE_NAMES = {"better": "candidate better", "worse": "candidate worse", "not significant": "not significant",
+               "not compared": "not compared (0 pairs)"}
+_NOT_COMPARED_HOVER = "<b>%{customdata[0]}</b>: not compared — no question has a value on both sides<extra></extra>"
 _FOREST_HOVER = ("<b>%{customdata[0]}</b>: %{customdata[1]} (%{customdata[2]} is better)<br>Δ = %{customdata[3]:+.3g} "
                  "(candidate − baseline)<br>95% CI [%{customdata[4]:+.3g}, %{customdata[5]:+.3g}]<br>"
                  "Holm p = %{customdata[6]:.2g} · n = %{customdata[7]}<extra></extra>")
+
+
+def _not_compared_rows(fig: go.Figure, rows: pd.DataFrame, panel: int, shown: set[str]) -> None:
+    """Metrics compared on 0 pairs: their row holds the words "not compared" at Δ = 0, no bar
+    and no dot (there is no Δ or CI to show, and a point would read as a finding)."""
+    if rows.empty:
+        return
+    fig.add_trace(go.Scatter(
+        x=[0.0] * len(rows), y=list(rows["label"]), mode="text", text=["not compared"] * len(rows),
+        textposition="middle right", textfont={"color": SHADE_COLOURS["not compared"]},
+        name=SHADE_NAMES["not compared"], legendgroup="not compared", showlegend="not compared" not in shown,
+        customdata=[[plotly_text(m)] for m in rows["metric"]], hovertemplate=_NOT_COMPARED_HOVER), row=panel, col=1)
+    shown.add("not compared")
 
 
 def forest_figure(rows: pd.DataFrame) -> go.Figure:
@@ -128,6 +144,7 @@ def forest_figure(rows: pd.DataFrame) -> go.Figure:
                 x=list(g["delta"]), mode="markers", showlegend=False, name="Δ",
                 marker={"color": SHADE_COLOURS[shade], "size": 11, "symbol": "diamond",
                         "line": {"color": "#212121", "width": 1}}, **shared), row=i, col=1)
+        _not_compared_rows(fig, part[part["shade"] == "not compared"], i, shown)
         lo = min(0.0, float(part[["ci_low", "delta"]].min().min()))
         hi = max(0.0, float(part[["ci_high", "delta"]].max().max()))
         pad = 0.08 * (hi - lo or 1.0)

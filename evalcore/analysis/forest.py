@@ -15,23 +15,30 @@ import math
 
 import pandas as pd
 
-# The three shades of the plot; the verdict's five outcomes fold into them (amber and grey
-# outcomes are all "not significant" in the picture; the hover and the sentence say which).
-SHADES = ("better", "worse", "not significant")
+from evalcore.analysis.verdict import NOT_COMPARED
+
+# The shades of the plot; the verdict's outcomes fold into them (amber and grey outcomes are
+# all "not significant" in the picture; the hover and the sentence say which). A metric on 0
+# pairs keeps its own: it has no Δ and no CI to draw, and must not look like a finding.
+SHADES = ("better", "worse", "not significant", NOT_COMPARED)
 SCORE_PANEL = "scores (0–1)"
 COLUMNS = ["metric", "delta", "ci_low", "ci_high", "p_holm", "n", "outcome", "shade", "higher_is_better",
            "panel", "label"]
 
 
 def shade(outcome: str) -> str:
-    """better / worse (significant after Holm) stay; every other outcome is "not significant"."""
-    return outcome if outcome in ("better", "worse") else "not significant"
+    """better / worse (significant after Holm) and not compared stay; every other outcome is
+    "not significant"."""
+    return outcome if outcome in ("better", "worse", NOT_COMPARED) else "not significant"
 
 
 def row_label(metric: str, p_holm: float, n: int, higher_is_better: bool) -> str:
     """The plot's row label: the metric, its direction when lower is better, Holm p and n —
-    readable without hovering (`faithfulness · Holm p = 0.003 · n = 40`)."""
+    readable without hovering (`faithfulness · Holm p = 0.003 · n = 40`); a metric on 0 pairs
+    says it was not compared."""
     way = " (lower is better)" if not higher_is_better else ""
+    if n == 0:
+        return f"{metric}{way} · {NOT_COMPARED} · n = 0"
     p = f"{p_holm:.2g}" if p_holm == p_holm else "–"
     return f"{metric}{way} · Holm p = {p} · n = {n}"
 

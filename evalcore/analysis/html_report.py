@@ -43,6 +43,7 @@ h1{margin:.2rem 0}h2{margin-top:2rem;border-bottom:1px solid #ddd;padding-bottom
 ul.verdicts{list-style:none;padding:0}ul.verdicts li{padding:.35rem .6rem;margin:.25rem 0;border-left:4px solid #9e9e9e;background:#f5f5f5}
 li.better{border-color:#2e7d32!important;background:#e8f5e9!important}li.worse{border-color:#c62828!important;background:#ffebee!important}
 li.not-significant,li.too-few-questions{border-color:#f9a825!important;background:#fffde7!important}
+li.not-compared{border-color:#e65100!important;background:#fff3e0!important}
 table{border-collapse:collapse;margin:.5rem 0;font-size:.88rem;background:#fff}
 th,td{border:1px solid #ddd;padding:.25rem .45rem;text-align:left;vertical-align:top}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}

@@ -37,11 +37,11 @@ BOOT_MAX_N = 500
 
 def normal_ci(mean: float, sd: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """mean ± z·sd/√n (sd with n − 1): the large-n branch of `mean_ci`."""
-    from statistics import NormalDist
+    from evalcore.stats.normal import interval_z
 
     if n < 2 or sd != sd:
         return (mean, mean) if n == 1 else (math.nan, math.nan)
-    half = NormalDist().inv_cdf(0.5 + confidence / 2) * sd / math.sqrt(n)
+    half = interval_z(confidence) * sd / math.sqrt(n)
     return mean - half, mean + half
 
 

@@ -4,7 +4,8 @@ Why: the regression gate (`evalcore compare --fail-on-regression`) runs in CI, a
 reading its outcome are in the pull request. GitHub renders Markdown tables there and in
 $GITHUB_STEP_SUMMARY, so the same numbers as the terminal table, plus a verdict per metric
 that only says "better"/"worse" when the Holm-adjusted test says so (the outcomes of
-evalcore.analysis.verdict: not significant, too few questions, no significant difference otherwise). Every name comes from
+evalcore.analysis.verdict: not significant, too few questions, no significant difference
+otherwise, and "not compared" for a metric no question has a value for on both sides). Every name comes from
 users (run names, methods, metrics), so cells go through evalcore.inert_text.markdown_cell (control
 characters shown as escapes, Markdown syntax and HTML inert).
 """
@@ -19,14 +20,6 @@ from evalcore.inert_text import markdown_cell
 
 def _num(value: float, digits: int = 3) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
-
-
-def verdict(row) -> str:
-    """better / worse only when significant after Holm, in the metric's own direction."""
-    if not row.significant or row.delta != row.delta or row.delta == 0:
-        return "no significant change"
-    gained = row.delta > 0 if row.higher_is_better else row.delta < 0
-    return "better" if gained else "worse"
 
 
 def comparison_markdown(result: Comparison, labels: dict[str, str] | None = None) -> str:
@@ -45,7 +38,7 @@ def comparison_markdown(result: Comparison, labels: dict[str, str] | None = None
         said = verdict_lines(rows, "baseline", "candidate", result.alpha)
         outcome.update({(cand, m): o for m, o in zip(said.metric, said.outcome)})
     for r in result.table.itertuples():
-        found = outcome.get((r.candidate, r.metric), "no significant difference")
+        found = outcome.get((r.candidate, r.metric), "–")  # every row has one: compare's rows are the tested ones
         mark = {"better": "▲ better", "worse": "▼ worse"}.get(found, found)
         lines.append(
             f"| {name(r.candidate)} | {markdown_cell(r.metric)} | {_num(r.mean_a)} | {_num(r.mean_b)} | "

@@ -67,6 +67,18 @@ def comparison_verdicts(store: RunStore, result: C.Comparison, short: dict[str, 
     return out
 
 
+def comparison_record(store: RunStore, result: C.Comparison, short: dict[str, str]) -> dict[str, Any]:
+    """The comparison as `evalcore compare --json` prints it and the report embeds it:
+    Comparison.to_dict(), the verdicts, and each metric row's verdict outcome (so a reader of
+    the rows alone sees "not compared" on a metric with 0 pairs, not a bare significant: false)."""
+    out = result.to_dict()
+    out["verdicts"] = comparison_verdicts(store, result, short)
+    said = {(cand, line["metric"]): line["outcome"] for cand, v in out["verdicts"].items() for line in v["lines"]}
+    for row in out["metrics"]:
+        row["outcome"] = said.get((row["candidate"], row["metric"]))
+    return out
+
+
 def _judges_by_metric(store: RunStore, keys: Sequence[str], metrics: Sequence[str] | None = None) -> dict[str, str]:
     """metric -> the judges of its values on any of the systems, in words ('' when computed)."""
     rows = metric_judges(store, keys, metrics)
@@ -128,8 +140,7 @@ def report_data(store: RunStore, refs: Sequence[str], metrics: Sequence[str] | N
     wanted = list(dict.fromkeys(metrics)) if metrics else default_tested_metrics(store, keys)
     result = C.compare(store, sels, metrics=wanted, seed=seed, alpha=alpha)
     short = short_names(sels)
-    comparison = result.to_dict()
-    comparison["verdicts"] = comparison_verdicts(store, result, short)
+    comparison = comparison_record(store, result, short)
     scored = metric_names(store, sorted({s.run_id for s in sels}))  # the Charts page's metric list
     forests = {}
     for cand in result.candidates:

@@ -9,8 +9,10 @@ Compare page, ~0.3 s more for the tested metrics' pairs, paid on every cold page
 per-metric counts and means are numpy over the columns.
 
 Questions pair on their ids under the id rule (evalcore.schemas.ids: NFC, no outer spaces), in
-SQL, so runs stored before the rule with the same ids in another Unicode form still pair. (Two
-stored ids of one system that are one id under the rule: the later in question_id order counts.)
+SQL, so runs stored before the rule with the same ids in another Unicode form still pair. Two
+stored ids of one system that are one id under the rule ("q0" and "q0 " in a run stored before
+it) are refused, naming them (evalcore.analysis.id_collisions): which copy is meant cannot be
+known, and keeping either one lied about the comparison.
 
 Missing is missing: metric_wide is NULL both where a metric has no row and where its value is
 NaN (the reason stays in `metrics`). Every comparison treats the two alike — a question enters
@@ -26,6 +28,7 @@ from typing import Sequence
 
 import numpy as np
 
+from evalcore.errors import EvalcoreError
 from evalcore.schemas.ids import id_sql
 from evalcore.store import open_db, wide_columns
 from evalcore.store.wide import VALUE_PREFIX, value_expr
@@ -68,6 +71,14 @@ def _floats(column: np.ndarray) -> np.ndarray:
     if isinstance(column, np.ma.MaskedArray):
         return np.ma.filled(column.astype(float), np.nan)
     return np.asarray(column, dtype=float)
+
+
+def _repeats(ids: np.ndarray) -> bool:
+    """Whether a side's canonical ids hold one id twice: free when they are in order (the usual
+    case, metric_wide is written ordered by question_id), a set otherwise."""
+    if len(ids) < 2 or bool(np.all(ids[1:] > ids[:-1])):
+        return False
+    return len(set(ids.tolist())) != len(ids)
 
 
 def _union(ids_a: np.ndarray, ids_b: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -117,7 +128,14 @@ def side_by_side(store, base: str, cand: str, metrics: Sequence[str] | None = No
     # reads at once take the time of one on two cores (a FULL JOIN in one query took ~1.5x).
     with ThreadPoolExecutor(max_workers=2) as pool:
         got_a, got_b = pool.map(read, [(ra, ma), (rb, mb)])
-    ids, slots_a, slots_b = _union(np.asarray(got_a["question_id"], dtype=object),
-                                   np.asarray(got_b["question_id"], dtype=object))
+    ids_a, ids_b = (np.asarray(got["question_id"], dtype=object) for got in (got_a, got_b))
+    for (run, method), ids in (((ra, ma), ids_a), ((rb, mb), ids_b)):
+        if _repeats(ids):
+            from evalcore.analysis.id_collisions import refuse_collisions
+
+            refuse_collisions(store, run, method)  # names them from the answers
+            raise EvalcoreError(f"{run}:{method}: two stored metric rows' question ids are one id under the id "
+                                "rule (NFC, no outer whitespace); the run is not compared")
+    ids, slots_a, slots_b = _union(ids_a, ids_b)
     return SideBySide(names, ids, {m: _placed(got_a[f"v{i}"], slots_a, len(ids)) for i, m in enumerate(names)},
                       {m: _placed(got_b[f"v{i}"], slots_b, len(ids)) for i, m in enumerate(names)})

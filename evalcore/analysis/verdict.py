@@ -3,6 +3,9 @@ the minimum detectable effect, and the warnings that two systems are not compara
 
 Why a module of its own: the Compare page and `evalcore compare` print the same sentences, and
 a sentence is a number a person reads. A verdict must say what the statistics say, no more:
+- no question with a value on both sides (0 pairs) -> "not compared": nothing was looked at,
+  so nothing was found either way (Markdown used to say "no significant difference" here, the
+  words of a comparison that looked and found nothing; every renderer reads this outcome);
 - significant after Holm -> "better" / "worse";
 - not significant, but the unadjusted CI excludes 0 -> "not significant after testing m
   metrics" (the CI alone would call it a difference; the correction for testing m metrics
@@ -23,19 +26,20 @@ from __future__ import annotations
 
 import json
 import math
-from statistics import NormalDist
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
+from evalcore.stats.normal import two_sided_z, upper_z_of_log_tail
 from evalcore.stats.resample import DEFAULT_PERM, EXACT_MAX_N
 
 EPS = 1e-12
 POWER = 0.8
 # The dashboard's default set of tested metrics, and `evalcore compare`'s without --metrics.
 N_DEFAULT_TESTED = 4
-OUTCOMES = ("better", "worse", "not significant", "too few questions", "no significant difference")
+NOT_COMPARED = "not compared"
+OUTCOMES = ("better", "worse", "not significant", "too few questions", "no significant difference", NOT_COMPARED)
 
 
 def min_p_value(n_pairs: int, n_perm: int = DEFAULT_PERM) -> float:
@@ -53,9 +57,8 @@ def minimum_detectable_effect(sd_diff: float, n_pairs: int, n_tests: int, alpha:
     """|Δ| a paired test finds with `power` at Holm's strictest level α/m (normal approximation)."""
     if n_pairs < 2 or not sd_diff == sd_diff:
         return math.nan
-    z = NormalDist().inv_cdf
-    level = alpha / max(1, n_tests)
-    return (z(1 - level / 2) + z(power)) * sd_diff / math.sqrt(n_pairs)
+    # the level's quantile from its logarithm: 1 - alpha/2m rounds to 1.0 for a tiny alpha
+    return (two_sided_z(alpha, n_tests) + upper_z_of_log_tail(math.log1p(-power))) * sd_diff / math.sqrt(n_pairs)
 
 
 def scored_on_all(store: Any, keys: Sequence[str]) -> list[str]:
@@ -100,17 +103,41 @@ def _outcome(r: Any, n_tests: int, alpha: float) -> tuple[str, float]:
     return ("not significant" if excludes_zero else "no significant difference"), mde
 
 
+def _tested(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows a verdict speaks about: those marked `tested` (the Compare page's table lists
+    every metric, tested or not), else every compared row with a Holm p and every row on 0 pairs
+    (`compare`'s table holds the tested metrics only; an untested row has no Holm p)."""
+    if "p_holm" not in table:
+        return table.iloc[0:0]
+    if "tested" in table:
+        return table[table["tested"].astype(bool)]
+    return table[table["p_holm"].notna() | (table["n_pairs"] == 0)]
+
+
+def _not_compared_text(r: Any, way: str) -> str:
+    a, b = getattr(r, "n_baseline", None), getattr(r, "n_candidate", None)
+    counts = (f" (values: baseline {int(a)}, candidate {int(b)})"
+              if a is not None and b is not None and a == a and b == b else "")
+    return (f"{r.metric}: not compared ({way}) · no question has a value on both sides{counts} · n = 0, "
+            "so nothing can be said about this metric")
+
+
 def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: float = 0.05) -> pd.DataFrame:
-    """One sentence per tested metric (rows with a Holm p) of a pair table: the outcome (see the
-    module docstring) and the words, Δ with its CI, Holm p and n, in the metric's direction."""
-    tested = table[table["p_holm"].notna()] if "p_holm" in table else table.iloc[0:0]
-    m = len(tested)
+    """One sentence per tested metric of a pair table: the outcome (see the module docstring)
+    and the words, Δ with its CI, Holm p and n, in the metric's direction. A metric on 0 pairs
+    is "not compared" and is not counted among the m metrics Holm tested."""
+    tested = _tested(table)
+    m = int((tested["n_pairs"] > 0).sum())
     rows = []
     for r in tested.itertuples():
+        way = "higher is better" if r.higher_is_better else "lower is better"
+        if int(r.n_pairs) == 0:
+            rows.append({"metric": r.metric, "outcome": NOT_COMPARED, "verdict": _not_compared_text(r, way),
+                         "mde": math.nan})
+            continue
         outcome, mde = _outcome(r, m, alpha)
         gained = (r.delta > 0) if r.higher_is_better else (r.delta < 0)
         winner, loser = (cand_name, base_name) if gained else (base_name, cand_name)
-        way = "higher is better" if r.higher_is_better else "lower is better"
         ci = f"95% CI [{r.ci_low:+.3g}, {r.ci_high:+.3g}]" if r.ci_low == r.ci_low else "no CI (n < 2)"
         tail = f"Δ {r.delta:+.3g}, {ci} · Holm p = {r.p_holm:.2g} · n = {int(r.n_pairs)}"
         tests = f"{m} metric{'s' if m != 1 else ''}"
@@ -134,10 +161,15 @@ def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: fl
 
 def verdict_summary(lines: pd.DataFrame, table: pd.DataFrame, base_name: str, cand_name: str) -> str:
     """The one line a comparison opens with: "X is better than Y on 2 of 4 tested metrics and
-    worse on none, n = 40" (n = the most paired questions of any tested metric)."""
-    m = len(lines)
-    if m == 0:
+    worse on none, n = 40" (n = the most paired questions of any tested metric); metrics on
+    0 pairs are counted apart ("1 not compared"), and when every one is, it says so first."""
+    skipped = int((lines["outcome"] == NOT_COMPARED).sum()) if len(lines) else 0
+    m = len(lines) - skipped
+    if m == 0 and skipped == 0:
         return f"{cand_name} against {base_name}: no metric tested"
+    if m == 0:
+        return (f"{cand_name} against {base_name}: nothing compared — {skipped} tested metric"
+                f"{'s' if skipped != 1 else ''} not compared (no question has a value on both sides)")
     tested = table[table["metric"].isin(set(lines["metric"]))]
     n = int(tested["n_pairs"].max()) if len(tested) else 0
 
@@ -149,7 +181,8 @@ def verdict_summary(lines: pd.DataFrame, table: pd.DataFrame, base_name: str, ca
             f"{'s' if m != 1 else ''} and worse on {count('worse')}, n = {n}")
     extra = []
     for outcome, words in (("not significant", "not significant after testing"),
-                           ("too few questions", "too few questions to tell")):
+                           ("too few questions", "too few questions to tell"),
+                           (NOT_COMPARED, "not compared (no question with a value on both sides)")):
         k = int((lines["outcome"] == outcome).sum())
         if k:
             extra.append(f"{k} {words}" + (f" {m} metrics" if outcome == "not significant" else ""))

@@ -22,6 +22,7 @@ from typer.core import TyperGroup
 from evalcore import __version__
 from evalcore.cli.context import state
 from evalcore.cli.disk_errors import disk_full_message, is_disk_full, is_not_writable, not_writable_message
+from evalcore.cli.flag_errors import guard_flags
 from evalcore.errors import EvalcoreError
 from evalcore.inert_text import install_inert_streams
 
@@ -110,7 +111,9 @@ class LazyCommands(TyperGroup):
         if cmd_name not in self.commands and cmd_name in COMMANDS:
             for name, command in commands_of(COMMANDS[cmd_name]).items():
                 self.commands.setdefault(name, command)
-        return super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, cmd_name)
+        # a flag value a settings model refuses: one `error:` line naming the flag (cli/flag_errors.py)
+        return guard_flags(command) if command is not None else None
 
 
 def load_all() -> None:

@@ -25,11 +25,15 @@ def report_cmd(
     metrics: Optional[str] = typer.Option(
         None, "--metrics", "-m", help="Comma-separated metrics to test (default: the key metrics scored on both sides, "
                                 "as `evalcore compare`)."),
-    seed: int = typer.Option(0, "--seed", help="Seed for bootstrap and randomization."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level after Holm correction."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed for bootstrap and randomization."),
+    alpha: str = typer.Option("0.05", "--alpha", metavar="LEVEL",
+                              help="Significance level after Holm correction, in (0, 1) (read as `compare` reads it)."),
 ) -> None:
     """Write a comparison as one self-contained HTML file: verdict, forest plot, metric table with
     CIs and Holm p, distributions, Pareto fronts, failure modes, the questions that regressed most."""
+    from evalcore.analysis.regression_gate import check_alpha
+
+    level = check_alpha(alpha)  # a bad level is refused before anything is read
     try:
         import plotly  # noqa: F401
     except ImportError as exc:
@@ -42,7 +46,7 @@ def report_cmd(
         raise EvalcoreError(f"--output {output}: is a folder; name the HTML file to write")
     if not output.parent.is_dir():
         raise EvalcoreError(f"--output {output}: no folder {output.parent}")
-    data = report_data(state.store(), selections, metrics=wanted or None, seed=seed, alpha=alpha)
+    data = report_data(state.store(), selections, metrics=wanted or None, seed=seed, alpha=level)
     page = render(data)
     tmp = output.with_name(output.name + ".tmp")
     tmp.write_text(page, encoding="utf-8")

@@ -133,7 +133,8 @@ def _end_with_failures(store, run_id: str) -> None:
 
 
 def demo_cmd(
-    port: int = typer.Option(0, "--port", help="Port for the demo server on 127.0.0.1 (0 = any free port)."),
+    port: int = typer.Option(0, "--port", min=0, max=65535,
+                             help="Port for the demo server on 127.0.0.1 (0 = any free port)."),
     no_semantic: bool = typer.Option(False, "--no-semantic", help="Skip embedding metrics (faster)."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
 ) -> None:
@@ -152,8 +153,9 @@ def demo_cmd(
 
 
 def demo_server_cmd(
-    port: int = typer.Option(8001, "--port", help="Port on 127.0.0.1."),
-    latency_ms: float = typer.Option(0.0, "--latency-ms", help="Fixed extra latency per query (for load tests)."),
+    port: int = typer.Option(8001, "--port", min=0, max=65535, help="Port on 127.0.0.1 (0 = any free port)."),
+    latency_ms: float = typer.Option(0.0, "--latency-ms", min=0, max=600_000,
+                                     help="Fixed extra latency per query, 0-600000 ms (for load tests)."),
 ) -> None:
     """Serve the demo RAG server (127.0.0.1 only) in the foreground; Ctrl-C stops it."""
     from evalcore.demo.server import serve

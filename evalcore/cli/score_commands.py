@@ -201,36 +201,39 @@ def compare_cmd(
     fail_on_regression: Optional[list[str]] = typer.Option(
         None, "--fail-on-regression", help="METRIC[:MIN_DELTA]; exit 1 if it regresses significantly (Holm), "
                                            "or if it could not be compared (see --min-paired)."),
-    min_paired: float = typer.Option(
-        DEFAULT_MIN_PAIRED, "--min-paired", help="With --fail-on-regression: the share of the questions with a "
-                                                 "value on either side that must have one on both; fewer fails."),
-    seed: int = typer.Option(0, "--seed", help="Seed for bootstrap and randomization."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Significance level after Holm correction."),
+    # the two numbers as text: read by the gate's own rule (plain decimal notation only; a
+    # float option would take "0_9" and full-width digits), evalcore.analysis.regression_gate
+    min_paired: str = typer.Option(
+        str(DEFAULT_MIN_PAIRED), "--min-paired", metavar="SHARE",
+        help="With --fail-on-regression: the share of the questions with a value on either side that must have "
+             "one on both; fewer fails."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed for bootstrap and randomization."),
+    alpha: str = typer.Option("0.05", "--alpha", metavar="LEVEL", help="Significance level after Holm correction, "
+                                                                        "in (0, 1)."),
     corrected: bool = typer.Option(False, "--corrected",
                                    help="Also judge Δ vs human-corrected Δ from randomly sampled labels."),
 ) -> None:
     """Compare methods/runs paired on question_id: Δ, CI, p (Holm-adjusted), win/loss counts."""
     from evalcore.analysis.compare import compare, parse_selections, pareto
     from evalcore.analysis.regression_gate import check_alpha, check_min_paired, gate_result, parse_gate
-    from evalcore.analysis.report_data import comparison_verdicts, short_names
+    from evalcore.analysis.report_data import comparison_record, short_names
     from evalcore.analysis.verdict import default_tested_metrics
 
     gates = [parse_gate(g) for g in fail_on_regression or []]  # refused before anything is read
-    alpha, min_paired = check_alpha(alpha), check_min_paired(min_paired)
+    level, share = check_alpha(alpha), check_min_paired(min_paired)
     store = state.store()
     sels = parse_selections(store, selections)
     wanted = _split(metrics) or default_tested_metrics(store, [x.label for x in sels])
     wanted = list(dict.fromkeys(wanted + [g.metric for g in gates]))
-    result = compare(store, sels, metrics=wanted, seed=seed, alpha=alpha, gated=[g.metric for g in gates])
+    result = compare(store, sels, metrics=wanted, seed=seed, alpha=level, gated=[g.metric for g in gates])
     one_run = len({x.run_id for x in sels}) == 1
     short = short_names(sels)
-    verdicts = comparison_verdicts(store, result, short)  # `evalcore report` says the same
-    gate = gate_result(result, gates, min_paired)  # regressions, and gated metrics compared on too little
+    record = comparison_record(store, result, short)  # `evalcore report` embeds the same
+    gate = gate_result(result, gates, share)  # regressions, and gated metrics compared on too little
     failures = gate.regressions
     front = pareto(result) if show_pareto else None
     if as_json:
-        out = result.to_dict()
-        out["verdicts"] = verdicts
+        out = record
         if front is not None:
             out["pareto"] = {"points": json.loads(front[0].to_json(orient="records", double_precision=15)), "dropped_axes": front[1]}
         out["regressions"] = failures
@@ -248,31 +251,9 @@ def compare_cmd(
 
         typer.echo(comparison_markdown(result, {x.label: x.method for x in sels} if one_run else None), nl=False)
     else:
-        t = result.table
-        for v in verdicts.values():  # the verdict first: what a reader came for
-            for warning in v["warnings"]:
-                echo_line(f"WARNING not comparable as scored: {warning}")
-            echo_line(v["summary"])
-        outcome = {(label, line["metric"]): line["outcome"] for label, v in verdicts.items() for line in v["lines"]}
-        rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
-                 f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),
-                 f"{r.improved}/{r.regressed}/{r.unchanged}/{r.missing}", str(r.n_pairs),
-                 outcome.get((r.candidate, r.metric), "")] for r in t.itertuples()]
-        _print_table(f"baseline {result.baseline.label}" + (" (candidates: methods of the same run)" if one_run else ""),
-                     ["candidate", "metric", "baseline", "candidate", "Δ", "95% CI", "p (Holm)",
-                      "better/worse/same/missing", "n", "verdict"], rows)
-        for label, ids in result.unpaired.items():
-            if ids["only_in_baseline"] or ids["only_in_candidate"]:
-                echo_line(f"{label}: unpaired questions: {len(ids['only_in_baseline'])} only in baseline, "
-                           f"{len(ids['only_in_candidate'])} only in candidate", err=True)
+        _print_comparison(result, record, short, one_run)
         if front is not None:
-            df, dropped = front
-            _print_table("Pareto front (quality ↑, cost ↓, latency ↓)",
-                         ["selection", "quality", "cost", "latency p50", "on front", "dominated by"],
-                         [[short.get(p.label, p.label), _fmt(p.quality), _fmt(p.cost, 6), _fmt(p.latency, 1), str(p.on_front),
-                           p.dominated_by] for p in df.itertuples()])
-            if dropped:
-                echo_line(f"Pareto axes dropped (missing values): {', '.join(dropped)}", err=True)
+            _print_pareto(front, short)
         if corrected:
             from evalcore.cli.label_commands import print_corrected_compare
 
@@ -283,6 +264,37 @@ def compare_cmd(
         for f in failures:
             echo_line(f"REGRESSION {f}", err=True)
         raise typer.Exit(code=1)
+
+
+def _print_comparison(result, record: dict, short: dict[str, str], one_run: bool) -> None:
+    """The terminal's comparison: warnings and headline per candidate, then one table row per
+    (candidate, metric) with its verdict outcome ("not compared" on 0 pairs), then the unpaired."""
+    for v in record["verdicts"].values():  # the verdict first: what a reader came for
+        for warning in v["warnings"]:
+            echo_line(f"WARNING not comparable as scored: {warning}")
+        echo_line(v["summary"])
+    outcome = {(row["candidate"], row["metric"]): row["outcome"] for row in record["metrics"]}
+    rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
+             f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),
+             f"{r.improved}/{r.regressed}/{r.unchanged}/{r.missing}", str(r.n_pairs),
+             outcome.get((r.candidate, r.metric)) or ""] for r in result.table.itertuples()]
+    _print_table(f"baseline {result.baseline.label}" + (" (candidates: methods of the same run)" if one_run else ""),
+                 ["candidate", "metric", "baseline", "candidate", "Δ", "95% CI", "p (Holm)",
+                  "better/worse/same/missing", "n", "verdict"], rows)
+    for label, ids in result.unpaired.items():
+        if ids["only_in_baseline"] or ids["only_in_candidate"]:
+            echo_line(f"{label}: unpaired questions: {len(ids['only_in_baseline'])} only in baseline, "
+                      f"{len(ids['only_in_candidate'])} only in candidate", err=True)
+
+
+def _print_pareto(front, short: dict[str, str]) -> None:
+    df, dropped = front
+    _print_table("Pareto front (quality ↑, cost ↓, latency ↓)",
+                 ["selection", "quality", "cost", "latency p50", "on front", "dominated by"],
+                 [[short.get(p.label, p.label), _fmt(p.quality), _fmt(p.cost, 6), _fmt(p.latency, 1), str(p.on_front),
+                   p.dominated_by] for p in df.itertuples()])
+    if dropped:
+        echo_line(f"Pareto axes dropped (missing values): {', '.join(dropped)}", err=True)
 
 
 def register(app: typer.Typer) -> None:

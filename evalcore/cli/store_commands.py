@@ -184,6 +184,7 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
              corrected: bool = typer.Option(False, "--corrected",
                                             help="Also the human-corrected means from randomly sampled labels.")) -> None:
     """Show a run's manifest and its per-method metric means (n scored / n)."""
+    from evalcore.analysis.id_collisions import colliding_ids, warning_lines
     from evalcore.analysis.indexing import coverage_by_doc_type, run_indexing_coverage
     from evalcore.analysis.means import metric_table
     from evalcore.tables import _json
@@ -194,10 +195,14 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
     summary = metric_table(store, run_id)
     indexing = run_indexing_coverage(manifest.target_info)
     by_type = coverage_by_doc_type(store, run_id) if "hit_rate@5" in set(summary.get("metric", [])) else []
+    collisions = colliding_ids(store, run_id)  # ids stored before the id rule that are one id under it
+    for line in warning_lines(collisions):
+        echo_line(f"WARNING {line}", err=True)
     if as_json:
         payload = {"manifest": json.loads(manifest.model_dump_json()),
                    "metrics": json.loads(summary.to_json(orient="records", force_ascii=False, double_precision=15)),
-                   "indexing_coverage": indexing, "hit_rate@5_by_doc_type": by_type}
+                   "indexing_coverage": indexing, "hit_rate@5_by_doc_type": by_type,
+                   "id_collisions": [{"method": c.method, "ids": list(c.ids)} for c in collisions]}
         if corrected:
             from evalcore.analysis.corrected import corrected_means
 

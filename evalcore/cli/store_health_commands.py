@@ -16,7 +16,10 @@ def check_cmd(
     quick: bool = typer.Option(False, "--quick", help="Read each file's footer only, not every row."),
 ) -> None:
     """Open every file every run's pointer names, like `git fsck`: list damaged runs and files
-    nothing accounts for. Exit code 1 when a run is damaged."""
+    nothing accounts for, and warn of question ids stored twice under the id rule (a run from
+    before the rule: compare refuses it). Exit code 1 when a run is damaged."""
+    from evalcore.analysis.id_collisions import colliding_ids, warning_lines
+
     store = state.store()
     run_ids = [store.resolve(run)] if run else None
     checks = store.check(run_ids, deep=not quick)
@@ -27,6 +30,9 @@ def check_cmd(
             echo_line(f"DAMAGED {check.run_id}: {problem}")
         for stray in check.strays:
             echo_line(f"stray   {check.run_id}/{stray}")
+        if not check.damaged:  # a run that reads whole: are its ids one id twice under the id rule?
+            for line in warning_lines(colliding_ids(store, check.run_id)):
+                echo_line(f"WARNING {line}")
         damaged += check.damaged
         strays += len(check.strays)
     typer.echo(f"checked {len(checks)} run(s), {files} file(s): {damaged} damaged, {strays} stray file(s)")

@@ -154,6 +154,9 @@ class MetricSpec:
     # A 0-1 copy of a point scale: the width of that scale (groundedness_norm: 5.0), so a gap
     # between two judges is judged in points as on the original.
     norm_width: float | None = None
+    # A point scale's (lowest, highest) value (groundedness (0, 5), judge_* (1, 5)): what
+    # `value_range` reads for scale "points" (a point metric without one is read as unbounded).
+    point_range: tuple[float, float] | None = None
     # Where a reader weighs it: (tier, position), tiers IMPORTANCE_TIERS (answer quality,
     # faithfulness, retrieval); None: after those (analysis/question_drilldown.metric_order).
     importance: tuple[int, int] | None = None
@@ -171,9 +174,24 @@ class MetricSpec:
             raise ValueError(f"metric {self.name}: unknown needs {sorted(unknown)}")
         if self.scale not in SCALES:
             raise ValueError(f"metric {self.name}: unknown scale {self.scale!r} (known: {', '.join(SCALES)})")
+        if self.point_range is not None and (self.scale != "points" or not self.point_range[0] < self.point_range[1]):
+            raise ValueError(f"metric {self.name}: point_range is (lowest, highest) of a scale 'points'")
         if self.importance is not None and self.importance[0] not in range(len(IMPORTANCE_TIERS)):
             raise ValueError(f"metric {self.name}: importance tier {self.importance[0]} is not one of "
                              f"0..{len(IMPORTANCE_TIERS) - 1} ({', '.join(IMPORTANCE_TIERS)})")
+
+    @property
+    def value_range(self) -> tuple[float, float]:
+        """The values the metric can take, (lowest, highest): (0, 1) for a 0-1 score or a class
+        indicator, the declared point_range for a point scale, unbounded for "open" (ms, tokens,
+        USD) and for a point scale that declares none. Why: a gate bound at or beyond it can
+        never be crossed (a MIN_DELTA of 1 on a 0-1 score switches the regression gate off),
+        so the gate refuses it."""
+        if self.point_range is not None:
+            return (float(self.point_range[0]), float(self.point_range[1]))
+        if self.scale in ("open", "points"):
+            return (-math.inf, math.inf)
+        return (0.0, 1.0)
 
     def score(self, items: list[Item], ctx: "ScoringContext") -> list[Score]:
         """`compute`, with the error rule applied first: failed answers get `error_value` and

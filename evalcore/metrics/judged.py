@@ -133,7 +133,7 @@ SPECS: list[MetricSpec] = [
                   importance=(ANSWER_QUALITY, 2), key_rank=2),
     judged_metric("factual_grade", "factual_accuracy", g.factual(as_grade=True),
                   "Grade points of factual_accuracy: A=4 ... E=0 (letter in details).",
-                  scale="points", importance=(ANSWER_QUALITY, 3)),
+                  scale="points", point_range=(0, 4), importance=(ANSWER_QUALITY, 3)),
     _spec("answer_class", g.class_metric(None), "judged", {ANS}, [_classes],
           "1 if the answer is CORRECT, 0 if WRONG or DONT_KNOW (class in details).", version="2",
           scale="class", importance=(ANSWER_QUALITY, 4), decides_correct=1),
@@ -147,11 +147,12 @@ SPECS: list[MetricSpec] = [
           scale="class", decides_dont_know=True),
     _spec("groundedness", g.groundedness, "judged", {ANS, CTX}, [_grounded],
           "Judge 0-5: claims supported by contexts, 5 needs citations.", version="2",
-          scale="points", importance=(FAITHFULNESS, 1)),
+          scale="points", point_range=(0, 5), importance=(FAITHFULNESS, 1)),
     _spec("groundedness_norm", g.groundedness_norm, "judged", {ANS, CTX}, [_grounded],
           "groundedness / 5.", version="2", norm_width=5.0),
     judged_metric("correctness", "correctness", g.scaled(None, 0, 5, False),
-                  "Judge 0-5: does the answer correctly address the question (with contexts).", scale="points"),
+                  "Judge 0-5: does the answer correctly address the question (with contexts).", scale="points",
+                  point_range=(0, 5)),
     judged_metric("correctness_norm", "correctness", g.scaled(None, 0, 5, True),
                   "correctness / 5.", norm_width=5.0),
     judged_metric("answer_correctness", "answer_correctness", g.scaled(None, 0, 1, False),
@@ -160,7 +161,7 @@ SPECS: list[MetricSpec] = [
 ]
 for _key in ("correctness", "faithfulness", "completeness"):
     SPECS.append(judged_metric(f"judge_{_key}", "plan_scores", g.scaled(_key, 1, 5, False),
-                               f"Korean plan {_key}, judge 1-5.", error_value=1.0, scale="points",
+                               f"Korean plan {_key}, judge 1-5.", error_value=1.0, scale="points", point_range=(1, 5),
                                importance={"correctness": (ANSWER_QUALITY, 5), "faithfulness": (FAITHFULNESS, 2)}.get(_key)))
     SPECS.append(judged_metric(f"judge_{_key}_norm", "plan_scores", g.scaled(_key, 1, 5, True),
                                f"judge_{_key} normalised: (score - 1) / 4.", norm_width=4.0))

@@ -9,16 +9,23 @@ worse than the baseline run. The comparison must have compared something (the ru
 evalcore.analysis.regression_gate, as `evalcore compare --fail-on-regression` applies it): a
 method the baseline lacks, a metric with no value on a side, ids that pair on no question, or
 fewer pairs than `min_paired` of the questions with a value on either side fail the gate. A bound
-that is not a finite number is refused (a NaN compares false with everything).
+that is not a finite number in plain decimal notation, or lies beyond the metric's range, is
+refused (a NaN compares false with everything; min 10 on a 0-1 score can never be met):
+regression_gate.threshold_bounds, the rule the eval config applies when it is read.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.analysis.regression_gate import DEFAULT_MIN_PAIRED, check_alpha, check_min_paired, coverage_problem
+from evalcore.analysis.regression_gate import (
+    DEFAULT_MIN_PAIRED,
+    check_alpha,
+    check_min_paired,
+    coverage_problem,
+    threshold_bounds,
+)
 from evalcore.errors import EvalcoreError
 from evalcore.schemas.ids import match_name
 from evalcore.store import RunStore
@@ -41,23 +48,6 @@ class GateOutcome:
             raise AssertionError("RAG quality gate failed:\n  " + "\n  ".join(self.failures))
 
 
-def _finite(metric: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise EvalcoreError(f"threshold {metric!r}: {value!r} is not a finite number")
-    return float(value)
-
-
-def _bounds(metric: str, spec: Any) -> tuple[float | None, float | None]:
-    if isinstance(spec, dict):
-        unknown = set(spec) - {"min", "max"}
-        if unknown or not spec:
-            raise EvalcoreError(f"threshold {metric!r}: keys must be min and/or max, got {sorted(spec)}")
-        return _finite(metric, spec.get("min")), _finite(metric, spec.get("max"))
-    return _finite(metric, spec), None
-
-
 def method_means(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
     """{method: {metric: mean over scored values}}: evalcore.analysis.means.per_method_means, the
     means `evalcore show` prints (one definition)."""
@@ -68,10 +58,11 @@ def method_means(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
 
 def check_gate(store: RunStore, run_id: str, thresholds: dict[str, Any], baseline: str | None = None,
                alpha: float = 0.05, min_paired: float = DEFAULT_MIN_PAIRED) -> GateOutcome:
-    bounds = {metric: _bounds(metric, spec) for metric, spec in thresholds.items()}  # all refused up front
+    bounds = {metric: threshold_bounds(metric, spec) for metric, spec in thresholds.items()}  # all refused up front
     alpha, min_paired = check_alpha(alpha, "regression_alpha"), check_min_paired(min_paired, "min_paired")
     outcome = GateOutcome(run_id=run_id, store_root=str(store.root), means=method_means(store, run_id))
     methods = store.manifest(run_id).methods
+    collided = _id_collisions(store, run_id, outcome)
     for metric, (low, high) in bounds.items():
         for method in methods:
             value = outcome.means.get(method, {}).get(metric)
@@ -82,8 +73,22 @@ def check_gate(store: RunStore, run_id: str, thresholds: dict[str, Any], baselin
             elif high is not None and value > high:
                 outcome.failures.append(f"{method}: {metric} = {value:.4f} is above the maximum {high}")
     if baseline:
+        methods = [m for m in methods if m not in collided]  # already failed, naming the ids
         _regressions(store, outcome, methods, store.resolve(baseline), list(thresholds) or None, alpha, min_paired)
     return outcome
+
+
+def _id_collisions(store: RunStore, run_id: str, outcome: GateOutcome) -> set[str]:
+    """A method whose answers hold two ids that are one under the id rule (a run stored before
+    it) fails the gate, naming them: its means count a question twice, and which copy a
+    comparison should pair is unknown (evalcore.analysis.id_collisions). Returns those methods."""
+    from evalcore.analysis.id_collisions import colliding_ids, refusal
+
+    found = colliding_ids(store, run_id, questions=False)
+    methods = sorted({c.method for c in found if c.method is not None})
+    for method in methods:
+        outcome.failures.append(f"{method}: " + refusal([c for c in found if c.method == method]))
+    return set(methods)
 
 
 def _regressions(store: RunStore, outcome: GateOutcome, methods: list[str], baseline: str,

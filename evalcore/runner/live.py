@@ -370,7 +370,7 @@ def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig |
     bad = set(k for k, v in overrides.items() if v is not None) - allowed
     if bad:
         raise EvalcoreError(f"cannot change {sorted(bad)} when resuming; they define the run")
-    config = base.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+    config = base.with_settings(**{k: v for k, v in overrides.items() if v is not None})  # validated
     config.check_metric_choice()
     if [m.name for m in config.methods] != manifest.methods:
         raise EvalcoreError(f"the config's methods {[m.name for m in config.methods]} differ from the "

@@ -84,13 +84,13 @@ def _bootstrap_means_many(arrays: Sequence[np.ndarray], n_boot: int, seed: int) 
 def normal_mean_ci(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
     """mean ± z·sd/√n (sd with n − 1; NaNs dropped): the large-n limit of `bootstrap_ci`.
     n < 2 -> (nan, nan), as for the bootstrap."""
-    from statistics import NormalDist
+    from evalcore.stats.normal import interval_z
 
     arr = _clean(values)
     if arr.size < 2:
         return math.nan, math.nan
     mean = float(arr.mean())
-    half = NormalDist().inv_cdf(0.5 + confidence / 2) * float(arr.std(ddof=1)) / math.sqrt(arr.size)
+    half = interval_z(confidence) * float(arr.std(ddof=1)) / math.sqrt(arr.size)
     return mean - half, mean + half
 
 

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Iterator
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
 from evalcore.schemas import Annotation, RunManifest
-from evalcore.schemas.ids import canonical_id
 from evalcore.schemas.results import check_label_time
 from evalcore.store import fs as _fs
 from evalcore.store import safe_paths as _safe
@@ -301,26 +300,11 @@ class RunStore:
         return sorted(out, key=lambda m: m.created_at)
 
     def resolve(self, ref: str) -> str:
-        """A run id from an id, a unique id prefix, a unique run name, or `latest`. The reference
-        is read under the id rule (evalcore.schemas.ids: NFC, no outer spaces), as names are."""
-        ref = canonical_id(ref) if isinstance(ref, str) else ref
-        ids = self.run_ids()
-        if ref == "latest":
-            manifests = self.manifests()
-            if not manifests:
-                raise StoreError(f"store {self.root} has no runs")
-            return manifests[-1].run_id
-        check_run_id(ref)
-        if ref in ids:
-            return ref
-        matches = [i for i in ids if i.startswith(ref)]
-        if not matches:
-            matches = [m.run_id for m in self.manifests() if canonical_id(m.name) == ref]
-        if len(matches) == 1:
-            return matches[0]
-        if not matches:
-            raise StoreError(f"no run matches {ref!r} in store {self.root} (see `evalcore runs`)")
-        raise StoreError(f"{ref!r} is ambiguous: {', '.join(matches[:5])}")
+        """A run id from an id, a run name, a unique id prefix, or `latest` (store/run_refs.py:
+        an exact match wins over a prefix)."""
+        from evalcore.store.run_refs import resolve_run
+
+        return resolve_run(self, ref)
 
     def open_run(self, run_id: str) -> RunWriter:
         """A writer for an existing run. A format-1 run, or one with parts left by a writer that

@@ -24,6 +24,7 @@ from evalcore.analysis import leaderboard as L
 from evalcore.analysis import means as M
 from evalcore.analysis import verdict as V
 from evalcore.analysis.figures import forest_figure
+from evalcore.errors import EvalcoreError
 from evalcore.ui import corrected_view, diagnosis, entry
 from evalcore.ui import safe_widgets as common
 from evalcore.ui.wording import diff_text, judges_text, word_diff
@@ -40,9 +41,15 @@ def _judges(keys: list[str], metrics: list[str]) -> dict[str, str]:
     return {m: judges_text(g.judge_id) for m, g in rows.groupby("metric")}
 
 
-def _metric_table(base: str, cand: str, stat_metrics: list[str]) -> pd.DataFrame:
-    with st.spinner("Paired bootstrap and tests..."):
-        table = common.call(C.pair_table, base, cand, tuple(stat_metrics))
+def _metric_table(base: str, cand: str, stat_metrics: list[str]) -> pd.DataFrame | None:
+    """The pair table, or None (said on the page) when the systems cannot be compared: a run
+    stored before the id rule holding one question id twice (evalcore.analysis.id_collisions)."""
+    try:
+        with st.spinner("Paired bootstrap and tests..."):
+            table = common.call(C.pair_table, base, cand, tuple(stat_metrics))
+    except EvalcoreError as exc:
+        st.error(common.md(f"Not compared: {exc}"))
+        return None
     if table.empty:
         return table
     table = table.assign(judged_by=table.metric.map(_judges([base, cand], list(table.metric))))
@@ -130,7 +137,7 @@ def _question_diff(base: str, cand: str, metric: str) -> None:
 
 # The metric cards' delta colours (our constants): green better, red worse, grey not significant
 # (the forest plot's shades live with the figure, evalcore.analysis.figures).
-_CARD_COLOURS = {"better": "green", "worse": "red", "not significant": "grey"}
+_CARD_COLOURS = {"better": "green", "worse": "red", "not significant": "grey", "not compared": "grey"}
 N_CARDS = 4
 
 
@@ -160,7 +167,7 @@ def _sentences(lines: pd.DataFrame, judged: dict[str, str]) -> None:
     """Every verdict sentence in full, wrapped (a table cell would cut it at 1400 px), in a box
     coloured by its outcome; the text is escaped for Markdown (method names are data)."""
     box = {"better": st.success, "worse": st.error, "not significant": st.warning,
-           "too few questions": st.warning, "no significant difference": st.info}
+           "too few questions": st.warning, "no significant difference": st.info, "not compared": st.warning}
     for line in lines.itertuples(index=False):
         judge = judged.get(line.metric)
         text = line.verdict + (f" · judged by {judge}" if isinstance(judge, str) and judge else "")
@@ -230,6 +237,8 @@ def render() -> None:
     stat_metrics = common.url_multi("Metrics to test (CI, p)", metrics, "tm",
                                     default=common.call(V.default_tested_metrics, (base, cand)))
     table = _metric_table(base, cand, stat_metrics)
+    if table is None:
+        return
     if table.empty:
         common.empty_state("No metric is scored on both sides.", "Pick systems scored with the same metrics.")
         return
