@@ -20,7 +20,7 @@ from evalcore.errors import InputError, from_validation
 from evalcore.fingerprint import file_fingerprint
 from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
 from evalcore.schemas.ids import canonical_id
-from evalcore.schemas.storable import make_storable
+from evalcore.schemas.storable import make_storable, storable_path
 from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
 from evalcore.traces.openinference import TraceAnswer, text_question_id, trace_answer
 from evalcore.traces.spans import Span
@@ -101,7 +101,7 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
     if dataset is not None:
         ds = load_questions(dataset)
         known = {q.id: q for q in ds}
-        dataset_info = {"name": Path(dataset).stem, "path": str(dataset),
+        dataset_info = {"name": storable_path(Path(dataset).stem), "path": storable_path(dataset),
                         "fingerprint": file_fingerprint(dataset), "n_questions": len(ds)}
     by_text = {canonical_id(q.question): q.id for q in known.values()}
     questions: dict[str, EvalQuestion] = {}
