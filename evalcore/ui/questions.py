@@ -312,7 +312,7 @@ def _show_question(run_id: str, qid: str, methods: tuple[str, ...] | None) -> No
         common.highlighted("Question", q["question"])
     with top_r:
         common.highlighted("Reference answer (ground truth)", q["ground_truth"])
-    st.text(" · ".join(f"{k}: {q[k]}" for k in ("question_id", "category", "question_type", "difficulty", "answerable")
+    st.text(" · ".join(f"{k}: {common.shown_name(q[k])}" for k in ("question_id", "category", "question_type", "difficulty", "answerable")
                        if q[k] is not None and q[k] == q[k]))
     shown = [m for m in detail["responses"]["method"] if methods is None or m in methods]
     if not shown:
