@@ -190,7 +190,8 @@ MISSING = "–"  # how every table shows a missing value (Streamlit's default re
 def dataframe(data: Any, **kwargs: Any) -> Any:
     """st.dataframe as every page draws one: no index, missing values read "–" (the one
     convention, docs/dashboard.md). Cell text stays inert (the grid renders no Markdown/HTML),
-    and its invisible characters show as escapes (`shown_frame`)."""
+    and its invisible characters show as escapes (`shown_frame`; a Styler's frame must be made
+    with it before styling, as `show_table` does)."""
     kwargs.setdefault("hide_index", True)
     kwargs.setdefault("placeholder", MISSING)
     return st.dataframe(shown_frame(data) if isinstance(data, pd.DataFrame) else data, **kwargs)
@@ -217,8 +218,9 @@ def show_table(df: pd.DataFrame, name: str, *, key: str | None = None,
                style: Callable[[pd.DataFrame], Any] | None = None, **kwargs: Any) -> None:
     """A dataframe (text rendered inert) plus a CSV download of exactly what is shown, written by
     the one CSV writer (cells a spreadsheet would run as formulas are guarded, as in every CSV
-    evalcore writes). `style(df)` may return a pandas Styler (colours only; text stays as it is)."""
-    dataframe(style(df) if style else df, **kwargs)
+    evalcore writes). `style(df)` may return a pandas Styler (colours only; text stays as it is);
+    it is given the frame as shown (`shown_frame`), the download keeps the exact text."""
+    dataframe(style(shown_frame(df)) if style else df, **kwargs)
     st.download_button(f"Download {md(name)} (CSV)", frame_to_csv(df).encode("utf-8"), file_name=f"{name}.csv",
                        mime="text/csv", key=key or f"dl_{name}", on_click="ignore")
 

@@ -203,3 +203,20 @@ def test_the_dashboard_shows_names_apart():
         assert len(set(shown)) == len(NAMES), shown
         assert not any(RAW_INVISIBLE.search(s) for s in shown), shown
     assert W.inert_html("👩\u200d💻") == "👩\u200d💻"                        # free text keeps its emoji
+
+
+def test_styled_tables_show_names_apart_and_downloads_keep_them(monkeypatch):
+    pytest.importorskip("streamlit")
+    import pandas as pd
+
+    from evalcore.ui import safe_widgets as W
+
+    drawn, downloads = [], []
+    monkeypatch.setattr(W.st, "dataframe", lambda data, **kw: drawn.append(data))
+    monkeypatch.setattr(W.st, "download_button", lambda label, data, **kw: downloads.append(data))
+    df = pd.DataFrame({"method": NAMES, **{n: [0.5] * len(NAMES) for n in NAMES[:3]}})
+    W.show_table(df, "t", style=lambda d: d.style.map(lambda _: "color: red"))
+    shown = drawn[0].data
+    assert list(shown.method) == [visible(n) for n in NAMES]
+    assert list(shown.columns) == ["method", *(visible(n) for n in NAMES[:3])]
+    assert all(n in downloads[0].decode("utf-8") for n in NAMES[1:3])    # the CSV holds the exact names
