@@ -5,8 +5,8 @@ reference) and deepeval's (input, actual_output, expected_output, retrieval_cont
 A record must have a question (id or text) and an answer or an error (or, with
 `retrieval_only`, what was retrieved); unknown field names are refused unless `allow_extra`, which keeps them in the
 question's metadata (see `evalcore.import_fields`). Text that cannot be stored or exported (NUL,
-lone UTF-16 surrogates) is replaced with U+FFFD and counted (evalcore.schemas.storable). The run is built in staging and published whole, so a bad
-record leaves the store exactly as it was.
+lone UTF-16 surrogates) is replaced with U+FFFD and counted (evalcore.schemas.storable). The run
+is built in staging and published whole, so a bad record leaves the store exactly as it was.
 """
 
 from __future__ import annotations

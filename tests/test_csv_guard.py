@@ -222,7 +222,8 @@ def test_every_reader_of_records_replaces_nul(tmp_path, caplog):
     from evalcore.datasets import load_questions
 
     jsonl = tmp_path / "q.jsonl"
-    jsonl.write_text(json.dumps({"id": "q1", "question": "Q\u0000?", "ground_truth": "\ud800"}) + "\n", encoding="utf-8")
+    jsonl.write_text(json.dumps({"id": "q1", "question": "Q\u0000?", "ground_truth": "\ud800"}) + "\n",
+                     encoding="utf-8")
     yaml_file = tmp_path / "q.yaml"
     yaml_file.write_text('- id: q1\n  question: "Q\\0?"\n  ground_truth: "a"\n', encoding="utf-8")
     parquet = tmp_path / "q.parquet"

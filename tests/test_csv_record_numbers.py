@@ -97,7 +97,8 @@ def test_labels_and_answers_say_the_same_record_on_the_command_line(tmp_path):
     res = runner.invoke(app, ["--store", str(store.root), "import", str(answers)])
     assert res.exit_code != 0 and f"{answers}, record 3" in str(res.exception), res.output
     labels = tmp_path / "labels.csv"
-    rows = [f"{run},local_search,{q},answer_class,CORRECT,ann" for q in qids[:2]] + [f"{run},nope,{qids[2]},answer_class,x,ann"]
+    rows = [f"{run},local_search,{q},answer_class,CORRECT,ann" for q in qids[:2]]
+    rows.append(f"{run},nope,{qids[2]},answer_class,x,ann")
     labels.write_text("run,method,question_id,metric,label,who\n" + "\n".join(rows) + "\n", encoding="utf-8")
     res = runner.invoke(app, ["--store", str(store.root), "labels", "import", str(labels)])
     assert res.exit_code != 0 and f"{labels}, record 3" in str(res.exception), str(res.exception)

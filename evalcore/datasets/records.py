@@ -109,7 +109,9 @@ def read_yaml(path: Path) -> Any:
 
 
 def _warn_repaired(path: Path | str, fields: int, records: list[int] | None) -> None:
-    where = f" of record(s) {', '.join(map(str, records[:10]))}{', ...' if len(records) > 10 else ''}" if records else ""
+    where = ""
+    if records:
+        where = f" of record(s) {', '.join(map(str, records[:10]))}{', ...' if len(records) > 10 else ''}"
     log.warning("warning: %s: replaced %s with U+FFFD in %d field(s)%s (they cannot be stored or exported)",
                 path, WHAT, fields, where)
 

@@ -154,8 +154,10 @@ def test_no_output_of_the_cli_shows_a_name_raw(named, capsys, monkeypatch):
     md_file = base / "export.md"
     pair = (f"{run}:alpha", *(f"{run}:{n}" for n in NAMES[1:]))
     cases = {
-        ("import", str(answers), "--name", "again"): None, ("show", run): None, ("score", run, "--metrics", "token_f1"): None,   # (20 columns: cut)
-        ("compare", *pair): visible, ("compare", *pair, "--markdown"): markdown_cell, ("compare", *pair, "--json"): json,
+        ("import", str(answers), "--name", "again"): None, ("show", run): None,
+        ("score", run, "--metrics", "token_f1"): None,   # (20 methods as columns: the table cuts them)
+        ("compare", *pair): visible, ("compare", *pair, "--markdown"): markdown_cell,
+        ("compare", *pair, "--json"): json,
         ("export", run, "-f", "md"): markdown_cell, ("export", run, "-f", "csv"): None,
         ("export", run, "-f", "json"): json, ("runs", "--json"): json, ("runs",): None, ("store", "check"): None,
         ("export", run, "-f", "md", "-o", str(md_file)): None,
@@ -164,7 +166,8 @@ def test_no_output_of_the_cli_shows_a_name_raw(named, capsys, monkeypatch):
         out, err = _run(store.root, list(argv), capsys, monkeypatch)
         for where, text in (("stdout", out), ("stderr", err)):
             bad = RAW_INVISIBLE.search(text)
-            assert bad is None, f"{argv} {where}: raw U+{ord(bad.group()):04X} in {text[max(0, bad.start() - 40):bad.end() + 20]!r}"
+            near = text[max(0, bad.start() - 40):bad.end() + 20] if bad else ""
+            assert bad is None, f"{argv} {where}: raw U+{ord(bad.group()):04X} in {near!r}"
         if spelled is json:
             json.loads(out)          # still valid JSON, every invisible character a \u escape
         elif spelled is not None:
