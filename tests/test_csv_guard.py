@@ -312,3 +312,23 @@ def test_a_label_note_keeps_its_outer_whitespace_through_import_and_export(tmp_p
     assert _cli(store.root, "labels", "export", "-f", fmt, "-o", str(out)).exit_code == 0
     assert _cli(store.root, "labels", "import", str(out)).exit_code == 0
     assert sorted(query_df(store, "SELECT note FROM annotations").note) == sorted(NOTES_WITH_SPACES * 2)
+
+
+def test_spans_from_a_phoenix_server_replace_and_count_nul(tmp_path):
+    """A Phoenix server's spans do not pass records.py: the trace import repairs and counts them."""
+    from evalcore.store import RunStore
+    from evalcore.traces.phoenix import page_items, page_spans
+    from evalcore.traces.trace_import import import_traces
+    from tests.traces.test_phoenix_hostile import rest
+    from tests.traces.test_trace_counting import good_trace
+
+    spans = rest(good_trace())
+    spans[0]["attributes"]["input.value"] = "question\u0000?"
+    spans[0]["attributes"]["output.value"] = "an\u0000answer"
+    items, _ = page_items({"data": spans, "next_cursor": None}, "phoenix p", 1)
+    store = RunStore(tmp_path / "runs")
+    result = import_traces(store, page_spans(items, "phoenix p", 1, "p"), "phoenix p", name="p", method="m")
+    assert any("U+FFFD in 2 field(s)" in n for n in result.notes), result.notes   # question, answer
+    assert store.manifest(result.run_id).source["text_repairs"]["fields_replaced"] == 2
+    got = query_df(store, "SELECT answer FROM responses").answer.tolist()
+    assert got == [f"an{FFFD}answer"]

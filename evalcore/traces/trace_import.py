@@ -20,7 +20,7 @@ from evalcore.errors import InputError, from_validation
 from evalcore.fingerprint import file_fingerprint
 from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
 from evalcore.schemas.ids import canonical_id
-from evalcore.schemas.storable import make_storable, storable_path
+from evalcore.schemas.storable import WHAT, make_storable, storable_path, storable_text
 from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
 from evalcore.traces.openinference import TraceAnswer, text_question_id, trace_answer
 from evalcore.traces.spans import Span
@@ -56,10 +56,15 @@ def answers_from_spans(spans: Iterable[Span], file: str, method: str, method_fro
 
 
 def _pair(answer: TraceAnswer, file: str, known: dict[str, EvalQuestion], by_text: dict[str, str],
-          project: str | None, id_from: str | None) -> tuple[EvalQuestion, EvalResponse]:
+          project: str | None, id_from: str | None,
+          repaired: list[str] | None = None) -> tuple[EvalQuestion, EvalResponse]:
+    """The answer's question and response; fields whose NUL or lone surrogates became U+FFFD
+    (a Phoenix server's spans are not read through records.py) are added to `repaired`."""
+    repaired = [] if repaired is None else repaired
     where = answer.root.where if isinstance(answer.root.where, str) else f"span {answer.root.span_id}"
     if answer.question_id is not None:
-        qid = canonical_id(answer.question_id)  # the id rule (evalcore.schemas.ids), before the lookup
+        # the id rule (evalcore.schemas.ids) and storable text, before the lookup (a dataset's ids are both)
+        qid = storable_text(canonical_id(answer.question_id))[0]
         if known and qid not in known:
             raise InputError(file, f"question id {qid!r} is not in the dataset", record=where, field=id_from)
     else:
@@ -68,7 +73,8 @@ def _pair(answer: TraceAnswer, file: str, known: dict[str, EvalQuestion], by_tex
         raise InputError(file, "the question id is empty", record=where, field=id_from)
     question = known.get(qid)
     if question is None:
-        q_record, _ = make_storable({"id": qid, "question": answer.question})
+        q_record, changed = make_storable({"id": qid, "question": answer.question})
+        repaired.extend(changed)
         try:
             question = EvalQuestion.model_validate(q_record)
         except ValidationError as exc:
@@ -78,7 +84,8 @@ def _pair(answer: TraceAnswer, file: str, known: dict[str, EvalQuestion], by_tex
     record: dict[str, Any] = {"question_id": qid, "method": answer.method, "answer": answer.answer,
                               "retrieved": answer.retrieved, "latency_ms": answer.latency_ms,
                               "token_usage": answer.token_usage, "error": answer.error, "raw": raw}
-    record, _ = make_storable(record)
+    record, changed = make_storable(record)
+    repaired.extend(changed)
     try:
         response = EvalResponse.model_validate(record)
     except ValidationError as exc:
@@ -108,9 +115,10 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
     responses: list[EvalResponse] = []
     keys: dict[tuple[str, str], str] = {}
     matched = 0
+    repaired: list[str] = []
     traces = assemble_traces(spans, source)
     for answer in answers_from_traces(traces, source, method, method_from, id_from):
-        question, response = _pair(answer, source, known, by_text, project, id_from)
+        question, response = _pair(answer, source, known, by_text, project, id_from, repaired)
         key = (response.method, response.question_id)
         if key in keys:
             raise InputError(source, f"a second answer for question {key[1]!r} and method {key[0]!r} "
@@ -127,7 +135,8 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
         source={"kind": "openinference", **(source_info or {}),
                 **({"method_from": method_from} if method_from else {}),
                 **({"id_from": id_from} if id_from else {}),
-                **({"spans_left_out": traces.left_out()} if traces.left_out() else {})},
+                **({"spans_left_out": traces.left_out()} if traces.left_out() else {}),
+                **({"text_repairs": {"fields_replaced": len(repaired), "characters": WHAT}} if repaired else {})},
         counts={"questions": len(questions), "responses": len(responses),
                 "errors": sum(bool(r.error) for r in responses)})
     manifest.finished_at = manifest.created_at
@@ -136,6 +145,9 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
         writer.write_responses(responses)
         writer.write_manifest(manifest)
     notes = [f"read {len(responses)} traces from {source}", *(f"warning: {w}" for w in traces.warnings())]
+    if repaired:
+        notes.append(f"replaced {WHAT} (characters that cannot be stored or exported) with U+FFFD in "
+                     f"{len(repaired)} field(s)")
     if dataset is not None:
         notes.append(f"{matched} of {len(responses)} traces matched a question of the dataset "
                      f"(on {'attribute ' + id_from if id_from else 'the question text'})")
