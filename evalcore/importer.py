@@ -4,9 +4,9 @@ Accepts our field names and, unchanged, ragas' (user_input, response, retrieved_
 reference) and deepeval's (input, actual_output, expected_output, retrieval_context).
 A record must have a question (id or text) and an answer or an error (or, with
 `retrieval_only`, what was retrieved); unknown field names are refused unless `allow_extra`, which keeps them in the
-question's metadata (see `evalcore.import_fields`). Lone UTF-16 surrogates in the text are
-replaced with U+FFFD and counted. The run is built in staging and published whole, so a bad
-record leaves the store exactly as it was.
+question's metadata (see `evalcore.import_fields`). Text that cannot be stored or exported (NUL,
+lone UTF-16 surrogates) is replaced with U+FFFD and counted (evalcore.schemas.storable). The run
+is built in staging and published whole, so a bad record leaves the store exactly as it was.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from evalcore.fingerprint import file_fingerprint
 from evalcore.import_fields import ALIASES, QUESTION_ONLY, RESPONSE_FIELDS, FieldReport
 from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
 from evalcore.schemas.ids import canonical_id, text_question_id
-from evalcore.schemas.storable import make_storable
+from evalcore.schemas.storable import WHAT, storable_path
 from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
 
 BATCH_SIZE = 1000  # responses per part file
@@ -49,7 +49,7 @@ class ImportResult:
         if self.replaced_surrogates:
             recs = ", ".join(map(str, self.records_with_replacements[:10]))
             more = ", ..." if len(self.records_with_replacements) > 10 else ""
-            out.append(f"replaced lone UTF-16 surrogates (unstorable characters) with U+FFFD in "
+            out.append(f"replaced {WHAT} (characters that cannot be stored or exported) with U+FFFD in "
                        f"{self.replaced_surrogates} field(s) of record(s) {recs}{more}")
         return out
 
@@ -192,15 +192,15 @@ class RecordStream:
         self.methods: set[str] = set()
         self.n_errors = 0
         self.fields = FieldReport(allow_extra=allow_extra, retrieval_only=retrieval_only)
-        self.replaced = 0  # fields whose lone surrogates were replaced with U+FFFD
+        self.replaced = 0  # fields whose NUL or lone surrogates were replaced with U+FFFD
         self.replaced_records: list[int] = []
 
+    def _repaired(self, recno: int, changed: list[str]) -> None:
+        self.replaced += len(changed)
+        self.replaced_records.append(recno)
+
     def __iter__(self) -> Iterator[tuple[int, EvalQuestion | None, EvalResponse]]:
-        for recno, rec in read_records(self.path):
-            rec, changed = make_storable(rec)
-            if changed:
-                self.replaced += len(changed)
-                self.replaced_records.append(recno)
+        for recno, rec in read_records(self.path, on_repair=self._repaired):
             self.fields.check(rec, self.file, recno)
             question, response = _split(rec, self.file, recno, self.default_method, self.known, self.by_text)
             key = (response.method, response.question_id)
@@ -259,22 +259,22 @@ def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
     accepts records that give what was retrieved but no answer (a retriever's log).
     """
     path = Path(path)
-    dataset_info: dict[str, Any] = {"name": path.stem, "source": "recorded file"}
+    dataset_info: dict[str, Any] = {"name": storable_path(path.stem), "source": "recorded file"}
     ds_questions = None
     if dataset is not None:
         with noting_dropped() as dropped:
             ds_questions = load_questions(dataset, on_duplicate=on_duplicate)
-        dataset_info = {"name": Path(dataset).stem, "path": str(dataset),
+        dataset_info = {"name": storable_path(Path(dataset).stem), "path": storable_path(dataset),
                         "fingerprint": file_fingerprint(dataset), "n_questions": len(ds_questions)}
         if on_duplicate == "keep_first":
             dataset_info["duplicates_dropped"] = [d.as_dict() for d in dropped]
     if not path.is_file():
         raise InputError(str(path), "no such file")
-    run_name = name or path.stem
+    run_name = name or storable_path(path.stem)
     manifest = RunManifest(
         format_version=FORMAT_VERSION, run_id=new_run_id(run_name), name=run_name, kind=kind,
         status="complete", evalcore_version=__version__, methods=[], dataset=dataset_info,
-        source={"kind": "recorded", "file": path.name, "fingerprint": file_fingerprint(path)},
+        source={"kind": "recorded", "file": storable_path(path.name), "fingerprint": file_fingerprint(path)},
     )
     manifest.finished_at = manifest.created_at
     stream = RecordStream(path, default_method=method, dataset=ds_questions, allow_extra=allow_extra,
@@ -296,7 +296,7 @@ def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
         if stream.fields.extra:
             source["extra_fields_in_metadata"] = sorted(stream.fields.extra)
         if stream.replaced:
-            source["text_repairs"] = {"fields_with_lone_surrogates": stream.replaced,
+            source["text_repairs"] = {"fields_replaced": stream.replaced, "characters": WHAT,
                                       "records": stream.replaced_records[:100]}
         manifest = manifest.model_copy(update={
             "methods": methods, "source": source,

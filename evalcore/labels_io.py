@@ -11,7 +11,10 @@ Annotate page's do. One flat record per label, the same fields both ways (an exp
                              CORRECT / WRONG / DONT_KNOW, a grade A-E) or a 0-1 rating
   who                        the person
   sample_id, inclusion_prob  optional, together: the item was drawn at random (else hand-picked)
-  note, when                 optional
+  note                       optional free text, kept exactly (outer spaces too: only ids and
+                             `who` follow the id rule)
+  when                       optional ISO 8601 time (a number is refused: seconds, milliseconds
+                             and YYYYMMDD cannot be told apart); never in the future
 
 The same rules as every import: the whole file is checked before anything is stored, and the
 first bad record is refused with one line naming file, record and field (nothing stored).
@@ -44,11 +47,19 @@ REQUIRED = ("run", "method", "question_id", "metric", "label", "who")
 
 
 def _text(rec: dict[str, Any], name: str) -> str | None:
+    """A field that names something (ids, who, metric, label, ...): without outer whitespace,
+    None when empty (the id rule itself is applied where the name is used)."""
+    v = _raw(rec, name)
+    v = v.strip() if v is not None else None
+    return v or None
+
+
+def _raw(rec: dict[str, Any], name: str) -> str | None:
+    """A field as text, exactly as the file holds it; None when missing, NaN or empty."""
     v = rec.get(name)
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return None
-    v = str(v).strip()
-    return v or None
+    return str(v) or None
 
 
 class _Items:
@@ -155,7 +166,7 @@ def parse(store: RunStore, path: str | Path) -> list[Annotation]:
             a = Annotation(annotation_id=uuid.uuid4().hex, who=_text(rec, "who"),
                            when=when or datetime.now(timezone.utc), run_id=run_id, method=method, question_id=stored_qid,
                            target_kind=unit.kind, target_ref=ref, judge_label=judge_label, label=label,
-                           note=_text(rec, "note"), sample_id=_text(rec, "sample_id"),
+                           note=_raw(rec, "note"), sample_id=_text(rec, "sample_id"),
                            inclusion_prob=float(prob) if prob is not None and _is_number(prob) else prob)
         except ValidationError as exc:
             err = from_validation(file, recno, exc)

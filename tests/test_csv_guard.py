@@ -175,3 +175,160 @@ def test_run_export_reimports_to_the_same_text(tmp_path):
     assert a.answer.tolist() == b.answer.tolist() and sorted(a.answer) == sorted(texts)
     sql = "SELECT ground_truth FROM questions WHERE run_id = ? ORDER BY question_id"
     assert query_df(store, sql, [first]).ground_truth.tolist() == query_df(store, sql, [second]).ground_truth.tolist()
+
+
+# ---- NUL: one way in, and never an export that cannot be re-imported (issue 34 round 4, item 12) ----
+# JSON `\u0000` was accepted by `import` and `labels import`, stored as NUL, written raw into the CSV
+# export, and the re-import refused it as binary data. Now every reader of records replaces NUL (like
+# a lone surrogate) by U+FFFD and counts it, and the CSV writers never write NUL.
+
+FFFD = "\ufffd"
+
+
+def _import(root, path, *args):
+    return _cli(root, "import", str(path), *args)
+
+
+def test_a_nul_in_answers_is_replaced_on_the_way_in_and_every_export_reimports(tmp_path):
+    from evalcore.store import RunStore
+
+    root = tmp_path / "runs"
+    src = tmp_path / "n.jsonl"
+    src.write_text(json.dumps({"question_id": "q\u00001", "method": "m\u0000", "question": "x\u0000",
+                               "answer": "a\u0000b", "ground_truth": "\u0000"}) + "\n", encoding="utf-8")
+    res = _import(root, src, "-n", "nul")
+    assert res.exit_code == 0, res.output
+    assert "U+FFFD in 5 field(s) of record(s) 1" in res.output
+    store = RunStore(root)
+    run = store.run_ids()[0]
+    assert store.manifest(run).source["text_repairs"]["fields_replaced"] == 5
+    got = query_df(store, "SELECT r.question_id, r.method, r.answer, q.question, q.ground_truth FROM responses r "
+                          "JOIN questions q USING (run_id, question_id)").iloc[0].tolist()
+    assert got == [f"q{FFFD}1", f"m{FFFD}", f"a{FFFD}b", f"x{FFFD}", FFFD]
+    for fmt in ("csv", "parquet"):   # (the JSON export is no answers file: {"run_id", "rows"})
+        out = tmp_path / f"export.{fmt}"
+        assert _cli(root, "export", run, "-f", fmt, "-o", str(out)).exit_code == 0
+        res = _import(root, out, "-n", f"again-{fmt}")
+        assert res.exit_code == 0, (fmt, res.output)
+    answers = query_df(store, "SELECT DISTINCT answer FROM responses").answer.tolist()
+    assert answers == [f"a{FFFD}b"]
+
+
+def test_every_reader_of_records_replaces_nul(tmp_path, caplog):
+    """Questions (any loader), YAML, Parquet: the same replacement, with one warning naming the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from evalcore.datasets import load_questions
+
+    jsonl = tmp_path / "q.jsonl"
+    jsonl.write_text(json.dumps({"id": "q1", "question": "Q\u0000?", "ground_truth": "\ud800"}) + "\n",
+                     encoding="utf-8")
+    yaml_file = tmp_path / "q.yaml"
+    yaml_file.write_text('- id: q1\n  question: "Q\\0?"\n  ground_truth: "a"\n', encoding="utf-8")
+    parquet = tmp_path / "q.parquet"
+    pq.write_table(pa.table({"id": ["q1"], "question": ["Q\x00?"], "ground_truth": ["a"]}), parquet)
+    for path in (jsonl, yaml_file, parquet):
+        caplog.clear()
+        (question,) = load_questions(path)
+        assert question.question == f"Q{FFFD}?", path
+        assert any(str(path) in r.getMessage() and "U+FFFD" in r.getMessage() for r in caplog.records), path
+
+
+def test_labels_with_nul_import_and_their_export_reimports(labelled):
+    store, tmp = labelled
+    run = store.run_ids()[0]
+    q = query_df(store, "SELECT question_id FROM annotations LIMIT 1").question_id[0]
+    src = tmp / "nul.jsonl"
+    src.write_text(json.dumps({"run": run, "method": "local_search", "question_id": q, "metric": "answer_class",
+                               "label": "WRONG", "who": "a\u0000b", "note": "=x\u0000y"}) + "\n", encoding="utf-8")
+    res = _sub(store.root, "labels", "import", str(src))
+    assert res.returncode == 0, res.stderr
+    assert "U+FFFD" in res.stderr and str(src) in res.stderr    # counted, naming the file
+    got = query_df(store, "SELECT who, note FROM annotations WHERE label = 'WRONG'")
+    assert got.who.tolist() == [f"a{FFFD}b"] and got.note.tolist() == [f"=x{FFFD}y"]
+    out = tmp / "labels.csv"
+    assert _cli(store.root, "labels", "export", "-o", str(out)).exit_code == 0
+    res = _cli(store.root, "labels", "import", str(out))
+    assert res.exit_code == 0, res.output
+
+
+def _sub(root, *args):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "evalcore", "--store", str(root), *args], capture_output=True,
+                          text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
+
+
+def test_the_csv_writers_never_write_a_nul():
+    """A store written before the way in replaced NUL may hold one: its CSV still re-imports."""
+    import pandas as pd
+
+    for text in (rows_to_csv([{"a": "x\x00y", "b": "\x00=1"}], ["a", "b"]),
+                 frame_to_csv(pd.DataFrame({"a": ["x\x00y"], "b": ["\x00=1"]}))):
+        assert "\x00" not in text
+        assert _csv_cells(text)[2:] == ["x\ufffdy", "\ufffd=1"]
+
+
+# ---- text of spaces, and a note's outer whitespace (the lesser item) ------------------------------
+
+@pytest.mark.parametrize("text", [" ", "   ", "\u3000", " \u00a0 "])
+def test_text_of_spaces_is_guarded_so_it_reads_back_as_itself(text):
+    from evalcore.datasets.records import _csv_cell
+
+    assert guard(text) == "'" + text and unguard(guard(text)) == text
+    assert _csv_cell(guard(text)) == text          # not a missing value
+    assert _csv_cell(text) is None and _csv_cell("") is None   # a blank cell someone typed is missing
+    assert guard("'" + text) == "''" + text and _csv_cell(guard("'" + text)) == "'" + text
+
+
+NOTES_WITH_SPACES = ["  leading", "\t=x", "trailing  ", "   ", " both ", "\n\nnew lines\n", "\u00a0nbsp"]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_label_note_keeps_its_outer_whitespace_through_import_and_export(tmp_path, fmt):
+    """Only ids and `who` follow the id rule; a note is free text and round-trips exactly."""
+    from evalcore.demo.synthetic import build_store
+
+    store = build_store(tmp_path / "runs", n_runs=1, n_questions=len(NOTES_WITH_SPACES), n_metrics=4,
+                        judge_calls=False)
+    run = store.run_ids()[0]
+    qids = sorted(query_df(store, "SELECT DISTINCT question_id FROM metrics WHERE metric = 'answer_class'")
+                  .question_id)
+    records = [{"run": run, "method": "local_search", "question_id": q, "metric": "answer_class",
+                "label": "CORRECT", "who": " ann ", "note": note} for q, note in zip(qids, NOTES_WITH_SPACES)]
+    src = tmp_path / f"in.{fmt}"
+    if fmt == "jsonl":
+        src.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    else:
+        src.write_text(rows_to_csv(records, list(records[0])), encoding="utf-8")
+    res = _cli(store.root, "labels", "import", str(src))
+    assert res.exit_code == 0, res.output
+    got = query_df(store, "SELECT who, note FROM annotations")
+    assert sorted(got.note) == sorted(NOTES_WITH_SPACES) and set(got.who) == {"ann"}   # who: the id rule
+    out = tmp_path / f"export.{fmt}"
+    assert _cli(store.root, "labels", "export", "-f", fmt, "-o", str(out)).exit_code == 0
+    assert _cli(store.root, "labels", "import", str(out)).exit_code == 0
+    assert sorted(query_df(store, "SELECT note FROM annotations").note) == sorted(NOTES_WITH_SPACES * 2)
+
+
+def test_spans_from_a_phoenix_server_replace_and_count_nul(tmp_path):
+    """A Phoenix server's spans do not pass records.py: the trace import repairs and counts them."""
+    from evalcore.store import RunStore
+    from evalcore.traces.phoenix import page_items, page_spans
+    from evalcore.traces.trace_import import import_traces
+    from tests.traces.test_phoenix_hostile import rest
+    from tests.traces.test_trace_counting import good_trace
+
+    spans = rest(good_trace())
+    spans[0]["attributes"]["input.value"] = "question\u0000?"
+    spans[0]["attributes"]["output.value"] = "an\u0000answer"
+    items, _ = page_items({"data": spans, "next_cursor": None}, "phoenix p", 1)
+    store = RunStore(tmp_path / "runs")
+    result = import_traces(store, page_spans(items, "phoenix p", 1, "p"), "phoenix p", name="p", method="m")
+    assert any("U+FFFD in 2 field(s)" in n for n in result.notes), result.notes   # question, answer
+    assert store.manifest(result.run_id).source["text_repairs"]["fields_replaced"] == 2
+    got = query_df(store, "SELECT answer FROM responses").answer.tolist()
+    assert got == [f"an{FFFD}answer"]

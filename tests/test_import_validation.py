@@ -136,7 +136,7 @@ def test_lone_surrogate_replaced_and_reported(store, tmp_path):
     assert result.replaced_surrogates == 2 and result.records_with_replacements == [1, 2]
     assert any("U+FFFD" in line and "1, 2" in line for line in result.notes())
     repairs = store.manifest(result.run_id).source["text_repairs"]
-    assert repairs == {"fields_with_lone_surrogates": 2, "records": [1, 2]}
+    assert repairs == {"fields_replaced": 2, "characters": "NUL or lone UTF-16 surrogates", "records": [1, 2]}
 
 
 def test_no_question_id_nor_text_says_so(store, tmp_path):

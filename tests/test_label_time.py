@@ -122,6 +122,54 @@ def test_every_spelling_of_a_future_time_is_refused(items, tmp_path, position):
         assert _count(store) == 0
 
 
+# ---- a number is no time (round 4, item 13) -----------------------------------------------------
+# pydantic read a number below 2e10 as Unix seconds and above as milliseconds, so 253402300799
+# (9999-12-31T23:59:59Z in seconds) was stored as 1978-01-11 and passed the future check; 32503680000
+# (the year 3000) as 1971. A number could be seconds, milliseconds or a YYYYMMDD date: refused.
+
+NUMBERS = [253402300799, "253402300799", 32503680000, "32503680000", 1717243200, 1717243200000, "20250601",
+           1.5, "-1", " 2e9 "]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_number_is_never_read_as_a_time(items, tmp_path, fmt):
+    from evalcore.schemas.csv_safety import rows_to_csv
+
+    store, run, qids = items
+    for when in NUMBERS:
+        records = [_record(run, q, "CORRECT", "2025-01-01T00:00:00Z") for q in qids[:3]]
+        records[1]["when"] = when
+        path = tmp_path / f"labels.{fmt}"
+        if fmt == "jsonl":
+            _write(path, records)
+        else:
+            path.write_text(rows_to_csv(records, list(records[0])), encoding="utf-8")
+        res = CliRunner().invoke(app, ["--store", str(store.root), "labels", "import", str(path)])
+        message = str(res.exception)
+        assert res.exit_code != 0 and f"record 2, field 'when'" in message, (when, message)
+        assert "is a number, not a time" in message and "ISO 8601" in message, (when, message)
+        assert _count(store) == 0
+
+
+def test_the_cli_refuses_a_future_time_in_seconds_in_one_line(items, tmp_path):
+    store, run, qids = items
+    path = _write(tmp_path / "labels.jsonl", [_record(run, qids[0], "CORRECT", 253402300799)])
+    res = _sub(store.root, "labels", "import", str(path))
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
+    assert "record 1, field 'when'" in res.stderr and "is a number" in res.stderr, res.stderr
+    assert _count(store) == 0
+
+
+def test_the_contract_refuses_a_number_for_when(items):
+    store, run, qids = items
+    base = dict(annotation_id="x", who="ann", run_id=run, method=METHOD, question_id=qids[0],
+                target_kind="answer_class", target_ref="answer_class", label="CORRECT")
+    for when in (253402300799, "32503680000", 0, True):
+        with pytest.raises(ValidationError, match="is a number, not a time"):
+            Annotation(**base, when=when)
+    assert Annotation(**base, when="2025-06-01T12:00:00Z").when == datetime(2025, 6, 1, 12, tzinfo=timezone.utc)
+
+
 def test_a_time_within_the_skew_is_accepted(items, tmp_path):
     store, run, qids = items
     soon = (datetime.now(timezone.utc) + LABEL_CLOCK_SKEW - timedelta(minutes=2)).isoformat()

@@ -131,6 +131,11 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    # click.echo strips escape sequences itself when the stream is not a terminal, before the
+    # guard sees them, so `error: g\x1b[2J.jsonl` printed as `error: g.jsonl` (a name that is not
+    # the file's). With color on, click strips nothing and the guard shows every escape. Set for
+    # the root context, so every command's context (and a usage error's) inherits it.
+    context_settings={"color": True},
 )
 
 DEBUG_ENV = "EVALCORE_DEBUG"
@@ -158,6 +163,20 @@ def _root(
     _debug[0] = debug
 
 
+_OUTERMOST: list[typer.Context] = []
+
+
+def _guard_output() -> None:
+    """Every write to stdout and stderr passes the terminal guard (evalcore.inert_text), and click
+    never strips escape sequences before it does. Inside a command every context has color on
+    (the app's context_settings); an echo outside any command (main's one error line, printed
+    after the command's context closed) finds this outermost context, color on, entered once
+    before the first command and never left (so it stays at the bottom of click's stack)."""
+    install_inert_streams()
+    if not _OUTERMOST:
+        _OUTERMOST.append(typer.Context(TyperGroup(name="evalcore"), color=True).__enter__())
+
+
 def _debugging() -> bool:
     return _debug[0] or os.environ.get(DEBUG_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
 
@@ -182,7 +201,7 @@ def main() -> None:
     exit 2; anything unexpected exits 1 and points at --debug. Everything written to stdout and
     stderr passes the terminal guard (evalcore.inert_text): names and text from the data can
     show their control characters, never send them."""
-    install_inert_streams()
+    _guard_output()
     try:
         app()
     except EvalcoreError as exc:

@@ -129,6 +129,7 @@ def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], meth
         raise EvalcoreError("--allow-extra, --retrieval-only and --example apply to recorded-answers files, "
                             f"not to OpenInference traces ({file})")
     from evalcore.fingerprint import file_fingerprint
+    from evalcore.schemas.storable import storable_path
     from evalcore.traces.phoenix import is_phoenix_url, parse_url, server_spans
     from evalcore.traces.spans import read_span_file
     from evalcore.traces.trace_import import import_traces
@@ -142,8 +143,8 @@ def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], meth
         path = Path(file)
         spans = list(read_span_file(path))
         project = next((s.project for s in spans if s.project), None)
-        source, info = str(path), {"file": path.name, "fingerprint": file_fingerprint(path)}
-        default_name = path.stem
+        source, info = str(path), {"file": storable_path(path.name), "fingerprint": file_fingerprint(path)}
+        default_name = storable_path(path.stem)
     result = import_traces(state.store(), spans, source, name=name or default_name,
                            method=method or project or default_name, project=project,
                            method_from=method_from, id_from=id_from, dataset=dataset, source_info=info)

@@ -1,7 +1,15 @@
 """Reading record files (JSONL / JSON / CSV / Parquet / YAML) with record numbers for errors.
 
 Each reader yields (record_number, dict). Record numbers are 1-based: the line for JSONL,
-the data row for CSV (header excluded), the position for JSON arrays, YAML lists and Parquet.
+the row after the header for CSV (record 1 is the first row under the header, a spreadsheet's
+row 2; blank rows count, so record N is always the spreadsheet's row N + 1), the position for
+JSON arrays, YAML lists and Parquet. Every error about a CSV record uses that number, those
+found while reading its bytes (binary data, bytes that are not UTF-8, a record over the bound)
+too, and adds the line where the file has one.
+
+Text that cannot be stored or exported (NUL, lone UTF-16 surrogates: JSON can spell both) is
+replaced by U+FFFD in every record read here (evalcore/schemas/storable.py) and reported: to
+the caller's `on_repair(record, fields)`, or, without one, in one warning per file.
 
 Memory: every format is streamed (a line, a CSV record, a JSON record, a 2048-row Parquet batch
 at a time), so a file of any size is read in bounded memory; JSON, whether a top-level array
@@ -22,18 +30,23 @@ import ast
 import csv
 import io
 import json
+import logging
 import math
 import re
 import sys
 import tokenize
 from contextlib import closing
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from evalcore.datasets.json_stream import json_records
 from evalcore.errors import InputError
-from evalcore.schemas.csv_safety import unguard
+from evalcore.schemas.csv_safety import is_guarded, unguard
+from evalcore.schemas.storable import WHAT, make_storable
 from evalcore.text_input import LIMIT_ENV, iter_lines, record_limit, shown_mb
+
+log = logging.getLogger(__name__)
+OnRepair = Callable[[int, list[str]], None]
 
 LIST_KEYS = ("records", "data", "results", "test_cases", "samples", "questions", "items", "examples")
 
@@ -85,10 +98,22 @@ def read_json(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def read_yaml(path: Path) -> Any:
-    """A YAML file through evalcore's one loader (aliases refused: see evalcore/safe_yaml.py)."""
+    """A YAML file through evalcore's one loader (aliases refused: see evalcore/safe_yaml.py);
+    NUL and lone surrogates (YAML spells both: "\\0", "\\ud800") become U+FFFD, with a warning."""
     from evalcore.safe_yaml import read_yaml as _read
 
-    return _read(path)
+    doc, changed = make_storable(_read(path))
+    if changed:
+        _warn_repaired(path, len(changed), None)
+    return doc
+
+
+def _warn_repaired(path: Path | str, fields: int, records: list[int] | None) -> None:
+    where = ""
+    if records:
+        where = f" of record(s) {', '.join(map(str, records[:10]))}{', ...' if len(records) > 10 else ''}"
+    log.warning("warning: %s: replaced %s with U+FFFD in %d field(s)%s (they cannot be stored or exported)",
+                path, WHAT, fields, where)
 
 
 def _csv_cell(value: str) -> Any:
@@ -96,9 +121,13 @@ def _csv_cell(value: str) -> Any:
     as pandas `to_csv` writes one (Python text: `['a', "it's"]`), which a ragas dataset saved
     with pandas holds in every list column. Anything else that merely starts with a bracket
     stays text ("[1] see the manual" is an answer). The apostrophe evalcore's CSV writers put
-    before a cell a spreadsheet would run as a formula is taken off first (csv_safety.unguard)."""
+    before a cell a spreadsheet would run as a formula is taken off first (csv_safety.unguard);
+    a blank cell is missing, but one the guard wrote as text of spaces ("'  ") is that text."""
+    guarded = is_guarded(value)
     value = unguard(value)
     stripped = value.strip()
+    if not stripped:  # blank: missing, unless the writer's guard says it is text of spaces
+        return value if guarded else None
     if stripped[:1] in ("[", "{"):
         try:
             return _loads(stripped)
@@ -109,7 +138,7 @@ def _csv_cell(value: str) -> Any:
             if parsed is not None:
                 return parsed
         return value
-    return value if stripped else None
+    return value
 
 
 class NotAList(ValueError):
@@ -155,7 +184,9 @@ _LONE_CR = re.compile(r"(?<=\r)(?!\n|$)")
 class _CsvLines:
     """The file's lines for csv.reader, each checked (text_input.iter_lines), with a bound on
     the lines one record spans: an unclosed quote must not gather the rest of the file.
-    A lone CR ends a line too, as it does in a file opened with newline=""."""
+    A lone CR ends a line too, as it does in a file opened with newline="". An error found in
+    the bytes names the record being read (`record`, the reader's numbering; "header" while the
+    header is read) and the line."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -164,13 +195,18 @@ class _CsvLines:
         self.pending: list[str] = []
         self.held = 0
         self.first_line = 1
+        self.record: int | str = "header"
 
     def __iter__(self) -> "_CsvLines":
         return self
 
     def __next__(self) -> str:
         if not self.pending:
-            lineno, _, text = next(self.lines)
+            try:
+                lineno, _, text = next(self.lines)
+            except InputError as exc:  # numbered by line there: renumbered as the record it is in
+                line = f" (line {exc.record})" if exc.record is not None else ""
+                raise InputError(exc.file, exc.detail + line, record=self.record) from None
             if not self.held:
                 self.first_line = lineno
             self.pending = _LONE_CR.split(text)[::-1] if "\r" in text[:-2] else [text]
@@ -178,11 +214,13 @@ class _CsvLines:
             if self.held > self.limit:
                 raise InputError(str(self.path), f"the record starting at line {self.first_line} is longer than "
                                  f"{shown_mb(self.limit)} (an unclosed quote? the bound on one record; set "
-                                 f"{LIMIT_ENV} to raise it)")
+                                 f"{LIMIT_ENV} to raise it)", record=self.record)
         return self.pending.pop()
 
-    def record_done(self) -> None:
+    def record_done(self, next_record: int) -> None:
+        """The record read so far is whole; the lines read next belong to `next_record`."""
         self.held = 0
+        self.record = next_record
 
 
 def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -190,8 +228,9 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
     The csv module is forgiving in ways that hurt here: an unterminated quote swallows the
     following lines into one cell, a repeated header name keeps only the last column, a short
-    row fills its missing cells with nothing. Each of these is an error naming the line
-    (strict mode catches broken quoting; the rest is checked per row).
+    row fills its missing cells with nothing. Each of these is an error naming the record (the
+    row after the header, blank rows counted: the module docstring) and the line (strict mode
+    catches broken quoting; the rest is checked per row).
     """
     csv.field_size_limit(min(CSV_FIELD_LIMIT, sys.maxsize))
     lines = _CsvLines(path)
@@ -203,15 +242,15 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             header = next(reader, None)
             if header is None:
                 return
-            lines.record_done()
+            lines.record_done(1)
             _check_header(header, path)
             line = reader.line_num + 1
             for row in reader:
-                lines.record_done()
-                if not any(cell.strip() for cell in row):  # blank line
+                i += 1
+                lines.record_done(i + 1)  # csv.reader reads a row's lines before handing it over
+                if not any(cell.strip() for cell in row):  # a blank row: counted, not a record
                     line = reader.line_num + 1
                     continue
-                i += 1
                 if len(row) != len(header):
                     ends = f"-{reader.line_num}" if reader.line_num != line else ""
                     raise InputError(str(path), f"line {line}{ends}: {len(row)} cells, but the header has "
@@ -299,12 +338,30 @@ READERS = {".jsonl": read_jsonl, ".ndjson": read_jsonl, ".json": read_json, ".cs
            ".parquet": read_parquet}
 
 
-def read_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Records of a JSONL/JSON/CSV/Parquet file, chosen by extension."""
+def read_records(path: str | Path, on_repair: OnRepair | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Records of a JSONL/JSON/CSV/Parquet file, chosen by extension, every string storable
+    (NUL and lone surrogates as U+FFFD): each repaired record is reported to `on_repair(record
+    number, changed field paths)`, or, without it, counted in one warning once the file is read."""
     path = Path(path)
     if not path.is_file():
         raise InputError(str(path), "no such file")
     reader = READERS.get(path.suffix.lower())
     if reader is None:
         raise InputError(str(path), f"unsupported file type {path.suffix!r}: use .jsonl, .json, .csv or .parquet")
-    return reader(path)
+    return _storable_records(path, reader(path), on_repair)
+
+
+def _storable_records(path: Path, records: Iterator[tuple[int, dict[str, Any]]],
+                      on_repair: OnRepair | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    repaired: list[int] = []
+    fields = 0
+    for recno, rec in records:
+        rec, changed = make_storable(rec)
+        if changed:
+            if on_repair is not None:
+                on_repair(recno, changed)
+            repaired.append(recno)
+            fields += len(changed)
+        yield recno, rec
+    if repaired and on_repair is None:
+        _warn_repaired(path, fields, repaired)

@@ -23,6 +23,7 @@ from evalcore.datasets.native import noting_dropped
 from evalcore.errors import EvalcoreError
 from evalcore.fingerprint import file_fingerprint
 from evalcore.schemas import EvalQuestion
+from evalcore.schemas.storable import storable_path
 
 
 def _sample(questions: list[EvalQuestion], n: int | None, seed: int) -> list[EvalQuestion]:
@@ -58,7 +59,8 @@ def _one(ref: str, config: EvalConfig) -> tuple[list[EvalQuestion], dict[str, An
     with noting_dropped() as dropped:  # catch_warnings(record=True), then re-issued for the caller
         if path.exists():
             questions = load_questions(path, on_duplicate=config.on_duplicate)
-            info = {"name": path.stem, "path": str(path), "fingerprint": file_fingerprint(path)}
+            info = {"name": storable_path(path.stem), "path": storable_path(path),
+                    "fingerprint": file_fingerprint(path)}
         else:
             questions = _public(ref, config.samples, config.seed, config.on_duplicate)
             info = {"name": ref, "source": "public"}

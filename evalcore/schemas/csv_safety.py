@@ -16,7 +16,14 @@ apostrophe too, so reading strips exactly the one writing added:
     guard("it's") == "it's"       unguard("it's") == "it's"
 
 A plain number (`-1`, `+0.5`, `-2e3`) is a number to every spreadsheet, not a formula, and is
-left as it is. Lives with the schemas because every layer that writes or reads a CSV (the
+left as it is.
+
+Two more things a CSV cannot say, handled here so every export re-imports to the same text:
+text made only of spaces (a reader takes a blank cell for a missing value) is written with the
+apostrophe too (`'  `), so it reads back as itself; and a NUL character, which every reader of
+text refuses as binary data (evalcore/text_input.py), is written as U+FFFD (what evalcore's
+readers make of a NUL on the way in: evalcore/schemas/storable.py; a store written before that
+may still hold one). Lives with the schemas because every layer that writes or reads a CSV (the
 dataset readers, the exports, the dashboard's download buttons) may import it.
 """
 
@@ -35,6 +42,7 @@ if TYPE_CHECKING:
 # and input methods turn into the ASCII ones).
 FORMULA_SIGNS = frozenset("=+-@\uff1d\uff0b\uff0d\uff20")
 GUARD = "'"
+NUL_REPLACEMENT = "\ufffd"
 # Rows end in CR LF (RFC 4180, what spreadsheets write): the csv module quotes a cell only when
 # it holds a character of the line ending, so with a bare LF a carriage return inside a note
 # was written unquoted and split the row when read back.
@@ -66,16 +74,25 @@ def is_risky(text: str) -> bool:
     return not (i == 0 and _NUMBER.fullmatch(text))
 
 
-def _looks_guarded(text: str) -> bool:
-    """One or more apostrophes followed by a risky cell: what `guard` writes (or would)."""
+def _blank(text: str) -> bool:
+    """Text of spaces only: a reader would take the cell for an empty one."""
+    return bool(text) and not text.strip()
+
+
+def _needs_guard(text: str) -> bool:
+    return is_risky(text) or _blank(text)
+
+
+def is_guarded(text: str) -> bool:
+    """One or more apostrophes followed by a risky or blank cell: what `guard` writes (or would)."""
     rest = text.lstrip(GUARD)
-    return len(rest) < len(text) and is_risky(rest)
+    return len(rest) < len(text) and _needs_guard(rest)
 
 
 def guard(value: Any) -> Any:
-    """A cell as written to a CSV: risky text (and text that looks guarded) gets one leading
-    apostrophe; anything that is not text (numbers, None) is returned as it is."""
-    if isinstance(value, str) and (is_risky(value) or _looks_guarded(value)):
+    """A cell as written to a CSV: risky or blank text (and text that looks guarded) gets one
+    leading apostrophe; anything that is not text (numbers, None) is returned as it is."""
+    if isinstance(value, str) and (_needs_guard(value) or is_guarded(value)):
         return GUARD + value
     return value
 
@@ -83,7 +100,15 @@ def guard(value: Any) -> Any:
 def unguard(text: str) -> str:
     """A CSV cell as evalcore reads it: the apostrophe `guard` added is taken off (only that one,
     so text that really began with an apostrophe keeps it)."""
-    return text[1:] if _looks_guarded(text) else text
+    return text[1:] if is_guarded(text) else text
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as evalcore's CSV writers write it: NUL as U+FFFD (a file holding one is refused as
+    binary by every reader), then `guard`."""
+    if isinstance(value, str) and "\x00" in value:
+        value = value.replace("\x00", NUL_REPLACEMENT)
+    return guard(value)
 
 
 def guard_frame(df: "pd.DataFrame") -> "pd.DataFrame":
@@ -93,14 +118,14 @@ def guard_frame(df: "pd.DataFrame") -> "pd.DataFrame":
     out = df.copy()
     for col in out.columns:
         if out[col].dtype == object or is_string_dtype(out[col].dtype):
-            out[col] = [guard(v) for v in out[col]]
+            out[col] = [csv_cell(v) for v in out[col]]
     return out
 
 
 def frame_to_csv(df: "pd.DataFrame") -> str:
     """A data frame as CSV text (no index), every text cell guarded; the header too."""
     guarded = guard_frame(df)
-    guarded.columns = [guard(str(c)) for c in guarded.columns]
+    guarded.columns = [csv_cell(str(c)) for c in guarded.columns]
     return guarded.to_csv(index=False, lineterminator=LINE_END)
 
 
@@ -108,7 +133,7 @@ def rows_to_csv(rows: Iterable[Mapping[str, Any]], fields: Sequence[str]) -> str
     """Records as CSV text with the header `fields`, every text cell guarded (None -> empty)."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(fields), lineterminator=LINE_END)
-    writer.writerow({f: guard(f) for f in fields})
+    writer.writerow({f: csv_cell(f) for f in fields})
     for row in rows:
-        writer.writerow({k: ("" if v is None else guard(v)) for k, v in row.items()})
+        writer.writerow({k: ("" if v is None else csv_cell(v)) for k, v in row.items()})
     return buf.getvalue()

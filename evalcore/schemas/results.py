@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_serializer, model_validator
 
 from evalcore.schemas.bounds import JsonObject
 from evalcore.schemas.dataset import Strict
 from evalcore.schemas.ids import Id, canonical_id
+from evalcore.schemas.storable import storable_names
 
 
 def utcnow() -> datetime:
@@ -21,6 +23,22 @@ def utcnow() -> datetime:
 # labelling tool's export): "the newest label counts", so a label dated in the future would
 # outrank every label made after it (a 9999-12-31 label would never be overruled).
 LABEL_CLOCK_SKEW = timedelta(minutes=5)
+
+
+# A number where a time is expected: pydantic reads it as Unix seconds below 2e10 and as
+# milliseconds above, so 253402300799 (9999-12-31 in seconds) became 1978 and passed the future
+# check. Seconds, milliseconds and a YYYYMMDD date cannot be told apart, so none is guessed.
+_NUMBER = re.compile(r"\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*")
+
+
+def time_not_number(value: Any) -> Any:
+    """Refuse a number (or text that is one) where a label's time is expected (ValueError):
+    times are ISO 8601 text (`2025-06-01T12:00:00Z`) or datetimes; anything else is left to
+    pydantic's parsing."""
+    if isinstance(value, (int, float)) or (isinstance(value, str) and _NUMBER.fullmatch(value)):
+        raise ValueError(f"{value!r} is a number, not a time: write the time in ISO 8601, e.g. "
+                         "2025-06-01T12:00:00Z (a number could be seconds, milliseconds or a YYYYMMDD date)")
+    return value
 
 
 def label_time(when: datetime) -> datetime:
@@ -177,6 +195,11 @@ class Annotation(Strict):
             raise ValueError("sample_id and inclusion_prob go together (both, or neither for a hand-picked item)")
         return self
 
+    @field_validator("when", mode="before")
+    @classmethod
+    def _a_time_not_a_number(cls, when: Any) -> Any:
+        return time_not_number(when)
+
     @field_validator("when")
     @classmethod
     def _not_in_the_future(cls, when: datetime) -> datetime:
@@ -208,3 +231,12 @@ class RunManifest(Strict):
     counts: dict[str, int] = Field(default_factory=dict)
     timings: dict[str, float] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _storable(self, handler: Any) -> Any:
+        """Every string as it can be written: a file name that is not UTF-8 (its bytes held as
+        surrogate escapes) spelled with `\\xNN`, NUL and other lone surrogates as U+FFFD
+        (evalcore.schemas.storable). The entry points store names that way already; this is the
+        guard for any path, name or note that reaches run.json another way, which used to end
+        an import in "unexpected PydanticSerializationError"."""
+        return storable_names(handler(self))

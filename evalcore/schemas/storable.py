@@ -1,38 +1,69 @@
-"""Make untrusted text storable: lone UTF-16 surrogates become U+FFFD, and we say where.
+"""Make untrusted text storable and exportable: lone UTF-16 surrogates and NUL become U+FFFD, and we say where.
 
 Why this exists: JSON may spell a lone surrogate (`"\\ud800"`) and Python's json module
 decodes it into a `str` holding that code point. Such a string cannot be encoded as UTF-8,
 so it fails wherever evalcore writes text (Parquet part files, run.json) - and it fails
 the whole batch it is in, not just its own record. A live target that answered one such
 string used to fail the run, and `--resume` asked the same question again and failed again,
-forever. Replacing the code point keeps every other character of the record; the list of
-field paths that were changed goes with the record (`EvalResponse.raw`, a manifest note) so a
-reader can tell the stored text is not byte-for-byte what the server sent.
+forever. JSON may also spell NUL (`"\\u0000"`): that one can be stored, but a CSV export then
+holds a NUL byte, which every reader of text refuses as binary data (evalcore/text_input.py),
+so `export -f csv` wrote a file `import` could not read back. Replacing the code point keeps
+every other character of the record; the list of field paths that were changed goes with the
+record (`EvalResponse.raw`, a manifest note, the import's output) so a reader can tell the
+stored text is not byte-for-byte what the file or server sent.
 
 Python `str`s never hold a surrogate *pair* (json joins a valid pair into one character),
 so every code point in U+D800..U+DFFF found here is unencodable.
 
+File names are the other source of surrogates: a name that is not UTF-8 reaches Python with
+each undecodable byte as U+DC80..U+DCFF ("surrogate escapes"). `storable_path` spells those
+bytes `\\xff`, so the name can be stored and still tells the file apart.
+
 The walk is iterative (no recursion limit to hit on deep JSON) and edits lists and dicts in
-place: callers hand it containers they have just parsed and own. Used by the live runner's
-response parsing (evalcore/targets/parse.py), its target probe (evalcore/runner/live.py),
-and available to any loader of recorded answers.
+place: callers hand it containers they have just parsed and own. Used by every reader of
+records (evalcore/datasets/records.py: answers, labels, questions, spans), the live runner's
+response parsing (evalcore/targets/parse.py), its target probe (evalcore/runner/live.py) and
+the run manifest's serializer (a last guard for any path or name that reached it).
 """
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any
+from typing import Any, Callable
 
 REPLACEMENT = "\ufffd"
 MAX_PATHS = 20  # changed field paths kept in a record's note; the count is always exact
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+WHAT = "NUL or lone UTF-16 surrogates"  # how notes name what was replaced
 
 
 def storable_text(text: str) -> tuple[str, int]:
-    """(text with every lone surrogate replaced by U+FFFD, how many were replaced)."""
-    if text.isascii():
+    """(text with every lone surrogate and NUL replaced by U+FFFD, how many were replaced)."""
+    if text.isascii() and "\x00" not in text:
         return text, 0
-    return _SURROGATE.subn(REPLACEMENT, text)
+    return _UNSTORABLE.subn(REPLACEMENT, text)
+
+
+def storable_path(path: str | os.PathLike[str]) -> str:
+    """A file name as evalcore stores it (run.json, notes): the name itself when it is text; each
+    byte of a name that is not UTF-8 (a surrogate escape U+DC80..U+DCFF) as `\\xNN`, any other
+    unstorable character as U+FFFD. `a\\xff.jsonl` is the file whose name has the byte 0xFF."""
+    text = os.fspath(path)
+    if text.isascii():
+        return text.replace("\x00", REPLACEMENT)
+    return storable_text(path_spelling(text))[0]
+
+
+def path_spelling(text: str) -> str:
+    """`text` with each surrogate escape (U+DC80..U+DCFF: a byte that was not UTF-8) as `\\xNN`."""
+    return _ESCAPED_BYTE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", text)
+
+
+def _storable_name(text: str) -> tuple[str, int]:
+    fixed = storable_path(text)
+    return fixed, int(fixed != text)
 
 
 def _join(path: str, key: Any) -> str:
@@ -41,15 +72,16 @@ def _join(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def make_storable(value: Any) -> tuple[Any, list[str]]:
-    """Replace lone surrogates in every string of a JSON-like value (keys included).
+def make_storable(value: Any, fix: Callable[[str], tuple[str, int]] = storable_text) -> tuple[Any, list[str]]:
+    """Replace lone surrogates and NUL in every string of a JSON-like value (keys included).
 
     Returns the value (the same object for containers, edited in place; a new one for a
     top-level string) and the paths of the fields that changed, e.g. `["answer",
-    "retrieved[0].text"]` (at most MAX_PATHS of them; see `count` for the total)."""
+    "retrieved[0].text"]`. `fix` is the repair of one string (`storable_names` spells the
+    bytes of file names instead)."""
     changed: list[str] = []
     if isinstance(value, str):
-        fixed, n = storable_text(value)
+        fixed, n = fix(value)
         return fixed, ([""] if n else [])
     stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
@@ -57,7 +89,7 @@ def make_storable(value: Any) -> tuple[Any, list[str]]:
         if isinstance(node, list):
             for i, item in enumerate(node):
                 if isinstance(item, str):
-                    fixed, n = storable_text(item)
+                    fixed, n = fix(item)
                     if n:
                         node[i] = fixed
                         changed.append(_join(path, i))
@@ -67,13 +99,13 @@ def make_storable(value: Any) -> tuple[Any, list[str]]:
             renamed: dict[Any, str] = {}
             for key, item in node.items():
                 if isinstance(key, str):
-                    fixed_key, n = storable_text(key)
+                    fixed_key, n = fix(key)
                     if n:
                         renamed[key] = fixed_key
                         changed.append(_join(path, fixed_key) + " (key)")
                 where = _join(path, renamed.get(key, key))
                 if isinstance(item, str):
-                    fixed, n = storable_text(item)
+                    fixed, n = fix(item)
                     if n:
                         node[key] = fixed
                         changed.append(where)
@@ -86,9 +118,15 @@ def make_storable(value: Any) -> tuple[Any, list[str]]:
     return value, changed
 
 
+def storable_names(value: Any) -> Any:
+    """`value` (a manifest's data) with every string storable, file names' bytes spelled `\\xNN`
+    (`storable_path`): the run manifest's last guard before it is written."""
+    return make_storable(value, _storable_name)[0]
+
+
 def storable_note(paths: list[str]) -> str:
-    """One line saying which fields had unencodable characters replaced."""
+    """One line saying which fields had unstorable characters replaced."""
     shown = ", ".join(p or "(the value)" for p in paths[:MAX_PATHS])
     more = f" and {len(paths) - MAX_PATHS} more" if len(paths) > MAX_PATHS else ""
-    return (f"replaced unencodable characters (lone UTF-16 surrogates) with U+FFFD in "
+    return (f"replaced characters that cannot be stored or exported ({WHAT}) with U+FFFD in "
             f"{len(paths)} field(s): {shown}{more}")

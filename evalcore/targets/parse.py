@@ -5,7 +5,7 @@ bare ids, numbers as strings) and strict where a metric would be silently wrong:
 that is not an object, an answer that is not text, or a ranking that fails EvalResponse's
 validation (duplicate chunk ids) is `MalformedResponse`, which the runner classifies and
 retries like any other transient server fault. Text that UTF-8 cannot hold (lone
-surrogates, which JSON can spell) is replaced by U+FFFD and listed in `raw["unencodable_text"]`
+surrogates, which JSON can spell; and NUL) is replaced by U+FFFD and listed in `raw["unencodable_text"]`
 (evalcore/schemas/storable.py says why).
 """
 

@@ -20,7 +20,7 @@ from evalcore.errors import InputError, from_validation
 from evalcore.fingerprint import file_fingerprint
 from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
 from evalcore.schemas.ids import canonical_id
-from evalcore.schemas.storable import make_storable
+from evalcore.schemas.storable import WHAT, make_storable, storable_path, storable_text
 from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
 from evalcore.traces.openinference import TraceAnswer, text_question_id, trace_answer
 from evalcore.traces.spans import Span
@@ -56,10 +56,15 @@ def answers_from_spans(spans: Iterable[Span], file: str, method: str, method_fro
 
 
 def _pair(answer: TraceAnswer, file: str, known: dict[str, EvalQuestion], by_text: dict[str, str],
-          project: str | None, id_from: str | None) -> tuple[EvalQuestion, EvalResponse]:
+          project: str | None, id_from: str | None,
+          repaired: list[str] | None = None) -> tuple[EvalQuestion, EvalResponse]:
+    """The answer's question and response; fields whose NUL or lone surrogates became U+FFFD
+    (a Phoenix server's spans are not read through records.py) are added to `repaired`."""
+    repaired = [] if repaired is None else repaired
     where = answer.root.where if isinstance(answer.root.where, str) else f"span {answer.root.span_id}"
     if answer.question_id is not None:
-        qid = canonical_id(answer.question_id)  # the id rule (evalcore.schemas.ids), before the lookup
+        # the id rule (evalcore.schemas.ids) and storable text, before the lookup (a dataset's ids are both)
+        qid = storable_text(canonical_id(answer.question_id))[0]
         if known and qid not in known:
             raise InputError(file, f"question id {qid!r} is not in the dataset", record=where, field=id_from)
     else:
@@ -68,7 +73,8 @@ def _pair(answer: TraceAnswer, file: str, known: dict[str, EvalQuestion], by_tex
         raise InputError(file, "the question id is empty", record=where, field=id_from)
     question = known.get(qid)
     if question is None:
-        q_record, _ = make_storable({"id": qid, "question": answer.question})
+        q_record, changed = make_storable({"id": qid, "question": answer.question})
+        repaired.extend(changed)
         try:
             question = EvalQuestion.model_validate(q_record)
         except ValidationError as exc:
@@ -78,7 +84,8 @@ def _pair(answer: TraceAnswer, file: str, known: dict[str, EvalQuestion], by_tex
     record: dict[str, Any] = {"question_id": qid, "method": answer.method, "answer": answer.answer,
                               "retrieved": answer.retrieved, "latency_ms": answer.latency_ms,
                               "token_usage": answer.token_usage, "error": answer.error, "raw": raw}
-    record, _ = make_storable(record)
+    record, changed = make_storable(record)
+    repaired.extend(changed)
     try:
         response = EvalResponse.model_validate(record)
     except ValidationError as exc:
@@ -101,17 +108,18 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
     if dataset is not None:
         ds = load_questions(dataset)
         known = {q.id: q for q in ds}
-        dataset_info = {"name": Path(dataset).stem, "path": str(dataset),
+        dataset_info = {"name": storable_path(Path(dataset).stem), "path": storable_path(dataset),
                         "fingerprint": file_fingerprint(dataset), "n_questions": len(ds)}
     by_text = {canonical_id(q.question): q.id for q in known.values()}
     questions: dict[str, EvalQuestion] = {}
     responses: list[EvalResponse] = []
     keys: dict[tuple[str, str], str] = {}
     matched = nested = 0
+    repaired: list[str] = []
     traces = assemble_traces(spans, source)
     for answer in answers_from_traces(traces, source, method, method_from, id_from):
         nested += answer.nested_llm_spans
-        question, response = _pair(answer, source, known, by_text, project, id_from)
+        question, response = _pair(answer, source, known, by_text, project, id_from, repaired)
         key = (response.method, response.question_id)
         if key in keys:
             raise InputError(source, f"a second answer for question {key[1]!r} and method {key[0]!r} "
@@ -129,7 +137,8 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
                 **({"method_from": method_from} if method_from else {}),
                 **({"id_from": id_from} if id_from else {}),
                 **({"spans_left_out": traces.left_out()} if traces.left_out() else {}),
-                **({"llm_spans_nested": nested} if nested else {})},
+                **({"llm_spans_nested": nested} if nested else {}),
+                **({"text_repairs": {"fields_replaced": len(repaired), "characters": WHAT}} if repaired else {})},
         counts={"questions": len(questions), "responses": len(responses),
                 "errors": sum(bool(r.error) for r in responses)})
     manifest.finished_at = manifest.created_at
@@ -141,6 +150,9 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
     if nested:
         notes.append(f"{nested} LLM span(s) wrap an LLM span reporting the same tokens or cost (stacked "
                      "instrumentors): each call counted once, from the innermost span")
+    if repaired:
+        notes.append(f"replaced {WHAT} (characters that cannot be stored or exported) with U+FFFD in "
+                     f"{len(repaired)} field(s)")
     if dataset is not None:
         notes.append(f"{matched} of {len(responses)} traces matched a question of the dataset "
                      f"(on {'attribute ' + id_from if id_from else 'the question text'})")

@@ -210,7 +210,7 @@ def _queue(run_id: str, methods: list[str], pickers: tuple) -> None:
         item = nxt.iloc[0].to_dict()
         left, right = st.columns([1, 1])
         with left:
-            st.text(f"{item['method']} / {item['question_id']} / {item['target_ref']}")
+            st.text(" / ".join(common.shown_name(item[k]) for k in ("method", "question_id", "target_ref")))
             if item["target_kind"] == "claim":
                 common.highlighted("Claim", item["target_text"])
                 ctx = common.call(A.item_context, item["run_id"], item["method"], item["question_id"])

@@ -185,7 +185,7 @@ def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str], 
             st.warning("Not comparable as scored: " + common.md(warning), icon=":material/warning:")
         if lines.empty:
             st.subheader("Verdict")
-            st.text(f"{names[cand]} against {names[base]} (baseline)")
+            st.text(f"{common.shown_name(names[cand])} against {common.shown_name(names[base])} (baseline)")
             st.info("Pick metrics to test (below) to get a verdict.")
             return
         st.subheader(common.md(V.verdict_summary(lines, table, names[base], names[cand])), anchor=False)

@@ -204,9 +204,9 @@ def _reliability_chart(rel: pd.DataFrame, metric: str) -> None:
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="calibrated", line={"dash": "dot"}))
     fig.add_trace(go.Scatter(x=rel.judge_mean, y=rel.human_mean, mode="markers+lines", name="judge",
                              text=[f"n={n}" for n in rel.n], marker={"size": [6 + min(n, 40) / 2 for n in rel.n]}))
-    fig.update_layout(title=common.plotly_text(f"Reliability: {metric}"), height=320, margin={"t": 40, "b": 30},
+    fig.update_layout(title=f"Reliability: {metric}", height=320, margin={"t": 40, "b": 30},
                       xaxis_title="judge value (bin mean)", yaxis_title="human value (mean)")
-    st.plotly_chart(common.inert_figure(fig), key=f"reliability_{metric}")
+    st.plotly_chart(common.inert_figure(fig), key=f"reliability_{metric}")  # the title made inert once, here
 
 
 def render_compare(base: str, cand: str) -> None:

@@ -44,7 +44,7 @@ def _table(shown: pd.DataFrame) -> None:
     for col in wide.columns:
         cells[col] = [f"{int(n)} ({v:.0%})" if v == v else "–" for n, v in zip(counts[col].fillna(0), wide[col])]
     colours = {b: FAILURE_COLOURS[b] for b in wide.index}
-    styled = cells.reset_index().style.apply(
+    styled = safe_widgets.shown_frame(cells.reset_index()).style.apply(  # system names as shown
         lambda row: [f"background-color: {colours[row['bucket']]}55"] * len(row), axis=1)
     safe_widgets.dataframe(styled, hide_index=True, width="stretch",
                  column_config={"bucket": st.column_config.TextColumn("diagnosis")})

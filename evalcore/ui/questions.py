@@ -312,8 +312,8 @@ def _show_question(run_id: str, qid: str, methods: tuple[str, ...] | None) -> No
         common.highlighted("Question", q["question"])
     with top_r:
         common.highlighted("Reference answer (ground truth)", q["ground_truth"])
-    st.text(" · ".join(f"{k}: {q[k]}" for k in ("question_id", "category", "question_type", "difficulty", "answerable")
-                       if q[k] is not None and q[k] == q[k]))
+    facts = ("question_id", "category", "question_type", "difficulty", "answerable")
+    st.text(" · ".join(f"{k}: {common.shown_name(q[k])}" for k in facts if q[k] is not None and q[k] == q[k]))
     shown = [m for m in detail["responses"]["method"] if methods is None or m in methods]
     if not shown:
         st.info("No selected method answered this question.")
@@ -364,9 +364,11 @@ def _grid(f: Qn.QuestionFilter, qids: list[str], metrics: list[str]) -> None:
     from evalcore.analysis.catalog import higher_is_better
 
     cmap = "RdYlGn" if higher_is_better(metric) else "RdYlGn_r"
-    styled = table.style.background_gradient(cmap=cmap, subset=method_cols, vmin=float(table[method_cols].min().min())
+    shown, shown_cols = common.shown_frame(table), [common.shown_name(c) for c in method_cols]  # names as shown
+    styled = shown.style.background_gradient(cmap=cmap, subset=shown_cols, vmin=float(table[method_cols].min().min())
                                              if len(table) else 0, vmax=float(table[method_cols].max().max())
-                                             if len(table) else 1).format("{:.3f}", subset=[*method_cols, "spread"], na_rep=common.MISSING)
+                                             if len(table) else 1).format("{:.3f}", subset=[*shown_cols, "spread"],
+                                                                          na_rep=common.MISSING)
     common.dataframe(styled, hide_index=True, key="grid_table", on_select=lambda: _select_from_grid(table),
                  selection_mode="single-row", height=480)
 

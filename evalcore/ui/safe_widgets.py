@@ -11,20 +11,22 @@ visible note instead of an exception.
 Untrusted text (answers, contexts, judge I/O, even run names) goes through st.text,
 st.code or st.dataframe, or, where words must be highlighted, through `inert_html` (every
 character escaped, our own <mark> the only markup): never Markdown, never its own HTML.
+Names in tables, pickers, warnings and headings show their invisible characters (zero-width
+spaces, soft hyphens, Hangul fillers, variation selectors...) as escapes (`shown_name`), so two
+methods that differ never look alike; answers shown with st.text stay verbatim.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from typing import Any, Callable, Sequence
 
 import pandas as pd
 import streamlit as st
 
 from evalcore.analysis import leaderboard as L
-from evalcore.analysis.inert import inert_figure, plotly_text  # noqa: F401  (pages use both from here)
+from evalcore.analysis.inert import inert_figure, plotly_text, reveal, shown_name  # noqa: F401  (pages use these)
 from evalcore.schemas.ids import canonical_id, match_name
 from evalcore.schemas.csv_safety import frame_to_csv
 from evalcore.ui.cache import call, store  # noqa: F401  (pages import both from here)
@@ -47,11 +49,16 @@ def md(text: Any) -> str:
     """Untrusted text made inert for the Streamlit elements that render Markdown (warnings,
     infos, captions, button and download labels, subheaders): every ASCII punctuation mark
     that Markdown, Streamlit's :color[] directives, KaTeX ($) or autolinks could use is
-    backslash-escaped and line breaks become spaces, so a value shows as the characters it is
-    and nothing in it links, loads an image, colours or typesets. URL and e-mail beginnings
-    also get an invisible word joiner: GFM autolinks them whatever the escapes."""
-    text = _AUTOLINK_START.sub(lambda m: m.group(0) + WORD_JOINER, " ".join(str(text).split()))
+    backslash-escaped, line breaks become spaces and invisible characters escapes
+    (`shown_name`), so a value shows as the characters it is and nothing in it links, loads an
+    image, colours or typesets. URL and e-mail beginnings also get an invisible word joiner:
+    GFM autolinks them whatever the escapes."""
+    text = shown_name(_ASCII_SPACE_RUN.sub(" ", str(text)).strip(" "))
+    text = _AUTOLINK_START.sub(lambda m: m.group(0) + WORD_JOINER, text)
     return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+_ASCII_SPACE_RUN = re.compile("[ \t\n\r\x0b\x0c]+")
 
 
 def _warn_dropped(param: str, value: Any, why: str) -> None:
@@ -70,6 +77,11 @@ def _url_choice(raw: str, by_text: dict[str, Any]) -> str | None:
     return found
 
 
+def _shown(format_func: Callable[[Any], str]) -> Callable[[Any], str]:
+    """A picker's labels as names are shown (`shown_name`): invisible characters as escapes."""
+    return lambda option: shown_name(format_func(option))
+
+
 def url_select(label: str, options: Sequence[Any], param: str, *, format_func: Callable[[Any], str] = str,
                default: Any = None, help: str | None = None, container: Any = st) -> Any:
     """A selectbox bound to query parameter `param` (validated against `options`)."""
@@ -86,7 +98,7 @@ def url_select(label: str, options: Sequence[Any], param: str, *, format_func: C
                 _warn_dropped(param, st.query_params.get(param), "not one of the available choices")
         st.session_state[key] = by_text.get(raw) if raw is not None else (
             default if default in options else options[0])
-    value = container.selectbox(label, options, key=key, format_func=format_func, help=help)
+    value = container.selectbox(label, options, key=key, format_func=_shown(format_func), help=help)
     # The default stays out of the URL so links stay short; reading it back gives the same view.
     set_param(param, None if value == (default if default in options else options[0]) else value)
     return value
@@ -108,7 +120,7 @@ def url_multi(label: str, options: Sequence[Any], param: str, *, default: Sequen
         st.session_state[key] = list(dict.fromkeys(chosen))
     else:
         st.session_state[key] = [v for v in st.session_state[key] if v in options]
-    value = container.multiselect(label, options, key=key, format_func=format_func, help=help)
+    value = container.multiselect(label, options, key=key, format_func=_shown(format_func), help=help)
     set_param(param, value)
     return value
 
@@ -177,18 +189,38 @@ MISSING = "–"  # how every table shows a missing value (Streamlit's default re
 
 def dataframe(data: Any, **kwargs: Any) -> Any:
     """st.dataframe as every page draws one: no index, missing values read "–" (the one
-    convention, docs/dashboard.md). Cell text stays inert (the grid renders no Markdown/HTML)."""
+    convention, docs/dashboard.md). Cell text stays inert (the grid renders no Markdown/HTML),
+    and its invisible characters show as escapes (`shown_frame`; a Styler's frame must be made
+    with it before styling, as `show_table` does)."""
     kwargs.setdefault("hide_index", True)
     kwargs.setdefault("placeholder", MISSING)
-    return st.dataframe(data, **kwargs)
+    return st.dataframe(shown_frame(data) if isinstance(data, pd.DataFrame) else data, **kwargs)
+
+
+def shown_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """`df` with the control and invisible characters of its text cells and column names shown
+    as escapes (`shown_name`: a grid cell is one line, and tables are where names are told
+    apart; answers are read verbatim through `untrusted`); `df` itself when it holds none, so a
+    page's styler and column settings see the frame they were made for."""
+    text_cols = [c for c in df.columns if df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype)]
+    changed = {c: df[c].map(lambda v: shown_name(v) if isinstance(v, str) else v) for c in text_cols}
+    changed = {c: col for c, col in changed.items() if not col.equals(df[c])}
+    names = {c: shown_name(c) for c in df.columns if isinstance(c, str) and shown_name(c) != c}
+    if not changed and not names:
+        return df
+    out = df.copy()
+    for c, col in changed.items():
+        out[c] = col
+    return out.rename(columns=names)
 
 
 def show_table(df: pd.DataFrame, name: str, *, key: str | None = None,
                style: Callable[[pd.DataFrame], Any] | None = None, **kwargs: Any) -> None:
     """A dataframe (text rendered inert) plus a CSV download of exactly what is shown, written by
     the one CSV writer (cells a spreadsheet would run as formulas are guarded, as in every CSV
-    evalcore writes). `style(df)` may return a pandas Styler (colours only; text stays as it is)."""
-    dataframe(style(df) if style else df, **kwargs)
+    evalcore writes). `style(df)` may return a pandas Styler (colours only; text stays as it is);
+    it is given the frame as shown (`shown_frame`), the download keeps the exact text."""
+    dataframe(style(shown_frame(df)) if style else df, **kwargs)
     st.download_button(f"Download {md(name)} (CSV)", frame_to_csv(df).encode("utf-8"), file_name=f"{name}.csv",
                        mime="text/csv", key=key or f"dl_{name}", on_click="ignore")
 
@@ -257,11 +289,10 @@ def _escape_table() -> dict[int, str]:
 
 
 _ESCAPES = _escape_table()
-_VISIBLE_CATEGORIES = ("Cc", "Cf", "Co", "Cs", "Zl", "Zp")
 
 
 def _visible(ch: str) -> str:
-    """A control or format character (bidi overrides, zero-width joiners, line separators...)
+    """A control or invisible character (bidi overrides, zero-width joiners, line separators...)
     shown as its code point, so it can neither reorder nor hide the text around it."""
     return f"[U+{ord(ch):04X}]"
 
@@ -293,9 +324,7 @@ def inert_html(text: Any, spans: Sequence[tuple[int, int, str, str]] = ()) -> st
 def _escape(s: str) -> str:
     """html.escape(s, quote=True) widened: & < > " ' and every other ASCII punctuation mark become
     numeric references (html.unescape gives the text back), controls become visible code points."""
-    s = "".join(_visible(c) if c not in "\n\t\r" and unicodedata.category(c) in _VISIBLE_CATEGORIES else c
-                for c in s)
-    return s.translate(_ESCAPES)
+    return reveal(s, _visible, single_line=False).translate(_ESCAPES)
 
 
 def untrusted_heading(text: Any) -> None:

@@ -115,14 +115,29 @@ def test_surrogates_in_health_and_info_do_not_stop_the_run(store, tmp_path):
     assert any("U+FFFD" in n and "health.status" in n for n in manifest.notes), manifest.notes
 
 
-def test_a_run_that_cannot_be_created_leaves_no_folder(store):
+def test_a_run_that_cannot_be_created_leaves_no_folder(store, monkeypatch):
+    """(A manifest holding a lone surrogate no longer fails: its serializer makes every string
+    storable, test_manifest_text_is_always_storable. A failing write is forced instead.)"""
     manifest = RunManifest(format_version=FORMAT_VERSION, run_id="r-1", name="r", kind="live",
-                           status="created", evalcore_version="0", methods=["m"],
-                           target_info={"health": {"status": "ok \ud800"}})
-    with pytest.raises(Exception):
+                           status="created", evalcore_version="0", methods=["m"])
+
+    def cannot_encode(*args, **kwargs):
+        raise ValueError("cannot encode")
+
+    monkeypatch.setattr(RunManifest, "model_dump_json", cannot_encode)
+    with pytest.raises(ValueError):
         store.create_run(manifest)
     assert not (store.root / "r-1").exists()
     assert store.run_ids() == []
+
+
+def test_manifest_text_is_always_storable(store):
+    manifest = RunManifest(format_version=FORMAT_VERSION, run_id="r-1", name="r", kind="live",
+                           status="created", evalcore_version="0", methods=["m"],
+                           target_info={"health": {"status": "ok \ud800\x00"}}, notes=["file a\udcff.jsonl"])
+    store.create_run(manifest)
+    stored = store.manifest("r-1")
+    assert stored.target_info["health"]["status"] == f"ok {FFFD}{FFFD}" and stored.notes == ["file a\\xff.jsonl"]
 
 
 def test_an_answer_the_store_cannot_encode_becomes_that_questions_error(store):

@@ -284,3 +284,44 @@ def test_the_stream_guard_has_no_byte_door(tmp_path):
         guarded.write("a\x1b[2Jb\r\nc\rd\n")
     with open(tmp_path / "out.txt", encoding="utf-8", newline="") as fh:
         assert fh.read() == "a\\x1b[2Jb\r\nc\\rd\n"
+
+
+# ---- piped output keeps every escape visible (round 4, item 16) --------------------------------
+# click.echo strips ANSI sequences itself when the stream is not a terminal, before the guard sees
+# them: `import "g\x1b[2J\x07.jsonl" 2>&1 | cat` printed `error: g\x07.jsonl` and `score RUN
+# --metrics "tok\x1b[2Jen"` said `unknown metric(s) token`, naming what the user never typed. Now
+# click never strips (every context has color on, an outermost one for main's error line) and the
+# guard shows the escapes, whether the stream is a pipe or a file.
+
+CSI = "\x1b[2J"
+
+
+def _piped(argv: list[str], root) -> tuple[str, str]:
+    res = subprocess.run([sys.executable, "-m", "evalcore", "--store", str(root), *argv], capture_output=True,
+                         text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
+    return res.stdout, res.stderr
+
+
+def test_piped_output_shows_escapes_click_used_to_strip(hostile, tmp_path):
+    root, run = hostile["store"].root, hostile["run"]
+    cases = [  # (argv, which stream, the text that must show)
+        (["import", str(tmp_path / f"g{CSI}\x07.jsonl")], 1, f"error: {tmp_path}/g\\x1b[2J\\x07.jsonl"),
+        (["score", run, "--metrics", f"tok{CSI}en"], 1, "unknown metric(s) tok\\x1b[2Jen"),
+        (["show", f"nope{CSI}"], 1, "nope\\x1b[2J"),
+        ([f"--bogus{CSI}"], 1, "--bogus\\x1b[2J"),
+        (["show", run, "--bogus" + CSI], 1, "--bogus\\x1b[2J"),
+        (["trec", str(hostile["qrels"]), str(hostile["trec_run"]), "-m", "ndcg_cut_10", "-q"], 0, "q\\x1b[2J\\u202e"),
+    ]
+    for argv, stream, shown in cases:
+        out = _piped(argv, root)
+        _no_control(out[0], f"{argv} stdout")
+        _no_control(out[1], f"{argv} stderr")
+        assert shown in out[stream], (argv, out)
+
+
+def test_echo_outside_a_command_keeps_escapes_in_process(hostile, capsys, monkeypatch):
+    """The same through the console entry point in this process (capsys is no terminal either)."""
+    out, err = _run(hostile["store"].root, ["import", f"g{CSI}.jsonl"], capsys, monkeypatch)
+    assert "g\\x1b[2J.jsonl" in err, err
+    out, err = _run(hostile["store"].root, ["score", hostile["run"], "--metrics", f"tok{CSI}en"], capsys, monkeypatch)
+    assert "tok\\x1b[2Jen" in err, err
