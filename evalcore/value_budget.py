@@ -24,9 +24,10 @@ Counting JSON is cheap: every value but the first of a text follows a `,` or ope
 container, so `1 + count(",") + count("[") + count("{")` bounds the values from above at
 memchr speed (str.count), a small fraction of what json.loads costs. Only when that bound
 passes the budget is the exact count taken: the same count between the strings (commas in
-prose are not values), less the empty containers, stopping once past the budget. A reader holding more text than the value at hand (json_stream.py) also needs where the
-value ends: `count_values` finds it by a scan in Python, used only when the exact count of
-all the text held passes the budget.
+prose are not values), less the empty containers, stopping once past the budget. A reader
+holding more text than the value at hand (json_stream.py) also needs where the value ends:
+`count_values` finds it by a scan in Python, used only when the exact count of all the text
+held passes the budget.
 """
 
 from __future__ import annotations

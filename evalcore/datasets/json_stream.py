@@ -48,6 +48,7 @@ class JsonCursor:
         self.pieces = iter_text(path, TEXT_PIECE)
         self.piece, self.piece_pos = "", 0
         self.buf, self.pos, self.eof = "", 0, False
+        self.counted = False  # all the text held past pos makes at most the budget (until more is added)
         self.decoder = json.JSONDecoder(parse_constant=_strict_json_constant)
         self.last_size = RecordSize(0, 0)  # what the last value() cost
 
@@ -71,6 +72,7 @@ class JsonCursor:
             added.append(piece)
             got += len(piece)
         self.buf, self.pos = "".join(added), 0
+        self.counted = False
         return got > 0
 
     def peek(self) -> str:
@@ -115,8 +117,12 @@ class JsonCursor:
         """True when the value at the cursor makes at most the budget of values; False when the
         text held ends before it does (more is needed to tell); TooManyValues, as an
         InputError naming the record, when it makes more."""
-        if values_at_most(self.buf, self.pos) <= self.values or exact_values(self.buf, self.pos, limit=self.values) <= self.values:
-            return True  # all the text held makes no more than the budget: so does this value
+        if self.counted:
+            return True  # the text held was counted whole from an earlier position: this is part of it
+        if (values_at_most(self.buf, self.pos) <= self.values
+                or exact_values(self.buf, self.pos, limit=self.values) <= self.values):
+            self.counted = True  # all the text held makes no more than the budget: so does this value
+            return True
         values, end = count_values(self.buf, self.pos, self.values)
         if values > self.values:
             what = "the record" if record else "a value outside the records"

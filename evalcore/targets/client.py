@@ -96,7 +96,7 @@ def retry_after_s(value: str | None) -> float | None:
 
 
 def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
+    text = " ".join(text[:4 * limit].split())  # only the start is shown: never split a 32 MB body into words
     return text if len(text) <= limit else text[:limit] + "..."
 
 
