@@ -16,19 +16,21 @@ The credentials are the client's settings (PHOENIX_API_KEY, PHOENIX_CLIENT_HEADE
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, TypeVar
 
 from evalcore.errors import EvalcoreError, InputError
+from evalcore.value_budget import TooManyValues, value_limit
+from evalcore.value_budget import loads as bounded_loads
 
 INSTALL_HINT = "Phoenix needs arize-phoenix-client: pip install 'evalcore[phoenix]'"
 DEFAULT_TOTAL_S = 600.0  # a whole import or export (--phoenix-timeout)
 DEFAULT_REQUEST_S = 60.0  # one request, from connecting to the reply's last byte (--phoenix-request-timeout)
 MAX_DEADLINE_S = 1_000_000  # about 11 days: a bound the clock arithmetic of every layer takes
 MAX_REPLY_BYTES = 64 * 2 ** 20  # one reply (a page of 100 spans, an annotation receipt)
+PAGE_RECORDS = 10  # a reply may make the values of this many records (evalcore/value_budget.py)
 _DETAIL_BYTES = 2000  # of an error reply, quoted in the message
 
 T = TypeVar("T")
@@ -104,8 +106,10 @@ class Session:
         except (httpx.HTTPError, OSError) as exc:
             raise EvalcoreError(f"cannot reach Phoenix at {self.base_url} ({doing}): "
                                 f"{type(exc).__name__}: {exc}") from None
-        try:
-            return json.loads(body)
+        try:  # a page holds up to 100 spans: ten records' worth of values, counted before json.loads
+            return bounded_loads(body, PAGE_RECORDS * value_limit(), scope="Phoenix page")
+        except TooManyValues as exc:
+            raise InputError(self.source, f"the reply holds {exc}", record=where) from None
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
             raise InputError(self.source, f"the reply is not JSON ({reason})", record=where) from None

@@ -328,3 +328,26 @@ def test_json_text_inside_a_record_or_a_judge_reply_is_bounded_too(monkeypatch):
         parse_json(many)
     assert flatten({"metadata": many}) == {"metadata": many}  # kept as the text it is
     assert flatten({"metadata": '{"k": [1, 2]}'}) == {"metadata.k": [1, 2]}
+
+
+def test_a_phoenix_page_makes_at_most_ten_records_worth_of_values(monkeypatch):
+    """A page (100 spans) under the 64 MB cap could make 20 million values; it is counted first."""
+    import asyncio
+
+    from evalcore.traces import phoenix_http
+
+    monkeypatch.setenv(VALUES_ENV, "20")
+    page = b'{"data": [' + b", ".join([b"{}"] * 300) + b"]}"
+
+    async def read(body):
+        session = phoenix_http.Session("http://127.0.0.1:9", "phoenix proj", phoenix_http.Deadlines(), None,
+                                       asyncio.get_running_loop().time() + 60)
+
+        async def exchange(method, path, **kwargs):
+            return body
+        session._exchange = exchange
+        return await session.call("GET", "/v1/projects/proj/spans", "reading spans", "page 1")
+
+    with pytest.raises(InputError, match="phoenix proj, record page 1: the reply holds more than 200 JSON values"):
+        asyncio.run(read(page))
+    assert asyncio.run(read(b'{"data": [' + b", ".join([b"{}"] * 150) + b"]}")) == {"data": [{}] * 150}
