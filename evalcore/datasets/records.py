@@ -218,6 +218,7 @@ def sized_csv(path: Path) -> SizedRecords:
     (strict mode catches broken quoting; the rest is checked per row).
     """
     csv.field_size_limit(min(CSV_FIELD_LIMIT, sys.maxsize))
+    limit = value_limit()
     lines = _CsvLines(path)
     with closing(lines.lines):
         reader = csv.reader(lines, strict=True)
@@ -242,7 +243,7 @@ def sized_csv(path: Path) -> SizedRecords:
                     raise InputError(str(path), f"line {line}{ends}: {len(row)} cells, but the header has "
                                      f"{len(header)} columns (an unterminated quote or a missing/extra "
                                      "delimiter?)", record=i)
-                rec, values = _csv_row(header, row, path, i)
+                rec, values = _csv_row(header, row, path, i, limit)
                 yield i, rec, RecordSize(chars, values)
                 line = reader.line_num + 1
         except csv.Error as exc:
@@ -251,11 +252,10 @@ def sized_csv(path: Path) -> SizedRecords:
                              record=i + 1 if header else None) from exc
 
 
-def _csv_row(header: list[str], row: list[str], path: Path, record: int) -> tuple[dict[str, Any], int]:
+def _csv_row(header: list[str], row: list[str], path: Path, record: int, limit: int) -> tuple[dict[str, Any], int]:
     """The row as a record, and the values it made (one per cell, more for a JSON cell): the
-    row's budget is shared by its cells, each JSON cell counted before it is parsed."""
+    row's budget (`limit`) is shared by its cells, each JSON cell counted before it is parsed."""
     out = {}
-    limit = value_limit()
     values = len(row)
     for name, cell in zip(header, row):
         if not name:
