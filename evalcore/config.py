@@ -262,12 +262,12 @@ def load_config(path: str | Path, **overrides: Any) -> EvalConfig:
 
     Relative dataset paths are resolved against the config file's folder.
     """
-    from evalcore.datasets.records import read_yaml
+    from evalcore.safe_yaml import read_settings
 
     path = Path(path)
     if not path.is_file():
         raise InputError(str(path), "no such file")
-    data = read_yaml(path)
+    data = read_settings(path)  # small bounds: a config is small by nature (evalcore/safe_yaml.py)
     if not isinstance(data, dict):
         raise InputError(str(path), "expected a mapping of settings")
     data = {**data, **{k: v for k, v in overrides.items() if v is not None}}

@@ -40,6 +40,18 @@ RETRIEVAL_LIKE = ("retrieved", "contexts")
 # Fields that hold one piece of text: a list or object there is a malformed file, not a value
 # to stringify (a JSON list in a CSV `method` cell used to become the method "['a']").
 TEXT_FIELDS = ("question_id", "method", "question")
+# Unknown names looked at for a near miss of a known one, and named in a message or note: a
+# file with 500 000 extra columns took 76 s (a fuzzy match per name) to print a multi-MB line.
+MAX_HINTED = 20
+MAX_NAMED = 10
+MAX_KEPT = 1000  # unknown names remembered for the manifest (the rest are counted)
+MAX_KEY_SETS = 1000  # distinct key sets remembered so that each is examined once
+
+
+def named(names: list[str], limit: int = MAX_NAMED, more: int = 0) -> str:
+    """`a, b, c` for a few names; `a, b, ... and N more` past `limit` (plus `more` not listed)."""
+    extra = max(len(names) - limit, 0) + more
+    return ", ".join(names[:limit]) + (f" and {extra:,} more" if extra else "")
 
 
 def names_for(own: str) -> list[str]:
@@ -65,6 +77,7 @@ class FieldReport:
     retrieval_only: bool = False
     mapping: dict[str, str] = field(default_factory=dict)
     extra: set[str] = field(default_factory=set)
+    n_extra_not_kept: int = 0  # unknown names past MAX_KEPT, counted only
     _seen_keys: set[frozenset] = field(default_factory=set)
 
     def check(self, rec: dict[str, Any], file: str, recno: int) -> None:
@@ -81,7 +94,7 @@ class FieldReport:
                 raise InputError(file, f"field names must be text, got {type(key).__name__}",
                                  record=recno, field=str(key))
         unknown = sorted(k for k in keys if k not in KNOWN)
-        for name in unknown if not self.allow_extra else ():  # a near miss is most likely a typo
+        for name in unknown[:MAX_HINTED] if not self.allow_extra else ():  # a near miss is most likely a typo
             hint = did_you_mean(name, KNOWN)
             if hint:
                 raise InputError(file, f"unknown field{hint}; rename it, or pass --allow-extra to keep it "
@@ -103,21 +116,32 @@ class FieldReport:
                              + self._hint(unknown, accepted), record=recno, field="answer")
         if unknown and not self.allow_extra:
             name = unknown[0]
-            more = f" (and {len(unknown) - 1} more: {', '.join(unknown[1:])})" if len(unknown) > 1 else ""
+            more = f" (and {len(unknown) - 1:,} more: {named(unknown[1:])})" if len(unknown) > 1 else ""
             raise InputError(file, f"unknown field{more}; pass --allow-extra "
                              "(allow_extra=True from Python) to keep unknown fields in each question's "
                              "metadata", record=recno, field=name)
-        self.extra.update(unknown)
+        self._keep_extra(unknown)
         for key in keys:
             own = ALIASES.get(key, key)
             if key in KNOWN and (key == own or own not in keys):
                 self.mapping.setdefault(own, key)
+        if len(self._seen_keys) >= MAX_KEY_SETS:  # records of ever new keys: remember only the latest
+            self._seen_keys.clear()
         self._seen_keys.add(keys)
         self._check_text(rec, file, recno)
 
+    def _keep_extra(self, unknown: list[str]) -> None:
+        for name in unknown:
+            if name in self.extra:
+                continue
+            if len(self.extra) < MAX_KEPT:
+                self.extra.add(name)
+            else:
+                self.n_extra_not_kept += 1
+
     @staticmethod
     def _hint(unknown: list[str], wanted: list[str]) -> str:
-        for name in unknown:
+        for name in unknown[:MAX_HINTED]:
             hint = did_you_mean(name, wanted)
             if hint:
                 return f"; the file has '{name}'{hint}"
@@ -137,5 +161,6 @@ class FieldReport:
         parts = [own if col == own else f"{own} \u2190 {col}" for own, col in sorted(self.mapping.items())]
         out = ["fields: " + ", ".join(parts)]
         if self.extra:
-            out.append("kept in each question's metadata (not evalcore fields): " + ", ".join(sorted(self.extra)))
+            out.append("kept in each question's metadata (not evalcore fields): "
+                       + named(sorted(self.extra), more=self.n_extra_not_kept))
         return out

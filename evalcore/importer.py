@@ -7,6 +7,13 @@ A record must have a question (id or text) and an answer or an error (or, with
 question's metadata (see `evalcore.import_fields`). Text that cannot be stored or exported (NUL,
 lone UTF-16 surrogates) is replaced with U+FFFD and counted (evalcore.schemas.storable). The run
 is built in staging and published whole, so a bad record leaves the store exactly as it was.
+
+Memory: records are streamed, each bounded by the readers (its text, and the values it makes:
+evalcore/value_budget.py), and written in part files of at most BATCH_SIZE answers, fewer when
+the batch's records took BATCH_CHARS characters or the value budget (so a batch of large
+records costs about one record's bound, not a thousand). The file's fingerprint is taken after
+its records were read, so a file refused at its first record (binary data, say) is not read
+whole first.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from pydantic import ValidationError
 from evalcore import __version__
 from evalcore.datasets import load_questions
 from evalcore.datasets.native import OnDuplicate, noting_dropped, question_from_record
-from evalcore.datasets.records import check_finite, read_records
+from evalcore.datasets.records import check_finite, read_sized_records
 from evalcore.errors import InputError, from_validation
 from evalcore.fingerprint import file_fingerprint
 from evalcore.import_fields import ALIASES, QUESTION_ONLY, RESPONSE_FIELDS, FieldReport
@@ -29,8 +36,10 @@ from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
 from evalcore.schemas.ids import canonical_id, text_question_id
 from evalcore.schemas.storable import WHAT, storable_path
 from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
+from evalcore.value_budget import RecordSize, value_limit
 
 BATCH_SIZE = 1000  # responses per part file
+BATCH_CHARS = 16 * 2 ** 20  # a batch is written once its records took this much text (or decoded bytes)
 
 
 @dataclass
@@ -194,13 +203,14 @@ class RecordStream:
         self.fields = FieldReport(allow_extra=allow_extra, retrieval_only=retrieval_only)
         self.replaced = 0  # fields whose NUL or lone surrogates were replaced with U+FFFD
         self.replaced_records: list[int] = []
+        self.last_size = RecordSize(0, 0)  # what the record last yielded cost to read
 
     def _repaired(self, recno: int, changed: list[str]) -> None:
         self.replaced += len(changed)
         self.replaced_records.append(recno)
 
     def __iter__(self) -> Iterator[tuple[int, EvalQuestion | None, EvalResponse]]:
-        for recno, rec in read_records(self.path, on_repair=self._repaired):
+        for recno, rec, self.last_size in read_sized_records(self.path, on_repair=self._repaired):
             self.fields.check(rec, self.file, recno)
             question, response = _split(rec, self.file, recno, self.default_method, self.known, self.by_text)
             key = (response.method, response.question_id)
@@ -250,8 +260,10 @@ def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
     """Validate a recorded-answers file and publish it as one new run, or change nothing.
 
     Records are streamed: every `batch_size` responses (and the questions first seen with
-    them) become one part file inside the staging folder, so memory does not grow with the
-    file. The run is renamed into the store only after the last record validated.
+    them) become one part file inside the staging folder, or fewer when their records were
+    large (BATCH_CHARS, the value budget), so memory does not grow with the file or its
+    records. The run is renamed into the store only after the last record validated, and
+    the file fingerprinted then.
     `on_duplicate` applies to `dataset` (see `evalcore.datasets.native.check_unique`); what
     keep_first dropped is listed in the manifest's dataset entry, as for a live run.
     `allow_extra` keeps unknown field names in question metadata instead of refusing them;
@@ -274,7 +286,7 @@ def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
     manifest = RunManifest(
         format_version=FORMAT_VERSION, run_id=new_run_id(run_name), name=run_name, kind=kind,
         status="complete", evalcore_version=__version__, methods=[], dataset=dataset_info,
-        source={"kind": "recorded", "file": storable_path(path.name), "fingerprint": file_fingerprint(path)},
+        source={"kind": "recorded", "file": storable_path(path.name)},
     )
     manifest.finished_at = manifest.created_at
     stream = RecordStream(path, default_method=method, dataset=ds_questions, allow_extra=allow_extra,
@@ -282,19 +294,24 @@ def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
     with store.staged_run(manifest) as writer:
         questions: dict[str, EvalQuestion] = {}
         responses: list[EvalResponse] = []
-        n_responses = 0
+        n_responses = chars = values = 0
+        most_values = value_limit()
         for _, question, response in stream:
             if question is not None:
                 questions[question.id] = question
             responses.append(response)
-            if len(responses) >= batch_size:
+            chars, values = chars + stream.last_size.chars, values + stream.last_size.values
+            if len(responses) >= batch_size or chars >= BATCH_CHARS or values >= most_values:
                 n_responses += _flush(writer, questions, responses)
+                chars = values = 0
         n_responses += _flush(writer, questions, responses)
         methods = sorted(stream.methods)
-        source = dict(manifest.source)
+        source = {**manifest.source, "fingerprint": file_fingerprint(path)}
         source["fields"] = dict(sorted(stream.fields.mapping.items()))
         if stream.fields.extra:
             source["extra_fields_in_metadata"] = sorted(stream.fields.extra)
+            if stream.fields.n_extra_not_kept:
+                source["extra_fields_not_listed"] = stream.fields.n_extra_not_kept
         if stream.replaced:
             source["text_repairs"] = {"fields_replaced": stream.replaced, "characters": WHAT,
                                       "records": stream.replaced_records[:100]}

@@ -11,14 +11,14 @@ The defaults are list prices at the time of writing: check them against your inv
 
 from __future__ import annotations
 
-import json
 import os
 
 import yaml
 
-from evalcore import safe_yaml
+from evalcore import safe_yaml, value_budget
 from evalcore.errors import EvalcoreError, InputError
 from evalcore.text_input import read_document
+from evalcore.value_budget import SETTINGS_MAX_BYTES, SETTINGS_MAX_NODES
 
 DEFAULT_PRICES: dict[str, dict[str, float]] = {
     "claude-opus-5": {"input": 5.0, "output": 25.0},
@@ -61,8 +61,9 @@ def load_prices(extra: dict[str, dict[str, float]] | None = None) -> dict[str, d
         path = os.environ.get(var)
         if path:
             try:
-                text = read_document(path)  # bounded, binary refused (evalcore/text_input.py)
-                data = json.loads(text) if path.endswith(".json") else safe_yaml.loads(text)
+                text = read_document(path, SETTINGS_MAX_BYTES)  # small bounds: a settings file
+                data = (value_budget.loads(text, SETTINGS_MAX_NODES, scope="settings file") if path.endswith(".json")
+                        else safe_yaml.loads(text, SETTINGS_MAX_NODES, safe_yaml.SETTINGS_HINT))
             except InputError as exc:
                 raise EvalcoreError(f"{var}={path}: unreadable price table ({exc.detail})") from exc
             except (ValueError, yaml.YAMLError, RecursionError) as exc:

@@ -46,11 +46,11 @@ def _options_from(path: Optional[str], pairs: list[str]) -> dict:
 
     options: dict = {}
     if path:
-        from evalcore.datasets.records import read_yaml
+        from evalcore.safe_yaml import read_settings
 
         if not Path(path).is_file():
             raise EvalcoreError(f"--options-file {path}: no such file")
-        data = read_yaml(Path(path))
+        data = read_settings(Path(path))  # small bounds: options are small by nature
         options.update(check_options(data if data is not None else {}, f"--options-file {path}"))
     for text in pairs:
         key, value = parse_option(text)

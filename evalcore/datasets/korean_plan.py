@@ -158,7 +158,10 @@ def plan_question(item: Any, category: str, position: int, file: str,
     if check is not None and (not isinstance(check, str) or check not in NEGATIVE_CHECKS):
         raise InputError(file, f"unknown check type {check!r}; known: {', '.join(NEGATIVE_CHECKS)}",
                          record=record, field="check")
-    metadata = dict(item.pop("metadata", None) or {})
+    given = item.pop("metadata", None)
+    if given is not None and not isinstance(given, dict):
+        raise InputError(file, f"expected a mapping, got {type(given).__name__}", record=record, field="metadata")
+    metadata = dict(given or {})
     for key in PLAN_METADATA:
         if key in item:
             metadata[key] = item.pop(key)

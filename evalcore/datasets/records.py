@@ -11,12 +11,16 @@ Text that cannot be stored or exported (NUL, lone UTF-16 surrogates: JSON can sp
 replaced by U+FFFD in every record read here (evalcore/schemas/storable.py) and reported: to
 the caller's `on_repair(record, fields)`, or, without one, in one warning per file.
 
-Memory: every format is streamed (a line, a CSV record, a JSON record, a 2048-row Parquet batch
-at a time), so a file of any size is read in bounded memory; JSON, whether a top-level array
-or an object wrapping the records (`{"records": [...]}`, SQuAD's `{"data": [...]}`), through
-evalcore/datasets/json_stream.py. The text formats read through evalcore/text_input.py: one
-line or record is at most its bound (64 MB unless EVALCORE_MAX_RECORD_MB says otherwise), and
-binary data (a NUL byte, bytes that are not UTF-8) is refused naming its byte offset.
+Memory: every format is streamed (a line, a CSV record, a JSON record, a bounded Parquet batch
+at a time: evalcore/datasets/parquet_rows.py), so a file of any size is read in bounded memory;
+JSON, whether a top-level array or an object wrapping the records (`{"records": [...]}`,
+SQuAD's `{"data": [...]}`), through evalcore/datasets/json_stream.py. The text formats read
+through evalcore/text_input.py: one line or record is at most its bound (64 MB unless
+EVALCORE_MAX_RECORD_MB says otherwise), and binary data (a NUL byte, bytes that are not UTF-8)
+is refused naming its byte offset. What a record makes is bounded too (evalcore/value_budget.py):
+its JSON values (a CSV row's cells and the JSON in them, a Parquet row's values) are counted
+before they are built, and a record of more than 50 000 is refused naming it.
+`read_sized_records` also says what each record cost to read, for a caller that batches them.
 
 Whatever the bytes, a reader raises InputError naming the file (and the record where one
 applies): binary data, a record over the bound, invalid syntax, nesting too deep for the
@@ -40,10 +44,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from evalcore.datasets.json_stream import json_records
+from evalcore.datasets.parquet_rows import sized_parquet
 from evalcore.errors import InputError
 from evalcore.schemas.csv_safety import is_guarded, unguard
 from evalcore.schemas.storable import WHAT, make_storable
 from evalcore.text_input import LIMIT_ENV, iter_lines, record_limit, shown_mb
+from evalcore.value_budget import VALUES_ENV, RecordSize, TooManyValues, check_json, value_limit, values_at_most
 
 log = logging.getLogger(__name__)
 OnRepair = Callable[[int, list[str]], None]
@@ -55,7 +61,11 @@ def _strict_json_constant(token: str) -> Any:
     raise ValueError(f"{token} is not a number JSON allows")
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str, limit: int | None = None) -> Any:
+    """json.loads with NaN/Infinity refused; with `limit`, TooManyValues (a ValueError) for a
+    text that would make more values, before any is built."""
+    if limit is not None:
+        check_json(text, limit)
     try:
         return json.loads(text, parse_constant=_strict_json_constant)
     except RecursionError:  # e.g. 100 000 nested '[': Python's parser gives up, we report it
@@ -65,7 +75,7 @@ def _loads(text: str) -> Any:
 def check_finite(value: Any, file: str, record: int | str | None, field: str = "") -> None:
     """Refuse NaN/inf anywhere in a record: JSON has no such numbers, and a stored NaN or inf
     (a relevance, a latency, a check's number) silently poisons every mean computed from it.
-    Parquet NaN never gets here: `read_parquet` turns it into a missing value first."""
+    Parquet NaN never gets here: `parquet_rows.plain` turns it into a missing value first."""
     if isinstance(value, float) and not math.isfinite(value):
         raise InputError(file, f"{value!r} is not a finite number", record=record, field=field or None)
     if isinstance(value, dict):
@@ -76,25 +86,32 @@ def check_finite(value: Any, file: str, record: int | str | None, field: str = "
             check_finite(v, file, record, f"{field}.{i}" if field else str(i))
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+SizedRecords = Iterator[tuple[int, dict[str, Any], RecordSize]]
+
+
+def sized_jsonl(path: Path) -> SizedRecords:
+    limit = value_limit()
     for lineno, _, line in iter_lines(path):
         if not line.strip():
             continue
         try:
+            values = check_json(line, limit)
             obj = _loads(line)
+        except TooManyValues as exc:
+            raise InputError(str(path), f"the record holds {exc}", record=lineno) from None
         except ValueError as exc:
             raise InputError(str(path), f"invalid JSON: {exc}", record=lineno) from exc
         if not isinstance(obj, dict):
             raise InputError(str(path), f"expected a JSON object, got {type(obj).__name__}", record=lineno)
-        yield lineno, obj
+        yield lineno, obj, RecordSize(len(line), values)
 
 
-def read_json(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def sized_json(path: Path) -> SizedRecords:
     """Records of a JSON array, or of an object wrapping a list (both streamed: json_stream.py)."""
-    for i, rec in enumerate(json_records(path, LIST_KEYS), start=1):
+    for i, (rec, size) in enumerate(json_records(path, LIST_KEYS), start=1):
         if not isinstance(rec, dict):
             raise InputError(str(path), f"expected an object, got {type(rec).__name__}", record=i)
-        yield i, rec
+        yield i, rec, size
 
 
 def read_yaml(path: Path) -> Any:
@@ -116,29 +133,32 @@ def _warn_repaired(path: Path | str, fields: int, records: list[int] | None) -> 
                 path, WHAT, fields, where)
 
 
-def _csv_cell(value: str) -> Any:
-    """CSV cells are text; list/object cells are JSON (e.g. a `contexts` column), or a list
-    as pandas `to_csv` writes one (Python text: `['a', "it's"]`), which a ragas dataset saved
-    with pandas holds in every list column. Anything else that merely starts with a bracket
-    stays text ("[1] see the manual" is an answer). The apostrophe evalcore's CSV writers put
-    before a cell a spreadsheet would run as a formula is taken off first (csv_safety.unguard);
-    a blank cell is missing, but one the guard wrote as text of spaces ("'  ") is that text."""
+def _csv_cell(value: str, budget: int) -> tuple[Any, int]:
+    """(value, values it made). CSV cells are text; list/object cells are JSON (e.g. a
+    `contexts` column), or a list as pandas `to_csv` writes one (Python text: `['a', "it's"]`),
+    which a ragas dataset saved with pandas holds in every list column. Anything else that
+    merely starts with a bracket stays text ("[1] see the manual" is an answer). The apostrophe
+    evalcore's CSV writers put before a cell a spreadsheet would run as a formula is taken off
+    first (csv_safety.unguard); a blank cell is missing, but one the guard wrote as text of
+    spaces ("'  ") is that text. A list that would make more than `budget` values raises
+    TooManyValues before it is built."""
     guarded = is_guarded(value)
     value = unguard(value)
     stripped = value.strip()
     if not stripped:  # blank: missing, unless the writer's guard says it is text of spaces
-        return value if guarded else None
+        return (value if guarded else None), 1
     if stripped[:1] in ("[", "{"):
+        made = check_json(stripped, budget)  # TooManyValues before anything is built
         try:
-            return _loads(stripped)
+            return _loads(stripped), made
         except ValueError:
             pass
         if stripped[:1] == "[" and stripped[-1:] == "]":
-            parsed = python_list_literal(stripped)
+            parsed = python_list_literal(stripped, budget)
             if parsed is not None:
-                return parsed
-        return value
-    return value
+                return parsed, values_at_most(stripped)
+        return value, 1
+    return value, 1
 
 
 class NotAList(ValueError):
@@ -150,13 +170,17 @@ class NotAList(ValueError):
 PY_LIST_MAX_CHARS = 8_000_000
 
 
-def python_list_literal(text: str) -> list[Any] | None:
+def python_list_literal(text: str, budget: int | None = None) -> list[Any] | None:
     """The list a Python list literal of plain values stands for, or None when `text` is not
     one. Read with ast.literal_eval on this one field (never eval: nothing runs). Refused
     (NotAList) when the text is a numpy array's print-out: `['a' 'b']` has no commas, and
-    Python would silently join the two strings into 'ab'."""
+    Python would silently join the two strings into 'ab'. With `budget`, a text whose commas
+    and brackets could make more values raises TooManyValues before Python's parser (hundreds
+    of bytes per element) runs."""
     if len(text) > PY_LIST_MAX_CHARS:
         return None
+    if budget is not None and values_at_most(text) > budget:
+        raise TooManyValues(values_at_most(text), budget)
     try:
         tree = ast.parse(text, mode="eval")
         value = ast.literal_eval(tree)
@@ -223,7 +247,7 @@ class _CsvLines:
         self.record = next_record
 
 
-def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def sized_csv(path: Path) -> SizedRecords:
     """Rows of a CSV file with a header, refusing the shapes that silently corrupt records.
 
     The csv module is forgiving in ways that hurt here: an unterminated quote swallows the
@@ -233,6 +257,7 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     catches broken quoting; the rest is checked per row).
     """
     csv.field_size_limit(min(CSV_FIELD_LIMIT, sys.maxsize))
+    limit = value_limit()
     lines = _CsvLines(path)
     with closing(lines.lines):
         reader = csv.reader(lines, strict=True)
@@ -247,6 +272,7 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             line = reader.line_num + 1
             for row in reader:
                 i += 1
+                chars = lines.held
                 lines.record_done(i + 1)  # csv.reader reads a row's lines before handing it over
                 if not any(cell.strip() for cell in row):  # a blank row: counted, not a record
                     line = reader.line_num + 1
@@ -256,7 +282,8 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     raise InputError(str(path), f"line {line}{ends}: {len(row)} cells, but the header has "
                                      f"{len(header)} columns (an unterminated quote or a missing/extra "
                                      "delimiter?)", record=i)
-                yield i, _csv_row(header, row, path, i)
+                rec, values = _csv_row(header, row, path, i, limit)
+                yield i, rec, RecordSize(chars, values)
                 line = reader.line_num + 1
         except csv.Error as exc:
             hint = " (a quote opened there is never closed?)" if "end of data" in str(exc) else ""
@@ -264,22 +291,34 @@ def read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                              record=i + 1 if header else None) from exc
 
 
-def _csv_row(header: list[str], row: list[str], path: Path, record: int) -> dict[str, Any]:
+def _csv_row(header: list[str], row: list[str], path: Path, record: int, limit: int) -> tuple[dict[str, Any], int]:
+    """The row as a record, and the values it made (one per cell, more for a JSON cell): the
+    row's budget (`limit`) is shared by its cells, each JSON cell counted before it is parsed."""
     out = {}
+    values = len(row)
     for name, cell in zip(header, row):
         if not name:
             continue
         try:
-            out[name] = _csv_cell(cell)
+            out[name], made = _csv_cell(cell, limit - values + 1)
         except NotAList as exc:
             raise InputError(str(path), f"looks like a list but cannot be read as one: {exc}",
                              record=record, field=name) from None
-    return out
+        except TooManyValues:  # said with the record's bound, not what was left of it
+            raise InputError(str(path), f"the record holds {TooManyValues(limit + 1, limit)}", record=record,
+                             field=name) from None
+        values += made - 1
+    return out, values
 
 
 def _check_header(header: list[str], path: Path) -> None:
     """A header names each column once; a blank name is allowed only for an unnamed index
-    column (pandas' `to_csv` default), whose cells are ignored."""
+    column (pandas' `to_csv` default), whose cells are ignored. A row may make at most the
+    value budget, so a header of more columns is refused before any row is built."""
+    limit = value_limit()
+    if len(header) > limit:
+        raise InputError(str(path), f"line 1: the header has {len(header):,} columns; a record may hold at most "
+                         f"{limit:,} values (set {VALUES_ENV} to raise it)")
     seen: set[str] = set()
     for col in header:
         name = col.strip()
@@ -289,59 +328,19 @@ def _check_header(header: list[str], path: Path) -> None:
         seen.add(name)
 
 
-def _plain(value: Any) -> Any:
-    """Arrow values -> JSON-like Python: NaN -> None (pandas writes NaN for missing values),
-    binary -> text (it must be UTF-8: records are text)."""
-    if hasattr(value, "tolist"):
-        value = value.tolist()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8")
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
+def read_json(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    return ((recno, rec) for recno, rec, _ in sized_json(path))
 
 
-def read_parquet(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    import pyarrow.parquet as pq
-
-    try:
-        pf = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises several types for a bad file
-        raise InputError(str(path), f"not a readable Parquet file: {exc}") from exc
-    i = 0
-    batches = pf.iter_batches(batch_size=2048)
-    while True:
-        try:
-            batch = next(batches, None)
-            rows = batch.to_pylist() if batch is not None else None
-        except Exception as exc:  # a corrupt row group, an unsupported type
-            raise InputError(str(path), f"unreadable Parquet data: {exc}", record=i + 1) from exc
-        if rows is None:
-            return
-        for row in rows:
-            i += 1
-            out = {}
-            for k, v in row.items():
-                try:
-                    out[k] = _plain(v)
-                except UnicodeDecodeError as exc:
-                    raise InputError(str(path), f"binary value is not UTF-8 text ({exc.reason})",
-                                     record=i, field=k) from exc
-            yield i, out
+READERS = {".jsonl": sized_jsonl, ".ndjson": sized_jsonl, ".json": sized_json, ".csv": sized_csv,
+           ".parquet": sized_parquet}
 
 
-READERS = {".jsonl": read_jsonl, ".ndjson": read_jsonl, ".json": read_json, ".csv": read_csv,
-           ".parquet": read_parquet}
-
-
-def read_records(path: str | Path, on_repair: OnRepair | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Records of a JSONL/JSON/CSV/Parquet file, chosen by extension, every string storable
-    (NUL and lone surrogates as U+FFFD): each repaired record is reported to `on_repair(record
-    number, changed field paths)`, or, without it, counted in one warning once the file is read."""
+def read_sized_records(path: str | Path, on_repair: "OnRepair | None" = None) -> SizedRecords:
+    """(record number, record, RecordSize) of a JSONL/JSON/CSV/Parquet file, chosen by extension,
+    every string storable (NUL and lone surrogates as U+FFFD): each repaired record is reported to
+    `on_repair(record number, changed field paths)`, or, without it, counted in one warning once
+    the file is read."""
     path = Path(path)
     if not path.is_file():
         raise InputError(str(path), "no such file")
@@ -351,17 +350,22 @@ def read_records(path: str | Path, on_repair: OnRepair | None = None) -> Iterato
     return _storable_records(path, reader(path), on_repair)
 
 
-def _storable_records(path: Path, records: Iterator[tuple[int, dict[str, Any]]],
-                      on_repair: OnRepair | None) -> Iterator[tuple[int, dict[str, Any]]]:
+def _storable_records(path: Path, records: SizedRecords, on_repair: "OnRepair | None") -> SizedRecords:
     repaired: list[int] = []
     fields = 0
-    for recno, rec in records:
+    for recno, rec, size in records:
         rec, changed = make_storable(rec)
         if changed:
             if on_repair is not None:
                 on_repair(recno, changed)
             repaired.append(recno)
             fields += len(changed)
-        yield recno, rec
+        yield recno, rec, size
     if repaired and on_repair is None:
         _warn_repaired(path, fields, repaired)
+
+
+def read_records(path: str | Path, on_repair: "OnRepair | None" = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Records of a JSONL/JSON/CSV/Parquet file, chosen by extension, every string storable
+    (read_sized_records without the sizes)."""
+    return ((recno, rec) for recno, rec, _ in read_sized_records(path, on_repair))

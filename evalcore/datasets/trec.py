@@ -36,11 +36,14 @@ SNIFF_BYTES = 64 * 1024
 
 
 BLOCK = 16 * 2 ** 20  # bytes of whole lines handed to Arrow at a time
+ARROW_BLOCK = 1 << 22  # Arrow's own parsing block; raised for a block holding a longer line
 
 
-def _blocks(path: Path) -> Iterator[bytes]:
+def _blocks(path: Path) -> Iterator[tuple[bytes, int]]:
     """The file's bytes in blocks that end at a line end (BOM dropped, CRLF made LF), each
-    refused when it holds a NUL byte; a line longer than the record bound is refused."""
+    refused when it holds a NUL byte, with the length of its longest line (Arrow's CSV
+    parser refuses a line longer than its block: "straddling object"); a line longer than
+    the record bound is refused."""
     limit = record_limit()
     carry, offset = b"", 0
     with open_binary(path) as fh:
@@ -52,20 +55,20 @@ def _blocks(path: Path) -> Iterator[bytes]:
             offset += len(data)
             if not data:
                 if carry:
-                    yield _lf(carry)
+                    yield _lf(carry), len(carry)
                 return
             start = offset - len(data) - len(carry)
             data = carry + data
             cut = data.rfind(b"\n") + 1
             block, carry = data[:cut], data[cut:]
-            _check_lines(path, block, carry, start, limit)
+            longest = _check_lines(path, block, carry, start, limit)
             if block:
-                yield _lf(block)
+                yield _lf(block), longest
 
 
-def _check_lines(path: Path, block: bytes, carry: bytes, start: int, limit: int) -> None:
-    """Refuse a line of `block` (whole lines from byte `start`) or a `carry` (the start of a
-    line still being read) longer than `limit` bytes."""
+def _check_lines(path: Path, block: bytes, carry: bytes, start: int, limit: int) -> int:
+    """The length of the longest line of `block` (whole lines from byte `start`); refuse
+    one, or a `carry` (the start of a line still being read), longer than `limit` bytes."""
     ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
     lengths = np.diff(ends, prepend=-1)
     at = int(np.argmax(lengths)) if len(lengths) else 0
@@ -74,7 +77,7 @@ def _check_lines(path: Path, block: bytes, carry: bytes, start: int, limit: int)
     elif len(carry) > limit:
         line_start = start + len(block)
     else:
-        return
+        return int(lengths[at]) if len(lengths) else 0
     raise InputError(str(path), f"the line starting at byte offset {line_start:,} is longer than "
                      f"{shown_mb(limit)} (the bound on one line; set {LIMIT_ENV} to raise it)")
 
@@ -89,13 +92,14 @@ def _normalise(data: bytes) -> bytes:
     return re.sub(rb"(?m)^ | $", b"", data)
 
 
-def _parse(data: bytes, names: tuple[str, ...], types: dict, keep: list[str]):
+def _parse(data: bytes, names: tuple[str, ...], types: dict, keep: list[str], longest: int = 0):
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
+    block_size = max(ARROW_BLOCK, 1 << (longest + 1).bit_length())  # room for the longest line
     return pcsv.read_csv(
         pa.BufferReader(data),
-        read_options=pcsv.ReadOptions(column_names=list(names), use_threads=True, block_size=1 << 22),
+        read_options=pcsv.ReadOptions(column_names=list(names), use_threads=True, block_size=block_size),
         parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, escape_char=False,
                                         double_quote=False, ignore_empty_lines=True),
         convert_options=pcsv.ConvertOptions(column_types=types, include_columns=keep, null_values=[],
@@ -113,9 +117,9 @@ def _arrow_table(path: Path, names: tuple[str, ...], types: dict, keep: list[str
     import pyarrow as pa
 
     tables = []
-    for data in _blocks(path):
+    for data, longest in _blocks(path):
         if re.search(rb"\S", data):
-            tables.append(_arrow_block(path, data, names, types, keep, check_line))
+            tables.append(_arrow_block(path, data, names, types, keep, check_line, longest))
     if not tables:
         raise InputError(str(path), "the file has no records")
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
@@ -127,16 +131,17 @@ def _arrow_table(path: Path, names: tuple[str, ...], types: dict, keep: list[str
     return table
 
 
-def _arrow_block(path: Path, data: bytes, names: tuple[str, ...], types: dict, keep: list[str], check_line):
+def _arrow_block(path: Path, data: bytes, names: tuple[str, ...], types: dict, keep: list[str], check_line,
+                 longest: int = 0):
     import pyarrow as pa
 
     if not any(c in data for c in (b"\t", b"\r", b"\f", b"\v")):
         try:
-            return _parse(data, names, types, keep)
+            return _parse(data, names, types, keep, longest)
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             pass
     try:
-        return _parse(_normalise(data), names, types, keep)
+        return _parse(_normalise(data), names, types, keep, longest)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         _locate_problem(path, check_line)
         raise InputError(str(path), f"unreadable TREC file: {exc}") from exc

@@ -18,6 +18,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
 from evalcore.judges.tasks import TASKS, ParseError, get_task
+from evalcore.value_budget import TooManyValues
+from evalcore.value_budget import loads as bounded_loads
 
 __all__ = ["ParseError", "VALIDATORS", "parse_json", "parse_reply"]
 
@@ -32,7 +34,9 @@ def parse_json(text: str | None) -> Any:
     if m:
         body = m.group(1).strip()
     try:
-        return json.loads(body, parse_constant=_reject_constant)
+        return bounded_loads(body, parse_constant=_reject_constant)  # counted before it is built
+    except TooManyValues as exc:
+        raise ParseError(f"the reply holds {exc}") from None
     except json.JSONDecodeError as exc:
         raise ParseError(f"not a single JSON value ({exc.msg} at char {exc.pos})") from None
 

@@ -7,7 +7,10 @@ Why this shape:
 * jobs are interleaved question-major (q1/m1, q1/m2, q2/m1...) so all methods progress in
   the same pass and a partial run still compares methods on the same questions;
 * answers are buffered and written as one atomic Parquet part file per `batch_size` answers
-  or `flush_seconds`, whichever comes first; a crash loses at most the unwritten buffer and
+  or `flush_seconds`, whichever comes first, and sooner when the buffered answers hold
+  BUFFER_CHARS of text or the value budget of retrieved chunks (evalcore/value_budget.py): a
+  reply may be as large as `max_response_mb`, and sixteen such must not be held at once;
+  a crash loses at most the unwritten buffer and
   `--resume` re-asks exactly those jobs. On cancellation (Ctrl-C) the buffer is flushed
   synchronously before the cancellation propagates;
 * one bad answer never fails the run. A run that fails on an answer fails again on
@@ -31,6 +34,9 @@ from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.schemas.storable import storable_text
 from evalcore.store import RunWriter
 from evalcore.targets.client import RetryPolicy, TargetClient
+from evalcore.value_budget import value_limit
+
+BUFFER_CHARS = 16 * 2 ** 20  # text held in buffered answers before they are written
 
 
 @dataclass(frozen=True)
@@ -71,19 +77,26 @@ class ResponseSink:
         self.batch_size = batch_size
         self.on_flush = on_flush
         self._buffer: list[EvalResponse] = []
+        self._held = (0, 0)  # (characters, chunks) of the buffered answers
+        self._most_values = value_limit()
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self.written = 0
 
     def add(self, response: EvalResponse) -> bool:
+        """Buffer one answer; True when the buffer should be written now."""
+        chars = len(response.answer) + sum(len(chunk.text) for chunk in response.retrieved)
+        values = 1 + len(response.retrieved) + len(response.citations)
         with self._lock:
             self._buffer.append(response)
-            return len(self._buffer) >= self.batch_size
+            self._held = (self._held[0] + chars, self._held[1] + values)
+            return (len(self._buffer) >= self.batch_size or self._held[0] >= BUFFER_CHARS
+                    or self._held[1] >= self._most_values)
 
     def flush_sync(self) -> int:
         with self._write_lock:
             with self._lock:
-                batch, self._buffer = self._buffer, []
+                batch, self._buffer, self._held = self._buffer, [], (0, 0)
             if not batch:
                 return 0
             try:

@@ -9,8 +9,10 @@ ends as exactly one EvalResponse, either parsed or carrying `error` + `error_kin
              Retry-After header (seconds or an HTTP date) on 429/503 is honoured: the
              next attempt waits at least that long, capped at `max_retry_after_s`
   malformed  2xx with a body that is not JSON or does not fit the response map (retried);
-             also a body larger than `max_response_mb`, sent or once decoded, or one whose
-             Content-Encoding cannot be undone (not retried: it would come again)
+             also a body larger than `max_response_mb`, sent or once decoded, one whose
+             Content-Encoding cannot be undone, or one that would make more JSON values than
+             a record may (evalcore/value_budget.py: counted before json.loads builds any;
+             not retried: it would come again)
   empty      a valid response whose answer is blank while not declaring `abstained`
   error      connection refused/reset and anything else unexpected (connection faults retried)
 
@@ -45,6 +47,8 @@ from evalcore.targets.parse import MalformedResponse, parse_response
 from evalcore.targets.secrets import Redactor, secret_values
 from evalcore.targets.snapshot import cap_snapshot
 from evalcore.targets.spec import SENSITIVE_HEADER, TargetSpec, render_body
+from evalcore.value_budget import TooManyValues
+from evalcore.value_budget import loads as bounded_loads
 
 DEFAULT_MAX_RESPONSE_MB = 32.0
 
@@ -92,7 +96,7 @@ def retry_after_s(value: str | None) -> float | None:
 
 
 def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
+    text = " ".join(text[:4 * limit].split())  # only the start is shown: never split a 32 MB body into words
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -158,7 +162,7 @@ class TargetClient:
 
     def _snapshot(self, reply: Reply, path: str) -> Any:
         """The reply's JSON as the manifest may store it: secrets scrubbed, size capped."""
-        body = self._redact.deep(json.loads(self._redact.data(reply.content)))
+        body = self._redact.deep(bounded_loads(self._redact.data(reply.content), scope="reply"))
         body = body if isinstance(body, dict) else {"body": body}
         return cap_snapshot(body, f"GET {public_url(path)}")
 
@@ -227,10 +231,14 @@ class TargetClient:
         content = self._redact.data(resp.content)
         text = content.decode(resp.encoding, errors="replace")
         try:
-            payload = self._redact.deep(json.loads(content))
+            payload = self._redact.deep(bounded_loads(content, scope="reply"))
             decode_error = None
             if resp.status >= 400:  # the message quotes the body: quote the scrubbed decoding
                 text = json.dumps(payload, ensure_ascii=False)
+        except TooManyValues as exc:
+            if resp.status < 400:  # the same reply would come again: not retried
+                raise _Attempt("malformed", f"the reply holds {exc}", retry=False) from None
+            payload, decode_error = None, exc
         except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deeply
             payload, decode_error = None, exc if isinstance(exc, ValueError) else ValueError("nested too deeply")
         if resp.status >= 400:

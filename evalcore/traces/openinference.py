@@ -15,6 +15,7 @@ Every span-level problem is an InputError naming the file, the span id and the a
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,8 @@ from evalcore.schemas.bounds import MAX_SCORE
 from evalcore.traces.llm_usage import span_number, trace_usage
 from evalcore.traces.spans import Span
 from evalcore.traces.trace_tree import TraceTree
+from evalcore.value_budget import TooManyValues
+from evalcore.value_budget import loads as bounded_loads
 
 QUESTION = "input.value"
 ANSWER = "output.value"
@@ -66,7 +69,9 @@ def _text(span: Span, name: str, file: str) -> str:
     mime = span.attributes.get(name.replace(".value", ".mime_type"))
     if isinstance(value, str) and (mime == "application/json" or value.lstrip().startswith("{")):
         try:
-            parsed = json.loads(value)
+            parsed = bounded_loads(value)  # JSON text inside a span: the record's value budget
+        except TooManyValues as exc:
+            raise InputError(file, f"the JSON value holds {exc}", record=_where(span), field=name) from None
         except ValueError:
             parsed = None
         if isinstance(parsed, dict):

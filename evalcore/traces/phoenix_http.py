@@ -10,7 +10,8 @@ it expects ended as a KeyError or TypeError. Here every request runs under
 operation's, so no phase (connect, headers, body) can outlast it; a reply is read as raw bytes
 (no decompression: `Accept-Encoding: identity` is asked and an encoded reply refused, so a
 small compressed body cannot inflate past the cap) and refused past `MAX_REPLY_BYTES`, and
-refused unparsed when it may hold more than `MAX_REPLY_VALUES` JSON values. The
+refused unparsed when it would build more than ten records' worth of JSON values
+(`evalcore/value_budget.py`). The
 replies an import keeps (its span pages: every span is held until the traces are assembled)
 share one byte budget, `Limits.max_mb`: a server handing out fresh pages for ever, each within
 the per-reply cap, otherwise grew the process by gigabytes before any deadline passed. The
@@ -21,27 +22,25 @@ The credentials are the client's settings (PHOENIX_API_KEY, PHOENIX_CLIENT_HEADE
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, TypeVar
 
 from evalcore.errors import EvalcoreError, InputError
+from evalcore.value_budget import TooManyValues, value_limit
+from evalcore.value_budget import loads as bounded_loads
 
 INSTALL_HINT = "Phoenix needs arize-phoenix-client: pip install 'evalcore[phoenix]'"
 DEFAULT_TOTAL_S = 600.0  # a whole import or export (--phoenix-timeout)
 DEFAULT_REQUEST_S = 60.0  # one request, from connecting to the reply's last byte (--phoenix-request-timeout)
 MAX_DEADLINE_S = 1_000_000  # about 11 days: a bound the clock arithmetic of every layer takes
 MAX_REPLY_BYTES = 64 * 2 ** 20  # one reply (a page of 100 spans, an annotation receipt)
-# JSON values in one reply, counted from above by its ',', '[' and '{' bytes before it is parsed:
-# Python holds a value in 30-70 bytes, so 64 MB of `[],[],...` would take 1.4 GB; prose has a
-# comma every ~60 characters, so no page of text comes near the bound.
-MAX_REPLY_VALUES = 4_000_000
 DEFAULT_MAX_MB = 256.0  # all the span pages of one import, together (--phoenix-max-mb)
 DEFAULT_MAX_SPANS = 200_000  # spans one import holds (--phoenix-max-spans)
 MAX_MAX_MB = 1_000_000.0  # what --phoenix-max-mb takes at most (a terabyte)
 MAX_MAX_SPANS = 10**9
+PAGE_RECORDS = 10  # a reply may make the values of this many records (evalcore/value_budget.py)
 _DETAIL_BYTES = 2000  # of an error reply, quoted in the message
 
 T = TypeVar("T")
@@ -146,12 +145,10 @@ class Session:
                                 f"{type(exc).__name__}: {str(exc)[:300]}") from None
         if kept:
             self.kept_bytes += len(body)
-        values = body.count(b",") + body.count(b"[") + body.count(b"{")
-        if values > MAX_REPLY_VALUES:
-            raise InputError(self.source, f"a reply of up to {values:,} JSON values (every ',', '[' and '{{' counted), "
-                             f"past the bound of {MAX_REPLY_VALUES:,}: refused unparsed", record=where)
-        try:
-            return json.loads(body)
+        try:  # a page holds up to 100 spans: ten records' worth of values, counted before json.loads
+            return bounded_loads(body, PAGE_RECORDS * value_limit(), scope="Phoenix page")
+        except TooManyValues as exc:
+            raise InputError(self.source, f"the reply holds {exc}", record=where) from None
         except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
             raise InputError(self.source, f"the reply is not JSON ({reason})", record=where) from None

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -27,6 +26,7 @@ from typing import Any, Iterable, Iterator
 
 from evalcore.errors import InputError
 from evalcore.schemas.bounds import MAX_JSON_DEPTH, json_depth_over
+from evalcore.value_budget import loads as bounded_loads
 
 PROJECT_ATTRIBUTE = "openinference.project.name"
 KIND_ATTRIBUTE = "openinference.span.kind"
@@ -71,8 +71,8 @@ def flatten(value: Any, prefix: str = "", out: dict[str, Any] | None = None) -> 
         pass
     elif prefix == "metadata" and isinstance(value, str):
         try:
-            parsed = json.loads(value)
-        except ValueError:
+            parsed = bounded_loads(value)  # JSON text inside a record: the record's value budget
+        except ValueError:  # TooManyValues included: kept as the text it is
             parsed = None
         if isinstance(parsed, dict):
             flatten(parsed, prefix, out)

@@ -112,6 +112,8 @@ def test_a_check_outside_negative_sets_answerability_too(tmp_path):
     ("single_hop:\n  - id: S1\n    query: q\n    expected_keyword: [a]\n", "single_hop #1",
      "expected_keyword", "did you mean 'expected_keywords'"),
     ("single_hop:\n  - just a string\n", "single_hop #1", None, "expected a mapping"),
+    ("single_hop:\n  - id: S1\n    query: q\n    metadata: true\n", "single_hop #1", "metadata",
+     "expected a mapping, got bool"),
     ("single_hop: 3\n", None, "single_hop", "expected a list of questions"),
     ("- id: x\n  question: q\n", None, None, "mapping of categories"),
     ("version: 2\n", None, None, "no categories"),
