@@ -218,11 +218,14 @@ def _costs(arr: Any) -> tuple[np.ndarray, np.ndarray]:
             sizes += b
             counts += v
         return sizes, counts
-    width = getattr(kind, "bit_width", None)
-    if isinstance(width, int) and width > 0:
-        return np.full(n, max(1, width // 8), dtype=np.int64), ones
     if pa.types.is_null(kind):
         return np.zeros(n, dtype=np.int64), ones
+    try:  # pyarrow raises, not returns None, for a type of no fixed width
+        width = kind.bit_width
+    except ValueError:
+        width = None
+    if isinstance(width, int) and width > 0:
+        return np.full(n, max(1, width // 8), dtype=np.int64), ones
     return np.full(n, arr.nbytes, dtype=np.int64), ones  # another type: each row charged the whole
 
 

@@ -237,6 +237,19 @@ def _repeated(path: Path, rows: int, size: int, text: str = "a", **options) -> N
                              "question": ["x"] * rows, "answer": answer}), path, compression="zstd", **options)
 
 
+def test_columns_of_every_arrow_type_have_a_cost():
+    """An all-null column (what our own export writes for a field no answer has), decimals, times:
+    pyarrow raises for the width of a type without one, which must not stop the read."""
+    from decimal import Decimal
+
+    from evalcore.datasets.parquet_rows import row_costs
+
+    batch = pa.table({"none": pa.nulls(2), "dec": pa.array([Decimal("1.5"), None], pa.decimal128(5, 2)),
+                      "ts": pa.array([1, 2], pa.timestamp("us")), "ok": [True, False]}).to_batches()[0]
+    sizes, values = row_costs(batch)
+    assert list(values) == [5, 5] and all(size >= 1 + 16 + 8 for size in sizes)
+
+
 def test_row_costs_are_what_the_rows_decode_to():
     from evalcore.datasets.parquet_rows import row_costs
 
