@@ -16,6 +16,8 @@ import unicodedata
 
 import pytest
 
+from tests.optional import requires
+
 from evalcore.errors import EvalcoreError
 from tests.test_gate_compared_nothing import _cli, _code, _import, _records, _stored_by_older_version
 
@@ -63,7 +65,7 @@ def test_compare_refuses_a_run_whose_ids_collide(runs, variant):
 
 
 def test_the_report_refuses_it_too(runs, tmp_path):
-    pytest.importorskip("plotly")
+    requires("plotly")
     root, base, old = runs
     res = _cli(root, "report", base, old["space"], "--metrics", "token_f1", "-o", str(tmp_path / "r.html"))
     assert _code(res) == 2 and "one id under the id rule" in str(res.exception), res.output
@@ -119,7 +121,7 @@ def _records_of(root, run_id):
 
 
 def test_the_compare_page_says_why_it_does_not_compare(runs, monkeypatch):
-    pytest.importorskip("streamlit")
+    requires("streamlit")
     from pathlib import Path
 
     from streamlit.testing.v1 import AppTest

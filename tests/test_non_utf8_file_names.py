@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.optional import requires
+
 from evalcore.schemas.storable import storable_path
 from evalcore.store import RunStore
 
@@ -91,7 +93,7 @@ def test_run_with_a_dataset_named_in_bytes(tmp_path):
 
 
 def test_trace_file_named_in_bytes(tmp_path):
-    pytest.importorskip("pandas")
+    requires("pandas")
     from tests.traces.test_trace_files import _write, dataframe_rows
 
     spans = tmp_path / "spans.jsonl"

@@ -16,6 +16,8 @@ import json
 import pandas as pd
 import pytest
 
+from tests.optional import requires
+
 from evalcore.analysis import verdict as V
 from evalcore.analysis.forest import forest_rows
 from tests.test_gate_compared_nothing import _cli, _code, _import, _records
@@ -61,7 +63,7 @@ def test_the_forest_plot_marks_it_not_compared():
                            "ci_low": float("nan"), "ci_high": float("nan"), "p_holm": float("nan"), "span": float("nan")}])
     rows = forest_rows(table, V.verdict_lines(table, "A", "B"))
     assert rows.loc[0, "shade"] == "not compared" and "not compared" in rows.loc[0, "label"]
-    pytest.importorskip("plotly")
+    requires("plotly")
     from evalcore.analysis.figures import forest_figure
 
     spec = forest_figure(rows).to_plotly_json()
@@ -102,7 +104,7 @@ def test_a_gated_metric_without_pairs_beside_a_compared_one(runs):
 
 
 def test_the_html_report_says_not_compared(runs, tmp_path):
-    pytest.importorskip("plotly")
+    requires("plotly")
     root, ids = runs
     page = tmp_path / "r.html"
     res = _cli(root, "report", ids["base"], ids["other"], "--metrics", "token_f1", "-o", str(page))
@@ -113,7 +115,7 @@ def test_the_html_report_says_not_compared(runs, tmp_path):
 
 
 def test_the_compare_page_says_not_compared(runs, monkeypatch):
-    pytest.importorskip("streamlit")
+    requires("streamlit")
     from pathlib import Path
 
     from streamlit.testing.v1 import AppTest

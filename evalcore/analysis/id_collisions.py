@@ -29,10 +29,13 @@ class Collision:
     method: str | None
     ids: tuple[str, ...]
 
-    def line(self) -> str:
+    def line(self, escaped: bool = True) -> str:
+        """Names the ids; `escaped` spells them as Python literals (an error message, the pytest
+        gate). Lines for `echo_line`, which shows every invisible character itself, take them raw
+        in quotes, or the backslash of `\\ufeff` would be shown doubled."""
         where = f"{self.run_id}:{self.method}" if self.method is not None else f"{self.run_id} (questions)"
-        return (f"{where}: stored question ids {' and '.join(repr(i) for i in self.ids)} are one id under the "
-                "id rule (NFC, no outer whitespace)")
+        ids = " and ".join(repr(i) if escaped else f"'{i}'" for i in self.ids)
+        return f"{where}: stored question ids {ids} are one id under the id rule (NFC, no outer whitespace)"
 
 
 def colliding_ids(store: RunStore, run_id: str, method: str | None = None,
@@ -65,14 +68,15 @@ def refusal(collisions: list[Collision]) -> str:
 
 def warning_lines(collisions: list[Collision]) -> list[str]:
     """`show` and `store check`: one line per method's answers (and one for the questions) with
-    colliding ids, naming the first group and counting the others."""
+    colliding ids, naming the first group and counting the others. The ids are raw: print the
+    lines with `echo_line`, which escapes them."""
     by_where: dict[str | None, list[Collision]] = {}
     for c in collisions:
         by_where.setdefault(c.method, []).append(c)
     lines = []
     for group in by_where.values():
         more = len(group) - 1
-        lines.append(group[0].line() + (f" (and {more} more such group{'s' if more != 1 else ''})" if more else "")
+        lines.append(group[0].line(escaped=False) + (f" (and {more} more such group{'s' if more != 1 else ''})" if more else "")
                      + "; their values count twice in the means, and compare and the gates refuse the run")
     return lines
 

@@ -18,6 +18,8 @@ import re
 import unicodedata
 
 import pytest
+
+from tests.optional import requires
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,7 +39,7 @@ def test_every_format_space_and_default_ignorable_character_is_shown():
               if (unicodedata.category(chr(c)) in ("Cf", "Zs", "Zl", "Zp", "Cc", "Cs") and c != 0x20)
               and visible(chr(c)) == chr(c)]
     assert not missed, missed
-    regex = pytest.importorskip("regex")   # the well-kept implementation of the Unicode property
+    regex = requires("regex")   # the well-kept implementation of the Unicode property
     ignorable = regex.compile(r"\p{Default_Ignorable_Code_Point}")
     missed = [f"U+{c:04X}" for c in range(0x110000) if ignorable.match(chr(c)) and visible(chr(c)) == chr(c)]
     assert not missed, missed
@@ -188,7 +190,7 @@ def test_json_outputs_decode_to_the_exact_names(named, capsys, monkeypatch):
 # ---- the dashboard and the HTML report -------------------------------------------------------------
 
 def test_the_dashboard_shows_names_apart():
-    pytest.importorskip("streamlit")
+    requires("streamlit")
     import pandas as pd
 
     from evalcore.analysis.inert import html_text, plotly_text
@@ -209,7 +211,7 @@ def test_the_dashboard_shows_names_apart():
 
 
 def test_styled_tables_show_names_apart_and_downloads_keep_them(monkeypatch):
-    pytest.importorskip("streamlit")
+    requires("streamlit")
     import pandas as pd
 
     from evalcore.ui import safe_widgets as W
