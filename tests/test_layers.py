@@ -206,7 +206,7 @@ def test_nothing_reaches_into_a_scoring_context(path):
 
 
 STORE_INTERNALS = ("layout", "fs", "compaction", "merge", "health", "lease", "s3", "summary", "remote_staging",
-                   "views")
+                   "views", "pointer_rules", "run_links")
 STORE_SIDE = ("evalcore/store/", "evalcore/tables.py", "evalcore/staging.py")
 
 

@@ -15,15 +15,20 @@ def check_cmd(
     run: Optional[str] = typer.Argument(None, help="One run (id, unique prefix, name or 'latest'); default: all."),
     quick: bool = typer.Option(False, "--quick", help="Read each file's footer only, not every row."),
 ) -> None:
-    """Open every file every run's pointer names, like `git fsck`: list damaged runs and files
-    nothing accounts for, and warn of question ids stored twice under the id rule (a run from
-    before the rule: compare refuses it). Exit code 1 when a run is damaged."""
+    """Open every file every run's pointer names, like `git fsck`: list damaged runs (a symbolic
+    link anywhere in a run included), files nothing accounts for, and (for the whole store) its
+    own folders outside the runs that are links, and warn of question ids stored twice under the
+    id rule (a run from before the rule: compare refuses it). Exit code 1 when a run is damaged or a folder
+    of the store is a link."""
     from evalcore.analysis.id_collisions import colliding_ids, warning_lines
 
     store = state.store()
     run_ids = [store.resolve(run)] if run else None
     checks = store.check(run_ids, deep=not quick)
     damaged = strays = files = 0
+    linked = [] if run else store.linked_folders()  # the store's own folders outside its runs
+    for problem in linked:
+        echo_line(f"DAMAGED store: {problem}")
     for check in checks:
         files += check.files_checked
         for problem in check.damage:
@@ -35,16 +40,20 @@ def check_cmd(
                 echo_line(f"WARNING {line}")
         damaged += check.damaged
         strays += len(check.strays)
-    typer.echo(f"checked {len(checks)} run(s), {files} file(s): {damaged} damaged, {strays} stray file(s)")
-    if damaged:
-        typer.echo("`evalcore store repair RUN` rebuilds a run's pointer from its newest readable files", err=True)
+    links = f", {len(linked)} of the store's own folders or files a symbolic link" if linked else ""
+    typer.echo(f"checked {len(checks)} run(s), {files} file(s): {damaged} damaged, {strays} stray file(s){links}")
+    if damaged or linked:
+        typer.echo("each DAMAGED line says what to do; `evalcore store repair RUN` removes the symbolic links in a run "
+                   "(never what they point to) and rebuilds a lost pointer from its newest readable files", err=True)
         raise typer.Exit(1)
 
 
 def repair_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, or 'latest'.")) -> None:
-    """Rebuild a run's lost or unreadable table pointer from the newest readable generation of each
-    table in its data/ folder, and say what was found. Deletes nothing: files it cannot use
-    stay where they are. A run that reads whole is left alone."""
+    """Remove the symbolic links in a run (each link itself, never what it points to; a link the
+    run's rows are read through is refused, naming it), and rebuild a lost or unreadable table
+    pointer from the newest readable generation of each table in its data/ folder, saying what
+    was found. Deletes no file: files it cannot use stay where they are. A run that reads whole
+    and holds no link is left alone."""
     for line in state.store().repair(run).lines():
         typer.echo(line)
 
@@ -67,8 +76,8 @@ def print_damaged(store, err: bool = False) -> int:
 
     found = damaged_runs(store)
     for row in found.itertuples(index=False):
-        echo_line(f"damaged run {row.run_id} ({row.name}): {row.reason}; see `evalcore store check {row.run_id}`",
-                   err=err)
+        named = f" ({row.name})" if isinstance(row.name, str) else ""  # unknown when run.json was not read
+        echo_line(f"damaged run {row.run_id}{named}: {row.reason}; see `evalcore store check {row.run_id}`", err=err)
     for row in damaged_annotations(store).itertuples(index=False):
         echo_line(f"damaged annotations file {row.file}: {row.reason.rstrip('.')}; its labels are left out of every reading "
                    "(the file is kept: restore it from a backup, or move it away)", err=err)

@@ -63,13 +63,14 @@ from evalcore.store.layout import (
     fsync_dir,
     pending_parts,
     read_pointer_versioned,
-    run_folder_problem,
+    repair_hint,
     run_identity_problem,
     run_root,
     write_parquet_atomic,
     write_pointer,
 )
-from evalcore.store.quarantine import quarantine_unreadable_parts, unreadable
+from evalcore.store.quarantine import misfiled, quarantine_unreadable_parts, unreadable
+from evalcore.store.run_links import run_folder_problem
 from evalcore.store.merge import ForeignRows, Merged, merge_files, sql_list
 from evalcore.store.summary import DERIVED_TABLES, SUMMARY_TABLES, summary_sql
 from evalcore.store.wide import WIDE_TABLE, WIDE_WRITE, compute_sql as wide_compute_sql
@@ -174,6 +175,7 @@ def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) 
     _refuse_foreign(run_dir)  # checked again under the lock: run.json may have changed
     found, token = read_pointer_versioned(run_dir)  # RunDamaged: never compact what we cannot read
     pointer = found or empty_pointer()
+    _refuse_misfiled(run_dir, pointer["files"])  # a file of another table under a table's name
     done = _finish_previous(run_dir, pointer)
     pending = {t: [p for p in pending_parts(run_dir, t) if _rel(run_dir, p) not in done] for t in RUN_TABLES}
     files: dict[str, str] = dict(pointer["files"])
@@ -197,10 +199,23 @@ def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) 
 
 def _refuse_foreign(run_dir: Location) -> None:
     """RunDamaged for a folder that is not the run it names (a copy, a renamed folder, an
-    edited run.json) or holds a link out of the store: a compaction touches nothing of it."""
-    problem = run_identity_problem(run_dir) or run_folder_problem(run_dir)
+    edited run.json) or holds a symbolic link anywhere (store/run_links.py): a compaction
+    touches nothing of it."""
+    problem = run_identity_problem(run_dir)
     if problem:
         raise RunDamaged(run_dir, problem)
+    linked = run_folder_problem(run_dir)
+    if linked:
+        raise RunDamaged(run_dir, linked[0], hint=linked[1])
+
+
+def _refuse_misfiled(run_dir: Location, files: dict[str, str]) -> None:
+    """RunDamaged when a canonical file the pointer names holds another table's columns (a
+    responses file named like a questions file): merged, its rows would become the table's."""
+    for table in RUN_TABLES:
+        problem = misfiled(run_dir / files[table], table) if table in files else None
+        if problem:
+            raise RunDamaged(run_dir, f"{files[table]}: {problem}", file=files[table], hint=repair_hint(run_dir.name))
 
 
 def _diagnose(run_dir: Location, files: dict[str, str], exc: BaseException) -> None:

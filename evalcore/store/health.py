@@ -30,18 +30,22 @@ from evalcore.store.fs import Location
 from evalcore.store.layout import (
     DATA_DIR,
     FORMAT_VERSION,
+    PARTS_DIR,
     POINTER,
     RUN_TABLES,
     RunDamaged,
     data_generation,
     is_legacy,
+    is_part_name,
     pending_parts,
     read_pointer_versioned,
-    run_folder_problem,
+    repair_hint,
     run_identity_problem,
     write_pointer,
 )
-from evalcore.store.quarantine import quarantined_files, unreadable
+from evalcore.store.pointer_rules import KNOWN_TABLES, MAX_GENERATION, columns_problem
+from evalcore.store.quarantine import misfiled, quarantined_files, unreadable
+from evalcore.store.run_links import links_in, remove_links, run_folder_problem
 
 log = logging.getLogger(__name__)
 
@@ -65,35 +69,48 @@ def check_run(run_dir: Location, deep: bool = True) -> RunCheck:
     """Open every file the run's pointer names (every row with `deep`), compare row counts with
     the pointer's, and list files in data/, parts/ and quarantine/ that no pointer accounts for."""
     result = RunCheck(run_dir.name)
-    for problem in (run_identity_problem(run_dir), run_folder_problem(run_dir)):
-        if problem:
-            result.damage.append(problem)
+    identity = run_identity_problem(run_dir)
+    if identity:
+        result.damage.append(identity)
+    links = links_in(run_dir)
+    result.damage.extend(f"{link.problem()} ({link.way_out(run_dir.name)})" for link in links)
+    linked = {link.rel for link in links}
     legacy = is_legacy(run_dir)
     try:
         pointer = {} if legacy else read_pointer_versioned(run_dir)[0]
     except RunDamaged as exc:
-        result.damage.append(f"{exc.problem} ({exc.hint})")
+        if POINTER not in linked:  # else named above
+            result.damage.append(f"{exc.problem} ({exc.hint})")
         pointer = None
     files = dict(pointer["files"]) if pointer else {}
     for name, rel in sorted(files.items()):
         result.files_checked += 1
+        if _behind_link(rel, linked):
+            continue  # named above; never opened through a link (it may lead anywhere, a pipe too)
         why = unreadable(run_dir / rel, deep=deep)
         if why:
             result.damage.append(f"{rel} is unreadable ({why})")
+            continue
+        where, filesystem = _fs.arrow(run_dir / rel)
+        meta = pq.read_metadata(where, filesystem=filesystem)
+        wrong_table = columns_problem(name, meta.schema.to_arrow_schema().names)
+        if wrong_table:
+            result.damage.append(f"{rel}: {wrong_table} ({repair_hint(run_dir.name)})")
             continue
         foreign = _foreign_run(run_dir / rel, run_dir.name, deep)
         if foreign is not None:
             result.damage.append(f"{rel} holds rows of run {foreign!r}, not of this one (a copied run folder?)")
         expected = (pointer.get("rows") or {}).get(name)
         if isinstance(expected, int) and name in RUN_TABLES:
-            where, filesystem = _fs.arrow(run_dir / rel)
-            have = pq.read_metadata(where, filesystem=filesystem).num_rows
+            have = meta.num_rows
             if have != expected:
                 result.damage.append(f"{rel} holds {have} rows, the pointer says {expected}")
     for table in RUN_TABLES:
         for part in pending_parts(run_dir, table):
+            if _behind_link(part.relative_to(run_dir).as_posix(), linked):
+                continue  # named above, as a link
             result.files_checked += legacy
-            why = unreadable(part, deep=deep and legacy)
+            why = unreadable(part, deep=deep and legacy) or misfiled(part, table)
             if why and legacy:
                 result.damage.append(f"{part.relative_to(run_dir).as_posix()} is unreadable ({why})")
             elif why:
@@ -101,9 +118,18 @@ def check_run(run_dir: Location, deep: bool = True) -> RunCheck:
                                      "the next write to the run sets it aside")
     if pointer is not None and not legacy:
         result.strays.extend(_data_strays(run_dir, pointer))
+    result.strays.extend(_misnamed_parts(run_dir, legacy))
     for path, size in quarantined_files(run_dir):
+        if _behind_link(path.relative_to(run_dir).as_posix(), linked):
+            continue
         result.strays.append(f"{path.relative_to(run_dir).as_posix()}: set aside as unreadable ({size} bytes)")
     return result
+
+
+def _behind_link(rel: str, linked: set[str]) -> bool:
+    """Whether `rel` is one of the links found, or lies under one."""
+    parts = rel.split("/")
+    return any("/".join(parts[:i]) in linked for i in range(1, len(parts) + 1))
 
 
 def _foreign_run(path: Location, run_id: str, deep: bool) -> str | None:
@@ -132,7 +158,7 @@ def _data_strays(run_dir: Location, pointer: dict) -> list[str]:
     out = []
     for f in _listing(run_dir / DATA_DIR):
         rel = f"{DATA_DIR}/{f.name}"
-        if rel in named:
+        if rel in named or f.is_symlink():  # a link is damage, named as such
             continue
         parsed = data_generation(f.name)
         if parsed and parsed[1] == generation + 1:
@@ -142,6 +168,18 @@ def _data_strays(run_dir: Location, pointer: dict) -> list[str]:
         else:
             why = "named by no pointer; kept"
         out.append(f"{rel}: {why}")
+    return out
+
+
+def _misnamed_parts(run_dir: Location, legacy: bool) -> list[str]:
+    """Files in a parts folder named unlike a part file (layout.pending_parts): never absorbed."""
+    out = []
+    for table in RUN_TABLES:
+        for folder in (run_dir / PARTS_DIR / table, *([run_dir / table] if legacy else [])):
+            for f in _listing(folder):
+                if not is_part_name(f.name) and not f.name.startswith(".") and not f.is_symlink():
+                    out.append(f"{f.relative_to(run_dir).as_posix()}: not named like a part file "
+                               "(letters, digits, '.', '_', '-', ending .parquet); never absorbed, kept")
     return out
 
 
@@ -155,8 +193,9 @@ def _listing(folder: Location) -> list[Location]:
 # ---- store repair ----------------------------------------------------------------------------
 @dataclass
 class Repair:
-    """What `store repair` did: the file chosen per table, the files skipped (left in place)
-    and why, the files retired as superseded, and the generation the new pointer carries."""
+    """What `store repair` did: the links removed, the file chosen per table, the files
+    skipped (left in place) and why, the files retired as superseded, and the generation the
+    new pointer carries."""
 
     run_id: str
     needed: bool = True
@@ -166,11 +205,14 @@ class Repair:
     skipped: list[str] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)  # tables with files, none of them readable
+    unlinked: list[str] = field(default_factory=list)  # the links removed, one line each
 
     def lines(self) -> list[str]:
+        removed = [f"run {self.run_id}: {line}" for line in self.unlinked]
         if not self.needed:
-            return [f"run {self.run_id}: its pointer and every file it names read; nothing to repair"]
-        out = [f"run {self.run_id}: rebuilt {POINTER} from {DATA_DIR}/ (generation {self.generation})"]
+            rest = "nothing else to repair" if removed else "nothing to repair"
+            return removed + [f"run {self.run_id}: its pointer and every file it names read; {rest}"]
+        out = removed + [f"run {self.run_id}: rebuilt {POINTER} from {DATA_DIR}/ (generation {self.generation})"]
         out += [f"  {t}: {rel} ({self.rows.get(t, 0)} rows)" for t, rel in sorted(self.chosen.items())]
         missing = [t for t in RUN_TABLES if t not in self.chosen and t not in self.lost]
         if missing:
@@ -189,12 +231,15 @@ def _healthy(run_dir: Location) -> bool:
         pointer = read_pointer_versioned(run_dir)[0]
     except RunDamaged:
         return False
-    return all(unreadable(run_dir / rel) is None for rel in pointer["files"].values())
+    return all(unreadable(run_dir / rel) is None and misfiled(run_dir / rel, name) is None
+               for name, rel in pointer["files"].items())
 
 
 def repair_run(run_dir: Location) -> Repair:
-    """Rebuild the run's pointer from data/ (see the module docstring), then compact it so its
-    summaries are computed again from the files chosen. A run that reads whole is left alone."""
+    """Remove the links in the run (store/run_links.py), then, if its pointer is lost or names
+    a file that cannot be read, rebuild it from data/ (see the module docstring) and compact the
+    run so its summaries are computed again from the files chosen. A run that reads whole is
+    left alone."""
     from evalcore.store.compaction import compact, compaction_lock
 
     report = Repair(run_dir.name)
@@ -202,47 +247,23 @@ def repair_run(run_dir: Location) -> Repair:
         raise StoreError(f"no run {run_dir.name!r} in store {run_dir.parent}")
     # a copy of another run (or a link) is not repaired into a run of its own: that would
     # count the other run's rows twice (store/layout.run_identity_problem)
-    problem = run_identity_problem(run_dir) or run_folder_problem(run_dir) or _pointer_elsewhere(run_dir)
+    problem = run_identity_problem(run_dir)
+    if problem:
+        raise RunDamaged(run_dir, problem, hint="repair cannot fix this; rename the folder back or delete it")
+    report.unlinked = _remove_links(run_dir)
+    linked = run_folder_problem(run_dir)  # what is left: a link created meanwhile
+    if linked:
+        raise RunDamaged(run_dir, linked[0], hint=linked[1])
+    problem = _pointer_elsewhere(run_dir)
     if problem:
         raise RunDamaged(run_dir, problem, hint="repair cannot fix this; rename the folder back or delete it")
     if is_legacy(run_dir) or _healthy(run_dir):
         report.needed = False
         return report
     with compaction_lock(run_dir):
-        candidates: dict[str, list[tuple[int, float, Location]]] = {}
-        newest = 0
-        for f in _listing(run_dir / DATA_DIR):
-            parsed = data_generation(f.name)
-            if parsed is None or f.name.startswith("."):
-                report.skipped.append(f"{DATA_DIR}/{f.name}: not a published data file; left in place")
-                continue
-            newest = max(newest, parsed[1])
-            candidates.setdefault(parsed[0], []).append((parsed[1], _mtime(f), f))
-        now = time.time()
-        retired: dict[str, float] = {}
-        for table, found in sorted(candidates.items()):
-            found.sort(key=lambda c: (c[0], c[1]), reverse=True)
-            rels = [f"{DATA_DIR}/{c[2].name}" for c in found]
-            if table not in RUN_TABLES:  # summaries: derived, recomputed below
-                retired.update({rel: now for rel in rels})
-                continue
-            for rel in rels:
-                if table in report.chosen:
-                    retired[rel] = now  # an older generation: the chosen one merged it
-                    continue
-                why = unreadable(run_dir / rel, deep=True)
-                if why:
-                    report.skipped.append(f"{rel}: unreadable ({why}); left in place")
-                    continue
-                where, filesystem = _fs.arrow(run_dir / rel)
-                report.chosen[table] = rel
-                report.rows[table] = pq.read_metadata(where, filesystem=filesystem).num_rows
-            if table not in report.chosen:
-                report.lost.append(table)
-        report.generation = newest  # the next compaction writes newest + 1: never a name in use
-        report.retired = sorted(retired)
+        retired = _choose(run_dir, report)
         pointer: dict[str, Any] = {
-            "format_version": FORMAT_VERSION, "generation": newest, "files": dict(report.chosen),
+            "format_version": FORMAT_VERSION, "generation": report.generation, "files": dict(report.chosen),
             "previous": [], "rows": dict(report.rows), "replaced": {}, "absorbed": [], "retired": retired,
             "repaired_at": datetime.now(timezone.utc).isoformat(),
             "repair": {"skipped": report.skipped, "lost": report.lost}}
@@ -253,6 +274,54 @@ def repair_run(run_dir: Location) -> Repair:
         write_pointer(run_dir, pointer, token)
     compact(run_dir, force_summary=True)
     return report
+
+
+def _remove_links(run_dir: Location) -> list[str]:
+    """Remove every link in the run, all or none: a link the run's rows are read through is
+    refused (one line naming it) before anything is removed (store/run_links.py)."""
+    links = links_in(run_dir)
+    kept = [link for link in links if link.holds_rows]
+    if kept:
+        raise RunDamaged(run_dir, kept[0].problem(), hint=kept[0].way_out(run_dir.name) + "; nothing was changed")
+    return remove_links(run_dir, links)
+
+
+def _choose(run_dir: Location, report: Repair) -> dict[str, float]:
+    """Fill `report` with the newest readable file of each run table in data/ (and the
+    generation the pointer carries); return the files to retire (older ones, old summaries)."""
+    candidates: dict[str, list[tuple[int, float, Location]]] = {}
+    for f in _listing(run_dir / DATA_DIR):
+        parsed = data_generation(f.name)
+        if parsed is None or f.name.startswith(".") or f.name.endswith(".tmp") or parsed[0] not in KNOWN_TABLES \
+                or parsed[1] >= MAX_GENERATION:
+            report.skipped.append(f"{DATA_DIR}/{f.name}: not a published data file; left in place")
+            continue
+        report.generation = max(report.generation, parsed[1])  # the next compaction writes it + 1: a new name
+        candidates.setdefault(parsed[0], []).append((parsed[1], _mtime(f), f))
+    now = time.time()
+    retired: dict[str, float] = {}
+    for table, found in sorted(candidates.items()):
+        found.sort(key=lambda c: (c[0], c[1]), reverse=True)
+        rels = [f"{DATA_DIR}/{c[2].name}" for c in found]
+        if table not in RUN_TABLES:  # summaries: derived, recomputed below
+            retired.update({rel: now for rel in rels})
+            continue
+        for rel in rels:
+            if table in report.chosen:
+                retired[rel] = now  # an older generation: the chosen one merged it
+                continue
+            why = unreadable(run_dir / rel, deep=True)
+            why = f"unreadable ({why})" if why else misfiled(run_dir / rel, table)
+            if why:
+                report.skipped.append(f"{rel}: {why}; left in place")
+                continue
+            where, filesystem = _fs.arrow(run_dir / rel)
+            report.chosen[table] = rel
+            report.rows[table] = pq.read_metadata(where, filesystem=filesystem).num_rows
+        if table not in report.chosen:
+            report.lost.append(table)
+    report.retired = sorted(retired)
+    return retired
 
 
 def _pointer_elsewhere(run_dir: Location) -> str | None:

@@ -31,7 +31,6 @@ run (RunDamaged) until `evalcore store repair` rebuilds the pointer from data/ (
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import uuid
@@ -47,7 +46,15 @@ from evalcore.errors import StoreError
 from evalcore.store import fs as _fs
 from evalcore.store import safe_paths as _safe
 from evalcore.store.fs import Location
-from evalcore.tables import SCHEMAS, to_arrow
+from evalcore.store.pointer_rules import (  # the pointer's name rules; store modules import them from here too
+    DATA_DIR,
+    PARTS_DIR,
+    RUN_TABLES,
+    data_generation,
+    is_part_name,
+    pointer_problem,
+)
+from evalcore.tables import to_arrow
 
 FORMAT_VERSION = 2
 DEFAULT_ROOT = "runs"
@@ -59,12 +66,7 @@ STORE_MARKER = "store.json"
 LOCK_NAME = ".run.json.lock"
 COMPACT_LOCK = ".compact.lock"
 POINTER = "tables.json"
-DATA_DIR = "data"
-PARTS_DIR = "parts"
 QUARANTINE_DIR = "quarantine"
-# data/<table>-g<N>-<tag>.parquet, and the hidden temporary name a compaction writes it under
-DATA_NAME_RE = re.compile(r"^\.?(?P<table>[a-z_]+)-g(?P<generation>\d+)-(?P<tag>[0-9a-f]+)\.parquet(?:\.tmp)?$")
-RUN_TABLES = tuple(SCHEMAS)  # questions, responses, metrics, judge_calls, claims, context_verdicts
 
 
 # The run a file belongs to, in DuckDB SQL over read_parquet's `filename` column: the folder two
@@ -77,6 +79,36 @@ RUN_OF_FILE_SQL = r"regexp_extract(filename, '([^/\\]+)[/\\][^/\\]+[/\\][^/\\]+$
 def default_root() -> Location:
     """`EVALCORE_STORE` (a folder or `s3://bucket/prefix`), else ./runs."""
     return _fs.location(os.environ.get("EVALCORE_STORE") or DEFAULT_ROOT)
+
+
+def store_format(root: Location, path: Location) -> int:
+    """The format version the store marker at `path` says (absent: 1, a store written before the
+    marker existed); StoreError, one line naming the file, for a marker that is unreadable,
+    invalid, newer than this code understands, or reached through a symbolic link (a link
+    there is named: read through, it once said only "no valid format_version")."""
+    link = _safe.first_link(root, path)
+    if link is not None:
+        raise _safe.OutsideStore(path, f"{link} is a symbolic link (to {_safe.link_target(link)}); the store's own "
+                                       "files are never read through one: replace it by a copy of what it points "
+                                       "to, or remove it", doing="read the store marker")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return 1
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StoreError(f"{path}: unreadable store marker ({exc})") from exc
+    # (on object storage a missing bucket, no credentials or an unreachable endpoint are
+    # StoreErrors already, one line naming the store: store/s3.py)
+    try:
+        version = json.loads(text).get("format_version")
+    except (ValueError, AttributeError):
+        version = None
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise StoreError(f"{path}: store marker has no valid format_version")
+    if version > FORMAT_VERSION:
+        raise StoreError(f"{path}: store format version {version} is newer than this evalcore "
+                         f"understands ({FORMAT_VERSION}); upgrade evalcore to read it")
+    return version
 
 
 def check_run_id(run_id: str) -> str:
@@ -176,11 +208,13 @@ def parts_dir(run_dir: Path, table: str) -> Path:
 
 
 def pending_parts(run_dir: Path, table: str) -> list[Path]:
-    """Part files not yet compacted: format 2's parts/<table>/ and format 1's <table>/."""
+    """Part files not yet compacted: format 2's parts/<table>/ and format 1's <table>/. Only
+    plain names (pointer_rules.is_part_name): a compaction lists what it absorbs in the
+    pointer, which refuses any other name; a file named otherwise stays (`store check` lists it)."""
     found = []
     for folder in (run_dir / table, parts_dir(run_dir, table)):
         try:
-            found.extend(p for p in folder.iterdir() if p.suffix == ".parquet" and not p.name.startswith("."))
+            found.extend(p for p in folder.iterdir() if is_part_name(p.name))
         except (FileNotFoundError, NotADirectoryError):
             continue
     return sorted(found)
@@ -207,13 +241,6 @@ COPY_HINT = "rename the folder back to the run's id, or delete this copy"
 
 def repair_hint(run_id: str) -> str:
     return f"`evalcore store repair {run_id}` rebuilds it from the files in data/"
-
-
-def data_generation(name: str) -> tuple[str, int, str] | None:
-    """(table, generation, tag) of a file name in data/ (or its temporary name); None if the name
-    is not one a compaction writes."""
-    match = DATA_NAME_RE.match(name)
-    return (match["table"], int(match["generation"]), match["tag"]) if match else None
 
 
 def _has_files(folder: Location) -> bool:
@@ -277,22 +304,13 @@ def run_identity_problem(run_dir: Location, manifest_run_id: Any = None) -> str 
     return None
 
 
-# What a run folder holds that its writers write, move or delete in: all real, none a link.
-RUN_HOUSEKEEPING = ("run.json", POINTER, LOCK_NAME, COMPACT_LOCK, DATA_DIR, PARTS_DIR, QUARANTINE_DIR)
-
-
-def run_folder_problem(run_dir: Location) -> str | None:
-    """Why a writer must not write in this run folder (None if it may): one of its own files
-    or folders is a symbolic link (store/safe_paths.py). One line naming it."""
-    root = run_root(run_dir)
-    paths = [run_dir / name for name in RUN_HOUSEKEEPING]
-    paths += [run_dir / PARTS_DIR / t for t in RUN_TABLES] + [run_dir / t for t in RUN_TABLES]
-    try:
-        for path in paths:
-            _safe.inside(root, path)
-    except _safe.OutsideStore as exc:
-        return exc.why
-    return None
+def linked_file(path: Location) -> str | None:
+    """"<name> is a symbolic link (to <target>)" when a file the store reads as the run's own
+    (run.json, tables.json) is a link (None otherwise; never on object storage). A run is its
+    folder: what it says about itself is never read from elsewhere (store/run_links.py)."""
+    if _fs.is_remote(path) or not os.path.islink(path):
+        return None
+    return f"{path.name} is a symbolic link (to {_safe.link_target(path)})"
 
 
 def read_pointer(run_dir: Location) -> dict[str, Any]:
@@ -304,6 +322,11 @@ def read_pointer_versioned(run_dir: Location) -> tuple[dict[str, Any], str | Non
     """The run's pointer and its version (an ETag on object storage, for `write_pointer`).
     ({}, None) for a format-1 run; RunDamaged for a pointer that is missing or unreadable."""
     path = run_dir / POINTER
+    linked = linked_file(path)
+    if linked:
+        raise RunDamaged(run_dir, f"{linked}: a run's pointer is never read through a link",
+                         hint=f"`evalcore store repair {run_dir.name}` removes the link (never what it points to) "
+                              f"and rebuilds the pointer from {DATA_DIR}/")
     try:
         raw, token = _fs.read_versioned(path)
         data = json.loads(raw.decode("utf-8"))
@@ -319,64 +342,6 @@ def read_pointer_versioned(run_dir: Location) -> tuple[dict[str, Any], str | Non
             else repair_hint(run_dir.name)
         raise RunDamaged(run_dir, f"{path}: {problem}", hint=hint)
     return data, token
-
-
-def pointer_problem(data: Any, run_id: str | None = None) -> str | None:
-    """Why a parsed pointer cannot be trusted (None if it can): a pointer that does not say its
-    generation, names a path that is not a file of its own run (every key that names one is
-    checked: writers delete what `retired` and `absorbed` name), or was written for another
-    run folder (`run_id`: a copied or renamed folder) is not one a compaction wrote here."""
-    if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
-        return "table pointer has no 'files' object"
-    generation = data.get("generation")
-    if not _count(generation):
-        return "table pointer has no valid 'generation'"
-    if run_id is not None and "run_id" in data and data["run_id"] != run_id:
-        return (f"table pointer was written for run {data['run_id']!r}, not for this folder ({run_id!r}): "
-                "a copied or renamed run folder")
-    for key, shape in POINTER_PATHS.items():
-        entries = data.get(key, {} if key == "retired" else [])
-        if key in ("files", "retired") and not isinstance(entries, dict):
-            return f"table pointer's {key!r} is not an object"
-        if key not in ("files", "retired") and not isinstance(entries, list):
-            return f"table pointer's {key!r} is not a list"
-        for rel in (entries.values() if key == "files" else entries):
-            problem = _path_problem(rel, shape)
-            if problem:
-                return f"table pointer's {key!r} entry {rel!r} is not a file of this run: it {problem}"
-    for rel, since in data.get("retired", {}).items():
-        if isinstance(since, bool) or not isinstance(since, (int, float)) or not math.isfinite(since):
-            return f"table pointer's 'retired' entry {rel!r} has no valid time ({since!r})"
-    for key in ("rows", "replaced"):
-        counts = data.get(key, {})
-        if not isinstance(counts, dict) or not all(_count(n) for n in counts.values()):
-            return f"table pointer's {key!r} is not an object of row counts"
-    return None
-
-
-# Which paths each key of a pointer may name, relative to the run: canonical files in data/,
-# format-2 part files (parts/<table>/<name>) and format-1 part files (<table>/<name>).
-POINTER_PATHS = {"files": ("data",), "previous": ("data",), "retired": ("data", "legacy"),
-                 "absorbed": ("parts", "legacy")}
-
-
-def _path_problem(rel: Any, shapes: tuple[str, ...]) -> str | None:
-    problem = _safe.rel_problem(rel)
-    if problem:
-        return problem
-    parts = rel.split("/")
-    if "data" in shapes and len(parts) == 2 and parts[0] == DATA_DIR:
-        return None
-    if "parts" in shapes and len(parts) == 3 and parts[0] == PARTS_DIR and parts[1] in RUN_TABLES:
-        return None
-    if "legacy" in shapes and len(parts) == 2 and parts[0] in RUN_TABLES:
-        return None
-    where = {"data": f"{DATA_DIR}/", "parts": f"{PARTS_DIR}/<table>/", "legacy": "<table>/ (format 1)"}
-    return "is not in " + " or ".join(where[s] for s in shapes)
-
-
-def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def fsync_dir(path: Location) -> None:

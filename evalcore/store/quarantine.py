@@ -4,8 +4,9 @@ import each other).
 
 * a file that cannot be read is found by its footer (`unreadable`: the Parquet footer, what
   every reader opens first; `deep=True` decodes every page as well, for `store check`);
-* a part file a writer left unreadable (a 0-byte or garbage file in parts/) cannot be
-  absorbed, and would fail every later compaction of its run: it is moved to
+* a part file a writer left unreadable (a 0-byte or garbage file in parts/), or one of another
+  table (its columns say so), cannot be absorbed, and would fail every later compaction of its
+  run or put rows in the wrong table: it is moved to
   `<run>/quarantine/<its path>` with one warning, and `store clean` / `store check` list it.
 """
 
@@ -20,6 +21,7 @@ from evalcore.store import fs as _fs
 from evalcore.store import safe_paths as _safe
 from evalcore.store.fs import Location
 from evalcore.store.layout import QUARANTINE_DIR, run_root
+from evalcore.store.pointer_rules import columns_problem
 
 # the warning keeps the logger name it has always had (people filter on it)
 log = logging.getLogger("evalcore.store.health")
@@ -47,13 +49,26 @@ def unreadable(path: Location, deep: bool = False) -> str | None:
     return None
 
 
-def _corrupt(path: Location) -> str | None:
-    """Why a part file is garbage for certain (None if it reads, or if it could not be read
-    because of the disk or the network, which is no reason to set it aside): its bytes were
-    read whole, and they are not Parquet."""
+def misfiled(path: Location, table: str) -> str | None:
+    """Why a readable file of run table `table` (a part, or a canonical file the pointer names)
+    is not a file of that table (None if it is, or if it cannot be read: `unreadable` says
+    that): its columns are another table's, or it lacks the ones a merge keys on
+    (pointer_rules.columns_problem). Merged, its rows would become rows of the wrong table."""
+    where, filesystem = _fs.arrow(path)
+    try:
+        names = pq.read_schema(where, filesystem=filesystem).names
+    except Exception:  # unreadable: said elsewhere
+        return None
+    return columns_problem(table, names)
+
+
+def _corrupt(path: Location, table: str) -> str | None:
+    """Why a part file is garbage for certain (None if it reads as a file of its table, or if it
+    could not be read because of the disk or the network, which is no reason to set it aside):
+    its bytes were read whole, and they are not Parquet; or it is another table's file."""
     why = unreadable(path)
     if why is None:
-        return None
+        return misfiled(path, table)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -79,7 +94,7 @@ def quarantine_unreadable_parts(run_dir: Location, pending: dict[str, list[Locat
     for table, parts in pending.items():
         kept[table] = []
         for part in parts:
-            why = _corrupt(part)
+            why = _corrupt(part, table)
             if why is None:
                 kept[table].append(part)
                 continue

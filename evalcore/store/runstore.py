@@ -45,7 +45,9 @@ from evalcore.store.layout import (
     empty_pointer,
     is_legacy,
     pending_parts,
+    linked_file,
     run_identity_problem,
+    store_format,
     write_atomic_bytes,
     write_part,
     write_pointer,
@@ -57,6 +59,10 @@ if TYPE_CHECKING:
     from evalcore.store.health import Repair, RunCheck
 
 log = logging.getLogger(__name__)
+
+
+def _has_manifest(path: Location) -> bool:
+    return path.is_file() or (not _fs.is_remote(path) and path.is_symlink())
 
 
 class RunStore:
@@ -93,29 +99,9 @@ class RunStore:
         return self.root / SHARED_DIR / STORE_MARKER
 
     def check_format(self) -> int:
-        """The store's format version; a newer one than this code understands is refused.
-
-        A store written before the marker existed has none: that is version 1.
-        """
-        path = self.marker_path()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return 1
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StoreError(f"{path}: unreadable store marker ({exc})") from exc
-        # (on object storage a missing bucket, no credentials or an unreachable endpoint are
-        # StoreErrors already, one line naming the store: store/s3.py)
-        try:
-            version = json.loads(text).get("format_version")
-        except (ValueError, AttributeError):
-            version = None
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            raise StoreError(f"{path}: store marker has no valid format_version")
-        if version > FORMAT_VERSION:
-            raise StoreError(f"{path}: store format version {version} is newer than this evalcore "
-                             f"understands ({FORMAT_VERSION}); upgrade evalcore to read it")
-        return version
+        """The store's format version (layout.store_format); a newer one than this code
+        understands is refused, and so is a marker reached through a symbolic link."""
+        return store_format(self.root, self.marker_path())
 
     def _mark(self) -> None:
         """Write the store marker on the first write that publishes something. A store of an
@@ -165,13 +151,20 @@ class RunStore:
         root = Path(self.root)
         with os.scandir(root) as entries:
             names = sorted(e.name for e in entries if RUN_ID_RE.match(e.name) and e.is_dir())
-        return [(name, root / name) for name in names if os.path.isfile(os.path.join(root, name, "run.json"))]
+        return [(name, root / name) for name in names if _has_manifest(root / name / "run.json")]
 
     def check(self, run_ids: list[str] | None = None, deep: bool = True) -> list["RunCheck"]:
         """`evalcore store check`: every file every pointer names opened (store/health.py)."""
         from evalcore.store.health import check_run
 
         return [check_run(self.run_dir(r), deep=deep) for r in (self.run_ids() if run_ids is None else run_ids)]
+
+    def linked_folders(self) -> list[str]:
+        """`store check`: the store's own folders outside its runs that are, or hold, symbolic
+        links, one line each (store/run_links.py)."""
+        from evalcore.store.run_links import store_links
+
+        return store_links(self.root)
 
     def repair(self, run_id: str) -> "Repair":
         """`evalcore store repair`: rebuild a lost or unreadable pointer from data/ (store/health.py)."""
@@ -244,8 +237,8 @@ class RunStore:
         else:
             self.check_format()
             entries = self.root.iterdir()
-        return sorted(p.name for p in entries
-                      if p.is_dir() and RUN_ID_RE.match(p.name) and (p / "run.json").is_file())
+        return sorted(p.name for p in entries  # a run.json that is a link is a damaged run (manifest)
+                      if p.is_dir() and RUN_ID_RE.match(p.name) and _has_manifest(p / "run.json"))
 
     def exists(self, run_id: str) -> bool:
         return (self.run_dir(run_id) / "run.json").is_file()
@@ -273,6 +266,9 @@ class RunStore:
         renamed folder, an edited run.json: store/layout.run_identity_problem)."""
         run_dir = self.run_dir(run_id)
         path = run_dir / "run.json"
+        linked = linked_file(path)  # its run would be what another file says: never read through one
+        if linked:
+            raise RunDamaged(run_dir, linked, hint="replace the link by a copy of the file it points to")
         if not path.is_file():
             raise StoreError(f"no run {run_id!r} in store {self.root}")
         manifest = self._read_manifest_at(path)

@@ -35,13 +35,24 @@ Location = Union[Path, S3Path]
 
 
 class OutsideStore(StoreError):
-    """A delete, move or write the store refused: its path is not provably inside the store.
-    `why` is the reason alone (for messages that name the path themselves)."""
+    """A delete, move or write (or a read of one of the store's own files) the store refused:
+    its path is not provably inside the store. `why` is the reason alone (for messages that
+    name the path themselves)."""
 
-    def __init__(self, path: object, why: str):
+    def __init__(self, path: object, why: str, doing: str = "write or delete"):
         self.path = path
         self.why = why
-        super().__init__(f"refusing to write or delete {path}: {why}")
+        super().__init__(f"refusing to {doing} {path}: {why}")
+
+
+# The longest name of one file or folder most file systems take (bytes, NAME_MAX), the longest
+# relative path stored data may name, the longest local path (PATH_MAX less its NUL) and the
+# longest object key S3 takes: a longer one is refused in one line instead of failing the
+# operation with "File name too long".
+NAME_MAX_BYTES = 255
+REL_MAX_CHARS = 1024
+PATH_MAX_BYTES = 4095
+KEY_MAX_BYTES = 1024
 
 
 def name_problem(name: object) -> str | None:
@@ -55,6 +66,9 @@ def name_problem(name: object) -> str | None:
         return f"has a separator in {name!r}"
     if any(ord(c) < 32 or ord(c) == 127 for c in name):
         return f"has a control character in {name!r}"
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > NAME_MAX_BYTES:
+        return f"has a name of {size} bytes (at most {NAME_MAX_BYTES}): {name[:40]!r}..."
     return None
 
 
@@ -66,6 +80,8 @@ def rel_problem(rel: object) -> str | None:
         return "is not a relative path"
     if rel.startswith("/"):
         return "is absolute"
+    if len(rel) > REL_MAX_CHARS:
+        return f"is {len(rel)} characters long (at most {REL_MAX_CHARS})"
     for part in rel.split("/"):
         problem = name_problem(part)
         if problem:
@@ -92,20 +108,40 @@ def inside(root: Location, path: Location) -> Location:
     if isinstance(root, S3Path) or isinstance(path, S3Path):
         return _inside_remote(root, path)
     base, parts = _below(Path(root), Path(path))
-    current = base
     for part in parts:
         problem = name_problem(part)
         if problem:
             raise OutsideStore(path, f"its path {problem}")
+    if len(os.fsencode(base.joinpath(*parts))) > PATH_MAX_BYTES:
+        raise OutsideStore(path, f"its path is longer than {PATH_MAX_BYTES} bytes")
+    found = _first_link(base, parts)
+    if found is not None:
+        raise OutsideStore(path, f"{found} is a symbolic link (to {link_target(found)}); the store never "
+                                 "writes, moves or deletes through one: replace the link by a real folder or remove it")
+    return path
+
+
+def first_link(root: Location, path: Location) -> Path | None:
+    """The first component of `path` below `root` (`path` itself included) that is a symbolic
+    link, None if there is none (or on object storage, which has no links). For readers of
+    the store's own files (its marker), which must not read one through a link either."""
+    if isinstance(root, S3Path) or isinstance(path, S3Path):
+        return None
+    base, parts = _below(Path(root), Path(path))
+    return _first_link(base, parts)
+
+
+def _first_link(base: Path, parts: tuple[str, ...]) -> Path | None:
+    current = base
+    for part in parts:
         current = current / part
         try:
             mode = os.lstat(current).st_mode
         except (FileNotFoundError, NotADirectoryError):
-            break  # the rest does not exist yet
+            return None  # the rest does not exist yet
         if stat.S_ISLNK(mode):
-            raise OutsideStore(path, f"{current} is a symbolic link (to {_target(current)}); the store never "
-                                     "writes, moves or deletes through one: replace the link by a real folder or remove it")
-    return path
+            return current
+    return None
 
 
 def _inside_remote(root: Location, path: Location) -> Location:
@@ -119,10 +155,14 @@ def _inside_remote(root: Location, path: Location) -> Location:
     problem = rel_problem(path.key[len(prefix):])
     if problem:
         raise OutsideStore(path, f"its key {problem}")
+    size = len(path.key.encode("utf-8", "surrogatepass"))
+    if size > KEY_MAX_BYTES:
+        raise OutsideStore(path, f"its key is {size} bytes long (object storage takes at most {KEY_MAX_BYTES})")
     return path
 
 
-def _target(link: Path) -> str:
+def link_target(link: Path) -> str:
+    """Where a symbolic link points, as it says (for messages: it is never followed)."""
     try:
         return os.readlink(link)
     except OSError:  # pragma: no cover - vanished meanwhile
@@ -187,6 +227,6 @@ def open_lock(root: Path, path: Path, create: bool = True) -> IO[bytes]:
         fd = os.open(path, flags, 0o644)
     except OSError as exc:
         if os.path.islink(path):
-            raise OutsideStore(path, f"the lock file is a symbolic link (to {_target(path)}); remove it") from None
+            raise OutsideStore(path, f"the lock file is a symbolic link (to {link_target(path)}); remove it") from None
         raise
     return os.fdopen(fd, "r+b")

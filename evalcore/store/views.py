@@ -55,7 +55,8 @@ import pyarrow as pa
 
 from evalcore.store import fs as _fs
 from evalcore.store.merge import merge_sql, sql_list
-from evalcore.store.quarantine import unreadable
+from evalcore.store.pointer_rules import columns_problem
+from evalcore.store.quarantine import misfiled, unreadable
 from evalcore.store.layout import RUN_OF_FILE_SQL, RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import DERIVED_TABLES, summary_sql
@@ -236,19 +237,44 @@ def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnec
     known = [m.run_id for m in manifests]  # = their folders' names (RunStore.manifest checks)
     wanted = known if runs is None else [r for r in known if r in set(runs)]
     src = sources(store, wanted, damaged=misnamed)
-    _refuse_damaged(src, runs)
-    try:
-        return _connect(store, manifests, src)
-    except (duckdb.Error, pa.ArrowException, OSError):
-        # a file that cannot be read: find the runs holding one (their footers), and annotation
-        # files that cannot be read, and leave them out
-        more = _find_damaged(store, src)
-        bad_annotations = _find_damaged_annotations(store)
-        if not more and not bad_annotations:
-            raise
-    src = sources(store, wanted, damaged=src.damaged | more, damaged_annotations=bad_annotations)
-    _refuse_damaged(src, runs)
-    return _connect(store, manifests, src)
+    while True:  # each round leaves out more runs or annotation files, or ends
+        _refuse_damaged(src, runs)
+        try:
+            con = _connect(store, manifests, src)
+        except (duckdb.Error, pa.ArrowException, OSError):
+            # a file that cannot be read: find the runs holding one (their footers), and annotation
+            # files that cannot be read, and leave them out
+            more = _find_damaged(store, src)
+            bad_annotations = _find_damaged_annotations(store)
+            if not more and not set(bad_annotations) - set(src.damaged_annotations):
+                raise
+        else:
+            more, bad_annotations = _find_misfiled(store, src, con), {}
+            if not more:
+                return con
+            con.close()
+        src = sources(store, wanted, damaged=src.damaged | more,
+                      damaged_annotations=src.damaged_annotations | bad_annotations)
+
+
+def _find_misfiled(store: RunStore, src: Sources, con: duckdb.DuckDBPyConnection) -> dict[str, RunDamaged]:
+    """The runs whose canonical file of a run table is another table's (its columns say so: a
+    responses file named like the questions file). A healthy store pays one catalog query (the
+    views' columns, known since they were created: no file is read again); only when a view's
+    columns are not its table's are the files' schemas read, one by one."""
+    views = con.execute("SELECT table_name, list(column_name) FROM duckdb_columns() "
+                        f"WHERE table_name IN ({', '.join(_wide.literal(t) for t in RUN_TABLES)}) GROUP BY 1").fetchall()
+    if not any(columns_problem(table, names) for table, names in views):
+        return {}
+    found = {}
+    for table, paths in src.canonical.items():
+        for path in paths if table in RUN_TABLES else []:
+            run_dir = path.parent.parent
+            problem = misfiled(path, table)
+            if problem and run_dir.name not in found:
+                rel = path.relative_to(run_dir).as_posix()
+                found[run_dir.name] = RunDamaged(run_dir, f"{rel}: {problem}", file=rel)
+    return found
 
 
 def _refuse_damaged(src: Sources, runs: Sequence[str] | None) -> None:

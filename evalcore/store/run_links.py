@@ -1,0 +1,143 @@
+"""Symbolic links inside a run folder: found at any depth, named as damage, removed by repair.
+
+Why this module: evalcore makes only real files and folders in a store, so a link in a run
+was put there by something else, and the store never writes, moves or deletes through one
+(store/safe_paths.py). A link a writer would trip over (a part file, `quarantine/parts`, a
+lock file) once left a run that every write refused while `store check` called it healthy,
+with no way out. Now every link in a run, at any depth, is damage: `store check` names each
+one with its way out, and writers refuse the run until it is gone.
+
+The way out is `evalcore store repair RUN`, which removes each link itself — never what it
+points to — unless the run's rows are read through it: `run.json`, the `data/` folder, a data
+file the pointer names as current (every data file, while the pointer cannot be read), and a
+format-1 run's `<table>/` folders and files. Removing one of those would take the run's rows
+out of the run, so repair refuses, naming it: replace the link by a copy of what it points to.
+Object storage has no links: nothing to find there.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from evalcore.store import fs as _fs
+from evalcore.store import safe_paths as _safe
+from evalcore.store.fs import Location
+from evalcore.store.layout import (
+    DATA_DIR,
+    RUN_TABLES,
+    SHARED_DIR,
+    STAGING_DIR,
+    TRASH_DIR,
+    RunDamaged,
+    is_legacy,
+    read_pointer,
+    run_root,
+)
+
+
+@dataclass(frozen=True)
+class Link:
+    """One symbolic link in a run: where it is (relative to the run folder), where it points,
+    and whether the run's rows are read through it (repair keeps those)."""
+
+    rel: str
+    target: str
+    holds_rows: bool
+
+    def problem(self) -> str:
+        return f"{self.rel} is a symbolic link (to {self.target})"
+
+    def way_out(self, run_id: str) -> str:
+        if self.holds_rows:
+            return ("the run is read through it, so `evalcore store repair` does not remove it: replace the link "
+                    "by a copy of what it points to")
+        return (f"evalcore never writes through a link in a run; `evalcore store repair {run_id}` removes the link "
+                "itself, never what it points to")
+
+
+def links_in(run_dir: Location) -> list[Link]:
+    """Every symbolic link inside the run folder, at any depth (never followed), sorted. The
+    run folder itself being a link is run_identity_problem's to say."""
+    found = _links_below(run_dir)
+    if not found:
+        return []
+    holds = _rows_behind(run_dir)
+    return [Link(rel, _safe.link_target(run_dir / rel), holds(rel)) for rel in found]
+
+
+def _links_below(folder: Location) -> list[str]:
+    """The links inside a local folder, at any depth, relative to it, sorted; never followed."""
+    if _fs.is_remote(folder) or os.path.islink(folder) or not os.path.isdir(folder):
+        return []
+    found: list[str] = []
+    folders = [""]
+    while folders:
+        rel = folders.pop()
+        try:
+            with os.scandir(os.path.join(folder, rel)) as entries:
+                for entry in entries:
+                    here = f"{rel}/{entry.name}" if rel else entry.name
+                    if entry.is_symlink():
+                        found.append(here)
+                    elif entry.is_dir(follow_symlinks=False):
+                        folders.append(here)
+        except OSError:  # unreadable or gone meanwhile: nothing to find there
+            continue
+    return sorted(found)
+
+
+def store_links(root: Location) -> list[str]:
+    """The store's own folders outside its runs that are symbolic links, or hold one: `.staging`
+    and `.trash` themselves (what is in them is swept, links removed and never followed), and
+    `_shared` at any depth (the marker, annotations, caches, jobs). One line each, for `store
+    check`: the store never writes through a link (store/safe_paths.py), and reads its marker
+    through none."""
+    if _fs.is_remote(root):
+        return []
+    found = [name for name in (STAGING_DIR, TRASH_DIR, SHARED_DIR) if os.path.islink(root / name)]
+    found += [f"{SHARED_DIR}/{rel}" for rel in _links_below(root / SHARED_DIR)]
+    return [f"{rel} is a symbolic link (to {_safe.link_target(root / rel)}); the store never writes through one: "
+            "replace it by a real folder or file (a copy of what it points to), or remove it"
+            for rel in sorted(found)]
+
+
+def _rows_behind(run_dir: Location):
+    """A test for "the run's rows are read through this link" (see the module docstring)."""
+    legacy = is_legacy(run_dir)
+    try:
+        current: set[str] | None = set(read_pointer(run_dir).get("files", {}).values())
+    except RunDamaged:
+        current = None  # cannot tell which data file is current: each may be
+
+    def holds(rel: str) -> bool:
+        top = rel.split("/", 1)[0]
+        if rel in ("run.json", DATA_DIR) or (legacy and top in RUN_TABLES):
+            return True
+        return top == DATA_DIR and (current is None or rel in current)
+
+    return holds
+
+
+def run_folder_problem(run_dir: Location) -> tuple[str, str] | None:
+    """(problem, way out) for the first reason a writer must not write in this run folder: it
+    lies under a link, or holds one at any depth. None if it may."""
+    try:
+        _safe.inside(run_root(run_dir), run_dir)
+    except _safe.OutsideStore as exc:
+        return exc.why, "the store never writes through a link: replace it by a real folder"
+    links = links_in(run_dir)
+    if links:
+        more = f" (and {len(links) - 1} more link(s): `evalcore store check {run_dir.name}` lists them)" \
+            if len(links) > 1 else ""
+        return links[0].problem() + more, links[0].way_out(run_dir.name)
+    return None
+
+
+def remove_links(run_dir: Location, links: list[Link]) -> list[str]:
+    """Remove each link itself (its target untouched), for `store repair`; one line each."""
+    done = []
+    for link in links:
+        _safe.unlink(run_root(run_dir), run_dir / link.rel)
+        done.append(f"removed the link {link.rel} (to {link.target}); what it points to is untouched")
+    return done
