@@ -1,4 +1,4 @@
-"""An S3-compatible server on 127.0.0.1 for the object-storage tests (moto's, in-process).
+"""An S3-compatible server on 127.0.0.1 for the object-storage tests (moto's, in a process of its own).
 
 `s3_env` points the standard AWS variables at it (fake credentials, never real ones) and
 `s3_store` hands each test a fresh bucket, so the store suite runs unchanged on object storage.
@@ -7,7 +7,12 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
+import time
 import uuid
+from urllib.error import URLError
+from urllib.request import urlopen
 
 import pytest
 
@@ -24,21 +29,38 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def s3_endpoint():
-    """Start moto's S3 server for the session; skip (fail under CI) without the dev extra."""
+def s3_endpoint(tmp_path_factory):
+    """Start moto's S3 server for the session; skip (fail under CI) without the dev extra.
+
+    In a process of its own: in the test's process every request the store's subprocesses make
+    waited for the GIL of the test that started them, which made the S3 cases 2-3x slower."""
     try:
-        from moto.server import ThreadedMotoServer
+        import moto.server  # noqa: F401
         import s3fs  # noqa: F401
     except ImportError as exc:
         skip_or_fail(f"the object-storage tests need the dev extra (moto[server], s3fs): {exc}")
-    import logging
-
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
     port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
+    log = (tmp_path_factory.mktemp("moto") / "server.log").open("w")
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urlopen(url + "/moto-api/", timeout=2).close()
+            break
+        except (URLError, OSError):
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(f"moto's S3 server did not start on {url}: see {log.name}", pytrace=False)
+            time.sleep(0.1)
+    yield url
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+    log.close()
 
 
 @pytest.fixture

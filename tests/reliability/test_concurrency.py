@@ -26,12 +26,12 @@ from evalcore.importer import import_recorded
 from evalcore.scoring import score_run
 from evalcore.store import RunStore, query_df
 
-N_IMPORT = 400        # records per imported file (2 methods x 200 questions)
-N_LIVE_BATCHES = 40   # live run: batches of 5 responses, each followed by a manifest update
-N_NOTES = 150         # notes appended to the live run's manifest by each of two competing processes
+N_IMPORT = 200        # records per imported file (2 methods x 100 questions)
+N_LIVE_BATCHES = 20   # live run: batches of 5 responses, each followed by a manifest update
+N_NOTES = 80          # notes appended to the live run's manifest by each of two competing processes
 # On object storage each write is several HTTP requests to the moto server: the same race with
 # a quarter of the work keeps it (and CI) within minutes; every process still overlaps the others.
-SIZES = {"local": (N_IMPORT, N_LIVE_BATCHES, N_NOTES), "s3": (100, 10, 40)}
+SIZES = {"local": (N_IMPORT, N_LIVE_BATCHES, N_NOTES), "s3": (40, 5, 16)}
 METRICS = ["token_f1", "exact_match"]
 
 WORKER = textwrap.dedent("""
