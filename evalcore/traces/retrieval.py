@@ -114,7 +114,8 @@ def trace_documents(tree: TraceTree, file: str) -> Retrieved:
     the span when a document id comes twice in the ranking."""
     docs = {s.span_id: d for s in tree.spans if s.kind == "RETRIEVER" and (d := span_documents(s, file))}
     outermost, repeats = _retrievals(tree, docs)
-    outermost.sort(key=lambda s: (s.start is None, s.start or 0))  # stable: source order on ties
+    source_order = {id(s): n for n, s in enumerate(tree.spans)}
+    outermost.sort(key=lambda s: (s.start is None, s.start or 0, source_order[id(s)]))  # ties: source order
     ranking: list[dict[str, Any]] = []
     seen: dict[str, Span] = {}
     for span in outermost:

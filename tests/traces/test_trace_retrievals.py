@@ -182,3 +182,12 @@ def test_embedding_and_reranker_spans_add_nothing():
         _span(T1, ROOT[:8] + "9" * 8, ROOT, "LLM", **{"llm.token_count.prompt": 100})]
     answer = retrieved(spans)
     assert [d["chunk_id"] for d in answer.retrieved] == ["A", "B"] and answer.token_usage["input_tokens"] == 100
+
+
+def test_separate_retrievals_without_start_times_keep_their_source_order():
+    """The first retrieval sits deeper (under a chain step) than the second: still first."""
+    step = ROOT[:8] + "c" * 8
+    spans = [root_span(), _span(T1, step, ROOT, "CHAIN"),
+             _span(T1, OUTER, step, "RETRIEVER", **docs(["first"])),
+             _span(T1, INNER, ROOT, "RETRIEVER", **docs(["second"]))]
+    assert [d["text"] for d in retrieved(spans).retrieved] == ["first", "second"]
