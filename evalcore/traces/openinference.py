@@ -3,8 +3,9 @@
 - question: the root span's `input.value` (a JSON object input: its `question`/`query`/`input` text);
 - answer: the root span's `output.value` (a root span with status ERROR and no output is a
   failed answer, its status message the error);
-- retrieved contexts: every RETRIEVER span's `retrieval.documents.N.document.{content,id,score}`,
-  in the spans' start order, ranked 1..n;
+- retrieved contexts: the RETRIEVER spans' `retrieval.documents.N.document.{content,id,score}`,
+  each retrieval taken once when retriever spans nest (retrieval.py), in the retrievals' start
+  order, ranked 1..n;
 - tokens and cost: the sums over LLM spans of `llm.token_count.{prompt,completion}` and
   `llm.cost.total`, each model call counted once when LLM spans nest (llm_usage.py), the model
   from `llm.model_name`;
@@ -14,15 +15,13 @@ Every span-level problem is an InputError naming the file, the span id and the a
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from evalcore.errors import InputError
 from evalcore.schemas import ids
-from evalcore.schemas.bounds import MAX_SCORE
-from evalcore.traces.llm_usage import span_number, trace_usage
+from evalcore.traces.llm_usage import trace_usage
+from evalcore.traces.retrieval import trace_documents
 from evalcore.traces.spans import Span
 from evalcore.traces.trace_tree import TraceTree
 from evalcore.value_budget import TooManyValues
@@ -30,7 +29,6 @@ from evalcore.value_budget import loads as bounded_loads
 
 QUESTION = "input.value"
 ANSWER = "output.value"
-DOCS = "retrieval.documents"
 _QUESTION_KEYS = ("question", "query", "input", "user_input", "text")
 
 
@@ -49,6 +47,7 @@ class TraceAnswer:
     method: str
     question_id: str | None  # from --id-from; None: joined on the question text
     nested_llm_spans: int = 0  # LLM spans whose counts an LLM span below them reports (llm_usage.py)
+    nested_retriever_documents: int = 0  # documents of retriever spans inside another one, left out (retrieval.py)
 
 
 def _where(span: Span) -> str:
@@ -86,62 +85,11 @@ def _text(span: Span, name: str, file: str) -> str:
     return str(value)
 
 
-def _documents(span: Span, file: str) -> list[dict[str, Any]]:
-    """The documents of one RETRIEVER span, in their listed order."""
-    prefix = DOCS + "."
-    by_index: dict[int, dict[str, Any]] = {}
-    for key, value in span.attributes.items():
-        if not key.startswith(prefix):
-            continue
-        index, _, rest = key[len(prefix):].partition(".")
-        if not index.isdigit() or not rest.startswith("document."):
-            raise InputError(file, "not an OpenInference document attribute "
-                             "(expected retrieval.documents.N.document.<field>)", record=_where(span), field=key)
-        by_index.setdefault(int(index), {})[rest[len("document."):]] = (key, value)
-    docs = []
-    for index in sorted(by_index):
-        fields = by_index[index]
-        content = fields.get("content", (None, ""))[1]
-        if not isinstance(content, str):
-            raise InputError(file, f"expected text, got {type(content).__name__}", record=_where(span),
-                             field=f"{prefix}{index}.document.content")
-        doc: dict[str, Any] = {"text": content}
-        if "id" in fields:
-            doc["chunk_id"] = str(fields["id"][1])
-        if "score" in fields:
-            doc["score"] = span_number(span, fields["score"][0], file, MAX_SCORE, signed=True)
-        meta = {k[len("metadata."):]: v for k, (_, v) in fields.items() if k.startswith("metadata.")}
-        if "metadata" in fields:
-            meta["metadata"] = fields["metadata"][1]
-        if meta:
-            doc["metadata"] = meta
-        docs.append(doc)
-    return docs
-
-
-def _retrieved(spans: list[Span], file: str) -> list[dict[str, Any]]:
-    retrievers = sorted((s for s in spans if s.kind == "RETRIEVER"),
-                        key=lambda s: (s.start is None, s.start or 0))
-    out: list[dict[str, Any]] = []
-    seen: dict[str, Span] = {}
-    for span in retrievers:
-        for doc in _documents(span, file):
-            cid = doc.get("chunk_id")
-            if cid is not None and cid in seen:
-                raise InputError(file, f"document id {cid!r} was already retrieved in this trace "
-                                 f"(span {seen[cid].span_id}); a ranking may list a document once",
-                                 record=_where(span), field=DOCS)
-            if cid is not None:
-                seen[cid] = span
-            out.append({"rank": len(out) + 1, **doc})
-    return out
-
-
 def trace_answer(tree: TraceTree, file: str, method: str, method_from: str | None = None,
                  id_from: str | None = None) -> TraceAnswer:
     """The answer one trace records (its root and the spans the root reaches: trace_tree.py);
     InputError naming span and attribute when it cannot."""
-    root, spans = tree.root, tree.spans
+    root = tree.root
     question = _text(root, QUESTION, file)
     if not question.strip():
         raise InputError(file, "the question is empty", record=_where(root), field=QUESTION)
@@ -163,9 +111,11 @@ def trace_answer(tree: TraceTree, file: str, method: str, method_from: str | Non
     if id_from:
         qid = str(attribute(root, id_from, file))
     usage = trace_usage(tree, file)
+    retrieved = trace_documents(tree, file)
     return TraceAnswer(trace_id=root.trace_id, root=root, question=question, answer=answer, error=error,
-                       retrieved=_retrieved(spans, file), token_usage=usage.fields,
-                       latency_ms=latency, method=method, question_id=qid, nested_llm_spans=usage.nested)
+                       retrieved=retrieved.documents, token_usage=usage.fields, latency_ms=latency,
+                       method=method, question_id=qid, nested_llm_spans=usage.nested,
+                       nested_retriever_documents=retrieved.nested)
 
 
 def text_question_id(question: str) -> str:

@@ -114,11 +114,12 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
     questions: dict[str, EvalQuestion] = {}
     responses: list[EvalResponse] = []
     keys: dict[tuple[str, str], str] = {}
-    matched = nested = 0
+    matched = nested = nested_documents = 0
     repaired: list[str] = []
     traces = assemble_traces(spans, source)
     for answer in answers_from_traces(traces, source, method, method_from, id_from):
         nested += answer.nested_llm_spans
+        nested_documents += answer.nested_retriever_documents
         question, response = _pair(answer, source, known, by_text, project, id_from, repaired)
         key = (response.method, response.question_id)
         if key in keys:
@@ -138,6 +139,7 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
                 **({"id_from": id_from} if id_from else {}),
                 **({"spans_left_out": traces.left_out()} if traces.left_out() else {}),
                 **({"llm_spans_nested": nested} if nested else {}),
+                **({"retriever_documents_nested": nested_documents} if nested_documents else {}),
                 **({"text_repairs": {"fields_replaced": len(repaired), "characters": WHAT}} if repaired else {})},
         counts={"questions": len(questions), "responses": len(responses),
                 "errors": sum(bool(r.error) for r in responses)})
@@ -150,6 +152,10 @@ def import_traces(store: RunStore, spans: Iterable[Span], source: str, name: str
     if nested:
         notes.append(f"{nested} LLM span(s) wrap an LLM span reporting the same tokens or cost (stacked "
                      "instrumentors): each call counted once, from the innermost span")
+    if nested_documents:
+        notes.append(f"left out {nested_documents} document(s) of retriever spans inside another retriever span "
+                     "(a framework's retriever repeating its vector store's, or the steps of a reranking or "
+                     "fusing retriever): each retrieval taken once, its outermost span's ranking")
     if repaired:
         notes.append(f"replaced {WHAT} (characters that cannot be stored or exported) with U+FFFD in "
                      f"{len(repaired)} field(s)")

@@ -40,17 +40,23 @@ class TraceTree:
     root: Span
     spans: list[Span]
 
-    def children_first(self) -> list[Span]:
-        """The spans with each one after every span below it: walking this order, what lies
-        below a span is known when the span is reached (llm_usage.py counts nested LLM spans so)."""
+    def parents_first(self) -> list[Span]:
+        """The spans breadth first from the root: each after its parent, shallower spans before
+        deeper ones; walking this order, what lies above a span is known when the span is
+        reached (retrieval.py finds the outermost retriever spans so)."""
         children: dict[str, list[Span]] = {}
         for span in self.spans:
             if span is not self.root and span.parent_id is not None:
                 children.setdefault(span.parent_id, []).append(span)
         order = [self.root]
-        for span in order:  # breadth first: the list grows as it is walked
+        for span in order:  # the list grows as it is walked
             order.extend(children.get(span.span_id, ()))
-        return order[::-1]
+        return order
+
+    def children_first(self) -> list[Span]:
+        """The spans with each one after every span below it: walking this order, what lies
+        below a span is known when the span is reached (llm_usage.py counts nested LLM spans so)."""
+        return self.parents_first()[::-1]
 
 
 @dataclass
