@@ -8,6 +8,8 @@ local servers need none.
 
 A reply is read in bounded memory (evalcore/http_body.py): at most `max_reply_bytes` (64 MB,
 or 256 KB per text of a larger batch), sent or once decoded, whatever its Content-Encoding.
+Its text is read as UTF-8/16/32, or ISO-8859-1 / windows-1252 when declared; a reply declaring
+another charset is refused, never decoded with a codec the server names (evalcore/reply_charset.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 
 from evalcore.errors import EvalcoreError
 from evalcore.http_body import BodyRefused, accept_encoding, read_body
+from evalcore.reply_charset import CharsetRefused, json_source, preview
 from evalcore.secret_urls import public_url, split_url, url_secrets
 
 KEY_ENV_VARS = ("EVALCORE_EMBEDDING_API_KEY", "OPENAI_API_KEY")
@@ -106,7 +109,7 @@ class OpenAICompatibleBackend:
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
             try:
-                status, body = self._post(payload)
+                status, body, headers = self._post(payload)
             except httpx.TimeoutException as exc:
                 last = f"timeout ({exc.__class__.__name__})"
                 continue
@@ -115,25 +118,29 @@ class OpenAICompatibleBackend:
             except BodyRefused as exc:  # the same reply would come again
                 raise EmbeddingServiceError(f"embedding endpoint {self.url}: {exc}") from exc
             if status in _RETRY_STATUS:
-                last = f"HTTP {status}: {self._scrub(_text(body))[:200]}"
+                last = f"HTTP {status}: {self._scrub(preview(body, headers))[:200]}"
                 continue
             if status >= 400:
                 raise EmbeddingServiceError(f"embedding endpoint {self.url} answered HTTP "
-                                            f"{status}: {self._scrub(_text(body))[:300]}")
-            return self._parse(body, len(batch))
+                                            f"{status}: {self._scrub(preview(body, headers))[:300]}")
+            try:
+                source = json_source(body, headers)
+            except CharsetRefused as exc:  # the same reply would come again
+                raise EmbeddingServiceError(f"embedding endpoint {self.url}: {exc}") from None
+            return self._parse(source, len(batch))
         raise EmbeddingServiceError(
             f"embedding endpoint {self.url} failed after {self.max_retries + 1} attempts: {last}")
 
-    def _post(self, payload: dict[str, Any]) -> tuple[int, bytes]:
-        """(status, decoded body) of one request, the body read under `max_reply_bytes`."""
+    def _post(self, payload: dict[str, Any]) -> tuple[int, bytes, httpx.Headers]:
+        """(status, decoded body, headers) of one request, the body read under `max_reply_bytes`."""
         headers = self._headers()
         auth = self._auth if "Authorization" not in headers else None
         with self._client.stream("POST", self.url, json=payload, headers=headers,
                                  params=self._params or None, auth=auth) as response:
             label = f"{self.max_reply_bytes / 2 ** 20:g} MB"
-            return response.status_code, read_body(response, self.max_reply_bytes, label)
+            return response.status_code, read_body(response, self.max_reply_bytes, label), response.headers
 
-    def _parse(self, content: bytes, expected: int) -> np.ndarray:
+    def _parse(self, content: bytes | str, expected: int) -> np.ndarray:
         try:
             body: Any = json.loads(content)
             items = body["data"]
@@ -149,7 +156,3 @@ class OpenAICompatibleBackend:
         if not np.isfinite(vectors).all():
             raise EmbeddingServiceError(f"embedding endpoint {self.url} returned non-finite values")
         return vectors
-
-
-def _text(body: bytes) -> str:
-    return body.decode("utf-8", errors="replace")

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalcore.reply_charset import with_text_pinned
 from evalcore.secret_urls import split_url, url_secrets
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,14 @@ async def _within(seconds: float, call: Any) -> Any:
         raise TransientError(f"no complete reply within {seconds:g}s (total deadline)") from None
 
 
+def _http_client(sdk: Any) -> Any:
+    """The SDK's own default HTTP client, with one change: the text of a reply (an error body the
+    SDK quotes) is decoded with a codec evalcore allows, never one the server names in its
+    charset (`punycode` took minutes for a 600 KB body, in the event loop, past any deadline:
+    evalcore/reply_charset.py)."""
+    return with_text_pinned(sdk.DefaultAsyncHttpxClient())
+
+
 def _retry_after(headers: Any) -> float | None:
     if headers is None:
         return None
@@ -107,6 +116,9 @@ def _classify(exc: Exception, sdk: Any) -> Exception:
         if status in (408, 409, 429) or status >= 500:
             return TransientError(msg, status, _retry_after(exc.response.headers))
         return FatalError(msg)
+    if isinstance(exc, (ValueError, RecursionError)):  # the SDK parsing a reply: JSON, in UTF-8 (RFC 8259)
+        return FatalError(f"the judge reply is not JSON in UTF-8 ({type(exc).__name__}: {str(exc)[:200]}); "
+                          "the same reply would come again")
     return exc
 
 
@@ -155,7 +167,8 @@ class AnthropicBackend:
             raise EvalcoreError("the anthropic judge needs ANTHROPIC_API_KEY in the environment "
                                 "(or choose --judge heuristic / openai:MODEL@URL)")
         base, query = _split_base(self.base_url)
-        return anthropic.AsyncAnthropic(base_url=base, default_query=query, max_retries=0, timeout=self.timeout)
+        return anthropic.AsyncAnthropic(base_url=base, default_query=query, max_retries=0, timeout=self.timeout,
+                                        http_client=_http_client(anthropic))
 
     async def complete(self, client: Any, params: dict[str, Any]) -> Reply:
         """Send `params`; a 400 refusing the output schema is learnt once and the request
@@ -352,7 +365,7 @@ class OpenAIBackend:
         key = key or "no-key"  # local OpenAI-compatible servers usually accept any key
         base, query = _split_base(self.base_url)
         return openai.AsyncOpenAI(api_key=key, base_url=base, default_query=query, max_retries=0,
-                                  timeout=self.timeout)
+                                  timeout=self.timeout, http_client=_http_client(openai))
 
     async def complete(self, client: Any, params: dict[str, Any]) -> Reply:
         """Send `params` (as wire_params adapts them) and return the reply.

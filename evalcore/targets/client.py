@@ -4,15 +4,17 @@ Why the care: a live run talks to servers that fail in every way a network can. 
 ends as exactly one EvalResponse, either parsed or carrying `error` + `error_kind`:
 
   timeout    no complete answer within the per-request timeout (a total deadline, not httpx's
-             per-phase timeouts, so a server that trickles bytes cannot stall a run)
+             per-phase timeouts, so a server that trickles bytes cannot stall a run; it
+             covers decoding and parsing the reply too, not only the network)
   http       a non-2xx status (5xx and 429 are retried first; other 4xx are not). A
              Retry-After header (seconds or an HTTP date) on 429/503 is honoured: the
              next attempt waits at least that long, capped at `max_retry_after_s`
   malformed  2xx with a body that is not JSON or does not fit the response map (retried);
              also a body larger than `max_response_mb`, sent or once decoded, one whose
-             Content-Encoding cannot be undone, or one that would make more JSON values than
-             a record may (evalcore/value_budget.py: counted before json.loads builds any;
-             not retried: it would come again)
+             Content-Encoding cannot be undone, one that would make more JSON values than
+             a record may (evalcore/value_budget.py: counted before json.loads builds any),
+             or one declaring a charset evalcore does not read (evalcore/reply_charset.py:
+             only linear-time codecs; not retried: each would come again)
   empty      a valid response whose answer is blank while not declaring `abstained`
   error      connection refused/reset and anything else unexpected (connection faults retried)
 
@@ -39,6 +41,7 @@ from typing import Any
 import httpx
 
 from evalcore.errors import EvalcoreError
+from evalcore.reply_charset import CharsetRefused, json_source, preview
 from evalcore.schemas import EvalResponse
 from evalcore.secret_urls import public_url
 from evalcore.targets.fetch import (EndpointUrls, Fetcher, RedirectRefused, Refused, Reply, TooLarge, Undecodable,
@@ -93,6 +96,18 @@ def retry_after_s(value: str | None) -> float | None:
         except (TypeError, ValueError):
             return None
     return max(0.0, seconds) if seconds == seconds else None
+
+
+def _now() -> float:
+    """The clock of a request's deadline (a name of its own, so a test can move it)."""
+    return time.monotonic()
+
+
+def _keep(deadline: float) -> None:
+    """TimeoutError once `deadline` has passed: reading a reply counts against its request's
+    timeout, not only the network (a reply read after it is not one that came in time)."""
+    if _now() > deadline:
+        raise asyncio.TimeoutError
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -157,12 +172,19 @@ class TargetClient:
             await client.aclose()
 
     # ---- metadata endpoints --------------------------------------------------------
-    async def _get(self, path: str) -> Reply:
-        return await asyncio.wait_for(self._fetch.fetch(self._http, "GET", path), self.timeout_s)
+    async def _get(self, path: str) -> tuple[Reply, float]:
+        """The reply to GET `path`, and the deadline its reading must also keep."""
+        deadline = _now() + self.timeout_s
+        return await asyncio.wait_for(self._fetch.fetch(self._http, "GET", path), self.timeout_s), deadline
 
-    def _snapshot(self, reply: Reply, path: str) -> Any:
-        """The reply's JSON as the manifest may store it: secrets scrubbed, size capped."""
-        body = self._redact.deep(bounded_loads(self._redact.data(reply.content), scope="reply"))
+    def _snapshot(self, reply: Reply, path: str, deadline: float) -> Any:
+        """The reply's JSON as the manifest may store it: secrets scrubbed, size capped.
+        TimeoutError when reading it would pass (or passed) the request's deadline;
+        CharsetRefused for a charset evalcore does not read (reply_charset.py)."""
+        _keep(deadline)
+        source = json_source(self._redact.data(reply.content), reply.headers)
+        body = self._redact.deep(bounded_loads(source, scope="reply"))
+        _keep(deadline)
         body = body if isinstance(body, dict) else {"body": body}
         return cap_snapshot(body, f"GET {public_url(path)}")
 
@@ -172,7 +194,7 @@ class TargetClient:
         if not path:
             return {"skipped": True}
         try:
-            reply = await self._get(path)
+            reply, deadline = await self._get(path)
         except (httpx.HTTPError, asyncio.TimeoutError) as exc:
             detail = self._redact.text(_short(str(exc))) or "no detail"
             raise TargetUnavailable(f"target {self.spec.name!r} at {public_url(self.spec.url)} is not "
@@ -184,21 +206,26 @@ class TargetClient:
             raise TargetUnavailable(f"target {self.spec.name!r}: GET {self._fetch.shown(reply.url)} returned "
                                     f"HTTP {reply.status}{hint}")
         try:
-            return self._snapshot(reply, path)
+            return self._snapshot(reply, path, deadline)
+        except asyncio.TimeoutError:
+            raise TargetUnavailable(f"target {self.spec.name!r}: GET {public_url(path)}: no complete reply "
+                                    f"within {self.timeout_s:g}s") from None
+        except CharsetRefused as exc:  # it answered: ready, but what it said is not kept
+            return {"status_code": reply.status, "_not_kept": f"GET {public_url(path)}: {exc}"}
         except (ValueError, RecursionError):
             return {"status_code": reply.status}
 
     async def optional_json(self, path: str | None) -> dict[str, Any] | None:
         """GET an optional endpoint (/models/info, /index/stats); None when absent or broken,
-        a note when it is refused (too large, redirected away)."""
+        a note when it is refused (too large, redirected away, a charset not read)."""
         if not path:
             return None
         try:
-            reply = await self._get(path)
+            reply, deadline = await self._get(path)
             if reply.status >= 400:
                 return None
-            return self._snapshot(reply, path)
-        except Refused as exc:
+            return self._snapshot(reply, path, deadline)
+        except (Refused, CharsetRefused) as exc:
             return {"_not_kept": f"GET {public_url(path)}: {exc}"}
         except (httpx.HTTPError, asyncio.TimeoutError, ValueError, RecursionError):
             return None
@@ -212,9 +239,26 @@ class TargetClient:
         return {"json": body}
 
     async def _attempt(self, kwargs: dict[str, Any], question_id: str, method: str) -> EvalResponse:
-        lane = await self._lanes.get()
+        """One request and its reading, under one deadline: a reply read (decoded, parsed) past
+        it is a timeout like one that came late, however little of it the network took."""
+        resp, deadline = await self._send(kwargs)
         try:
-            resp = await asyncio.wait_for(
+            _keep(deadline)
+            response = self._answer(resp, question_id, method)
+            _keep(deadline)
+        except (asyncio.TimeoutError, _Attempt) as exc:
+            if isinstance(exc, _Attempt) and _now() <= deadline:
+                raise
+            raise _Attempt("timeout", f"no answer within {self.timeout_s:g}s (reading the reply included)",
+                           retry=True) from None
+        return response
+
+    async def _send(self, kwargs: dict[str, Any]) -> tuple[Reply, float]:
+        """The reply on a free lane, and the deadline its reading must also keep."""
+        lane = await self._lanes.get()
+        deadline = _now() + self.timeout_s
+        try:
+            reply = await asyncio.wait_for(
                 self._fetch.fetch(lane, self.spec.query_http_method, self.spec.query_path, **kwargs),
                 self.timeout_s)
         except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
@@ -228,10 +272,21 @@ class TargetClient:
             raise _Attempt("http", str(exc), retry=False) from exc
         finally:
             self._lanes.put_nowait(lane)
+        return reply, deadline
+
+    def _answer(self, resp: Reply, question_id: str, method: str) -> EvalResponse:
+        """The reply as an EvalResponse, or _Attempt saying what is wrong with it. Its text is
+        read only in a charset evalcore knows to decode in linear time (reply_charset.py)."""
         content = self._redact.data(resp.content)
-        text = content.decode(resp.encoding, errors="replace")
+        text = self._redact.text(preview(content, resp.headers))  # only for messages
         try:
-            payload = self._redact.deep(bounded_loads(content, scope="reply"))
+            source = json_source(content, resp.headers)
+        except CharsetRefused as exc:
+            if resp.status < 400:  # the same reply would come again: not retried
+                raise _Attempt("malformed", str(exc), retry=False) from None
+            source = content  # an error's body only makes the message, which names the status
+        try:
+            payload = self._redact.deep(bounded_loads(source, scope="reply"))
             decode_error = None
             if resp.status >= 400:  # the message quotes the body: quote the scrubbed decoding
                 text = json.dumps(payload, ensure_ascii=False)

@@ -63,8 +63,7 @@ class RedirectRefused(Refused):
 class Reply:
     status: int
     headers: httpx.Headers
-    content: bytes
-    encoding: str
+    content: bytes  # as sent, Content-Encoding undone; its charset is read by evalcore/reply_charset.py
     url: httpx.URL
 
 
@@ -154,8 +153,7 @@ class Fetcher:
                     method, url, json = self._next(method, url, json, response)
                     continue
                 content = await read_capped(response, self.max_bytes, self.size_label)
-                return Reply(response.status_code, response.headers, content,
-                             response.charset_encoding or "utf-8", url)
+                return Reply(response.status_code, response.headers, content, url)
             finally:
                 await response.aclose()
         raise RedirectRefused(f"more than {MAX_REDIRECTS} redirects, the last to {self.shown(url)}")

@@ -11,7 +11,10 @@ operation's, so no phase (connect, headers, body) can outlast it; a reply is rea
 (no decompression: `Accept-Encoding: identity` is asked and an encoded reply refused, so a
 small compressed body cannot inflate past the cap) and refused past `MAX_REPLY_BYTES`, and
 refused unparsed when it would build more than ten records' worth of JSON values
-(`evalcore/value_budget.py`). The
+(`evalcore/value_budget.py`); its text is read as UTF-8/16/32, or ISO-8859-1 / windows-1252
+when declared, any other declared charset refused, never decoded with a codec the server
+names (`evalcore/reply_charset.py`); the deadline covers reading a reply, not only the
+network. The
 replies an import keeps (its span pages: every span is held until the traces are assembled)
 share one byte budget, `Limits.max_mb`: a server handing out fresh pages for ever, each within
 the per-reply cap, otherwise grew the process by gigabytes before any deadline passed. The
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, TypeVar
 
 from evalcore.errors import EvalcoreError, InputError
+from evalcore.reply_charset import CharsetRefused, json_source, preview
 from evalcore.value_budget import TooManyValues, value_limit
 from evalcore.value_budget import loads as bounded_loads
 
@@ -116,7 +120,8 @@ class Session:
     async def call(self, method: str, path: str, doing: str, where: str, kept: bool = False, **kwargs: Any) -> Any:
         """The reply's JSON value; EvalcoreError (one line) on a deadline, an unreachable
         server or a body too large; `Refused` on an HTTP error status; InputError naming the
-        source and `where` (the page, the batch) when the body is not JSON. A `kept` reply
+        source and `where` (the page, the batch) when the body is not JSON or declares a charset
+        evalcore does not read (reply_charset.py). A `kept` reply
         (what the caller holds until it is done) counts against the byte budget of them all."""
         import httpx
 
@@ -127,24 +132,36 @@ class Session:
             too_large = (f"Phoenix at {self.base_url}: the span pages of this import passed {self.limits.max_mb:g} MB "
                          "together (--phoenix-max-mb; every span is held in memory until the traces are "
                          f"assembled) while {doing}: refused")
-        left = self._ends_at - asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        left = self._ends_at - loop.time()
         budget = min(self.limits.request_s, left)
-        whole = budget < self.limits.request_s
+        late_at = loop.time() + budget
         try:
             if budget <= 0:
                 raise asyncio.TimeoutError
             body = await asyncio.wait_for(self._exchange(method, path, cap, too_large, **kwargs), budget)
         except asyncio.TimeoutError:
-            if whole:
-                raise EvalcoreError(f"Phoenix at {self.base_url}: not done within {self.limits.total_s:g} s "
-                                    f"(--phoenix-timeout), stopped while {doing}") from None
-            raise EvalcoreError(f"Phoenix at {self.base_url}: no complete reply within {self.limits.request_s:g} s "
-                                f"(--phoenix-request-timeout) while {doing}") from None
+            raise self._late(budget, doing) from None
         except (httpx.HTTPError, httpx.InvalidURL, OSError, UnicodeError) as exc:
             raise EvalcoreError(f"cannot reach Phoenix at {self.base_url} ({doing}): "
                                 f"{type(exc).__name__}: {str(exc)[:300]}") from None
+        except CharsetRefused as exc:
+            raise InputError(self.source, str(exc), record=where) from None
         if kept:
             self.kept_bytes += len(body)
+        value = self._parsed(body, where)
+        if loop.time() > late_at:  # the deadline covers reading the reply, not only the network
+            raise self._late(budget, doing)
+        return value
+
+    def _late(self, budget: float, doing: str) -> EvalcoreError:
+        if budget < self.limits.request_s:
+            return EvalcoreError(f"Phoenix at {self.base_url}: not done within {self.limits.total_s:g} s "
+                                 f"(--phoenix-timeout), stopped while {doing}")
+        return EvalcoreError(f"Phoenix at {self.base_url}: no complete reply within {self.limits.request_s:g} s "
+                             f"(--phoenix-request-timeout) while {doing}")
+
+    def _parsed(self, body: bytes | str, where: str) -> Any:
         try:  # a page holds up to 100 spans: ten records' worth of values, counted before json.loads
             return bounded_loads(body, PAGE_RECORDS * value_limit(), scope="Phoenix page")
         except TooManyValues as exc:
@@ -153,13 +170,16 @@ class Session:
             reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
             raise InputError(self.source, f"the reply is not JSON ({reason})", record=where) from None
 
-    async def _exchange(self, method: str, path: str, cap: int, too_large: str, **kwargs: Any) -> bytes:
+    async def _exchange(self, method: str, path: str, cap: int, too_large: str, **kwargs: Any) -> bytes | str:
+        """The reply as json.loads should read it (its bytes, or their text in a declared
+        single-byte charset: reply_charset.py); CharsetRefused for a charset not read."""
         async with self._client.stream(method, path, **kwargs) as response:
             if response.status_code >= 300:
                 detail = await _read_capped(response, _DETAIL_BYTES, self.base_url, truncate=True)
-                lines = detail.decode("utf-8", "replace").strip().splitlines()
+                lines = preview(detail, response.headers).strip().splitlines()
                 raise Refused(response.status_code, lines[0][:200] if lines else "")
-            return await _read_capped(response, cap, self.base_url, too_large=too_large)
+            body = await _read_capped(response, cap, self.base_url, too_large=too_large)
+            return json_source(body, response.headers)
 
 
 async def _read_capped(response: Any, cap: int, base_url: str, truncate: bool = False,

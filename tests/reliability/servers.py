@@ -105,8 +105,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _head(self, fault: Fault, length: int) -> None:
         self.send_response(fault.status)
-        self.send_header("Content-Type", "application/json")
-        if "content-length" not in {k.lower() for k in fault.headers}:  # a fault may announce its own
+        named = {k.lower() for k in fault.headers}
+        if "content-type" not in named:  # a fault may declare its own (a charset, another type)
+            self.send_header("Content-Type", "application/json")
+        if "content-length" not in named:  # a fault may announce its own
             self.send_header("Content-Length", str(length))
         for k, v in fault.headers.items():
             self.send_header(k, v)
@@ -149,7 +151,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream(self, fault: Fault, stop: threading.Event) -> None:
         self.send_response(fault.status)
-        self.send_header("Content-Type", "application/json")
+        if "content-type" not in {k.lower() for k in fault.headers}:
+            self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         for k, v in fault.headers.items():
             self.send_header(k, v)
