@@ -88,9 +88,10 @@ def serve_app(store_root: Path, log_path: Path, timeout: float = 30.0, *, instal
         log.close()
 
 
-@pytest.fixture
-def served_app(app_store, tmp_path):
-    with serve_app(app_store.root, tmp_path / "streamlit.log") as base:
+@pytest.fixture(scope="module")
+def served_app(app_store, tmp_path_factory):
+    """One server for the tests that only read the store: its start is most of a test's time."""
+    with serve_app(app_store.root, tmp_path_factory.mktemp("served") / "streamlit.log") as base:
         yield base
 
 
