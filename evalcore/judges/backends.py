@@ -7,21 +7,28 @@ retrying, with the server's Retry-After if it sent one) or FatalError.
 
 Secrets: API keys are read from the environment by the SDK clients at call time and never
 appear in the request dict we store (that dict is built by us and has no headers).
+
+Replies: each SDK client reads through evalcore's own HTTP client (judges/http_client.py), so
+a reply is decoded under a 4 MB cap whatever its Content-Encoding; one past it is a FatalError.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalcore.judges.call_errors import FatalError, TransientError, classify, read_reply, within
+from evalcore.judges.http_client import judge_http_client
 from evalcore.reply_charset import with_text_pinned
 from evalcore.secret_urls import split_url, url_secrets
 
 log = logging.getLogger(__name__)
+
+# the errors live in call_errors.py; named here too for the modules that import them from here
+__all__ = ["AnthropicBackend", "FatalError", "OpenAIBackend", "Reply", "TransientError"]
 
 
 def _split_base(base_url: str | None) -> tuple[str | None, dict[str, str] | None]:
@@ -52,74 +59,11 @@ class Reply:
     rejections: list[str] = field(default_factory=list)
 
 
-class TransientError(Exception):
-    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None):
-        super().__init__(message)
-        self.status = status
-        self.retry_after = retry_after
-
-
-class FatalError(Exception):
-    pass
-
-
-async def _within(seconds: float, call: Any) -> Any:
-    """Await `call` under a total deadline. The SDKs' `timeout` is httpx's per-phase timeout:
-    a server that drips its body a few bytes at a time resets the read timer on every chunk
-    and could hold a judge call for ever. This bounds the whole request."""
-    try:
-        return await asyncio.wait_for(call, seconds)
-    except asyncio.TimeoutError:
-        raise TransientError(f"no complete reply within {seconds:g}s (total deadline)") from None
-
-
 def _http_client(sdk: Any) -> Any:
-    """The SDK's own default HTTP client, with one change: the text of a reply (an error body the
-    SDK quotes) is decoded with a codec evalcore allows, never one the server names in its
-    charset (`punycode` took minutes for a 600 KB body, in the event loop, past any deadline:
-    evalcore/reply_charset.py)."""
-    return with_text_pinned(sdk.DefaultAsyncHttpxClient())
-
-
-def _retry_after(headers: Any) -> float | None:
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        raw = headers.get(name)
-        if raw is None:
-            continue
-        try:
-            return max(0.0, float(raw) * scale)
-        except ValueError:
-            from email.utils import parsedate_to_datetime
-            from datetime import datetime, timezone
-            try:
-                when = parsedate_to_datetime(raw)
-                return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-            except (TypeError, ValueError):
-                return None
-    return None
-
-
-def _classify(exc: Exception, sdk: Any) -> Exception:
-    """Map an SDK exception to TransientError / FatalError, without any header or key text."""
-    if isinstance(exc, (sdk.APITimeoutError, sdk.APIConnectionError)):
-        return TransientError(f"{type(exc).__name__}: connection problem or timeout")
-    if isinstance(exc, sdk.APIStatusError):
-        status = exc.status_code
-        body = ""
-        try:
-            body = exc.response.text[:4000]  # the judge client scrubs secrets, then shortens
-        except Exception:  # noqa: BLE001 - the body is only informative
-            pass
-        msg = f"HTTP {status}: {body}"
-        if status in (408, 409, 429) or status >= 500:
-            return TransientError(msg, status, _retry_after(exc.response.headers))
-        return FatalError(msg)
-    if isinstance(exc, (ValueError, RecursionError)):  # the SDK parsing a reply: JSON, in UTF-8 (RFC 8259)
-        return FatalError(f"the judge reply is not JSON in UTF-8 ({type(exc).__name__}: {str(exc)[:200]}); "
-                          "the same reply would come again")
-    return exc
+    """The judge's HTTP client (judges/http_client.py: replies bounded as they are decoded), whose
+    reply text (an error body the SDK quotes) is decoded with a codec evalcore allows, never one
+    the server names in its charset (evalcore/reply_charset.py: `punycode` took minutes)."""
+    return with_text_pinned(judge_http_client(sdk))
 
 
 class AnthropicBackend:
@@ -178,23 +122,27 @@ class AnthropicBackend:
         sent, rejections = self.wire_params(params), []
         while True:
             try:
-                msg = await _within(self.timeout, client.messages.create(**sent))
+                msg = await within(self.timeout, client.messages.create(**sent))
                 break
             except TransientError:
                 raise
             except Exception as exc:  # noqa: BLE001 - classified below
                 message = _schema_rejection(exc, "output_config")
                 if message is None or "output_config" not in sent:
-                    raise _classify(exc, anthropic) from None
+                    raise classify(exc, anthropic) from None
                 _learn_schema(self, "output_config")
                 rejections.append(f"HTTP 400 rejected output_config: {message[:300]}")
                 sent = self.wire_params(params)
-        text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text")
         adapted = [SCHEMA_REFUSED] if "output_config" in params and "output_config" not in sent else []
+        return read_reply(lambda: self._reply(msg, sent if sent != params else None, adapted, rejections))
+
+    @staticmethod
+    def _reply(msg: Any, sent: dict[str, Any] | None, adapted: list[str], rejections: list[str]) -> Reply:
+        text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text")
         usage = getattr(msg, "usage", None)  # the SDK builds replies unvalidated: it may be absent
         return Reply(text=text, input_tokens=getattr(usage, "input_tokens", None),
                      output_tokens=getattr(usage, "output_tokens", None), stop_reason=msg.stop_reason, model=msg.model,
-                     sent_params=sent if sent != params else None, adapted=adapted, rejections=rejections)
+                     sent_params=sent, adapted=adapted, rejections=rejections)
 
 
 # o1, o3, o4-mini, o3-pro-2025-06-10, gpt-5, gpt-5-mini, gpt-5.1 ... but not gpt-50 or olmo.
@@ -381,7 +329,7 @@ class OpenAIBackend:
         sent, rejections = self.wire_params(params), []
         while True:
             try:
-                resp = await _within(self.timeout, client.chat.completions.create(**sent))
+                resp = await within(self.timeout, client.chat.completions.create(**sent))
                 break
             except TransientError:
                 raise
@@ -394,12 +342,12 @@ class OpenAIBackend:
                     continue
                 rejection = _rejection(exc)
                 if rejection is None or rejection[0] not in sent:
-                    raise _classify(exc, openai) from None
+                    raise classify(exc, openai) from None
                 param, message = rejection
                 self._learn(param)
                 rejections.append(f"HTTP 400 rejected {param}: {message[:300]}")
                 sent = self.wire_params(params)
-        return self._reply(resp, params, sent, rejections)
+        return read_reply(lambda: self._reply(resp, params, sent, rejections))
 
     @staticmethod
     def _reply(resp: Any, params: dict[str, Any], sent: dict[str, Any], rejections: list[str]) -> Reply:
@@ -411,7 +359,10 @@ class OpenAIBackend:
                    for name in _ADAPTABLE if name in params and name not in sent]
         if "response_format" in params and "response_format" not in sent:
             adapted.append(SCHEMA_REFUSED)
-        return Reply(text=choice.message.content or "", input_tokens=getattr(usage, "prompt_tokens", None),
+        text = choice.message.content or ""
+        if not isinstance(text, str):
+            raise TypeError(f"the message content is {type(text).__name__}, not text")
+        return Reply(text=text, input_tokens=getattr(usage, "prompt_tokens", None),
                      output_tokens=getattr(usage, "completion_tokens", None),
                      stop_reason=choice.finish_reason, model=resp.model,
                      sent_params=sent if sent != params else None, adapted=adapted, rejections=rejections)

@@ -7,6 +7,12 @@ or {"status": code, "headers": {...}} (an error), optionally with "sleep": secon
 A completion may carry "usage": a dict replaces the provider's usage block, None leaves it out.
 An error action may carry "error": {...}, sent as OpenAI does ({"error": {message, type,
 param, code}}); `openai_error(...)` builds one.
+Any action may carry "raw": bytes sent as the body instead (a reply that is no completion;
+give it a "status"), "encode": the Content-Encoding list in the order applied (gzip, x-gzip,
+deflate, br, zstd, identity), and "pad_mb": megabytes of spaces put after the body's first `{`
+(still valid JSON, so a bomb the SDK's own decoding would inflate and parse whole; built from
+one compressed megabyte, never held inflated; `encoded_body(...)` does the encoding), and
+"no_length": true to send no Content-Length (the body ends when the connection closes).
 Every request is recorded with its path, headers and JSON body.
 """
 
@@ -17,6 +23,7 @@ import json
 import re
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterator
 
@@ -80,6 +87,55 @@ def openai_error(param: str | None, code: str, message: str, status: int = 400) 
                                         "param": param, "code": code}}
 
 
+_SPACES = b" " * 2 ** 20
+
+
+def _padded_deflate(head: bytes, pad_mb: int, tail: bytes, container: str) -> bytes:
+    """head + pad_mb MB of spaces + tail as one gzip or zlib (deflate) stream: a block that
+    ends in a full flush stands alone, so the compressed megabyte is repeated, not recomputed."""
+    c = zlib.compressobj(9, zlib.DEFLATED, -15)
+    first = c.compress(head) + c.flush(zlib.Z_FULL_FLUSH)
+    block = c.compress(_SPACES) + c.flush(zlib.Z_FULL_FLUSH)
+    raw = first + block * pad_mb + c.compress(tail) + c.flush()
+    check = zlib.crc32 if container == "gzip" else zlib.adler32
+    value = check(head)
+    for _ in range(pad_mb):
+        value = check(_SPACES, value)
+    value = check(tail, value)
+    if container == "gzip":
+        size = (len(head) + len(tail) + pad_mb * 2 ** 20) % 2 ** 32
+        return b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff" + raw + value.to_bytes(4, "little") + \
+            size.to_bytes(4, "little")
+    return b"\x78\xda" + raw + value.to_bytes(4, "big")
+
+
+def _encode_one(data: bytes, coding: str, pad_mb: int = 0) -> bytes:
+    from tests.optional import requires
+
+    head, tail = (data[:1], data[1:]) if pad_mb else (data, b"")
+    coding = {"x-gzip": "gzip"}.get(coding.lower(), coding.lower())
+    if coding in ("gzip", "deflate"):
+        return _padded_deflate(head, pad_mb, tail, coding)
+    if coding == "zstd":  # frames one after another decode to their concatenation
+        compress = requires("zstandard").ZstdCompressor().compress
+        return compress(head) + compress(_SPACES) * pad_mb + (compress(tail) if tail else b"")
+    if coding == "br":
+        c = requires("brotli").Compressor(quality=5)
+        return c.process(head) + b"".join(c.process(_SPACES) for _ in range(pad_mb)) + c.process(tail) + c.finish()
+    assert coding == "identity" and not pad_mb, coding
+    return data
+
+
+def encoded_body(data: bytes, codings: list[str], pad_mb: int = 0) -> bytes:
+    """`data` under `codings` (the first applied first), with `pad_mb` MB of spaces after its
+    first byte (put in by the first coding that is not identity)."""
+    for coding in codings:
+        padding = pad_mb if coding.lower() != "identity" else 0
+        data, pad_mb = _encode_one(data, coding, padding), pad_mb - padding
+    assert not pad_mb, "pad_mb needs a coding to carry it"
+    return data
+
+
 def _handler(llm: ScriptedLLM):
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:  # keep test output clean
@@ -100,11 +156,16 @@ def _handler(llm: ScriptedLLM):
             else:
                 status = action.get("status", 500)
                 payload = {"type": "error", "error": {"type": "api_error", "message": f"scripted {status}"}}
-            data = json.dumps(payload).encode()
+            data = action["raw"] if "raw" in action else json.dumps(payload).encode()
+            if action.get("encode"):
+                data = encoded_body(data, action["encode"], action.get("pad_mb", 0))
+                action = {**action, "headers": {"content-encoding": ", ".join(action["encode"]),
+                                                **(action.get("headers") or {})}}
             try:
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
+                if not action.get("no_length"):  # without it the body ends where the connection does
+                    self.send_header("content-length", str(len(data)))
                 for k, v in (action.get("headers") or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
