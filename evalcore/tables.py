@@ -101,6 +101,21 @@ ORDER_COLUMN = {"questions": "written_at", "responses": "written_at", "metrics":
 SORT_COLUMNS = {**KEYS, **SET_KEYS}
 
 
+# Columns of people's text (answers, questions, contexts, judges' requests and replies, the
+# whole validated record): no reader filters on their minimum and maximum, and Parquet keeps
+# both whole, in the file's footer. Writing those statistics cost three copies of the longest
+# value (a 12 MB answer grew `import` by 90 MB) and put it twice into every reader's footer.
+FREE_TEXT_COLUMNS = frozenset({"question", "ground_truth", "answer", "error", "record", "reason", "details",
+                               "request", "response_raw", "parsed", "text", "note"})
+
+
+def statistics_columns(schema: pa.Schema) -> list[str]:
+    """The columns a Parquet file of `schema` keeps min/max statistics for: the keys, ids,
+    counts and times readers filter on. Not floats (Parquet statistics ignore NaN, which lets a
+    reader wrongly conclude a column has none) and not free text (FREE_TEXT_COLUMNS)."""
+    return [f.name for f in schema if not pa.types.is_floating(f.type) and f.name not in FREE_TEXT_COLUMNS]
+
+
 def question_row(run_id: str, q: EvalQuestion) -> dict[str, Any]:
     return {
         "run_id": run_id, "question_id": q.id, "question": q.question, "ground_truth": q.ground_truth,

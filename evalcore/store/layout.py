@@ -54,7 +54,7 @@ from evalcore.store.pointer_rules import (  # the pointer's name rules; store mo
     is_part_name,
     pointer_problem,
 )
-from evalcore.tables import to_arrow
+from evalcore.tables import statistics_columns, to_arrow
 
 FORMAT_VERSION = 2
 DEFAULT_ROOT = "runs"
@@ -165,19 +165,19 @@ def write_atomic_bytes(path: Location, data: bytes, *, within: Location) -> None
 
 def write_parquet_atomic(path: Location, arrow: pa.Table, row_group_size: int | None = None,
                          dictionary_floats: bool = True, *, within: Location) -> Location:
-    """One Parquet file, published by rename (on object storage: one PUT). No min/max
-    statistics on float columns: Parquet statistics ignore NaN, which lets readers wrongly
-    conclude a column has none. `row_group_size` (rows) lets a reader decode one file on
-    several threads and skip groups by the key columns' statistics; `dictionary_floats=False`
+    """One Parquet file, published by rename (on object storage: one PUT). Min/max
+    statistics only where tables.statistics_columns says (none on floats, which they would
+    misdescribe, nor on free text, whose longest value they would copy). `row_group_size`
+    (rows) lets a reader decode one file on several threads and skip groups by the key columns' statistics; `dictionary_floats=False`
     stores float columns plain (distinct scores: a dictionary only adds a lookup). `within`:
     the store root the file must lie in."""
     _safe.inside(within, path)
-    stats = [f.name for f in arrow.schema if not pa.types.is_floating(f.type)]
+    stats = statistics_columns(arrow.schema)
     options: dict[str, Any] = {"compression": "zstd", "write_statistics": stats}
     if row_group_size:
         options["row_group_size"] = row_group_size
     if not dictionary_floats:
-        options["use_dictionary"] = stats
+        options["use_dictionary"] = [f.name for f in arrow.schema if not pa.types.is_floating(f.type)]
     if _fs.is_remote(path):
         sink = pa.BufferOutputStream()
         pq.write_table(arrow, sink, **options)

@@ -30,7 +30,7 @@ from evalcore.errors import StoreError
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
 from evalcore.store.fs import arrow as _arrow
 from evalcore.store.layout import RUN_OF_FILE_SQL
-from evalcore.tables import EMPTY_SET_MARKER, KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS
+from evalcore.tables import EMPTY_SET_MARKER, KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS, statistics_columns
 
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
 _NO_TIME = np.iinfo(np.int64).min
@@ -158,7 +158,7 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
     renames); returns row counts in and out. With `run_id`, every row must be that run's."""
     schema = SCHEMAS[table]
     masks = _winners(paths, table, run_id)
-    stats = [f.name for f in schema if not pa.types.is_floating(f.type)]  # no NaN-blind float stats
+    stats = statistics_columns(schema)  # no NaN-blind float statistics, none of free text
     rows_in = rows_out = 0
     with pq.ParquetWriter(out, schema, compression="zstd", write_statistics=stats) as writer:
         for path, mask in zip(paths, masks):
