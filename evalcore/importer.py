@@ -10,10 +10,13 @@ is built in staging and published whole, so a bad record leaves the store exactl
 
 Memory: records are streamed, each bounded by the readers (its text, and the values it makes:
 evalcore/value_budget.py), and written in part files of at most BATCH_SIZE answers, fewer when
-the batch's records took BATCH_CHARS characters or the value budget (so a batch of large
-records costs about one record's bound, not a thousand). The file's fingerprint is taken after
-its records were read, so a file refused at its first record (binary data, say) is not read
-whole first.
+the next record would take the batch past BATCH_CHARS characters or the value budget (so a batch
+of large records costs about one record's bound, not a thousand, and a record larger than that
+is written alone, once the readers let go of it). Writing lets go of each copy as soon as the
+next exists (answers once they are rows, rows once Arrow holds them: `_flush`), so one record at
+the bound costs a stated multiple of its size (docs/reliability.md, "Inputs"). The file's
+fingerprint is taken after its records were read, so a file refused at its first record
+(binary data, say) is not read whole first.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
 from evalcore.schemas.ids import canonical_id, text_question_id
 from evalcore.schemas.storable import WHAT, storable_path
 from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
+from evalcore.tables import question_row, response_row
 from evalcore.value_budget import RecordSize, value_limit
 
 BATCH_SIZE = 1000  # responses per part file
@@ -297,11 +301,16 @@ def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
         n_responses = chars = values = 0
         most_values = value_limit()
         for _, question, response in stream:
+            size = stream.last_size
+            if responses and (chars + size.chars > BATCH_CHARS or values + size.values > most_values):
+                n_responses += _flush(writer, questions, responses)  # written before this record joins it
+                chars = values = 0
             if question is not None:
                 questions[question.id] = question
             responses.append(response)
-            chars, values = chars + stream.last_size.chars, values + stream.last_size.values
-            if len(responses) >= batch_size or chars >= BATCH_CHARS or values >= most_values:
+            question = response = None  # held by the batch alone, which _flush lets go of
+            chars, values = chars + size.chars, values + size.values
+            if len(responses) >= batch_size:
                 n_responses += _flush(writer, questions, responses)
                 chars = values = 0
         n_responses += _flush(writer, questions, responses)
@@ -324,10 +333,15 @@ def import_recorded(store: RunStore, path: str | Path, name: str | None = None,
 
 
 def _flush(writer: Any, questions: dict[str, EvalQuestion], responses: list[EvalResponse]) -> int:
-    """Write the pending batch as part files and empty it; returns the responses written."""
-    writer.write_questions(list(questions.values()))
-    writer.write_responses(responses)
+    """Write the pending batch as part files and empty it; returns the responses written.
+    Each table's models are let go of once they are rows, and the rows once Arrow holds them
+    (RunWriter.write_rows consumes them), so a long answer is not held three times over while
+    its file is written."""
     n = len(responses)
+    rows = [question_row(writer.run_id, q) for q in questions.values()]
     questions.clear()
+    writer.write_rows("questions", rows)
+    rows = [response_row(writer.run_id, r) for r in responses]
     responses.clear()
+    writer.write_rows("responses", rows)
     return n

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 import pyarrow as pa
+from pydantic_core import to_json
 
 from evalcore.schemas import Annotation, Claim, ContextJudgement, EvalQuestion, EvalResponse, JudgeCall, MetricValue
 
@@ -101,24 +102,60 @@ ORDER_COLUMN = {"questions": "written_at", "responses": "written_at", "metrics":
 SORT_COLUMNS = {**KEYS, **SET_KEYS}
 
 
+# Columns of people's text (answers, questions, contexts, judges' requests and replies, the
+# whole validated record): no reader filters on their minimum and maximum, and Parquet keeps
+# both whole, in the file's footer. Writing those statistics cost three copies of the longest
+# value (a 12 MB answer grew `import` by 90 MB) and put it twice into every reader's footer.
+FREE_TEXT_COLUMNS = frozenset({"question", "ground_truth", "answer", "error", "record", "reason", "details",
+                               "request", "response_raw", "parsed", "text", "note"})
+
+
+def dictionary_columns(schema: pa.Schema, floats: bool = True) -> list[str]:
+    """The columns a Parquet file of `schema` dictionary-encodes: all but free text, whose
+    values rarely repeat (a dictionary of one 12 MB answer is one more copy of it to write,
+    and to read back), and floats when `floats` is False (distinct scores)."""
+    return [f.name for f in schema if f.name not in FREE_TEXT_COLUMNS and (floats or not pa.types.is_floating(f.type))]
+
+
+def statistics_columns(schema: pa.Schema) -> list[str]:
+    """The columns a Parquet file of `schema` keeps min/max statistics for: the keys, ids,
+    counts and times readers filter on. Not floats (Parquet statistics ignore NaN, which lets a
+    reader wrongly conclude a column has none) and not free text (FREE_TEXT_COLUMNS)."""
+    return [f.name for f in schema if not pa.types.is_floating(f.type) and f.name not in FREE_TEXT_COLUMNS]
+
+
+def _record_json(model: Any) -> bytes:
+    """The model as UTF-8 JSON bytes, what the `record` column stores. Bytes, not a str: a str
+    holding one character beyond U+FFFF takes four bytes for every character, so a long answer
+    with one emoji cost four times its size until Arrow encoded it."""
+    return to_json(model, by_alias=False)
+
+
+def _text(text: str | None) -> str | bytes | None:
+    """A free-text value for a row: the str itself when ASCII (one byte a character), else its
+    UTF-8 bytes, so that once the model is let go of the row does not keep a str of four bytes
+    a character alive until Arrow has encoded it (`_record_json` says why that matters)."""
+    return text if text is None or text.isascii() else text.encode("utf-8")
+
+
 def question_row(run_id: str, q: EvalQuestion) -> dict[str, Any]:
     return {
-        "run_id": run_id, "question_id": q.id, "question": q.question, "ground_truth": q.ground_truth,
+        "run_id": run_id, "question_id": q.id, "question": _text(q.question), "ground_truth": _text(q.ground_truth),
         "category": q.category, "question_type": q.question_type, "difficulty": q.difficulty,
         "tags": list(q.tags), "answerable": q.answerable, "n_gold": len(q.gold_passages),
-        "record": q.model_dump_json(by_alias=False), "written_at": _now(),
+        "record": _record_json(q), "written_at": _now(),
     }
 
 
 def response_row(run_id: str, r: EvalResponse) -> dict[str, Any]:
     usage = r.token_usage
     return {
-        "run_id": run_id, "method": r.method, "question_id": r.question_id, "answer": r.answer,
-        "abstained": r.abstained, "latency_ms": r.latency_ms, "error": r.error, "error_kind": r.error_kind,
+        "run_id": run_id, "method": r.method, "question_id": r.question_id, "answer": _text(r.answer),
+        "abstained": r.abstained, "latency_ms": r.latency_ms, "error": _text(r.error), "error_kind": r.error_kind,
         "input_tokens": usage.input_tokens if usage else None,
         "output_tokens": usage.output_tokens if usage else None,
         "cost_usd": usage.cost_usd if usage else None, "n_retrieved": len(r.retrieved),
-        "record": r.model_dump_json(), "written_at": _now(),
+        "record": _record_json(r), "written_at": _now(),
     }
 
 

@@ -10,9 +10,10 @@ through here instead, and so holds the same promises:
   first NUL byte (no text format evalcore reads has one) or of the first byte that is not
   UTF-8;
 * a line, a CSV record (its lines together) or a JSON record is at most `record_limit()`
-  bytes: MAX_RECORD_MB (64 MB), or EVALCORE_MAX_RECORD_MB. A longer one is refused naming
+  bytes: MAX_RECORD_MB (32 MB), or EVALCORE_MAX_RECORD_MB. A longer one is refused naming
   the file, the line or record, and where it starts; the reader never holds more than that
-  plus one piece of PIECE bytes;
+  plus one piece of PIECE bytes. Raw text that JSON stores longer (a CSV cell, a Parquet
+  string of control characters) counts at its stored size (`stored_size`);
 * a file parsed whole (YAML) is at most `document_limit()` bytes: MAX_DOCUMENT_MB (64 MB),
   or the record bound when that is set higher.
 
@@ -29,7 +30,14 @@ from typing import BinaryIO, Iterator
 
 from evalcore.errors import EvalcoreError, InputError
 
-MAX_RECORD_MB = 64
+# Why 32 MB, not 64: importing one record costs a multiple of its size, however lean the
+# path (the text as read, as parsed, as a validated answer, as Arrow, as Parquet pages, and again
+# when the run is compacted; the store keeps an answer twice, in its column and in the record's
+# JSON, and a ground truth three times). Measured (tests/reliability/test_record_cost.py,
+# docs/reliability.md "Bounds"): about 5-7 times for plain text, up to 13 for text with a
+# character beyond U+FFFF (Python then holds four bytes per character). At 64 MB the worst
+# came to about 800 MB over what the command needs anyway; at 32 MB it stays near 400 MB.
+MAX_RECORD_MB = 32
 MAX_DOCUMENT_MB = 64
 LIMIT_ENV = "EVALCORE_MAX_RECORD_MB"
 PIECE = 1 << 20  # bytes read at a time: a NUL file is refused after the first piece
@@ -37,8 +45,32 @@ BOM = b"\xef\xbb\xbf"
 MB = 2 ** 20
 
 
+# Characters JSON stores in more than one: a control character in six (\u0001), these in two
+# (\b \t \n \f \r, the backslash, the double quote). evalcore keeps every record as JSON
+# beside its columns, so raw text (a CSV cell, a Parquet string) is bounded at the size it
+# will be stored at: a 10 MB cell of control characters is 60 MB of JSON once imported.
+_STORED_IN_SIX = bytes(c for c in range(32) if c not in b"\b\t\n\f\r")
+_STORED_IN_TWO = b'\b\t\n\f\r\\"'
+JSON_SIX_CHARS = "[" + "".join(f"\\x{c:02x}" for c in _STORED_IN_SIX) + "]"  # (a regular expression)
+JSON_TWO_CHARS = r'[\x08\x09\x0a\x0c\x0d\\"]'
+
+
+def stored_size(text: str, quotes_doubled: bool = False) -> int:
+    """The characters `text` takes as the content of a JSON string: its length, plus five for
+    each control character and one for each character escaped with a backslash. With
+    `quotes_doubled` (a CSV line, whose quotes already take two) quotes add nothing. Counted
+    a megabyte at a time, at the speed of bytes.translate."""
+    two = _STORED_IN_TWO.replace(b'"', b"") if quotes_doubled else _STORED_IN_TWO
+    extra = 0
+    for at in range(0, len(text), MB):
+        data = text[at:at + MB].encode("utf-8", "surrogatepass")
+        extra += 5 * (len(data) - len(data.translate(None, _STORED_IN_SIX)))
+        extra += len(data) - len(data.translate(None, two))
+    return len(text) + extra
+
+
 def record_limit() -> int:
-    """The most bytes one line or record may take (EVALCORE_MAX_RECORD_MB, else 64 MB)."""
+    """The most bytes one line or record may take (EVALCORE_MAX_RECORD_MB, else 32 MB)."""
     raw = os.environ.get(LIMIT_ENV, "").strip()
     if not raw:
         return MAX_RECORD_MB * MB
@@ -113,12 +145,17 @@ def iter_lines(path: str | Path, limit: int | None = None) -> Iterator[tuple[int
             offset += len(raw)
             if lineno == 1 and raw.startswith(BOM):
                 raw, start = raw[len(BOM):], start + len(BOM)
-            yield lineno, start, decode_utf8(raw, start, path, record=lineno)
+            # Handed over from a list, so that while the caller works on the line this
+            # generator holds neither its bytes nor its text (a long line would cost twice).
+            line = [(lineno, start, decode_utf8(raw, start, path, record=lineno))]
+            del raw
+            yield line.pop()
 
 
-def _read_line(fh: BinaryIO, offset: int, limit: int, lineno: int, path: str | Path) -> bytes:
-    """One line's bytes, read a piece at a time so a NUL file is refused after one piece."""
-    pieces: list[bytes] = []
+def _read_line(fh: BinaryIO, offset: int, limit: int, lineno: int, path: str | Path) -> bytes | bytearray:
+    """One line's bytes, read a piece at a time so a NUL file is refused after one piece. A
+    long line gathers in one bytearray (a list of pieces joined at the end held it twice)."""
+    gathered = bytearray()
     size = 0
     while True:
         piece = fh.readline(min(PIECE, limit + 1 - size))
@@ -126,11 +163,11 @@ def _read_line(fh: BinaryIO, offset: int, limit: int, lineno: int, path: str | P
             refuse_nul(piece, offset + size, path, record=lineno)
         size += len(piece)
         ended = not piece or piece.endswith(b"\n")
-        if ended and not pieces:  # the usual case: the whole line in one piece
+        if ended and not gathered:  # the usual case: the whole line in one piece
             return piece
-        pieces.append(piece)
+        gathered += piece
         if ended:
-            return b"".join(pieces)
+            return gathered
         if size > limit:
             raise InputError(str(path), _too_long(f"the line starting at byte offset {offset:,}", limit),
                              record=lineno)

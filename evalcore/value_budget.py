@@ -96,7 +96,12 @@ def values_at_most(text: str | bytes, start: int = 0, end: int | None = None) ->
     return 1 + text.count(",", start, end) + text.count("[", start, end) + text.count("{", start, end)
 
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+# A JSON string, or (the second branch) a quote that opens a string never closed in the text.
+# Possessive (`*+`): the regular expression engine keeps no backtracking mark per escape
+# (~120 bytes each: a 16 MB answer of escaped quotes took 480 MB only to be counted). The
+# unclosed branch ends the scan there: searching on would try a string at every quote inside
+# it, each attempt running to the end of the text (a 260 KB line took minutes).
+_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"|"', re.S)
 _BYTES_STRING = re.compile(_STRING.pattern.encode(), re.S)
 
 
@@ -126,6 +131,8 @@ def exact_values(text: str | bytes, start: int = 0, end: int | None = None, limi
     values, at, strings = 1, start, 0
     for match in pattern.finditer(text, start, end):
         values += _between(text, at, match.start())
+        if match.end() - match.start() == 1:  # a string that is not closed: the rest is in it
+            return values
         at = match.end()
         strings += 1  # keys and string values: at most two per value in valid JSON
         if limit is not None and (values > limit or strings > 2 * limit + 2):
@@ -133,9 +140,9 @@ def exact_values(text: str | bytes, start: int = 0, end: int | None = None, limi
     return values + _between(text, at, end)
 
 
-# A string (escapes included), or one structural character. Strings are skipped whole, so a
-# comma inside one is not counted; an unclosed quote matches nothing and is left to the parser.
-_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.S)
+# A string (escapes included; a lone quote: one not closed, as in _STRING), or one structural
+# character. Strings are skipped whole, so a comma inside one is not counted.
+_TOKEN = re.compile(_STRING.pattern + r'|[\[\]{},]', re.S)
 _SPACE = re.compile(r"[ \t\r\n]*")
 OPENERS, CLOSERS = "[{", "]}"
 
@@ -155,6 +162,8 @@ def count_values(text: str, start: int, limit: int) -> tuple[int, int | None]:
     for match in _TOKEN.finditer(text, start):
         char = text[match.start()]
         if char == '"':
+            if match.end() - match.start() == 1:  # a string the text does not close
+                return values, None
             strings += 1  # keys and string values: at most two per value in valid JSON
             if strings > 2 * limit + 2:
                 return limit + 1, None

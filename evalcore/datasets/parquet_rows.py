@@ -13,7 +13,7 @@ was one 1 MB string, dictionary-encoded and repeated in 300 rows, became 1.5 GB 
 * each row group is read in batches whose row count comes from its metadata: about
   BATCH_BYTES of decoded column data per batch (at most MAX_BATCH_ROWS rows);
 * before a row becomes Python values, its decoded size and its values are computed from the
-  Arrow buffers (`row_costs`, vectorised), and a row over the record bound (64 MB,
+  Arrow buffers (`row_costs`, vectorised), and a row over the record bound (32 MB,
   EVALCORE_MAX_RECORD_MB) or the value budget (50 000, EVALCORE_MAX_RECORD_VALUES) is refused
   naming it; rows become Python values in slices of at most BATCH_BYTES.
 
@@ -31,13 +31,14 @@ from typing import Any, Iterator
 import numpy as np
 
 from evalcore.errors import InputError
-from evalcore.text_input import LIMIT_ENV, record_limit, shown_mb
+from evalcore.text_input import JSON_SIX_CHARS, JSON_TWO_CHARS, LIMIT_ENV, record_limit, shown_mb
 from evalcore.value_budget import VALUES_ENV, RecordSize, value_limit
 
 MAX_FOOTER_BYTES = 16 * 2 ** 20
 MAX_RATIO = 100
 BATCH_BYTES = 16 * 2 ** 20
 MAX_BATCH_ROWS = 2048
+STORED_SIZE_FROM = 2 ** 20  # past this, a row is measured as stored (row_costs)
 DICTIONARY_ENCODINGS = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
 
 
@@ -146,8 +147,9 @@ def _rows(path: Path, batch: Any, recno: int) -> Iterator[tuple[int, dict[str, A
     sizes, values = row_costs(batch)
     byte_bound, value_bound = record_limit(), value_limit()
     for i in np.flatnonzero((sizes > byte_bound) | (values > value_bound))[:1]:
-        what = (f"decodes to {sizes[i] / 2 ** 20:,.1f} MB, more than {shown_mb(byte_bound)} (the bound on one record; "
-                f"set {LIMIT_ENV} to raise it)" if sizes[i] > byte_bound else
+        what = (f"decodes to {sizes[i] / 2 ** 20:,.1f} MB, more than {shown_mb(byte_bound)} (the bound on one record, "
+                f"its text counted as stored: a control character as six characters; set {LIMIT_ENV} to raise it)"
+                if sizes[i] > byte_bound else
                 f"holds {values[i]:,} values, more than {value_bound:,} (the bound on one record; set {VALUES_ENV} "
                 "to raise it)")
         raise _refuse(path, f"the row {what}", record=recno + int(i) + 1)
@@ -175,46 +177,66 @@ def _record(path: Path, row: dict[str, Any], recno: int) -> dict[str, Any]:
 
 def row_costs(batch: Any) -> tuple[np.ndarray, np.ndarray]:
     """Per row of an Arrow record batch: the bytes its values decode to, and how many values
-    it holds (the row itself, each column's value, each element of a list or struct)."""
+    it holds (the row itself, each column's value, each element of a list or struct). When a
+    row passes STORED_SIZE_FROM bytes, its text is measured as JSON stores it instead (a control
+    character as six: text_input.stored_size), which is what importing it will hold."""
+    sizes, values = _row_costs(batch, stored=False)
+    if len(sizes) and sizes.max() > STORED_SIZE_FROM:
+        sizes, values = _row_costs(batch, stored=True)
+    return sizes, values
+
+
+def _row_costs(batch: Any, stored: bool) -> tuple[np.ndarray, np.ndarray]:
     sizes = np.zeros(batch.num_rows, dtype=np.int64)
     values = np.ones(batch.num_rows, dtype=np.int64)
     for column in batch.columns:
-        b, v = _costs(column)
+        b, v = _costs(column, stored)
         sizes += b
         values += v
     return sizes, values
 
 
-def _costs(arr: Any) -> tuple[np.ndarray, np.ndarray]:
+def _text_sizes(arr: Any, stored: bool) -> np.ndarray:
+    """Bytes of each string: as decoded, or (`stored`) plus what JSON's escapes add to it."""
+    import pyarrow.compute as pc
+
+    sizes = pc.binary_length(arr).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    if stored:
+        for pattern, extra in ((JSON_SIX_CHARS, 5), (JSON_TWO_CHARS, 1)):
+            found = pc.count_substring_regex(arr, pattern).fill_null(0)
+            sizes += extra * found.to_numpy(zero_copy_only=False).astype(np.int64)
+    return sizes
+
+
+def _costs(arr: Any, stored: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(bytes, values) of each element of an Arrow array, nested types summed over their parts."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     kind = arr.type
     n = len(arr)
     ones = np.ones(n, dtype=np.int64)
     if pa.types.is_dictionary(kind):
-        b, v = _costs(arr.dictionary)
+        b, v = _costs(arr.dictionary, stored)
         index = arr.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
         if not len(b):
             return np.zeros(n, dtype=np.int64), ones
         return b[index], v[index]
     if (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind)
             or pa.types.is_large_binary(kind) or pa.types.is_string_view(kind) or pa.types.is_binary_view(kind)):
-        return pc.binary_length(arr).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), ones
+        return _text_sizes(arr, stored), ones
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_map(kind):
         offsets = arr.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
-        b, v = _costs(arr.values)
+        b, v = _costs(arr.values, stored)
         return _summed(b, offsets) + 8, _summed(v, offsets) + 1
     if pa.types.is_fixed_size_list(kind):
         width = kind.list_size
-        b, v = _costs(arr.flatten())
+        b, v = _costs(arr.flatten(), stored)
         offsets = np.arange(n + 1, dtype=np.int64) * width
         return _summed(b, offsets) + 8, _summed(v, offsets) + 1
     if pa.types.is_struct(kind):
         sizes, counts = np.zeros(n, dtype=np.int64), ones.copy()
         for child in arr.flatten():
-            b, v = _costs(child)
+            b, v = _costs(child, stored)
             sizes += b
             counts += v
         return sizes, counts

@@ -15,7 +15,7 @@ Memory: every format is streamed (a line, a CSV record, a JSON record, a bounded
 at a time: evalcore/datasets/parquet_rows.py), so a file of any size is read in bounded memory;
 JSON, whether a top-level array or an object wrapping the records (`{"records": [...]}`,
 SQuAD's `{"data": [...]}`), through evalcore/datasets/json_stream.py. The text formats read
-through evalcore/text_input.py: one line or record is at most its bound (64 MB unless
+through evalcore/text_input.py: one line or record is at most its bound (32 MB unless
 EVALCORE_MAX_RECORD_MB says otherwise), and binary data (a NUL byte, bytes that are not UTF-8)
 is refused naming its byte offset. What a record makes is bounded too (evalcore/value_budget.py):
 its JSON values (a CSV row's cells and the JSON in them, a Parquet row's values) are counted
@@ -48,7 +48,7 @@ from evalcore.datasets.parquet_rows import sized_parquet
 from evalcore.errors import InputError
 from evalcore.schemas.csv_safety import is_guarded, unguard
 from evalcore.schemas.storable import WHAT, make_storable
-from evalcore.text_input import LIMIT_ENV, iter_lines, record_limit, shown_mb
+from evalcore.text_input import LIMIT_ENV, iter_lines, record_limit, shown_mb, stored_size
 from evalcore.value_budget import VALUES_ENV, RecordSize, TooManyValues, check_json, value_limit, values_at_most
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,9 @@ def sized_jsonl(path: Path) -> SizedRecords:
             raise InputError(str(path), f"invalid JSON: {exc}", record=lineno) from exc
         if not isinstance(obj, dict):
             raise InputError(str(path), f"expected a JSON object, got {type(obj).__name__}", record=lineno)
-        yield lineno, obj, RecordSize(len(line), values)
+        size = RecordSize(len(line), values)
+        del line  # the record is what the caller needs: its text is not held while it works
+        yield lineno, obj, size
 
 
 def sized_json(path: Path) -> SizedRecords:
@@ -205,12 +207,19 @@ CSV_FIELD_LIMIT = 2**31 - 1
 _LONE_CR = re.compile(r"(?<=\r)(?!\n|$)")
 
 
+# Past this many characters a CSV record is measured as it will be stored (text_input.stored_size):
+# a shorter one can grow only a few MB that way, and is not worth the count.
+STORED_SIZE_FROM = 2 ** 20
+
+
 class _CsvLines:
     """The file's lines for csv.reader, each checked (text_input.iter_lines), with a bound on
-    the lines one record spans: an unclosed quote must not gather the rest of the file.
-    A lone CR ends a line too, as it does in a file opened with newline="". An error found in
-    the bytes names the record being read (`record`, the reader's numbering; "header" while the
-    header is read) and the line."""
+    the lines one record spans: an unclosed quote must not gather the rest of the file. Past
+    its first STORED_SIZE_FROM characters a record's lines count at the size JSON stores them
+    in (a control character as six). A lone CR ends a line too, as it does in a file opened
+    with newline="". An error found in the bytes names the record being read (`record`, the
+    reader's numbering; "header" while the header is read) and the line. `served` counts the
+    lines handed to csv.reader (its line_num, kept here: sized_csv replaces the reader)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -218,6 +227,8 @@ class _CsvLines:
         self.lines = iter_lines(path, self.limit)
         self.pending: list[str] = []
         self.held = 0
+        self.grew = False  # the record counted more than its characters (stored_size)
+        self.served = 0
         self.first_line = 1
         self.record: int | str = "header"
 
@@ -234,16 +245,21 @@ class _CsvLines:
             if not self.held:
                 self.first_line = lineno
             self.pending = _LONE_CR.split(text)[::-1] if "\r" in text[:-2] else [text]
-            self.held += len(text)
+            size = len(text) if self.held + len(text) <= STORED_SIZE_FROM else stored_size(text, quotes_doubled=True)
+            self.grew = self.grew or size > len(text)
+            self.held += size
             if self.held > self.limit:
+                stored = " as stored (JSON spells a control character in six characters)" if self.grew else ""
                 raise InputError(str(self.path), f"the record starting at line {self.first_line} is longer than "
-                                 f"{shown_mb(self.limit)} (an unclosed quote? the bound on one record; set "
+                                 f"{shown_mb(self.limit)}{stored} (an unclosed quote? the bound on one record; set "
                                  f"{LIMIT_ENV} to raise it)", record=self.record)
+        self.served += 1
         return self.pending.pop()
 
     def record_done(self, next_record: int) -> None:
         """The record read so far is whole; the lines read next belong to `next_record`."""
         self.held = 0
+        self.grew = False
         self.record = next_record
 
 
@@ -269,22 +285,25 @@ def sized_csv(path: Path) -> SizedRecords:
                 return
             lines.record_done(1)
             _check_header(header, path)
-            line = reader.line_num + 1
-            for row in reader:
+            line = lines.served + 1
+            while (row := next(reader, None)) is not None:
                 i += 1
                 chars = lines.held
                 lines.record_done(i + 1)  # csv.reader reads a row's lines before handing it over
+                if chars > STORED_SIZE_FROM:  # its buffer (4 bytes a character) is not kept for the next
+                    reader = csv.reader(lines, strict=True)
                 if not any(cell.strip() for cell in row):  # a blank row: counted, not a record
-                    line = reader.line_num + 1
+                    line = lines.served + 1
                     continue
                 if len(row) != len(header):
-                    ends = f"-{reader.line_num}" if reader.line_num != line else ""
+                    ends = f"-{lines.served}" if lines.served != line else ""
                     raise InputError(str(path), f"line {line}{ends}: {len(row)} cells, but the header has "
                                      f"{len(header)} columns (an unterminated quote or a missing/extra "
                                      "delimiter?)", record=i)
                 rec, values = _csv_row(header, row, path, i, limit)
+                del row  # the record's text is in `rec`
                 yield i, rec, RecordSize(chars, values)
-                line = reader.line_num + 1
+                line = lines.served + 1
         except csv.Error as exc:
             hint = " (a quote opened there is never closed?)" if "end of data" in str(exc) else ""
             raise InputError(str(path), f"invalid CSV in the row starting at line {line}: {exc}{hint}",

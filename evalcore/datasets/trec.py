@@ -11,7 +11,7 @@ the file, the line and the field.
 Memory: the bytes go to Arrow in blocks of whole lines (BLOCK bytes), never the whole file at
 once, so only the parsed columns grow with the file. Every line passes evalcore/text_input.py's
 checks: binary data (a NUL byte, bytes that are not UTF-8) is refused naming its byte offset,
-and a line longer than the record bound (64 MB unless EVALCORE_MAX_RECORD_MB) is refused.
+and a line longer than the record bound (32 MB unless EVALCORE_MAX_RECORD_MB) is refused.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Bounds on an answer's numbers and on the nesting of its free-form JSON, checked by the contracts.
+"""Bounds on an answer's numbers, on the nesting of its free-form JSON and on the length of a
+question's labels, checked by the contracts (names: evalcore/schemas/ids.py).
 
 Why here, at the schema edge: an answer reaches the store three ways (`evalcore import` of a
 recorded-answers file, a live `evalcore run`, OpenInference traces), and each validates it
@@ -34,6 +35,10 @@ MAX_DURATION_MS = 1e10  # a latency or a timing, in milliseconds (about 116 days
 MAX_SCORE = 1e15  # the magnitude of a retrieval score (a similarity, a distance, BM25...)
 MAX_RANK = 10**9  # a retrieved context's rank
 MAX_JSON_DEPTH = 64  # levels of nesting in a free-form JSON field, the field's own object being level 1
+# A label a run is grouped and filtered by (category, question type, difficulty, a tag): each is
+# kept with statistics and a dictionary in the store, where a label of megabytes cost thirteen
+# times its size to import (an answer of that size: seven).
+MAX_LABEL_CHARS = 4096
 
 
 def _stored(info: ValidationInfo) -> bool:
@@ -94,6 +99,13 @@ def _shallow(value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
     return value
 
 
+def _short(value: str, info: ValidationInfo) -> str:
+    if len(value) > MAX_LABEL_CHARS and not _stored(info):
+        raise ValueError(f"a label of {len(value):,} characters; a category, question type, difficulty or tag may "
+                         f"be at most {MAX_LABEL_CHARS:,} (docs/data-formats.md, 'Bounds')")
+    return value
+
+
 TokenCount = _bounded(int, MAX_TOKENS, "a token count")
 CostUsd = _bounded(float, MAX_COST_USD, "a cost")
 DurationMs = _bounded(float, MAX_DURATION_MS, "a duration")
@@ -102,3 +114,4 @@ Score = _bounded(float, MAX_SCORE, "a score", signed=True)
 Rank = _bounded(int, MAX_RANK, "a rank")
 # A free-form JSON object (metadata, raw, details): anything JSON, at most MAX_JSON_DEPTH levels.
 JsonObject = Annotated[dict[str, Any], AfterValidator(_shallow)]
+Label = Annotated[str, AfterValidator(_short)]

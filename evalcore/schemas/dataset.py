@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evalcore.schemas.bounds import JsonObject
+from evalcore.schemas.bounds import JsonObject, Label
 from evalcore.schemas.ids import Id
 
 
@@ -96,10 +96,10 @@ class EvalQuestion(Strict):
     question: str
     ground_truth: str | None = None
     answers: list[str] = Field(default_factory=list)
-    category: str | None = None
-    question_type: str | None = None
-    difficulty: str | None = None
-    tags: list[str] = Field(default_factory=list)
+    category: Label | None = None  # each label at most MAX_LABEL_CHARS (evalcore.schemas.bounds)
+    question_type: Label | None = None
+    difficulty: Label | None = None
+    tags: list[Label] = Field(default_factory=list)
     answerable: bool = True
     expected_keywords: list[str] = Field(default_factory=list)
     gold_passages: list[GoldPassage] = Field(default_factory=list)

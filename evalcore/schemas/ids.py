@@ -66,10 +66,19 @@ def text_question_id(question: str) -> str:
     return "q-" + hashlib.sha1(canonical_id(question).encode("utf-8")).hexdigest()[:12]
 
 
+# The longest name accepted. A name is a key: it is held in several columns of every table,
+# hashed, compared and summed over, so an 8 MB question id cost twenty times its size to import
+# where an 8 MB answer costs seven. No real id or method name comes near this.
+MAX_NAME_CHARS = 4096
+
+
 def _canonical_field(value: str, info: ValidationInfo) -> str:
     """The rule for an input field; a record read back from the store (context STORED) keeps its ids."""
     if info.context and info.context.get("stored_ids"):
         return value
+    if len(value) > MAX_NAME_CHARS:
+        raise ValueError(f"a name of {len(value):,} characters; names (ids, methods) may be at most "
+                         f"{MAX_NAME_CHARS:,} (docs/data-formats.md, 'Bounds')")
     value = canonical_id(value)
     if not value:
         raise ValueError("must not be empty or only spaces")

@@ -29,8 +29,9 @@ import pyarrow.parquet as pq
 from evalcore.errors import StoreError
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
 from evalcore.store.fs import arrow as _arrow
-from evalcore.store.layout import RUN_OF_FILE_SQL
-from evalcore.tables import EMPTY_SET_MARKER, KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS
+from evalcore.store.layout import LARGE_TABLE_BYTES, PARQUET_WRITE, RUN_OF_FILE_SQL, release_arrow_memory
+from evalcore.tables import (EMPTY_SET_MARKER, KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS, dictionary_columns,
+                             statistics_columns)
 
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
 _NO_TIME = np.iinfo(np.int64).min
@@ -158,9 +159,11 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
     renames); returns row counts in and out. With `run_id`, every row must be that run's."""
     schema = SCHEMAS[table]
     masks = _winners(paths, table, run_id)
-    stats = [f.name for f in schema if not pa.types.is_floating(f.type)]  # no NaN-blind float stats
+    stats = statistics_columns(schema)  # no NaN-blind float statistics, none of free text
     rows_in = rows_out = 0
-    with pq.ParquetWriter(out, schema, compression="zstd", write_statistics=stats) as writer:
+    large = False
+    with pq.ParquetWriter(out, schema, **PARQUET_WRITE, write_statistics=stats,
+                          use_dictionary=dictionary_columns(schema)) as writer:
         for path, mask in zip(paths, masks):
             start = 0
             # one thread, no pre-buffering: reader threads each keep an allocator arena, which
@@ -169,7 +172,10 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
             source = pq.ParquetFile(where, pre_buffer=False, filesystem=filesystem)
             for batch in source.iter_batches(batch_size=_batch_rows(source), use_threads=False):
                 n = batch.num_rows
-                part = pa.Table.from_batches([batch]).filter(pa.array(mask[start:start + n]))
+                part = pa.Table.from_batches([batch])
+                kept = mask[start:start + n]
+                if not kept.all():  # (filtering copies every row it keeps: only when one goes)
+                    part = part.filter(pa.array(kept))
                 if table in EMPTY_SET_MARKER and part.num_rows:  # empty sets won, and hold nothing
                     part = part.filter(pc.greater_equal(part.column(EMPTY_SET_MARKER[table]), 0))
                 start += n
@@ -177,6 +183,10 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
                 if part.num_rows:
                     writer.write_table(conform(part, schema, table))
                     rows_out += part.num_rows
+                large = large or batch.nbytes >= LARGE_TABLE_BYTES
+    if large:
+        del batch, part
+        release_arrow_memory()
     return Merged(rows_in, rows_out)
 
 

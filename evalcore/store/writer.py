@@ -53,6 +53,7 @@ class RunWriter:
         self.dir = directory
 
     def write_rows(self, table: str, rows: list[dict[str, Any]]) -> Location | None:
+        """One part file of `rows`, which are consumed (the list is emptied: layout.write_part)."""
         if table not in SCHEMAS:
             raise StoreError(f"unknown table {table!r}")
         return write_part(parts_dir(self.dir, table), table, rows, within=run_root(self.dir))
