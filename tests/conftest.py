@@ -73,3 +73,12 @@ class StoreAudit:
 @pytest.fixture
 def audit() -> StoreAudit:
     return StoreAudit()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the heavy tier (tests/heavy.py) so the README's command can leave it to `-m heavy`."""
+    from tests.heavy import is_heavy
+
+    for item in items:
+        if is_heavy(item.nodeid):
+            item.add_marker(pytest.mark.heavy)
