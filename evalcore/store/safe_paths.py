@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Union
 
 from evalcore.errors import StoreError
+from evalcore.regular_files import open_regular
 from evalcore.store.s3 import S3Path
 
 Location = Union[Path, S3Path]
@@ -218,13 +219,13 @@ def move(root: Location, src: Location, dst: Location) -> None:
 
 
 def open_lock(root: Path, path: Path, create: bool = True) -> IO[bytes]:
-    """Open a lock file for flock: created if missing (`create`), never through a link."""
+    """Open a lock file for flock: created if missing (`create`), never through a link, and
+    never anything but a regular file (a FIFO, a socket, a folder in its place: NotRegularFile,
+    one line naming it; evalcore/regular_files.py)."""
     inside(root, path.parent)
-    flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    if create:
-        flags |= os.O_CREAT
+    flags = os.O_RDWR | (os.O_CREAT if create else 0)
     try:
-        fd = os.open(path, flags, 0o644)
+        fd = open_regular(path, flags, follow=False)
     except OSError as exc:
         if os.path.islink(path):
             raise OutsideStore(path, f"the lock file is a symbolic link (to {link_target(path)}); remove it") from None
