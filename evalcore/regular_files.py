@@ -2,7 +2,7 @@
 
 Why this module: evalcore makes only folders and regular files in a store, but a FIFO (named
 pipe), a socket or a device node can be put there by anything else, under any name the store
-reads: `_shared/store.json`, a run's `tables.json` or `run.json`, a part or data file, a judge
+reads: the store marker, a run's pointer or manifest, a part or data file, a judge
 cache entry, a job record. Opening a FIFO for reading blocks until some process writes to it,
 so every command hung on the first one; reading `/dev/zero` never ends, so every command read
 until memory ran out. A link there is refused already (store/safe_paths.py); this is the same
