@@ -374,7 +374,8 @@ def fsync_dir(path: Location) -> None:
     if _fs.is_remote(path):
         return
     try:
-        fd = os.open(path, os.O_RDONLY)
+        # a folder only (O_DIRECTORY), and never waiting on a FIFO put in its place (O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NONBLOCK)
         try:
             os.fsync(fd)
         finally:
