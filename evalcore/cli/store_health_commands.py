@@ -40,7 +40,8 @@ def check_cmd(
                 echo_line(f"WARNING {line}")
         damaged += check.damaged
         strays += len(check.strays)
-    links = f", {len(linked)} of the store's own folders or files a symbolic link" if linked else ""
+    links = f", {len(linked)} of the store's own folders or files a symbolic link (or a FIFO, socket or device)" \
+        if linked else ""
     typer.echo(f"checked {len(checks)} run(s), {files} file(s): {damaged} damaged, {strays} stray file(s){links}")
     if damaged or linked:
         typer.echo("each DAMAGED line says what to do; `evalcore store repair RUN` removes the symbolic links in a run "

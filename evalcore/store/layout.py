@@ -93,6 +93,7 @@ def store_format(root: Location, path: Location) -> int:
         raise _safe.OutsideStore(path, f"{link} is a symbolic link (to {_safe.link_target(link)}); the store's own "
                                        "files are never read through one: replace it by a copy of what it points "
                                        "to, or remove it", doing="read the store marker")
+    _safe.refuse_non_folder_parent(root, path, doing="read the store marker")  # `_shared` as a FIFO...
     try:
         text = _fs.read_small(path, MARKER_MAX_BYTES).decode("utf-8")
     except FileNotFoundError:

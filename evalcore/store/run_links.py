@@ -136,11 +136,23 @@ def store_links(root: Location) -> list[str]:
     found += [(name, kind) for name in (STAGING_DIR, TRASH_DIR, SHARED_DIR)
               for kind in [special_kind(root / name)] if kind]
     found += [(f"{SHARED_DIR}/{rel}", kind) for rel, kind in _odd_entries_below(root / SHARED_DIR)]
-    return [f"{rel} is a symbolic link (to {_safe.link_target(root / rel)}); the store never writes through one: "
-            "replace it by a real folder or file (a copy of what it points to), or remove it" if kind == LINK
-            else f"{rel} is {kind}, not a regular file or folder; evalcore never makes one and never opens one: "
-                 "remove it"
-            for rel, kind in sorted(found)]
+    found += [(rel, FILE) for rel in (STAGING_DIR, TRASH_DIR, SHARED_DIR, *(f"{SHARED_DIR}/{n}" for n in SHARED_FOLDERS))
+              if os.path.isfile(root / rel) and not os.path.islink(root / rel)]
+    return [_store_line(root, rel, kind) for rel, kind in sorted(found)]
+
+
+FILE = "a file"
+# the folders under _shared the store hands out (annotations; shared_dir/local_shared_dir users)
+SHARED_FOLDERS = ("annotations", "judge_cache", "embeddings", "app_jobs", "app_uploads")
+
+
+def _store_line(root: Location, rel: str, kind: str) -> str:
+    if kind == LINK:
+        return (f"{rel} is a symbolic link (to {_safe.link_target(root / rel)}); the store never writes through one: "
+                "replace it by a real folder or file (a copy of what it points to), or remove it")
+    if kind == FILE:
+        return f"{rel} is a file, not a folder; evalcore never makes one there: move it out of the store or remove it"
+    return f"{rel} is {kind}, not a regular file or folder; evalcore never makes one and never opens one: remove it"
 
 
 def _rows_behind(run_dir: Location):

@@ -172,6 +172,41 @@ def test_the_store_marker_as_no_small_regular_file_is_one_line_naming_it(store, 
         assert "\n" not in message
 
 
+@pytest.mark.parametrize("folder, args", [(".staging", ("import", "--example")), (".trash", ("delete", "r1", "--yes")),
+                                          ("_shared", ("runs",))])
+@pytest.mark.parametrize("kind", ["fifo", "file"])
+def test_a_folder_of_the_store_that_is_no_folder_is_one_line_naming_it(store, folder, args, kind):
+    """`.staging`, `.trash`, `_shared` as a FIFO or a file: one line naming it, never "unexpected
+    NotADirectoryError" or a hang; nothing of the runs changes."""
+    here = store.root / folder
+    shutil.rmtree(here, ignore_errors=True)
+    if kind == "fifo":
+        _make(here, "fifo")
+    else:
+        here.write_text("not a folder")
+    res = _cli(store.root, *args)
+    assert isinstance(res.exception, StoreError), (res.exception, res.output)
+    message = str(res.exception)
+    assert f"{folder} is {'a FIFO (named pipe)' if kind == 'fifo' else 'a file'}" in message, message
+    assert "\n" not in message
+    assert sorted(p.name for p in store.root.iterdir() if not p.name.startswith(("_", "."))) == ["r1", "r2"]
+
+
+@pytest.mark.parametrize("rel", [".staging", ".trash", "_shared/judge_cache", "_shared/app_jobs"])
+@pytest.mark.parametrize("kind", ["fifo", "file"])
+def test_store_check_names_a_folder_of_the_store_that_is_no_folder(store, rel, kind):
+    here = store.root / rel
+    shutil.rmtree(here, ignore_errors=True)
+    if kind == "fifo":
+        _make(here, "fifo")
+    else:
+        here.write_text("not a folder")
+    res = _cli(store.root, "store", "check")
+    assert res.exit_code == 1, res.output
+    said = "is a FIFO (named pipe), not a regular file or folder" if kind == "fifo" else "is a file, not a folder"
+    assert f"DAMAGED store: {rel} {said}" in res.output and "remove it" in res.output, res.output
+
+
 # ---- anywhere in a run -----------------------------------------------------------------------
 WHERE = {
     "pointer": lambda s: "tables.json",
