@@ -14,6 +14,8 @@ import each other).
 from __future__ import annotations
 
 import logging
+import os
+import uuid
 from typing import Any, Iterable
 
 import pyarrow as pa
@@ -140,6 +142,8 @@ def _corrupt(path: Location, table: str, run_id: str) -> str | None:
     why = part_problem(path, table, run_id)
     if why is None or not why.startswith(UNREADABLE_PART):
         return why
+    if not _fs.is_remote(path) and os.path.isdir(path) and not os.path.islink(path):
+        return "a folder named like a part file"  # moved aside whole: nothing in it is read or lost
     try:
         data = _fs.read_versioned(path, limit=None)[0]
     except FileNotFoundError:
@@ -157,6 +161,14 @@ def quarantine_path(run_dir: Location, part: Location) -> Location:
     return run_dir / QUARANTINE_DIR / part.relative_to(run_dir).as_posix()
 
 
+def _free(path: Location) -> Location:
+    """`path`, or beside it a name nothing holds yet: a part set aside under a name set aside
+    before (the same file copied in twice) never replaces what is there."""
+    if _fs.is_remote(path) or not os.path.lexists(path):
+        return path
+    return path.with_name(f"{path.name}.{uuid.uuid4().hex[:8]}")
+
+
 def quarantine_unreadable_parts(run_dir: Location, pending: dict[str, list[Location]]) -> dict[str, list[Location]]:
     """The pending parts without those the run cannot absorb (`_corrupt`): those are moved to
     quarantine/ (one warning for all of them), so the compaction absorbs the rest and carries on."""
@@ -169,7 +181,7 @@ def quarantine_unreadable_parts(run_dir: Location, pending: dict[str, list[Locat
             if why is None:
                 kept[table].append(part)
                 continue
-            _safe.move(run_root(run_dir), part, quarantine_path(run_dir, part))
+            _safe.move(run_root(run_dir), part, _free(quarantine_path(run_dir, part)))
             moved.append((part.relative_to(run_dir).as_posix(), why))
     if moved:
         first, why = moved[0]
@@ -187,4 +199,9 @@ def quarantined_files(run_dir: Location) -> list[tuple[Location, int]]:
         return [(p, int(info.get("size") or 0)) for p, info in folder.walk_files()]
     if not folder.is_dir():
         return []
-    return [(p, p.stat().st_size) for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()]
+    found = sorted(p for p in folder.rglob("*") if not p.is_symlink())
+    files = [(p, p.stat().st_size) for p in found if p.is_file()]
+    # a folder set aside whole (one named like a part file) is listed even when it holds no file
+    empty = [(p, 0) for p in found if p.is_dir() and not any(q.is_file() for q in p.rglob("*"))
+             and p.parent != folder and p.parent.parent != folder]
+    return sorted(files + empty)

@@ -113,6 +113,8 @@ PARTS = {
     "another-tables-columns": (lambda s: shutil.copy(_file(s, "r1", "responses"), _place(s, "questions")),
                                "it is not a questions file"),
     "not-parquet": (lambda s: _place(s, "metrics").write_bytes(b"PAR1 torn"), "unreadable part file"),
+    "a-folder-named-like-a-part": (lambda s: (_place(s, "metrics") / "notes").mkdir(parents=True),
+                                   "unreadable part file (it is a folder"),
 }
 
 
@@ -143,6 +145,14 @@ def test_a_part_file_a_write_cannot_absorb_is_listed_and_set_aside_never_merged(
     assert after == [row for row in before if row[1] == "m"], "nothing of it was merged"
     res = _cli(store, "store", "check", "r1")
     assert res.exit_code == 0 and "0 damaged" in res.output and "quarantine/" in res.output, res.output
+
+
+def test_a_part_set_aside_under_a_name_set_aside_before_replaces_nothing(store):
+    for value in (b"PAR1 first", b"PAR1 second"):
+        _place(store, "metrics").write_bytes(value)
+        store.open_run("r1").publish()
+    kept = sorted(p.read_bytes() for p in (store.run_dir("r1") / "quarantine").rglob("part-*"))
+    assert kept == [b"PAR1 first", b"PAR1 second"]
 
 
 # ---- every writer refusal is a finding, and repair's way out leads to a healthy run ----------
