@@ -27,7 +27,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import IO, Any
+from typing import IO
 
 from evalcore.errors import StoreError
 

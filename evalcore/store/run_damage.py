@@ -111,7 +111,7 @@ def _findings(run_dir: Location, deep: bool, writer: bool, files: bool = True) -
     try:
         _safe.inside(run_root(run_dir), run_dir)
     except _safe.OutsideStore as exc:
-        yield Damage(exc.why, "the store never writes through a link: replace it by a real folder", PERSON)
+        yield Damage(exc.why, "the store never writes there: replace it by a real folder", PERSON)
         return
     links = links_in(run_dir)
     for link in links:

@@ -172,21 +172,6 @@ def _rows_behind(run_dir: Location):
     return holds
 
 
-def run_folder_problem(run_dir: Location) -> tuple[str, str] | None:
-    """(problem, way out) for the first reason a writer must not write in this run folder: it
-    lies under a link, or holds one at any depth. None if it may."""
-    try:
-        _safe.inside(run_root(run_dir), run_dir)
-    except _safe.OutsideStore as exc:
-        return exc.why, "the store never writes through a link: replace it by a real folder"
-    links = links_in(run_dir)
-    if links:
-        more = f" (and {len(links) - 1} more link(s): `evalcore store check {run_dir.name}` lists them)" \
-            if len(links) > 1 else ""
-        return links[0].problem() + more, links[0].way_out(run_dir.name)
-    return None
-
-
 def remove_links(run_dir: Location, links: list[Link]) -> list[str]:
     """Remove each link itself (its target untouched), for `store repair`; one line each."""
     done = []
