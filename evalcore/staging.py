@@ -83,13 +83,14 @@ def hold_writer_lock(folder: Path) -> IO[bytes] | None:
 def _claim(root: Path, folder: Path, max_age: float, now: float) -> tuple[str | None, IO[bytes] | None]:
     """Why `folder` is abandoned (None: it may be alive), and the lock file to keep open while
     removing it so that a second cleaner leaves it alone."""
+    from evalcore.regular_files import NotRegularFile
     from evalcore.store import safe_paths as _safe
 
     lock_path = folder / LOCK_FILE
     if fcntl is not None:
         try:
             fh = _safe.open_lock(root, lock_path, create=False)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotRegularFile):  # none, or no lock a writer made (a FIFO...): the age rule
             fh = None
         except (OSError, _safe.OutsideStore):
             return None, None  # cannot check it (or it is a link), so it is not ours to remove

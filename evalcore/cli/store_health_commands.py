@@ -40,11 +40,13 @@ def check_cmd(
                 echo_line(f"WARNING {line}")
         damaged += check.damaged
         strays += len(check.strays)
-    links = f", {len(linked)} of the store's own folders or files a symbolic link" if linked else ""
+    links = f", {len(linked)} of the store's own folders or files a symbolic link (or a FIFO, socket or device)" \
+        if linked else ""
     typer.echo(f"checked {len(checks)} run(s), {files} file(s): {damaged} damaged, {strays} stray file(s){links}")
     if damaged or linked:
         typer.echo("each DAMAGED line says what to do; `evalcore store repair RUN` removes the symbolic links in a run "
-                   "(never what they point to) and rebuilds a lost pointer from its newest readable files", err=True)
+                   "(never what they point to) and the FIFOs, sockets and device nodes, and rebuilds a lost or damaged "
+                   "pointer from its newest readable files", err=True)
         raise typer.Exit(1)
 
 
@@ -85,13 +87,14 @@ def print_damaged(store, err: bool = False) -> int:
 
 
 def print_quarantined(store) -> None:
-    """Part files set aside as unreadable (for `evalcore store clean`): reported, never removed."""
+    """Part files set aside by a write (unreadable, another table's or another run's; for
+    `evalcore store clean`): reported, never removed."""
     from evalcore.staging import human_bytes
 
     found = store.quarantined()
     for path, size in found:
-        typer.echo(f"quarantined {path}  {human_bytes(size)}  (an unreadable part file, set aside by a write; "
-                   "kept for you to inspect or delete)")
+        typer.echo(f"quarantined {path}  {human_bytes(size)}  (a part file its run could not absorb, set aside by a "
+                   "write; kept for you to inspect or delete)")
 
 
 def register(store_app: typer.Typer) -> None:

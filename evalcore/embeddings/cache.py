@@ -32,12 +32,22 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from evalcore.regular_files import open_file, write_new
+
 try:
     import fcntl
 except ImportError:  # Windows: no compaction (part files still work, there are just more of them)
     fcntl = None  # type: ignore[assignment]
 
 COMPACT_AT = 64  # parts in one folder that trigger a merge
+
+
+def _load_part(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, rows) of one part file, opened as a regular file only: a FIFO or a device in a
+    part's place is refused (an OSError, so the part is skipped like a damaged one) instead of
+    blocking the scorer for ever or feeding it without end (evalcore/regular_files.py)."""
+    with open_file(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
+        return data["keys"], np.asarray(data["rows"], dtype=np.float32)
 
 
 def text_key(*parts: str) -> str:
@@ -88,9 +98,7 @@ class ArrayCache:
             if path.name in self._seen_parts:
                 continue
             try:
-                with np.load(path, allow_pickle=False) as data:
-                    keys = data["keys"]
-                    rows = np.asarray(data["rows"], dtype=np.float32)
+                keys, rows = _load_part(path)
             except FileNotFoundError:  # merged away by a compaction: its rows are in a newer part
                 continue
             except Exception as exc:  # a damaged file must not stop scoring: recompute instead
@@ -148,7 +156,11 @@ class ArrayCache:
         if self.directory is None or fcntl is None or not self.directory.is_dir():
             return 0
         self._confine(self.directory / ".compact.lock")
-        with open(self.directory / ".compact.lock", "a+b") as lock:
+        try:
+            lock = open_file(self.directory / ".compact.lock", "a+b", follow=False)
+        except OSError:  # a FIFO or a link in its place (never opened), or unwritable: nobody compacts
+            return 0
+        with lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -159,8 +171,7 @@ class ArrayCache:
             taken: set[bytes] = set()
             for path in sorted(self.directory.glob("part-*.npz")):
                 try:
-                    with np.load(path, allow_pickle=False) as data:
-                        part_keys, part_rows = data["keys"], np.asarray(data["rows"], dtype=np.float32)
+                    part_keys, part_rows = _load_part(path)
                 except Exception:  # noqa: BLE001 - vanished or damaged: not ours to merge
                     continue
                 if part_rows.ndim != 2 or len(part_keys) != len(part_rows) or \
@@ -187,7 +198,7 @@ class ArrayCache:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
         name = f"part-{stamp}-{os.getpid()}-{uuid.uuid4().hex[:8]}.npz"
         tmp = directory / f".{name}.tmp"
-        with open(tmp, "wb") as fh:
+        with open_file(tmp, "xb", follow=False) as fh:
             np.savez(fh, keys=np.array(keys, dtype="S64"), rows=rows)
             fh.flush()
             os.fsync(fh.fileno())
@@ -203,5 +214,5 @@ class ArrayCache:
             return
         meta = {**self.meta, "width": self.width}
         tmp = directory / f".meta.{uuid.uuid4().hex[:8]}.tmp"
-        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True), encoding="utf-8")
+        write_new(tmp, json.dumps(meta, indent=2, sort_keys=True).encode("utf-8"))
         os.replace(tmp, path)

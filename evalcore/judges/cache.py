@@ -6,7 +6,8 @@ the stored reply, so re-scoring a run with the same judge makes no calls at all,
 change in prompt version, model or data misses the cache as it should.
 
 Entries are one JSON file each, written atomically (temp file + rename; on an s3:// store one
-PUT) and never modified:
+PUT) and never modified (an entry that is no regular file, a FIFO say, or larger than 64 MB is
+never opened or read whole: a miss, replaced by the next reply; evalcore/regular_files.py):
 two processes racing on one key write identical content. The judge client puts a reply only
 after it parsed and passed its task's check, and re-checks an entry before using it (older
 versions cached unchecked replies); errors and bad replies are asked again next time. Nothing
@@ -21,6 +22,8 @@ import os
 import uuid
 from pathlib import Path
 from typing import Any, Callable
+
+from evalcore.regular_files import METADATA_MAX_BYTES, read_regular, write_new
 
 
 def request_key(request: dict[str, Any]) -> str:
@@ -46,9 +49,11 @@ class JudgeCache:
         if self.dir is None:
             return None
         path = self._path(key)
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+        try:  # a FIFO or device in an entry's place is never opened: a miss (put replaces it)
+            raw = read_regular(path, METADATA_MAX_BYTES) if isinstance(path, Path) \
+                else path.read_versioned(METADATA_MAX_BYTES)[0]  # object storage: a bounded GET
+            return json.loads(raw.decode("utf-8"))
+        except (OSError, ValueError):
             return None
 
     def contains(self, key: str) -> bool:
@@ -64,5 +69,5 @@ class JudgeCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._confine(path)  # mkdir(exist_ok) accepts a link to a folder: checked again
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        tmp.write_text(json.dumps(entry, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+        write_new(tmp, json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8"))
         os.replace(tmp, path)

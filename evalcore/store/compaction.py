@@ -63,15 +63,13 @@ from evalcore.store.layout import (
     fsync_dir,
     pending_parts,
     read_pointer_versioned,
-    repair_hint,
-    run_identity_problem,
     run_root,
     write_parquet_atomic,
     write_pointer,
 )
-from evalcore.store.quarantine import misfiled, quarantine_unreadable_parts, unreadable
-from evalcore.store.run_links import run_folder_problem
 from evalcore.store.merge import ForeignRows, Merged, merge_files, sql_list
+from evalcore.store.quarantine import quarantine_unreadable_parts
+from evalcore.store.run_damage import file_findings, refuse
 from evalcore.store.summary import DERIVED_TABLES, SUMMARY_TABLES, summary_sql
 from evalcore.store.wide import WIDE_TABLE, WIDE_WRITE, compute_sql as wide_compute_sql
 from evalcore.tables import SCHEMAS
@@ -158,7 +156,7 @@ def compact(run_dir: Location, force_summary: bool = False) -> Compaction:
     result = Compaction(run_dir)
     if not run_dir.is_dir():
         return result  # deleted meanwhile: nothing to publish, and nothing to recreate
-    _refuse_foreign(run_dir)  # before its lock file is even opened
+    refuse(run_dir, files=False)  # not the run it names, or a link (FIFO...) in it: before its lock file is opened
     with _locked(run_dir):
         for attempt in range(ATTEMPTS):
             try:
@@ -172,10 +170,12 @@ def compact(run_dir: Location, force_summary: bool = False) -> Compaction:
 def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) -> Compaction:
     if not (run_dir / "run.json").is_file():
         return result  # deleted (moved to .trash) while this waited for the lock
-    _refuse_foreign(run_dir)  # checked again under the lock: run.json may have changed
+    # every reason writers refuse a run, checked again under the lock (store/run_damage.py: the
+    # list `store check` prints and `store repair` acts on): a pointer we cannot read, a file of
+    # another table or run under a table's name...
+    refuse(run_dir)
     found, token = read_pointer_versioned(run_dir)  # RunDamaged: never compact what we cannot read
     pointer = found or empty_pointer()
-    _refuse_misfiled(run_dir, pointer["files"])  # a file of another table under a table's name
     done = _finish_previous(run_dir, pointer)
     pending = {t: [p for p in pending_parts(run_dir, t) if _rel(run_dir, p) not in done] for t in RUN_TABLES}
     files: dict[str, str] = dict(pointer["files"])
@@ -197,36 +197,16 @@ def _compact_locked(run_dir: Location, force_summary: bool, result: Compaction) 
         raise
 
 
-def _refuse_foreign(run_dir: Location) -> None:
-    """RunDamaged for a folder that is not the run it names (a copy, a renamed folder, an
-    edited run.json) or holds a symbolic link anywhere (store/run_links.py): a compaction
-    touches nothing of it."""
-    problem = run_identity_problem(run_dir)
-    if problem:
-        raise RunDamaged(run_dir, problem)
-    linked = run_folder_problem(run_dir)
-    if linked:
-        raise RunDamaged(run_dir, linked[0], hint=linked[1])
-
-
-def _refuse_misfiled(run_dir: Location, files: dict[str, str]) -> None:
-    """RunDamaged when a canonical file the pointer names holds another table's columns (a
-    responses file named like a questions file): merged, its rows would become the table's."""
-    for table in RUN_TABLES:
-        problem = misfiled(run_dir / files[table], table) if table in files else None
-        if problem:
-            raise RunDamaged(run_dir, f"{files[table]}: {problem}", file=files[table], hint=repair_hint(run_dir.name))
-
-
 def _diagnose(run_dir: Location, files: dict[str, str], exc: BaseException) -> None:
-    """After a compaction failed reading: if a file the pointer names is unreadable, the run is
-    damaged (one line naming the file) — not a traceback, and nothing written."""
+    """After a compaction failed reading: if a file the pointer names cannot be read to its last
+    row, the run is damaged (one line naming the file, as `store check` names it) — not a
+    traceback, and nothing written."""
     if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError) and exc.errno is not None:
         return  # a full disk, a read-only store: the error already names the file being written
     for name, rel in sorted(files.items()):
-        why = unreadable(run_dir / rel)
-        if why:
-            raise RunDamaged(run_dir, f"{rel} is unreadable ({why})", file=rel) from None
+        damage = next(file_findings(run_dir, name, rel, deep=True), None) if name in RUN_TABLES else None
+        if damage is not None:
+            raise damage.error(run_dir) from None
 
 
 def _write_generation(run_dir: Location, pointer: dict, token: str | None,

@@ -11,7 +11,7 @@ mimics the part of pathlib it uses), so the differences are gathered here and no
 | a lock                      | flock                             | lease object (store/lease.py)      |
 | publish a staged run        | rename the folder                 | copy objects, run.json last        |
 | a version for caches        | inode, mtime, size                | ETag                               |
-| DuckDB / pyarrow reads      | the path                          | the s3fs filesystem, registered    |
+| DuckDB / pyarrow reads      | the path, proven a regular file   | the s3fs filesystem, registered    |
 
 The local column is exactly what the store did before object storage existed: the local
 store is not slowed or changed by any of this.
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator, Union
 
 from evalcore.errors import StoreError
+from evalcore.regular_files import METADATA_MAX_BYTES, read_regular, require_regular
 from evalcore.store import s3
 from evalcore.store.s3 import S3Path
 
@@ -52,12 +53,20 @@ def is_remote(path: object) -> bool:
     return isinstance(path, S3Path)
 
 
-def read_versioned(path: Location) -> tuple[bytes, str | None]:
+def read_versioned(path: Location, limit: int | None = METADATA_MAX_BYTES) -> tuple[bytes, str | None]:
     """A small file's bytes and a version token for `replace`; FileNotFoundError if absent.
-    Local files need no token (their writers hold the run's flock)."""
+    Local files need no token (their writers hold the run's flock). Never blocks on, nor reads,
+    what is not a regular file, nor more than `limit` bytes (evalcore/regular_files.py:
+    NotRegularFile, FileTooLarge, both OSErrors)."""
     if isinstance(path, S3Path):
-        return path.read_versioned()
-    return path.read_bytes(), None
+        return path.read_versioned(limit)
+    return read_regular(path, limit), None
+
+
+def read_small(path: Location, limit: int = METADATA_MAX_BYTES) -> bytes:
+    """The bytes of one of the store's small files (a pointer, a manifest, the marker): as
+    read_versioned, without the version."""
+    return read_versioned(path, limit)[0]
 
 
 def replace(path: S3Path, data: bytes, token: str | None) -> str:
@@ -121,9 +130,12 @@ def lease(path: S3Path) -> Iterator[None]:
 
 
 def arrow(path: Location) -> tuple[str, Any]:
-    """(where, filesystem) for pyarrow's readers and writers."""
+    """(where, filesystem) for pyarrow's readers. A local path that is there but is not a
+    regular file (a FIFO would block the reader for ever, /dev/zero feed it without end) is
+    refused first: NotRegularFile, an OSError naming it."""
     if isinstance(path, S3Path):
         return path.fs_path, s3.arrow_filesystem()
+    require_regular(path)
     return str(path), None
 
 

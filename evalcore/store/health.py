@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -38,14 +39,24 @@ from evalcore.store.layout import (
     is_legacy,
     is_part_name,
     pending_parts,
+    QUARANTINE_DIR,
     read_pointer_versioned,
-    repair_hint,
-    run_identity_problem,
     write_pointer,
 )
-from evalcore.store.pointer_rules import KNOWN_TABLES, MAX_GENERATION, columns_problem
-from evalcore.store.quarantine import misfiled, quarantined_files, unreadable
-from evalcore.store.run_links import links_in, remove_links, run_folder_problem
+from evalcore.store.pointer_rules import KNOWN_TABLES, MAX_GENERATION
+from evalcore.store.quarantine import part_problem, quarantined_files
+from evalcore.store.run_damage import (
+    NOT_REPAIRABLE,
+    PERSON,
+    REBUILD,
+    REMOVE,
+    SET_ASIDE,
+    Damage,
+    behind,
+    file_findings,
+    findings,
+)
+from evalcore.store.run_links import remove_links
 
 log = logging.getLogger(__name__)
 
@@ -66,99 +77,46 @@ class RunCheck:
 
 
 def check_run(run_dir: Location, deep: bool = True) -> RunCheck:
-    """Open every file the run's pointer names (every row with `deep`), compare row counts with
-    the pointer's, and list files in data/, parts/ and quarantine/ that no pointer accounts for."""
+    """Every finding of store/run_damage.py (the reasons writers refuse a run among them), then
+    the files in data/, parts/ and quarantine/ that no pointer accounts for or that the next
+    write sets aside (strays)."""
     result = RunCheck(run_dir.name)
-    identity = run_identity_problem(run_dir)
-    if identity:
-        result.damage.append(identity)
-    links = links_in(run_dir)
-    result.damage.extend(f"{link.problem()} ({link.way_out(run_dir.name)})" for link in links)
-    linked = {link.rel for link in links}
+    found = findings(run_dir, deep=deep)
+    result.damage.extend(d.line() for d in found)
+    odd = {d.link.rel for d in found if d.link is not None}
     legacy = is_legacy(run_dir)
     try:
         pointer = {} if legacy else read_pointer_versioned(run_dir)[0]
-    except RunDamaged as exc:
-        if POINTER not in linked:  # else named above
-            result.damage.append(f"{exc.problem} ({exc.hint})")
+    except RunDamaged:
         pointer = None
-    files = dict(pointer["files"]) if pointer else {}
-    for name, rel in sorted(files.items()):
-        result.files_checked += 1
-        if _behind_link(rel, linked):
-            continue  # named above; never opened through a link (it may lead anywhere, a pipe too)
-        why = unreadable(run_dir / rel, deep=deep)
-        if why:
-            result.damage.append(f"{rel} is unreadable ({why})")
-            continue
-        where, filesystem = _fs.arrow(run_dir / rel)
-        meta = pq.read_metadata(where, filesystem=filesystem)
-        wrong_table = columns_problem(name, meta.schema.to_arrow_schema().names)
-        if wrong_table:
-            result.damage.append(f"{rel}: {wrong_table} ({repair_hint(run_dir.name)})")
-            continue
-        foreign = _foreign_run(run_dir / rel, run_dir.name, deep)
-        if foreign is not None:
-            result.damage.append(f"{rel} holds rows of run {foreign!r}, not of this one (a copied run folder?)")
-        expected = (pointer.get("rows") or {}).get(name)
-        if isinstance(expected, int) and name in RUN_TABLES:
-            have = meta.num_rows
-            if have != expected:
-                result.damage.append(f"{rel} holds {have} rows, the pointer says {expected}")
+    result.files_checked = len((pointer or {}).get("files", {}))
     for table in RUN_TABLES:
         for part in pending_parts(run_dir, table):
-            if _behind_link(part.relative_to(run_dir).as_posix(), linked):
-                continue  # named above, as a link
+            rel = part.relative_to(run_dir).as_posix()
             result.files_checked += legacy
-            why = unreadable(part, deep=deep and legacy) or misfiled(part, table)
-            if why and legacy:
-                result.damage.append(f"{part.relative_to(run_dir).as_posix()} is unreadable ({why})")
-            elif why:
-                result.strays.append(f"{part.relative_to(run_dir).as_posix()}: unreadable part file ({why}); "
-                                     "the next write to the run sets it aside")
+            if legacy or behind(rel, odd):
+                continue  # a format-1 run's parts are its rows (findings); a link is named above
+            why = part_problem(part, table, run_dir.name, deep=False)
+            if why:
+                result.strays.append(f"{rel}: {why}; the next write to the run sets it aside in {QUARANTINE_DIR}/")
     if pointer is not None and not legacy:
-        result.strays.extend(_data_strays(run_dir, pointer))
-    result.strays.extend(_misnamed_parts(run_dir, legacy))
+        result.strays.extend(_data_strays(run_dir, pointer, odd))
+    result.strays.extend(_misnamed_parts(run_dir, legacy, odd))
     for path, size in quarantined_files(run_dir):
-        if _behind_link(path.relative_to(run_dir).as_posix(), linked):
+        if behind(path.relative_to(run_dir).as_posix(), odd):
             continue
-        result.strays.append(f"{path.relative_to(run_dir).as_posix()}: set aside as unreadable ({size} bytes)")
+        result.strays.append(f"{path.relative_to(run_dir).as_posix()}: set aside by a write, a part file the run "
+                             f"could not absorb ({size} bytes); kept for you to inspect or delete")
     return result
 
 
-def _behind_link(rel: str, linked: set[str]) -> bool:
-    """Whether `rel` is one of the links found, or lies under one."""
-    parts = rel.split("/")
-    return any("/".join(parts[:i]) in linked for i in range(1, len(parts) + 1))
-
-
-def _foreign_run(path: Location, run_id: str, deep: bool) -> str | None:
-    """Another run's id that rows of this file carry (None if every row is this run's): every
-    row's with `deep`, else what the footer's statistics say (nothing when it has none)."""
-    where, filesystem = _fs.arrow(path)
-    meta = pq.read_metadata(where, filesystem=filesystem)
-    if deep and "run_id" in meta.schema.names:
-        column = pq.read_table(where, columns=["run_id"], filesystem=filesystem).column("run_id")
-        found = [v for v in column.unique().to_pylist() if v != run_id]
-        return str(found[0]) if found else None
-    index = meta.schema.names.index("run_id") if "run_id" in meta.schema.names else None
-    for g in range(meta.num_row_groups if index is not None else 0):
-        stats = meta.row_group(g).column(index).statistics
-        if stats is not None and stats.has_min_max:
-            for value in (stats.min, stats.max):
-                value = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-                if value != run_id:
-                    return str(value)
-    return None
-
-
-def _data_strays(run_dir: Location, pointer: dict) -> list[str]:
+def _data_strays(run_dir: Location, pointer: dict, odd: set[str]) -> list[str]:
     named = set(pointer["files"].values()) | set(pointer.get("retired") or {})
     generation = int(pointer.get("generation", 0))
     out = []
     for f in _listing(run_dir / DATA_DIR):
         rel = f"{DATA_DIR}/{f.name}"
-        if rel in named or f.is_symlink():  # a link is damage, named as such
+        if rel in named or rel in odd:  # a link (or a FIFO...) is damage, named as such
             continue
         parsed = data_generation(f.name)
         if parsed and parsed[1] == generation + 1:
@@ -171,13 +129,14 @@ def _data_strays(run_dir: Location, pointer: dict) -> list[str]:
     return out
 
 
-def _misnamed_parts(run_dir: Location, legacy: bool) -> list[str]:
+def _misnamed_parts(run_dir: Location, legacy: bool, odd: set[str]) -> list[str]:
     """Files in a parts folder named unlike a part file (layout.pending_parts): never absorbed."""
     out = []
     for table in RUN_TABLES:
         for folder in (run_dir / PARTS_DIR / table, *([run_dir / table] if legacy else [])):
             for f in _listing(folder):
-                if not is_part_name(f.name) and not f.name.startswith(".") and not f.is_symlink():
+                if not is_part_name(f.name) and not f.name.startswith(".") \
+                        and f.relative_to(run_dir).as_posix() not in odd:
                     out.append(f"{f.relative_to(run_dir).as_posix()}: not named like a part file "
                                "(letters, digits, '.', '_', '-', ending .parquet); never absorbed, kept")
     return out
@@ -205,10 +164,15 @@ class Repair:
     skipped: list[str] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)  # tables with files, none of them readable
-    unlinked: list[str] = field(default_factory=list)  # the links removed, one line each
+    unlinked: list[str] = field(default_factory=list)  # the links (FIFOs...) removed, one line each
+    set_aside: list[str] = field(default_factory=list)  # a format-1 run's parts set aside by its upgrade
 
     def lines(self) -> list[str]:
         removed = [f"run {self.run_id}: {line}" for line in self.unlinked]
+        if self.set_aside:
+            removed.append(f"run {self.run_id}: upgraded to format {FORMAT_VERSION}, setting aside in "
+                           f"{QUARANTINE_DIR}/ {len(self.set_aside)} part file(s) it cannot absorb: "
+                           + ", ".join(self.set_aside[:3]))
         if not self.needed:
             rest = "nothing else to repair" if removed else "nothing to repair"
             return removed + [f"run {self.run_id}: its pointer and every file it names read; {rest}"]
@@ -226,39 +190,31 @@ class Repair:
         return out
 
 
-def _healthy(run_dir: Location) -> bool:
-    try:
-        pointer = read_pointer_versioned(run_dir)[0]
-    except RunDamaged:
-        return False
-    return all(unreadable(run_dir / rel) is None and misfiled(run_dir / rel, name) is None
-               for name, rel in pointer["files"].items())
-
-
 def repair_run(run_dir: Location) -> Repair:
-    """Remove the links in the run (store/run_links.py), then, if its pointer is lost or names
-    a file that cannot be read, rebuild it from data/ (see the module docstring) and compact the
-    run so its summaries are computed again from the files chosen. A run that reads whole is
-    left alone."""
+    """Act on the run's findings (store/run_damage.py, the list `store check` prints): refuse in
+    one line, changing nothing, if one needs a person; remove the links (and FIFOs...) in the
+    run; if its pointer is lost or names a file with a finding, rebuild the pointer from data/
+    (the module docstring) and compact the run so its summaries are computed again from the
+    files chosen; compact a format-1 run whose parts cannot all be absorbed. A run without
+    findings is left alone."""
     from evalcore.store.compaction import compact, compaction_lock
 
     report = Repair(run_dir.name)
-    if not (run_dir / "run.json").is_file():
+    if not _has_run_json(run_dir):
         raise StoreError(f"no run {run_dir.name!r} in store {run_dir.parent}")
     # a copy of another run (or a link) is not repaired into a run of its own: that would
     # count the other run's rows twice (store/layout.run_identity_problem)
-    problem = run_identity_problem(run_dir)
-    if problem:
-        raise RunDamaged(run_dir, problem, hint="repair cannot fix this; rename the folder back or delete it")
-    report.unlinked = _remove_links(run_dir)
-    linked = run_folder_problem(run_dir)  # what is left: a link created meanwhile
-    if linked:
-        raise RunDamaged(run_dir, linked[0], hint=linked[1])
+    found = _refuse_person(run_dir, findings(run_dir, deep=True))
+    report.unlinked = remove_links(run_dir, [d.link for d in found if d.repair == REMOVE and d.link is not None])
+    found = _refuse_person(run_dir, findings(run_dir, deep=True))  # what removing them showed (a lost pointer)
     problem = _pointer_elsewhere(run_dir)
     if problem:
-        raise RunDamaged(run_dir, problem, hint="repair cannot fix this; rename the folder back or delete it")
-    if is_legacy(run_dir) or _healthy(run_dir):
+        raise RunDamaged(run_dir, problem, hint=NOT_REPAIRABLE)
+    if not any(d.repair == REBUILD for d in found):
+        report.set_aside = [d.rel or d.problem for d in found if d.repair == SET_ASIDE]
         report.needed = False
+        if report.set_aside:
+            compact(run_dir, force_summary=True)
         return report
     with compaction_lock(run_dir):
         retired = _choose(run_dir, report)
@@ -269,21 +225,27 @@ def repair_run(run_dir: Location) -> Repair:
             "repair": {"skipped": report.skipped, "lost": report.lost}}
         try:
             token = _fs.read_versioned(run_dir / POINTER)[1]
-        except FileNotFoundError:
+        except OSError:  # missing, or (removed meanwhile) no regular file: written anew
             token = None
         write_pointer(run_dir, pointer, token)
     compact(run_dir, force_summary=True)
     return report
 
 
-def _remove_links(run_dir: Location) -> list[str]:
-    """Remove every link in the run, all or none: a link the run's rows are read through is
-    refused (one line naming it) before anything is removed (store/run_links.py)."""
-    links = links_in(run_dir)
-    kept = [link for link in links if link.holds_rows]
-    if kept:
-        raise RunDamaged(run_dir, kept[0].problem(), hint=kept[0].way_out(run_dir.name) + "; nothing was changed")
-    return remove_links(run_dir, links)
+def _has_run_json(run_dir: Location) -> bool:
+    """A run.json of any kind: a FIFO in its place is a finding that says what to do."""
+    path = run_dir / "run.json"
+    return path.is_file() or (not _fs.is_remote(path) and os.path.lexists(path))
+
+
+def _refuse_person(run_dir: Location, found: list[Damage]) -> list[Damage]:
+    """`found`, unless one needs a person: then RunDamaged (one line, what to do), before
+    anything is changed."""
+    for damage in found:
+        if damage.repair == PERSON:
+            hint = damage.way_out if damage.way_out == NOT_REPAIRABLE else f"{damage.way_out}; nothing was changed"
+            raise RunDamaged(run_dir, damage.problem, file=damage.rel, hint=hint)
+    return found
 
 
 def _choose(run_dir: Location, report: Repair) -> dict[str, float]:
@@ -310,10 +272,9 @@ def _choose(run_dir: Location, report: Repair) -> dict[str, float]:
             if table in report.chosen:
                 retired[rel] = now  # an older generation: the chosen one merged it
                 continue
-            why = unreadable(run_dir / rel, deep=True)
-            why = f"unreadable ({why})" if why else misfiled(run_dir / rel, table)
-            if why:
-                report.skipped.append(f"{rel}: {why}; left in place")
+            wrong = next(file_findings(run_dir, table, rel, deep=True), None)  # what check says of it
+            if wrong:
+                report.skipped.append(f"{wrong.problem}; left in place")
                 continue
             where, filesystem = _fs.arrow(run_dir / rel)
             report.chosen[table] = rel
@@ -327,7 +288,7 @@ def _choose(run_dir: Location, report: Repair) -> dict[str, float]:
 def _pointer_elsewhere(run_dir: Location) -> str | None:
     """Why the pointer says the folder is another run's (None if it does not say so)."""
     try:
-        claimed = json.loads((run_dir / POINTER).read_bytes().decode("utf-8")).get("run_id", run_dir.name)
+        claimed = json.loads(_fs.read_small(run_dir / POINTER).decode("utf-8")).get("run_id", run_dir.name)
     except (OSError, ValueError, AttributeError):
         return None  # missing or unreadable: what repair is for
     if claimed != run_dir.name:

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO
 
+from evalcore.regular_files import METADATA_MAX_BYTES, open_file, read_regular, write_new
 from evalcore.store.layout import check_run_id
 from evalcore.store.runstore import RunStore
 
@@ -63,8 +64,9 @@ def new_job(store: RunStore) -> str:
 
 
 def open_log(store: RunStore, job_id: str) -> IO[bytes]:
-    """The job's log, opened for the process's output (the caller closes it once started)."""
-    return open(store.confine(_job_dir(store, job_id) / LOG_NAME), "wb")
+    """The job's log, opened for the process's output (the caller closes it once started): a
+    new file in the job's new folder (a FIFO put there would block the dashboard)."""
+    return open_file(store.confine(_job_dir(store, job_id) / LOG_NAME), "xb", follow=False)
 
 
 def log_path(store: RunStore, job: Job) -> Path:
@@ -74,15 +76,16 @@ def log_path(store: RunStore, job: Job) -> Path:
 def save(store: RunStore, job: Job) -> None:
     """Write the job's record atomically (a reader never sees half a record)."""
     path = store.confine(_job_dir(store, job.job_id) / RECORD_NAME)  # every write: no link on the way
-    tmp = store.confine(path.with_suffix(".tmp"))  # a fixed name: never one planted as a link
-    tmp.write_text(json.dumps(asdict(job), indent=2), encoding="utf-8")
+    # a new, unique temporary file: nothing planted under a fixed name (a link, a FIFO) is opened
+    tmp = store.confine(path.with_name(f".{RECORD_NAME}.{uuid.uuid4().hex[:8]}.tmp"))
+    write_new(tmp, json.dumps(asdict(job), indent=2).encode("utf-8"))
     os.replace(tmp, path)
 
 
 def load(store: RunStore, job_id: str) -> Job | None:
     """The job's record; None when it is missing or unreadable (a job still being created)."""
-    try:
-        data = json.loads((_job_dir(store, job_id) / RECORD_NAME).read_text(encoding="utf-8"))
+    try:  # never blocks on, nor reads whole, what is no small regular file (evalcore/regular_files.py)
+        data = json.loads(read_regular(_job_dir(store, job_id) / RECORD_NAME, METADATA_MAX_BYTES).decode("utf-8"))
         return Job(**data)
     except (OSError, ValueError, TypeError):
         return None
@@ -112,7 +115,7 @@ def list_jobs(store: RunStore) -> list[Job]:
 def tail(store: RunStore, job: Job, max_bytes: int = 6000) -> str:
     """The last `max_bytes` of the job's log ("" when there is none yet)."""
     try:
-        with open(log_path(store, job), "rb") as fh:
+        with open_file(log_path(store, job), "rb") as fh:
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             fh.seek(max(0, size - max_bytes))
@@ -127,5 +130,5 @@ def save_upload(store: RunStore, name: str, data: bytes) -> Path:
     path = store.confine(store.local_shared_dir(UPLOADS_DIR) / f"{uuid.uuid4().hex[:8]}-{safe}")
     path.parent.mkdir(parents=True, exist_ok=True)
     store.confine(path)
-    path.write_bytes(data)
+    write_new(path, data)
     return path

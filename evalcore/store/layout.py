@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
+from evalcore.regular_files import MARKER_MAX_BYTES, FileTooLarge, NotRegularFile, open_file, special_kind
 from evalcore.store import fs as _fs
 from evalcore.store import safe_paths as _safe
 from evalcore.store.fs import Location
@@ -84,17 +85,22 @@ def default_root() -> Location:
 def store_format(root: Location, path: Location) -> int:
     """The format version the store marker at `path` says (absent: 1, a store written before the
     marker existed); StoreError, one line naming the file, for a marker that is unreadable,
-    invalid, newer than this code understands, or reached through a symbolic link (a link
-    there is named: read through, it once said only "no valid format_version")."""
+    invalid, newer than this code understands, reached through a symbolic link (a link there is
+    named: read through, it once said only "no valid format_version"), not a regular file (a
+    FIFO hung every command) or larger than a marker can be (/dev/zero's bytes took them all)."""
     link = _safe.first_link(root, path)
     if link is not None:
         raise _safe.OutsideStore(path, f"{link} is a symbolic link (to {_safe.link_target(link)}); the store's own "
                                        "files are never read through one: replace it by a copy of what it points "
                                        "to, or remove it", doing="read the store marker")
+    _safe.refuse_non_folder_parent(root, path, doing="read the store marker")  # `_shared` as a FIFO...
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _fs.read_small(path, MARKER_MAX_BYTES).decode("utf-8")
     except FileNotFoundError:
         return 1
+    except (NotRegularFile, FileTooLarge) as exc:
+        raise StoreError(f"{path} {exc.why}: it cannot be the store marker; remove it (the next write to the "
+                         "store puts a new one)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise StoreError(f"{path}: unreadable store marker ({exc})") from exc
     # (on object storage a missing bucket, no credentials or an unreachable endpoint are
@@ -154,7 +160,7 @@ def write_atomic_bytes(path: Location, data: bytes, *, within: Location) -> None
         return
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with open(tmp, "wb") as fh:
+        with open_file(tmp, "xb", follow=False) as fh:  # a new file: nothing found there is opened
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -283,7 +289,7 @@ def looks_format1(run_dir: Location) -> bool:
     format-2 part files, its data/ holds at most the first generation, and it still has its
     format-1 part files to read. Anything else lost its pointer."""
     try:
-        version = json.loads((run_dir / "run.json").read_bytes().decode("utf-8")).get("format_version")
+        version = json.loads(_fs.read_small(run_dir / "run.json").decode("utf-8")).get("format_version")
     except (OSError, ValueError, AttributeError):
         return False
     if version != 1 or _has_files(run_dir / PARTS_DIR):
@@ -319,7 +325,7 @@ def run_identity_problem(run_dir: Location, manifest_run_id: Any = None) -> str 
         return f"the run folder is a symbolic link (to {os.readlink(run_dir)}), not a folder of the store"
     if manifest_run_id is None:
         try:
-            manifest_run_id = json.loads((run_dir / "run.json").read_bytes().decode("utf-8")).get("run_id")
+            manifest_run_id = json.loads(_fs.read_small(run_dir / "run.json").decode("utf-8")).get("run_id")
         except FileNotFoundError:
             return None  # no run here (yet): nothing to compare
         except (OSError, ValueError, AttributeError):
@@ -331,13 +337,27 @@ def run_identity_problem(run_dir: Location, manifest_run_id: Any = None) -> str 
     return None
 
 
-def linked_file(path: Location) -> str | None:
-    """"<name> is a symbolic link (to <target>)" when a file the store reads as the run's own
-    (run.json, tables.json) is a link (None otherwise; never on object storage). A run is its
-    folder: what it says about itself is never read from elsewhere (store/run_links.py)."""
-    if _fs.is_remote(path) or not os.path.islink(path):
+def odd_file(path: Location) -> str | None:
+    """What is wrong when a file the store reads as the run's own (run.json, tables.json) is a
+    symbolic link ("<name> is a symbolic link (to <target>)") or no regular file at all
+    ("<name> is a FIFO (named pipe), not a regular file"); None otherwise, and always on object
+    storage. A run is its folder: what it says about itself is never read from elsewhere
+    (store/run_links.py), nor from a pipe that would block the reader for ever."""
+    if _fs.is_remote(path):
         return None
-    return f"{path.name} is a symbolic link (to {_safe.link_target(path)})"
+    if os.path.islink(path):
+        return f"{path.name} is a symbolic link (to {_safe.link_target(path)})"
+    kind = special_kind(path)
+    return f"{path.name} is {kind}, not a regular file" if kind else None
+
+
+def manifest_way_out(run_id: str, linked: bool) -> str:
+    """What to do about a run.json that is a link or no regular file (odd_file): `store repair`
+    cannot make a manifest, so a person replaces it."""
+    if linked:
+        return "replace the link by a copy of the file it points to"
+    return ("it holds no manifest, and `evalcore store repair` cannot rebuild one: put a copy of the run's run.json "
+            f"in its place (from a backup), or delete the run with `evalcore delete {run_id}`")
 
 
 def read_pointer(run_dir: Location) -> dict[str, Any]:
@@ -349,11 +369,14 @@ def read_pointer_versioned(run_dir: Location) -> tuple[dict[str, Any], str | Non
     """The run's pointer and its version (an ETag on object storage, for `write_pointer`).
     ({}, None) for a format-1 run; RunDamaged for a pointer that is missing or unreadable."""
     path = run_dir / POINTER
-    linked = linked_file(path)
-    if linked:
-        raise RunDamaged(run_dir, f"{linked}: a run's pointer is never read through a link",
-                         hint=f"`evalcore store repair {run_dir.name}` removes the link (never what it points to) "
-                              f"and rebuilds the pointer from {DATA_DIR}/")
+    odd = odd_file(path)
+    if odd:
+        linked = os.path.islink(path)
+        how = "through a link" if linked else "from one"
+        raise RunDamaged(run_dir, f"{odd}: a run's pointer is never read {how}",
+                         hint=f"`evalcore store repair {run_dir.name}` removes the "
+                              + ("link (never what it points to)" if linked else "file (it holds no data)")
+                              + f" and rebuilds the pointer from {DATA_DIR}/")
     try:
         raw, token = _fs.read_versioned(path)
         data = json.loads(raw.decode("utf-8"))
@@ -361,6 +384,8 @@ def read_pointer_versioned(run_dir: Location) -> tuple[dict[str, Any], str | Non
         if looks_format1(run_dir):
             return {}, None
         raise RunDamaged(run_dir, f"{path} is missing", hint=repair_hint(run_dir.name)) from None
+    except (NotRegularFile, FileTooLarge) as exc:
+        raise RunDamaged(run_dir, f"{path} {exc.why}", hint=repair_hint(run_dir.name)) from None
     except (OSError, ValueError) as exc:
         raise RunDamaged(run_dir, f"{path}: unreadable table pointer ({exc})", hint=repair_hint(run_dir.name)) from exc
     problem = pointer_problem(data, run_dir.name)
@@ -377,7 +402,8 @@ def fsync_dir(path: Location) -> None:
     if _fs.is_remote(path):
         return
     try:
-        fd = os.open(path, os.O_RDONLY)
+        # a folder only (O_DIRECTORY), and never waiting on a FIFO put in its place (O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NONBLOCK)
         try:
             os.fsync(fd)
         finally:

@@ -27,11 +27,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from evalcore.errors import StoreError
+from evalcore.regular_files import require_regular
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
+from evalcore.store import fs as _fs
 from evalcore.store.fs import arrow as _arrow
 from evalcore.store.layout import LARGE_TABLE_BYTES, PARQUET_WRITE, RUN_OF_FILE_SQL, release_arrow_memory
 from evalcore.tables import (EMPTY_SET_MARKER, KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS, dictionary_columns,
                              statistics_columns)
+from evalcore.store.quarantine import other_run
 
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
 _NO_TIME = np.iinfo(np.int64).min
@@ -80,10 +83,9 @@ def _winners(paths: list[Path], table: str, run_id: str | None = None) -> list[n
     h1, h2, when, file_idx, row_idx, sizes, prio = [], [], [], [], [], [], []
     for i, path in enumerate(paths):
         frame = _key_frame(path, table)
-        if run_id is not None:
-            foreign = frame["run_id"][frame["run_id"] != run_id]
-            if len(foreign):
-                raise ForeignRows(path, str(foreign.iloc[0]))
+        found = other_run(frame["run_id"].unique(), run_id) if run_id is not None else None
+        if found is not None:  # the rule store check applies (quarantine.foreign_run)
+            raise ForeignRows(path, found)
         k = frame[keys].astype("string").fillna("\x00<null>")
         h1.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-1").to_numpy())
         h2.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-2").to_numpy())
@@ -192,6 +194,12 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
 
 # ---- the same rule in SQL, for readers of format-1 runs (store/views.py) -------------------
 def sql_list(paths: list[Path]) -> str:
+    """The files for DuckDB's read_parquet, as an SQL list. Every local one is proven a regular
+    file first (NotRegularFile, an OSError naming it): DuckDB opens what it is given, and a FIFO
+    would block it for ever, a character device feed it without end."""
+    for p in paths:
+        if not _fs.is_remote(p):
+            require_regular(p)
     return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
 
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from evalcore import staging as _staging
 from evalcore.errors import StoreError
+from evalcore.regular_files import FileTooLarge, NotRegularFile
 from evalcore.schemas import Annotation, RunManifest
 from evalcore.schemas.results import check_label_time
 from evalcore.store import fs as _fs
@@ -44,8 +45,9 @@ from evalcore.store.layout import (
     default_root,
     empty_pointer,
     is_legacy,
+    manifest_way_out,
+    odd_file,
     pending_parts,
-    linked_file,
     run_identity_problem,
     store_format,
     write_atomic_bytes,
@@ -62,7 +64,9 @@ log = logging.getLogger(__name__)
 
 
 def _has_manifest(path: Location) -> bool:
-    return path.is_file() or (not _fs.is_remote(path) and path.is_symlink())
+    """Whether a folder holds a run: a run.json, or (a damaged run, listed apart) a link or
+    something other than a file in its place (a FIFO: never opened, store/layout.odd_file)."""
+    return path.is_file() or (not _fs.is_remote(path) and os.path.lexists(path) and not path.is_dir())
 
 
 class RunStore:
@@ -245,7 +249,9 @@ class RunStore:
 
     def _read_manifest_at(self, path: Location) -> RunManifest:
         try:
-            raw = path.read_bytes()
+            raw = _fs.read_small(path)
+        except (NotRegularFile, FileTooLarge) as exc:
+            raise StoreError(f"{path}: unreadable run manifest: it {exc.why}") from exc
         except OSError as exc:
             raise StoreError(f"{path}: unreadable run manifest ({exc})") from exc
         return self._parse_manifest(path, raw)
@@ -266,9 +272,9 @@ class RunStore:
         renamed folder, an edited run.json: store/layout.run_identity_problem)."""
         run_dir = self.run_dir(run_id)
         path = run_dir / "run.json"
-        linked = linked_file(path)  # its run would be what another file says: never read through one
-        if linked:
-            raise RunDamaged(run_dir, linked, hint="replace the link by a copy of the file it points to")
+        odd = odd_file(path)  # its run would be what another file says (or a pipe): never read through one
+        if odd:
+            raise RunDamaged(run_dir, odd, hint=manifest_way_out(run_id, linked=path.is_symlink()))
         if not path.is_file():
             raise StoreError(f"no run {run_id!r} in store {self.root}")
         manifest = self._read_manifest_at(path)

@@ -26,6 +26,7 @@ from pathlib import PurePosixPath
 from typing import Any, Iterator
 
 from evalcore.errors import StoreError
+from evalcore.regular_files import FileTooLarge
 
 SCHEME = "s3://"
 _FS: dict[tuple, Any] = {}
@@ -231,14 +232,17 @@ class S3Path:
     def read_text(self, encoding: str = "utf-8") -> str:
         return self.read_bytes().decode(encoding)
 
-    def read_versioned(self) -> tuple[bytes, str]:
+    def read_versioned(self, limit: int | None = None) -> tuple[bytes, str]:
         """The object's bytes and its ETag (for a conditional replace). FileNotFoundError when
-        there is none."""
+        there is none; with `limit`, FileTooLarge for an object larger than that (told by its
+        length before the body is read: a small file of the store is never read whole when huge)."""
         fs = self._fs()
         try:
-            return _get(fs, self.bucket, self.key)
+            return _get(fs, self.bucket, self.key, limit)
         except FileNotFoundError:
             raise FileNotFoundError(str(self)) from None
+        except FileTooLarge as exc:
+            raise FileTooLarge(self, exc.size, exc.limit) from None
         except Exception as exc:
             raise error(self, exc) from None
 
@@ -381,15 +385,21 @@ def _condition_failed(exc: BaseException) -> bool:
     return any(m in text for m in ("pre-condition", "PreconditionFailed", "ConditionalRequestConflict", "412"))
 
 
-def _get(fs: Any, bucket: str, key: str) -> tuple[bytes, str]:
+def _get(fs: Any, bucket: str, key: str, limit: int | None = None) -> tuple[bytes, str]:
     """GET an object's bytes and ETag in one request, on s3fs's event loop (its client is
-    asynchronous): the ETag is that of the bytes read, which a HEAD beside it would not be."""
+    asynchronous): the ETag is that of the bytes read, which a HEAD beside it would not be.
+    With `limit`, an object longer than that is refused before its body is read."""
     from fsspec.asyn import sync
 
     async def _run() -> tuple[bytes, str]:
         reply = await fs._call_s3("get_object", Bucket=bucket, Key=key)
         async with reply["Body"] as body:
+            size = int(reply.get("ContentLength") or 0)
+            if limit is not None and size > limit:
+                raise FileTooLarge(f"{bucket}/{key}", size, limit)
             data = await body.read()
+        if limit is not None and len(data) > limit:
+            raise FileTooLarge(f"{bucket}/{key}", len(data), limit)
         return data, reply["ETag"]
 
     return sync(fs.loop, _run)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Union
 
 from evalcore.errors import StoreError
+from evalcore.regular_files import kind_of, open_regular
 from evalcore.store.s3 import S3Path
 
 Location = Union[Path, S3Path]
@@ -118,7 +119,33 @@ def inside(root: Location, path: Location) -> Location:
     if found is not None:
         raise OutsideStore(path, f"{found} is a symbolic link (to {link_target(found)}); the store never "
                                  "writes, moves or deletes through one: replace the link by a real folder or remove it")
+    _refuse_non_folder(base, parts[:-1], path)
     return path
+
+
+def _refuse_non_folder(base: Path, parts: tuple[str, ...], path: Location, doing: str = "write or delete") -> None:
+    """OutsideStore when a component of `parts` below `base` exists and is no folder (a FIFO, a
+    file where the store keeps a folder: `.staging`, `.trash`, `_shared`...): one line naming it,
+    instead of the system's "Not a directory" or "File exists" from whatever comes next."""
+    current = base
+    for part in parts:
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        if not stat.S_ISDIR(mode):
+            raise OutsideStore(path, f"{current} is {kind_of(mode) or 'a file'}, not a folder; evalcore never makes "
+                                     "one there: move it out of the store or remove it", doing=doing)
+
+
+def refuse_non_folder_parent(root: Location, path: Location, doing: str) -> None:
+    """For readers of the store's own files (its marker): OutsideStore naming the first folder
+    on the way to `path` that is something else (a FIFO as `_shared`...). Nothing on object storage."""
+    if isinstance(root, S3Path) or isinstance(path, S3Path):
+        return
+    base, parts = _below(Path(root), Path(path))
+    _refuse_non_folder(base, parts[:-1], path, doing=doing)
 
 
 def first_link(root: Location, path: Location) -> Path | None:
@@ -200,6 +227,8 @@ def make_dirs(root: Location, path: Location) -> Location:
     storage). Checked again afterwards: `mkdir(exist_ok=True)` accepts a link to a folder."""
     inside(root, path)
     if not isinstance(path, S3Path):
+        if os.path.lexists(path) and not os.path.isdir(path):
+            _refuse_non_folder(Path(path.parent), (path.name,), path)
         path.mkdir(parents=True, exist_ok=True)
         inside(root, path)
     return path
@@ -218,13 +247,13 @@ def move(root: Location, src: Location, dst: Location) -> None:
 
 
 def open_lock(root: Path, path: Path, create: bool = True) -> IO[bytes]:
-    """Open a lock file for flock: created if missing (`create`), never through a link."""
+    """Open a lock file for flock: created if missing (`create`), never through a link, and
+    never anything but a regular file (a FIFO, a socket, a folder in its place: NotRegularFile,
+    one line naming it; evalcore/regular_files.py)."""
     inside(root, path.parent)
-    flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    if create:
-        flags |= os.O_CREAT
+    flags = os.O_RDWR | (os.O_CREAT if create else 0)
     try:
-        fd = os.open(path, flags, 0o644)
+        fd = open_regular(path, flags, follow=False)
     except OSError as exc:
         if os.path.islink(path):
             raise OutsideStore(path, f"the lock file is a symbolic link (to {link_target(path)}); remove it") from None

@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 from evalcore.errors import StoreError
+from evalcore.regular_files import open_file
 from evalcore.schemas import Claim, ContextJudgement, EvalQuestion, EvalResponse, JudgeCall, MetricValue, RunManifest
 from evalcore.store import fs as _fs
 from evalcore.store.compaction import Compaction, compact, pending_rows
@@ -113,7 +114,7 @@ class RunWriter:
         manifest = self._edited(self.read_manifest(), edit)
         tmp = _safe.inside(run_root(self.dir), path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"))
         try:
-            with open(tmp, "wb") as fh:
+            with open_file(tmp, "xb", follow=False) as fh:  # a new file: nothing found there is opened
                 fh.write(manifest.model_dump_json(indent=2).encode())
                 fh.flush()
                 os.fsync(fh.fileno())

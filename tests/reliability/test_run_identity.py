@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 from evalcore.cli.main import app
 from evalcore.errors import StoreError
 from evalcore.schemas import MetricValue
-from evalcore.store import RunStore, query_df
+from evalcore.store import RunStore, RunWriter, query_df
 from evalcore.store.layout import RunDamaged
 
 runner = CliRunner()
@@ -194,7 +194,10 @@ def test_a_copy_edited_to_look_whole_counts_as_itself_once(store, pointer):
     (check,) = store.check(["look-alike"])
     assert any(f"holds rows of run '{run_id}'" in d for d in check.damage), check.damage
     assert not store.check([run_id])[0].damaged
-    writer = store.open_run("look-alike")
+    # refused as `store check` names it (store/run_damage.py), before a writer touches anything
+    with pytest.raises(RunDamaged, match=f"holds rows of run '{run_id}'"):
+        store.open_run("look-alike")
+    writer = RunWriter(store, "look-alike", store.run_dir("look-alike"))
     writer.write_metrics([MetricValue(run_id="look-alike", method="basic_search", question_id="q1", metric="token_f1",
                                       value=0.5, group="lexical")])
     with pytest.raises(RunDamaged, match=f"holds rows of run '{run_id}'"):

@@ -285,7 +285,7 @@ def test_unreadable_parts_are_set_aside_with_one_warning(request, tmp_path, wher
     with caplog.at_level(logging.WARNING, logger="evalcore.store.health"):
         writer.publish()
     warnings = [r.getMessage() for r in caplog.records if "set aside" in r.getMessage()]
-    assert len(warnings) == 1 and "2 unreadable part file(s)" in warnings[0]
+    assert len(warnings) == 1 and "set aside 2 part file(s) it cannot absorb" in warnings[0]
     assert _means(store, "r1") == (3, 1.0)  # the readable part was absorbed
     quarantined = sorted(p.name for p, _ in store.quarantined())
     assert quarantined == ["part-00000000T000000000000-aaaaaaaa.parquet", "part-99999999T999999999999-bbbbbbbb.parquet"]
@@ -300,7 +300,7 @@ def test_store_clean_reports_quarantined_parts(tmp_path):
     _run(store, "r1", rescore=False)
     (store.run_dir("r1") / "parts" / "metrics" / "part-0-x.parquet").write_bytes(b"")
     score = _main(root, "score", "r1", "--no-progress", "--metrics", "token_f1")
-    assert "set aside 1 unreadable part file" in score.stderr and "Traceback" not in score.stderr
+    assert "set aside 1 part file(s) it cannot absorb" in score.stderr and "Traceback" not in score.stderr
     res = _cli(root, "store", "clean")
     assert res.exit_code == 0 and "quarantined" in res.stdout and "part-0-x.parquet" in res.stdout
 
