@@ -25,7 +25,7 @@ HEAVY = {
     "tests/scale/test_ray_score.py::test_judge_requests_across_actors_respect_one_cluster_limit":
         "tests/scale/test_ray_score.py::test_gate_holds_slots_and_spaces_starts",
     "tests/scale/test_ray_score.py::test_rescoring_on_ray_replaces_values":
-        "tests/scale/test_ray_score.py::test_score_cli_engine_ray",
+        "tests/test_store.py::test_rewrites_replace_not_duplicate",
     "tests/scale/test_ray_run.py::test_interrupted_ray_run_resumes_asking_only_the_missing":
         "tests/runner/test_resume.py",
     "tests/scale/test_ray_run.py::test_concurrency_is_a_cluster_wide_limit":
@@ -42,9 +42,19 @@ HEAVY = {
         "tests/app/test_pages.py::test_every_page_renders_without_exception",
     "tests/reliability/test_faults_kill.py::test_kill_9_at_random_points_then_resume":
         "tests/reliability/test_faults_kill.py",
+    "tests/scale/test_ray_score.py::test_score_cli_engine_ray":
+        "tests/scale/test_ray_score.py::test_ray_scores_equal_local_on_every_group",
 }
+
+# files whose tests run on a local folder and on S3 (moto): the S3 copies are heavy, the local
+# ones stay; tests/test_store_s3.py keeps object storage itself in the default tier
+HEAVY_PARAMS = {"tests/test_store.py": "s3", "tests/reliability/test_store_damage.py": "s3"}
 
 
 def is_heavy(nodeid: str) -> bool:
+    path, _, rest = nodeid.partition("::")
+    param = HEAVY_PARAMS.get(path)
+    if param and "[" in rest and rest.split("[", 1)[1].startswith(param):
+        return True
     return any(nodeid == prefix or nodeid.startswith(prefix + "[") or nodeid.startswith(prefix + "::")
                or (prefix.endswith("]") and nodeid == prefix) for prefix in HEAVY)

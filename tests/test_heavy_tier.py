@@ -33,3 +33,10 @@ def test_the_match_is_by_whole_test_name():
     assert is_heavy("tests/reliability/test_fuzz_import.py::test_100mb_import_in_bounded_memory[json]")
     assert not is_heavy("tests/reliability/test_concurrency.py::test_concurrent_writers_and_reader[local]")
     assert not is_heavy("tests/scale/test_ray_score.py::test_ray_scoring_on_an_s3_store_twice")
+
+
+def test_only_the_s3_copies_of_the_dual_store_files_are_heavy():
+    assert is_heavy("tests/test_store.py::test_layout_and_roundtrip[s3]")
+    assert is_heavy("tests/test_store.py::test_run_ids_cannot_escape[s3-bad5]")
+    assert not is_heavy("tests/test_store.py::test_run_ids_cannot_escape[local-bad5]")
+    assert not is_heavy("tests/test_store_s3.py::test_a_stale_pointer_write_is_refused")
