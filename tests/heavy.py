@@ -44,6 +44,22 @@ HEAVY = {
         "tests/reliability/test_faults_kill.py",
     "tests/scale/test_ray_score.py::test_score_cli_engine_ray":
         "tests/scale/test_ray_score.py::test_ray_scores_equal_local_on_every_group",
+    "tests/scale/test_ray_pool.py::test_asking_actors_that_cannot_be_placed_are_not_waited_for":
+        "tests/scale/test_ray_pool.py::test_the_asking_pool_shrinks_to_the_actors_that_started",
+    "tests/scale/test_ray_pool.py::test_a_scoring_pool_that_cannot_be_placed_fails_in_one_line":
+        "tests/scale/test_ray_pool.py::test_a_cluster_without_room_is_one_line_and_a_smaller_pool_is_said",
+    "tests/semantic/test_embedding_worker.py::test_a_child_that_cannot_load_falls_back_to_this_process":
+        "tests/semantic/test_embedding_worker.py::test_child_vectors_are_the_in_process_vectors",
+    "tests/runner/test_pytest_plugin.py::test_options_are_the_cli_names_with_an_eval_prefix":
+        "tests/runner/test_pytest_plugin.py::test_thresholds_pass_and_fail",
+    "tests/runner/test_pytest_plugin.py::test_significant_regression_against_a_baseline":
+        "tests/runner/test_pytest_plugin.py::test_thresholds_pass_and_fail",
+    "tests/reliability/test_faults_compaction.py::test_kill_9_during_compaction_leaves_old_or_new_and_the_next_one_finishes":
+        "tests/test_store.py::test_parts_left_by_a_killed_sweep_are_not_absorbed_twice",
+    "tests/app/test_browser_highlight.py::test_highlights_are_marks_and_a_canary_inside_them_fetches_nothing":
+        "tests/reliability/test_security_browser.py::test_hostile_answer_is_literal_text_in_the_dom",
+    "tests/semantic/test_bertscore_run_idf.py::test_idf_is_run_wide_and_matches_the_library":
+        "tests/semantic/test_bertscore_run_idf.py::test_a_pair_scored_under_another_idf_is_not_reused",
 }
 
 # files whose tests run on a local folder and on S3 (moto): the S3 copies are heavy, the local
