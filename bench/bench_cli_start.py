@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # what evalcore.cli.context / store_commands / dataset_commands imported at module level before
-BEFORE = ("evalcore.store", "evalcore.export", "evalcore.importer", "evalcore.analysis.indexing",
+BEFORE = ("evalcore.store", "evalcore.outputs.export", "evalcore.scoring.importer", "evalcore.analysis.indexing",
           "evalcore.analysis.leaderboard", "evalcore.analysis.means", "evalcore.analysis.results",
-          "evalcore.staging", "evalcore.tables", "evalcore.datasets", "evalcore.datasets.stats")
+          "evalcore.store.staging", "evalcore.store.tables", "evalcore.datasets", "evalcore.datasets.stats")
 
 
 def _code(argv: list[str], mode: str) -> str:

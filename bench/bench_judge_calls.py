@@ -76,7 +76,7 @@ def hotpot_records(n: int = 10) -> list[dict[str, Any]]:
 
 def example_records() -> list[dict[str, Any]]:
     from evalcore.cli.store_commands import example_files
-    from evalcore.importer import parse_recorded
+    from evalcore.scoring.importer import parse_recorded
 
     answers, questions_file = example_files()
     from evalcore.datasets import load_questions

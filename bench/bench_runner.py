@@ -89,9 +89,9 @@ def main() -> int:
     if not 1 <= args.n <= 20_000:
         parser.error("--n must be between 1 and 20000")
 
-    from evalcore.config import EvalConfig
+    from evalcore.runner.config import EvalConfig
     from evalcore.store import query_df
-    from evalcore.runner import run_evaluation
+    from evalcore.pipeline import run_evaluation
     from evalcore.store import RunStore
 
     server, port = start_server(args.latency_ms)

@@ -240,8 +240,8 @@ def ray_startup() -> tuple[float, float]:
 DRIVER_READ = """
 import sys, time
 from evalcore.store import RunStore
-from evalcore.queries import run_questions
-from evalcore.scoring import _registry, select_metrics
+from evalcore.scoring.queries import run_questions
+from evalcore.scoring.engine import _registry, select_metrics
 from evalcore.scale.ray_scoring import _responses_file, scan_answers
 t0 = time.perf_counter()
 store = RunStore(sys.argv[1]); run_id = store.resolve(sys.argv[2])

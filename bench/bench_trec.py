@@ -6,7 +6,7 @@
 Both sides do the same work: read the qrels and run files from disk, then compute the mean
 ndcg@10, mrr@10, recall@100 and map. ranx reads with Qrels.from_file / Run.from_file
 (kind="trec") and scores with ranx.evaluate; we read with evalcore.datasets.trec and score with
-evalcore.trec_eval. ranx compiles its metrics with numba on first use, so each side first
+evalcore.metrics.trec_eval. ranx compiles its metrics with numba on first use, so each side first
 evaluates a tiny example (a warm-up, timed and printed but not part of the ratio); the ratio
 ours/ranx compares the timed runs only. The data are synthetic and seeded: per query, 100
 distinct documents with distinct 6-decimal scores in descending order, 5 of them
@@ -78,7 +78,7 @@ STAGES: dict[str, float] = {}
 
 def ours(qrels_path: Path, run_path: Path) -> dict[str, float]:
     from evalcore.datasets.trec import read_qrels_table, read_run_table
-    from evalcore.trec_eval import evaluate, rankings_from_tables
+    from evalcore.metrics.trec_eval import evaluate, rankings_from_tables
 
     t0 = time.perf_counter()
     run, qrels = read_run_table(run_path), read_qrels_table(qrels_path)

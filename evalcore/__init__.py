@@ -12,13 +12,13 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "EvalConfig": ("evalcore.config", "EvalConfig"),
-    "run_evaluation": ("evalcore.runner", "run_evaluation"),
-    "resume_run": ("evalcore.runner", "resume_run"),
+    "EvalConfig": ("evalcore.runner.config", "EvalConfig"),
+    "run_evaluation": ("evalcore.pipeline", "run_evaluation"),
+    "resume_run": ("evalcore.pipeline", "resume_run"),
     "RunStore": ("evalcore.store", "RunStore"),
-    "score_run": ("evalcore.scoring", "score_run"),
+    "score_run": ("evalcore.scoring.engine", "score_run"),
     "load_questions": ("evalcore.datasets", "load_questions"),
-    "import_recorded": ("evalcore.importer", "import_recorded"),
+    "import_recorded": ("evalcore.scoring.importer", "import_recorded"),
 }
 
 __all__ = ["__version__", *_LAZY]

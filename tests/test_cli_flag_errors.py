@@ -78,7 +78,7 @@ def test_with_a_config_file_the_flag_is_named_not_the_file(tmp_path, questions, 
 def test_resume_validates_its_flags(tmp_path, flag, value):
     """A live run resumed with a bad setting is refused before anything is opened or asked."""
     from evalcore import __version__
-    from evalcore.config import EvalConfig
+    from evalcore.runner.config import EvalConfig
     from evalcore.schemas import RunManifest
     from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
-from evalcore.importer import import_recorded
+from evalcore.scoring.importer import import_recorded
 from evalcore.metrics.registry import METRICS, register_metric
 
 

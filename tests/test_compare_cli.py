@@ -72,7 +72,7 @@ def test_compare_json_and_pareto(two_runs):
 
 
 def test_markdown_report_says_worse_only_when_significant(two_runs):
-    from evalcore.export import _md_cell
+    from evalcore.outputs.export import _md_cell
 
     root, (good, worse) = two_runs
     res = _cli(root, "compare", f"{good}:reader", f"{worse}:reader", "--metrics", "token_f1,squad_em", "--markdown")
@@ -89,7 +89,7 @@ def test_markdown_cells_are_inert():
     import pandas as pd
 
     from evalcore.analysis.compare import Comparison, Selection
-    from evalcore.analysis.report import comparison_markdown
+    from evalcore.outputs.markdown_report import comparison_markdown
 
     hostile = Selection("run|x", "<script>alert(1)</script>")
     table = pd.DataFrame([{"candidate": hostile.label, "metric": "latency_ms", "higher_is_better": False,

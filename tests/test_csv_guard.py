@@ -2,7 +2,7 @@
 
 Issue 34, item 7(a): `labels export` wrote `=HYPERLINK(...)` from an imported `who` or `note`
 as it was, while `export -f csv` guarded it. Now every CSV goes through
-evalcore/schemas/csv_safety.py (labels export, `export -f csv`, the dashboard's download buttons),
+evalcore/common/csv_safety.py (labels export, `export -f csv`, the dashboard's download buttons),
 and every CSV reader takes the guard off again, so `labels import` of a `labels export` and
 `import` of an `export -f csv` read back exactly what was exported — a note that really begins
 with "=" or "'=" included.
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
-from evalcore.schemas.csv_safety import frame_to_csv, guard, is_risky, rows_to_csv, unguard
+from evalcore.common.csv_safety import frame_to_csv, guard, is_risky, rows_to_csv, unguard
 from evalcore.store import query_df
 
 PKG = Path(__file__).resolve().parents[1] / "evalcore"
@@ -156,7 +156,7 @@ def test_labels_export_reimports_to_the_same_text(labelled):
 # ---- export -f csv -> import -------------------------------------------------------------------
 
 def test_run_export_reimports_to_the_same_text(tmp_path):
-    from evalcore.importer import import_recorded
+    from evalcore.scoring.importer import import_recorded
     from evalcore.store import RunStore
 
     store = RunStore(tmp_path / "runs")

@@ -16,7 +16,7 @@ from evalcore.cli.main import app
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError
 from evalcore.store import query_df
-from evalcore.text_input import LIMIT_ENV
+from evalcore.common.text_input import LIMIT_ENV
 
 HEAD = b"question_id,method,question,answer,latency_ms\r\n"
 GOOD = [b"q1,m,Q1,a1,1\r\n", b"q2,m,Q2,a2,2\r\n"]
@@ -40,7 +40,7 @@ def _file(tmp_path, body: bytes, name: str = "answers.csv"):
 
 @pytest.mark.parametrize("kind", list(BAD_THIRD))
 def test_every_error_in_the_third_row_names_record_3(tmp_path, kind):
-    from evalcore.importer import parse_recorded
+    from evalcore.scoring.importer import parse_recorded
 
     path = _file(tmp_path, BAD_THIRD[kind])
     with pytest.raises(InputError) as info:

@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 
 from evalcore.analysis import leaderboard as L
 from evalcore.cli.main import app
-from evalcore.importer import import_recorded
+from evalcore.scoring.importer import import_recorded
 from evalcore.metrics.base import ScoringContext, answer_failed
 from evalcore.metrics.registry import METRICS
 from evalcore.schemas import EvalQuestion, EvalResponse
-from evalcore.scoring import score_run
+from evalcore.scoring.engine import score_run
 
 N = 12
 FAILURE = "HTTP 400 unknown method 'default'"

@@ -53,7 +53,7 @@ def test_a_tiny_alpha_compares(pair, alpha):
 
 @pytest.mark.parametrize("alpha", TINY)
 def test_the_pytest_gate_takes_a_tiny_alpha(pair, alpha):
-    from evalcore.runner.gate import check_gate
+    from evalcore.outputs.gate import check_gate
     from evalcore.store import RunStore
 
     root, base, worse = pair
@@ -164,14 +164,14 @@ def test_a_threshold_beyond_the_metric_range_or_not_plain_is_refused(thresholds)
     `1_0` is already the number 10), and so does check_gate when called from Python."""
     from pydantic import ValidationError
 
-    from evalcore.config import EvalConfig
+    from evalcore.runner.config import EvalConfig
 
     with pytest.raises(ValidationError):
         EvalConfig(target="http://127.0.0.1:9", dataset="q.jsonl", thresholds=thresholds)
 
 
 def test_check_gate_refuses_a_bound_beyond_the_range(pair):
-    from evalcore.runner.gate import check_gate
+    from evalcore.outputs.gate import check_gate
     from evalcore.store import RunStore
 
     root, base, worse = pair
@@ -185,7 +185,7 @@ def test_check_gate_refuses_a_bound_beyond_the_range(pair):
 @pytest.mark.parametrize("text", ["regression_alpha: 1_0e-2", "regression_alpha: '0_05'", "min_paired: '０.９'",
                                   "thresholds: {token_f1: '1_0'}", "thresholds: {token_f1: 1_0}"])
 def test_a_config_file_spelling_is_refused_naming_the_file(tmp_path, text):
-    from evalcore.config import load_config
+    from evalcore.runner.config import load_config
     from evalcore.errors import InputError
 
     path = tmp_path / "eval.yaml"
@@ -196,7 +196,7 @@ def test_a_config_file_spelling_is_refused_naming_the_file(tmp_path, text):
 
 
 def test_a_config_takes_a_tiny_alpha_and_plain_numbers(tmp_path):
-    from evalcore.config import EvalConfig
+    from evalcore.runner.config import EvalConfig
 
     cfg = EvalConfig(target="http://127.0.0.1:9", dataset="q.jsonl", regression_alpha=1e-17, min_paired="0.5",
                      thresholds={"token_f1": "0.5", "latency_ms": {"max": 3000}, "groundedness": 4})

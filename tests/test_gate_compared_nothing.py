@@ -5,7 +5,7 @@ on a side, or when the two runs' question ids differed only in Unicode form (0 p
 `token_f1:nan` switched the gate off. Now: 0 pairs, or fewer than --min-paired of the questions
 with a value on either side, fail it (exit 1, a NOT COMPARED line saying why); bad thresholds
 and unknown names are usage errors (exit 2, one line); ids pair under the id rule even between
-runs stored by an older evalcore. The pytest plugin's gate (evalcore.runner.gate) follows the
+runs stored by an older evalcore. The pytest plugin's gate (evalcore.outputs.gate) follows the
 same rule. Real questions: SQuAD 2.0 dev, the Normans article.
 """
 
@@ -191,9 +191,9 @@ def test_unknown_names_are_usage_errors(runs):
 
 
 def test_the_pytest_gate_fails_when_it_compared_nothing(runs):
-    """evalcore.runner.gate (the pytest plugin's check): a threshold metric all NaN, a baseline
+    """evalcore.outputs.gate (the pytest plugin's check): a threshold metric all NaN, a baseline
     without the run's method, a metric with no value on one side, NaN bounds."""
-    from evalcore.runner.gate import check_gate
+    from evalcore.outputs.gate import check_gate
     from evalcore.store import RunStore
 
     root, ids = runs
@@ -221,7 +221,7 @@ def test_a_config_threshold_that_is_no_finite_bound_is_refused(thresholds):
     """The pytest plugin reads its thresholds from the eval config: refused when it is read."""
     from pydantic import ValidationError
 
-    from evalcore.config import EvalConfig
+    from evalcore.runner.config import EvalConfig
 
     with pytest.raises(ValidationError):
         EvalConfig(target="http://127.0.0.1:9", dataset="q.jsonl", thresholds=thresholds)
@@ -230,7 +230,7 @@ def test_a_config_threshold_that_is_no_finite_bound_is_refused(thresholds):
 
 
 def test_the_pytest_gate_fails_when_no_method_overlaps(runs, tmp_path):
-    from evalcore.runner.gate import check_gate
+    from evalcore.outputs.gate import check_gate
     from evalcore.store import RunStore
 
     root, ids = runs

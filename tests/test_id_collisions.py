@@ -73,7 +73,7 @@ def test_the_report_refuses_it_too(runs, tmp_path):
 
 
 def test_the_pytest_gate_fails_naming_the_ids(runs):
-    from evalcore.runner.gate import check_gate
+    from evalcore.outputs.gate import check_gate
     from evalcore.store import RunStore
 
     root, base, old = runs

@@ -185,7 +185,7 @@ def test_trec_topics_and_qrels_pair_in_any_form(tmp_path):
 
 
 def test_typed_names_run_names_judges_configs_and_urls(tmp_path):
-    from evalcore.config import EvalConfig
+    from evalcore.runner.config import EvalConfig
     from evalcore.judges import make_judge
     from evalcore.schemas import Annotation, EvalQuestion
     from evalcore.ui.safe_widgets import _url_choice

@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalcore.errors import InputError
-from evalcore.importer import import_recorded
-from evalcore.queries import run_responses
+from evalcore.scoring.importer import import_recorded
+from evalcore.scoring.queries import run_responses
 from evalcore.store import RunStore
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=False),

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.errors import InputError
-from evalcore.importer import import_recorded
-from evalcore.queries import run_responses
+from evalcore.scoring.importer import import_recorded
+from evalcore.scoring.queries import run_responses
 
 runner = CliRunner()
 RAGAS_HEADER = "user_input,response,retrieved_contexts,reference"

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from evalcore.errors import InputError
-from evalcore.importer import import_recorded, parse_recorded
-from evalcore.queries import run_questions, run_responses
+from evalcore.scoring.importer import import_recorded, parse_recorded
+from evalcore.scoring.queries import run_questions, run_responses
 
 
 def _jsonl(path, records):

@@ -32,7 +32,7 @@ from evalcore.schemas import Annotation
 from evalcore.schemas.labels import RETRACTED
 from evalcore.schemas.results import LABEL_CLOCK_SKEW
 from evalcore.store import query_df
-from evalcore.tables import annotation_row, to_arrow
+from evalcore.store.tables import annotation_row, to_arrow
 
 METHOD = "local_search"
 T0 = datetime(2025, 6, 1, 12, 0, tzinfo=timezone.utc)
@@ -133,7 +133,7 @@ NUMBERS = [253402300799, "253402300799", 32503680000, "32503680000", 1717243200,
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_a_number_is_never_read_as_a_time(items, tmp_path, fmt):
-    from evalcore.schemas.csv_safety import rows_to_csv
+    from evalcore.common.csv_safety import rows_to_csv
 
     store, run, qids = items
     for when in NUMBERS:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalcore.judges.graded_metrics import WEIGHTS, grade
+from evalcore.metrics.judged.graded import WEIGHTS, grade
 from evalcore.schemas.labels import GRADE_BANDS, Grade, grade_for
 
 

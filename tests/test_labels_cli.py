@@ -108,7 +108,7 @@ def test_export_reimports_to_the_same_labels(labelled, tmp_path):
     recs = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     stored = query_df(store, "SELECT count(*) AS n FROM annotations WHERE run_id = ?", [run]).n[0]
     assert len(recs) == stored >= 120 and "answer_class" in {r["metric"] for r in recs}
-    from evalcore.labels_io import parse
+    from evalcore.analysis.labels_io import parse
 
     again = parse(store, tmp_path / "out.jsonl")
     before = query_df(store, "SELECT method, question_id, label, sample_id, inclusion_prob, who FROM annotations "

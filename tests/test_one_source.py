@@ -22,8 +22,8 @@ from evalcore.analysis import distributions as G
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis import question_drilldown as Qn
 from evalcore.cli.main import app
-from evalcore.importer import import_recorded
-from evalcore.scoring import score_run
+from evalcore.scoring.importer import import_recorded
+from evalcore.scoring.engine import score_run
 from evalcore.store import RunStore
 
 METRICS = ["token_f1", "exact_match", "latency_ms", "cost_usd", "weighted_score"]
@@ -224,7 +224,7 @@ def test_means_and_ci_have_one_definition(messy):
     """Means: show --json = leaderboard = gate = drill-down; the leaderboard's ± is half of the
     CI `summarize` gives every mean (errors and NaNs in the data)."""
     from evalcore.analysis.means import per_method_means, summarize
-    from evalcore.runner.gate import method_means
+    from evalcore.outputs.gate import method_means
 
     store, run_id = messy
     shown = {(m["method"], m["metric"]): m for m in json.loads(_cli(store.root, "show", run_id, "--json"))["metrics"]}

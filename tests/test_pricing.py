@@ -5,7 +5,7 @@ import json
 import pytest
 
 from evalcore.errors import EvalcoreError
-from evalcore.pricing import load_prices, price_for, token_cost
+from evalcore.judges.pricing import load_prices, price_for, token_cost
 
 
 def test_prefix_and_provider_lookup():

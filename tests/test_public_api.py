@@ -4,8 +4,8 @@ import evalcore
 
 
 def test_lazy_exports_resolve():
-    from evalcore.config import EvalConfig
-    from evalcore.runner import run_evaluation
+    from evalcore.runner.config import EvalConfig
+    from evalcore.pipeline import run_evaluation
 
     assert evalcore.EvalConfig is EvalConfig and evalcore.run_evaluation is run_evaluation
     for name in evalcore.__all__:

@@ -93,7 +93,7 @@ def test_an_answers_raw_nested_past_the_bound_is_refused():
 
 
 def test_values_at_the_bounds_are_stored_and_read_back(tmp_path):
-    from evalcore.queries import run_responses
+    from evalcore.scoring.queries import run_responses
 
     record = {**BASE, "token_usage": {"input_tokens": 10**12, "output_tokens": 0, "cost_usd": 1e6},
               "latency_ms": 1e10, "timings": {"x": -1e10},

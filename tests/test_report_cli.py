@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.demo.synthetic import build_store, write_run
-from evalcore.queries import run_questions
+from evalcore.scoring.queries import run_questions
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from evalcore import scoring
+from evalcore.scoring import engine as scoring
 from evalcore.cli.main import app
 from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import MetricSpec, Score, per_item
@@ -123,20 +123,20 @@ def test_spot_check_is_passed_through_or_reported_missing(example, monkeypatch):
 
     store, run_id = example
     seen = {}
-    fake = types.ModuleType("evalcore.spot_check")
+    fake = types.ModuleType("evalcore.scoring.spot_check")
 
     def spot_check(store_, run_id_, fraction, second_judge, first_judge, seed):
         seen.update(run_id=run_id_, fraction=fraction, second=second_judge, first=first_judge, seed=seed)
         return {"disagreement_rate": 0.0}
 
     fake.spot_check = spot_check
-    monkeypatch.setitem(sys.modules, "evalcore.spot_check", fake)
+    monkeypatch.setitem(sys.modules, "evalcore.scoring.spot_check", fake)
     res = _cli(store.root, "score", run_id, "--metrics", "token_f1", "--no-progress",
                "--spot-check", "0.1", "--second-judge", "heuristic")
     assert res.exit_code == 0, res.output
     assert seen == {"run_id": run_id, "fraction": 0.1, "second": "heuristic", "first": None, "seed": 0}
     assert '"disagreement_rate": 0.0' in res.stdout
-    monkeypatch.setitem(sys.modules, "evalcore.spot_check", None)  # import now fails
+    monkeypatch.setitem(sys.modules, "evalcore.scoring.spot_check", None)  # import now fails
     res = _cli(store.root, "score", run_id, "--metrics", "token_f1", "--no-progress",
                "--spot-check", "0.1", "--second-judge", "heuristic")
     assert isinstance(res.exception, EvalcoreError) and "--spot-check is not available" in str(res.exception)

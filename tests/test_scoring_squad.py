@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from evalcore.importer import import_recorded
-from evalcore.scoring import score_run
+from evalcore.scoring.importer import import_recorded
+from evalcore.scoring.engine import score_run
 from evalcore.analysis.means import answer_classes, summarize
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from evalcore.errors import StoreError
 from evalcore.analysis.results import wide_results
-from evalcore.queries import run_questions, run_responses
+from evalcore.scoring.queries import run_questions, run_responses
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
 from evalcore.schemas.results import Annotation
 from evalcore.store import FORMAT_VERSION, RunStore, check_run_id, new_run_id, open_db, query_df

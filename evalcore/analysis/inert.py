@@ -1,12 +1,12 @@
 """Data-derived text made inert for the two renderers that read markup in it: Plotly and HTML.
 
 Why here (in analysis, not in ui/safe_widgets): the dashboard and the standalone HTML report
-(evalcore.analysis.html_report, which the CLI writes and the Compare page offers) draw the same
+(evalcore.outputs.html_report, which the CLI writes and the Compare page offers) draw the same
 figures from the same names, and the report may not import the dashboard. One definition of
 "inert" serves both; evalcore.ui.safe_widgets re-exports these names for the pages.
 
 Invisible characters (zero-width spaces and joiners, soft hyphens, Hangul fillers, variation
-selectors, tag characters, spaces other than U+0020: evalcore.inert_text's list) are shown as the
+selectors, tag characters, spaces other than U+0020: evalcore.common.inert_text's list) are shown as the
 terminal shows them (`\\u200b`), so two names that differ never look alike on a page, in a
 chart or in the report either. Each string passes once (inert_figure does the figure's labels;
 a caller does not escape them again).
@@ -18,11 +18,11 @@ import html
 import math
 from typing import Any
 
-from evalcore.inert_text import escape_code, reveal, visible  # reveal: also the dashboard's inert_html
+from evalcore.common.inert_text import escape_code, reveal, visible  # reveal: also the dashboard's inert_html
 
 
 def shown_name(value: Any) -> str:
-    """A name (method, run, metric, category, id) as a page shows it: evalcore.inert_text.visible,
+    """A name (method, run, metric, category, id) as a page shows it: evalcore.common.inert_text.visible,
     the terminal's one-line spelling (every control and invisible character as its escape,
     newlines included, a backslash that would read as an escape doubled), so two names that
     differ never show alike. Apply it once: its output holds backslashes that a second pass doubles."""

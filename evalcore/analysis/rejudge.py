@@ -1,5 +1,5 @@
 """What `evalcore rejudge` reports: per judged metric, the old and new means and how often the
-two judges disagree (rate and Cohen's kappa), by evalcore.judges.reliability.agreement — the
+two judges disagree (rate and Cohen's kappa), by evalcore.metrics.judge_agreement.agreement — the
 spot check's definition, not a copy of it.
 
 Why here: it is a number a person reads, so it is computed in the analysis layer; the command
@@ -29,7 +29,7 @@ def judged_values(store: RunStore, run_id: str, metrics: Sequence[str] | None = 
 def rejudge_summary(old: pd.DataFrame, new: pd.DataFrame, names: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Per metric: new_mean (every scored new value), old_mean (the old values that have a new
     one), n_paired, disagreement_rate and kappa (reliability.agreement on the pairs)."""
-    from evalcore.judges.reliability import agreement
+    from evalcore.metrics.judge_agreement import agreement
 
     before = {(r.method, r.question_id, r.metric): r.value for r in old.itertuples(index=False)}
     out: dict[str, dict[str, Any]] = {}

@@ -1,5 +1,5 @@
 """Options shared by every command (set by the root callback), and the helpers that print tables and
-one-line messages quoting data (evalcore.inert_text makes what they quote inert)."""
+one-line messages quoting data (evalcore.common.inert_text makes what they quote inert)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ state = CliState()
 
 def console(stderr: bool = False):
     """A rich console for tables: no markup parsing (names and answers are data, not markup), no
-    colour or style codes (everything written passes the terminal guard, evalcore.inert_text,
+    colour or style codes (everything written passes the terminal guard, evalcore.common.inert_text,
     which would show them as escapes), and a wide fixed width when output is not a terminal so
     piped tables stay readable."""
     import sys
@@ -44,7 +44,7 @@ def print_table(title: str | None, columns: Sequence[str], rows: Iterable[Sequen
     (a missing cell, None, is empty)."""
     from rich.table import Table
 
-    from evalcore.inert_text import visible
+    from evalcore.common.inert_text import visible
 
     table = Table(title=visible(title) if title is not None else None)
     for c in columns:
@@ -60,6 +60,6 @@ def echo_line(text: str, err: bool = False) -> None:
     second line. (Control characters in any other output are escaped by the stream guard.)"""
     import typer
 
-    from evalcore.inert_text import visible
+    from evalcore.common.inert_text import visible
 
     typer.echo(visible(text), err=err)

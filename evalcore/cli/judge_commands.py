@@ -29,8 +29,8 @@ def rejudge_cmd(
 ) -> None:
     """Re-score judged metrics with JUDGE; prints old vs new mean and disagreement per metric."""
     from evalcore.analysis.rejudge import judged_values, rejudge_summary
-    from evalcore.metrics.judged import SPECS
-    from evalcore.scoring import score_run
+    from evalcore.metrics.judged.specs import SPECS
+    from evalcore.scoring.engine import score_run
 
     store = state.store()
     run_id = store.resolve(run)

@@ -23,7 +23,7 @@ labels_app = typer.Typer(help="Human labels: import them from a labelling tool, 
 def import_cmd(file: Path = typer.Argument(..., help="CSV or JSONL: run, method, question_id, metric, target, "
                                                      "label, who [, sample_id, inclusion_prob, note, when].")) -> None:
     """Append labels from a file; the whole file is checked first (nothing stored on refusal)."""
-    from evalcore.labels_io import import_labels
+    from evalcore.analysis.labels_io import import_labels
 
     n = import_labels(state.store(), file)
     echo_line(f"imported {n} label{'s' if n != 1 else ''} from {file}")
@@ -34,7 +34,7 @@ def export_cmd(run: Optional[str] = typer.Option(None, "--run", help="Only this 
                fmt: str = typer.Option("csv", "--format", "-f", help="csv or jsonl."),
                output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output file (default: stdout).")) -> None:
     """Every stored label, in the fields `labels import` reads."""
-    from evalcore.labels_io import export_text
+    from evalcore.analysis.labels_io import export_text
 
     if fmt not in ("csv", "jsonl"):
         raise EvalcoreError(f"--format {fmt!r}: choose csv or jsonl")

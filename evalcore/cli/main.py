@@ -24,7 +24,7 @@ from evalcore.cli.context import state
 from evalcore.cli.disk_errors import disk_full_message, is_disk_full, is_not_writable, not_writable_message
 from evalcore.cli.flag_errors import guard_flags
 from evalcore.errors import EvalcoreError
-from evalcore.inert_text import install_inert_streams
+from evalcore.common.inert_text import install_inert_streams
 
 def _store_commands() -> ModuleType:
     from evalcore.cli import store_commands
@@ -167,7 +167,7 @@ _OUTERMOST: list[typer.Context] = []
 
 
 def _guard_output() -> None:
-    """Every write to stdout and stderr passes the terminal guard (evalcore.inert_text), and click
+    """Every write to stdout and stderr passes the terminal guard (evalcore.common.inert_text), and click
     never strips escape sequences before it does. Inside a command every context has color on
     (the app's context_settings); an echo outside any command (main's one error line, printed
     after the command's context closed) finds this outermost context, color on, entered once
@@ -199,7 +199,7 @@ def main() -> None:
     """Console entry point: one line on stderr for every failure, never a traceback (unless
     --debug). Expected ones (evalcore errors, a full disk, a store that cannot be written)
     exit 2; anything unexpected exits 1 and points at --debug. Everything written to stdout and
-    stderr passes the terminal guard (evalcore.inert_text): names and text from the data can
+    stderr passes the terminal guard (evalcore.common.inert_text): names and text from the data can
     show their control characters, never send them."""
     _guard_output()
     try:

@@ -1,4 +1,4 @@
-"""`evalcore report`: a comparison as one self-contained HTML file (evalcore.analysis.html_report).
+"""`evalcore report`: a comparison as one self-contained HTML file (evalcore.outputs.html_report).
 
 The selections and the metric flags are `evalcore compare`'s (RUN[:METHOD] ..., first =
 baseline; --metrics, --seed, --alpha), so the report's numbers are the ones `compare --json`
@@ -38,7 +38,7 @@ def report_cmd(
         import plotly  # noqa: F401
     except ImportError as exc:
         raise EvalcoreError(APP_HINT) from exc
-    from evalcore.analysis.html_report import render
+    from evalcore.outputs.html_report import render
     from evalcore.analysis.report_data import report_data
 
     wanted = [m.strip() for m in (metrics or "").split(",") if m.strip()]

@@ -76,8 +76,8 @@ def run_cmd(
     at most the batch in flight. Either way `evalcore run --resume RUN` asks only what is missing
     (with either engine).
     """
-    from evalcore.config import EvalConfig, load_config
-    from evalcore.runner import resume_run, run_evaluation
+    from evalcore.runner.config import EvalConfig, load_config
+    from evalcore.pipeline import resume_run, run_evaluation
 
     if address and engine is not Engine.ray:
         raise EvalcoreError("--address is for --engine ray")

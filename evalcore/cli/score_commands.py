@@ -1,4 +1,4 @@
-"""`evalcore score` and `evalcore compare`: thin wrappers over evalcore.scoring and evalcore.analysis.
+"""`evalcore score` and `evalcore compare`: thin wrappers over evalcore.scoring.engine and evalcore.analysis.
 
 Exit codes: 0 ok; 1 when `compare --fail-on-regression` fails: a gated metric regressed
 significantly after Holm correction, or compared nothing / too little to tell (no question, or
@@ -46,7 +46,7 @@ def _options_from(path: Optional[str], pairs: list[str]) -> dict:
 
     options: dict = {}
     if path:
-        from evalcore.safe_yaml import read_settings
+        from evalcore.common.safe_yaml import read_settings
 
         if not Path(path).is_file():
             raise EvalcoreError(f"--options-file {path}: no such file")
@@ -97,7 +97,7 @@ def score_cmd(
     run on what the run holds. Add --groups semantic for embedding metrics, --judge J for the
     LLM-judged ones (use --dry-run first to see calls, tokens and cost).
     """
-    from evalcore.scoring import score_run
+    from evalcore.scoring.engine import score_run
 
     groups = deprecated(groups, group, "--group", "--groups")
     options_file = deprecated(options_file, options_old, "--options", "--options-file")
@@ -144,9 +144,9 @@ def score_cmd(
         echo_line(f"ERROR in {name}: {msg}", err=True)
     if spot_check is not None:
         try:
-            from evalcore.spot_check import spot_check as run_spot_check
+            from evalcore.scoring.spot_check import spot_check as run_spot_check
         except ImportError as exc:
-            raise EvalcoreError(f"--spot-check is not available in this build (evalcore.spot_check: {exc})") from exc
+            raise EvalcoreError(f"--spot-check is not available in this build (evalcore.scoring.spot_check: {exc})") from exc
         result = run_spot_check(store, report.run_id, fraction=spot_check, second_judge=second_judge,
                                 first_judge=judge, seed=0)
         typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
@@ -247,7 +247,7 @@ def compare_cmd(
             out["corrected"] = json.loads(table.to_json(orient="records", double_precision=15))
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
     elif markdown:
-        from evalcore.analysis.report import comparison_markdown
+        from evalcore.outputs.markdown_report import comparison_markdown
 
         typer.echo(comparison_markdown(result, {x.label: x.method for x in sels} if one_run else None), nl=False)
     else:

@@ -22,7 +22,7 @@ from evalcore.cli.phoenix_options import (
     phoenix_limits,
 )
 from evalcore.errors import EvalcoreError
-from evalcore.export import FORMATS
+from evalcore.outputs.export import FORMATS
 from evalcore.traces.phoenix_http import Limits
 
 
@@ -80,7 +80,7 @@ def import_cmd(
     OpenInference traces (one trace = one answer) come from a span export file (Phoenix's span
     dataframe as Parquet/JSONL, or OTLP JSON lines) or a Phoenix server: docs/phoenix.md.
     """
-    from evalcore.importer import import_recorded
+    from evalcore.scoring.importer import import_recorded
     from evalcore.traces.phoenix import is_phoenix_url
 
     limits = phoenix_limits(phoenix_timeout, phoenix_request_timeout, bool(file) and is_phoenix_url(file),
@@ -128,7 +128,7 @@ def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], meth
     if answers_flags:
         raise EvalcoreError("--allow-extra, --retrieval-only and --example apply to recorded-answers files, "
                             f"not to OpenInference traces ({file})")
-    from evalcore.fingerprint import file_fingerprint
+    from evalcore.common.fingerprint import file_fingerprint
     from evalcore.schemas.storable import storable_path
     from evalcore.traces.phoenix import is_phoenix_url, parse_url, server_spans
     from evalcore.traces.spans import read_span_file
@@ -188,7 +188,7 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
     from evalcore.analysis.id_collisions import colliding_ids, warning_lines
     from evalcore.analysis.indexing import coverage_by_doc_type, run_indexing_coverage
     from evalcore.analysis.means import metric_table
-    from evalcore.tables import _json
+    from evalcore.store.tables import _json
 
     store = state.store()
     run_id = store.resolve(run)
@@ -247,11 +247,11 @@ def export_cmd(
     phoenix_request_timeout: Optional[float] = PHOENIX_REQUEST_TIMEOUT,
 ) -> None:
     """Export one row per question x method: question, ground truth, answer, one column per metric."""
-    from evalcore.export import export_run
+    from evalcore.outputs.export import export_run
 
     limits = phoenix_limits(phoenix_timeout, phoenix_request_timeout, to is not None, "exports (--to)")
     if to is not None:
-        from evalcore.traces.phoenix import export_scores
+        from evalcore.outputs.phoenix_scores import export_scores
 
         if output is not None or fmt != "csv":
             raise EvalcoreError("--to sends the scores to Phoenix; it takes no --format or --output")
@@ -291,7 +291,7 @@ def clean_cmd(dry_run: bool = typer.Option(False, "--dry-run", help="Only list w
     Runs, shared data and imports still in progress are never touched. Importing also cleans
     staging on its own.
     """
-    from evalcore.staging import human_bytes
+    from evalcore.store.staging import human_bytes
 
     store = state.store()
     kept: list[Path] = []

@@ -89,7 +89,7 @@ def print_damaged(store, err: bool = False) -> int:
 def print_quarantined(store) -> None:
     """Part files set aside by a write (unreadable, another table's or another run's; for
     `evalcore store clean`): reported, never removed."""
-    from evalcore.staging import human_bytes
+    from evalcore.store.staging import human_bytes
 
     found = store.quarantined()
     for path, size in found:

@@ -1,5 +1,5 @@
 """`evalcore trec QRELS RUN`: trec_eval-compatible scoring of TREC run files, fast enough for
-millions of lines (see evalcore.trec_eval and docs/metrics/retrieval.md)."""
+millions of lines (see evalcore.metrics.trec_eval and docs/metrics/retrieval.md)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def trec_cmd(
                                   help="Score judged queries missing from the run as 0 (trec_eval -c)."),
 ) -> None:
     from evalcore.datasets.trec import line_of_row, read_qrels_table, read_run_table
-    from evalcore.trec_eval import DuplicateDocument, evaluate, metric_function, rankings_from_tables
+    from evalcore.metrics.trec_eval import DuplicateDocument, evaluate, metric_function, rankings_from_tables
 
     names = [m.strip() for m in metrics.split(",") if m.strip()]
     if not names:

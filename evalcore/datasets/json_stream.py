@@ -2,7 +2,7 @@
 
 Two shapes hold records: a top-level array, or an object wrapping one under a known key
 (`{"records": [...]}`, SQuAD's `{"data": [...]}`; records.LIST_KEYS, in order of preference).
-Both are streamed: the text comes in pieces (evalcore/text_input.py, which refuses binary
+Both are streamed: the text comes in pieces (evalcore/common/text_input.py, which refuses binary
 data), and each record is decoded alone with `raw_decode`, its text held only until then and
 never longer than the record bound. An object is read twice: once to learn which of its
 keys holds the records (a later key may be preferred over an earlier one, and a repeated key
@@ -10,7 +10,7 @@ counts by its last value, as `json.loads` would have it), once to stream that li
 error anywhere is found by the first pass, before a record is handed out.
 
 What a record makes is bounded as well as its text: before a value is decoded, the values its
-text could make are counted (evalcore/value_budget.py) and a record of more than the budget
+text could make are counted (evalcore/common/value_budget.py) and a record of more than the budget
 (50 000, EVALCORE_MAX_RECORD_VALUES) is refused naming it. The text is held in CHUNK-sized
 steps, so the text past the record in hand is short and counting it is needless: a record
 whose text (with what follows it) is under twice the budget in characters cannot make more
@@ -25,8 +25,15 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from evalcore.errors import InputError
-from evalcore.text_input import LIMIT_ENV, PIECE, iter_text, record_limit, shown_mb
-from evalcore.value_budget import RecordSize, TooManyValues, count_values, exact_values, value_limit, values_at_most
+from evalcore.common.text_input import LIMIT_ENV, PIECE, iter_text, record_limit, shown_mb
+from evalcore.common.value_budget import (
+    RecordSize,
+    TooManyValues,
+    count_values,
+    exact_values,
+    value_limit,
+    values_at_most,
+)
 
 
 _SPACE = re.compile(r"[ \t\r\n]*")

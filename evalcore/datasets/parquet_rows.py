@@ -31,8 +31,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from evalcore.errors import InputError
-from evalcore.text_input import JSON_SIX_CHARS, JSON_TWO_CHARS, LIMIT_ENV, record_limit, shown_mb
-from evalcore.value_budget import VALUES_ENV, RecordSize, value_limit
+from evalcore.common.text_input import JSON_SIX_CHARS, JSON_TWO_CHARS, LIMIT_ENV, record_limit, shown_mb
+from evalcore.common.value_budget import VALUES_ENV, RecordSize, value_limit
 
 MAX_FOOTER_BYTES = 16 * 2 ** 20
 MAX_RATIO = 100

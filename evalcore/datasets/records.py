@@ -15,9 +15,9 @@ Memory: every format is streamed (a line, a CSV record, a JSON record, a bounded
 at a time: evalcore/datasets/parquet_rows.py), so a file of any size is read in bounded memory;
 JSON, whether a top-level array or an object wrapping the records (`{"records": [...]}`,
 SQuAD's `{"data": [...]}`), through evalcore/datasets/json_stream.py. The text formats read
-through evalcore/text_input.py: one line or record is at most its bound (32 MB unless
+through evalcore/common/text_input.py: one line or record is at most its bound (32 MB unless
 EVALCORE_MAX_RECORD_MB says otherwise), and binary data (a NUL byte, bytes that are not UTF-8)
-is refused naming its byte offset. What a record makes is bounded too (evalcore/value_budget.py):
+is refused naming its byte offset. What a record makes is bounded too (evalcore/common/value_budget.py):
 its JSON values (a CSV row's cells and the JSON in them, a Parquet row's values) are counted
 before they are built, and a record of more than 50 000 is refused naming it.
 `read_sized_records` also says what each record cost to read, for a caller that batches them.
@@ -46,10 +46,17 @@ from typing import Any, Callable, Iterator
 from evalcore.datasets.json_stream import json_records
 from evalcore.datasets.parquet_rows import sized_parquet
 from evalcore.errors import InputError
-from evalcore.schemas.csv_safety import is_guarded, unguard
+from evalcore.common.csv_safety import is_guarded, unguard
 from evalcore.schemas.storable import WHAT, make_storable
-from evalcore.text_input import LIMIT_ENV, iter_lines, record_limit, shown_mb, stored_size
-from evalcore.value_budget import VALUES_ENV, RecordSize, TooManyValues, check_json, value_limit, values_at_most
+from evalcore.common.text_input import LIMIT_ENV, iter_lines, record_limit, shown_mb, stored_size
+from evalcore.common.value_budget import (
+    VALUES_ENV,
+    RecordSize,
+    TooManyValues,
+    check_json,
+    value_limit,
+    values_at_most,
+)
 
 log = logging.getLogger(__name__)
 OnRepair = Callable[[int, list[str]], None]
@@ -117,9 +124,9 @@ def sized_json(path: Path) -> SizedRecords:
 
 
 def read_yaml(path: Path) -> Any:
-    """A YAML file through evalcore's one loader (aliases refused: see evalcore/safe_yaml.py);
+    """A YAML file through evalcore's one loader (aliases refused: see evalcore/common/safe_yaml.py);
     NUL and lone surrogates (YAML spells both: "\\0", "\\ud800") become U+FFFD, with a warning."""
-    from evalcore.safe_yaml import read_yaml as _read
+    from evalcore.common.safe_yaml import read_yaml as _read
 
     doc, changed = make_storable(_read(path))
     if changed:

@@ -9,7 +9,7 @@ file, a slow line-by-line pass finds the first bad line and reports it as an Inp
 the file, the line and the field.
 
 Memory: the bytes go to Arrow in blocks of whole lines (BLOCK bytes), never the whole file at
-once, so only the parsed columns grow with the file. Every line passes evalcore/text_input.py's
+once, so only the parsed columns grow with the file. Every line passes evalcore/common/text_input.py's
 checks: binary data (a NUL byte, bytes that are not UTF-8) is refused naming its byte offset,
 and a line longer than the record bound (32 MB unless EVALCORE_MAX_RECORD_MB) is refused.
 """
@@ -27,7 +27,7 @@ from evalcore.datasets.native import DUPLICATE_HINT, OnDuplicate, check_on_dupli
 from evalcore.errors import DroppedDuplicate, InputError
 from evalcore.schemas import EvalQuestion, GoldPassage
 from evalcore.schemas.ids import canonical_id
-from evalcore.text_input import BOM, LIMIT_ENV, iter_lines, open_binary, record_limit, refuse_nul, shown_mb
+from evalcore.common.text_input import BOM, LIMIT_ENV, iter_lines, open_binary, record_limit, refuse_nul, shown_mb
 
 RUN_FIELDS = ("qid", "q0", "docno", "rank", "score", "tag")
 QRELS_FIELDS = ("qid", "iter", "docno", "rel")

@@ -15,10 +15,10 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from evalcore.config import EvalConfig
+from evalcore.runner.config import EvalConfig
 from evalcore.demo import METHODS, questions_path
 from evalcore.demo.server import start_in_thread
-from evalcore.runner import RunResult, run_evaluation
+from evalcore.pipeline import RunResult, run_evaluation
 from evalcore.store import RunStore
 
 @dataclass
@@ -92,7 +92,7 @@ def _semantic_pass(store: RunStore, run_id: str, progress: bool) -> str:
     """Score the semantic group too when sentence-transformers and the packaged model load."""
     if not _has("sentence_transformers"):
         return "semantic metrics skipped: sentence-transformers is not installed"
-    from evalcore import scoring
+    from evalcore.scoring import engine as scoring
     from evalcore.errors import EvalcoreError
 
     try:

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from evalcore.regular_files import open_file, write_new
+from evalcore.common.regular_files import open_file, write_new
 
 try:
     import fcntl
@@ -45,7 +45,7 @@ COMPACT_AT = 64  # parts in one folder that trigger a merge
 def _load_part(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """(keys, rows) of one part file, opened as a regular file only: a FIFO or a device in a
     part's place is refused (an OSError, so the part is skipped like a damaged one) instead of
-    blocking the scorer for ever or feeding it without end (evalcore/regular_files.py)."""
+    blocking the scorer for ever or feeding it without end (evalcore/common/regular_files.py)."""
     with open_file(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
         return data["keys"], np.asarray(data["rows"], dtype=np.float32)
 

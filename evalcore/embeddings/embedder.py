@@ -228,7 +228,7 @@ class progress_bar:
     """A transient rich progress bar on stderr for large jobs; a no-op otherwise.
 
     `enabled=None` means "only when stderr is a terminal", so CI logs stay clean. It uses the one
-    progress console (evalcore.inert_text.progress_console): when another live display is already
+    progress console (evalcore.common.inert_text.progress_console): when another live display is already
     running there (e.g. the scoring command's own bar), rich refuses a second one and we go on
     without a bar.
     """
@@ -246,7 +246,7 @@ class progress_bar:
         from rich.errors import LiveError
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        from evalcore.inert_text import progress_options, visible
+        from evalcore.common.inert_text import progress_options, visible
 
         bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                        TimeRemainingColumn(), transient=True, **progress_options())

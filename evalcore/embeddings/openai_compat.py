@@ -6,10 +6,10 @@ is appended accordingly. The API key is read from the environment at request tim
 (EVALCORE_EMBEDDING_API_KEY, else OPENAI_API_KEY) and never stored, logged or put in a model id;
 local servers need none.
 
-A reply is read in bounded memory (evalcore/http_body.py): at most `max_reply_bytes` (64 MB,
+A reply is read in bounded memory (evalcore/common/http_body.py): at most `max_reply_bytes` (64 MB,
 or 256 KB per text of a larger batch), sent or once decoded, whatever its Content-Encoding.
 Its text is read as UTF-8/16/32, or ISO-8859-1 / windows-1252 when declared; a reply declaring
-another charset is refused, never decoded with a codec the server names (evalcore/reply_charset.py).
+another charset is refused, never decoded with a codec the server names (evalcore/common/reply_charset.py).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import httpx
 import numpy as np
 
 from evalcore.errors import EvalcoreError
-from evalcore.http_body import BodyRefused, accept_encoding, read_body
-from evalcore.reply_charset import CharsetRefused, json_source, preview
-from evalcore.secret_urls import public_url, split_url, url_secrets
+from evalcore.common.http_body import BodyRefused, accept_encoding, read_body
+from evalcore.common.reply_charset import CharsetRefused, json_source, preview
+from evalcore.common.secret_urls import public_url, split_url, url_secrets
 
 KEY_ENV_VARS = ("EVALCORE_EMBEDDING_API_KEY", "OPENAI_API_KEY")
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}

@@ -22,8 +22,8 @@ from typing import Any
 
 from evalcore.judges.call_errors import FatalError, TransientError, classify, read_reply, within
 from evalcore.judges.http_client import judge_http_client
-from evalcore.reply_charset import with_text_pinned
-from evalcore.secret_urls import split_url, url_secrets
+from evalcore.common.reply_charset import with_text_pinned
+from evalcore.common.secret_urls import split_url, url_secrets
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,7 @@ class Reply:
 def _http_client(sdk: Any) -> Any:
     """The judge's HTTP client (judges/http_client.py: replies bounded as they are decoded), whose
     reply text (an error body the SDK quotes) is decoded with a codec evalcore allows, never one
-    the server names in its charset (evalcore/reply_charset.py: `punycode` took minutes)."""
+    the server names in its charset (evalcore/common/reply_charset.py: `punycode` took minutes)."""
     return with_text_pinned(judge_http_client(sdk))
 
 

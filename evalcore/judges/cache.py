@@ -7,7 +7,7 @@ change in prompt version, model or data misses the cache as it should.
 
 Entries are one JSON file each, written atomically (temp file + rename; on an s3:// store one
 PUT) and never modified (an entry that is no regular file, a FIFO say, or larger than 64 MB is
-never opened or read whole: a miss, replaced by the next reply; evalcore/regular_files.py):
+never opened or read whole: a miss, replaced by the next reply; evalcore/common/regular_files.py):
 two processes racing on one key write identical content. The judge client puts a reply only
 after it parsed and passed its task's check, and re-checks an entry before using it (older
 versions cached unchecked replies); errors and bad replies are asked again next time. Nothing
@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from evalcore.regular_files import METADATA_MAX_BYTES, read_regular, write_new
+from evalcore.common.regular_files import METADATA_MAX_BYTES, read_regular, write_new
 
 
 def request_key(request: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Callable, TypeVar
 
-from evalcore.http_body import BodyRefused
+from evalcore.common.http_body import BodyRefused
 
 T = TypeVar("T")
 

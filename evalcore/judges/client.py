@@ -8,7 +8,7 @@ Responsibilities, in the order a request meets them:
 3. bounded concurrency (an asyncio semaphore shared by all requests of a batch);
 4. retry with exponential backoff and jitter on 429 / 5xx / timeouts, honouring Retry-After;
 5. token usage checked (usage.py: missing -> estimated, impossible -> a malformed reply) and
-   priced (evalcore.pricing: an unpriced model's cost is NaN, unknown, never 0);
+   priced (evalcore.judges.pricing: an unpriced model's cost is NaN, unknown, never 0);
 6. strict JSON parsing + validation, with exactly one repair request on a bad reply; only a
    reply that parsed and passed the check enters the cache, so a judge that answered badly
    once is asked again on the next pass;
@@ -34,9 +34,9 @@ from evalcore.judges.cache import JudgeCache, request_key
 from evalcore.judges.parsing import ParseError, parse_reply
 from evalcore.judges.prompts import render
 from evalcore.judges.tasks import REPAIR_VERSION, get_task
-from evalcore.pricing import load_prices, token_cost
+from evalcore.judges.pricing import load_prices, token_cost
 from evalcore.schemas import JudgeCall, JudgeId
-from evalcore.secret_urls import public_url
+from evalcore.common.secret_urls import public_url
 
 # Judge, JudgeTask, Outcome and run_sync live in base.py; importers of this module keep them
 __all__ = ["Judge", "JudgeTask", "LLMJudge", "Outcome", "run_sync"]

@@ -5,7 +5,7 @@ HTTP library (httpx, or httpx2 in later releases), which counts nothing. `ANTHRO
 and `OPENAI_BASE_URL` point anywhere (a self-hosted model, a proxy): a judge server answering
 1 KB sent as `Content-Encoding: gzip, gzip` made a 400 MB body, and `evalcore score` went
 past 2.3 GB to a MemoryError. Target and embedding replies already went through
-evalcore/http_body.py; this puts judge replies through it too.
+evalcore/common/http_body.py; this puts judge replies through it too.
 
 How: each SDK client gets `http_client=judge_http_client(sdk)`. Its transport sends the
 request through a client built as the SDK builds its default one (the proxies of the
@@ -24,7 +24,7 @@ bounded by the value budget).
 
 The HTTP library logs each request's URL at INFO, and a judge URL may carry its key in the
 query (`openai:MODEL@https://host/v1?api_key=...`): the library's logger gets a filter that
-masks such values (evalcore/secret_urls.py), as targets/fetch.py does for httpx.
+masks such values (evalcore/common/secret_urls.py), as targets/fetch.py does for httpx.
 
 A reply past a bound raises http_body.BodyRefused; the SDK wraps it in its connection error
 and the backends turn it into a FatalError naming the bound (judges/call_errors.py `classify`):
@@ -40,9 +40,9 @@ import logging
 from functools import lru_cache
 from typing import Any
 
-from evalcore.http_body import BodyRefused, accept_encoding, read_body_async
-from evalcore.secret_urls import public_url
-from evalcore.value_budget import TooManyValues, check_json, value_limit
+from evalcore.common.http_body import BodyRefused, accept_encoding, read_body_async
+from evalcore.common.secret_urls import public_url
+from evalcore.common.value_budget import TooManyValues, check_json, value_limit
 
 MAX_REPLY_BYTES = 4 * 2 ** 20
 REPLY_LABEL = "4 MB (the bound on one judge reply)"

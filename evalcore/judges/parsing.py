@@ -18,8 +18,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
 from evalcore.judges.tasks import TASKS, ParseError, get_task
-from evalcore.value_budget import TooManyValues
-from evalcore.value_budget import loads as bounded_loads
+from evalcore.common.value_budget import TooManyValues
+from evalcore.common.value_budget import loads as bounded_loads
 
 __all__ = ["ParseError", "VALIDATORS", "parse_json", "parse_reply"]
 

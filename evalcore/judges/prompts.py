@@ -22,9 +22,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from evalcore import safe_yaml
-from evalcore.text_input import read_document
-from evalcore.value_budget import SETTINGS_MAX_BYTES, SETTINGS_MAX_NODES
+from evalcore.common import safe_yaml
+from evalcore.common.text_input import read_document
+from evalcore.common.value_budget import SETTINGS_MAX_BYTES, SETTINGS_MAX_NODES
 
 _FENCE_SALT = "evalcore-fence-v1"
 
@@ -61,7 +61,7 @@ def load_prompt(prompt_id: str, version: str = "1", directory: Path | None = Non
     if not path.is_file():
         raise KeyError(f"no prompt template {prompt_id!r} version {version!r}")
     data = safe_yaml.loads(read_document(path, SETTINGS_MAX_BYTES), SETTINGS_MAX_NODES,
-                           safe_yaml.SETTINGS_HINT)  # a settings file's bounds (evalcore/safe_yaml.py)
+                           safe_yaml.SETTINGS_HINT)  # a settings file's bounds (evalcore/common/safe_yaml.py)
     if data.get("id") != prompt_id or str(data.get("version")) != str(version):
         raise ValueError(f"{path}: id/version inside the file do not match its name")
     system = data.get("system", "")

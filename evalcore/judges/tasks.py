@@ -2,7 +2,7 @@
 
 A task is everything the judge layer needs to know about one kind of question put to a judge,
 kept together so that adding a judged metric means writing one `TaskDef` (plus its spec,
-`evalcore.metrics.judged.judged_metric`, and its docs section), not editing eight files:
+`evalcore.metrics.judged.specs.judged_metric`, and its docs section), not editing eight files:
 
 - `version` of its prompt file, `<name>.v<version>.yaml` (in evalcore/prompts, or a task's
   own `prompt_dir`): the (name, version) pair is part of every stored judge id;

@@ -25,7 +25,7 @@ from evalcore.judges.cache import request_key
 from evalcore.judges.client import JudgeTask, LLMJudge, Outcome
 from evalcore.judges.offline.words import sentences
 from evalcore.judges.tasks import get_task, inputs_for
-from evalcore.pricing import token_cost
+from evalcore.judges.pricing import token_cost
 from evalcore.schemas import JudgeCall
 
 Request = tuple[str | None, str, dict[str, Any]] | None

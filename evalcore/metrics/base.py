@@ -1,6 +1,6 @@
 """The metric interface every metric module implements (small, explicit, typed).
 
-A metric is a `MetricSpec`: a name as in METRICS.md (`recall@5`, `token_f1`, ...), its group,
+A metric is a `MetricSpec`: a name as in docs/metrics/ (`recall@5`, `token_f1`, ...), its group,
 a version (bump it when the formula changes), what it needs from a question/response, and a
 batch function `compute(items, ctx) -> list[Score]` (one Score per item, in order).
 Most metrics are per-question pure functions wrapped with `per_item`; embedding and judge
@@ -149,7 +149,7 @@ class MetricSpec:
     error_value: float | None = None
     # What kind of number a value is (SCALES): "unit" a 0-1 score, "points" an integer point
     # scale (groundedness 0-5, judge_* 1-5), "class" a class indicator, "open" unbounded (ms,
-    # tokens, USD). Judge agreement (judges/reliability.py) picks its disagreement rule by it.
+    # tokens, USD). Judge agreement (metrics/judge_agreement.py) picks its disagreement rule by it.
     scale: str = "unit"
     # A 0-1 copy of a point scale: the width of that scale (groundedness_norm: 5.0), so a gap
     # between two judges is judged in points as on the original.

@@ -36,7 +36,7 @@ from evalcore.embeddings.embedder import progress_bar
 from evalcore.embeddings.models import ModelRef, read_config, resolve_model
 from evalcore.embeddings.tokens import TokenStates, get_token_encoder
 from evalcore.errors import EvalcoreError
-from evalcore.text_input import read_document
+from evalcore.common.text_input import read_document
 
 # Layers the bert-score authors chose (best correlation with human judgements); others: last layer.
 KNOWN_LAYERS = {"microsoft/deberta-xlarge-mnli": 40, "roberta-large": 17, "bert-base-uncased": 9}

@@ -1,7 +1,7 @@
 """Citation metrics: does the answer cite the gold sources, the right section, and say where
 its facts come from?
 
-Matching a citation to a gold passage follows the retrieval rule of METRICS.md: equal chunk_id,
+Matching a citation to a gold passage follows the retrieval rule of docs/metrics/retrieval.md: equal chunk_id,
 or the same rel_path with the citation's heading_path starting with the gold heading_path
 (after collapsing spaces and using " > " as delimiter). A citation that names only a chunk_id
 is resolved through the response's own retrieved list (which usually carries rel_path and

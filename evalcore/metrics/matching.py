@@ -1,4 +1,4 @@
-"""Which retrieved chunks (or citations) count as gold: the matching rules of METRICS.md.
+"""Which retrieved chunks (or citations) count as gold: the matching rules of docs/metrics/retrieval.md.
 
 A gold passage matches a retrieved chunk when
   1. both have a chunk_id and the ids are equal, or
@@ -16,7 +16,7 @@ gold passages (or which anchor of its own) an entry stands for.
 
 Ranked lists are used in the target's rank order; scores are never used to re-sort, so tied
 scores keep the order the target gave. `judge_ranking` turns one question + one ranking into the
-per-rank relevance vector that the ranking formulas in `evalcore.trec_eval` consume.
+per-rank relevance vector that the ranking formulas in `evalcore.metrics.trec_eval` consume.
 """
 
 from __future__ import annotations

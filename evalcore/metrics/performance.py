@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalcore import pricing
+from evalcore.judges import pricing
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext, per_item
 from evalcore.schemas import EvalQuestion, EvalResponse
 
 
 
 def price_for(model: str | None, prices: dict[str, dict[str, float]] | None = None) -> dict[str, float] | None:
-    """The price entry for a model: the shared table (evalcore.pricing, incl. EVALCORE_PRICES)
+    """The price entry for a model: the shared table (evalcore.judges.pricing, incl. EVALCORE_PRICES)
     plus options["prices"]."""
     return pricing.price_for(model, pricing.load_prices(prices))
 

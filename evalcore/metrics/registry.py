@@ -11,7 +11,8 @@ registry each time, so a metric registered later shows up everywhere.
 
 from __future__ import annotations
 
-from evalcore.metrics import abstention, citation, composites, judged, lexical, performance, retrieval, semantic
+from evalcore.metrics import abstention, citation, composites, lexical, performance, retrieval, semantic
+from evalcore.metrics.judged import specs as judged
 from evalcore.metrics.base import MetricSpec
 
 METRIC_MODULES = (retrieval, citation, lexical, abstention, performance, semantic, judged, composites)

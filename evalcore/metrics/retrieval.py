@@ -1,10 +1,10 @@
-"""Retrieval metrics per question (METRICS.md, Retrieval): recall, hit rate, recall_all,
+"""Retrieval metrics per question (docs/metrics/retrieval.md): recall, hit rate, recall_all,
 precision, MRR, nDCG (linear and exponential gain), MAP, scope misses and attribution.
 
 Each metric is a small pure function of (question, response) returning a Score. The ranking
 formulas are not re-implemented here: the question's gold is matched against the ranking
 (`matching.judge_ranking`) and the resulting relevance vector is scored by the same functions
-`evalcore trec` uses (`evalcore.trec_eval`), so per-question values agree with trec_eval when
+`evalcore trec` uses (`evalcore.metrics.trec_eval`), so per-question values agree with trec_eval when
 gold passages are chunk ids. Questions without relevant gold get NaN ("no gold passages") and
 are left out of means; the mean's n says how many were scored.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from evalcore import trec_eval
+from evalcore.metrics import trec_eval
 from evalcore.metrics.base import Item, MetricSpec, RETRIEVAL, Score, ScoringContext
 from evalcore.metrics.matching import (
     Judgement, gold_matches, judge_ranking, normalise_path, ranked_chunks, relevant_gold, resolve_citation,

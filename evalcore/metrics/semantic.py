@@ -1,4 +1,4 @@
-"""Semantic metrics (METRICS.md, Semantic): answer vs ground truth in embedding space.
+"""Semantic metrics (docs/metrics/semantic.md): answer vs ground truth in embedding space.
 
 - `semantic_similarity` = max(0, cos(e(answer), e(ground_truth))) with sentence embeddings from
   the embedding service (default: packaged all-MiniLM-L6-v2). When a question lists several

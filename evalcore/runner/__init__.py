@@ -1,6 +1,6 @@
-"""The live runner: ask RAG targets over HTTP, store answers as they arrive, resume, score."""
+"""The live runner: ask RAG targets over HTTP and store answers as they arrive (evalcore.pipeline
+runs it and then scoring)."""
 
 from evalcore.runner.engine import Job, ResponseSink, ask_jobs, plan_jobs
-from evalcore.runner.live import RunResult, resume_run, run_evaluation
 
-__all__ = ["Job", "ResponseSink", "RunResult", "ask_jobs", "plan_jobs", "resume_run", "run_evaluation"]
+__all__ = ["Job", "ResponseSink", "ask_jobs", "plan_jobs"]

@@ -8,7 +8,7 @@ Why this shape:
   the same pass and a partial run still compares methods on the same questions;
 * answers are buffered and written as one atomic Parquet part file per `batch_size` answers
   or `flush_seconds`, whichever comes first, and sooner when the buffered answers hold
-  BUFFER_CHARS of text or the value budget of retrieved chunks (evalcore/value_budget.py): a
+  BUFFER_CHARS of text or the value budget of retrieved chunks (evalcore/common/value_budget.py): a
   reply may be as large as `max_response_mb`, and sixteen such must not be held at once;
   a crash loses at most the unwritten buffer and
   `--resume` re-asks exactly those jobs. On cancellation (Ctrl-C) the buffer is flushed
@@ -28,13 +28,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
-from evalcore.config import EvalConfig, MethodConfig
+from evalcore.runner.config import EvalConfig, MethodConfig
 from evalcore.runner.progress import RunProgress
 from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.schemas.storable import storable_text
 from evalcore.store import RunWriter
 from evalcore.targets.client import RetryPolicy, TargetClient
-from evalcore.value_budget import value_limit
+from evalcore.common.value_budget import value_limit
 
 BUFFER_CHARS = 16 * 2 ** 20  # text held in buffered answers before they are written
 

@@ -2,7 +2,7 @@
 
 Kept separate so the engine stays testable without a terminal: `Progress(enabled=False)`
 does nothing, and rich draws to stderr so stdout stays clean for the run id (on the one progress
-console, evalcore.inert_text.progress_console: a bar draws with escape sequences of its own).
+console, evalcore.common.inert_text.progress_console: a bar draws with escape sequences of its own).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, ProgressColu
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.text import Text
 
-from evalcore.inert_text import progress_options, visible
+from evalcore.common.inert_text import progress_options, visible
 
 
 class RateColumn(ProgressColumn):

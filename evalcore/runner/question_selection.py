@@ -17,11 +17,11 @@ import random
 from pathlib import Path
 from typing import Any
 
-from evalcore.config import EvalConfig
+from evalcore.runner.config import EvalConfig
 from evalcore.datasets import load_questions
 from evalcore.datasets.native import noting_dropped
 from evalcore.errors import EvalcoreError
-from evalcore.fingerprint import file_fingerprint
+from evalcore.common.fingerprint import file_fingerprint
 from evalcore.schemas import EvalQuestion
 from evalcore.schemas.storable import storable_path
 

@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from typing import Any, Callable
 
-from evalcore.config import EvalConfig
+from evalcore.runner.config import EvalConfig
 from evalcore.errors import EvalcoreError
 from evalcore.runner.engine import AskStats, Job, ResponseSink, ask_jobs, target_clients
 from evalcore.runner.progress import RunProgress

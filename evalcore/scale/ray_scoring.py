@@ -37,13 +37,13 @@ import numpy as np
 
 from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import Item, MetricSpec, ScoringContext
-from evalcore.queries import run_questions
+from evalcore.scoring.queries import run_questions
 from evalcore.store import query_df
 from evalcore.scale.ray_pool import free_cpus, placement_deadline, size_pool
 from evalcore.scale.ray_session import ray_session
 from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.schemas.ids import STORED
-from evalcore.scoring import (
+from evalcore.scoring.engine import (
     COMPOSITE,
     DEFAULT_CHUNK,
     MetricReport,
@@ -58,7 +58,7 @@ from evalcore.scoring import (
     select_metrics,
     stored_metric_values,
 )
-from evalcore.scoring_record import history_entry, pass_record, store_judge_calls
+from evalcore.scoring.pass_record import history_entry, pass_record, store_judge_calls
 from evalcore.store import RunStore
 from evalcore.store.blocks import PublishedTable, published_table
 
@@ -379,7 +379,7 @@ def iter_items(answers: PublishedTable, questions: dict[str, EvalQuestion], size
 def scan_answers(answers: PublishedTable, questions: dict[str, EvalQuestion]) -> AnswerScan:
     """One pass over the answers in batches, keeping only what metric selection needs (the
     local `_run_has` per batch), so the driver's memory does not grow with the answers."""
-    from evalcore.scoring import _run_has
+    from evalcore.scoring.engine import _run_has
 
     scan = AnswerScan()
     for chunk in iter_items(answers, questions, SCAN_BATCH):

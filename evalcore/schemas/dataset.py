@@ -26,7 +26,7 @@ class GoldPassage(Strict):
     """One gold support: a chunk id, or an anchor (rel_path + heading_path [+ snippet]).
 
     Anchors survive re-chunking: a retrieved chunk matches when its rel_path is equal and its
-    heading_path starts with the gold heading_path (see METRICS.md, Retrieval).
+    heading_path starts with the gold heading_path (docs/metrics/retrieval.md).
     `relevance` is the graded judgement (1 = relevant) used by nDCG.
     """
 

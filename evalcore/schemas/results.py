@@ -174,7 +174,7 @@ class Annotation(Strict):
     when: datetime = Field(default_factory=utcnow)
     run_id: str
     # the answer labelled, spelled as the run stores it (found by canonical match on the way in:
-    # evalcore.labels_io, the Annotate page), so the label joins the run's rows
+    # evalcore.analysis.labels_io, the Annotate page), so the label joins the run's rows
     method: str | None = None
     question_id: str | None = None
     target_kind: Literal["claim", "context", "answer_class", "grade", "metric"]

@@ -6,7 +6,7 @@ so it fails wherever evalcore writes text (Parquet part files, run.json) - and i
 the whole batch it is in, not just its own record. A live target that answered one such
 string used to fail the run, and `--resume` asked the same question again and failed again,
 forever. JSON may also spell NUL (`"\\u0000"`): that one can be stored, but a CSV export then
-holds a NUL byte, which every reader of text refuses as binary data (evalcore/text_input.py),
+holds a NUL byte, which every reader of text refuses as binary data (evalcore/common/text_input.py),
 so `export -f csv` wrote a file `import` could not read back. Replacing the code point keeps
 every other character of the record; the list of field paths that were changed goes with the
 record (`EvalResponse.raw`, a manifest note, the import's output) so a reader can tell the
@@ -22,7 +22,7 @@ bytes `\\xff`, so the name can be stored and still tells the file apart.
 The walk is iterative (no recursion limit to hit on deep JSON) and edits lists and dicts in
 place: callers hand it containers they have just parsed and own. Used by every reader of
 records (evalcore/datasets/records.py: answers, labels, questions, spans), the live runner's
-response parsing (evalcore/targets/parse.py), its target probe (evalcore/runner/live.py) and
+response parsing (evalcore/targets/parse.py), its target probe (evalcore/pipeline/live.py) and
 the run manifest's serializer (a last guard for any path or name that reached it).
 """
 

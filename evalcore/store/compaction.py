@@ -72,7 +72,7 @@ from evalcore.store.quarantine import quarantine_unreadable_parts
 from evalcore.store.run_damage import file_findings, refuse
 from evalcore.store.summary import DERIVED_TABLES, SUMMARY_TABLES, summary_sql
 from evalcore.store.wide import WIDE_TABLE, WIDE_WRITE, compute_sql as wide_compute_sql
-from evalcore.tables import SCHEMAS
+from evalcore.store.tables import SCHEMAS
 
 
 # How long a file that stopped being current stays on disk: a reader that read the old pointer

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator, Union
 
 from evalcore.errors import StoreError
-from evalcore.regular_files import METADATA_MAX_BYTES, read_regular, require_regular
+from evalcore.common.regular_files import METADATA_MAX_BYTES, read_regular, require_regular
 from evalcore.store import s3
 from evalcore.store.s3 import S3Path
 
@@ -56,7 +56,7 @@ def is_remote(path: object) -> bool:
 def read_versioned(path: Location, limit: int | None = METADATA_MAX_BYTES) -> tuple[bytes, str | None]:
     """A small file's bytes and a version token for `replace`; FileNotFoundError if absent.
     Local files need no token (their writers hold the run's flock). Never blocks on, nor reads,
-    what is not a regular file, nor more than `limit` bytes (evalcore/regular_files.py:
+    what is not a regular file, nor more than `limit` bytes (evalcore/common/regular_files.py:
     NotRegularFile, FileTooLarge, both OSErrors)."""
     if isinstance(path, S3Path):
         return path.read_versioned(limit)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO
 
-from evalcore.regular_files import METADATA_MAX_BYTES, open_file, read_regular, write_new
+from evalcore.common.regular_files import METADATA_MAX_BYTES, open_file, read_regular, write_new
 from evalcore.store.layout import check_run_id
 from evalcore.store.runstore import RunStore
 
@@ -84,7 +84,7 @@ def save(store: RunStore, job: Job) -> None:
 
 def load(store: RunStore, job_id: str) -> Job | None:
     """The job's record; None when it is missing or unreadable (a job still being created)."""
-    try:  # never blocks on, nor reads whole, what is no small regular file (evalcore/regular_files.py)
+    try:  # never blocks on, nor reads whole, what is no small regular file (evalcore/common/regular_files.py)
         data = json.loads(read_regular(_job_dir(store, job_id) / RECORD_NAME, METADATA_MAX_BYTES).decode("utf-8"))
         return Job(**data)
     except (OSError, ValueError, TypeError):

@@ -41,9 +41,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalcore import staging as _staging
+from evalcore.store import staging as _staging
 from evalcore.errors import StoreError
-from evalcore.regular_files import MARKER_MAX_BYTES, FileTooLarge, NotRegularFile, open_file, special_kind
+from evalcore.common.regular_files import MARKER_MAX_BYTES, FileTooLarge, NotRegularFile, open_file, special_kind
 from evalcore.store import fs as _fs
 from evalcore.store import safe_paths as _safe
 from evalcore.store.fs import Location
@@ -55,7 +55,7 @@ from evalcore.store.pointer_rules import (  # the pointer's name rules; store mo
     is_part_name,
     pointer_problem,
 )
-from evalcore.tables import dictionary_columns, statistics_columns, to_arrow
+from evalcore.store.tables import dictionary_columns, statistics_columns, to_arrow
 
 FORMAT_VERSION = 2
 DEFAULT_ROOT = "runs"

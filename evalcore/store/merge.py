@@ -27,14 +27,22 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from evalcore.errors import StoreError
-from evalcore.regular_files import require_regular
+from evalcore.common.regular_files import require_regular
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
 from evalcore.store import fs as _fs
 from evalcore.store.fs import arrow as _arrow
 from evalcore.store.layout import LARGE_TABLE_BYTES, PARQUET_WRITE, RUN_OF_FILE_SQL, release_arrow_memory
 from evalcore.store.quarantine import other_run
-from evalcore.tables import (EMPTY_SET_MARKER, KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS, SORT_COLUMNS, dictionary_columns,
-                             statistics_columns)
+from evalcore.store.tables import (
+    EMPTY_SET_MARKER,
+    KEYS,
+    ORDER_COLUMN,
+    SCHEMAS,
+    SET_KEYS,
+    SORT_COLUMNS,
+    dictionary_columns,
+    statistics_columns,
+)
 
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
 _NO_TIME = np.iinfo(np.int64).min

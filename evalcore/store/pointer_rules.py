@@ -28,7 +28,7 @@ from typing import Any
 
 from evalcore.store import safe_paths as _safe
 from evalcore.store.summary import DERIVED_TABLES
-from evalcore.tables import KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS
+from evalcore.store.tables import KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS
 
 RUN_TABLES = tuple(SCHEMAS)
 KNOWN_TABLES = frozenset(RUN_TABLES) | frozenset(DERIVED_TABLES)

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from evalcore.regular_files import NotRegularFile
+from evalcore.common.regular_files import NotRegularFile
 from evalcore.store import fs as _fs
 from evalcore.store import safe_paths as _safe
 from evalcore.store.fs import Location

@@ -1,6 +1,6 @@
 """Staging folders on object storage: telling a live import from a dead one, and sweeping.
 
-On a local disk an importing process proves it lives by holding an flock (evalcore/staging.py).
+On a local disk an importing process proves it lives by holding an flock (evalcore/store/staging.py).
 S3 has no locks, so the import holds a lease object `.staging/<run_id>/.writer.lock` instead
 (store/lease.py: renewed every few seconds while the process runs). A cleaner that can take
 that lease over (it expired: the writer stopped renewing it) knows the writer is gone; a
@@ -16,7 +16,7 @@ import uuid
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
-from evalcore import staging as _staging
+from evalcore.store import staging as _staging
 from evalcore.errors import StoreError
 from evalcore.store import fs as _fs
 from evalcore.store import safe_paths as _safe

@@ -9,7 +9,7 @@ with no way out. Now every link in a run, at any depth, is damage: `store check`
 one with its way out, and writers refuse the run until it is gone. The same holds for a FIFO,
 a socket or a device node in a run (`Link.kind` says which): opened as a file, a FIFO blocks its
 reader for ever and `/dev/zero`'s device feeds it without end, so nothing of the store ever
-opens one (evalcore/regular_files.py) and the run is damage until it is gone.
+opens one (evalcore/common/regular_files.py) and the run is damage until it is gone.
 
 The way out is `evalcore store repair RUN`, which removes each link itself — never what it
 points to — unless the run's rows are read through it: `run.json`, the `data/` folder, a data
@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from evalcore.regular_files import special_kind
+from evalcore.common.regular_files import special_kind
 from evalcore.store import fs as _fs
 from evalcore.store import safe_paths as _safe
 from evalcore.store.fs import Location

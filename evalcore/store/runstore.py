@@ -22,9 +22,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from evalcore import staging as _staging
+from evalcore.store import staging as _staging
 from evalcore.errors import StoreError
-from evalcore.regular_files import FileTooLarge, NotRegularFile
+from evalcore.common.regular_files import FileTooLarge, NotRegularFile
 from evalcore.schemas import Annotation, RunManifest
 from evalcore.schemas.results import check_label_time
 from evalcore.store import fs as _fs
@@ -55,7 +55,7 @@ from evalcore.store.layout import (
     write_pointer,
 )
 from evalcore.store.writer import RunWriter
-from evalcore.tables import annotation_row
+from evalcore.store.tables import annotation_row
 
 if TYPE_CHECKING:
     from evalcore.store.health import Repair, RunCheck
@@ -351,7 +351,7 @@ class RunStore:
         On any exception (including Ctrl-C) the staging folder is removed and nothing in
         the store changes; on success it is renamed into place in one step. A process killed
         outright cannot clean up, so the folder carries a lock held for the writer's life, and
-        each new staged run first sweeps folders whose writer is gone (see evalcore/staging.py).
+        each new staged run first sweeps folders whose writer is gone (see evalcore/store/staging.py).
         """
         final = _safe.inside(self.root, self.run_dir(manifest.run_id))
         self.check_format()

@@ -26,7 +26,7 @@ from pathlib import PurePosixPath
 from typing import Any, Iterator
 
 from evalcore.errors import StoreError
-from evalcore.regular_files import FileTooLarge
+from evalcore.common.regular_files import FileTooLarge
 
 SCHEME = "s3://"
 _FS: dict[tuple, Any] = {}

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Union
 
 from evalcore.errors import StoreError
-from evalcore.regular_files import kind_of, open_regular
+from evalcore.common.regular_files import kind_of, open_regular
 from evalcore.store.s3 import S3Path
 
 Location = Union[Path, S3Path]
@@ -249,7 +249,7 @@ def move(root: Location, src: Location, dst: Location) -> None:
 def open_lock(root: Path, path: Path, create: bool = True) -> IO[bytes]:
     """Open a lock file for flock: created if missing (`create`), never through a link, and
     never anything but a regular file (a FIFO, a socket, a folder in its place: NotRegularFile,
-    one line naming it; evalcore/regular_files.py)."""
+    one line naming it; evalcore/common/regular_files.py)."""
     inside(root, path.parent)
     flags = os.O_RDWR | (os.O_CREAT if create else 0)
     try:

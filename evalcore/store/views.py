@@ -61,7 +61,7 @@ from evalcore.store.layout import RUN_OF_FILE_SQL, RUN_TABLES, RunDamaged, is_le
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import DERIVED_TABLES, summary_sql
 from evalcore.store import wide as _wide
-from evalcore.tables import ANNOTATIONS_SCHEMA, SCHEMAS
+from evalcore.store.tables import ANNOTATIONS_SCHEMA, SCHEMAS
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -28,14 +28,14 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 from evalcore.errors import StoreError
-from evalcore.regular_files import open_file
+from evalcore.common.regular_files import open_file
 from evalcore.schemas import Claim, ContextJudgement, EvalQuestion, EvalResponse, JudgeCall, MetricValue, RunManifest
 from evalcore.store import fs as _fs
 from evalcore.store.compaction import Compaction, compact, pending_rows
 from evalcore.store.fs import Conflict, Location
 from evalcore.store import safe_paths as _safe
 from evalcore.store.layout import LOCK_NAME, failed_write, fsync_dir, parts_dir, run_root, write_atomic_bytes, write_part
-from evalcore.tables import ROW_BUILDERS, SCHEMAS, question_row, response_row
+from evalcore.store.tables import ROW_BUILDERS, SCHEMAS, question_row, response_row
 
 if TYPE_CHECKING:
     from evalcore.store.runstore import RunStore

@@ -12,8 +12,8 @@ ends as exactly one EvalResponse, either parsed or carrying `error` + `error_kin
   malformed  2xx with a body that is not JSON or does not fit the response map (retried);
              also a body larger than `max_response_mb`, sent or once decoded, one whose
              Content-Encoding cannot be undone, one that would make more JSON values than
-             a record may (evalcore/value_budget.py: counted before json.loads builds any),
-             or one declaring a charset evalcore does not read (evalcore/reply_charset.py:
+             a record may (evalcore/common/value_budget.py: counted before json.loads builds any),
+             or one declaring a charset evalcore does not read (evalcore/common/reply_charset.py:
              only linear-time codecs; not retried: each would come again)
   empty      a valid response whose answer is blank while not declaring `abstained`
   error      connection refused/reset and anything else unexpected (connection faults retried)
@@ -41,17 +41,17 @@ from typing import Any
 import httpx
 
 from evalcore.errors import EvalcoreError
-from evalcore.reply_charset import CharsetRefused, json_source, preview
+from evalcore.common.reply_charset import CharsetRefused, json_source, preview
 from evalcore.schemas import EvalResponse
-from evalcore.secret_urls import public_url
+from evalcore.common.secret_urls import public_url
 from evalcore.targets.fetch import (EndpointUrls, Fetcher, RedirectRefused, Refused, Reply, TooLarge, Undecodable,
                                     shown_origin)
 from evalcore.targets.parse import MalformedResponse, parse_response
 from evalcore.targets.secrets import Redactor, secret_values
 from evalcore.targets.snapshot import cap_snapshot
 from evalcore.targets.spec import SENSITIVE_HEADER, TargetSpec, render_body
-from evalcore.value_budget import TooManyValues
-from evalcore.value_budget import loads as bounded_loads
+from evalcore.common.value_budget import TooManyValues
+from evalcore.common.value_budget import loads as bounded_loads
 
 DEFAULT_MAX_RESPONSE_MB = 32.0
 

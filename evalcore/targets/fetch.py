@@ -13,7 +13,7 @@ Why not httpx's own redirect handling and `Response.content`:
   said as it is.
 * `Response.content` reads a body of any size into memory, and httpx inflates each chunk of a
   compressed body whole before anyone can count it (`gzip, gzip`: 2.7 KB became 0.8 GB). Here
-  the raw body goes through evalcore's bounded decoders (evalcore/http_body.py) and is refused
+  the raw body goes through evalcore's bounded decoders (evalcore/common/http_body.py) and is refused
   once the bytes sent, or what any decoding layer makes of them, pass `max_bytes`. The request
   offers only the codings those decoders read (Accept-Encoding).
 
@@ -34,8 +34,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
-from evalcore.http_body import BodyTooLarge, BodyUndecodable, accept_encoding, read_body_async
-from evalcore.secret_urls import public_url, split_url
+from evalcore.common.http_body import BodyTooLarge, BodyUndecodable, accept_encoding, read_body_async
+from evalcore.common.secret_urls import public_url, split_url
 
 REDIRECTS = {301, 302, 303, 307, 308}
 MAX_REDIRECTS = 10
@@ -63,7 +63,7 @@ class RedirectRefused(Refused):
 class Reply:
     status: int
     headers: httpx.Headers
-    content: bytes  # as sent, Content-Encoding undone; its charset is read by evalcore/reply_charset.py
+    content: bytes  # as sent, Content-Encoding undone; its charset is read by evalcore/common/reply_charset.py
     url: httpx.URL
 
 

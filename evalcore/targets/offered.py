@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalcore.secret_urls import public_url
+from evalcore.common.secret_urls import public_url
 
 ASK_TIMEOUT_S = 5.0
 MAX_METHODS = 50

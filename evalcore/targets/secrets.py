@@ -8,7 +8,7 @@ secret it sent from those bytes before parsing them, and again from every string
 decoding: JSON may spell a secret with escapes (`\/`, `\u0041`) that no byte search sees.
 Values shorter than 6 characters are not treated as secrets (replacing "1" or "yes"
 everywhere would corrupt answers). URL credentials and secret-looking query parameters are
-secrets too (`evalcore.secret_urls`).
+secrets too (`evalcore.common.secret_urls`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import os
 import re
 from typing import Any
 
-from evalcore.secret_urls import url_secrets
+from evalcore.common.secret_urls import url_secrets
 
 REDACTED = "[redacted]"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalcore.errors import EvalcoreError
-from evalcore.secret_urls import public_url
+from evalcore.common.secret_urls import public_url
 from evalcore.targets.paths import parse_path
 
 __all__ = ["TargetSpec", "ResponseMap", "TargetConfigError", "public_url", "render_body"]

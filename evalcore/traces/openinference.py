@@ -24,8 +24,8 @@ from evalcore.traces.llm_usage import trace_usage
 from evalcore.traces.retrieval import trace_documents
 from evalcore.traces.spans import Span
 from evalcore.traces.trace_tree import TraceTree
-from evalcore.value_budget import TooManyValues
-from evalcore.value_budget import loads as bounded_loads
+from evalcore.common.value_budget import TooManyValues
+from evalcore.common.value_budget import loads as bounded_loads
 
 QUESTION = "input.value"
 ANSWER = "output.value"

@@ -12,7 +12,7 @@ together in bytes and spans, and the span listing's cursors watched (bounded in 
 a server that drips, repeats a cursor, hands out fresh pages for ever or answers in another
 shape ends the command in one line instead of hanging, looping, exhausting memory or crashing.
 
-Scores go back as span annotations on each answer's root span, named `evalcore.<metric>`,
+Scores go back (evalcore/outputs/phoenix_scores.py) as span annotations on each answer's root span, named `evalcore.<metric>`,
 with the identifier `evalcore:<run id>`: Phoenix upserts on (name, span, identifier), so
 exporting a run twice updates its annotations instead of adding copies, and two runs over the
 same traces (two judges, say) stay side by side.
@@ -20,30 +20,26 @@ same traces (two judges, say) stay side by side.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import EvalcoreError, InputError
 from evalcore.traces.phoenix_http import Limits, Refused, Session, run_session
 from evalcore.traces.phoenix_url import PhoenixTarget, is_phoenix_url, parse_url  # noqa: F401 (the CLI's)
 
 if TYPE_CHECKING:
-    from evalcore.store import RunStore
     from evalcore.traces.spans import Span
 
-BATCH = 200  # annotations per request
 PAGE_SIZE = 100  # spans per page, as Phoenix's own client asks
 MAX_CURSOR_CHARS = 2048  # Phoenix's cursors are a few dozen characters; each one is sent back in a URL
 
 
-def _refused(target: PhoenixTarget, exc: Refused, doing: str) -> EvalcoreError:
+def refused(target: PhoenixTarget, exc: Refused, doing: str) -> EvalcoreError:
     if exc.status == 404 and doing.startswith("reading spans"):
         return EvalcoreError(f"no project {target.project!r} on the Phoenix server at {target.base_url} ({exc})")
     return EvalcoreError(f"Phoenix at {target.base_url} refused ({doing}): {exc}")
 
 
-def _kind(value: Any) -> str:
+def kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "text", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
 
@@ -53,13 +49,13 @@ def page_items(reply: Any, source: str, page: int) -> tuple[list[dict[str, Any]]
     InputError naming the page and field when the reply is of another shape."""
     where = f"page {page}"
     if not isinstance(reply, dict):
-        raise InputError(source, f"expected an object with 'data' and 'next_cursor', got {_kind(reply)}", record=where)
+        raise InputError(source, f"expected an object with 'data' and 'next_cursor', got {kind(reply)}", record=where)
     data = reply.get("data")
     if not isinstance(data, list):
-        raise InputError(source, f"expected a list of spans, got {_kind(data)}", record=where, field="data")
+        raise InputError(source, f"expected a list of spans, got {kind(data)}", record=where, field="data")
     for i, item in enumerate(data):
         if not isinstance(item, dict):
-            raise InputError(source, f"expected a span object, got {_kind(item)}", record=where, field=f"data.{i}")
+            raise InputError(source, f"expected a span object, got {kind(item)}", record=where, field=f"data.{i}")
     return data, _cursor(reply.get("next_cursor"), source, where)
 
 
@@ -69,7 +65,7 @@ def _cursor(cursor: Any, source: str, where: str) -> str | None:
     for httpx, and shorter long ones were all held by the loop check), or text no URL can
     carry (a lone surrogate, which JSON can spell)."""
     if cursor is not None and not isinstance(cursor, str):
-        raise InputError(source, f"expected the next page's cursor as text or null, got {_kind(cursor)}: "
+        raise InputError(source, f"expected the next page's cursor as text or null, got {kind(cursor)}: "
                          "stopping", record=where, field="next_cursor")
     if cursor and len(cursor) > MAX_CURSOR_CHARS:
         raise InputError(source, f"a cursor of {len(cursor):,} characters, past the bound of {MAX_CURSOR_CHARS:,}: "
@@ -134,7 +130,7 @@ async def _read_spans(session: Session, target: PhoenixTarget) -> list[Span]:
             reply = await session.call("GET", path, doing, f"page {page}", kept=True,
                                        params={"limit": PAGE_SIZE, **({"cursor": cursor} if cursor else {})})
         except Refused as exc:
-            raise _refused(target, exc, doing) from None
+            raise refused(target, exc, doing) from None
         items, cursor = page_items(reply, session.source, page)
         most = session.limits.max_spans
         if len(spans) + len(items) > most:  # counted before the page's spans are built
@@ -152,86 +148,3 @@ def server_spans(target: PhoenixTarget, limits: Limits | None = None) -> list[Sp
     """Every span of the project, through Phoenix's paged REST listing, within `limits`."""
     source = f"phoenix {target.project}"
     return run_session(target.base_url, source, limits or Limits(), lambda s: _read_spans(s, target))
-
-
-def _annotations(rows: Any, run_id: str) -> Iterator[dict[str, Any]]:
-    for row in rows.itertuples(index=False):
-        value = None if row.value is None or math.isnan(row.value) else float(row.value)
-        result: dict[str, Any] = {"score": value}
-        if isinstance(row.label, str) and row.label:
-            result["label"] = row.label
-        elif value is None:
-            result["label"] = "not scored"
-        if isinstance(row.reason, str) and row.reason:
-            result["explanation"] = row.reason
-        judge = row.judge_id if isinstance(row.judge_id, str) and row.judge_id else None
-        metadata = {"evalcore_run": run_id, "method": row.method, "question_id": row.question_id,
-                    "metric_version": row.version}
-        if judge:
-            metadata["judge"] = judge
-        yield {"name": f"evalcore.{row.metric}", "annotator_kind": "LLM" if judge else "CODE",
-               "span_id": row.span_id, "identifier": f"evalcore:{run_id}", "result": result,
-               "metadata": metadata}
-
-
-@dataclass
-class ExportSummary:
-    n_annotations: int
-    n_spans: int
-    metrics: list[str]
-
-
-def _receipt(reply: Any, source: str, batch: int, sent: int) -> None:
-    """Phoenix's answer to a synchronous annotation request: one inserted id per annotation."""
-    where = f"reply to annotation batch {batch}"
-    if not isinstance(reply, dict) or not isinstance(reply.get("data"), list):
-        got = _kind(reply.get("data")) if isinstance(reply, dict) else _kind(reply)
-        raise InputError(source, f"expected an object whose 'data' lists the inserted annotations, got {got}",
-                         record=where, field="data" if isinstance(reply, dict) else None)
-    receipts = reply["data"]
-    for i, item in enumerate(receipts):
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
-            raise InputError(source, f"expected an object with the annotation's 'id', got {_kind(item)}",
-                             record=where, field=f"data.{i}")
-    if len(receipts) != sent:
-        raise InputError(source, f"{len(receipts)} annotation(s) acknowledged of the {sent} sent", record=where,
-                         field="data")
-
-
-async def _send(session: Session, target: PhoenixTarget, annotations: list[dict[str, Any]]) -> None:
-    for batch, start in enumerate(range(0, len(annotations), BATCH), 1):
-        chunk = annotations[start:start + BATCH]
-        doing = (f"sending span annotations, {start} of {len(annotations)} sent before this; "
-                 "exporting again resends them all")
-        try:
-            reply = await session.call("POST", "v1/span_annotations", doing, f"reply to annotation batch {batch}",
-                                       params={"sync": "true"}, json={"data": chunk})
-        except Refused as exc:
-            raise _refused(target, exc, doing) from None
-        _receipt(reply, session.source, batch, len(chunk))
-
-
-def export_scores(store: RunStore, run_ref: str, url: str, limits: Limits | None = None) -> ExportSummary:
-    """Log a run's metric values onto its traces' root spans, within `limits`; refuses before
-    sending anything when the run has no values or an answer did not come from a trace."""
-    from evalcore.analysis.trace_scores import trace_metric_values
-
-    target = parse_url(url)
-    run_id = store.resolve(run_ref)
-    rows = trace_metric_values(store, run_id)
-    if rows.empty:
-        raise EvalcoreError(f"run {run_id} has no metric values yet (score it first: evalcore score {run_id})")
-    missing = rows[rows["span_id"].isna()]
-    if not missing.empty:
-        first = missing.iloc[0]
-        raise EvalcoreError(f"run {run_id} has answers that did not come from traces (question "
-                            f"{first['question_id']!r}, method {first['method']!r}): only runs imported from "
-                            "OpenInference traces can be exported to Phoenix")
-    projects = sorted({p for p in rows["project"].dropna().unique()} - {target.project})
-    if projects:
-        raise EvalcoreError(f"run {run_id} was imported from Phoenix project {projects[0]!r}, not "
-                            f"{target.project!r}: export to the project its traces are in")
-    annotations = list(_annotations(rows, run_id))
-    run_session(target.base_url, f"phoenix {target.project}", limits or Limits(),
-                lambda session: _send(session, target, annotations))
-    return ExportSummary(len(annotations), rows["span_id"].nunique(), sorted(rows["metric"].unique()))

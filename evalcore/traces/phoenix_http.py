@@ -11,9 +11,9 @@ operation's, so no phase (connect, headers, body) can outlast it; a reply is rea
 (no decompression: `Accept-Encoding: identity` is asked and an encoded reply refused, so a
 small compressed body cannot inflate past the cap) and refused past `MAX_REPLY_BYTES`, and
 refused unparsed when it would build more than ten records' worth of JSON values
-(`evalcore/value_budget.py`); its text is read as UTF-8/16/32, or ISO-8859-1 / windows-1252
+(`evalcore/common/value_budget.py`); its text is read as UTF-8/16/32, or ISO-8859-1 / windows-1252
 when declared, any other declared charset refused, never decoded with a codec the server
-names (`evalcore/reply_charset.py`); the deadline covers reading a reply, not only the
+names (`evalcore/common/reply_charset.py`); the deadline covers reading a reply, not only the
 network. The
 replies an import keeps (its span pages: every span is held until the traces are assembled)
 share one byte budget, `Limits.max_mb`: a server handing out fresh pages for ever, each within
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, TypeVar
 
 from evalcore.errors import EvalcoreError, InputError
-from evalcore.reply_charset import CharsetRefused, json_source, preview
-from evalcore.value_budget import TooManyValues, value_limit
-from evalcore.value_budget import loads as bounded_loads
+from evalcore.common.reply_charset import CharsetRefused, json_source, preview
+from evalcore.common.value_budget import TooManyValues, value_limit
+from evalcore.common.value_budget import loads as bounded_loads
 
 INSTALL_HINT = "Phoenix needs arize-phoenix-client: pip install 'evalcore[phoenix]'"
 DEFAULT_TOTAL_S = 600.0  # a whole import or export (--phoenix-timeout)
@@ -44,7 +44,7 @@ DEFAULT_MAX_MB = 256.0  # all the span pages of one import, together (--phoenix-
 DEFAULT_MAX_SPANS = 200_000  # spans one import holds (--phoenix-max-spans)
 MAX_MAX_MB = 1_000_000.0  # what --phoenix-max-mb takes at most (a terabyte)
 MAX_MAX_SPANS = 10**9
-PAGE_RECORDS = 10  # a reply may make the values of this many records (evalcore/value_budget.py)
+PAGE_RECORDS = 10  # a reply may make the values of this many records (evalcore/common/value_budget.py)
 _DETAIL_BYTES = 2000  # of an error reply, quoted in the message
 
 T = TypeVar("T")

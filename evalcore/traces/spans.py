@@ -26,7 +26,7 @@ from typing import Any, Iterable, Iterator
 
 from evalcore.errors import InputError
 from evalcore.schemas.bounds import MAX_JSON_DEPTH, json_depth_over
-from evalcore.value_budget import loads as bounded_loads
+from evalcore.common.value_budget import loads as bounded_loads
 
 PROJECT_ATTRIBUTE = "openinference.project.name"
 KIND_ATTRIBUTE = "openinference.span.kind"

@@ -1,7 +1,7 @@
 """Publish a run from OpenInference traces (a span export file or a Phoenix project).
 
 Every trace is read and validated before anything is written; the run is then built in
-staging and published whole (as `evalcore.importer` does), so a bad span leaves the store as it
+staging and published whole (as `evalcore.scoring.importer` does), so a bad span leaves the store as it
 was. Each response keeps its trace's ids in `raw["openinference"]` (trace_id, span_id of the
 root, project), which is how `evalcore export --to phoenix://` finds the span to annotate.
 """
@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from evalcore import __version__
 from evalcore.datasets import load_questions
 from evalcore.errors import InputError, from_validation
-from evalcore.fingerprint import file_fingerprint
+from evalcore.common.fingerprint import file_fingerprint
 from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
 from evalcore.schemas.ids import canonical_id
 from evalcore.schemas.storable import WHAT, make_storable, storable_path, storable_text

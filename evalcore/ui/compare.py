@@ -273,7 +273,7 @@ def render() -> None:
                 pairs = common.call(C.paired_values, base, cand, (metric,))
                 st.plotly_chart(common.inert_figure(_scatter(pairs, metric, base, cand)), key="scatter")
     # the file `evalcore report BASE CAND --metrics ...` writes, built (and imported) only on a click
-    from evalcore.analysis.html_report import report_html
+    from evalcore.outputs.html_report import report_html
 
     tested, store = [m for m in stat_metrics if m in set(table.metric)], common.store()
     st.download_button("Download this comparison as one HTML file", key="report_html", file_name="evalcore-report.html",

@@ -28,7 +28,7 @@ import streamlit as st
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis.inert import inert_figure, plotly_text, reveal, shown_name  # noqa: F401  (pages use these)
 from evalcore.schemas.ids import canonical_id, match_name
-from evalcore.schemas.csv_safety import frame_to_csv
+from evalcore.common.csv_safety import frame_to_csv
 from evalcore.ui.cache import call, store  # noqa: F401  (pages import both from here)
 
 

@@ -12,8 +12,8 @@ import pytest
 from evalcore.analysis import leaderboard as L
 from evalcore.analysis.progress import answer_failures, failure_line
 from evalcore.analysis.ranking import ranked_order
-from evalcore.importer import import_recorded
-from evalcore.scoring import score_run
+from evalcore.scoring.importer import import_recorded
+from evalcore.scoring.engine import score_run
 
 FAILURE = "HTTP 400 unknown method 'default'"
 

@@ -19,7 +19,7 @@ def app_store(tmp_path_factory):
     """Two runs x two methods x 24 questions, plus a run whose first answer is hostile text."""
     root = tmp_path_factory.mktemp("app") / "runs"
     store = build_store(root, n_runs=2, n_questions=24, judge_calls=True)
-    from evalcore.queries import run_questions
+    from evalcore.scoring.queries import run_questions
 
     questions = run_questions(store, store.run_ids()[0])
     write_run(store, "hostile", questions[:4], ["local_search"], ["faithfulness", "token_f1"], seed=99,

@@ -16,7 +16,7 @@ from tests.app.test_pages import texts
 def gt_store(tmp_path_factory):
     """One synthetic run plus a context_recall statement of the reference, judged not_supported."""
     from evalcore.demo.synthetic import JUDGE, build_store
-    from evalcore.queries import run_questions
+    from evalcore.scoring.queries import run_questions
     from evalcore.schemas import Claim
 
     store = build_store(tmp_path_factory.mktemp("gt") / "runs", n_runs=1, n_questions=4)

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from evalcore.cli.main import app
 from evalcore.judges.tasks import TaskDef, register, unregister
 from evalcore.metrics.base import ANSWER_QUALITY, MetricSpec, Score, per_item
-from evalcore.metrics.judged import judged_metric
+from evalcore.metrics.judged.specs import judged_metric
 from evalcore.metrics.registry import register_metric, unregister_metric
 from evalcore.ui import entry
 from tests.app.conftest import ROOT

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalcore.demo import questions_path
-from evalcore.importer import import_recorded
+from evalcore.scoring.importer import import_recorded
 from evalcore.store import RunStore
 from evalcore.ui import jobs
 

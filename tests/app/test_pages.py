@@ -488,7 +488,7 @@ def test_runs_ranks_one_dataset_at_a_time(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
     from evalcore.demo.synthetic import build_store
-    from evalcore.importer import import_recorded
+    from evalcore.scoring.importer import import_recorded
     from evalcore.cli.store_commands import example_files
 
     store = build_store(tmp_path / "runs", n_runs=1, n_questions=12)
@@ -528,7 +528,7 @@ def test_compare_headline_cards_and_forest_keep_hostile_method_names_inert(tmp_p
     from streamlit.testing.v1 import AppTest
 
     from evalcore.demo.synthetic import build_store, write_run
-    from evalcore.queries import run_questions
+    from evalcore.scoring.queries import run_questions
 
     store = build_store(tmp_path / "runs", n_runs=1, n_questions=12)
     questions = run_questions(store, store.run_ids()[0])

@@ -34,9 +34,9 @@ PROBE = """(() => JSON.stringify({
 @pytest.fixture(scope="module")
 def report_file(tmp_path_factory):
     """A report over a small synthetic run whose regressed answers all carry the canary."""
-    from evalcore.analysis.html_report import render
+    from evalcore.outputs.html_report import render
     from evalcore.analysis.report_data import report_data
-    from evalcore.queries import run_questions
+    from evalcore.scoring.queries import run_questions
 
     tmp = tmp_path_factory.mktemp("report")
     store = build_store(tmp / "runs", n_runs=1, n_questions=30, n_metrics=12, judge_calls=False)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evalcore.importer import import_recorded
-from evalcore.scoring import score_run
+from evalcore.scoring.importer import import_recorded
+from evalcore.scoring.engine import score_run
 from evalcore.store import RunStore
 
 APP = Path(__file__).resolve().parents[2] / "app.py"

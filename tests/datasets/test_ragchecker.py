@@ -9,7 +9,7 @@ import pytest
 
 from evalcore.datasets.ragchecker import load_ragchecker, ragchecker_records
 from evalcore.errors import InputError
-from evalcore.importer import parse_recorded
+from evalcore.scoring.importer import parse_recorded
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from scipy.stats import rankdata
 from evalcore.judges.offline import matching
 from evalcore.judges.offline.judge import run_task
 from evalcore.metrics.base import ScoringContext
-from evalcore.metrics.judged import SPECS
+from evalcore.metrics.judged.specs import SPECS
 from evalcore.schemas import EvalQuestion, EvalResponse, RetrievedChunk
 
 BY_NAME = {s.name: s for s in SPECS}

@@ -11,7 +11,7 @@ from pathlib import Path
 from evalcore.judges.offline.judge import HeuristicJudge, run_task
 from evalcore.judges.tasks import build_prompt
 from evalcore.metrics.base import ScoringContext
-from evalcore.metrics.judged import SPECS
+from evalcore.metrics.judged.specs import SPECS
 from evalcore.schemas import EvalQuestion, EvalResponse, RetrievedChunk
 
 BY_NAME = {s.name: s for s in SPECS}

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from evalcore.metrics.base import ScoringContext
-from evalcore.metrics.judged import SPECS
+from evalcore.metrics.judged.specs import SPECS
 from evalcore.schemas import EvalResponse, RunManifest
 from evalcore.store import FORMAT_VERSION, query_df
 
@@ -51,7 +51,7 @@ def test_ragas_four_within_call_budget(anthropic_env, store):
 
 def _score_two_methods(store, judge="anthropic:claude-haiku-4-5-20251001", metrics=RAGAS, **kw):
     """A run of 2 questions x 2 methods (different contexts), scored through score_run."""
-    from evalcore.scoring import score_run
+    from evalcore.scoring.engine import score_run
 
     items = []
     for qid in ("q1", "q2"):
@@ -105,7 +105,7 @@ def test_two_methods_share_reference_statements_and_scoring_writes(anthropic_env
 
 
 def test_dry_run_matches_the_real_call_count(anthropic_env, store):
-    from evalcore.scoring import score_run
+    from evalcore.scoring.engine import score_run
 
     anthropic_env.responder = good_judge
     estimate = _score_two_methods(store, dry_run=True).estimate
@@ -117,7 +117,7 @@ def test_dry_run_matches_the_real_call_count(anthropic_env, store):
 
 def test_rescoring_with_same_judge_makes_zero_calls(anthropic_env, store):
     anthropic_env.responder = good_judge
-    from evalcore.scoring import score_run
+    from evalcore.scoring.engine import score_run
 
     _score_two_methods(store)
     n = anthropic_env.count()
@@ -131,7 +131,7 @@ def test_rescoring_with_same_judge_makes_zero_calls(anthropic_env, store):
 
 def test_a_rescore_without_claims_leaves_no_old_claims(anthropic_env, store):
     """The store keeps the newest claim set per answer; an empty new set must win too."""
-    from evalcore.scoring import score_run
+    from evalcore.scoring.engine import score_run
 
     anthropic_env.responder = good_judge
     _score_two_methods(store, metrics=["faithfulness"])

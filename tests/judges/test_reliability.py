@@ -7,11 +7,11 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.analysis.annotations import agreement
-from evalcore.judges.reliability import disagree
-from evalcore.spot_check import spot_check
+from evalcore.metrics.judge_agreement import disagree
+from evalcore.scoring.spot_check import spot_check
 from evalcore.stats.agreement import cohen_kappa
 from evalcore.schemas import Annotation, RunManifest
-from evalcore.scoring import score_run
+from evalcore.scoring.engine import score_run
 from evalcore.store import FORMAT_VERSION
 from tests.optional import requires
 

@@ -11,7 +11,7 @@ from evalcore.judges.parsing import ParseError, parse_json, parse_reply
 from evalcore.judges.prompts import fence_token
 from evalcore.judges.tasks import build_prompt
 from evalcore.metrics.base import ScoringContext
-from evalcore.metrics.judged import SPECS
+from evalcore.metrics.judged.specs import SPECS
 from evalcore.schemas import RunManifest
 from evalcore.store import FORMAT_VERSION
 

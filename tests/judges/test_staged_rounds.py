@@ -5,8 +5,8 @@ import asyncio
 
 from evalcore.judges.offline.judge import HeuristicJudge
 from evalcore.metrics.base import ScoringContext
-from evalcore.metrics.judged import SPECS
-from evalcore.scoring import _judge_rounds
+from evalcore.metrics.judged.specs import SPECS
+from evalcore.scoring.engine import _judge_rounds
 
 from .conftest import paris_item
 

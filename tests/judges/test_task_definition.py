@@ -17,7 +17,7 @@ from evalcore.judges.work import estimate_calls, get_work
 from evalcore.metrics.base import MetricSpec, Score
 from evalcore.metrics.registry import register_metric, unregister_metric
 from evalcore.schemas import RunManifest
-from evalcore.scoring import score_run
+from evalcore.scoring.engine import score_run
 from evalcore.store import FORMAT_VERSION, query_df
 
 from .conftest import fence_of, paris_item

@@ -76,7 +76,7 @@ def test_source_citation_quality_on_a_run_without_citations_is_nan_like_the_othe
     citations"; source_citation_quality said 0.000 (20/20) beside them. Same reason now, NaN,
     and the default selection skips it for that reason too."""
     from evalcore.metrics.registry import METRICS
-    from evalcore.scoring import select_metrics
+    from evalcore.scoring.engine import select_metrics
 
     s = run("source_citation_quality", Q, answer="According to page 4 of the manual, 0.3%.")
     assert s.value != s.value and s.reason == "run has no citations"

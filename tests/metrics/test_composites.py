@@ -6,12 +6,12 @@ import math
 import pytest
 
 from evalcore.errors import EvalcoreError
-from evalcore.importer import import_recorded
+from evalcore.scoring.importer import import_recorded
 from evalcore.metrics.composites import (BUDGETS, SPECS, budget_score, combine, objective_means,
                                          objective_values, resolve_budgets, weighted)
 from evalcore.store import query_df
 from evalcore.schemas import MetricValue
-from evalcore.scoring import score_run
+from evalcore.scoring.engine import score_run
 
 
 def test_combine_renormalises_and_lists_missing():

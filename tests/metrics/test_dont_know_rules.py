@@ -9,14 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
-from evalcore.config import EvalConfig
+from evalcore.runner.config import EvalConfig
 from evalcore.errors import EvalcoreError
-from evalcore.importer import import_recorded
+from evalcore.scoring.importer import import_recorded
 from evalcore.metrics.abstention import detect_dont_know
 from evalcore.metrics.options import check_options, parse_option
 from evalcore.store import query_df
 from evalcore.schemas import EvalResponse
-from evalcore.scoring import score_run
+from evalcore.scoring.engine import score_run
 
 
 def dk(answer, options=None):

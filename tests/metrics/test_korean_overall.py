@@ -16,12 +16,12 @@ import pytest
 
 from evalcore.analysis.means import overall_score_run
 from evalcore.datasets import load_questions
-from evalcore.importer import import_recorded
+from evalcore.scoring.importer import import_recorded
 from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.registry import METRICS
 from evalcore.store import query_df
 from evalcore.schemas import EvalQuestion, EvalResponse
-from evalcore.scoring import score_run
+from evalcore.scoring.engine import score_run
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "evalcore" / "examples" / "eval_questions_ko.yaml"
 

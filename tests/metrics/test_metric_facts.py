@@ -14,7 +14,7 @@ import pytest
 from evalcore.analysis.correctness import classify, correct_metrics
 from evalcore.analysis.leaderboard import key_metric_names
 from evalcore.analysis.question_drilldown import key_metrics, metric_order
-from evalcore.judges.reliability import category, disagree
+from evalcore.metrics.judge_agreement import category, disagree
 from evalcore.metrics.base import ANSWER_QUALITY, FAITHFULNESS, MetricSpec, Score, per_item
 from evalcore.metrics.registry import METRICS, register_metric, unregister_metric
 

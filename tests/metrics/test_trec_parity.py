@@ -1,4 +1,4 @@
-"""Parity of evalcore.trec_eval (and the per-question retrieval metrics) with trec_eval's own
+"""Parity of evalcore.metrics.trec_eval (and the per-question retrieval metrics) with trec_eval's own
 expected outputs, pytrec_eval (trec_eval's C code) and, for what trec_eval lacks, scikit-learn,
 on real qrels.
 
@@ -23,7 +23,7 @@ from evalcore.datasets.trec import load_trec, read_qrels, read_qrels_table, read
 from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.registry import METRICS
 from evalcore.schemas import EvalResponse
-from evalcore.trec_eval import evaluate, rankings_from_tables
+from evalcore.metrics.trec_eval import evaluate, rankings_from_tables
 from tests.optional import requires
 
 pytrec_eval = requires("pytrec_eval", "trec_eval's C code, the reference")
@@ -206,7 +206,7 @@ PER_QUESTION = {"recall@5": "recall_5", "recall@10": "recall_10", "precision@5":
                 "hit_rate@1": "success_1", "hit_rate@5": "success_5", "hit_rate@10": "success_10",
                 "recall@1": None, "recall@3": None, "precision@1": None, "precision@3": None,
                 "ndcg_exp@5": None, "ndcg_exp@10": None}
-# our stored `mrr` is cut at 10 (METRICS.md); in the TREC evaluator that is `mrr@10` (bare `mrr` = recip_rank)
+# our stored `mrr` is cut at 10 (docs/metrics/retrieval.md); in the TREC evaluator that is `mrr@10` (bare `mrr` = recip_rank)
 EVALUATOR_NAME = {"mrr": "mrr@10"}
 
 

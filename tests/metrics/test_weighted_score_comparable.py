@@ -1,6 +1,6 @@
 """weighted_score is comparable across runs: end to end through import, store and scoring.
 
-METRICS.md: cost and latency use fixed, configurable reference budgets, never min-max within a
+docs/metrics/composites.md: cost and latency use fixed, configurable reference budgets, never min-max within a
 run or selection; a system's score must not change when other systems are added, and must drop
 when it is slower or dearer. Min-max normalisation (weighted_score version 1) broke all three.
 """
@@ -12,9 +12,9 @@ import math
 
 import pytest
 
-from evalcore.importer import import_recorded
+from evalcore.scoring.importer import import_recorded
 from evalcore.store import query_df
-from evalcore.scoring import score_run
+from evalcore.scoring.engine import score_run
 
 # (question id, question, ground truth)
 QUESTIONS = [("q1", "Capital of France?", "Paris"), ("q2", "Capital of Italy?", "Rome"),

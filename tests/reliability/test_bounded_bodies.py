@@ -2,7 +2,7 @@
 
 A target's reply sent as `Content-Encoding: gzip, gzip` (2.7 KB inflating to 0.8 GB) took
 `evalcore run --max-response-mb 32` past 1.3 GB: httpx inflated each layer whole before the
-cap was looked at. Replies now go through evalcore/http_body.py, whose decoders hand on at
+cap was looked at. Replies now go through evalcore/common/http_body.py, whose decoders hand on at
 most PIECE bytes per call and count every layer against the cap. The memory test runs the
 target client in a child process and reads its peak RSS (VmHWM); the bombs are a few KB.
 """
@@ -19,10 +19,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from evalcore import http_body
+from evalcore.common import http_body
 from tests.optional import requires
 from evalcore.embeddings.openai_compat import EmbeddingServiceError, OpenAICompatibleBackend
-from evalcore.http_body import PIECE, BodyReader, BodyTooLarge, BodyUndecodable, accept_encoding
+from evalcore.common.http_body import PIECE, BodyReader, BodyTooLarge, BodyUndecodable, accept_encoding
 
 from .servers import Fault, ScriptedServer, ok_json, rag_answer
 

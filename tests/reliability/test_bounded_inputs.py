@@ -22,8 +22,8 @@ from evalcore.datasets.records import LIST_KEYS, read_records
 from evalcore.datasets.registry import load_questions
 from evalcore.datasets.trec import read_qrels_table, read_run_table, read_topics
 from evalcore.errors import EvalcoreError, InputError
-from evalcore.safe_yaml import read_yaml
-from evalcore.text_input import LIMIT_ENV, iter_lines, record_limit
+from evalcore.common.safe_yaml import read_yaml
+from evalcore.common.text_input import LIMIT_ENV, iter_lines, record_limit
 
 HEAD = b'{"question_id": "q1", "answer": "a"}\n'
 
@@ -91,7 +91,7 @@ def test_a_record_over_the_bound_is_refused_naming_it(tmp_path, monkeypatch, nam
 
 
 def test_a_yaml_file_over_the_document_bound_is_refused_before_it_is_read(tmp_path, monkeypatch):
-    from evalcore import text_input
+    from evalcore.common import text_input
 
     monkeypatch.setattr(text_input, "MAX_DOCUMENT_MB", 1)
     monkeypatch.setenv(LIMIT_ENV, "1")

@@ -22,8 +22,8 @@ import time
 import pytest
 from pathlib import Path
 
-from evalcore.importer import import_recorded
-from evalcore.scoring import score_run
+from evalcore.scoring.importer import import_recorded
+from evalcore.scoring.engine import score_run
 from evalcore.store import RunStore, query_df
 
 N_IMPORT = 200        # records per imported file (2 methods x 100 questions)
@@ -50,11 +50,11 @@ WORKER = textwrap.dedent("""
     while not go.exists():
         time.sleep(0.005)
     if mode == "import":
-        from evalcore.importer import import_recorded
+        from evalcore.scoring.importer import import_recorded
         result = import_recorded(store, sys.argv[4], name=sys.argv[5], batch_size=25)
         print(json.dumps({"run_id": result.run_id}))
     elif mode == "rescore":
-        from evalcore.scoring import score_run
+        from evalcore.scoring.engine import score_run
         report = score_run(store, sys.argv[4], metrics=sys.argv[5].split(","), progress=False, chunk_size=20)
         print(json.dumps({"n_values": report.n_values}))
     elif mode == "live":

@@ -141,7 +141,7 @@ def _resume_and_check(root: Path, url: str, qfile: Path, kill_at: float, finishe
     manifest = store.manifest(run_id)
     assert manifest.counts["responses"] == EXPECTED
 
-    from evalcore.scoring import score_run
+    from evalcore.scoring.engine import score_run
 
     score_run(store, run_id, metrics=["token_f1"], progress=False)
     scored = _raw_rows(store, run_id, "metrics")
@@ -188,8 +188,8 @@ def test_kill_9_at_random_points_then_resume(tmp_path):
 
 def test_kill_between_create_and_questions_then_resume(tmp_path, monkeypatch):
     """Deterministic form of the window the random trials can hit."""
-    from evalcore.config import EvalConfig
-    from evalcore.runner import resume_run, run_evaluation
+    from evalcore.runner.config import EvalConfig
+    from evalcore.pipeline import resume_run, run_evaluation
     from evalcore.store import RunWriter
 
     server = ScriptedServer(lambda r: rag_answer(r["body"]["question"])).start()
@@ -215,9 +215,9 @@ def test_kill_between_create_and_questions_then_resume(tmp_path, monkeypatch):
 
 
 def test_crash_during_scoring_then_resume_scores_every_response(tmp_path, monkeypatch):
-    from evalcore import scoring
-    from evalcore.config import EvalConfig
-    from evalcore.runner import resume_run, run_evaluation
+    from evalcore.scoring import engine as scoring
+    from evalcore.runner.config import EvalConfig
+    from evalcore.pipeline import resume_run, run_evaluation
 
     server = ScriptedServer(lambda r: rag_answer(r["body"]["question"])).start()
     try:

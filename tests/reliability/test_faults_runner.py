@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from evalcore.config import EvalConfig
-from evalcore.queries import run_responses
-from evalcore.runner import run_evaluation
+from evalcore.runner.config import EvalConfig
+from evalcore.scoring.queries import run_responses
+from evalcore.pipeline import run_evaluation
 
 from .servers import Fault, ScriptedServer, rag_answer
 

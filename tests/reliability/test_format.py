@@ -119,7 +119,7 @@ def test_first_write_compacts_a_v1_store_and_reads_the_same(v1):
 
 
 def run_responses_of(store):
-    from evalcore.queries import run_responses
+    from evalcore.scoring.queries import run_responses
 
     return run_responses(store, EXPECTED["run_id"])
 

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalcore.errors import EvalcoreError, InputError
-from evalcore.importer import import_recorded, parse_recorded
-from evalcore.queries import run_questions, run_responses
+from evalcore.scoring.importer import import_recorded, parse_recorded
+from evalcore.scoring.queries import run_questions, run_responses
 from evalcore.store import RunStore, query_df
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -195,7 +195,7 @@ CAP_BYTES = 150 * 2**20
 CHILD = textwrap.dedent("""
     import json, sys, time
     import pyarrow.parquet  # libraries loaded before the baseline: their code is not the import's memory
-    from evalcore.importer import import_recorded
+    from evalcore.scoring.importer import import_recorded
     from evalcore.store import RunStore
 
     def peak_rss():  # VmHWM: this process's peak resident set, in bytes (fresh at exec, unlike

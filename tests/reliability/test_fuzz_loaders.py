@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from evalcore.datasets import load_questions
 from evalcore.errors import EvalcoreError, InputError
-from evalcore.tables import question_row, to_arrow
+from evalcore.store.tables import question_row, to_arrow
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

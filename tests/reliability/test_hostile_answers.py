@@ -15,9 +15,9 @@ import re
 
 import pytest
 
-from evalcore.config import EvalConfig
-from evalcore.queries import run_responses
-from evalcore.runner import run_evaluation
+from evalcore.runner.config import EvalConfig
+from evalcore.scoring.queries import run_responses
+from evalcore.pipeline import run_evaluation
 from evalcore.runner.engine import ResponseSink
 from evalcore.schemas import EvalResponse, RunManifest
 from evalcore.store import FORMAT_VERSION
@@ -84,7 +84,7 @@ def test_lone_surrogates_in_an_answer_are_replaced_and_noted(server, store, tmp_
 
 def test_resume_after_a_surrogate_answer_has_nothing_left_to_ask(server, store, tmp_path):
     """The old failure mode: the run failed at the bad answer and --resume failed again."""
-    from evalcore.runner import resume_run
+    from evalcore.pipeline import resume_run
 
     texts = {f"q{i}": ("SURROGATE " if i % 3 == 0 else "") + f"q {i}" for i in range(9)}
     result = run_evaluation(_config(server.url, _qfile(tmp_path, texts)), store)

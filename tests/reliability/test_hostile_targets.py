@@ -21,9 +21,9 @@ import logging
 
 import pytest
 
-from evalcore.config import EvalConfig
-from evalcore.queries import run_responses
-from evalcore.runner import run_evaluation
+from evalcore.runner.config import EvalConfig
+from evalcore.scoring.queries import run_responses
+from evalcore.pipeline import run_evaluation
 from evalcore.targets.spec import TargetSpec
 
 from .servers import Fault, ScriptedServer, ok_json, rag_answer

@@ -2,7 +2,7 @@
 
 Invisible characters passed raw: methods `alpha`, `al\\u200bpha` and `alph\\u00ada` read as three
 systems called "alpha" in `score`, `compare` (terminal, --markdown, --json), `export -f md` and the
-rest. Now every output shows them as escapes: the terminal guard and `visible` (evalcore/inert_text.py,
+rest. Now every output shows them as escapes: the terminal guard and `visible` (evalcore/common/inert_text.py,
 one list: every format character (Cf), Unicode's other default-ignorable characters (U+034F,
 Hangul fillers, variation selectors, tag characters), every space but U+0020, the braille blank),
 Markdown cells, the dashboard's tables, pickers and messages, and the HTML report. In a name a
@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalcore.cli import main as cli_main
-from evalcore.inert_text import INVISIBLE_CLASS, markdown_cell, visible
+from evalcore.common.inert_text import INVISIBLE_CLASS, markdown_cell, visible
 
 RAW_INVISIBLE = re.compile(f"[{INVISIBLE_CLASS}]")
 NAMES = ["alpha", "al\u200bpha", "alph\u00ada", "al\u200cpha", "al\u200dpha", "al\u2060pha", "al\ufeffpha",
@@ -127,8 +127,8 @@ def test_free_text_keeps_emoji_and_shows_every_other_invisible_character():
 
 @pytest.fixture(scope="module")
 def named(tmp_path_factory):
-    from evalcore.importer import import_recorded
-    from evalcore.scoring import score_run
+    from evalcore.scoring.importer import import_recorded
+    from evalcore.scoring.engine import score_run
     from evalcore.store import RunStore
 
     base = tmp_path_factory.mktemp("names")

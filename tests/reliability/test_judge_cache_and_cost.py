@@ -24,7 +24,7 @@ from evalcore.cli.main import app
 from evalcore.judges import make_judge
 from evalcore.judges.client import JudgeTask
 from evalcore.schemas import RunManifest, TokenUsage
-from evalcore.scoring import score_run
+from evalcore.scoring.engine import score_run
 from evalcore.store import FORMAT_VERSION, query_df
 from tests.judges.conftest import fence_of, good_judge, paris_item, scripted_llm, task_of
 
@@ -309,9 +309,9 @@ def test_unpriced_judge_cost_is_unknown_on_the_pages_and_in_the_dry_run(llm, sto
 
 
 def test_one_price_table_module():
-    """evalcore/pricing.py prices everything; the judges' copy (which said 0 for an unknown
+    """evalcore/judges/pricing.py prices everything; the judges' copy (which said 0 for an unknown
     model where the shared one said None) is gone."""
-    from evalcore import pricing
+    from evalcore.judges import pricing
 
     assert pricing.token_cost("my-local-llama", 10, 10) is None
     with pytest.raises(ModuleNotFoundError):

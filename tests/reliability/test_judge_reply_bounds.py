@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
-from evalcore.http_body import accept_encoding
+from evalcore.common.http_body import accept_encoding
 from evalcore.judges import make_judge
 from evalcore.judges.client import JudgeTask
 from evalcore.schemas import RunManifest
@@ -218,7 +218,7 @@ def test_the_client_bounds_replies_on_either_http_library(llm, library):
     import importlib
     from types import SimpleNamespace
 
-    from evalcore.http_body import BodyTooLarge
+    from evalcore.common.http_body import BodyTooLarge
     from evalcore.judges.http_client import http_library, judge_http_client
 
     lib = requires(library)

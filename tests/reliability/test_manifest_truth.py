@@ -78,7 +78,7 @@ def _fill(monkeypatch, match: str, nth: int = 1) -> FullDisk:
 @pytest.fixture(scope="module")
 def base_store(tmp_path_factory) -> tuple[Path, str]:
     """A run of two answers with contexts and ground truths (every metric above can score)."""
-    from evalcore.importer import import_recorded
+    from evalcore.scoring.importer import import_recorded
 
     tmp = tmp_path_factory.mktemp("truth")
     path = tmp / "answers.jsonl"
@@ -185,7 +185,7 @@ def test_a_manifest_that_cannot_follow_its_published_data_says_so(base_store, tm
 
 @pytest.fixture(scope="module")
 def scored_store(base_store, tmp_path_factory) -> tuple[Path, str]:
-    from evalcore.scoring import score_run
+    from evalcore.scoring.engine import score_run
 
     root, run_id = _copy(base_store, tmp_path_factory.mktemp("scored"))
     score_run(RunStore(root), run_id, metrics=METRICS.split(","), options={"judge": "heuristic"}, progress=False)
@@ -194,7 +194,7 @@ def scored_store(base_store, tmp_path_factory) -> tuple[Path, str]:
 
 def test_spot_check_on_a_full_disk_records_nothing_it_did_not_publish(scored_store, tmp_path, monkeypatch):
     root, run_id = _copy(scored_store, tmp_path)
-    from evalcore.spot_check import spot_check
+    from evalcore.scoring.spot_check import spot_check
 
     store = RunStore(root)
     disk = _fill(monkeypatch, "tables.json")

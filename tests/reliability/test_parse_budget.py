@@ -3,7 +3,7 @@
 The byte bounds let through input that costs 100-1000x its size once parsed: a 900 KB answers
 file of 300 000 `{}` took 1 GB, a 6 KB gzipped target reply 600 MB, an 11 MB YAML config
 1.8 GB, a 1.9 KB Parquet file 1.5 GB. Now the values a record (a reply, a YAML file) makes are
-counted before they are built (evalcore/value_budget.py), Parquet is read in batches sized
+counted before they are built (evalcore/common/value_budget.py), Parquet is read in batches sized
 from its metadata with each row's decoded size checked (evalcore/datasets/parquet_rows.py),
 and settings files have small bounds of their own. The memory tests, in child processes, are
 in test_parse_budget_memory.py.
@@ -51,7 +51,7 @@ json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(a
 @given(json_values, st.sampled_from([None, 0, 2]))
 def test_the_count_is_exact_and_the_cheap_bound_never_under(value, indent):
     """Commas and brackets inside strings are not values; empty containers are one value."""
-    from evalcore.value_budget import TooManyValues, check_json, count_values, exact_values
+    from evalcore.common.value_budget import TooManyValues, check_json, count_values, exact_values
 
     text = json.dumps(value, indent=indent)
     assert exact_values(text) == _values(value)
@@ -117,7 +117,7 @@ def test_a_value_outside_the_records_is_bounded_too(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("value", ["0", "-3", "1.5", "lots"])
 def test_a_bad_value_budget_is_refused(monkeypatch, value):
-    from evalcore.value_budget import value_limit
+    from evalcore.common.value_budget import value_limit
 
     monkeypatch.setenv(VALUES_ENV, value)
     with pytest.raises(EvalcoreError, match=VALUES_ENV):
@@ -134,7 +134,7 @@ def test_a_header_of_more_columns_than_the_budget_is_refused(tmp_path, monkeypat
 
 def test_an_unknown_fields_error_names_a_few_and_counts_the_rest(tmp_path):
     """5 000 unknown columns: one short line naming ten of them (it listed all, 76 s for 500 000)."""
-    from evalcore.importer import parse_recorded
+    from evalcore.scoring.importer import parse_recorded
 
     path = tmp_path / "wide.csv"
     names = [f"zz{i}" for i in range(5000)]
@@ -146,8 +146,8 @@ def test_an_unknown_fields_error_names_a_few_and_counts_the_rest(tmp_path):
 
 
 def test_extra_fields_kept_are_listed_a_few_and_counted(tmp_path):
-    from evalcore.import_fields import MAX_KEPT
-    from evalcore.importer import import_recorded
+    from evalcore.scoring.import_fields import MAX_KEPT
+    from evalcore.scoring.importer import import_recorded
     from evalcore.store import RunStore
 
     path = tmp_path / "wide.csv"
@@ -164,8 +164,8 @@ def test_extra_fields_kept_are_listed_a_few_and_counted(tmp_path):
 def test_import_reads_no_more_than_a_piece_of_a_binary_file_before_refusing_it(tmp_path, monkeypatch):
     """The fingerprint (a hash of the whole file) came before the first record: a 30 GB file of
     NUL bytes took 47 s to refuse. It is taken once the records validated."""
-    from evalcore import importer
-    from evalcore.fingerprint import file_fingerprint
+    from evalcore.scoring import importer
+    from evalcore.common.fingerprint import file_fingerprint
     from evalcore.store import RunStore
 
     def too_early(path):
@@ -189,8 +189,8 @@ def test_import_reads_no_more_than_a_piece_of_a_binary_file_before_refusing_it(t
 
 def test_settings_files_have_small_bounds(tmp_path):
     from evalcore.cli.score_commands import _options_from
-    from evalcore.config import load_config
-    from evalcore.safe_yaml import read_yaml
+    from evalcore.runner.config import load_config
+    from evalcore.common.safe_yaml import read_yaml
 
     many = tmp_path / "many.yaml"
     many.write_text("".join(f"k{i}: {{}}\n" for i in range(11_000)), encoding="utf-8")  # 22 000 nodes, 150 KB
@@ -219,7 +219,7 @@ def test_a_yaml_question_file_has_a_node_budget(tmp_path, monkeypatch):
 
 
 def test_the_pure_python_loader_counts_nodes_too(monkeypatch):
-    from evalcore import safe_yaml
+    from evalcore.common import safe_yaml
 
     monkeypatch.setattr(safe_yaml, "_CSafeLoader", None)
     with pytest.raises(safe_yaml.TooManyNodes, match="more than 10 YAML nodes"):

@@ -126,7 +126,7 @@ def _values(store: RunStore, run_id: str):
 
 def test_a_worker_node_killed_while_scoring(nodes, tmp_path, monkeypatch):
     from evalcore.scale import ray_scoring
-    from evalcore.scoring import score_run
+    from evalcore.scoring.engine import score_run
 
     _answers(tmp_path / "answers.jsonl")
     res = CliRunner().invoke(app, ["--store", str(tmp_path / "local"), "import", str(tmp_path / "answers.jsonl")])
@@ -162,7 +162,7 @@ def test_a_worker_node_killed_while_scoring(nodes, tmp_path, monkeypatch):
 def test_a_worker_node_killed_while_asking(nodes, tmp_path, audit):
     from tests.scale.test_ray_run import CountingServer, _answers as stored_answers, _config
 
-    from evalcore.runner import resume_run, run_evaluation
+    from evalcore.pipeline import resume_run, run_evaluation
 
     server = CountingServer(latency_ms=40)
     threading.Thread(target=server.serve_forever, daemon=True).start()

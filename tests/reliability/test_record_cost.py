@@ -23,13 +23,13 @@ import pytest
 
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError
-from evalcore.importer import import_recorded
-from evalcore.queries import run_questions, run_responses
+from evalcore.scoring.importer import import_recorded
+from evalcore.scoring.queries import run_questions, run_responses
 from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.schemas.bounds import MAX_LABEL_CHARS
 from evalcore.schemas.ids import MAX_NAME_CHARS
 from evalcore.store import RunStore
-from evalcore.text_input import LIMIT_ENV, stored_size
+from evalcore.common.text_input import LIMIT_ENV, stored_size
 
 MB = 2 ** 20
 HAS_PROC = Path("/proc/self/status").exists()

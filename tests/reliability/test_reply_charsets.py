@@ -8,7 +8,7 @@ honestly sent in ISO-8859-1 was refused as "not valid JSON". Now every reply eva
 (a target's answers, /health, /models/info, /index/stats, the Launch page's offered
 methods, embeddings, Phoenix pages, a judge's error bodies) is read as UTF-8/16/32, or as
 ISO-8859-1 / windows-1252 when it says so, and any other declared charset is refused in one
-line naming it (evalcore/reply_charset.py); the request's deadline covers reading the reply.
+line naming it (evalcore/common/reply_charset.py); the request's deadline covers reading the reply.
 
 The hostile body below is valid JSON whose `pad` costs punycode about 0.1 s, so the old code
 took it as an answer; every server is on 127.0.0.1.
@@ -21,11 +21,11 @@ import json
 
 import pytest
 
-from evalcore.config import EvalConfig
+from evalcore.runner.config import EvalConfig
 from evalcore.embeddings.openai_compat import EmbeddingServiceError, OpenAICompatibleBackend
-from evalcore.queries import run_questions, run_responses
-from evalcore.reply_charset import declared_charsets
-from evalcore.runner import run_evaluation
+from evalcore.scoring.queries import run_questions, run_responses
+from evalcore.common.reply_charset import declared_charsets
+from evalcore.pipeline import run_evaluation
 from evalcore.schemas import EvalResponse
 from evalcore.targets import client as target_client
 from evalcore.targets.client import RetryPolicy, TargetClient

@@ -17,8 +17,8 @@ from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
-from evalcore.importer import import_recorded
-from evalcore.scoring import score_run
+from evalcore.scoring.importer import import_recorded
+from evalcore.scoring.engine import score_run
 from evalcore.store import RunStore
 
 

@@ -15,8 +15,8 @@ import socket
 
 import pytest
 
-from evalcore.config import EvalConfig
-from evalcore.runner import run_evaluation
+from evalcore.runner.config import EvalConfig
+from evalcore.pipeline import run_evaluation
 from evalcore.schemas import RunManifest
 from evalcore.store import FORMAT_VERSION
 from evalcore.targets import TargetUnavailable

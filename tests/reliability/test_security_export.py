@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from markdown_it import MarkdownIt
 
-from evalcore.export import export_run
+from evalcore.outputs.export import export_run
 from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
 from evalcore.store import FORMAT_VERSION
 

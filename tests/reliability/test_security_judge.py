@@ -46,7 +46,7 @@ def _run(store) -> str:
 
 
 def test_hostile_answers_do_not_raise_heuristic_grades(store):
-    from evalcore.scoring import score_run
+    from evalcore.scoring.engine import score_run
 
     run_id = _run(store)
     score_run(store, run_id, metrics=METRICS, options={"judge": "heuristic"}, progress=False)

@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
-from evalcore.export import FORMATS
+from evalcore.outputs.export import FORMATS
 from evalcore.store import RunStore
 from evalcore.ui.entry import PAGES as ENTRY_PAGES
 

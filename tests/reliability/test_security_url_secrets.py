@@ -15,10 +15,10 @@ import json
 
 import pytest
 
-from evalcore.config import EvalConfig
-from evalcore.runner import run_evaluation
+from evalcore.runner.config import EvalConfig
+from evalcore.pipeline import run_evaluation
 from evalcore.schemas import RunManifest
-from evalcore.secret_urls import public_url, url_secrets
+from evalcore.common.secret_urls import public_url, url_secrets
 from evalcore.store import FORMAT_VERSION
 from evalcore.targets.spec import TargetSpec
 

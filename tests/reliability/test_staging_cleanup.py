@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from evalcore import staging
+from evalcore.store import staging
 from evalcore.cli.main import app
-from evalcore.importer import import_recorded
+from evalcore.scoring.importer import import_recorded
 from evalcore.store import RunStore
 
 N_RECORDS = 30_000  # ~6 s to import: long enough to kill it after its first part file
@@ -207,7 +207,7 @@ def test_cli_store_clean_prints_what_it_removed(store_with_run, tmp_path):
 def test_next_import_removes_abandoned_staging_and_logs_it(store_with_run, tmp_path, caplog):
     store = store_with_run
     folder = _kill_import_midway(store.root, _answers(tmp_path / "big.jsonl"))
-    with caplog.at_level(logging.WARNING, logger="evalcore.staging"):
+    with caplog.at_level(logging.WARNING, logger="evalcore.store.staging"):
         result = import_recorded(store, _answers(tmp_path / "small.jsonl", 10))
     assert not folder.exists()
     assert any(str(folder) in r.getMessage() and "interrupted" in r.getMessage() for r in caplog.records)
@@ -219,7 +219,7 @@ def test_a_failing_cleanup_never_fails_the_import(store, tmp_path, monkeypatch, 
         raise PermissionError("no access")
 
     monkeypatch.setattr(staging, "sweep", broken)
-    with caplog.at_level(logging.WARNING, logger="evalcore.staging"):
+    with caplog.at_level(logging.WARNING, logger="evalcore.store.staging"):
         result = import_recorded(store, _answers(tmp_path / "small.jsonl", 10))
     assert store.exists(result.run_id)
     assert any("no access" in r.getMessage() for r in caplog.records)

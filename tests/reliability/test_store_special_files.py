@@ -5,7 +5,7 @@ evalcore makes only folders and regular files in a store. A FIFO as `_shared/sto
 hung every command (opening a FIFO for reading blocks until someone writes), and `/dev/zero`'s
 device node there made every command read until memory ran out; the same for a run's
 `tables.json`, with `store check` hanging too. Now every file of the store is opened without
-blocking and proven a regular file (evalcore/regular_files.py), small ones are read with a bound,
+blocking and proven a regular file (evalcore/common/regular_files.py), small ones are read with a bound,
 and pyarrow and DuckDB are never handed anything else:
 
 - the store marker as one: every command says so in one line naming it (exit 2);

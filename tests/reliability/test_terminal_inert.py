@@ -27,7 +27,7 @@ from markdown_it import MarkdownIt
 
 from evalcore.cli import main as cli_main
 from evalcore.cli.main import COMMANDS, commands_of
-from evalcore.inert_text import InertStream, markdown_cell, visible
+from evalcore.common.inert_text import InertStream, markdown_cell, visible
 
 # A raw control character anywhere but newline, tab and the CR of a CR LF.
 FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]|\r(?!\n)")
@@ -51,9 +51,9 @@ def _no_control(text: str, where: str) -> None:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     """A store with one imported run whose every name is hostile, scored, with labels."""
-    from evalcore.importer import import_recorded
-    from evalcore.labels_io import import_labels
-    from evalcore.scoring import score_run
+    from evalcore.scoring.importer import import_recorded
+    from evalcore.analysis.labels_io import import_labels
+    from evalcore.scoring.engine import score_run
     from evalcore.store import RunStore
 
     base = tmp_path_factory.mktemp("inert")

@@ -1,4 +1,4 @@
-"""YAML aliases are refused wherever evalcore reads YAML (evalcore/safe_yaml.py).
+"""YAML aliases are refused wherever evalcore reads YAML (evalcore/common/safe_yaml.py).
 
 Before: a question file whose anchor refers to itself ended in RecursionError, nine levels
 of nine aliases ran for minutes, and a 1 MB file of aliased long strings grew to 19 GB. Now
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evalcore.config import load_config
+from evalcore.runner.config import load_config
 from evalcore.datasets.registry import load_questions
 from evalcore.errors import EvalcoreError, InputError
-from evalcore.safe_yaml import MAX_DEPTH, loads
+from evalcore.common.safe_yaml import MAX_DEPTH, loads
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -79,7 +79,7 @@ def test_config_file_with_an_alias_is_refused(tmp_path):
 
 
 def test_price_table_with_an_alias_is_refused(tmp_path, monkeypatch):
-    from evalcore.pricing import load_prices
+    from evalcore.judges.pricing import load_prices
 
     table = tmp_path / "prices.yaml"
     table.write_text("a: &p {input: 1, output: 2}\nb: *p\n")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import httpx
 import pandas as pd
 
-from evalcore.config import EvalConfig
+from evalcore.runner.config import EvalConfig
 from evalcore.datasets import load_questions
 from evalcore.demo import METHODS, questions_path
 from evalcore.demo.corpus import default_corpus
-from evalcore.queries import run_responses
+from evalcore.scoring.queries import run_responses
 from evalcore.store import query_df
-from evalcore.runner import run_evaluation
+from evalcore.pipeline import run_evaluation
 
 
 def test_demo_questions_gold_matches_the_corpus():
@@ -83,7 +83,7 @@ def test_demo_command_scores_and_prints_a_leaderboard(tmp_path):
     assert set(table.index) == set(METHODS)
     text = format_leaderboard(table)
     assert all(m in text for m in METHODS) and "latency_p50_ms" in text
-    if importlib.util.find_spec("evalcore.scoring") is None:
+    if importlib.util.find_spec("evalcore.scoring.engine") is None:
         assert any("scoring skipped" in n for n in demo.notes)
         return
     assert demo.run.scored
@@ -96,7 +96,7 @@ def test_demo_command_scores_and_prints_a_leaderboard(tmp_path):
 
 def test_resume_after_a_scored_run_asks_nothing(demo_server, store):
     """Scoring adds its own keys to the manifest's config; resume must still read the snapshot."""
-    from evalcore.runner import resume_run
+    from evalcore.pipeline import resume_run
 
     config = EvalConfig(target=demo_server.url, dataset=str(questions_path()), methods=["basic_search"],
                         samples=5, progress=False)

@@ -3,9 +3,9 @@ classified, stored once, and the run still completes with every question answere
 
 from __future__ import annotations
 
-from evalcore.config import EvalConfig
-from evalcore.queries import run_responses
-from evalcore.runner import run_evaluation
+from evalcore.runner.config import EvalConfig
+from evalcore.scoring.queries import run_responses
+from evalcore.pipeline import run_evaluation
 
 TEXTS = ["plain one", "FLAKY two", "BROKEN three", "TRUNC four", "SLOW five", "RESET six",
          "EMPTY seven", "BADRANK eight", "plain nine"]

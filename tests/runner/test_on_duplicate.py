@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
-from evalcore.config import EvalConfig, load_config
+from evalcore.runner.config import EvalConfig, load_config
 from evalcore.errors import DuplicateIdsDropped, EvalcoreError, InputError
-from evalcore.queries import run_questions
-from evalcore.runner import resume_run
+from evalcore.scoring.queries import run_questions
+from evalcore.pipeline import resume_run
 from evalcore.runner.question_selection import collect_questions
 
 runner = CliRunner()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.config import EvalConfig, load_config
-from evalcore.queries import run_responses
-from evalcore.runner import run_evaluation
+from evalcore.runner.config import EvalConfig, load_config
+from evalcore.scoring.queries import run_responses
+from evalcore.pipeline import run_evaluation
 from evalcore.targets import PathError, ResponseMap, TargetSpec, get_path, parse_response, render_body
 from evalcore.targets.spec import TargetConfigError
 

@@ -3,9 +3,9 @@ it: a separate pytest process against the demo server on 127.0.0.1."""
 
 from __future__ import annotations
 
-from evalcore.config import EvalConfig
+from evalcore.runner.config import EvalConfig
 from evalcore.demo import questions_path
-from evalcore.runner import run_evaluation
+from evalcore.pipeline import run_evaluation
 from evalcore.store import RunStore
 from tests.runner.test_pytest_plugin import _demo_method_config, _pytest
 

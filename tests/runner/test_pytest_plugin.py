@@ -9,9 +9,9 @@ import sys
 
 import yaml
 
-from evalcore.config import EvalConfig
+from evalcore.runner.config import EvalConfig
 from evalcore.demo import questions_path
-from evalcore.runner import run_evaluation
+from evalcore.pipeline import run_evaluation
 from evalcore.store import RunStore
 
 TEST_FILE = """

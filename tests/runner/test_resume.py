@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from evalcore.runner import resume_run
+from evalcore.pipeline import resume_run
 from evalcore.store import RunStore
 
 N_QUESTIONS = 60

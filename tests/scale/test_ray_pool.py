@@ -68,7 +68,7 @@ def test_the_pool_is_sized_from_the_cpus_ray_reports_free(monkeypatch):
 def test_asking_actors_that_cannot_be_placed_are_not_waited_for(ray_local, monkeypatch, tmp_path):
     """Asking actors asking for more CPUs than any node has: not waited on beyond the placement
     deadline, one line, and nothing asked (the asking loop used to wait on them for ever)."""
-    from evalcore.config import EvalConfig
+    from evalcore.runner.config import EvalConfig
     from evalcore.runner.engine import plan_jobs
     from evalcore.schemas import EvalQuestion
     from evalcore.store import RunStore

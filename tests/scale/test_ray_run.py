@@ -16,12 +16,12 @@ import pytest
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
-from evalcore.config import EvalConfig
+from evalcore.runner.config import EvalConfig
 from evalcore.demo import questions_path
 from evalcore.demo.server import DemoHandler, DemoServer
 from evalcore.errors import EvalcoreError
-from evalcore.queries import run_questions, run_responses
-from evalcore.runner import resume_run, run_evaluation
+from evalcore.scoring.queries import run_questions, run_responses
+from evalcore.pipeline import resume_run, run_evaluation
 from evalcore.scale import ray_asking
 from evalcore.store import RunStore
 

@@ -70,7 +70,7 @@ def _assert_same_values(local, ray_store, run_id):
 
 def test_ray_scores_equal_local_on_every_group(tmp_path, ray_local):
     from evalcore.scale.ray_scoring import score_run_ray
-    from evalcore.scoring import score_run
+    from evalcore.scoring.engine import score_run
 
     local, ray_store, run_id = _twin_stores(tmp_path, "--example")
     options = {"judge": "heuristic", "bertscore_idf": True}
@@ -99,7 +99,7 @@ def test_ray_blocks_do_not_change_values_on_real_data(tmp_path, ray_local, share
     depends on where blocks are cut, BERTScore's idf included (run-wide, not per block).
     HaluEval QA, first 120 rows: the right and the hallucinated answer as two methods."""
     from evalcore.scale import ray_scoring
-    from evalcore.scoring import score_run
+    from evalcore.scoring.engine import score_run
 
     lines = (shared_data / "halueval" / "qa_one-turn_data.jsonl").read_text(encoding="utf-8").splitlines()[:120]
     records = tmp_path / "halueval.jsonl"
@@ -241,7 +241,7 @@ def test_ray_scoring_on_an_s3_store(tmp_path, ray_fresh, s3_store):
     """Workers read the answers from the bucket and write their part files there; the engine
     starts (and stops) its own Ray instance, whose workers inherit the S3 settings."""
     from evalcore.scale.ray_scoring import score_run_ray
-    from evalcore.scoring import score_run
+    from evalcore.scoring.engine import score_run
 
     run_id = _import(s3_store.root, "--example")
     local_root = tmp_path / "local"
@@ -261,7 +261,7 @@ def test_the_default_path_never_imports_ray():
     """Ray is an optional extra: the CLI, the local scoring and live-run code load without it."""
     import subprocess
 
-    code = ("import sys, evalcore.cli.main, evalcore.scoring, evalcore.runner.live, evalcore.cli.score_commands;"
+    code = ("import sys, evalcore.cli.main, evalcore.scoring.engine, evalcore.pipeline.live, evalcore.cli.score_commands;"
             "print(sorted(m for m in sys.modules if m == 'ray' or m.startswith(('ray.', 'evalcore.scale'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

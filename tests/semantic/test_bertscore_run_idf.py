@@ -13,9 +13,9 @@ import json
 import numpy as np
 import pytest
 
-from evalcore.importer import import_recorded
+from evalcore.scoring.importer import import_recorded
 from evalcore.store import query_df
-from evalcore.scoring import score_run
+from evalcore.scoring.engine import score_run
 
 TOL = 1e-4
 N_PAIRS = 420  # > 400, split into 3 chunks of 200/200/20 below

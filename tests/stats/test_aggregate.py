@@ -6,8 +6,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from evalcore.importer import import_recorded
-from evalcore.scoring import score_run
+from evalcore.scoring.importer import import_recorded
+from evalcore.scoring.engine import score_run
 from evalcore.analysis import means as A
 from evalcore.analysis.sql import operations
 

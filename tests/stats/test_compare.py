@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from evalcore.errors import EvalcoreError
-from evalcore.importer import import_recorded
-from evalcore.scoring import score_run
+from evalcore.scoring.importer import import_recorded
+from evalcore.scoring.engine import score_run
 from evalcore.analysis.compare import compare, pareto, regressions
 from evalcore.stats.pareto import pareto_front
 

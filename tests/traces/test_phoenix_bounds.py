@@ -100,7 +100,7 @@ def test_fresh_pages_stop_at_the_span_bound(server, tmp_path):
 
 def test_a_reply_of_too_many_json_values_is_refused_unparsed(server, tmp_path):
     """6 MB of empty lists would take ~400 MB as Python objects: counted first (ten records' worth
-    of values, evalcore/value_budget.py), never parsed."""
+    of values, evalcore/common/value_budget.py), never parsed."""
     _serve(server, lambda n: Fault("ok", 200, b'{"data": [' + b"[]," * 2_000_000 + b"[]]}"))
     exc = _refused(tmp_path / "runs", _import(tmp_path / "runs", _url(server)),
                    "phoenix proj, record page 1", "the reply holds more than")
@@ -137,7 +137,7 @@ def test_bound_flags_only_with_phoenix(tmp_path):
 
 HOLD = """
 import runpy, sys
-import evalcore.cli.main, evalcore.cli.store_commands, evalcore.importer, evalcore.traces.trace_import
+import evalcore.cli.main, evalcore.cli.store_commands, evalcore.scoring.importer, evalcore.traces.trace_import
 import evalcore.traces.phoenix, evalcore.store, httpx, phoenix.client, pandas, pyarrow, duckdb
 
 def hwm():

@@ -312,9 +312,9 @@ def test_export_meets_the_request_deadline(server, scored_run, fault):
 
 
 def test_export_meets_its_whole_deadline(server, scored_run, monkeypatch):
-    from evalcore.traces import phoenix
+    from evalcore.outputs import phoenix_scores
 
-    monkeypatch.setattr(phoenix, "BATCH", 1)  # three requests, each slower than a third of the whole
+    monkeypatch.setattr(phoenix_scores, "BATCH", 1)  # three requests, each slower than a third of the whole
     server.decide = lambda r: Fault("stall", body=json.dumps({"data": [{"id": "x"}]}).encode(), seconds=0.4)
     res = _export(server, scored_run, "--phoenix-timeout", "1", "--phoenix-request-timeout", "5")
     assert isinstance(res.exception, EvalcoreError), res.output

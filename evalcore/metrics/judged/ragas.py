@@ -262,7 +262,7 @@ def answer_relevance(items: list[Item], ctx: ScoringContext) -> list[Score]:
 
     When question generation gives nothing usable for an answer (the judge returned no
     question, or no valid reply even after the repair request), the judge is asked directly
-    for a 0-1 rating of how well the answer addresses the question (METRICS.md's fallback).
+    for a 0-1 rating of how well the answer addresses the question (docs/metrics/judged.md's fallback).
     Such values say so: details.method = "direct", and the judge id names that prompt.
     """
     work = get_work(ctx)

@@ -21,7 +21,7 @@ left as it is.
 Two more things a CSV cannot say, handled here so every export re-imports to the same text:
 text made only of spaces (a reader takes a blank cell for a missing value) is written with the
 apostrophe too (`'  `), so it reads back as itself; and a NUL character, which every reader of
-text refuses as binary data (evalcore/text_input.py), is written as U+FFFD (what evalcore's
+text refuses as binary data (evalcore/common/text_input.py), is written as U+FFFD (what evalcore's
 readers make of a NUL on the way in: evalcore/schemas/storable.py; a store written before that
 may still hold one). Lives with the schemas because every layer that writes or reads a CSV (the
 dataset readers, the exports, the dashboard's download buttons) may import it.

@@ -15,10 +15,10 @@ import os
 
 import yaml
 
-from evalcore import safe_yaml, value_budget
+from evalcore.common import safe_yaml, value_budget
 from evalcore.errors import EvalcoreError, InputError
-from evalcore.text_input import read_document
-from evalcore.value_budget import SETTINGS_MAX_BYTES, SETTINGS_MAX_NODES
+from evalcore.common.text_input import read_document
+from evalcore.common.value_budget import SETTINGS_MAX_BYTES, SETTINGS_MAX_NODES
 
 DEFAULT_PRICES: dict[str, dict[str, float]] = {
     "claude-opus-5": {"input": 5.0, "output": 25.0},

@@ -7,7 +7,7 @@ Flow (seed 004's runner, made resumable):
     and write its questions;
  4. ask every missing (question, method) job (engine.py), answers in small atomic batches;
  5. status -> complete (or cancelled on Ctrl-C, failed on an unexpected error);
- 6. score through evalcore.scoring.score_run when that module is installed, with the
+ 6. score through evalcore.scoring.engine.score_run when that module is installed, with the
     config's `metrics`/`groups` (checked against the registry before step 1).
 Resume reads the questions and the config snapshot back from the store and asks only the
 jobs without a stored response, so every (question, method) ends up exactly once. It also
@@ -28,15 +28,15 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 
 from evalcore import __version__
-from evalcore.config import EvalConfig
+from evalcore.runner.config import EvalConfig
 from evalcore.errors import EvalcoreError, note_published, published_note
-from evalcore.queries import run_questions
+from evalcore.scoring.queries import run_questions
 from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs, target_clients
 from evalcore.runner.question_selection import collect_questions
 from evalcore.schemas import EvalQuestion, RunManifest
 from evalcore.schemas.ids import canonical_id
 from evalcore.schemas.storable import make_storable, storable_note
-from evalcore.secret_urls import MASK
+from evalcore.common.secret_urls import MASK
 from evalcore.store import FORMAT_VERSION, RunStore, RunWriter, new_run_id, query_df
 from evalcore.targets.client import TargetClient
 
@@ -206,13 +206,13 @@ def _note_resume(exc: OSError, run_id: str) -> None:
 
 def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunResult,
            engine: str = "local", address: str | None = None) -> None:
-    """Score with evalcore.scoring when it exists (on Ray with engine "ray"); the answers are
+    """Score with evalcore.scoring.engine when it exists (on Ray with engine "ray"); the answers are
     kept either way."""
-    if importlib.util.find_spec("evalcore.scoring") is None:
-        result.score_message = ("scoring skipped: evalcore.scoring is not available in this install; "
+    if importlib.util.find_spec("evalcore.scoring.engine") is None:
+        result.score_message = ("scoring skipped: evalcore.scoring.engine is not available in this install; "
                                 f"score later with `evalcore score {result.run_id}`")
         return
-    from evalcore import scoring
+    from evalcore.scoring import engine as scoring
 
     t0 = time.perf_counter()
     options = {**config.score_options, "judge": config.judge_option}

@@ -15,7 +15,7 @@ import dataclasses
 from typing import Callable
 
 from evalcore.judges.offline.words import is_hedge, norm
-from evalcore.judges.ragas_metrics import _base, decompositions
+from evalcore.metrics.judged.ragas import _base, decompositions
 from evalcore.judges.request_inputs import contexts_of, gold_list, has_truth
 from evalcore.judges.tasks import get_task
 from evalcore.judges.work import get_work

@@ -6,7 +6,7 @@ $GITHUB_STEP_SUMMARY, so the same numbers as the terminal table, plus a verdict 
 that only says "better"/"worse" when the Holm-adjusted test says so (the outcomes of
 evalcore.analysis.verdict: not significant, too few questions, no significant difference
 otherwise, and "not compared" for a metric no question has a value for on both sides). Every name comes from
-users (run names, methods, metrics), so cells go through evalcore.inert_text.markdown_cell (control
+users (run names, methods, metrics), so cells go through evalcore.common.inert_text.markdown_cell (control
 characters shown as escapes, Markdown syntax and HTML inert).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from evalcore.analysis.compare import Comparison
-from evalcore.inert_text import markdown_cell
+from evalcore.common.inert_text import markdown_cell
 
 
 def _num(value: float, digits: int = 3) -> str:

@@ -4,12 +4,12 @@ Accepts our field names and, unchanged, ragas' (user_input, response, retrieved_
 reference) and deepeval's (input, actual_output, expected_output, retrieval_context).
 A record must have a question (id or text) and an answer or an error (or, with
 `retrieval_only`, what was retrieved); unknown field names are refused unless `allow_extra`, which keeps them in the
-question's metadata (see `evalcore.import_fields`). Text that cannot be stored or exported (NUL,
+question's metadata (see `evalcore.scoring.import_fields`). Text that cannot be stored or exported (NUL,
 lone UTF-16 surrogates) is replaced with U+FFFD and counted (evalcore.schemas.storable). The run
 is built in staging and published whole, so a bad record leaves the store exactly as it was.
 
 Memory: records are streamed, each bounded by the readers (its text, and the values it makes:
-evalcore/value_budget.py), and written in part files of at most BATCH_SIZE answers, fewer when
+evalcore/common/value_budget.py), and written in part files of at most BATCH_SIZE answers, fewer when
 the next record would take the batch past BATCH_CHARS characters or the value budget (so a batch
 of large records costs about one record's bound, not a thousand, and a record larger than that
 is written alone, once the readers let go of it). Writing lets go of each copy as soon as the
@@ -33,14 +33,14 @@ from evalcore.datasets import load_questions
 from evalcore.datasets.native import OnDuplicate, noting_dropped, question_from_record
 from evalcore.datasets.records import check_finite, read_sized_records
 from evalcore.errors import InputError, from_validation
-from evalcore.fingerprint import file_fingerprint
-from evalcore.import_fields import ALIASES, QUESTION_ONLY, RESPONSE_FIELDS, FieldReport
+from evalcore.common.fingerprint import file_fingerprint
+from evalcore.scoring.import_fields import ALIASES, QUESTION_ONLY, RESPONSE_FIELDS, FieldReport
 from evalcore.schemas import EvalQuestion, EvalResponse, RunManifest
 from evalcore.schemas.ids import canonical_id, text_question_id
 from evalcore.schemas.storable import WHAT, storable_path
 from evalcore.store import FORMAT_VERSION, RunStore, new_run_id
-from evalcore.tables import question_row, response_row
-from evalcore.value_budget import RecordSize, value_limit
+from evalcore.store.tables import question_row, response_row
+from evalcore.common.value_budget import RecordSize, value_limit
 
 BATCH_SIZE = 1000  # responses per part file
 BATCH_CHARS = 16 * 2 ** 20  # a batch is written once its records took this much text (or decoded bytes)

@@ -4,7 +4,7 @@ Why: a judge at temperature 0 is repeatable, not right. Re-judging a seeded rand
 with a second judge (or a second prompt version) and measuring disagreement is the cheap
 early warning that a judge drifted or that a metric is too noisy to compare methods on.
 
-Disagreement, per compared value (METRICS.md: "|delta| > 1 point or different class"):
+Disagreement, per compared value (the spot-check rule of docs/judges.md: "|delta| > 1 point or different class"):
 - binary / class metrics (answer_class, answer_correct...): the values differ;
 - point scales (groundedness, correctness 0-5; judge_* 1-5; factual_grade 0-4): |delta| > 1;
 - 0-1 scores (faithfulness, context_precision, *_norm...): |delta| > 0.2, i.e. more than one
@@ -14,7 +14,7 @@ Which rule a metric gets is its MetricSpec's `scale` ("class", "points") and `no
 copy of a point scale); a metric the registry does not know is read as a 0-1 score.
 
 This module only computes (the judge layer writes nothing); the spot check that re-judges a
-sample and stores the result is scoring's, evalcore/spot_check.py.
+sample and stores the result is scoring's, evalcore/scoring/spot_check.py.
 """
 
 from __future__ import annotations

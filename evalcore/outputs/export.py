@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalcore.errors import EvalcoreError
-from evalcore.inert_text import markdown_cell
-from evalcore.schemas.csv_safety import frame_to_csv
+from evalcore.common.inert_text import markdown_cell
+from evalcore.common.csv_safety import frame_to_csv
 
 if TYPE_CHECKING:  # pandas and the store load when something is exported, not with the CLI's help
     import pandas as pd
@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # pandas and the store load when something is exported, not w
 FORMATS = ("csv", "json", "md", "parquet")
 
 
-# The Markdown cell of untrusted text lives with the terminal's guard (evalcore.inert_text): one
+# The Markdown cell of untrusted text lives with the terminal's guard (evalcore.common.inert_text): one
 # definition of "inert" for `export -f md`, `compare --markdown` and the CLI.
 _md_cell = markdown_cell
 

@@ -11,7 +11,7 @@ fast with a message naming the file, the line and the alias. An anchor (`&name`)
 harmless and still accepted. Nothing evalcore ships needs aliases: write the value out again.
 
 Used for question files and run configs (evalcore/datasets/records.py), price tables
-(evalcore/pricing.py) and prompt templates (evalcore/judges/prompts.py).
+(evalcore/judges/pricing.py) and prompt templates (evalcore/judges/prompts.py).
 
 Without aliases, what is loaded is proportional to the file, but not small: each node costs
 about 400 bytes while PyYAML composes it, so an 11 MB config of a million `k: {}` lines took
@@ -30,8 +30,8 @@ from typing import Any
 import yaml
 
 from evalcore.errors import InputError
-from evalcore.text_input import read_document, shown_mb
-from evalcore.value_budget import SETTINGS_MAX_BYTES, SETTINGS_MAX_NODES, YAML_NODES_ENV, yaml_node_limit
+from evalcore.common.text_input import read_document, shown_mb
+from evalcore.common.value_budget import SETTINGS_MAX_BYTES, SETTINGS_MAX_NODES, YAML_NODES_ENV, yaml_node_limit
 
 
 class AliasRefused(yaml.YAMLError):
@@ -150,7 +150,7 @@ def read_yaml(path: str | Path, max_bytes: int | None = None, max_nodes: int | N
               hint: str = HINT) -> Any:
     """Load a YAML file, or raise InputError naming the file and what is wrong with it.
 
-    YAML is parsed whole, so the file is bounded as a whole (evalcore/text_input.py: 64 MB
+    YAML is parsed whole, so the file is bounded as a whole (evalcore/common/text_input.py: 64 MB
     unless EVALCORE_MAX_RECORD_MB is higher), and binary data is refused by its offset; its
     nodes are counted before they are built (`loads`)."""
     path = Path(path)

@@ -1,6 +1,6 @@
 """How many values one record may make, counted before a parser builds them.
 
-Why: the byte bounds of evalcore/text_input.py bound what is read, not what parsing builds
+Why: the byte bounds of evalcore/common/text_input.py bound what is read, not what parsing builds
 from it. `{}` is 3 bytes of JSON, but once imported it is a retrieved chunk of about 2 KB (a
 dict, a validated model, an Arrow row); a 900 KB answers file of 300 000 `{}` took 1 GB, a
 6 KB gzipped target reply 600 MB, an 11 MB YAML config 1.8 GB. So every parser of a user's
@@ -50,7 +50,7 @@ SETTINGS_MAX_NODES = 20_000
 
 class RecordSize(NamedTuple):
     """What one record cost to read: its characters (bytes for binary formats) and an upper
-    bound of the values it made. An importer batches records by these (evalcore/importer.py)."""
+    bound of the values it made. An importer batches records by these (evalcore/scoring/importer.py)."""
 
     chars: int
     values: int

@@ -145,7 +145,7 @@ class EvalConfig(BaseModel):
     @classmethod
     def _threshold_values(cls, value: Any) -> Any:
         """A bound is a number: true/false and an empty {} would gate on nothing. Each is then
-        checked by the gate's own rule (regression_gate.threshold_bounds: plain decimal,
+        checked by the gate's own rule (metrics/gate_bounds.threshold_bounds: plain decimal,
         finite, inside the metric's range), so a config is refused when it is read, not when
         the gate runs after a whole evaluation."""
         if isinstance(value, dict) and value:
@@ -155,7 +155,7 @@ class EvalConfig(BaseModel):
                     raise ValueError(f"threshold {metric!r}: give a minimum, or {{min: X}} and/or {{max: Y}}")
                 if any(isinstance(b, bool) for b in bounds):
                     raise ValueError(f"threshold {metric!r}: a bound must be a number, not true/false")
-            from evalcore.analysis.regression_gate import threshold_bounds  # the registry: only with thresholds
+            from evalcore.metrics.gate_bounds import threshold_bounds  # the registry: only with thresholds
 
             for metric, spec in value.items():
                 try:
@@ -262,12 +262,12 @@ def load_config(path: str | Path, **overrides: Any) -> EvalConfig:
 
     Relative dataset paths are resolved against the config file's folder.
     """
-    from evalcore.safe_yaml import read_settings
+    from evalcore.common.safe_yaml import read_settings
 
     path = Path(path)
     if not path.is_file():
         raise InputError(str(path), "no such file")
-    data = read_settings(path)  # small bounds: a config is small by nature (evalcore/safe_yaml.py)
+    data = read_settings(path)  # small bounds: a config is small by nature (evalcore/common/safe_yaml.py)
     if not isinstance(data, dict):
         raise InputError(str(path), "expected a mapping of settings")
     data = {**data, **{k: v for k, v in overrides.items() if v is not None}}

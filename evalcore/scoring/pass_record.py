@@ -1,6 +1,6 @@
 """What a scoring pass stores beside its values, and records in the run's manifest.
 
-Why a module of its own: both engines (evalcore/scoring.py and scale/ray_scoring.py) and the
+Why a module of its own: both engines (evalcore/scoring/engine.py and scale/ray_scoring.py) and the
 spot check record a pass the same way, and the order matters. The judge calls a pass made are
 counted (judges/tally.py) only once their rows are written; the figures and the pass's history
 entry reach run.json only through `RunWriter.publish(record=...)`, which changes the manifest
@@ -65,7 +65,7 @@ def pass_record(tally: CallTally | None, entry: dict[str, Any] | None) -> Manife
 
 def history_entry(specs: list[MetricSpec], options: dict[str, Any]) -> dict[str, Any]:
     """The pass's entry in the manifest's scoring history: the scoring options (weights, judge,
-    prices) kept with the run, as METRICS.md asks; secrets (any option named like a key or a
+    prices) kept with the run, as the metric definitions ask (docs/metrics/performance.md); secrets (any option named like a key or a
     token) are left out. Judge labels reach `judges` from the stored calls instead."""
     safe = {k: v for k, v in options.items() if "key" not in k.lower() and "token" not in k.lower()}
     if any("embeddings" in s.needs for s in specs) and not safe.get("embedding_model"):

@@ -26,13 +26,13 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterable
 
 from evalcore.errors import EvalcoreError, note_published
-from evalcore.inert_text import progress_options, visible
+from evalcore.common.inert_text import progress_options, visible
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
-from evalcore.queries import run_questions, run_responses
+from evalcore.scoring.queries import run_questions, run_responses
 from evalcore.schemas import Claim, ContextJudgement, EvalQuestion, EvalResponse, MetricValue
 from evalcore.schemas.labels import context_verdict
-from evalcore.scoring_estimate import estimate_pass
-from evalcore.scoring_record import history_entry, pass_record, recorded_tally, store_judge_calls
+from evalcore.scoring.estimate import estimate_pass
+from evalcore.scoring.pass_record import history_entry, pass_record, recorded_tally, store_judge_calls
 from evalcore.store import RunStore, query_df
 
 if TYPE_CHECKING:

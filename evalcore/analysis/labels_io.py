@@ -37,7 +37,7 @@ from evalcore.datasets.records import read_records
 from evalcore.errors import InputError, StoreError, from_validation
 from evalcore.schemas import Annotation
 from evalcore.schemas.ids import canonical_id, match_name
-from evalcore.schemas.csv_safety import rows_to_csv
+from evalcore.common.csv_safety import rows_to_csv
 from evalcore.schemas.labels import RETRACTED, AnswerClass, Grade, claim_verdict, context_verdict
 from evalcore.store import RunStore, query_df
 

@@ -4,7 +4,7 @@ sample of a run with a second judge and store how often the two disagree.
 Why in scoring's layer: it reads the run, runs judged metrics and writes their results (the
 second judge's calls, a `judge_disagreement` value per sampled answer, a summary in the run's
 manifest), and scoring is the one writer of results; the judges only compute. What counts as a
-disagreement, and the kappa, are the judge layer's one definition (judges/reliability.py), which
+disagreement, and the kappa, are one definition by the metric's scale (metrics/judge_agreement.py), which
 `evalcore rejudge` reports too.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 
 from evalcore.errors import EvalcoreError
 from evalcore.judges import make_judge
-from evalcore.judges.reliability import agreement, disagree
+from evalcore.metrics.judge_agreement import agreement, disagree
 from evalcore.metrics.base import ScoringContext
-from evalcore.queries import run_questions, run_responses
+from evalcore.scoring.queries import run_questions, run_responses
 from evalcore.store import query_df
 from evalcore.schemas import MetricValue
 
@@ -45,7 +45,7 @@ def spot_check(store, run_id: str, fraction: float = 0.1, second_judge: str = "h
     - a `judge_disagreement` metric value per sampled pair (share of its metrics that disagree),
     - the summary under manifest.config["judge_reliability"] (a list, newest last).
     Returns the summary dict. The first judge's stored values are never overwritten."""
-    from evalcore.metrics.judged import SPECS
+    from evalcore.metrics.judged.specs import SPECS
 
     specs = {s.name: s for s in SPECS}
     run_id = store.resolve(run_id)

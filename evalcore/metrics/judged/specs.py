@@ -1,5 +1,5 @@
-"""LLM-judged metrics (METRICS.md, LLM-judged). Implementations live in evalcore.judges;
-this module only registers them. A metric that asks one judge task once per answer is
+"""LLM-judged metrics (docs/metrics/judged.md). The ones that combine several tasks live beside it
+(graded.py, ragas.py); this module registers them all. A metric that asks one judge task once per answer is
 `judged_metric(name, task, read, ...)`: its scoring, its needs and its dry-run estimate come
 from the task's `TaskDef` (`inputs`, `needs_ground_truth`), so adding one is a TaskDef and
 this call (docs/architecture.md, "A judged metric"). Every value carries its judge label
@@ -16,8 +16,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable
 
-from evalcore.judges import graded_metrics as g
-from evalcore.judges import ragas_metrics as rg
+from evalcore.metrics.judged import graded as g
+from evalcore.metrics.judged import ragas as rg
 from evalcore.judges.request_inputs import contexts_of, gold_list
 from evalcore.judges.tasks import get_task
 from evalcore.judges.work import estimate_calls, guess_claims

@@ -83,7 +83,7 @@ def hold_writer_lock(folder: Path) -> IO[bytes] | None:
 def _claim(root: Path, folder: Path, max_age: float, now: float) -> tuple[str | None, IO[bytes] | None]:
     """Why `folder` is abandoned (None: it may be alive), and the lock file to keep open while
     removing it so that a second cleaner leaves it alone."""
-    from evalcore.regular_files import NotRegularFile
+    from evalcore.common.regular_files import NotRegularFile
     from evalcore.store import safe_paths as _safe
 
     lock_path = folder / LOCK_FILE

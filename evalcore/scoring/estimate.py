@@ -1,6 +1,6 @@
 """`evalcore score --dry-run`: what a scoring pass would cost, before anything is sent.
 
-Why apart from the pass itself (evalcore/scoring.py): it writes nothing and calls no judge;
+Why apart from the pass itself (evalcore/scoring/engine.py): it writes nothing and calls no judge;
 it only sums what each selected metric says its calls would take, and prices the tokens.
 """
 

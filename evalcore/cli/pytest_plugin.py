@@ -1,6 +1,6 @@
 """pytest integration: a live RAG evaluation as a CI quality gate.
 
-Enable with `-p evalcore.pytest_plugin` (or the `pytest11` entry point). Options are `evalcore
+Enable with `-p evalcore.cli.pytest_plugin` (or the `pytest11` entry point). Options are `evalcore
 run`'s, prefixed with `eval-` (pytest's options share one namespace):
   --run-eval            actually run; without it, tests using the `rag_eval` fixture or the
                         `rag_eval` marker are skipped (a normal `pytest` never needs a server)
@@ -16,7 +16,7 @@ The session-scoped `rag_eval` fixture runs the evaluation once, scores it, check
 `thresholds` and (when `baseline` is set) significant regressions, and returns a GateOutcome.
 A gate that could not check something fails too: a threshold metric with no value, a method the
 baseline lacks, a metric compared on no question or on fewer than `min_paired` (config, default
-0.9) of the questions with a value on either side (evalcore.runner.gate).
+0.9) of the questions with a value on either side (evalcore.outputs.gate).
 Gate failures fail the whole session (non-zero exit) and are listed in the terminal summary;
 `rag_eval.assert_ok()` also fails the calling test.
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalcore.runner.gate import GateOutcome
+from evalcore.outputs.gate import GateOutcome
 
 _FAILURES = pytest.StashKey[list]()
 
@@ -77,7 +77,7 @@ def _build_config(pconfig: pytest.Config):
 
 
 def _config_from_options(pconfig: pytest.Config):
-    from evalcore.config import EvalConfig, load_config
+    from evalcore.runner.config import EvalConfig, load_config
 
     overrides = {"samples": pconfig.getoption("--eval-samples"), "progress": False}
     if pconfig.getoption("--eval-store"):
@@ -107,8 +107,8 @@ def rag_eval(request: pytest.FixtureRequest) -> GateOutcome:
     pconfig = request.config
     if not pconfig.getoption("--run-eval"):
         pytest.skip("live RAG evaluation: pass --run-eval to run it")
-    from evalcore.runner import run_evaluation
-    from evalcore.runner.gate import check_gate
+    from evalcore.pipeline import run_evaluation
+    from evalcore.outputs.gate import check_gate
     from evalcore.store import RunStore
 
     config = _build_config(pconfig)
@@ -133,7 +133,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     failures = config.stash.get(_FAILURES, [])
     if failures:
         terminalreporter.section("evalcore quality gate FAILED", red=True)
-        from evalcore.inert_text import visible
+        from evalcore.common.inert_text import visible
 
         for line in failures:  # they quote method names and errors: control characters shown, not sent
             terminalreporter.line(visible(line))
