@@ -23,6 +23,7 @@ folder's rule, and a new folder must be given one.
 from __future__ import annotations
 
 import ast
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -41,19 +42,27 @@ def _modules(folder: str) -> list[Path]:
     return sorted(base.rglob("*.py")) if base.is_dir() else [base.with_suffix(".py")]
 
 
+@lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.Module:
+    """Each module parsed once per test process (about 1,300 checks read the same 300 files)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=None)
 def _imports(path: Path) -> set[str]:
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             found.add(node.module)
             found.update(f"{node.module}.{a.name}" for a in node.names)
-    return found
+    return frozenset(found)
 
 
+@lru_cache(maxsize=None)
 def _calls(path: Path) -> set[str]:
-    return {n.func.attr for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+    return {n.func.attr for n in ast.walk(_tree(path))
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
 
 
@@ -65,14 +74,16 @@ def _rel(path: Path) -> str:
     return str(path.relative_to(PKG.parent))
 
 
+@lru_cache(maxsize=None)
 def _names(path: Path) -> set[str]:
     """Plain function names called (`sleep(...)`, `open(...)`), beside `_calls`' attributes."""
-    return {n.func.id for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+    return {n.func.id for n in ast.walk(_tree(path))
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
 
 
+@lru_cache(maxsize=None)
 def _attributes(path: Path) -> set[str]:
-    return {n.attr for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.Attribute)}
+    return {n.attr for n in ast.walk(_tree(path)) if isinstance(n, ast.Attribute)}
 
 
 @pytest.mark.parametrize("path", _modules("ui"), ids=_rel)
@@ -98,7 +109,7 @@ def test_ui_touches_no_store_path_and_never_waits(path):
     assert not touched, f"{_rel(path)} calls {touched}: job records and uploads live in evalcore.store.jobs"
     waits = sorted((_calls(path) | _names(path)) & WAITS)
     assert not waits, f"{_rel(path)} calls {waits}: a page render never waits on a process"
-    called = {ast.unparse(n.func) for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+    called = {ast.unparse(n.func) for n in ast.walk(_tree(path))
               if isinstance(n, ast.Call)}
     runs = sorted(called & {"subprocess.run", "subprocess.call", "os.system", "os.wait"})
     assert not runs, f"{_rel(path)} calls {runs}: it would wait for a subprocess to end"
@@ -269,3 +280,26 @@ def test_only_the_store_uses_its_internals_and_reads_parquet(path):
     if not _rel(path).startswith("evalcore/datasets/"):
         assert not any(_under(m, "pyarrow.parquet") for m in _imports(path)), f"{_rel(path)} reads Parquet itself"
         assert "read_parquet" not in _calls(path), f"{_rel(path)} reads Parquet itself"
+
+
+@pytest.mark.parametrize("path", _modules(""), ids=_rel)
+def test_no_module_takes_another_modules_private_names(path):
+    """A `_name` is its module's own: what two modules share is public and documented (the Ray
+    engine once imported ten private names of the local scoring engine and repeated its loop;
+    both now call scoring/chunk.py). Aliasing a module to a private local name is fine."""
+    tree = _tree(path)
+    modules: set[str] = set()
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and _under(node.module, "evalcore"):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    bad.append(f"{node.module}.{alias.name}")
+                modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            modules.update((a.asname or a.name).split(".")[0] for a in node.names if _under(a.name, "evalcore"))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            bad.append(f"{node.value.id}.{node.attr}")
+    assert not bad, f"{_rel(path)} takes private names of other modules: {sorted(set(bad))}"

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis import label_units as U
-from evalcore.analysis.corrected import ALPHA, _corr, ppi, sampled_systems
+from evalcore.analysis.corrected import ALPHA, correlation, ppi, sampled_systems
 from evalcore.analysis.sql import run_methods
 from evalcore.schemas.labels import RETRACTED
 from evalcore.stats.agreement import cohen_kappa
@@ -111,7 +111,7 @@ def summary(store: RunStore, run_id: str) -> pd.DataFrame:
                 diff = an.judge_value.to_numpy(float) - an.human.to_numpy(float)
                 bias = float(diff.mean())
                 blo, bhi = (float(v) for v in np.ravel(ppi().classical_mean_ci(diff, alpha=ALPHA)))
-                rho = _corr(an.human.to_numpy(float), an.judge_value.to_numpy(float))
+                rho = correlation(an.human.to_numpy(float), an.judge_value.to_numpy(float))
             rows.append({"judge": judge, "metric": metric, "n_answers": len(an), "n_items": len(it), "kappa": k,
                          "kappa_low": klo, "kappa_high": khi, "bias": bias, "bias_low": blo, "bias_high": bhi,
                          "rho": rho, "advice": _advice(k, blo, bhi, rho, len(an))})

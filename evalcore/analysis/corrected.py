@@ -75,7 +75,7 @@ def labels_to_target(n: int, half_width: float | None, target: float = TARGET_HA
     return max(0, math.ceil(n * (half_width / target) ** 2) - n)
 
 
-def _corr(a: np.ndarray, b: np.ndarray) -> float | None:
+def correlation(a: np.ndarray, b: np.ndarray) -> float | None:
     if len(a) < 3 or np.std(a) == 0 or np.std(b) == 0:
         return None
     return float(np.corrcoef(a, b)[0, 1])
@@ -98,7 +98,7 @@ def estimate(y: Sequence[float], yhat: Sequence[float], yhat_unlabelled: Sequenc
     lo, hi = (float(v) for v in np.ravel(p.classical_mean_ci(y, alpha=alpha)))
     out.update(classical_low=lo, classical_high=hi)
     bl, bh = (float(v) for v in np.ravel(p.classical_mean_ci(yhat - y, alpha=alpha)))
-    out.update(bias=float((yhat - y).mean()), bias_low=bl, bias_high=bh, rho=_corr(y, yhat))
+    out.update(bias=float((yhat - y).mean()), bias_low=bl, bias_high=bh, rho=correlation(y, yhat))
     if len(rest):
         point = float(np.ravel(p.ppi_mean_pointestimate(y, yhat, rest, lam=None))[0])
         cl, ch = (float(v) for v in np.ravel(p.ppi_mean_ci(y, yhat, rest, alpha=alpha, lam=None)))

@@ -112,9 +112,9 @@ def outcome_sql(store, keys: Sequence[str], metrics: Sequence[str], by: str | No
     every tag it has), error, answerable (a question without the flag is answerable) and the
     value columns of `metrics` that some run has, plus answer_class's label. Run it through
     query_df with runs=sorted run ids of `keys`."""
-    from evalcore.analysis.sql import _by
+    from evalcore.analysis.sql import by_expression
 
-    expr, join = _by(by)
+    expr, join = by_expression(by)
     present = wide_columns(store, runs_of(keys))
     wanted = [value_column(m) for m in dict.fromkeys([*metrics, CLASS_METRIC])] + [label_column(CLASS_METRIC)]
     cols = [c for c in wanted if c in present]

@@ -31,7 +31,7 @@ BY: dict[str, tuple[str, bool]] = {
 }
 
 
-def _by(by: str | None) -> tuple[str, str]:
+def by_expression(by: str | None) -> tuple[str, str]:
     """(select expression, join clause) for a grouping dimension."""
     if by is None:
         return "NULL::VARCHAR", ""
@@ -51,7 +51,7 @@ def metric_values(store: RunStore, run_id: str, methods: Sequence[str] | None = 
                   metrics: Sequence[str] | None = None, by: str | None = None) -> pd.DataFrame:
     """One row per (method, question, metric[, group value]): value (NaN when not scored),
     reason, group, and `bucket` (the grouping value, NULL without `by`)."""
-    expr, join = _by(by)
+    expr, join = by_expression(by)
     m_sql, m_params = _in("m.method", methods)
     k_sql, k_params = _in("m.metric", metrics)
     sql = f"""
@@ -72,7 +72,7 @@ def metric_values(store: RunStore, run_id: str, methods: Sequence[str] | None = 
 def metric_means(store: RunStore, run_id: str, by: str | None = None,
                  methods: Sequence[str] | None = None, metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """Per method [, bucket], metric: mean, sd, n_scored, n, and NaN reasons with counts."""
-    expr, join = _by(by)
+    expr, join = by_expression(by)
     m_sql, m_params = _in("m.method", methods)
     k_sql, k_params = _in("m.metric", metrics)
     sql = f"""
@@ -103,7 +103,7 @@ def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFr
     """Per method [, bucket]: latency p50/p95/mean, error/timeout/empty rates, RAG cost, judge
     cost from judge_calls (a call made for no method shared evenly by the question's methods),
     cost per query by the one definition of evalcore.analysis.cost (also the leaderboard's)."""
-    expr, join = _by(by)
+    expr, join = by_expression(by)
     sql = f"""
         WITH r AS (
             SELECT r.method, r.question_id, {expr} AS bucket, r.latency_ms, r.error, r.error_kind, r.answer,

@@ -188,7 +188,7 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
     from evalcore.analysis.id_collisions import colliding_ids, warning_lines
     from evalcore.analysis.indexing import coverage_by_doc_type, run_indexing_coverage
     from evalcore.analysis.means import metric_table
-    from evalcore.store.tables import _json
+    from evalcore.store.tables import json_text
 
     store = state.store()
     run_id = store.resolve(run)
@@ -212,12 +212,12 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
         return
     echo_line(f"run {manifest.run_id}  ({manifest.name}, {manifest.kind}, {manifest.status})")
     typer.echo(f"created {manifest.created_at:%Y-%m-%d %H:%M:%S} UTC, evalcore {manifest.evalcore_version}")
-    echo_line(f"dataset: {_json(manifest.dataset)}")
-    echo_line(f"methods: {', '.join(manifest.methods)}   counts: {_json(manifest.counts)}")
+    echo_line(f"dataset: {json_text(manifest.dataset)}")
+    echo_line(f"methods: {', '.join(manifest.methods)}   counts: {json_text(manifest.counts)}")
     if manifest.judges:
         echo_line(f"judges: {', '.join(manifest.judges)}")
     for target, figures in indexing.items():
-        echo_line(f"indexing coverage ({target}): {_json(figures)}")
+        echo_line(f"indexing coverage ({target}): {json_text(figures)}")
     if summary.empty:
         typer.echo("no metric values yet (score the run to add them)")
         return

@@ -43,21 +43,9 @@ from evalcore.scale.ray_pool import free_cpus, placement_deadline, size_pool
 from evalcore.scale.ray_session import ray_session
 from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.schemas.ids import STORED
-from evalcore.scoring.engine import (
-    COMPOSITE,
-    DEFAULT_CHUNK,
-    MetricReport,
-    ScoreReport,
-    _chunks,
-    _claims,
-    _compute,
-    _context_verdicts,
-    _judge_rounds,
-    _registry,
-    _values,
-    select_metrics,
-    stored_metric_values,
-)
+from evalcore.scoring.chunk import in_chunks, run_has, score_chunk, write_chunk
+from evalcore.scoring.engine import COMPOSITE, DEFAULT_CHUNK, metric_registry, select_metrics, stored_metric_values
+from evalcore.scoring.pass_report import MetricReport, ScoreReport
 from evalcore.scoring.pass_record import history_entry, pass_record, store_judge_calls
 from evalcore.store import RunStore
 from evalcore.store.blocks import PublishedTable, published_table
@@ -89,7 +77,7 @@ class _Scorer:
         self.store = RunStore(store_root)
         self.run_id = run_id
         self.writer = RunWriter(self.store, run_id, self.store.run_dir(run_id))
-        registry = _registry()
+        registry = metric_registry()
         self.specs = [registry[name] for name in metric_names]
         self.options = dict(options)
         self.questions = {qid: EvalQuestion.model_validate_json(raw, context=STORED) for qid, raw in questions.items()}
@@ -143,27 +131,16 @@ class _Scorer:
         report = ScoreReport(run_id=self.run_id, metrics=[s.name for s in self.specs])
         tally = CallTally()  # the calls whose rows this block wrote
         judged = self.judge is not None
-        for chunk in _chunks(items, JUDGE_BATCH) if judged else [items]:
-            values, verdicts, claims = [], [], []
-            if judged:
-                _judge_rounds(self.specs, chunk, ctx)
-            for spec in self.specs:
-                scores = _compute(spec, chunk, ctx, report)
-                for score in scores:
-                    report.by_metric.setdefault(spec.name, MetricReport()).add(score)
-                values.extend(_values(self.run_id, spec, chunk, scores))
-                verdicts.extend(_context_verdicts(self.run_id, spec, chunk, scores))
-                claims.extend(_claims(self.run_id, spec, chunk, scores))
+        for chunk in in_chunks(items, JUDGE_BATCH) if judged else [items]:
+            rows = score_chunk(self.specs, chunk, ctx, report)
             if judged:
                 calls = self.judge.drain_calls()
                 if calls:
                     self.writer.write_judge_calls(calls)
                     tally.add(calls)
-            self.writer.write_claims(claims)
-            self.writer.write_context_verdicts(verdicts)
-            if self.writer.write_metrics(values):
+            if write_chunk(self.writer, rows):
                 summary["parts"] += 1
-            summary["values"] += len(values)
+            summary["values"] += len(rows.values)
         summary["tally"] = tally.to_wire()
         summary["errors"] = report.errors
         summary["metrics"] = {name: m.to_dict() for name, m in report.by_metric.items()}
@@ -263,7 +240,7 @@ def score_run_ray(store: RunStore, run_ref: str, metrics: Iterable[str] | None =
     if not scan.n_items:
         raise EvalcoreError(f"run {run_id} has no answers to score")
     stored = query_df(store, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id], runs=[run_id])
-    specs, skipped = select_metrics(_registry(), [], metrics, groups, options, set(stored["metric"]), have=scan.have)
+    specs, skipped = select_metrics(metric_registry(), [], metrics, groups, options, set(stored["metric"]), have=scan.have)
     report = ScoreReport(run_id=run_id, metrics=[s.name for s in specs], skipped=skipped,
                          n_items=scan.n_items, unmatched_responses=scan.unmatched)
     phase1 = [s for s in specs if s.group != COMPOSITE]
@@ -332,15 +309,10 @@ def _phase2_local(store: RunStore, writer: Any, run_id: str, answers: PublishedT
     complete = False
     try:
         for chunk in iter_items(answers, questions, DEFAULT_CHUNK):
-            values = []
-            for spec in specs:
-                scores = _compute(spec, chunk, ctx, report)
-                for s in scores:
-                    report.by_metric.setdefault(spec.name, MetricReport()).add(s)
-                values.extend(_values(run_id, spec, chunk, scores))
-            if writer.write_metrics(values):
+            rows = score_chunk(specs, chunk, ctx, report)
+            if write_chunk(writer, rows):
                 report.parts_written += 1
-            report.n_values += len(values)
+            report.n_values += len(rows.values)
         complete = True
     finally:
         store_judge_calls(ctx, writer)
@@ -378,12 +350,10 @@ def iter_items(answers: PublishedTable, questions: dict[str, EvalQuestion], size
 
 def scan_answers(answers: PublishedTable, questions: dict[str, EvalQuestion]) -> AnswerScan:
     """One pass over the answers in batches, keeping only what metric selection needs (the
-    local `_run_has` per batch), so the driver's memory does not grow with the answers."""
-    from evalcore.scoring.engine import _run_has
-
+    local `run_has` per batch), so the driver's memory does not grow with the answers."""
     scan = AnswerScan()
     for chunk in iter_items(answers, questions, SCAN_BATCH):
-        scan.have |= _run_has(chunk)
+        scan.have |= run_has(chunk)
         scan.n_items += len(chunk)
         for q, _ in chunk:
             scan.question_ids.setdefault(q.id)

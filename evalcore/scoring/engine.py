@@ -17,22 +17,19 @@ as the reason and the report lists it; EvalcoreError (bad configuration) stops t
 
 from __future__ import annotations
 
-import math
 import threading
 import time
-from collections import Counter
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterable
 
-from evalcore.errors import EvalcoreError, note_published
 from evalcore.common.inert_text import progress_options, visible
-from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
-from evalcore.scoring.queries import run_questions, run_responses
-from evalcore.schemas import Claim, ContextJudgement, EvalQuestion, EvalResponse, MetricValue
-from evalcore.schemas.labels import context_verdict
+from evalcore.errors import EvalcoreError, note_published
+from evalcore.metrics.base import Item, MetricSpec, ScoringContext
+from evalcore.schemas import EvalQuestion, EvalResponse
+from evalcore.scoring.chunk import in_chunks, run_has, score_chunk, write_chunk
 from evalcore.scoring.estimate import estimate_pass
+from evalcore.scoring.pass_report import ScoreReport
 from evalcore.scoring.pass_record import history_entry, pass_record, recorded_tally, store_judge_calls
+from evalcore.scoring.queries import run_questions, run_responses
 from evalcore.store import RunStore, query_df
 
 if TYPE_CHECKING:
@@ -40,81 +37,9 @@ if TYPE_CHECKING:
 
 COMPOSITE = "composite"
 DEFAULT_CHUNK = 200
-EMPTY_SET = -1  # the idx/rank of an empty claim or verdict set's marker row (store/merge.py)
 
 
-@dataclass
-class MetricReport:
-    n: int = 0
-    n_nan: int = 0
-    reasons: Counter = field(default_factory=Counter)
-    mean: float | None = None
-    _sum: float = 0.0
-
-    def add(self, score: Score) -> None:
-        self.n += 1
-        if math.isnan(score.value):
-            self.n_nan += 1
-            self.reasons[score.reason or "?"] += 1
-        else:
-            self._sum += score.value
-            scored = self.n - self.n_nan
-            self.mean = self._sum / scored
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain figures, for a report computed elsewhere (a Ray worker) to be merged here."""
-        return {"n": self.n, "n_nan": self.n_nan, "sum": self._sum, "reasons": dict(self.reasons)}
-
-    def merge(self, other: dict[str, Any]) -> None:
-        """Add the figures of another report of the same metric (`to_dict`)."""
-        self.n += other["n"]
-        self.n_nan += other["n_nan"]
-        self._sum += other["sum"]
-        self.reasons.update(other["reasons"])
-        scored = self.n - self.n_nan
-        self.mean = self._sum / scored if scored else None
-
-
-@dataclass
-class ScoreReport:
-    run_id: str
-    metrics: list[str]
-    skipped: dict[str, str] = field(default_factory=dict)
-    by_metric: dict[str, MetricReport] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)
-    n_items: int = 0
-    n_values: int = 0
-    parts_written: int = 0
-    unmatched_responses: int = 0
-    dry_run: bool = False
-    estimate: dict[str, Any] | None = None
-    seconds: float = 0.0
-
-
-def _run_has(items: list[Item]) -> set[str]:
-    """Which metric needs the run can meet (any question/response that has the thing)."""
-    have = set()
-    for q, r in items:
-        if q.gold_passages:
-            have.add("gold")
-        if r.retrieved:
-            have.add("retrieved")
-            if any(c.text for c in r.retrieved):
-                have.add("contexts")
-        if q.ground_truth or q.answers:
-            have |= {"ground_truth", "keywords"}
-        if q.expected_keywords:
-            have.add("keywords")
-        if r.answer.strip():
-            have.add("answer")
-        if r.citations:
-            have.add("citations")
-        if q.checks or q.is_correct_rule:
-            have.add("checks")
-    return have | {"judge", "embeddings"}  # availability of these is decided by options
-
-
-def _registry() -> dict[str, MetricSpec]:
+def metric_registry() -> dict[str, MetricSpec]:
     from evalcore.metrics.registry import METRICS
 
     return METRICS
@@ -141,7 +66,7 @@ def select_metrics(registry: dict[str, MetricSpec], items: list[Item], metrics: 
                                                and s.name not in metrics]
     if not explicit:
         chosen = list(registry.values())
-    have = _run_has(items) if have is None else have
+    have = run_has(items) if have is None else have
     judge = options.get("judge")
     selected, skipped = [], {}
     for spec in chosen:
@@ -178,67 +103,6 @@ def _pair(questions: list[EvalQuestion], responses: list[EvalResponse]) -> tuple
     return items, len(responses) - len(items)
 
 
-def _chunks(items: list[Item], size: int) -> Iterable[list[Item]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
-
-
-def _compute(spec: MetricSpec, chunk: list[Item], ctx: ScoringContext, report: ScoreReport) -> list[Score]:
-    try:
-        scores = spec.score(chunk, ctx)
-    except EvalcoreError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - stored as a reasoned NaN and reported, not swallowed
-        msg = f"{type(exc).__name__}: {exc}"
-        report.errors[spec.name] = msg
-        return [Score.nan(f"metric error: {msg}") for _ in chunk]
-    if len(scores) != len(chunk):
-        raise EvalcoreError(f"metric {spec.name} returned {len(scores)} scores for {len(chunk)} items")
-    return scores
-
-
-def _values(run_id: str, spec: MetricSpec, chunk: list[Item], scores: list[Score]) -> list[MetricValue]:
-    return [MetricValue(run_id=run_id, method=r.method, question_id=q.id, metric=spec.name,
-                        value=s.value, group=spec.group, version=spec.version, reason=s.reason,
-                        details=s.details, judge_id=s.judge_id, label=s.label)
-            for (q, r), s in zip(chunk, scores)]
-
-
-def _context_verdicts(run_id: str, spec: MetricSpec, chunk: list[Item],
-                      scores: list[Score]) -> list[ContextJudgement]:
-    """The typed per-context verdicts a metric returned (context_precision...), one set per
-    answer; for a metric that states them, an answer without any gets the empty-set marker
-    (rank -1, dropped at compaction), so a re-score leaves no verdicts of an older value."""
-    out = []
-    now = datetime.now(timezone.utc)
-    for (q, r), s in zip(chunk, scores):
-        if not s.contexts and spec.states_context_verdicts:
-            out.append(ContextJudgement(run_id=run_id, method=r.method, question_id=q.id, metric=spec.name,
-                                        rank=EMPTY_SET, judge_id=s.judge_id, computed_at=now))
-        for c in s.contexts:
-            verdict = context_verdict(c.get("verdict"))
-            out.append(ContextJudgement(run_id=run_id, method=r.method, question_id=q.id, metric=spec.name,
-                                        rank=int(c["rank"]), verdict=verdict.value if verdict else None,
-                                        score=c.get("score"), reason=c.get("reason"), judge_id=s.judge_id,
-                                        computed_at=now))
-    return out
-
-
-def _claims(run_id: str, spec: MetricSpec, chunk: list[Item], scores: list[Score]) -> list[Claim]:
-    """The claim sets a metric returned (faithfulness, context_recall), one per answer; an
-    answer scored without claims gets the empty-set marker (idx -1, dropped at compaction)."""
-    out = []
-    now = datetime.now(timezone.utc)
-    for (q, r), s in zip(chunk, scores):
-        if not s.claims and spec.states_claims:
-            out.append(Claim(run_id=run_id, method=r.method, question_id=q.id, source="answer", idx=EMPTY_SET,
-                             text="", metric=spec.name, judge_id=s.judge_id, computed_at=now))
-        out += [Claim(run_id=run_id, method=r.method, question_id=q.id, source=c["source"], idx=int(c["idx"]),
-                      text=c["text"], verdict=c.get("verdict"), reason=c.get("reason"), metric=spec.name,
-                      judge_id=s.judge_id, computed_at=now) for c in s.claims]
-    return out
-
-
 class _Warmup:
     """Loads what the selected metrics will need (an embedding model) in a background thread
     while judge calls are in flight; `wait()` before computing the metrics that use it.
@@ -267,29 +131,6 @@ class _Warmup:
         if self.thread is not None:
             self.thread.join()
             self.thread = None
-
-
-def _judge_rounds(specs: list[MetricSpec], chunk: list[Item], ctx: ScoringContext) -> None:
-    """Send the judge requests of every selected metric before computing any, so the calls of
-    all metrics overlap instead of waiting metric by metric; the metrics then find the replies
-    in the pass's memo. First-stage requests (what needs nothing) go out at once; an answer's
-    second-stage requests (built from its first-stage replies) go out as soon as those replies
-    are in, without waiting for the rest of the chunk (JudgeWork.run_staged)."""
-    from evalcore.judges.work import get_work
-
-    first = [b for s in specs if s.first_stage is not None for b in s.first_stage(chunk)]
-    seconds = [s.second_stage for s in specs if s.second_stage is not None]
-    if not first and not seconds:
-        return
-    if all(len(requests) == len(chunk) for _, requests in first):  # one request (or None) per answer
-        get_work(ctx).run_staged(first, len(chunk), lambda i: [b for stage in seconds
-                                                               for b in stage(chunk[i:i + 1], ctx)])
-        return
-    if first:  # requests not aligned with the answers: two rounds, with a barrier
-        get_work(ctx).run_batches(first)
-    second = [b for stage in seconds for b in stage(chunk, ctx)]
-    if second:
-        get_work(ctx).run_batches(second)
 
 
 class _Progress:
@@ -345,11 +186,11 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
     if not items:
         raise EvalcoreError(f"run {run_id} has no answers to score")
     stored = query_df(store, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id], runs=[run_id])
-    specs, skipped = select_metrics(_registry(), items, metrics, groups, options, set(stored["metric"]))
+    specs, skipped = select_metrics(metric_registry(), items, metrics, groups, options, set(stored["metric"]))
     report = ScoreReport(run_id=run_id, metrics=[s.name for s in specs], skipped=skipped,
                          n_items=len(items), unmatched_responses=unmatched, dry_run=dry_run)
     ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options, items=items,
-                         have=frozenset(_run_has(items)))
+                         have=frozenset(run_has(items)))
     if dry_run:
         report.estimate = estimate_pass(specs, items, ctx)
         report.seconds = time.monotonic() - started
@@ -401,25 +242,16 @@ def _score_and_publish(phase: list[MetricSpec], items: list[Item], ctx: ScoringC
 def _score_phase(phase: list[MetricSpec], items: list[Item], ctx: ScoringContext, report: ScoreReport,
                  bar: _Progress, warmup: _Warmup, chunk_size: int, tally: CallTally) -> None:
     """Score one phase chunk by chunk, writing each chunk's rows as part files (unpublished)."""
-    writer, run_id = ctx.writer, ctx.run_id
-    for chunk in _chunks(items, chunk_size):
-        values: list[MetricValue] = []
-        verdicts: list[ContextJudgement] = []
-        claims: list[Claim] = []
-        _judge_rounds(phase, chunk, ctx)
-        for spec in phase:
-            if spec.warm is not None:
-                warmup.wait()
-            scores = _compute(spec, chunk, ctx, report)
-            for s in scores:
-                report.by_metric.setdefault(spec.name, MetricReport()).add(s)
-            values.extend(_values(run_id, spec, chunk, scores))
-            verdicts.extend(_context_verdicts(run_id, spec, chunk, scores))
-            claims.extend(_claims(run_id, spec, chunk, scores))
-            bar.advance(len(chunk), spec.name)
+    writer = ctx.writer
+
+    def before(spec: MetricSpec) -> None:
+        if spec.warm is not None:
+            warmup.wait()
+
+    for chunk in in_chunks(items, chunk_size):
+        rows = score_chunk(phase, chunk, ctx, report, before=before,
+                           after=lambda spec, n: bar.advance(n, spec.name))
         store_judge_calls(ctx, writer, tally)
-        writer.write_claims(claims)
-        writer.write_context_verdicts(verdicts)
-        if writer.write_metrics(values):
+        if write_chunk(writer, rows):
             report.parts_written += 1
-        report.n_values += len(values)
+        report.n_values += len(rows.values)

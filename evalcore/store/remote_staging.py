@@ -48,7 +48,7 @@ def sweep(root: S3Path, *, max_age: float = _staging.STALE_AFTER, dry_run: bool 
         return []
     now, removed = time.time(), []
     for folder in entries:
-        if not folder.is_dir() or not _staging._NAME_RE.match(folder.name):
+        if not folder.is_dir() or not _staging.NAME_RE.match(folder.name):
             continue
         objects = folder.walk_files()
         lock = folder / _staging.LOCK_FILE

@@ -44,7 +44,7 @@ STAGING_DIR = ".staging"
 TRASH_DIR = ".trash"
 LOCK_FILE = ".writer.lock"
 STALE_AFTER = 24 * 3600.0
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # run ids, as store.RUN_ID_RE
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")  # run ids, as store.RUN_ID_RE
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ def sweep(root: Path, *, max_age: float = STALE_AFTER, dry_run: bool = False,
     now = time.time()
     removed: list[Removed] = []
     for folder in entries:
-        if not _NAME_RE.match(folder.name) or folder.is_symlink() or not folder.is_dir():
+        if not NAME_RE.match(folder.name) or folder.is_symlink() or not folder.is_dir():
             continue
         reason, lock = _claim(root, folder, max_age, now)
         try:

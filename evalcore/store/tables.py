@@ -25,7 +25,7 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _json(value: Any) -> str | None:
+def json_text(value: Any) -> str | None:
     if value is None:
         return None
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str, allow_nan=True)
@@ -161,7 +161,7 @@ def response_row(run_id: str, r: EvalResponse) -> dict[str, Any]:
 
 def metric_row(m: MetricValue) -> dict[str, Any]:
     row = m.model_dump()
-    row["details"] = _json(m.details) if m.details else None
+    row["details"] = json_text(m.details) if m.details else None
     row["value"] = float("nan") if math.isnan(m.value) else m.value
     return row
 
@@ -170,8 +170,8 @@ def judge_call_row(c: JudgeCall) -> dict[str, Any]:
     return {
         "run_id": c.run_id, "call_key": c.call_key, "judge_id": c.judge_id.label,
         "judge": c.judge_id.model_dump_json(), "method": c.method, "question_id": c.question_id,
-        "purpose": c.purpose, "request": _json(c.request), "response_raw": c.response_raw,
-        "parsed": _json(c.parsed), "input_tokens": c.input_tokens, "output_tokens": c.output_tokens,
+        "purpose": c.purpose, "request": json_text(c.request), "response_raw": c.response_raw,
+        "parsed": json_text(c.parsed), "input_tokens": c.input_tokens, "output_tokens": c.output_tokens,
         "cost_usd": c.cost_usd, "latency_ms": c.latency_ms, "cache_hit": c.cache_hit, "error": c.error,
         "created_at": c.created_at,
     }

@@ -6,7 +6,7 @@ import asyncio
 from evalcore.judges.offline.judge import HeuristicJudge
 from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.judged.specs import SPECS
-from evalcore.scoring.engine import _judge_rounds
+from evalcore.scoring.chunk import judge_rounds
 
 from .conftest import paris_item
 
@@ -43,7 +43,7 @@ def test_a_second_stage_request_starts_before_every_first_stage_reply_is_back():
     judge = HeldJudge()
     ctx = ScoringContext(run_id="r1", store=None, writer=None, options={"judge": judge}, items=items)
     specs = [s for s in SPECS if s.name in RAGAS]
-    _judge_rounds(specs, items, ctx)
+    judge_rounds(specs, items, ctx)
     log = judge.log
     first_review = log.index(("start", "context_review", "q1"))
     slow_claims_back = log.index(("end", "decompose", "q2"))

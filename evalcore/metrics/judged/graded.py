@@ -15,7 +15,7 @@ import dataclasses
 from typing import Callable
 
 from evalcore.judges.offline.words import is_hedge, norm
-from evalcore.metrics.judged.ragas import _base, decompositions
+from evalcore.metrics.judged.ragas import judge_details, decompositions
 from evalcore.judges.request_inputs import contexts_of, gold_list, has_truth
 from evalcore.judges.tasks import get_task
 from evalcore.judges.work import get_work
@@ -62,7 +62,7 @@ def one_call(task: str, items: list[Item], ctx: ScoringContext, read: Read) -> l
         else:
             s = read(o.output)
             s = s if isinstance(s, Score) else Score(float(s))
-            scores.append(dataclasses.replace(s, details=_base(work, label, **s.details), judge_id=label))
+            scores.append(dataclasses.replace(s, details=judge_details(work, label, **s.details), judge_id=label))
     return scores
 
 
@@ -118,7 +118,7 @@ def _groundedness(items: list[Item], ctx: ScoringContext, normalised: bool) -> l
             continue
         native = o.output["score"]
         pick = lambda idx: [claims[i - 1] for i in idx]  # noqa: E731
-        details = _base(work, label, native=native, scale="0-5", reason=o.output["reason"],
+        details = judge_details(work, label, native=native, scale="0-5", reason=o.output["reason"],
                         supported_claims=pick(o.output["supported_claims"]),
                         unsupported_claims=pick(o.output["unsupported_claims"]))
         scores.append(Score(native / 5 if normalised else native, details=details, judge_id=label))
@@ -195,7 +195,7 @@ def class_metric(target: str | None):
                 out.append(Score(float("nan"), reason=err, judge_id=None if err == "target error" else label))
                 continue
             hit = cls == (target or "CORRECT")
-            out.append(Score(float(hit), details=_base(work, label, **{"class": cls}, evidence=how), judge_id=label,
+            out.append(Score(float(hit), details=judge_details(work, label, **{"class": cls}, evidence=how), judge_id=label,
                              label=AnswerClass(cls).value))
         return out
     return fn

@@ -25,7 +25,7 @@ from evalcore.judges.work import JudgeWork, get_work
 from evalcore.metrics.base import Item, Score, ScoringContext
 
 
-def _base(work: JudgeWork, label: str, **extra: Any) -> dict[str, Any]:
+def judge_details(work: JudgeWork, label: str, **extra: Any) -> dict[str, Any]:
     d = {"judge": label, "judge_kind": work.judge.kind}
     d.update(extra)
     return d
@@ -131,7 +131,7 @@ def _claim_scores(ctx: ScoringContext, items: list[Item], source: str) -> list[S
         ctxs = contexts_of(r)
         if not texts:
             what = "the answer makes no factual claims" if source == "answer" else "the ground truth has no statements"
-            scores.append(Score(1.0, reason=what, details=_base(work, label, n=0), judge_id=label))
+            scores.append(Score(1.0, reason=what, details=judge_details(work, label, n=0), judge_id=label))
             continue
         if not ctxs:
             verdicts = [{"verdict": 0, "context": None, "reason": "no retrieved contexts"} for _ in texts]
@@ -151,7 +151,7 @@ def _claim_scores(ctx: ScoringContext, items: list[Item], source: str) -> list[S
         graded = work.heuristic and ctxs and all(v.get("support") is not None for v in verdicts)
         value = sum(v["support"] for v in verdicts) / len(texts) if graded else n_ok / len(texts)
         scores.append(Score(value, reason="no retrieved contexts" if not ctxs else None,
-                            details=_base(work, label, n=len(texts), n_supported=n_ok, statements=listed),
+                            details=judge_details(work, label, n=len(texts), n_supported=n_ok, statements=listed),
                             judge_id=label, claims=claims))
     return scores
 
@@ -194,7 +194,7 @@ def _precision(items: list[Item], ctx: ScoringContext, ap: bool) -> list[Score]:
             value = average_precision(v) if ap else sum(v) / len(v)
             ranked = tuple({"rank": i, "verdict": c["relevant"], "score": c.get("score"), "reason": c.get("reason")}
                            for i, c in enumerate(o.output["contexts"], start=1))
-            scores.append(Score(value, details=_base(work, label, n=len(v), n_relevant=sum(v),
+            scores.append(Score(value, details=judge_details(work, label, n=len(v), n_relevant=sum(v),
                                                      contexts=o.output["contexts"]), judge_id=label,
                                 contexts=ranked))
     return scores
@@ -281,7 +281,7 @@ def answer_relevance(items: list[Item], ctx: ScoringContext) -> list[Score]:
         if r.error:
             scores.append(Score.nan("target error"))
         elif not (r.answer or "").strip():
-            scores.append(Score(0.0, reason="empty answer", details=_base(work, label), judge_id=label))
+            scores.append(Score(0.0, reason="empty answer", details=judge_details(work, label), judge_id=label))
         elif not generated:
             why = "no question generated" if o is not None and o.output is not None else \
                 (o.error if o is not None else "no judge output")
@@ -290,13 +290,13 @@ def answer_relevance(items: list[Item], ctx: ScoringContext) -> list[Score]:
                 scores.append(Score(float("nan"), reason=reason, judge_id=direct_label))
             else:
                 scores.append(Score(float(d.output["score"]), reason=d.output.get("reason"),
-                                    details=_base(work, direct_label, method="direct", fallback_because=why),
+                                    details=judge_details(work, direct_label, method="direct", fallback_because=why),
                                     judge_id=direct_label))
         else:
             nc = o.output["noncommittal"]
             value = 0.0 if nc else float(np.clip(np.mean(sim), 0.0, 1.0)) if sim else 0.0
             scores.append(Score(value, reason="noncommittal answer" if nc else None,
-                                details=_base(work, label, method="question_generation", questions=generated,
+                                details=judge_details(work, label, method="question_generation", questions=generated,
                                               cosines=[round(s, 4) for s in sim], noncommittal=nc,
                                               similarity=how),
                                 judge_id=label))
