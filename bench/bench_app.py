@@ -127,8 +127,11 @@ def format1_copy(root: Path, dest: Path) -> Path:
 def page_calls(store) -> list[tuple[str, object, tuple]]:
     """(page, function, args) of each analysis call a page makes on first render, with its defaults
     (the newest run; its methods as the systems; the first key metrics); shared calls listed once."""
-    from evalcore.analysis import annotations as A, compare as C, distributions as G  # noqa: I001
-    from evalcore.analysis import leaderboard as L, progress as P, question_drilldown as Qn
+    from evalcore.analysis.labels import annotations as A
+    from evalcore.analysis.comparison import compare as C
+    from evalcore.analysis.charts import distributions as G  # noqa: I001
+    from evalcore.analysis.runs import leaderboard as L, progress as P
+    from evalcore.analysis.questions import question_drilldown as Qn
 
     sysdf = L.systems(store)
     run = sysdf.run_id.iloc[0]
@@ -369,7 +372,7 @@ def large(root: Path, work: Path) -> bool:
     every n (RESAMPLE_MAX_N raised past n: a paired bootstrap of 2,000 and 10,000 sign patterns
     over 100k pairs per tested metric, what they did before the normal limits). Medians of 3
     (baseline: 1 run, it takes seconds). Pages: headless Chromium as in 5. Goal < 2 s each."""
-    from evalcore.analysis import compare as C
+    from evalcore.analysis.comparison import compare as C
     from evalcore.demo.synthetic import build_store
     from evalcore.stats import resample as R
     from evalcore.store import RunStore
@@ -473,7 +476,7 @@ def main() -> int:
         ok &= statistics.median(times) < COMPACT_S
         print("   " + summary(times, res))
 
-        from evalcore.analysis import compare as C
+        from evalcore.analysis.comparison import compare as C
 
         print(f"\n2. analysis queries, best of 3, goal < {QUERY_S * 1000:.0f} ms each "
               "(baseline: the same call on the format-1 copy):")

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # what evalcore.cli.context / store_commands / dataset_commands imported at module level before
-BEFORE = ("evalcore.store", "evalcore.outputs.export", "evalcore.scoring.importer", "evalcore.analysis.indexing",
-          "evalcore.analysis.leaderboard", "evalcore.analysis.means", "evalcore.analysis.results",
+BEFORE = ("evalcore.store", "evalcore.outputs.export", "evalcore.scoring.importer", "evalcore.analysis.runs.indexing",
+          "evalcore.analysis.runs.leaderboard", "evalcore.analysis.runs.means", "evalcore.analysis.read.results",
           "evalcore.store.staging", "evalcore.store.tables", "evalcore.datasets", "evalcore.datasets.stats")
 
 

@@ -20,7 +20,7 @@ Per n in --n, --draws times: n answers drawn uniformly without replacement are "
 rest keep only the judge's value. Three 95% intervals for the mean:
   classical  the labels alone (ppi_py.classical_mean_ci)
   PPI        prediction-powered, lambda = 1 (ppi_py.ppi_mean_ci(lam=1))
-  PPI++      power-tuned lambda, what the product reports (evalcore.analysis.corrected.estimate)
+  PPI++      power-tuned lambda, what the product reports (evalcore.analysis.labels.corrected.estimate)
 Printed: each interval's coverage of the target, the median width ratio PPI / classical and
 PPI++ / classical, and the judge-only mean's bias (its error with no labels at all), beside
 the judge-label correlation rho. Goals (issue 25): coverage >= 0.93 everywhere; PPI++ never
@@ -82,7 +82,7 @@ def simulate(y: np.ndarray, yhat: np.ndarray, n: int, draws: int, seed: int) -> 
     """Coverage and width ratios of the three intervals over `draws` random labelled samples."""
     import ppi_py
 
-    from evalcore.analysis.corrected import estimate
+    from evalcore.analysis.labels.corrected import estimate
 
     rng = np.random.default_rng(seed)
     truth = y.mean()

@@ -88,7 +88,7 @@ def test_markdown_report_says_worse_only_when_significant(two_runs):
 def test_markdown_cells_are_inert():
     import pandas as pd
 
-    from evalcore.analysis.compare import Comparison, Selection
+    from evalcore.analysis.comparison.compare import Comparison, Selection
     from evalcore.outputs.markdown_report import comparison_markdown
 
     hostile = Selection("run|x", "<script>alert(1)</script>")

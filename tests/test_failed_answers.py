@@ -15,7 +15,7 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from evalcore.analysis import leaderboard as L
+from evalcore.analysis.runs import leaderboard as L
 from evalcore.cli.main import app
 from evalcore.scoring.importer import import_recorded
 from evalcore.metrics.base import ScoringContext, answer_failed

@@ -81,8 +81,8 @@ def test_the_normal_quantile_holds_for_any_level():
 
 
 def test_every_normal_interval_takes_its_quantile_from_the_one_function():
-    from evalcore.analysis.means import normal_ci
-    from evalcore.analysis.verdict import minimum_detectable_effect
+    from evalcore.analysis.runs.means import normal_ci
+    from evalcore.analysis.comparison.verdict import minimum_detectable_effect
     from evalcore.stats.resample import normal_mean_ci
 
     for alpha in (1e-17, 5e-324):
@@ -126,7 +126,7 @@ def test_a_min_delta_inside_the_range_is_taken(pair, delta):
 def test_the_range_comes_from_the_metric_spec():
     """A 0-5 judge scale takes a MIN_DELTA below 5; latency (no upper end) any finite one; a
     name no registry knows (a custom metric stored by a side) only the finiteness rule."""
-    from evalcore.analysis.regression_gate import parse_gate
+    from evalcore.analysis.comparison.regression_gate import parse_gate
 
     assert parse_gate("groundedness:4.5").min_delta == 4.5
     assert parse_gate("factual_grade:3.5").min_delta == 3.5

@@ -114,7 +114,7 @@ def test_a_run_without_collisions_is_silent(runs):
 
 def _records_of(root, run_id):
     """The colliding groups of a run's answers, as the store holds them, in id order."""
-    from evalcore.analysis.id_collisions import colliding_ids
+    from evalcore.analysis.read.id_collisions import colliding_ids
     from evalcore.store import RunStore
 
     return [c.ids for c in colliding_ids(RunStore(root), run_id, questions=False)]

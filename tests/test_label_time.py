@@ -24,8 +24,8 @@ import pytest
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from evalcore.analysis import annotations as A
-from evalcore.analysis import label_units as U
+from evalcore.analysis.labels import annotations as A
+from evalcore.analysis.labels import label_units as U
 from evalcore.cli.main import app
 from evalcore.errors import StoreError
 from evalcore.schemas import Annotation

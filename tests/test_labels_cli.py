@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 requires("ppi_py", "the labels extra: prediction-powered inference")
 
-from evalcore.analysis import corrected as C  # noqa: E402
-from evalcore.analysis import label_sampling as S  # noqa: E402
+from evalcore.analysis.labels import corrected as C  # noqa: E402
+from evalcore.analysis.labels import label_sampling as S  # noqa: E402
 from evalcore.cli.main import app  # noqa: E402
 from evalcore.store import query_df  # noqa: E402
 
@@ -108,7 +108,7 @@ def test_export_reimports_to_the_same_labels(labelled, tmp_path):
     recs = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     stored = query_df(store, "SELECT count(*) AS n FROM annotations WHERE run_id = ?", [run]).n[0]
     assert len(recs) == stored >= 120 and "answer_class" in {r["metric"] for r in recs}
-    from evalcore.analysis.labels_io import parse
+    from evalcore.analysis.labels.labels_io import parse
 
     again = parse(store, tmp_path / "out.jsonl")
     before = query_df(store, "SELECT method, question_id, label, sample_id, inclusion_prob, who FROM annotations "
@@ -154,7 +154,7 @@ def test_without_ppi_python_the_cli_names_the_install(labelled, monkeypatch):
 
 
 def test_claim_labels_import_by_claim_index_and_complete_the_answer(labelled, tmp_path):
-    from evalcore.analysis import label_units as U
+    from evalcore.analysis.labels import label_units as U
 
     store, run, _ = labelled
     q = "q00003"

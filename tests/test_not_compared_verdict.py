@@ -4,7 +4,7 @@
 `compare BASE DISJOINT --metrics token_f1 --markdown` (runs that share no question id) printed
 "no significant difference" for token_f1, the text a CI job puts into $GITHUB_STEP_SUMMARY,
 while the terminal left the verdict blank. A comparison on 0 pairs found nothing because it
-looked at nothing: the verdict (evalcore.analysis.verdict, the one place its words are
+looked at nothing: the verdict (evalcore.analysis.comparison.verdict, the one place its words are
 decided) now has an outcome of its own for it, and every renderer — terminal, Markdown, JSON,
 the HTML report, the forest plot, the Compare page — shows it. Real questions: SQuAD 2.0 dev.
 """
@@ -18,8 +18,8 @@ import pytest
 
 from tests.optional import requires
 
-from evalcore.analysis import verdict as V
-from evalcore.analysis.forest import forest_rows
+from evalcore.analysis.comparison import verdict as V
+from evalcore.analysis.comparison.forest import forest_rows
 from tests.test_gate_compared_nothing import _cli, _code, _import, _records
 
 N = 10
@@ -64,7 +64,7 @@ def test_the_forest_plot_marks_it_not_compared():
     rows = forest_rows(table, V.verdict_lines(table, "A", "B"))
     assert rows.loc[0, "shade"] == "not compared" and "not compared" in rows.loc[0, "label"]
     requires("plotly")
-    from evalcore.analysis.figures import forest_figure
+    from evalcore.analysis.charts.figures import forest_figure
 
     spec = forest_figure(rows).to_plotly_json()
     shown = [t for t in spec["data"] if rows.loc[0, "label"] in list(t.get("y", []))]

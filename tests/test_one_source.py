@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from evalcore.analysis import compare as C
-from evalcore.analysis import distributions as G
-from evalcore.analysis import leaderboard as L
-from evalcore.analysis import question_drilldown as Qn
+from evalcore.analysis.comparison import compare as C
+from evalcore.analysis.charts import distributions as G
+from evalcore.analysis.runs import leaderboard as L
+from evalcore.analysis.questions import question_drilldown as Qn
 from evalcore.cli.main import app
 from evalcore.scoring.importer import import_recorded
 from evalcore.scoring.engine import score_run
@@ -189,8 +189,8 @@ def messy(tmp_path_factory):
 def test_cost_per_query_has_one_definition(messy):
     """Runs (leaderboard), operations table, Charts (per answer and fronts) and compare agree,
     and equal the definition computed by hand: RAG mean over priced answers + judge cost / answers."""
-    from evalcore.analysis import cost as K
-    from evalcore.analysis import sql as S
+    from evalcore.analysis.runs import cost as K
+    from evalcore.analysis.read import sql as S
 
     store, run_id = messy
     keys = (f"{run_id}:good", f"{run_id}:poor")
@@ -223,7 +223,7 @@ def test_cost_per_query_has_one_definition(messy):
 def test_means_and_ci_have_one_definition(messy):
     """Means: show --json = leaderboard = gate = drill-down; the leaderboard's ± is half of the
     CI `summarize` gives every mean (errors and NaNs in the data)."""
-    from evalcore.analysis.means import per_method_means, summarize
+    from evalcore.analysis.runs.means import per_method_means, summarize
     from evalcore.outputs.gate import method_means
 
     store, run_id = messy
@@ -244,7 +244,7 @@ def test_means_and_ci_have_one_definition(messy):
 
 def test_compare_verdict_cli_equals_the_page(messy):
     """compare --json (default metrics) = the Compare page's table, verdict lines and summary."""
-    from evalcore.analysis import verdict as V
+    from evalcore.analysis.comparison import verdict as V
 
     store, run_id = messy
     base, cand = f"{run_id}:good", f"{run_id}:poor"
@@ -267,8 +267,8 @@ def test_compare_verdict_cli_equals_the_page(messy):
 def test_correct_has_one_definition(messy):
     """Answer classes (show/exports), the Charts' class bars and the diagnosis count the same
     CORRECT answers; an error answer is ERROR everywhere, never diagnosed."""
-    from evalcore.analysis import failure_modes as FM
-    from evalcore.analysis.means import answer_classes
+    from evalcore.analysis.questions import failure_modes as FM
+    from evalcore.analysis.runs.means import answer_classes
 
     store, run_id = messy
     keys = (f"{run_id}:good", f"{run_id}:poor")

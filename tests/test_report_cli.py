@@ -103,7 +103,7 @@ def test_report_numbers_equal_compare_json(store_root, tmp_path):
     # the judge named on judged numbers: faithfulness is judged, token_f1 computed
     assert "judged by heuristic:synthetic" in page and "computed, no judge" in page
     # the questions that regressed most, each with both systems' answers as stored
-    from evalcore.analysis.compare import answers
+    from evalcore.analysis.comparison.compare import answers
     from evalcore.store import RunStore
 
     first = _embedded(page)["regressed"]["by_candidate"][sels[1]][0]["question_id"]

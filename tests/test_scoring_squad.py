@@ -6,7 +6,7 @@ import pytest
 
 from evalcore.scoring.importer import import_recorded
 from evalcore.scoring.engine import score_run
-from evalcore.analysis.means import answer_classes, summarize
+from evalcore.analysis.runs.means import answer_classes, summarize
 
 
 def _records(shared_data):

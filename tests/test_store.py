@@ -6,7 +6,7 @@ import math
 import pytest
 
 from evalcore.errors import StoreError
-from evalcore.analysis.results import wide_results
+from evalcore.analysis.read.results import wide_results
 from evalcore.scoring.queries import run_questions, run_responses
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
 from evalcore.schemas.results import Annotation
@@ -173,7 +173,7 @@ def test_nan_filters_hold_in_aggregates(store):
                                       reason="no keywords" if nan else None))
     writer.write_metrics(values)
     writer.publish()
-    from evalcore.analysis.means import metric_table
+    from evalcore.analysis.runs.means import metric_table
 
     row = metric_table(store, "r1").set_index("metric").loc["keyword_coverage"]
     expected = [float(i % 2) for i in range(300) if i % 3]

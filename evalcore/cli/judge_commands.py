@@ -28,7 +28,7 @@ def rejudge_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
 ) -> None:
     """Re-score judged metrics with JUDGE; prints old vs new mean and disagreement per metric."""
-    from evalcore.analysis.rejudge import judged_values, rejudge_summary
+    from evalcore.analysis.labels.rejudge import judged_values, rejudge_summary
     from evalcore.metrics.judged.specs import SPECS
     from evalcore.scoring.engine import score_run
 

@@ -1,6 +1,6 @@
 """`evalcore labels import|export` and the `--corrected` tables of `show` and `compare`.
 
-The tables are printed from evalcore.analysis.corrected, the function the pages call, so the CLI
+The tables are printed from evalcore.analysis.labels.corrected, the function the pages call, so the CLI
 and the dashboard cannot show different corrected numbers (docs/labels.md).
 """
 
@@ -23,7 +23,7 @@ labels_app = typer.Typer(help="Human labels: import them from a labelling tool, 
 def import_cmd(file: Path = typer.Argument(..., help="CSV or JSONL: run, method, question_id, metric, target, "
                                                      "label, who [, sample_id, inclusion_prob, note, when].")) -> None:
     """Append labels from a file; the whole file is checked first (nothing stored on refusal)."""
-    from evalcore.analysis.labels_io import import_labels
+    from evalcore.analysis.labels.labels_io import import_labels
 
     n = import_labels(state.store(), file)
     echo_line(f"imported {n} label{'s' if n != 1 else ''} from {file}")
@@ -34,7 +34,7 @@ def export_cmd(run: Optional[str] = typer.Option(None, "--run", help="Only this 
                fmt: str = typer.Option("csv", "--format", "-f", help="csv or jsonl."),
                output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output file (default: stdout).")) -> None:
     """Every stored label, in the fields `labels import` reads."""
-    from evalcore.analysis.labels_io import export_text
+    from evalcore.analysis.labels.labels_io import export_text
 
     if fmt not in ("csv", "jsonl"):
         raise EvalcoreError(f"--format {fmt!r}: choose csv or jsonl")
@@ -49,20 +49,20 @@ def export_cmd(run: Optional[str] = typer.Option(None, "--run", help="Only this 
 
 
 def _f(x, digits: int = 3) -> str:
-    from evalcore.analysis.corrected import num
+    from evalcore.analysis.labels.corrected import num
 
     return num(x, digits)
 
 
 def _ci(lo, hi) -> str:
-    from evalcore.analysis.corrected import interval
+    from evalcore.analysis.labels.corrected import interval
 
     return interval(lo, hi)
 
 
 def print_corrected_means(store, run_id: str, as_json: bool = False) -> None:
     """`show RUN --corrected`: judge mean beside the human-corrected one, per method x metric."""
-    from evalcore.analysis.corrected import MIN_LABELS, corrected_means, num
+    from evalcore.analysis.labels.corrected import MIN_LABELS, corrected_means, num
 
     table = corrected_means(store, run_id)
     if as_json:
@@ -91,7 +91,7 @@ def print_corrected_means(store, run_id: str, as_json: bool = False) -> None:
 def print_corrected_compare(store, sels: list, metrics: list[str] | None) -> None:
     """`compare A B --corrected`: judge Δ vs corrected Δ with CIs and verdicts, side by side.
     `sels`: the comparison's selections, baseline first."""
-    from evalcore.analysis.corrected import MIN_LABELS, corrected_compare, num
+    from evalcore.analysis.labels.corrected import MIN_LABELS, corrected_compare, num
 
     table = corrected_compare(store, (sels[0].run_id, sels[0].method), [(s.run_id, s.method) for s in sels[1:]],
                               metrics)

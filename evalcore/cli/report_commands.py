@@ -31,7 +31,7 @@ def report_cmd(
 ) -> None:
     """Write a comparison as one self-contained HTML file: verdict, forest plot, metric table with
     CIs and Holm p, distributions, Pareto fronts, failure modes, the questions that regressed most."""
-    from evalcore.analysis.regression_gate import check_alpha
+    from evalcore.analysis.comparison.regression_gate import check_alpha
 
     level = check_alpha(alpha)  # a bad level is refused before anything is read
     try:
@@ -39,7 +39,7 @@ def report_cmd(
     except ImportError as exc:
         raise EvalcoreError(APP_HINT) from exc
     from evalcore.outputs.html_report import render
-    from evalcore.analysis.report_data import report_data
+    from evalcore.analysis.report.report_data import report_data
 
     wanted = [m.strip() for m in (metrics or "").split(",") if m.strip()]
     if output.is_dir():

@@ -122,7 +122,7 @@ def run_cmd(
 def _end_with_failures(store, run_id: str) -> None:
     """The last line: how many answers failed and the first error; exit 1 when every answer
     failed (such a run measured nothing: a wrong method name, a server that refuses all)."""
-    from evalcore.analysis.progress import answer_failures, failure_line
+    from evalcore.analysis.runs.progress import answer_failures, failure_line
 
     failures = answer_failures(store, run_id)
     echo_line(failure_line(failures), err=True)

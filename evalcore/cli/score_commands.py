@@ -2,7 +2,7 @@
 
 Exit codes: 0 ok; 1 when `compare --fail-on-regression` fails: a gated metric regressed
 significantly after Holm correction, or compared nothing / too little to tell (no question, or
-fewer than --min-paired of them, with a value on both sides: evalcore.analysis.regression_gate);
+fewer than --min-paired of them, with a value on both sides: evalcore.analysis.comparison.regression_gate);
 1 also when a metric raised during `score` (its values are stored as NaN with the error as
 reason); 2 for usage/data errors (EvalcoreError: an unknown metric or run, a non-finite threshold).
 """
@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from evalcore.analysis.regression_gate import DEFAULT_MIN_PAIRED
+from evalcore.analysis.comparison.regression_gate import DEFAULT_MIN_PAIRED
 from evalcore.cli.context import echo_line, state
 from evalcore.cli.vocabulary import Engine, deprecated
 from evalcore.errors import EvalcoreError
@@ -171,7 +171,7 @@ def skipped_line(skipped: dict[str, str]) -> str:
 def _print_means(store, report) -> None:
     """The scored metrics' means per method (never pooled across methods: a pooled mean
     describes no system), from the run's summary as `evalcore show` reads it."""
-    from evalcore.analysis.means import metric_table
+    from evalcore.analysis.runs.means import metric_table
 
     table = metric_table(store, report.run_id)
     table = table[table["metric"].isin(report.metrics)]
@@ -202,7 +202,7 @@ def compare_cmd(
         None, "--fail-on-regression", help="METRIC[:MIN_DELTA]; exit 1 if it regresses significantly (Holm), "
                                            "or if it could not be compared (see --min-paired)."),
     # the two numbers as text: read by the gate's own rule (plain decimal notation only; a
-    # float option would take "0_9" and full-width digits), evalcore.analysis.regression_gate
+    # float option would take "0_9" and full-width digits), evalcore.analysis.comparison.regression_gate
     min_paired: str = typer.Option(
         str(DEFAULT_MIN_PAIRED), "--min-paired", metavar="SHARE",
         help="With --fail-on-regression: the share of the questions with a value on either side that must have "
@@ -214,10 +214,10 @@ def compare_cmd(
                                    help="Also judge Δ vs human-corrected Δ from randomly sampled labels."),
 ) -> None:
     """Compare methods/runs paired on question_id: Δ, CI, p (Holm-adjusted), win/loss counts."""
-    from evalcore.analysis.compare import compare, parse_selections, pareto
-    from evalcore.analysis.regression_gate import check_alpha, check_min_paired, gate_result, parse_gate
-    from evalcore.analysis.report_data import comparison_record, short_names
-    from evalcore.analysis.verdict import default_tested_metrics
+    from evalcore.analysis.comparison.compare import compare, parse_selections, pareto
+    from evalcore.analysis.comparison.regression_gate import check_alpha, check_min_paired, gate_result, parse_gate
+    from evalcore.analysis.report.report_data import comparison_record, short_names
+    from evalcore.analysis.comparison.verdict import default_tested_metrics
 
     gates = [parse_gate(g) for g in fail_on_regression or []]  # refused before anything is read
     level, share = check_alpha(alpha), check_min_paired(min_paired)
@@ -239,7 +239,7 @@ def compare_cmd(
         out["regressions"] = failures
         out["not_compared"] = gate.not_compared
         if corrected:
-            from evalcore.analysis.corrected import corrected_compare
+            from evalcore.analysis.labels.corrected import corrected_compare
 
             sels = [result.baseline, *result.candidates]
             table = corrected_compare(store, (sels[0].run_id, sels[0].method), [(x.run_id, x.method) for x in sels[1:]],

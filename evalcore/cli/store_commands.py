@@ -157,7 +157,7 @@ def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], meth
 
 def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
     """List the runs in the store, newest first."""
-    from evalcore.analysis.leaderboard import runs_overview
+    from evalcore.analysis.runs.leaderboard import runs_overview
 
     problems: list[str] = []
     state.store().manifests(problems)
@@ -185,9 +185,9 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
              corrected: bool = typer.Option(False, "--corrected",
                                             help="Also the human-corrected means from randomly sampled labels.")) -> None:
     """Show a run's manifest and its per-method metric means (n scored / n)."""
-    from evalcore.analysis.id_collisions import colliding_ids, warning_lines
-    from evalcore.analysis.indexing import coverage_by_doc_type, run_indexing_coverage
-    from evalcore.analysis.means import metric_table
+    from evalcore.analysis.read.id_collisions import colliding_ids, warning_lines
+    from evalcore.analysis.runs.indexing import coverage_by_doc_type, run_indexing_coverage
+    from evalcore.analysis.runs.means import metric_table
     from evalcore.store.tables import json_text
 
     store = state.store()
@@ -205,7 +205,7 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
                    "indexing_coverage": indexing, "hit_rate@5_by_doc_type": by_type,
                    "id_collisions": [{"method": c.method, "ids": list(c.ids)} for c in collisions]}
         if corrected:
-            from evalcore.analysis.corrected import corrected_means
+            from evalcore.analysis.labels.corrected import corrected_means
 
             payload["corrected"] = json.loads(corrected_means(store, run_id).to_json(orient="records", double_precision=15))
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))

@@ -20,7 +20,7 @@ def check_cmd(
     own folders outside the runs that are links, and warn of question ids stored twice under the
     id rule (a run from before the rule: compare refuses it). Exit code 1 when a run is damaged or a folder
     of the store is a link."""
-    from evalcore.analysis.id_collisions import colliding_ids, warning_lines
+    from evalcore.analysis.read.id_collisions import colliding_ids, warning_lines
 
     store = state.store()
     run_ids = [store.resolve(run)] if run else None
@@ -74,7 +74,7 @@ def upgrade_cmd(run: Optional[str] = typer.Argument(None, help="One run (id, uni
 def print_damaged(store, err: bool = False) -> int:
     """The damaged runs and annotation files, one line each (for `evalcore runs`); returns how
     many runs."""
-    from evalcore.analysis.damage import damaged_annotations, damaged_runs
+    from evalcore.analysis.read.damage import damaged_annotations, damaged_runs
 
     found = damaged_runs(store)
     for row in found.itertuples(index=False):

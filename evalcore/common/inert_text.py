@@ -5,7 +5,7 @@ from other people's files and servers. Printed raw, an escape sequence in one is
 terminal (OSC 52 writes the clipboard, OSC 0 sets the title, OSC 8 makes a link, CSI 2J clears
 the screen), a Unicode bidi override makes `evil` read as `live`, and a newline forges a line of
 output. Markdown reads its own syntax (links, images, HTML, table pipes). The dashboard already
-escapes HTML (evalcore.analysis.inert); this is the same promise for the CLI and Markdown.
+escapes HTML (evalcore.analysis.charts.inert); this is the same promise for the CLI and Markdown.
 
 Made visible, never dropped (a reader can still tell two names apart):
   C0 controls          \\x00-\\x1f as \\x1b ...; tab, newline, CR as \\t \\n \\r in a one-line field
@@ -117,7 +117,7 @@ def reveal(text: str, spell: Callable[[str], str], single_line: bool = True, mar
     `mark_backslashes` a backslash that would read as the start of an escape is passed to
     `spell` too (escape_code doubles it), so different texts never show alike. The one
     definition of "unsafe" behind `visible`, the dashboard and the HTML report
-    (evalcore.analysis.inert)."""
+    (evalcore.analysis.charts.inert)."""
     if single_line and not mark_backslashes:
         return _UNSAFE.sub(lambda m: spell(m.group()), text)
     pattern = _MARKED[single_line] if mark_backslashes else _UNSAFE_IN_LINES

@@ -36,9 +36,9 @@ def _has(module: str) -> bool:
 
 
 def leaderboard(store: RunStore, run_id: str) -> pd.DataFrame:
-    """Method x the Runs page's key metrics and figures (evalcore.analysis.leaderboard.run_board:
+    """Method x the Runs page's key metrics and figures (evalcore.analysis.runs.leaderboard.run_board:
     the same numbers as the dashboard and `evalcore runs`)."""
-    from evalcore.analysis.leaderboard import run_board
+    from evalcore.analysis.runs.leaderboard import run_board
 
     return run_board(store, run_id)
 

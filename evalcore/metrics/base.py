@@ -163,9 +163,9 @@ class MetricSpec:
     # Position among the key metrics the leaderboard and pages show first; None: not one.
     key_rank: int | None = None
     # Position in the precedence of metrics whose value decides whether an answer is correct
-    # (analysis/correctness.py); None: it does not decide.
+    # (analysis/read/correctness.py); None: it does not decide.
     decides_correct: int | None = None
-    # Whether a set value means the answer abstained (analysis/correctness.py: DONT_KNOW).
+    # Whether a set value means the answer abstained (analysis/read/correctness.py: DONT_KNOW).
     decides_dont_know: bool = False
 
     def __post_init__(self) -> None:

@@ -2,7 +2,7 @@
 `METRIC[:MIN_DELTA]`, a threshold's bounds inside the metric's range, alpha and the paired share.
 
 Why here, below the runner and analysis: the eval config (evalcore.runner.config) refuses a bad
-threshold when it is read, and the gate (evalcore.analysis.regression_gate) applies the same rule
+threshold when it is read, and the gate (evalcore.analysis.comparison.regression_gate) applies the same rule
 after a comparison; both need it, and it needs only the metric registry (each metric's range).
 """
 

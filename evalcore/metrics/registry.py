@@ -61,7 +61,7 @@ def key_metric_names() -> list[str]:
 
 def correct_deciders() -> tuple[str, ...]:
     """The metrics that decide whether an answer is correct, first decider first
-    (MetricSpec.decides_correct; analysis/correctness.py applies the rule)."""
+    (MetricSpec.decides_correct; analysis/read/correctness.py applies the rule)."""
     deciding = [s for s in METRICS.values() if s.decides_correct is not None]
     return tuple(s.name for s in sorted(deciding, key=lambda s: (s.decides_correct, s.name)))
 

@@ -37,7 +37,7 @@ def export_run(store: RunStore, run_ref: str, fmt: str, output: str | Path | Non
     if fmt not in FORMATS:
         raise EvalcoreError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
     run_id = store.resolve(run_ref)
-    from evalcore.analysis.results import wide_results
+    from evalcore.analysis.read.results import wide_results
 
     df = wide_results(store, run_id)
     if fmt == "csv":

@@ -3,10 +3,10 @@
 Thresholds come from the eval config: `thresholds: {recall@5: 0.6, latency_ms: {max: 2000}}`;
 a bare number is a minimum. Every method of the run must meet every threshold; a metric the
 run did not score is a failure (a gate must not pass because a metric silently went missing).
-A regression is a paired comparison (evalcore.analysis.compare: bootstrap CI, randomization or
+A regression is a paired comparison (evalcore.analysis.comparison.compare: bootstrap CI, randomization or
 McNemar test, Holm-corrected) of the same method on the same questions that is significantly
 worse than the baseline run. The comparison must have compared something (the rule of
-evalcore.analysis.regression_gate, as `evalcore compare --fail-on-regression` applies it): a
+evalcore.analysis.comparison.regression_gate, as `evalcore compare --fail-on-regression` applies it): a
 method the baseline lacks, a metric with no value on a side, ids that pair on no question, or
 fewer pairs than `min_paired` of the questions with a value on either side fail the gate. A bound
 that is not a finite number in plain decimal notation, or lies beyond the metric's range, is
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalcore.analysis.regression_gate import (
+from evalcore.analysis.comparison.regression_gate import (
     DEFAULT_MIN_PAIRED,
     check_alpha,
     check_min_paired,
@@ -49,9 +49,9 @@ class GateOutcome:
 
 
 def method_means(store: RunStore, run_id: str) -> dict[str, dict[str, float]]:
-    """{method: {metric: mean over scored values}}: evalcore.analysis.means.per_method_means, the
+    """{method: {metric: mean over scored values}}: evalcore.analysis.runs.means.per_method_means, the
     means `evalcore show` prints (one definition)."""
-    from evalcore.analysis.means import per_method_means
+    from evalcore.analysis.runs.means import per_method_means
 
     return per_method_means(store, run_id)
 
@@ -81,8 +81,8 @@ def check_gate(store: RunStore, run_id: str, thresholds: dict[str, Any], baselin
 def _id_collisions(store: RunStore, run_id: str, outcome: GateOutcome) -> set[str]:
     """A method whose answers hold two ids that are one under the id rule (a run stored before
     it) fails the gate, naming them: its means count a question twice, and which copy a
-    comparison should pair is unknown (evalcore.analysis.id_collisions). Returns those methods."""
-    from evalcore.analysis.id_collisions import colliding_ids, refusal
+    comparison should pair is unknown (evalcore.analysis.read.id_collisions). Returns those methods."""
+    from evalcore.analysis.read.id_collisions import colliding_ids, refusal
 
     found = colliding_ids(store, run_id, questions=False)
     methods = sorted({c.method for c in found if c.method is not None})
@@ -93,7 +93,7 @@ def _id_collisions(store: RunStore, run_id: str, outcome: GateOutcome) -> set[st
 
 def _regressions(store: RunStore, outcome: GateOutcome, methods: list[str], baseline: str,
                  metrics: list[str] | None, alpha: float, min_paired: float) -> None:
-    from evalcore.analysis.compare import Selection, compare
+    from evalcore.analysis.comparison.compare import Selection, compare
 
     base_methods = store.manifest(baseline).methods
     for method in methods:

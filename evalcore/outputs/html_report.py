@@ -5,13 +5,13 @@ Why: PMs and stakeholders do not run a Streamlit server. One file, opened from d
 network off, has to show what the Compare and Charts pages show: the headline verdict, the
 forest plot, the metric table with CIs and Holm p, grade and answer-class distributions, the
 Pareto fronts, failure modes and the questions that regressed most with both answers, each
-judged number with its judge. The numbers are evalcore.analysis.report_data's (the functions the
-pages and `evalcore compare --json` call); the figures are evalcore.analysis.figures'.
+judged number with its judge. The numbers are evalcore.analysis.report.report_data's (the functions the
+pages and `evalcore compare --json` call); the figures are evalcore.analysis.charts.figures'.
 
 Self-contained: Plotly's JavaScript is inlined once (plotly.offline.get_plotlyjs, ~4.8 MB of
 the file), every figure reuses it, the CSS is inline, and a Content-Security-Policy forbids any
 fetch, so nothing on the page can reach the network even if something slipped through.
-Untrusted text (answers, questions, names) is escaped with evalcore.analysis.inert (html.escape
+Untrusted text (answers, questions, names) is escaped with evalcore.analysis.charts.inert (html.escape
 for the page, inert_figure for Plotly's labels). The data is also embedded as JSON
 (<script type="application/json" id="evalcore-data">, every <, > and & escaped), so a reader's
 tool or a test can compare the page with the CLI.
@@ -25,9 +25,9 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.analysis.inert import html_text as esc
-from evalcore.analysis.inert import inert_figure
-from evalcore.analysis.report_data import PARETO_AXES
+from evalcore.analysis.charts.inert import html_text as esc
+from evalcore.analysis.charts.inert import inert_figure
+from evalcore.analysis.report.report_data import PARETO_AXES
 from evalcore.schemas.labels import AnswerClass, Grade
 
 # No fetch of any kind: scripts and styles only inline, images only data: URIs (Plotly's own).
@@ -120,7 +120,7 @@ def _verdict_section(data: dict[str, Any]) -> str:
         out.append(f'<p class="headline" data-candidate="{esc(cand)}">{esc(v["summary"])}</p>')
         rows = pd.DataFrame(data["forest"][cand])
         if len(rows):
-            from evalcore.analysis.figures import forest_figure
+            from evalcore.analysis.charts.figures import forest_figure
 
             out.append(_figure(forest_figure(rows), f"forest-{i}"))
         out.append('<ul class="verdicts">')
@@ -162,7 +162,7 @@ def _relabel(rows: list[dict[str, Any]], names: dict[str, str]) -> pd.DataFrame:
 
 def _distribution_section(data: dict[str, Any]) -> str:
     """Grade and answer-class shares per system (Charts' overview), with their judges."""
-    from evalcore.analysis.figures import stacked_figure
+    from evalcore.analysis.charts.figures import stacked_figure
 
     out = ['<section id="distributions"><h2>Grades and answer classes</h2><div class="grid">']
     for key, order, title, legend in (("grades", GRADES, "Grade distribution (A-E)", "grade"),
@@ -178,7 +178,7 @@ def _distribution_section(data: dict[str, Any]) -> str:
 
 def _pareto_section(data: dict[str, Any]) -> str:
     """Quality against cost and latency (Charts' fronts): a star on the front."""
-    from evalcore.analysis.figures import pareto_figure
+    from evalcore.analysis.charts.figures import pareto_figure
 
     p = data["pareto"]
     out = ['<section id="pareto"><h2>Pareto fronts: quality vs cost and latency</h2>']
@@ -201,7 +201,7 @@ def _pareto_section(data: dict[str, Any]) -> str:
 
 def _failure_section(data: dict[str, Any]) -> str:
     """Where the wrong answers come from (failure_modes), as on Compare and Charts."""
-    from evalcore.analysis.figures import failure_figure
+    from evalcore.analysis.charts.figures import failure_figure
 
     part = data["failure_modes"]
     out = ['<section id="failure-modes"><h2>Where the wrong answers come from</h2>']
@@ -297,6 +297,6 @@ def render(data: dict[str, Any]) -> str:
 def report_html(store: Any, refs: list[str], metrics: list[str] | None = None, seed: int = 0,
                 alpha: float = 0.05) -> str:
     """The report of `evalcore report REFS --metrics ...` as a string (the Compare page's download)."""
-    from evalcore.analysis.report_data import report_data
+    from evalcore.analysis.report.report_data import report_data
 
     return render(report_data(store, refs, metrics=metrics, seed=seed, alpha=alpha))

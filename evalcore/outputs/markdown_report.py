@@ -4,7 +4,7 @@ Why: the regression gate (`evalcore compare --fail-on-regression`) runs in CI, a
 reading its outcome are in the pull request. GitHub renders Markdown tables there and in
 $GITHUB_STEP_SUMMARY, so the same numbers as the terminal table, plus a verdict per metric
 that only says "better"/"worse" when the Holm-adjusted test says so (the outcomes of
-evalcore.analysis.verdict: not significant, too few questions, no significant difference
+evalcore.analysis.comparison.verdict: not significant, too few questions, no significant difference
 otherwise, and "not compared" for a metric no question has a value for on both sides). Every name comes from
 users (run names, methods, metrics), so cells go through evalcore.common.inert_text.markdown_cell (control
 characters shown as escapes, Markdown syntax and HTML inert).
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from evalcore.analysis.compare import Comparison
+from evalcore.analysis.comparison.compare import Comparison
 from evalcore.common.inert_text import markdown_cell
 
 
@@ -30,9 +30,9 @@ def comparison_markdown(result: Comparison, labels: dict[str, str] | None = None
              f"95% paired bootstrap CI · Holm-adjusted p, α = {result.alpha:g}", "",
              "| candidate | metric | baseline | candidate | Δ | 95% CI | p (Holm) | verdict | better / worse / same | n |",
              "|---|---|--:|--:|--:|---|--:|---|---|--:|"]
-    from evalcore.analysis.verdict import verdict_lines
+    from evalcore.analysis.comparison.verdict import verdict_lines
 
-    # the verdict's outcome (evalcore.analysis.verdict: the terminal's and the page's words)
+    # the verdict's outcome (evalcore.analysis.comparison.verdict: the terminal's and the page's words)
     outcome = {}
     for cand, rows in result.table.groupby("candidate", sort=False):
         said = verdict_lines(rows, "baseline", "candidate", result.alpha)

@@ -3,7 +3,7 @@ root span, named `evalcore.<metric>` with the identifier `evalcore:<run id>` (Ph
 name, span and identifier, so a second export updates instead of adding copies).
 
 Why here and not in evalcore/traces: the values come from the analysis layer
-(analysis/trace_scores.py), and traces/ sits below analysis (it imports spans into runs); what
+(analysis/read/trace_scores.py), and traces/ sits below analysis (it imports spans into runs); what
 reads analysis to send it somewhere is an output, like the report and the export.
 """
 
@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
-from evalcore.analysis.trace_scores import trace_metric_values
+from evalcore.analysis.read.trace_scores import trace_metric_values
 from evalcore.errors import EvalcoreError, InputError
 from evalcore.traces.phoenix import kind, refused
 from evalcore.traces.phoenix_http import Limits, Refused, Session, run_session

@@ -96,7 +96,7 @@ def _recorder(writer: RunWriter, n_done: int, expected: int) -> Callable[[int], 
     def on_flush(written: int) -> None:
         # readers (the dashboard) see a live run's answers as it goes, a few seconds late:
         # compaction rewrites the run's file, so it runs at most every PUBLISH_EVERY_S
-        # (between publishes, progress counts the pending part files: analysis/progress.py)
+        # (between publishes, progress counts the pending part files: analysis/runs/progress.py)
         if time.monotonic() - published[0] >= PUBLISH_EVERY_S:
             writer.publish(record=lambda m: {"counts": {**m.counts, "responses": n_done + written,
                                                         "expected": expected}})

@@ -103,7 +103,7 @@ class EvalConfig(BaseModel):
     baseline: str | None = None
     regression_alpha: FiniteNumber = Field(default=0.05, gt=0, lt=1)
     # with a baseline: the share of the questions with a value on either side that must have one on
-    # both, or the gate fails as "compared too little" (evalcore.analysis.regression_gate)
+    # both, or the gate fails as "compared too little" (evalcore.analysis.comparison.regression_gate)
     min_paired: FiniteNumber = Field(default=0.9, gt=0, le=1)
     progress: bool = True
 

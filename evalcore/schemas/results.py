@@ -174,7 +174,7 @@ class Annotation(Strict):
     when: datetime = Field(default_factory=utcnow)
     run_id: str
     # the answer labelled, spelled as the run stores it (found by canonical match on the way in:
-    # evalcore.analysis.labels_io, the Annotate page), so the label joins the run's rows
+    # evalcore.analysis.labels.labels_io, the Annotate page), so the label joins the run's rows
     method: str | None = None
     question_id: str | None = None
     target_kind: Literal["claim", "context", "answer_class", "grade", "metric"]
@@ -185,7 +185,7 @@ class Annotation(Strict):
     # How the answer was chosen. None (and every label written before these fields existed) =
     # hand-picked: it counts for agreement only. A random sample names its draw (sample_id) and
     # the probability the draw gave this answer of being in it; only such labels feed the
-    # corrected estimates (evalcore.analysis.corrected). docs/labels.md.
+    # corrected estimates (evalcore.analysis.labels.corrected). docs/labels.md.
     sample_id: str | None = None
     inclusion_prob: float | None = Field(default=None, gt=0.0, le=1.0)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore.analysis import annotations as A
-from evalcore.analysis import claim_evidence as CE
-from evalcore.analysis import highlight as HL
-from evalcore.analysis import leaderboard as L
+from evalcore.analysis.labels import annotations as A
+from evalcore.analysis.questions import claim_evidence as CE
+from evalcore.analysis.questions import highlight as HL
+from evalcore.analysis.runs import leaderboard as L
 from evalcore.ui import corrected_view
 from evalcore.ui import safe_widgets as common
 from evalcore.ui.wording import judged_by

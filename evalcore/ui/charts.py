@@ -16,12 +16,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from evalcore.analysis import distributions as G
-from evalcore.analysis import failure_modes as FM
-from evalcore.analysis.figures import LABEL_COLOURS, pareto_figure, stacked_figure, system_axis  # noqa: F401
-from evalcore.analysis import leaderboard as L
-from evalcore.analysis import means as M
-from evalcore.analysis.correctness import class_metrics
+from evalcore.analysis.charts import distributions as G
+from evalcore.analysis.questions import failure_modes as FM
+from evalcore.analysis.charts.figures import LABEL_COLOURS, pareto_figure, stacked_figure, system_axis  # noqa: F401
+from evalcore.analysis.runs import leaderboard as L
+from evalcore.analysis.runs import means as M
+from evalcore.analysis.read.correctness import class_metrics
 from evalcore.schemas.labels import GRADE_METRICS, AnswerClass, Grade
 from evalcore.ui import diagnosis
 from evalcore.ui import safe_widgets as common

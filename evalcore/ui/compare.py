@@ -18,12 +18,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from evalcore.analysis import compare as C
-from evalcore.analysis import forest as F
-from evalcore.analysis import leaderboard as L
-from evalcore.analysis import means as M
-from evalcore.analysis import verdict as V
-from evalcore.analysis.figures import forest_figure
+from evalcore.analysis.comparison import compare as C
+from evalcore.analysis.comparison import forest as F
+from evalcore.analysis.runs import leaderboard as L
+from evalcore.analysis.runs import means as M
+from evalcore.analysis.comparison import verdict as V
+from evalcore.analysis.charts.figures import forest_figure
 from evalcore.errors import EvalcoreError
 from evalcore.ui import corrected_view, diagnosis, entry
 from evalcore.ui import safe_widgets as common
@@ -43,7 +43,7 @@ def _judges(keys: list[str], metrics: list[str]) -> dict[str, str]:
 
 def _metric_table(base: str, cand: str, stat_metrics: list[str]) -> pd.DataFrame | None:
     """The pair table, or None (said on the page) when the systems cannot be compared: a run
-    stored before the id rule holding one question id twice (evalcore.analysis.id_collisions)."""
+    stored before the id rule holding one question id twice (evalcore.analysis.read.id_collisions)."""
     try:
         with st.spinner("Paired bootstrap and tests..."):
             table = common.call(C.pair_table, base, cand, tuple(stat_metrics))
@@ -136,7 +136,7 @@ def _question_diff(base: str, cand: str, metric: str) -> None:
 
 
 # The metric cards' delta colours (our constants): green better, red worse, grey not significant
-# (the forest plot's shades live with the figure, evalcore.analysis.figures).
+# (the forest plot's shades live with the figure, evalcore.analysis.charts.figures).
 _CARD_COLOURS = {"better": "green", "worse": "red", "not significant": "grey", "not compared": "grey"}
 N_CARDS = 4
 

@@ -2,7 +2,7 @@
 
 Why one module: Annotate, Compare and Runs each show a piece of the same thing (docs/labels.md),
 and keeping the pieces here leaves those pages one call each. Every number comes from
-evalcore.analysis.corrected / calibration — the functions `show --corrected` and `compare
+evalcore.analysis.labels.corrected / calibration — the functions `show --corrected` and `compare
 --corrected` print — so page and CLI agree. Untrusted text (answers, claims, run names) only
 through common.untrusted / st.dataframe, never Markdown.
 """
@@ -14,11 +14,11 @@ from typing import Callable
 import pandas as pd
 import streamlit as st
 
-from evalcore.analysis import annotations as A
-from evalcore.analysis import calibration as K
-from evalcore.analysis import corrected as C
-from evalcore.analysis import label_sampling as S
-from evalcore.analysis import label_units as U
+from evalcore.analysis.labels import annotations as A
+from evalcore.analysis.labels import calibration as K
+from evalcore.analysis.labels import corrected as C
+from evalcore.analysis.labels import label_sampling as S
+from evalcore.analysis.labels import label_units as U
 from evalcore.ui import safe_widgets as common
 
 MODES = ["random sample", "queue"]

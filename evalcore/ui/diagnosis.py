@@ -1,5 +1,5 @@
 """Where a system's wrong answers come from (Compare and Charts): the failure-mode diagnosis of
-evalcore.analysis.failure_modes as a stacked bar per system, and the questions of one bucket,
+evalcore.analysis.questions.failure_modes as a stacked bar per system, and the questions of one bucket,
 each linking to its drill-down."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 import pandas as pd
 import streamlit as st
 
-from evalcore.analysis import failure_modes as FM
-from evalcore.analysis.figures import FAILURE_COLOURS, failure_figure
+from evalcore.analysis.questions import failure_modes as FM
+from evalcore.analysis.charts.figures import FAILURE_COLOURS, failure_figure
 from evalcore.ui import safe_widgets
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from evalcore.analysis import catalog
-from evalcore.analysis import progress as P
+from evalcore.analysis.read import catalog
+from evalcore.analysis.runs import progress as P
 from evalcore.store.jobs import save_upload
 from evalcore.targets.offered import offered_methods
 from evalcore.ui import entry, jobs

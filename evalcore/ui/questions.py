@@ -16,12 +16,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from evalcore.analysis import claim_evidence as CE
-from evalcore.analysis import judge_labels as JL
-from evalcore.analysis import leaderboard as L
-from evalcore.analysis import means as M
-from evalcore.analysis import question_story as QS
-from evalcore.analysis import question_drilldown as Qn
+from evalcore.analysis.questions import claim_evidence as CE
+from evalcore.analysis.labels import judge_labels as JL
+from evalcore.analysis.runs import leaderboard as L
+from evalcore.analysis.runs import means as M
+from evalcore.analysis.questions import question_story as QS
+from evalcore.analysis.questions import question_drilldown as Qn
 from evalcore.schemas.ids import match_name
 from evalcore.ui import safe_widgets as common
 from evalcore.ui.wording import judged_by
@@ -361,7 +361,7 @@ def _grid(f: Qn.QuestionFilter, qids: list[str], metrics: list[str]) -> None:
     judges = common.call(M.metric_judges, tuple(f"{f.run_id}:{m}" for m in method_cols), (metric,))
     if len(judges):  # every judged score names its judge
         st.caption(common.md(f"{metric}: {judged_by(judges.judge_id)}"))
-    from evalcore.analysis.catalog import higher_is_better
+    from evalcore.analysis.read.catalog import higher_is_better
 
     cmap = "RdYlGn" if higher_is_better(metric) else "RdYlGn_r"
     shown, shown_cols = common.shown_frame(table), [common.shown_name(c) for c in method_cols]  # names as shown

@@ -6,9 +6,9 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from evalcore.analysis import leaderboard as L
-from evalcore.analysis.damage import damaged_annotations, damaged_runs
-from evalcore.analysis.judge_labels import full_judge_ids, short_judge_label
+from evalcore.analysis.runs import leaderboard as L
+from evalcore.analysis.read.damage import damaged_annotations, damaged_runs
+from evalcore.analysis.labels.judge_labels import full_judge_ids, short_judge_label
 from evalcore.ui import corrected_view, entry, safe_widgets
 
 SORTABLE = ["weighted_score", "weighted_score_ci_low", "created_at", "n", "error_rate", "cost_per_query_usd",
@@ -49,7 +49,7 @@ def _shown_columns(board, metrics: list[str], more: list[str], ranked: bool = Tr
 
 
 def _with_judge_label(board):
-    """One short judge label per system (evalcore.analysis.judge_labels), the full prompt ids
+    """One short judge label per system (evalcore.analysis.labels.judge_labels), the full prompt ids
     kept in `judges` (a "More columns" pick, the CSV and the details below the table)."""
     board = board.copy()
     board["judge"] = [short_judge_label(j) or None for j in board["judges"]]

@@ -25,8 +25,8 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 import streamlit as st
 
-from evalcore.analysis import leaderboard as L
-from evalcore.analysis.inert import inert_figure, plotly_text, reveal, shown_name  # noqa: F401  (pages use these)
+from evalcore.analysis.runs import leaderboard as L
+from evalcore.analysis.charts.inert import inert_figure, plotly_text, reveal, shown_name  # noqa: F401  (pages use these)
 from evalcore.schemas.ids import canonical_id, match_name
 from evalcore.common.csv_safety import frame_to_csv
 from evalcore.ui.cache import call, store  # noqa: F401  (pages import both from here)
@@ -300,7 +300,7 @@ def _visible(ch: str) -> str:
 def inert_html(text: Any, spans: Sequence[tuple[int, int, str, str]] = ()) -> str:
     """Untrusted text as HTML that renders as exactly its characters, plus our own highlights.
 
-    `spans` are (start, end, css class, title) over `text` (from evalcore.analysis.highlight):
+    `spans` are (start, end, css class, title) over `text` (from evalcore.analysis.questions.highlight):
     each becomes `<mark class=... title=...>`; the class must be one of MARK_CLASSES and the
     title is escaped like the text. Every other character of `text` is escaped: html.escape
     (quote=True) semantics for & < > " ', and beyond it every ASCII punctuation mark as a

@@ -41,17 +41,17 @@ from typing import Any, Callable, Sequence
 # What the pages import on first use, heaviest first (the leaderboard's key metrics load the
 # metric registry; analysis modules pull in the store, DuckDB and pandas).
 MODULES = (
-    "evalcore.analysis.leaderboard",
+    "evalcore.analysis.runs.leaderboard",
     "plotly.graph_objects",
     "plotly.subplots",
-    "evalcore.analysis.compare",
-    "evalcore.analysis.verdict",
-    "evalcore.analysis.failure_modes",
-    "evalcore.analysis.distributions",
-    "evalcore.analysis.question_drilldown",
-    "evalcore.analysis.question_story",
-    "evalcore.analysis.annotations",
-    "evalcore.analysis.corrected",
+    "evalcore.analysis.comparison.compare",
+    "evalcore.analysis.comparison.verdict",
+    "evalcore.analysis.questions.failure_modes",
+    "evalcore.analysis.charts.distributions",
+    "evalcore.analysis.questions.question_drilldown",
+    "evalcore.analysis.questions.question_story",
+    "evalcore.analysis.labels.annotations",
+    "evalcore.analysis.labels.corrected",
     "evalcore.ui.runs",
     "evalcore.ui.compare",
     "evalcore.ui.questions",
@@ -84,7 +84,7 @@ def _load(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None 
             module = importlib.import_module(name)
         except Exception:  # noqa: BLE001 - an optional extra missing: the page says so itself
             continue
-        if name == "evalcore.analysis.leaderboard":
+        if name == "evalcore.analysis.runs.leaderboard":
             try:
                 module.key_metric_names()  # imports the metric registry (metrics, judges, prompts)
             except Exception:  # noqa: BLE001
@@ -94,7 +94,7 @@ def _load(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None 
     except Exception:  # noqa: BLE001 - a Plotly that cannot: the pages say so themselves
         pass
     try:  # the all-runs views, then the newest run's (every page opens on it by default)
-        from evalcore.analysis.leaderboard import metric_names, run_list
+        from evalcore.analysis.runs.leaderboard import metric_names, run_list
         from evalcore.store import RunStore
 
         store = RunStore()

@@ -2,16 +2,15 @@
 text, short system labels for charts, and which judge scored something (the heuristic judge
 always named as "word overlap, not a model"). No Streamlit, no store, no numbers a person
 reads as results (those come from evalcore.analysis; Pareto fronts from
-evalcore.analysis.distributions.front_2d)."""
+evalcore.analysis.charts.distributions.front_2d)."""
 
 from __future__ import annotations
 
 import difflib
 from typing import Iterable, Sequence
 
-# The judge named in words lives in evalcore.analysis.judge_labels (the HTML report says it too).
-from evalcore.analysis.judge_labels import (  # noqa: F401  (pages import them from here)
-    HEURISTIC_BADGE, HEURISTIC_NOTE, is_heuristic, judge_name, judged_by, judges_text)
+# The judge named in words lives in evalcore.analysis.labels.judge_labels (the HTML report says it too).
+from evalcore.analysis.labels.judge_labels import HEURISTIC_BADGE, HEURISTIC_NOTE, is_heuristic, judge_name, judged_by, judges_text  # noqa: F401  (pages import them from here)
 
 
 def word_diff(a: str, b: str) -> list[tuple[str, str]]:

@@ -15,10 +15,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evalcore.analysis import correctness as CO
-from evalcore.analysis import distributions as G
-from evalcore.analysis import failure_modes as FM
-from evalcore.analysis import means as M
+from evalcore.analysis.read import correctness as CO
+from evalcore.analysis.charts import distributions as G
+from evalcore.analysis.questions import failure_modes as FM
+from evalcore.analysis.runs import means as M
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
 from evalcore.store import FORMAT_VERSION, RunStore, query_frame
 

@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evalcore.analysis import compare as C
-from evalcore.analysis.catalog import direction
-from evalcore.analysis.compare import EPS
-from evalcore.analysis.compare import tested_rows as statistics_of  # not a test (its name starts with "test")
+from evalcore.analysis.comparison import compare as C
+from evalcore.analysis.read.catalog import direction
+from evalcore.analysis.comparison.compare import EPS
+from evalcore.analysis.comparison.compare import tested_rows as statistics_of  # not a test (its name starts with "test")
 from evalcore.demo.synthetic import build_store
 from evalcore.errors import EvalcoreError
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
@@ -246,7 +246,7 @@ def test_compare_reads_no_metric_rows(store, monkeypatch):
 
     from contextlib import contextmanager
 
-    from evalcore.analysis import side_by_side as S
+    from evalcore.analysis.comparison import side_by_side as S
     from evalcore.store import views
 
     real_open = views.open_db
@@ -271,7 +271,7 @@ def test_compare_reads_no_metric_rows(store, monkeypatch):
 
 
 def test_comparability_counts_the_questions_each_side_answered(store):
-    from evalcore.analysis.verdict import comparability
+    from evalcore.analysis.comparison.verdict import comparability
 
     warnings = comparability(store, f"{EDGE}:a", f"{EDGE}:b", ["token_f1"])
     assert warnings == ["different question sets: 1 only in baseline, 1 only in candidate "

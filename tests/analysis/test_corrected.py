@@ -19,10 +19,10 @@ from tests.optional import requires
 
 ppi_py = requires("ppi_py", "the labels extra: prediction-powered inference")
 
-from evalcore.analysis import annotations as A  # noqa: E402
-from evalcore.analysis import corrected as C  # noqa: E402
-from evalcore.analysis import label_sampling as S  # noqa: E402
-from evalcore.analysis import label_units as U  # noqa: E402
+from evalcore.analysis.labels import annotations as A  # noqa: E402
+from evalcore.analysis.labels import corrected as C  # noqa: E402
+from evalcore.analysis.labels import label_sampling as S  # noqa: E402
+from evalcore.analysis.labels import label_units as U  # noqa: E402
 from evalcore.store import query_df  # noqa: E402
 from evalcore.schemas import Annotation  # noqa: E402
 

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from evalcore.analysis.failure_modes import diagnose, failure_modes, questions_in_bucket
+from evalcore.analysis.questions.failure_modes import diagnose, failure_modes, questions_in_bucket
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
 from evalcore.store import FORMAT_VERSION
 
@@ -55,8 +55,8 @@ def test_vectorised_rule_equals_the_row_rule(store):
     over the outcome frame) and diagnose() (over one answer) never disagree."""
     import random
 
-    from evalcore.analysis.correctness import outcome_frame
-    from evalcore.analysis.failure_modes import DIAGNOSIS_METRICS, diagnoses, explained
+    from evalcore.analysis.read.correctness import outcome_frame
+    from evalcore.analysis.questions.failure_modes import DIAGNOSIS_METRICS, diagnoses, explained
 
     rng = random.Random(4)
     writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="v", name="v",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evalcore.analysis import verdict as V
-from evalcore.analysis.forest import SCORE_PANEL, forest_rows, row_label
+from evalcore.analysis.comparison import verdict as V
+from evalcore.analysis.comparison.forest import SCORE_PANEL, forest_rows, row_label
 
 
 def _row(metric, delta, lo, hi, p_holm, n, sd=0.1, span=1.0, hib=True):

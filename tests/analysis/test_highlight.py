@@ -6,8 +6,8 @@ import json
 
 import pandas as pd
 
-from evalcore.analysis.claim_evidence import answer_evidence, cited_numbers, claim_ref, numbered_contexts
-from evalcore.analysis.highlight import best_sentence, claim_spans, sentence_spans, word_spans
+from evalcore.analysis.questions.claim_evidence import answer_evidence, cited_numbers, claim_ref, numbered_contexts
+from evalcore.analysis.questions.highlight import best_sentence, claim_spans, sentence_spans, word_spans
 
 ANSWER = "The Nile flows through Uganda. It is 6,650 km long. Cats like milk."
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from evalcore.analysis.judge_labels import full_judge_ids, short_judge_label
+from evalcore.analysis.labels.judge_labels import full_judge_ids, short_judge_label
 
 HEUR = [f"heuristic:lexical-v3/{p}@1" for p in ("answer_class", "claims", "context_review", "grade")]
 HAIKU = [f"anthropic:claude-haiku-4-5/{p}@2" for p in ("claims", "context_review")]

@@ -9,7 +9,7 @@ import random
 import pandas as pd
 import pytest
 
-from evalcore.analysis import label_units as U
+from evalcore.analysis.labels import label_units as U
 from evalcore.demo.synthetic import build_store
 from evalcore.schemas.results import Annotation
 

@@ -3,7 +3,7 @@ answer classes, diagnosis and question list read one frame, never a stale one, n
 
 from __future__ import annotations
 
-from evalcore.analysis import correctness as CO
+from evalcore.analysis.read import correctness as CO
 from evalcore.demo.synthetic import build_store
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from evalcore.analysis import distributions as G
-from evalcore.analysis import failure_modes as FM
-from evalcore.analysis import means as M
-from evalcore.analysis.question_story import stories
+from evalcore.analysis.charts import distributions as G
+from evalcore.analysis.questions import failure_modes as FM
+from evalcore.analysis.runs import means as M
+from evalcore.analysis.questions.question_story import stories
 from evalcore.schemas import (
     ContextJudgement, EvalQuestion, EvalResponse, GoldPassage, MetricValue, RetrievedChunk, RunManifest,
 )
@@ -84,7 +84,7 @@ def test_faithfulness_without_claims_says_it_is_one_by_definition(story_store):
 def test_unanswerable_abstention_agrees_everywhere(story_store):
     s = stories(story_store, "s", "unans")["m"]
     assert s["bucket"] == "correct abstention" and s["source"] == "judge"
-    from evalcore.analysis.failure_modes import explain, source
+    from evalcore.analysis.questions.failure_modes import explain, source
     bucket, basis = explain({"answerable": False, "token_f1": 0.0, "dont_know": 0.0})
     assert (bucket, source(bucket, basis)) == ("should have abstained", "by token_f1")
     assert any("answer_correct = 0" in n and "unanswerable" in n for n in s["notes"])

@@ -1,7 +1,7 @@
 """question_table reads only the metric values of the rows it shows (by their question-id range),
 and they are the stored values of exactly those rows."""
 
-from evalcore.analysis import question_drilldown as Qn
+from evalcore.analysis.questions import question_drilldown as Qn
 from evalcore.store import query_df
 from evalcore.demo.synthetic import build_store
 

@@ -9,9 +9,9 @@ import json
 import pandas as pd
 import pytest
 
-from evalcore.analysis import leaderboard as L
-from evalcore.analysis.progress import answer_failures, failure_line
-from evalcore.analysis.ranking import ranked_order
+from evalcore.analysis.runs import leaderboard as L
+from evalcore.analysis.runs.progress import answer_failures, failure_line
+from evalcore.analysis.runs.ranking import ranked_order
 from evalcore.scoring.importer import import_recorded
 from evalcore.scoring.engine import score_run
 

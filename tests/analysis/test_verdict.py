@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from evalcore.analysis import verdict as V
-from evalcore.analysis.compare import compare, pair_table
+from evalcore.analysis.comparison import verdict as V
+from evalcore.analysis.comparison.compare import compare, pair_table
 from evalcore.cli.main import app
 from evalcore.scoring.importer import import_recorded
 from evalcore.schemas import MetricValue
@@ -149,7 +149,7 @@ def test_page_table_carries_the_minimum_detectable_effect(two):
 
 
 def test_markdown_report_uses_the_same_outcomes():
-    from evalcore.analysis.compare import Comparison, Selection
+    from evalcore.analysis.comparison.compare import Comparison, Selection
     from evalcore.outputs.markdown_report import comparison_markdown
 
     rows = [{**_row("faithfulness", -0.0318, -0.0681, -0.0035, 0.25, 40), "candidate": "b:m", "mean_a": 1.0,

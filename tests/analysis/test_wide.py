@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis.wide import first_wide
+from evalcore.analysis.read.wide import first_wide
 
 
 def test_first_wide_matches_pivot_table_first():

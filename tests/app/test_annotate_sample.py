@@ -12,9 +12,9 @@ from tests.optional import requires
 
 requires("ppi_py", "the labels extra: prediction-powered inference")
 
-from evalcore.analysis import annotations as A  # noqa: E402
-from evalcore.analysis import label_sampling as S  # noqa: E402
-from evalcore.analysis import label_units as U  # noqa: E402
+from evalcore.analysis.labels import annotations as A  # noqa: E402
+from evalcore.analysis.labels import label_sampling as S  # noqa: E402
+from evalcore.analysis.labels import label_units as U  # noqa: E402
 from evalcore.store import query_df  # noqa: E402
 from tests.app.test_pages import texts  # noqa: E402
 
@@ -132,7 +132,7 @@ def test_calibration_section_reads_sampled_labels(sample_store, monkeypatch):
 
 
 def test_annotate_lists_the_runs_corrected_means(sample_store, monkeypatch):
-    from evalcore.analysis import corrected as C
+    from evalcore.analysis.labels import corrected as C
 
     store, run = sample_store
     at = _app(store, monkeypatch, "annotate", run=run, smethod="basic_search", metric="answer_class", who="eve")

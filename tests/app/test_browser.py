@@ -271,7 +271,7 @@ def test_journeys_render_in_chromium(served_app, app_store, tmp_path):
 def test_compare_headline_and_forest_plot_in_chromium(served_app, app_store, tmp_path):
     """The PM's view in a real browser (issue 24, item 1): the headline names who wins and n, and
     the forest plot is a Plotly figure with one bar per tested metric (the default tested set)."""
-    from evalcore.analysis.verdict import default_tested_metrics
+    from evalcore.analysis.comparison.verdict import default_tested_metrics
 
     browser = chromium()
     requires("websockets.sync.client", "websockets is needed to drive Chromium")

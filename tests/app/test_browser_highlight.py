@@ -16,8 +16,8 @@ import pytest
 
 from tests.optional import requires
 
-from evalcore.analysis.claim_evidence import answer_evidence
-from evalcore.analysis.question_drilldown import question_detail
+from evalcore.analysis.questions.claim_evidence import answer_evidence
+from evalcore.analysis.questions.question_drilldown import question_detail
 from tests.app.claims_store import claims_store
 from tests.app.test_browser import BAD_MARKERS, DevTools, _wait_for, chromium, serve_app
 

@@ -101,8 +101,8 @@ def test_latency_is_on_a_log_axis_with_a_note_and_unknown_cost_is_not_called_unp
 
 
 def test_overview_says_why_answer_classes_and_diagnosis_count_correct_differently(make_app, app_store):
-    from evalcore.analysis import distributions as G
-    from evalcore.analysis import failure_modes as FM
+    from evalcore.analysis.charts import distributions as G
+    from evalcore.analysis.questions import failure_modes as FM
 
     run = sorted(r for r in app_store.run_ids() if r.startswith("synthetic"))[0]
     keys = (f"{run}:local_search", f"{run}:basic_search")

@@ -16,7 +16,7 @@ def test_chart_fronts_use_the_one_pareto_rule():
     """The Charts' fronts come from evalcore.stats.pareto (as `compare --pareto`), not a copy."""
     import pandas as pd
 
-    from evalcore.analysis.distributions import front_2d
+    from evalcore.analysis.charts.distributions import front_2d
 
     points = pd.DataFrame({"system": list("abcde"), "quality": [0.9, 0.8, 0.7, 0.85, float("nan")],
                            "cost": [3.0, 1.0, 2.0, 3.0, 0.1]})

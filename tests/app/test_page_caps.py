@@ -8,7 +8,7 @@ measured in bench/bench_app.py, not asserted here.)
 
 from __future__ import annotations
 
-from evalcore.analysis import compare as C
+from evalcore.analysis.comparison import compare as C
 from evalcore.ui import compare as compare_page
 from evalcore.ui.questions import picker_window
 from tests.app.test_pages import synthetic_runs, texts
@@ -55,7 +55,7 @@ def test_question_picker_lists_the_neighbourhood_not_the_whole_run():
 
 
 def test_a_diagnosis_lists_at_most_n_questions_and_says_how_many_more(make_app, app_store, monkeypatch):
-    from evalcore.analysis import failure_modes as FM
+    from evalcore.analysis.questions import failure_modes as FM
     from evalcore.ui import diagnosis
 
     a, b = synthetic_runs(app_store)

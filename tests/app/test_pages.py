@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.analysis.question_drilldown import question_detail
+from evalcore.analysis.questions.question_drilldown import question_detail
 from evalcore.ui.entry import PAGES as ENTRY_PAGES
 from tests.app.claims_store import claims_store
 
@@ -82,7 +82,7 @@ def test_leaderboard_columns_read_system_then_quality_then_cost(make_app):
 
 def test_leaderboard_means_match_the_store_views(app_store):
     """The run summaries written at compaction agree with a direct query on the metric rows."""
-    from evalcore.analysis.leaderboard import leaderboard
+    from evalcore.analysis.runs.leaderboard import leaderboard
     from evalcore.store import query_df
 
     board = leaderboard(app_store, ("faithfulness",))
@@ -92,7 +92,7 @@ def test_leaderboard_means_match_the_store_views(app_store):
     assert len(merged) == len(direct) > 0
     assert (merged["faithfulness"] - merged["m"]).abs().max() < 1e-12
     # the ± is half of the CI every mean gets (means.summarize: one definition)
-    from evalcore.analysis.means import summarize
+    from evalcore.analysis.runs.means import summarize
 
     checked = 0
     for row in board.dropna(subset=["weighted_score_ci95"]).itertuples():
@@ -205,7 +205,7 @@ def test_questions_grid_colours_and_opens_a_row(make_app, app_store):
 
 
 def test_questions_filter_unsupported_claims_and_sort_by_delta(make_app, app_store):
-    from evalcore.analysis.question_drilldown import question_deltas, questions_with_unsupported_claims
+    from evalcore.analysis.questions.question_drilldown import question_deltas, questions_with_unsupported_claims
 
     run = synthetic_runs(app_store)[0]
     at = make_app("questions", run=run, view="list", verdict="answers with an unsupported claim")

@@ -35,7 +35,7 @@ PROBE = """(() => JSON.stringify({
 def report_file(tmp_path_factory):
     """A report over a small synthetic run whose regressed answers all carry the canary."""
     from evalcore.outputs.html_report import render
-    from evalcore.analysis.report_data import report_data
+    from evalcore.analysis.report.report_data import report_data
     from evalcore.scoring.queries import run_questions
 
     tmp = tmp_path_factory.mktemp("report")

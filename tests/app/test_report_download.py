@@ -9,7 +9,7 @@ import re
 
 import streamlit as st
 
-from evalcore.analysis.report_data import report_data
+from evalcore.analysis.report.report_data import report_data
 
 
 def test_compare_page_download_is_the_report_of_the_pair_shown(make_app, app_store, monkeypatch):

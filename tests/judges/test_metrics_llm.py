@@ -93,8 +93,8 @@ def test_two_methods_share_reference_statements_and_scoring_writes(anthropic_env
     verdicts = query_df(store, "SELECT metric, rank FROM context_verdicts WHERE metric = 'context_precision'")
     assert len(verdicts) == 4 + 3 + 4 + 3 and (verdicts["rank"] >= 1).all()
     # the shared reference calls' cost is split between the methods: per-method cost adds up
-    from evalcore.analysis.leaderboard import system_rows
-    from evalcore.analysis.sql import operations
+    from evalcore.analysis.runs.leaderboard import system_rows
+    from evalcore.analysis.read.sql import operations
 
     total = float(query_df(store, "SELECT sum(cost_usd) AS c FROM judge_calls").c[0])
     assert total > 0

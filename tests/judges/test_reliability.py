@@ -6,7 +6,7 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-from evalcore.analysis.annotations import agreement
+from evalcore.analysis.labels.annotations import agreement
 from evalcore.metrics.judge_agreement import disagree
 from evalcore.scoring.spot_check import spot_check
 from evalcore.stats.agreement import cohen_kappa

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.analysis.means import overall_score_run
+from evalcore.analysis.runs.means import overall_score_run
 from evalcore.datasets import load_questions
 from evalcore.scoring.importer import import_recorded
 from evalcore.metrics.base import ScoringContext

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evalcore.analysis.correctness import classify, correct_metrics
-from evalcore.analysis.leaderboard import key_metric_names
-from evalcore.analysis.question_drilldown import key_metrics, metric_order
+from evalcore.analysis.read.correctness import classify, correct_metrics
+from evalcore.analysis.runs.leaderboard import key_metric_names
+from evalcore.analysis.questions.question_drilldown import key_metrics, metric_order
 from evalcore.metrics.judge_agreement import category, disagree
 from evalcore.metrics.base import ANSWER_QUALITY, FAITHFULNESS, MetricSpec, Score, per_item
 from evalcore.metrics.registry import METRICS, register_metric, unregister_metric
@@ -112,7 +112,7 @@ def test_the_synthetic_store_takes_groups_and_judges_from_the_registry(tmp_path)
 # is a choice of data or a formula's parts, not a fact about the metrics it names.
 ALLOWED_LISTS = {
     "evalcore/demo/synthetic.py": "METRIC_NAMES: which metrics the synthetic store writes",
-    "evalcore/analysis/label_units.py": "UNITS: what a person labels for a judged metric (claim, context)",
+    "evalcore/analysis/labels/label_units.py": "UNITS: what a person labels for a judged metric (claim, context)",
     "evalcore/ui/charts.py": "the judged metrics whose judges the answer-class chart names",
 }
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from evalcore.analysis.damage import damaged_annotations, damaged_runs
-from evalcore.analysis.leaderboard import run_list
+from evalcore.analysis.read.damage import damaged_annotations, damaged_runs
+from evalcore.analysis.runs.leaderboard import run_list
 from evalcore.cli.main import app
 from evalcore.schemas import Annotation, EvalQuestion, EvalResponse, RunManifest
 from evalcore.store import FORMAT_VERSION, RunStore, query_df

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.errors import StoreError
-from evalcore.analysis.leaderboard import runs_overview
-from evalcore.analysis.results import wide_results
+from evalcore.analysis.runs.leaderboard import runs_overview
+from evalcore.analysis.read.results import wide_results
 from evalcore.store import open_db
 from evalcore.schemas import EvalResponse, RunManifest
 from evalcore.store import FORMAT_VERSION, RunStore

@@ -193,7 +193,7 @@ def test_the_dashboard_shows_names_apart():
     requires("streamlit")
     import pandas as pd
 
-    from evalcore.analysis.inert import html_text, plotly_text
+    from evalcore.analysis.charts.inert import html_text, plotly_text
     from evalcore.ui import safe_widgets as W
 
     frame = W.shown_frame(pd.DataFrame({"method": NAMES, "n": range(len(NAMES))}))

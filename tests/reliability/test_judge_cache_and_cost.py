@@ -287,9 +287,9 @@ def test_an_unpriced_model_costs_unknown_not_zero(llm, store, provider):
 
 
 def test_unpriced_judge_cost_is_unknown_on_the_pages_and_in_the_dry_run(llm, store):
-    from evalcore.analysis.distributions import latency_cost
-    from evalcore.analysis.leaderboard import system_rows
-    from evalcore.analysis.sql import operations
+    from evalcore.analysis.charts.distributions import latency_cost
+    from evalcore.analysis.runs.leaderboard import system_rows
+    from evalcore.analysis.read.sql import operations
 
     llm.responder = good_judge
     _run(store, rag_cost=0.01)

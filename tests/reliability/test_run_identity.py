@@ -81,7 +81,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 def _damaged(store: RunStore) -> dict[str, str]:
-    from evalcore.analysis.damage import damaged_runs
+    from evalcore.analysis.read.damage import damaged_runs
 
     return dict(zip(*[damaged_runs(store)[c] for c in ("run_id", "reason")]))
 

@@ -18,12 +18,12 @@ from evalcore.cli.main import app
 from evalcore.errors import EvalcoreError
 from evalcore.store import query_df
 from evalcore.schemas import EvalQuestion
-from evalcore.analysis import annotations as DA
-from evalcore.analysis import compare as DCMP
-from evalcore.analysis import distributions as DC
-from evalcore.analysis import leaderboard as L
-from evalcore.analysis import question_drilldown as Qn
-from evalcore.analysis import sql as SQ
+from evalcore.analysis.labels import annotations as DA
+from evalcore.analysis.comparison import compare as DCMP
+from evalcore.analysis.charts import distributions as DC
+from evalcore.analysis.runs import leaderboard as L
+from evalcore.analysis.questions import question_drilldown as Qn
+from evalcore.analysis.read import sql as SQ
 from evalcore.demo.synthetic import write_run
 
 EVIL_METHOD = "m' OR '1'='1"

@@ -349,7 +349,7 @@ def test_every_pointer_entry_is_validated_like_files(store, key, edit):
         store.open_run(run_id)
     (check,) = store.check([run_id])
     assert check.damaged and f"'{key}'" in check.damage[0], check.damage
-    from evalcore.analysis.damage import damaged_runs
+    from evalcore.analysis.read.damage import damaged_runs
 
     assert list(damaged_runs(store).run_id) == [run_id]
     assert _tree(store.root) == before

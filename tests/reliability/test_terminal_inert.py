@@ -52,7 +52,7 @@ def _no_control(text: str, where: str) -> None:
 def hostile(tmp_path_factory):
     """A store with one imported run whose every name is hostile, scored, with labels."""
     from evalcore.scoring.importer import import_recorded
-    from evalcore.analysis.labels_io import import_labels
+    from evalcore.analysis.labels.labels_io import import_labels
     from evalcore.scoring.engine import score_run
     from evalcore.store import RunStore
 

@@ -8,8 +8,8 @@ import pytest
 
 from evalcore.scoring.importer import import_recorded
 from evalcore.scoring.engine import score_run
-from evalcore.analysis import means as A
-from evalcore.analysis.sql import operations
+from evalcore.analysis.runs import means as A
+from evalcore.analysis.read.sql import operations
 
 
 @pytest.fixture(scope="module")

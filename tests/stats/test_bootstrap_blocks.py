@@ -84,7 +84,7 @@ def test_cis_computed_together_are_each_ci_to_the_bit():
 def test_tested_rows_are_each_metrics_own_statistics():
     """tested_rows computes the CIs as one batch beside the tests: each row must equal
     compare_pair on that metric alone (CI, test, p), empty pairs included."""
-    from evalcore.analysis import compare as C
+    from evalcore.analysis.comparison import compare as C
 
     rng = np.random.default_rng(12)
     a = rng.random(300)

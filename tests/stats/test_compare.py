@@ -8,7 +8,7 @@ import pytest
 from evalcore.errors import EvalcoreError
 from evalcore.scoring.importer import import_recorded
 from evalcore.scoring.engine import score_run
-from evalcore.analysis.compare import compare, pareto, regressions
+from evalcore.analysis.comparison.compare import compare, pareto, regressions
 from evalcore.stats.pareto import pareto_front
 
 

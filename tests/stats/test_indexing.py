@@ -3,7 +3,7 @@
 import pytest
 
 from evalcore.errors import EvalcoreError
-from evalcore.analysis.indexing import indexing_coverage, run_indexing_coverage
+from evalcore.analysis.runs.indexing import indexing_coverage, run_indexing_coverage
 
 
 def test_rates_and_token_figures_from_raw_counts():
@@ -44,7 +44,7 @@ def test_demo_server_stats_through_a_run(tmp_path):
 
 def test_coverage_by_doc_type(store):
     from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
-    from evalcore.analysis.indexing import coverage_by_doc_type
+    from evalcore.analysis.runs.indexing import coverage_by_doc_type
     from evalcore.store import FORMAT_VERSION
 
     writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="r", name="r",
@@ -68,7 +68,7 @@ def test_coverage_by_doc_type(store):
 def test_coverage_by_doc_type_follows_the_one_question_rule(store):
     """The SQL grouping gives each question the types `_doc_types` gives it (extension of the last
     path segment only, metadata.doc_type when a string, lower case; several types count in each)."""
-    from evalcore.analysis.indexing import _doc_types, coverage_by_doc_type
+    from evalcore.analysis.runs.indexing import _doc_types, coverage_by_doc_type
     from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
     from evalcore.store import FORMAT_VERSION
 

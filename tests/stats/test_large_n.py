@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from evalcore.analysis import compare as C
+from evalcore.analysis.comparison import compare as C
 from evalcore.stats import resample as R
 
 
@@ -69,7 +69,7 @@ def test_compare_pair_above_the_switch_does_not_resample(monkeypatch):
 def test_mean_ci_normal_limit_agrees_with_the_bootstrap_at_its_switch(kind):
     """A mean's CI (show, exports, the Runs page's ±) resamples up to BOOT_MAX_N values and uses
     mean ± z·sd/√n above: at the switch the two agree within Monte Carlo error (0.25 se)."""
-    from evalcore.analysis import means as M
+    from evalcore.analysis.runs import means as M
 
     rng = np.random.default_rng(5)
     n = M.BOOT_MAX_N

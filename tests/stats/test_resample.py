@@ -93,7 +93,7 @@ def test_continuous_comparisons_do_not_import_scipy_stats():
     import sys
 
     code = ("import sys, numpy as np\n"
-            "from evalcore.analysis.compare import compare_pair\n"
+            "from evalcore.analysis.comparison.compare import compare_pair\n"
             "rng = np.random.default_rng(0)\n"
             "out = compare_pair(rng.random(50), rng.random(50), True, 200, 200, 0)\n"
             "assert out['test'].startswith('randomization'), out\n"

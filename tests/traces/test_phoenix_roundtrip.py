@@ -87,7 +87,7 @@ def check_import_score_export_and_read_back(traced, tmp_path):
 
     res = _cli(root, "score", run_id, "--judge", "heuristic", "-m", METRICS, "--no-progress")
     assert res.exit_code == 0, res.output
-    from evalcore.analysis.trace_scores import trace_metric_values
+    from evalcore.analysis.read.trace_scores import trace_metric_values
 
     stored = trace_metric_values(store, run_id)
     assert set(stored["metric"]) == set(METRICS.split(",")) and len(stored) == 18

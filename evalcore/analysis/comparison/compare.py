@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 
 from evalcore.errors import EvalcoreError
-from evalcore.analysis import sql as Q
-from evalcore.analysis.catalog import direction
+from evalcore.analysis.read import sql as Q
+from evalcore.analysis.read.catalog import direction
 from evalcore.metrics.composites import INVERTED, OBJECTIVES, WEIGHTS, combine, objective_means
 from evalcore.stats.pareto import pareto_front
 from evalcore.stats.resample import (
@@ -41,9 +41,9 @@ from evalcore.stats.resample import (
     paired_mean_cis,
     randomization_test,
 )
-from evalcore.analysis.regression_gate import check_alpha, known_metric, missing_metrics_message, regressions  # noqa: F401
-from evalcore.analysis.side_by_side import SideBySide, side_by_side
-from evalcore.analysis.verdict import minimum_detectable_effect, span
+from evalcore.analysis.comparison.regression_gate import check_alpha, known_metric, missing_metrics_message, regressions  # noqa: F401
+from evalcore.analysis.comparison.side_by_side import SideBySide, side_by_side
+from evalcore.analysis.comparison.verdict import minimum_detectable_effect, span
 from evalcore.schemas.ids import id_sql, match_name
 from evalcore.store import RunStore, query_df, wide_columns
 from evalcore.store.wide import value_expr
@@ -212,7 +212,7 @@ def compare(store: RunStore, refs: Sequence[str] | Sequence[Selection], metrics:
 
     A metric of `metrics` not stored on both sides is an error, unless it is `gated` and a
     known metric: then it is compared on 0 pairs, and the gate says it compared nothing
-    (evalcore.analysis.regression_gate). An unknown name is an error either way; so is an
+    (evalcore.analysis.comparison.regression_gate). An unknown name is an error either way; so is an
     alpha outside (0, 1) or a negative seed, whoever calls (the CLI, `report`, the pytest gate)."""
     alpha = check_alpha(alpha, "alpha")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
@@ -254,8 +254,8 @@ def run_level(store: RunStore, sels: Sequence[Selection], weights: dict[str, flo
     """Per selection: weighted_score (the mean of its stored per-question values, the leaderboard's
     number: fixed budgets make it independent of what else is selected), its quality-only part
     (the non-cost objectives on run means), cost per query and median latency (the Pareto axes,
-    by the leaderboard's definitions in evalcore.analysis.leaderboard)."""
-    from evalcore.analysis.leaderboard import system_rows
+    by the leaderboard's definitions in evalcore.analysis.runs.leaderboard)."""
+    from evalcore.analysis.runs.leaderboard import system_rows
 
     rows = system_rows(store, [(s.run_id, s.method) for s in sels], metrics=None)
     by_key = {(r["run_id"], r["method"]): r for r in rows.to_dict("records")} if not rows.empty else {}
@@ -426,7 +426,7 @@ def pair_table(store: RunStore, base: str, cand: str, tested: tuple[str, ...],
     both = side_by_side(store, base, cand)  # one read serves the table and the tested pairs
     table = _deltas(both)
     # `tested` marks the rows the verdict speaks about: a tested metric on 0 pairs has no
-    # statistics, and its verdict is "not compared" (evalcore.analysis.verdict)
+    # statistics, and its verdict is "not compared" (evalcore.analysis.comparison.verdict)
     table = table.assign(tested=table.metric.isin(set(tested)))
     chosen = [m for m in tested if m in set(table.metric) and
               table.loc[table.metric == m, "n_pairs"].iloc[0] > 0]
@@ -443,7 +443,7 @@ def pair_table(store: RunStore, base: str, cand: str, tested: tuple[str, ...],
 
 
 def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: float = 0.05) -> pd.DataFrame:
-    """One sentence per tested metric (evalcore.analysis.verdict.verdict_lines: one definition)."""
-    from evalcore.analysis.verdict import verdict_lines as lines
+    """One sentence per tested metric (evalcore.analysis.comparison.verdict.verdict_lines: one definition)."""
+    from evalcore.analysis.comparison.verdict import verdict_lines as lines
 
     return lines(table, base_name, cand_name, alpha)

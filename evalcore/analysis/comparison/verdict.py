@@ -79,8 +79,8 @@ def default_tested_metrics(store: Any, keys: Sequence[str]) -> list[str]:
     `evalcore compare` without --metrics): the first few of the leaderboard's key metrics scored
     on every system, else the most important metrics scored on every system. Few on purpose:
     Holm over 45 metrics at n = 10 makes nothing significant."""
-    from evalcore.analysis.leaderboard import key_metric_names
-    from evalcore.analysis.question_drilldown import metric_order
+    from evalcore.analysis.runs.leaderboard import key_metric_names
+    from evalcore.analysis.questions.question_drilldown import metric_order
 
     have = scored_on_all(store, keys)
     picked = [m for m in key_metric_names() if m in set(have)][:N_DEFAULT_TESTED]
@@ -207,7 +207,7 @@ def comparability(store: Any, base: str, cand: str, metrics: Sequence[str]) -> l
     """Why `base` and `cand` (`run_id:method`) may not be comparable as scored, one sentence each:
     different judges (or prompt versions) for a judged metric, different dataset fingerprints or
     question sets, different scoring options. A change of judge is not a change of system."""
-    from evalcore.analysis.means import metric_judges
+    from evalcore.analysis.runs.means import metric_judges
     from evalcore.store import query_df
 
     ra, rb = base.partition(":")[0], cand.partition(":")[0]

@@ -31,8 +31,8 @@ from typing import Any, Iterator
 
 from pydantic import ValidationError
 
-from evalcore.analysis import label_units as U
-from evalcore.analysis.annotations import COUNTED_WHEN
+from evalcore.analysis.labels import label_units as U
+from evalcore.analysis.labels.annotations import COUNTED_WHEN
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError, StoreError, from_validation
 from evalcore.schemas import Annotation

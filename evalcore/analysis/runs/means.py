@@ -8,7 +8,7 @@ computed on (n_scored) out of all (n), and why the rest were not scored: a mean 
 
 Dimensions (`by`): category, question_type, difficulty, tag (a question counts in every tag
 it has), answerable, negative_check. Sums, means, counts and percentiles are SQL
-(evalcore.analysis.sql); only the bootstrap runs in numpy.
+(evalcore.analysis.read.sql); only the bootstrap runs in numpy.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import numpy as np
 import pandas as pd
 
 from evalcore.metrics.composites import OVERALL_COMPONENTS, combine, overall_parts
-from evalcore.analysis import sql as Q
-# which metric decides CORRECT vs WRONG: one rule, in evalcore.analysis.correctness
-from evalcore.analysis.correctness import CORRECT_THRESHOLD, correct_metrics as correct_deciders
+from evalcore.analysis.read import sql as Q
+# which metric decides CORRECT vs WRONG: one rule, in evalcore.analysis.read.correctness
+from evalcore.analysis.read.correctness import CORRECT_THRESHOLD, correct_metrics as correct_deciders
 from evalcore.stats.resample import DEFAULT_BOOT, bootstrap_ci
 from evalcore.store import RunStore, query_df
 
@@ -122,9 +122,9 @@ def answer_classes(store: RunStore, run_id: str, by: str | None = None,
                    correct_metrics: Sequence[str] | None = None,
                    threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
     """Counts and rates of CORRECT / WRONG / DONT_KNOW (and ERROR, UNSCORED) per method [, bucket],
-    by the one answer-class rule of evalcore.analysis.correctness (counted in the store);
+    by the one answer-class rule of evalcore.analysis.read.correctness (counted in the store);
     `decided_by` counts which metric decided each CORRECT / WRONG."""
-    from evalcore.analysis.correctness import classified_sql, dont_know_metrics, outcome_sql
+    from evalcore.analysis.read.correctness import classified_sql, dont_know_metrics, outcome_sql
 
     cols = ["method", "bucket", "n", "correct", "wrong", "dont_know", "error", "unscored",
             "correct_rate", "wrong_rate", "dont_know_rate", "decided_by"]

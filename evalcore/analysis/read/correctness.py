@@ -32,7 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis.recent_frames import RecentFrames
+from evalcore.analysis.read.recent_frames import RecentFrames
 from evalcore.store import query_df, query_frame, wide_columns
 from evalcore.store.wide import ident, label_column, label_expr, literal, value_column, value_expr
 
@@ -108,11 +108,11 @@ def outcome_sql(store, keys: Sequence[str], metrics: Sequence[str], by: str | No
                 ) -> tuple[str, dict[str, Any], frozenset[str]]:
     """(a parenthesised query, its parameters, the metric_wide columns it has): one row per
     answer of the systems `keys` (`run_id:method`) with system, method, question_id, bucket (the
-    value of the allow-listed dimension `by` of evalcore.analysis.sql.BY; a question counts in
+    value of the allow-listed dimension `by` of evalcore.analysis.read.sql.BY; a question counts in
     every tag it has), error, answerable (a question without the flag is answerable) and the
     value columns of `metrics` that some run has, plus answer_class's label. Run it through
     query_df with runs=sorted run ids of `keys`."""
-    from evalcore.analysis.sql import by_expression
+    from evalcore.analysis.read.sql import by_expression
 
     expr, join = by_expression(by)
     present = wide_columns(store, runs_of(keys))
@@ -141,7 +141,7 @@ def outcome_frame(store, keys: Sequence[str], extra: Sequence[str] = (), by: str
     """One row per answer (system = `run_id:method`, question_id[, bucket]) with the target's
     error, whether the question is answerable, the judge's class label, and the values (NaN as
     missing) of the metrics the rule reads plus `extra`. `by` (an allow-listed dimension of
-    evalcore.analysis.sql.BY) adds a `bucket` column; a question counts in every tag it has."""
+    evalcore.analysis.read.sql.BY) adds a `bucket` column; a question counts in every tag it has."""
     return _RECENT.get(store, (tuple(keys), tuple(extra), by), lambda: _outcome_frame(store, keys, extra, by))
 
 

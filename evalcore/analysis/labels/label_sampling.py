@@ -25,7 +25,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from evalcore.analysis import label_units as U
+from evalcore.analysis.labels import label_units as U
 from evalcore.store import RunStore
 
 DEFAULT_SEED = 0

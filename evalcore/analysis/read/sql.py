@@ -102,7 +102,7 @@ def metric_means(store: RunStore, run_id: str, by: str | None = None,
 def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFrame:
     """Per method [, bucket]: latency p50/p95/mean, error/timeout/empty rates, RAG cost, judge
     cost from judge_calls (a call made for no method shared evenly by the question's methods),
-    cost per query by the one definition of evalcore.analysis.cost (also the leaderboard's)."""
+    cost per query by the one definition of evalcore.analysis.runs.cost (also the leaderboard's)."""
     expr, join = by_expression(by)
     sql = f"""
         WITH r AS (
@@ -147,7 +147,7 @@ def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFr
     """
     with open_db(store, runs=[run_id]) as con:
         out = con.execute(sql, [run_id, run_id, run_id, run_id]).df()
-    from evalcore.analysis.cost import cost_per_query  # the one definition (not SQL: shared with the leaderboard)
+    from evalcore.analysis.runs.cost import cost_per_query  # the one definition (not SQL: shared with the leaderboard)
 
     judge = out["judge_cost_usd"].astype(float).where(out["n_judged"] > 0)
     unknown = judge.isna() & (out["n_judged"] > 0)  # NaN, not NULL: a call of an unpriced model

@@ -38,7 +38,7 @@ from evalcore.metrics.gate_bounds import (  # noqa: F401 (the rules a gate is re
 if TYPE_CHECKING:
     import pandas as pd
 
-# `comparison` arguments are evalcore.analysis.compare.Comparison objects; not imported here,
+# `comparison` arguments are evalcore.analysis.comparison.compare.Comparison objects; not imported here,
 # since compare imports this module (the import-cycle test counts TYPE_CHECKING imports too)
 Comparison = Any
 

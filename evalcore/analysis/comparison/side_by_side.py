@@ -11,7 +11,7 @@ per-metric counts and means are numpy over the columns.
 Questions pair on their ids under the id rule (evalcore.schemas.ids: NFC, no outer spaces), in
 SQL, so runs stored before the rule with the same ids in another Unicode form still pair. Two
 stored ids of one system that are one id under the rule ("q0" and "q0 " in a run stored before
-it) are refused, naming them (evalcore.analysis.id_collisions): which copy is meant cannot be
+it) are refused, naming them (evalcore.analysis.read.id_collisions): which copy is meant cannot be
 known, and keeping either one lied about the comparison.
 
 Missing is missing: metric_wide is NULL both where a metric has no row and where its value is
@@ -131,7 +131,7 @@ def side_by_side(store, base: str, cand: str, metrics: Sequence[str] | None = No
     ids_a, ids_b = (np.asarray(got["question_id"], dtype=object) for got in (got_a, got_b))
     for (run, method), ids in (((ra, ma), ids_a), ((rb, mb), ids_b)):
         if _repeats(ids):
-            from evalcore.analysis.id_collisions import refuse_collisions
+            from evalcore.analysis.read.id_collisions import refuse_collisions
 
             refuse_collisions(store, run, method)  # names them from the answers
             raise EvalcoreError(f"{run}:{method}: two stored metric rows' question ids are one id under the id "

@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.analysis.failure_modes import explained, source
-from evalcore.analysis.question_drilldown import question_detail
+from evalcore.analysis.questions.failure_modes import explained, source
+from evalcore.analysis.questions.question_drilldown import question_detail
 from evalcore.store import RunStore
 
 FAITH = "faithfulness"
@@ -98,7 +98,7 @@ def _badge_source(source_text: str, metrics: pd.DataFrame) -> str:
 def key_scores(metrics: pd.DataFrame) -> pd.DataFrame:
     """The few scores that summarise one answer (question_drilldown.key_metrics), each with its label and
     its basis (judge / gold passages / computed)."""
-    from evalcore.analysis.question_drilldown import key_metrics
+    from evalcore.analysis.questions.question_drilldown import key_metrics
 
     names = key_metrics(metrics["metric"].tolist())
     rows = metrics.set_index("metric").loc[names]

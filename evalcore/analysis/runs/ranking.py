@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evalcore.analysis.progress import answer_failures
+from evalcore.analysis.runs.progress import answer_failures
 from evalcore.store import RunStore
 
 FLAG_SHARE = 0.5  # flag a system when more than this share of its answers failed

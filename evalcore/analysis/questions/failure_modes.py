@@ -6,7 +6,7 @@ RAGChecker's diagnosis separates retriever and generator errors; this does the s
 metrics a run has, and leaves a question undiagnosed rather than guessing when one is missing.
 
 Buckets, decided per answered question (an answer with a target error is not diagnosed) on top
-of the one answer-class rule (evalcore.analysis.correctness), so a diagnosis never contradicts
+of the one answer-class rule (evalcore.analysis.read.correctness), so a diagnosis never contradicts
 the answer's class:
   correct               class CORRECT
   correct abstention    class DONT_KNOW on an unanswerable question (abstaining is the right
@@ -36,10 +36,17 @@ from typing import Sequence
 
 import pandas as pd
 
-from evalcore.analysis.correctness import (
-    class_metrics, classified_sql, correct_metrics, dont_know_metrics, frame_rows, number_sql, outcome_sql, runs_of,
+from evalcore.analysis.read.correctness import (
+    class_metrics,
+    classified_sql,
+    correct_metrics,
+    dont_know_metrics,
+    frame_rows,
+    number_sql,
+    outcome_sql,
+    runs_of,
 )
-from evalcore.analysis.recent_frames import RecentFrames
+from evalcore.analysis.read.recent_frames import RecentFrames
 from evalcore.store import RunStore, query_df, query_frame
 from evalcore.store.wide import literal, value_expr
 

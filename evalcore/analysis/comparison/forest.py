@@ -3,7 +3,7 @@ n, and the shade the verdict gives it (better / worse / not significant, in the 
 direction).
 
 Why a module of its own: the forest plot is the picture a PM reads in two seconds, so it must
-say exactly what the verdict sentences say (evalcore.analysis.verdict): same Δ, same CI, same
+say exactly what the verdict sentences say (evalcore.analysis.comparison.verdict): same Δ, same CI, same
 Holm p, same outcome. This function only re-shapes a pair table and its verdict lines; the page
 draws the figure. Rows whose values live on different scales (a 0–1 score beside milliseconds)
 get separate panels, so one latency Δ of 300 ms does not flatten every score's bar to a dot.
@@ -15,7 +15,7 @@ import math
 
 import pandas as pd
 
-from evalcore.analysis.verdict import NOT_COMPARED
+from evalcore.analysis.comparison.verdict import NOT_COMPARED
 
 # The shades of the plot; the verdict's outcomes fold into them (amber and grey outcomes are
 # all "not significant" in the picture; the hover and the sentence say which). A metric on 0
@@ -54,7 +54,7 @@ def _panel(metric: str, span: float, ci_low: float, ci_high: float) -> str:
 
 def forest_rows(table: pd.DataFrame, lines: pd.DataFrame) -> pd.DataFrame:
     """One row per verdict line (the tested metrics, in the verdict's order) with the numbers of
-    the pair table (evalcore.analysis.compare.pair_table): Δ = candidate − baseline, its
+    the pair table (evalcore.analysis.comparison.compare.pair_table): Δ = candidate − baseline, its
     paired-bootstrap 95% CI, Holm p, paired n, the verdict outcome and its shade, the panel
     (shared 0–1 axis or the metric's own) and the row label."""
     if lines.empty:

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis import label_units as U
-from evalcore.analysis.corrected import ALPHA, correlation, ppi, sampled_systems
-from evalcore.analysis.sql import run_methods
+from evalcore.analysis.labels import label_units as U
+from evalcore.analysis.labels.corrected import ALPHA, correlation, ppi, sampled_systems
+from evalcore.analysis.read.sql import run_methods
 from evalcore.schemas.labels import RETRACTED
 from evalcore.stats.agreement import cohen_kappa
 from evalcore.store import RunStore, query_df

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalcore.analysis.highlight import Span, best_sentence, claim_spans, word_spans
+from evalcore.analysis.questions.highlight import Span, best_sentence, claim_spans, word_spans
 from evalcore.store import RunStore, query_df
 
 

@@ -7,7 +7,7 @@ sample into an estimate of the *human* mean with a valid confidence interval; PP
 it leans on the judge (lambda), so it is never much wider than the labels alone and narrower when
 the judge tracks people. The estimators are ppi-python's (`ppi_mean_ci`, `ppi_mean_pointestimate`
 with lam=None, `classical_mean_ci`): this module only assembles their inputs from the store
-(evalcore.analysis.label_units) and reports them. One function feeds the CLI and every page.
+(evalcore.analysis.labels.label_units) and reports them. One function feeds the CLI and every page.
 
 Inputs per system x metric: Y = human values of the n sampled, fully labelled answers, Yhat = the
 judge's values of the same answers, Yhat_unlabeled = the judge's values of the other N - n answers.
@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis import label_units as U
+from evalcore.analysis.labels import label_units as U
 from evalcore.errors import EvalcoreError
 from evalcore.schemas.ids import canonical_id
 from evalcore.store import RunStore
@@ -123,7 +123,7 @@ def corrected_means(store: RunStore, run_id: str, methods: Sequence[str] | None 
                     metrics: Sequence[str] | None = None, labelled_only: bool = True) -> pd.DataFrame:
     """Per method x labellable metric of a run (COLUMNS). `labelled_only`: rows with any sampled
     label (a run nobody labelled has no rows)."""
-    from evalcore.analysis.sql import run_methods
+    from evalcore.analysis.read.sql import run_methods
 
     methods = list(methods) if methods else run_methods(store, run_id)
     if labelled_only:

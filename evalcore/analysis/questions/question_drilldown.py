@@ -13,7 +13,7 @@ import pandas as pd
 
 from evalcore.store import RunStore, query_df, wide_columns
 from evalcore.store.wide import value_column, value_expr
-from evalcore.analysis.recent_frames import RecentFrames
+from evalcore.analysis.read.recent_frames import RecentFrames
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Why a module of its own: `evalcore report` must print the numbers `evalcore comp
 prints and the pages show, so it computes nothing: the comparison is `compare` with the same
 selections, metric choice, seed and alpha as the CLI (and `comparison_verdicts`, which the CLI's
 --json calls too); the forest rows, distributions, Pareto points and failure modes come from
-evalcore.analysis.forest / distributions / failure_modes, the judges from means.metric_judges.
+evalcore.analysis.comparison.forest / distributions / failure_modes, the judges from means.metric_judges.
 What it returns is plain JSON data (NaN as None), embedded in the report as it is, so a reader
 or a test can check the page against the CLI.
 """
@@ -18,15 +18,15 @@ from typing import Any, Sequence
 import pandas as pd
 
 from evalcore import __version__
-from evalcore.analysis import compare as C
-from evalcore.analysis import distributions as G
-from evalcore.analysis import failure_modes as FM
-from evalcore.analysis.correctness import class_metrics
-from evalcore.analysis.forest import forest_rows
-from evalcore.analysis.judge_labels import judges_text
-from evalcore.analysis.leaderboard import key_metric_names, metric_names
-from evalcore.analysis.means import metric_judges
-from evalcore.analysis.verdict import comparability, default_tested_metrics, verdict_lines, verdict_summary
+from evalcore.analysis.comparison import compare as C
+from evalcore.analysis.charts import distributions as G
+from evalcore.analysis.questions import failure_modes as FM
+from evalcore.analysis.read.correctness import class_metrics
+from evalcore.analysis.comparison.forest import forest_rows
+from evalcore.analysis.labels.judge_labels import judges_text
+from evalcore.analysis.runs.leaderboard import key_metric_names, metric_names
+from evalcore.analysis.runs.means import metric_judges
+from evalcore.analysis.comparison.verdict import comparability, default_tested_metrics, verdict_lines, verdict_summary
 from evalcore.schemas.labels import GRADE_METRICS
 from evalcore.store import RunStore
 

@@ -3,7 +3,7 @@
 Why here: the Charts page, the Compare page and `evalcore report` must show the same picture of
 the same numbers, and the report (which the CLI writes) may not import the dashboard. These
 functions only shape what other analysis functions computed into figures; every string in them
-may be data, so callers pass the result through evalcore.analysis.inert.inert_figure.
+may be data, so callers pass the result through evalcore.analysis.charts.inert.inert_figure.
 
 Drawn for a half-width column of a 1400 px window: systems on the y axis of horizontal bars
 (names level, never rotated), share bars fixed to 0-100% with their counts inside (a count too
@@ -18,8 +18,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from evalcore.analysis.failure_modes import BUCKETS
-from evalcore.analysis.inert import plotly_text
+from evalcore.analysis.questions.failure_modes import BUCKETS
+from evalcore.analysis.charts.inert import plotly_text
 
 # Ordered labels get an ordered, colour-blind-safe scale (good = blue-green, bad = red/orange),
 # so "more red" always means worse; a qualitative palette would make grade C look like WRONG.
@@ -54,7 +54,7 @@ def stacked_figure(df: pd.DataFrame, order: list[str], title: str, legend: str) 
 
 
 def failure_figure(shown: pd.DataFrame, n_systems: int) -> go.Figure:
-    """The failure-mode diagnosis (evalcore.analysis.failure_modes) as one stacked bar per system."""
+    """The failure-mode diagnosis (evalcore.analysis.questions.failure_modes) as one stacked bar per system."""
     fig = go.Figure([go.Bar(x=g["share"], y=g["system"], orientation="h", name=bucket, text=g["n"],
                             textposition="inside", insidetextanchor="middle", marker_color=FAILURE_COLOURS[bucket],
                             hovertemplate="%{y}: %{text} answers (%{x:.0%})<extra>" + bucket + "</extra>")
@@ -114,7 +114,7 @@ def _not_compared_rows(fig: go.Figure, rows: pd.DataFrame, panel: int, shown: se
 
 
 def forest_figure(rows: pd.DataFrame) -> go.Figure:
-    """The rows of evalcore.analysis.forest.forest_rows as a forest plot: per tested metric, Δ's
+    """The rows of evalcore.analysis.comparison.forest.forest_rows as a forest plot: per tested metric, Δ's
     95% CI as a horizontal bar (base = CI low, length = CI width) and Δ as a dot, around a zero
     line; one bar trace per shade (its legend entry). Metrics on another scale than 0–1 get their
     own panel and x axis. Row labels are stored metric names (pass the figure through

@@ -5,12 +5,12 @@ summary tables written at compaction (evalcore/store/summary.py) hold exactly th
 row needs, so a store of millions of answers lists in milliseconds.
 
 Definitions used everywhere a system's cost or latency is shown (Runs, Charts, Compare, CLI):
-- cost per query: evalcore.analysis.cost (RAG cost per priced answer + judge cost per answer;
+- cost per query: evalcore.analysis.runs.cost (RAG cost per priced answer + judge cost per answer;
   missing on both sides -> missing, never 0; a judge call of an unpriced model records cost NaN,
   which makes its system's total unknown).
 - latency = the target's p50 / p95 over answers, in ms.
 - weighted_score = the mean of its per-question values (fixed budgets: comparable across runs).
-- ± = half the 95% CI of weighted_score (evalcore.analysis.means.mean_ci, the CI of every mean),
+- ± = half the 95% CI of weighted_score (evalcore.analysis.runs.means.mean_ci, the CI of every mean),
   only where n_scored >= MIN_N_FOR_CI; weighted_score_ci_low / _high are its bounds.
 """
 
@@ -20,7 +20,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from evalcore.analysis.ranking import add_rank_columns, ranked_order
+from evalcore.analysis.runs.ranking import add_rank_columns, ranked_order
 from evalcore.store import RunStore, query_df
 
 MIN_N_FOR_CI = 10
@@ -54,8 +54,8 @@ _SYSTEMS_SQL = """
 
 
 def _with_cost(rows: pd.DataFrame) -> pd.DataFrame:
-    """cost_per_query_usd by the one definition (evalcore.analysis.cost)."""
-    from evalcore.analysis.cost import cost_per_query
+    """cost_per_query_usd by the one definition (evalcore.analysis.runs.cost)."""
+    from evalcore.analysis.runs.cost import cost_per_query
 
     rows["cost_per_query_usd"] = cost_per_query(rows["rag_cost_per_query_usd"],
                                                 rows["judge_cost_per_query_usd"] * rows["n"], rows["n"],
@@ -78,10 +78,10 @@ def system_rows(store: RunStore, systems: Sequence[tuple[str, str]] | None = Non
 
 
 def _with_ci(store: RunStore, rows: pd.DataFrame) -> pd.DataFrame:
-    """weighted_score's 95% CI by the one definition (evalcore.analysis.means.mean_ci: seeded
+    """weighted_score's 95% CI by the one definition (evalcore.analysis.runs.means.mean_ci: seeded
     bootstrap; its normal limit above BOOT_MAX_N, straight from the summary's sd), where
     n_scored >= MIN_N_FOR_CI; weighted_score_ci95 is its half-width (the page's ±)."""
-    from evalcore.analysis.means import BOOT_MAX_N, mean_ci, normal_ci
+    from evalcore.analysis.runs.means import BOOT_MAX_N, mean_ci, normal_ci
 
     lo, hi = [float("nan")] * len(rows), [float("nan")] * len(rows)
     n = rows["weighted_score_n"].fillna(0).astype(int).tolist()
@@ -142,7 +142,7 @@ def leaderboard(store: RunStore, metrics: Sequence[str] = (), search: str | None
     """Every system, best weighted_score first; filters on a search text (name, run id, method,
     dataset), statuses, and a dataset fingerprint (only comparable runs ranked together).
     Systems with fewer than MIN_N_FOR_CI answers come after the ranked ones, each row says
-    its error rate and flags a majority of failed answers (analysis/ranking.py)."""
+    its error rate and flags a majority of failed answers (analysis/runs/ranking.py)."""
     rows = system_rows(store, None, metrics)
     if rows.empty:
         return rows

@@ -1,6 +1,6 @@
 """Which answer a human label belongs to, and the human value of an answer, per judged metric.
 
-Why a module of its own: a corrected estimate (evalcore.analysis.corrected) needs, for each answer
+Why a module of its own: a corrected estimate (evalcore.analysis.labels.corrected) needs, for each answer
 of a system, the judge's value of a metric (the prediction) and, for randomly sampled answers, the
 value a person's labels give the same metric (the truth). The unit of sampling and estimation is
 the answer; how labels add up to an answer's value depends on the metric:
@@ -16,7 +16,7 @@ the answer; how labels add up to an answer's value depends on the metric:
 
 The judge's prediction is the metric's stored value (for grades: the judge's letter on the same
 points/4 scale), so judge and human values share one scale. An answer counts as *sampled* when any
-label on it carries a sample id (it was drawn at random, evalcore.analysis.label_sampling); only
+label on it carries a sample id (it was drawn at random, evalcore.analysis.labels.label_sampling); only
 sampled, fully labelled answers feed an estimate. Several people labelling the same item: the
 newest label counts (a retraction takes the person's label back).
 """
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, GRADE_POINTS, RETRACTED, Grade
-from evalcore.analysis.annotations import NEWEST_FIRST
-from evalcore.analysis.recent_frames import RecentFrames
+from evalcore.analysis.labels.annotations import NEWEST_FIRST
+from evalcore.analysis.read.recent_frames import RecentFrames
 from evalcore.store import RunStore, query_df, wide_columns
 from evalcore.store.wide import label_expr, value_expr
 

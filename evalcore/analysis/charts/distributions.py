@@ -10,7 +10,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from evalcore.analysis.leaderboard import system_rows
+from evalcore.analysis.runs.leaderboard import system_rows
 from evalcore.schemas.labels import GRADE_METRICS
 from evalcore.store import RunStore, query_df
 
@@ -25,7 +25,7 @@ def _runs(keys: Sequence[str]) -> list[str]:
 def label_counts(store: RunStore, keys: Sequence[str], kind: str) -> pd.DataFrame:
     """Counts and shares of each grade (kind='grade', from the run summaries; factual_grade
     preferred over factual_accuracy) or answer class (kind='answer_class': CORRECT / WRONG /
-    DONT_KNOW / ERROR / UNSCORED by the one rule of evalcore.analysis.correctness) per system."""
+    DONT_KNOW / ERROR / UNSCORED by the one rule of evalcore.analysis.read.correctness) per system."""
     if kind not in ("grade", "answer_class"):
         raise ValueError("kind must be 'grade' or 'answer_class'")
     if kind == "answer_class":
@@ -46,7 +46,7 @@ def _class_counts(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
     """The answer classes counted in the store by the one rule (correctness.classified_sql):
     sums of failure_modes.outcome_counts, the table the diagnosis beside them reads too (a pandas
     frame of 200,000 answers cost ~1 s)."""
-    from evalcore.analysis.failure_modes import outcome_counts
+    from evalcore.analysis.questions.failure_modes import outcome_counts
 
     counts = outcome_counts(store, keys)
     if counts.empty:
@@ -79,9 +79,9 @@ def facet_means(store: RunStore, keys: Sequence[str], metric: str, facet: str) -
 
 
 def latency_cost(store: RunStore, keys: Sequence[str]) -> pd.DataFrame:
-    """Per answer: latency (ms) and cost (USD) by the one definition of evalcore.analysis.cost
+    """Per answer: latency (ms) and cost (USD) by the one definition of evalcore.analysis.runs.cost
     (RAG cost + the judge calls made for it, its share of per-question calls included)."""
-    from evalcore.analysis.cost import answer_costs
+    from evalcore.analysis.runs.cost import answer_costs
 
     return answer_costs(store, keys)
 

@@ -1,0 +1,1 @@
+"""evalcore.analysis.charts: see evalcore/analysis/__init__.py."""

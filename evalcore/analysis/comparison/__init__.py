@@ -1,0 +1,1 @@
+"""evalcore.analysis.comparison: see evalcore/analysis/__init__.py."""

@@ -1,0 +1,1 @@
+"""evalcore.analysis.labels: see evalcore/analysis/__init__.py."""

@@ -1,0 +1,1 @@
+"""evalcore.analysis.questions: see evalcore/analysis/__init__.py."""

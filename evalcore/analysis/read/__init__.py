@@ -1,0 +1,1 @@
+"""evalcore.analysis.read: see evalcore/analysis/__init__.py."""

@@ -1,0 +1,1 @@
+"""evalcore.analysis.report: see evalcore/analysis/__init__.py."""

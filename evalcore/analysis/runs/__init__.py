@@ -1,0 +1,1 @@
+"""evalcore.analysis.runs: see evalcore/analysis/__init__.py."""
