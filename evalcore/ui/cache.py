@@ -9,7 +9,6 @@ or annotation shows on the next render. No cache files, no background builds, no
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable
 
 import streamlit as st
@@ -23,9 +22,10 @@ def store() -> RunStore:
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)
-def _call(module: str, name: str, root: str, token: str, args: tuple, kwargs: tuple) -> Any:
-    fn = getattr(importlib.import_module(module), name)
-    return fn(RunStore(root), *args, **dict(kwargs))
+def _call(_fn: Callable[..., Any], name: str, root: str, token: str, args: tuple, kwargs: tuple) -> Any:
+    """`_fn` is called as given (Streamlit hashes no argument whose name starts with "_"); its
+    full name keys the cache instead, so two functions never share an entry."""
+    return _fn(RunStore(root), *args, **dict(kwargs))
 
 
 def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -34,7 +34,7 @@ def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     s = store()
     if not fn.__module__.startswith("evalcore.analysis."):
         raise ValueError(f"pages read through evalcore.analysis, not {fn.__module__}")
-    return _call(fn.__module__, fn.__name__, str(s.root.resolve()), s.state_token(), args,
+    return _call(fn, f"{fn.__module__}.{fn.__qualname__}", str(s.root.resolve()), s.state_token(), args,
                  tuple(sorted(kwargs.items())))
 
 

@@ -52,12 +52,6 @@ MODULES = (
     "evalcore.analysis.questions.question_story",
     "evalcore.analysis.labels.annotations",
     "evalcore.analysis.labels.corrected",
-    "evalcore.ui.runs",
-    "evalcore.ui.compare",
-    "evalcore.ui.questions",
-    "evalcore.ui.charts",
-    "evalcore.ui.annotate",
-    "evalcore.ui.launch",
     # Streamlit's emoji catalog: an alert or title with any non-ASCII character (Compare's "Δ")
     # loads it and compiles one regex of every emoji (~0.3 s, once per process)
     "streamlit.emojis",
@@ -79,7 +73,9 @@ def _under_apptest() -> bool:
 
 
 def _load(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None = None) -> None:
-    for name in MODULES:
+    # then each page's own module, named by the pages entry.PAGES navigates to (pages/x.py or
+    # evalcore/ui/x.py: module evalcore.ui.x), so a new page is warmed without being listed here
+    for name in (*MODULES, *(f"evalcore.ui.{Path(page).stem}" for page in pages)):
         try:
             module = importlib.import_module(name)
         except Exception:  # noqa: BLE001 - an optional extra missing: the page says so itself
