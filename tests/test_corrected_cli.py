@@ -160,8 +160,13 @@ def test_labels_summary_prints_calibration_per_method_and_metric(labelled):
     ac = next(r for r in rows if r["method"] == METHODS[1] and r["metric"] == "answer_class")
     assert ac["n_answers"] == 60 and ac["kappa"] is not None and ac["bias_low"] < ac["bias_high"]
     assert ac["advice"] in ("trust its mean", "biased: use corrected", "weak: rely on labels")
+    for r in rows:
+        if r["metric"] == "token_f1":  # a 0-1 rating is a number, not a category: no kappa
+            assert r["kappa"] is None and r["rho"] is not None
+        if r["metric"] == "factual_accuracy":  # the person said B every time: kappa is 0 by construction,
+            assert r["kappa"] == 0 and r["kappa_low"] is None  # and no resampling can give it a width
     text = _cli(store.root, "labels", "summary", run)
-    assert "kappa" in text and "reading" in text and "judge calibration" in text
+    assert "kappa" in text and "reading" in text and "judge calibration" in text and "[0.00, 0.00]" not in text
     assert ac["advice"] in text and METHODS[0] in text and "token_f1" in text
 
 

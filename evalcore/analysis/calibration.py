@@ -44,7 +44,9 @@ def kappa_ci(judge: list[str], human: list[str], n_boot: int = N_BOOT, seed: int
     j, h = np.asarray(judge, dtype=object), np.asarray(human, dtype=object)
     boots = [cohen_kappa(list(j[i]), list(h[i])) for i in (rng.integers(0, len(j), len(j)) for _ in range(n_boot))]
     boots = [b for b in boots if b is not None]
-    if not boots:
+    if not boots or min(boots) == max(boots):
+        # a resampling that cannot move kappa (one rater used one label: kappa is 0 by
+        # construction) says nothing about its uncertainty; a [0, 0] interval would claim certainty
         return k, None, None
     return k, float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))
 
@@ -100,9 +102,13 @@ def _advice(kappa: Any, bias_low: Any, bias_high: Any, rho: Any, n: int) -> str:
     return "weak: rely on labels"
 
 
-def _row(it: pd.DataFrame, an: pd.DataFrame) -> dict[str, Any]:
-    """kappa [CI] of the items, bias [CI] and rho of the answers, and the reading, of one group."""
-    k, klo, khi = kappa_ci([_norm(x) for x in it.judge_label], [_norm(x) for x in it.label])
+def _row(it: pd.DataFrame, an: pd.DataFrame, verdicts: bool = True) -> dict[str, Any]:
+    """kappa [CI] of the items, bias [CI] and rho of the answers, and the reading, of one group.
+    `verdicts=False` (0-1 ratings): no kappa, agreement between categories does not apply to a
+    number (the judge's 0.5634 against a person's 0.6 is not a disagreement)."""
+    k = klo = khi = None
+    if verdicts:
+        k, klo, khi = kappa_ci([_norm(x) for x in it.judge_label], [_norm(x) for x in it.label])
     bias = blo = bhi = rho = None
     if len(an) >= 1:
         diff = an.judge_value.to_numpy(float) - an.human.to_numpy(float)
@@ -128,7 +134,7 @@ def summary(store: RunStore, run_id: str, per_method: bool = False) -> pd.DataFr
         for group in groups:
             pick = lambda df: df[(df[keys] == pd.Series(group, index=keys)).all(axis=1)]  # noqa: E731
             rows.append({"method": group[0] if per_method else None, "judge": group[-1], "metric": metric,
-                         **_row(pick(items), pick(answers))})
+                         **_row(pick(items), pick(answers), U.unit(metric).kind != "metric")})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -117,7 +117,7 @@ def summary_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name
                 ["method", "metric", "judge", "answers", "items", "kappa [95% CI]", "bias (judge − human) [95% CI]",
                  "rho", "reading"],
                 [[r.method, r.metric, r.judge, str(r.n_answers), str(r.n_items),
-                  f"{num(r.kappa, 2)} {interval(r.kappa_low, r.kappa_high, 2)}",
+                  " ".join(x for x in (num(r.kappa, 2), interval(r.kappa_low, r.kappa_high, 2)) if x != "–") or "–",
                   f"{num(r.bias, sign=True)} {interval(r.bias_low, r.bias_high)}", num(r.rho, 2), r.advice]
                  for r in table.itertuples(index=False)])
     typer.echo("reading: trust its mean (no bias detected, kappa >= 0.6) · biased: use corrected (rho >= 0.5) · "
