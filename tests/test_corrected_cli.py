@@ -22,7 +22,6 @@ from tests.optional import requires
 requires("ppi_py", "the labels extra: prediction-powered inference")
 
 from evalcore.analysis import annotations as A  # noqa: E402
-from evalcore.analysis import corrected as C  # noqa: E402
 from evalcore.analysis import label_sampling as S  # noqa: E402
 from evalcore.analysis import label_units as U  # noqa: E402
 from evalcore.cli.main import app  # noqa: E402

@@ -22,7 +22,7 @@ import pandas as pd
 
 from evalcore.analysis import label_units as U
 from evalcore.analysis.corrected import ALPHA, sampled_systems
-from evalcore.analysis.ppi_estimate import bias_interval, corr
+from evalcore.analysis.ppi_estimate import bias_interval, corr, ppi
 from evalcore.analysis.sql import run_methods
 from evalcore.schemas.labels import RETRACTED
 from evalcore.stats.agreement import cohen_kappa
@@ -127,6 +127,7 @@ def summary(store: RunStore, run_id: str, per_method: bool = False) -> pd.DataFr
     rows = []
     if not any(r == run_id for r, _ in sampled_systems(store)):
         return pd.DataFrame(rows, columns=COLUMNS)
+    ppi()  # its intervals need the labels extra: without it, one line naming the install
     keys = ["method", "judge"] if per_method else ["judge"]
     for metric in U.estimable_metrics(store, run_id):
         items, answers = sampled_pairs(store, run_id, metric)

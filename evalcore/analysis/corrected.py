@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Sequence
 
-import numpy as np
 import pandas as pd
 
 from evalcore.analysis import label_units as U
@@ -109,7 +108,7 @@ def shown(row: dict[str, Any] | pd.Series, digits: int = 3) -> str:
     if row["status"] not in SHOWN or num(row["corrected"]) == "–":
         return count_text(row["n_labelled"], row["N"])
     text = f"{num(row['corrected'], digits)} {interval(row['ci_low'], row['ci_high'], digits)}"
-    return text + (f" (all {int(row['N'])} labelled)" if row["status"] == ALL_LABELLED else "")
+    return text + _census(row)
 
 
 # ---- paired Δ (Compare, `compare --corrected`) ----------------------------------------------
@@ -218,11 +217,13 @@ def _value(x: Any) -> float | None:
 
 
 def labelled_metrics(store: RunStore, system: tuple[str, str]) -> set[str]:
-    """The metrics with any randomly sampled label on this system (every label's target names its
-    metric first: `faithfulness:answer:0`, `context_precision:3`, `answer_class`, `token_f1`)."""
+    """The metrics with any randomly sampled label on this system (a rating's target is its metric,
+    whole; any other label's target names its metric first: `faithfulness:answer:0`,
+    `context_precision:3`, `answer_class`, `factual_accuracy`)."""
     from evalcore.store import query_df
 
-    rows = query_df(store, "SELECT DISTINCT split_part(target_ref, ':', 1) AS metric FROM annotations "
+    rows = query_df(store, "SELECT DISTINCT CASE WHEN target_kind = 'metric' THEN target_ref "
+                           "ELSE split_part(target_ref, ':', 1) END AS metric FROM annotations "
                            "WHERE run_id = $run AND method = $method AND sample_id IS NOT NULL",
                     {"run": system[0], "method": system[1]})
     return set(rows.metric)
@@ -259,4 +260,9 @@ def delta_shown(row: dict[str, Any] | pd.Series, digits: int = 3) -> str:
     if row["status"] not in SHOWN or num(row["corrected_delta"]) == "–":
         return count_text(row["n_labelled"], row["N"])
     text = f"{num(row['corrected_delta'], digits, sign=True)} {interval(row['ci_low'], row['ci_high'], digits)}"
-    return text + (f" (all {int(row['N'])} labelled)" if row["status"] == ALL_LABELLED else "")
+    return text + _census(row)
+
+
+def _census(row: dict[str, Any] | pd.Series) -> str:
+    """' (all 6 labelled)' when the labels are the whole population (its human value is exact)."""
+    return f" (all {int(row['N'])} labelled)" if row["N"] and row["n_labelled"] == row["N"] else ""
