@@ -90,7 +90,7 @@ COMMANDS: dict[str, Callable[[], ModuleType]] = {
     "rejudge": _judge_commands,
     "run": _run_commands, "demo": _run_commands, "demo-server": _run_commands,
     "app": _app_commands,
-    "labels": _label_commands,  # labels import|export (show/compare --corrected print from it too)
+    "labels": _label_commands,  # labels import|export|summary (show/compare --corrected: corrected_commands)
 }
 
 

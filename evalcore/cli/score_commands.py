@@ -1,4 +1,4 @@
-"""`evalcore score` and `evalcore compare`: thin wrappers over evalcore.scoring.engine and evalcore.analysis.
+"""`evalcore score` and `evalcore compare`: thin wrappers over evalcore.scoring and evalcore.analysis.
 
 Exit codes: 0 ok; 1 when `compare --fail-on-regression` fails: a gated metric regressed
 significantly after Holm correction, or compared nothing / too little to tell (no question, or
@@ -239,12 +239,10 @@ def compare_cmd(
         out["regressions"] = failures
         out["not_compared"] = gate.not_compared
         if corrected:
-            from evalcore.analysis.labels.corrected import corrected_compare
+            from evalcore.cli.corrected_commands import corrected_table
 
-            sels = [result.baseline, *result.candidates]
-            table = corrected_compare(store, (sels[0].run_id, sels[0].method), [(x.run_id, x.method) for x in sels[1:]],
-                                      wanted)
-            out["corrected"] = json.loads(table.to_json(orient="records", double_precision=15))
+            table = corrected_table(store, result, record, _split(metrics) or None, seed)
+            out["corrected"] = json.loads(table.to_json(orient="records", double_precision=15, force_ascii=False))
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
     elif markdown:
         from evalcore.outputs.markdown_report import comparison_markdown
@@ -255,9 +253,9 @@ def compare_cmd(
         if front is not None:
             _print_pareto(front, short)
         if corrected:
-            from evalcore.cli.label_commands import print_corrected_compare
+            from evalcore.cli.corrected_commands import print_corrected_compare
 
-            print_corrected_compare(store, sels, wanted)
+            print_corrected_compare(store, result, record, _split(metrics) or None, seed)
     for line in gate.not_compared:
         typer.echo(f"NOT COMPARED {line}", err=True)
     if gate.failed:

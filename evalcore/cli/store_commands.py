@@ -231,7 +231,7 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
         for r in by_type:
             echo_line(f"  {r['method']:<20} {r['doc_type']:<12} {r['mean']:.4f}  (n={r['n']})")
     if corrected:
-        from evalcore.cli.label_commands import print_corrected_means
+        from evalcore.cli.corrected_commands import print_corrected_means
 
         print_corrected_means(store, run_id)
 

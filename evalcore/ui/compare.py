@@ -250,7 +250,7 @@ def render() -> None:
     with st.expander("All metrics: means, Δ, CI, p", key="all_metrics", on_change="rerun") as box:
         if box.open:
             common.show_table(table, "compare-metrics")
-    corrected_view.render_compare(base, cand)  # judge vs human-corrected Δ, where labels exist
+    corrected_view.render_compare(base, cand, table)  # judge vs human-corrected Δ, where labels exist
     # drawn when opened: diagnosing every answer of both systems is the page's costliest query
     # (~1 s at 100,000 questions), and the verdict above does not need it
     with st.expander("Where the wrong answers come from (failure-mode diagnosis)", key="diagnosis",

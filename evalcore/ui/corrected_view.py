@@ -17,8 +17,10 @@ import streamlit as st
 from evalcore.analysis.labels import annotations as A
 from evalcore.analysis.labels import calibration as K
 from evalcore.analysis.labels import corrected as C
+from evalcore.analysis.labels import label_counts as LC
 from evalcore.analysis.labels import label_sampling as S
 from evalcore.analysis.labels import label_units as U
+from evalcore.analysis.comparison.verdict import verdict_lines
 from evalcore.ui import safe_widgets as common
 
 MODES = ["random sample", "queue"]
@@ -44,20 +46,13 @@ def _available() -> bool:
 
 
 def _progress(est: dict) -> None:
-    """Where the population's estimate stands and what the next labels buy."""
-    n = int(est["n_labelled"])
-    st.text(f"{n} of {est['N']} answers labelled at random · {min(n, C.MIN_LABELS)} of the {C.MIN_LABELS} "
-            "an estimate needs")
-    st.progress(min(1.0, n / C.MIN_LABELS))
-    if est["ci_low"] is None:
-        st.text("Corrected CI: needs at least 2 labelled answers")
-        return
-    half = (est["ci_high"] - est["ci_low"]) / 2
-    more = est["labels_to_target"]
-    rough = "" if n >= C.MIN_LABELS else " (rough until 50 labels)"
-    reach = "already within ±0.05" if more == 0 else f"about {more} more labels reach ±0.05"
-    st.text(f"Corrected CI now ±{half:.3f}{rough}; {reach}. "
-            f"Judge mean {est['judge_mean']:.3f}, corrected {C.shown(est)}")
+    """Where the population's estimate stands and what the next labels buy (the words and every
+    bound on the counts: evalcore.analysis.labels.label_counts)."""
+    lines = LC.progress_lines(est, C.shown(est))
+    st.text(lines[0])
+    st.progress(LC.progress_share(est))
+    for line in lines[1:]:
+        st.text(line)
 
 
 def _form(run_id: str, method: str, metric: str, draw: S.Draw, who: str) -> None:
@@ -117,9 +112,12 @@ def render_sample(run_id: str, methods: list[str], who: str, evidence: Callable[
     method = common.url_select("Method (population)", methods, "smethod", container=c1)
     metric = common.url_select("Metric (population)", metrics, "metric", container=c2)
     seed = common.url_int("seed", 0, 10**9, default=S.DEFAULT_SEED)
-    est = common.call(C.system_estimate, run_id, method, metric)
+    est = common.call(C.system_estimate, run_id, method, metric, withhold=False)  # rough numbers, marked so
     _progress(est)
     draw = common.call(S.next_answer, run_id, method, metric, seed)
+    if draw.population == 0:  # the progress line above says so
+        common.empty_state("Nothing to label here.", "Pick another method or metric.")
+        return
     if draw.question_id is None:
         common.empty_state("Every answer of this population is labelled.", "Pick another method or metric.")
         return
@@ -138,12 +136,15 @@ def render_sample(run_id: str, methods: list[str], who: str, evidence: Callable[
 
 
 def _pm(lo, hi) -> str:
-    return C.interval(None if lo is None or pd.isna(lo) else lo, hi)
+    return C.interval(lo, hi)
+
+
+WIDTH = "width: labels alone / corrected"
 
 
 def means_table(table: pd.DataFrame) -> pd.DataFrame:
     """corrected_means as people read it (the columns `show --corrected` prints)."""
-    ok = table.status == "ok"
+    ok = table.status.isin(C.SHOWN)
     return pd.DataFrame({
         "method": table.method, "metric": table.metric, "judge mean": table.judge_mean,
         "corrected [95% CI]": [C.shown(r) for r in table.to_dict("records")],
@@ -151,7 +152,7 @@ def means_table(table: pd.DataFrame) -> pd.DataFrame:
         "judge bias": table.bias.where(ok),
         "bias 95% CI": [_pm(a, b) if k else "–" for a, b, k in zip(table.bias_low, table.bias_high, ok)],
         "rho": table.rho.where(ok),
-        "width vs labels alone ≈ √(1−rho²)": table.implied_width_ratio.where(ok)})
+        WIDTH: table.width_ratio.where(ok)})
 
 
 def render_calibration(run_id: str) -> None:
@@ -162,27 +163,19 @@ def render_calibration(run_id: str) -> None:
     means = common.call(C.corrected_means, run_id)
     if len(means):
         st.subheader("Human-corrected means (this run)")
-        st.caption(f"PPI++ from randomly sampled labels ({C.MIN_LABELS}+ per method × metric). The width column: "
-                   "how wide the corrected interval is next to labels alone, as the judge–human correlation implies.")
+        st.caption(f"PPI++ from randomly sampled labels ({C.MIN_LABELS}+ per method × metric, or every answer of a "
+                   "smaller population: then its human mean is exact). Width: the labels-alone 95% CI's width over "
+                   "the corrected one's, measured (1.40 = 1.4× narrower; 1.00 = the judge did not help).")
         common.show_table(means_table(means), "corrected-means", column_config={
-            c: st.column_config.NumberColumn(c, format="%.3f")
-            for c in ("judge mean", "judge bias", "rho", "width vs labels alone ≈ √(1−rho²)")})
+            c: st.column_config.NumberColumn(c, format="%.3f") for c in ("judge mean", "judge bias", "rho")}
+            | {WIDTH: st.column_config.NumberColumn(WIDTH, format="%.2f")})
     st.subheader("Judge calibration (randomly sampled labels only)")
     table = common.call(K.summary, run_id)
     if table.empty:
         common.empty_state("No randomly sampled labels in this run yet.",
                            "Label in random-sample mode (or `evalcore labels import`) to calibrate the judges.")
         return
-    shown = pd.DataFrame({
-        "judge": table.judge, "metric": table.metric, "reading": table.advice, "sampled answers": table.n_answers,
-        "items": table.n_items,
-        "kappa": table.kappa, "kappa 95% CI": [_pm(a, b) for a, b in zip(table.kappa_low, table.kappa_high)],
-        "bias (judge − human)": table.bias, "bias 95% CI": [_pm(a, b) for a, b in zip(table.bias_low, table.bias_high)],
-        "rho": table.rho})
-    st.caption("kappa: item-level agreement beyond chance (bootstrap CI). bias: the judge's mean minus the people's "
-               "on the same answers. rho: answer-level correlation; PPI++ needs about (1 − rho²) of the labels.")
-    common.show_table(shown, "calibration", column_config={
-        c: st.column_config.NumberColumn(c, format="%.3f") for c in ("kappa", "bias (judge − human)", "rho")})
+    _calibration_table(table.drop(columns=["method"]), "calibration")
     metric = common.url_select("Calibration detail for", list(dict.fromkeys(table.metric)), "calm")
     c1, c2 = st.columns([1, 1])
     with c1:
@@ -197,6 +190,39 @@ def render_calibration(run_id: str) -> None:
             st.caption("Reliability diagram: for graded scores")
 
 
+CALIBRATION_NOTE = ("kappa: item-level agreement beyond chance (bootstrap CI). bias: the judge's mean minus the "
+                    "people's on the same answers. rho: answer-level correlation; PPI++ needs about (1 − rho²) of "
+                    "the labels. Reading: trust its mean (no bias detected, kappa ≥ 0.6) · biased: use corrected "
+                    "(rho ≥ 0.5) · weak: rely on labels · too few to say (under 30 sampled answers).")
+
+
+def _calibration_table(table: pd.DataFrame, name: str) -> None:
+    """calibration.summary's rows as people read them (Annotate per judge, Runs per run x method)."""
+    lead = [c for c in ("run_id", "method") if c in table.columns]
+    shown = pd.DataFrame({
+        **{c: table[c] for c in lead},
+        "judge": table.judge, "metric": table.metric, "reading": table.advice, "sampled answers": table.n_answers,
+        "items": table.n_items,
+        "kappa": table.kappa, "kappa 95% CI": [_pm(a, b) for a, b in zip(table.kappa_low, table.kappa_high)],
+        "bias (judge − human)": table.bias, "bias 95% CI": [_pm(a, b) for a, b in zip(table.bias_low, table.bias_high)],
+        "rho": table.rho})
+    st.caption(CALIBRATION_NOTE)
+    common.show_table(shown, name, column_config={
+        c: st.column_config.NumberColumn(c, format="%.3f") for c in ("kappa", "bias (judge − human)", "rho")})
+
+
+def runs_calibration(run_ids: list[str]) -> None:
+    """Runs: the judge calibration of every listed run with randomly sampled labels, per method x
+    metric (what `evalcore labels summary RUN` prints); nothing when no run has any."""
+    if not C.available() or not run_ids:
+        return
+    table = common.call(K.runs_summary, tuple(dict.fromkeys(run_ids)))
+    if table.empty:
+        return
+    st.subheader("Judge calibration (runs with randomly sampled labels)")
+    _calibration_table(table, "runs-calibration")
+
+
 def _reliability_chart(rel: pd.DataFrame, metric: str) -> None:
     import plotly.graph_objects as go
 
@@ -209,29 +235,51 @@ def _reliability_chart(rel: pd.DataFrame, metric: str) -> None:
     st.plotly_chart(common.inert_figure(fig), key=f"reliability_{metric}")  # the title made inert once, here
 
 
-def render_compare(base: str, cand: str) -> None:
-    """Compare: judge Δ and human-corrected Δ side by side, with whether the verdict changes."""
+def _judged(table: pd.DataFrame | None, cand: str) -> dict | None:
+    """The Compare page's tested rows (compare.pair_table) as the corrected rows' judge side: Δ, CI
+    and verdict exactly as the page's main table and verdict show them."""
+    if table is None or "tested" not in table:
+        return None
+    tested = table[table["tested"].astype(bool)].assign(candidate=cand)
+    lines = verdict_lines(table, "baseline", "candidate")
+    outcome = dict(zip(lines.metric, lines.outcome))
+    return C.main_table_judge(tested, {(cand, m): outcome.get(m, "–") for m in tested.metric})
+
+
+def render_compare(base: str, cand: str, table: pd.DataFrame | None = None) -> None:
+    """Compare: judge Δ and human-corrected Δ side by side for every metric labelled at random on
+    both sides, with whether the verdict changes. `table`: the page's pair table, whose tested
+    rows give the judge side (a labelled metric it did not test is tested apart)."""
     base_t, cand_t = tuple(base.split(":", 1)), tuple(cand.split(":", 1))
     if not C.available():
         return  # ppi-python absent: the CLI names the install; the page stays as it was
-    table = common.call(C.corrected_compare, base_t, (cand_t,))
-    if table.empty:
+    rows = common.call(C.corrected_compare, base_t, (cand_t,), judged=_judged(table, cand))
+    if rows.empty:
         return
     st.subheader("Judge vs human-corrected")
-    st.caption(f"Paired PPI++ on per-question differences, from questions labelled at random on both sides "
-               f"({C.MIN_LABELS}+ needed); unadjusted 95% CIs.")
+    st.caption(f"Judge Δ, CI and verdict: the main table's (a labelled metric it did not test is tested apart). "
+               f"Corrected: paired PPI++ on per-question differences, from questions labelled at random on both "
+               f"sides ({C.MIN_LABELS}+ needed, or every paired question); unadjusted 95% CIs. Width: the "
+               "labels-alone CI's width over the corrected one's.")
+    ok = rows.status.isin(C.SHOWN)
     shown = pd.DataFrame({
-        "metric": table.metric, "judge Δ": table.judge_delta,
-        "judge 95% CI": [_pm(a, b) for a, b in zip(table.judge_low, table.judge_high)],
-        "judge verdict": table.judge_verdict,
-        "corrected Δ": [d if s == "ok" else None for d, s in zip(table.corrected_delta, table.status)],
-        "corrected 95% CI": [_pm(a, b) if s == "ok" else f"{n} of {C.MIN_LABELS} labels"
-                             for a, b, s, n in zip(table.ci_low, table.ci_high, table.status, table.n_labelled)],
-        "corrected verdict": table.corrected_verdict,
-        "verdict changes": ["yes" if v else "no" for v in table.verdict_changes],
-        "labelled": [f"{n}/{N}" for n, N in zip(table.n_labelled, table.N)]})
+        "metric": rows.metric, "judge Δ": rows.judge_delta,
+        "judge 95% CI": [_pm(a, b) for a, b in zip(rows.judge_low, rows.judge_high)],
+        "judge verdict": [v + (" (tested apart)" if t == C.APART else "") for v, t in
+                          zip(rows.judge_verdict, rows.judge_tested)],
+        "corrected Δ": rows.corrected_delta.where(ok),
+        "corrected 95% CI": [_pm(r["ci_low"], r["ci_high"]) if k else C.delta_shown(r)
+                             for r, k in zip(rows.to_dict("records"), ok)],
+        "corrected verdict": rows.corrected_verdict,
+        "verdict changes": ["yes" if v else "no" for v in rows.verdict_changes],
+        "rho": rows.rho.where(ok),
+        "labels-alone 95% CI": [_pm(a, b) if k else "–" for a, b, k in zip(rows.classical_low, rows.classical_high, ok)],
+        WIDTH: rows.width_ratio.where(ok),
+        "labelled": [f"{n}/{N}" for n, N in zip(rows.n_labelled, rows.N)]})
     common.show_table(shown, "compare-corrected", column_config={
-        c: st.column_config.NumberColumn(c, format="%+.3f") for c in ("judge Δ", "corrected Δ")})
+        **{c: st.column_config.NumberColumn(c, format="%+.3f") for c in ("judge Δ", "corrected Δ")},
+        "rho": st.column_config.NumberColumn("rho", format="%.2f"),
+        WIDTH: st.column_config.NumberColumn(WIDTH, format="%.2f")})
 
 
 def corrected_column(board: pd.DataFrame) -> pd.DataFrame:

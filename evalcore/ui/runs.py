@@ -205,6 +205,7 @@ def render() -> None:
                           column_order=_shown_columns(unranked, metrics, more, ranked=False),
                           style=lambda df: _styled(df, grey=True))
     _judge_details(board)
+    corrected_view.runs_calibration(list(board.run_id))  # kappa, bias, rho and a reading, where labels exist
 
     st.subheader("Open")
     labels = {f"{r}:{m}": f"{n} / {m}  ({r})" for r, m, n in zip(board.run_id, board.method, board.name)}

@@ -51,7 +51,11 @@ def test_estimate_is_ppi_py_power_tuned_on_fixed_inputs():
     assert out["bias"] == pytest.approx(float((yhat - y).mean()))
     assert out["bias_low"] < out["bias"] < out["bias_high"]
     assert out["rho"] == pytest.approx(float(np.corrcoef(y, yhat)[0, 1]))
-    assert out["implied_width_ratio"] == pytest.approx(math.sqrt(1 - out["rho"] ** 2))
+    # the width ratios read labels-alone width over corrected width (what the text column prints);
+    # at PPI++'s tuned lambda rho implies about 1 / sqrt(1 - rho^2 N / (N + n))
+    assert out["width_ratio"] == pytest.approx((chi - clo) / (hi - lo))
+    assert 0 < out["lam"] < 1
+    assert out["implied_width_ratio"] == pytest.approx(1 / math.sqrt(1 - out["rho"] ** 2 * 600 / 720), rel=0.05)
     assert out["judge_mean"] == pytest.approx(float(np.concatenate([yhat, rest]).mean()))
     assert (out["n_labelled"], out["N"], out["status"]) == (120, 720, "ok")
 

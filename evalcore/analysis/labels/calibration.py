@@ -15,13 +15,14 @@ population a PM reads about. Per judge x metric of one run:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
 from evalcore.analysis.labels import label_units as U
-from evalcore.analysis.labels.corrected import ALPHA, correlation, ppi, sampled_systems
+from evalcore.analysis.labels.corrected import ALPHA, sampled_systems
+from evalcore.analysis.labels.ppi_estimate import bias_interval, corr, ppi
 from evalcore.analysis.read.sql import run_methods
 from evalcore.schemas.labels import RETRACTED
 from evalcore.stats.agreement import cohen_kappa
@@ -30,7 +31,7 @@ from evalcore.store import RunStore, query_df
 N_BOOT = 500
 BINS = 5
 
-COLUMNS = ["judge", "metric", "n_answers", "n_items", "kappa", "kappa_low", "kappa_high", "bias", "bias_low",
+COLUMNS = ["method", "judge", "metric", "n_answers", "n_items", "kappa", "kappa_low", "kappa_high", "bias", "bias_low",
            "bias_high", "rho", "advice"]
 
 
@@ -43,7 +44,9 @@ def kappa_ci(judge: list[str], human: list[str], n_boot: int = N_BOOT, seed: int
     j, h = np.asarray(judge, dtype=object), np.asarray(human, dtype=object)
     boots = [cohen_kappa(list(j[i]), list(h[i])) for i in (rng.integers(0, len(j), len(j)) for _ in range(n_boot))]
     boots = [b for b in boots if b is not None]
-    if not boots:
+    if not boots or min(boots) == max(boots):
+        # a resampling that cannot move kappa (one rater used one label: kappa is 0 by
+        # construction) says nothing about its uncertainty; a [0, 0] interval would claim certainty
         return k, None, None
     return k, float(np.quantile(boots, 0.025)), float(np.quantile(boots, 0.975))
 
@@ -56,8 +59,8 @@ def _judges(store: RunStore, run_id: str, metric: str) -> dict[tuple[str, str], 
 
 
 def sampled_pairs(store: RunStore, run_id: str, metric: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(items, answers) of sampled answers over the run's methods, each row with its judge:
-    items: judge, judge_label, label; answers: judge, judge_value, human."""
+    """(items, answers) of sampled answers over the run's methods, each row with its method and
+    judge: items: method, judge, judge_label, label; answers: method, judge, judge_value, human."""
     kind = U.unit(metric).kind
     judge_of = _judges(store, run_id, metric)
     items, answers = [], []
@@ -67,16 +70,19 @@ def sampled_pairs(store: RunStore, run_id: str, metric: str) -> tuple[pd.DataFra
         if ans.empty:
             continue
         labels = U.newest_labels(store, run_id, method, kind)
-        its = U.label_items(store, run_id, method, metric).merge(
+        its = U.label_items(store, run_id, method, metric, with_text=False).merge(
             labels[["question_id", "target_ref", "label"]], on=["question_id", "target_ref"])
         its = its[its.question_id.isin(set(ans.question_id)) & (its.label != RETRACTED)]
-        its = its.assign(judge=[judge_of.get((method, q), "(no judge recorded)") for q in its.question_id])
-        items.append(its[["judge", "judge_label", "label"]])
+        its = its.assign(method=method,
+                         judge=[judge_of.get((method, q), "(no judge recorded)") for q in its.question_id])
+        items.append(its[["method", "judge", "judge_label", "label"]])
         done = ans[ans.human.notna()]
-        answers.append(pd.DataFrame({"judge": [judge_of.get((method, q), "(no judge recorded)") for q in done.question_id],
+        answers.append(pd.DataFrame({"method": method,
+                                     "judge": [judge_of.get((method, q), "(no judge recorded)") for q in done.question_id],
                                      "judge_value": done.judge.to_numpy(), "human": done.human.to_numpy()}))
     cat = lambda frames, cols: pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)  # noqa: E731
-    return cat(items, ["judge", "judge_label", "label"]), cat(answers, ["judge", "judge_value", "human"])
+    return (cat(items, ["method", "judge", "judge_label", "label"]),
+            cat(answers, ["method", "judge", "judge_value", "human"]))
 
 
 def _norm(x: Any) -> str:
@@ -96,26 +102,54 @@ def _advice(kappa: Any, bias_low: Any, bias_high: Any, rho: Any, n: int) -> str:
     return "weak: rely on labels"
 
 
-def summary(store: RunStore, run_id: str) -> pd.DataFrame:
-    """Per judge x labellable metric with sampled labels: kappa [CI], bias [CI], rho, advice."""
+def _row(it: pd.DataFrame, an: pd.DataFrame, verdicts: bool = True) -> dict[str, Any]:
+    """kappa [CI] of the items, bias [CI] and rho of the answers, and the reading, of one group.
+    `verdicts=False` (0-1 ratings): no kappa, agreement between categories does not apply to a
+    number (the judge's 0.5634 against a person's 0.6 is not a disagreement)."""
+    k = klo = khi = None
+    if verdicts:
+        k, klo, khi = kappa_ci([_norm(x) for x in it.judge_label], [_norm(x) for x in it.label])
+    bias = blo = bhi = rho = None
+    if len(an) >= 1:
+        diff = an.judge_value.to_numpy(float) - an.human.to_numpy(float)
+        bias = float(diff.mean())
+        blo, bhi = bias_interval(diff, ALPHA)  # never zero width: a judge agreeing 50 times is not exact
+        blo, bhi = (None if x != x else x for x in (blo, bhi))
+        rho = corr(an.human.to_numpy(float), an.judge_value.to_numpy(float))
+    return {"n_answers": len(an), "n_items": len(it), "kappa": k, "kappa_low": klo, "kappa_high": khi,
+            "bias": bias, "bias_low": blo, "bias_high": bhi, "rho": rho, "advice": _advice(k, blo, bhi, rho, len(an))}
+
+
+def summary(store: RunStore, run_id: str, per_method: bool = False) -> pd.DataFrame:
+    """Per judge x labellable metric with sampled labels (`per_method`: per method x judge x
+    metric, as `evalcore labels summary` and the Runs page show it): kappa [CI], bias [CI], rho,
+    advice. `method` is None in the per-judge rows (several methods pooled)."""
     rows = []
     if not any(r == run_id for r, _ in sampled_systems(store)):
         return pd.DataFrame(rows, columns=COLUMNS)
+    ppi()  # its intervals need the labels extra: without it, one line naming the install
+    keys = ["method", "judge"] if per_method else ["judge"]
     for metric in U.estimable_metrics(store, run_id):
         items, answers = sampled_pairs(store, run_id, metric)
-        for judge in sorted(set(items.judge) | set(answers.judge)):
-            it, an = items[items.judge == judge], answers[answers.judge == judge]
-            k, klo, khi = kappa_ci([_norm(x) for x in it.judge_label], [_norm(x) for x in it.label])
-            bias = blo = bhi = rho = None
-            if len(an) >= 2:
-                diff = an.judge_value.to_numpy(float) - an.human.to_numpy(float)
-                bias = float(diff.mean())
-                blo, bhi = (float(v) for v in np.ravel(ppi().classical_mean_ci(diff, alpha=ALPHA)))
-                rho = correlation(an.human.to_numpy(float), an.judge_value.to_numpy(float))
-            rows.append({"judge": judge, "metric": metric, "n_answers": len(an), "n_items": len(it), "kappa": k,
-                         "kappa_low": klo, "kappa_high": khi, "bias": bias, "bias_low": blo, "bias_high": bhi,
-                         "rho": rho, "advice": _advice(k, blo, bhi, rho, len(an))})
+        groups = sorted(set(map(tuple, items[keys].to_numpy())) | set(map(tuple, answers[keys].to_numpy())))
+        for group in groups:
+            pick = lambda df: df[(df[keys] == pd.Series(group, index=keys)).all(axis=1)]  # noqa: E731
+            rows.append({"method": group[0] if per_method else None, "judge": group[-1], "metric": metric,
+                         **_row(pick(items), pick(answers), U.unit(metric).kind != "metric")})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def runs_summary(store: RunStore, run_ids: Sequence[str]) -> pd.DataFrame:
+    """summary(per_method=True) of every run among `run_ids` with randomly sampled labels, with a
+    run_id column first (the Runs page's judge calibration table)."""
+    have = {r for r, _ in sampled_systems(store)}
+    parts = [summary(store, run_id, per_method=True).assign(run_id=run_id)
+             for run_id in dict.fromkeys(run_ids) if run_id in have]
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame(columns=["run_id", *COLUMNS])
+    out = pd.concat(parts, ignore_index=True)
+    return out[["run_id", *COLUMNS]]
 
 
 def confusion(store: RunStore, run_id: str, metric: str, judge: str | None = None) -> pd.DataFrame:

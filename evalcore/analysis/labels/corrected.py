@@ -5,58 +5,48 @@ design). Prediction-powered inference (Angelopoulos et al. 2023; PPI++, Angelopo
 Zrnic 2023) combines the judge's value on every answer with human values on a uniform random
 sample into an estimate of the *human* mean with a valid confidence interval; PPI++ tunes how much
 it leans on the judge (lambda), so it is never much wider than the labels alone and narrower when
-the judge tracks people. The estimators are ppi-python's (`ppi_mean_ci`, `ppi_mean_pointestimate`
-with lam=None, `classical_mean_ci`): this module only assembles their inputs from the store
+the judge tracks people. The estimate from arrays, and the rules that keep its numbers honest at
+any size, are evalcore.analysis.labels.ppi_estimate's; this module assembles its inputs from the store
 (evalcore.analysis.labels.label_units) and reports them. One function feeds the CLI and every page.
 
 Inputs per system x metric: Y = human values of the n sampled, fully labelled answers, Yhat = the
 judge's values of the same answers, Yhat_unlabeled = the judge's values of the other N - n answers.
-All N labelled: the labels are a census and the classical interval is reported. Below MIN_LABELS
-sampled answers no estimate is shown ("n of 50 labels"): every estimator under-covers there.
+Below MIN_LABELS sampled answers no estimate is shown ("n of 50 labels": every estimator
+under-covers there), unless the labels are the whole population (n = N): its human mean is exact.
 
 Paired delta (Compare): on questions both systems answered, D = human_b - human_a where the same
 question is labelled on both sides, Dhat = judge_b - judge_a; PPI++ on D estimates the human mean
 difference. Assumes the doubly labelled questions are a uniform random sample of the paired ones,
 which the shared seeded order (label_sampling) gives when both sides are labelled from the top.
+The judge Δ shown beside it is the comparison's main table's (evalcore.analysis.comparison.compare), never a
+second computation that could disagree with it.
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
-import numpy as np
 import pandas as pd
 
 from evalcore.analysis.labels import label_units as U
-from evalcore.errors import EvalcoreError
+from evalcore.analysis.labels.label_counts import MIN_LABELS, TARGET_HALF_WIDTH, count_text, interval, num  # noqa: F401
+from evalcore.analysis.labels.ppi_estimate import (  # noqa: F401  (the names pages and the CLI read here)
+    ALL_LABELLED,
+    ALPHA,
+    COLUMNS,
+    INSTALL_HINT,
+    OK,
+    SHOWN,
+    TOO_FEW,
+    available,
+    corr as _corr,
+    estimate,
+    labels_to_target,
+    ppi,
+    withheld,
+)
 from evalcore.schemas.ids import canonical_id
 from evalcore.store import RunStore
-
-MIN_LABELS = 50
-ALPHA = 0.05
-TARGET_HALF_WIDTH = 0.05
-INSTALL_HINT = "corrected estimates need ppi-python: pip install 'evalcore[labels]'"
-
-COLUMNS = ["method", "metric", "status", "n_labelled", "N", "judge_mean", "corrected", "ci_low", "ci_high",
-           "classical_low", "classical_high", "bias", "bias_low", "bias_high", "rho", "width_ratio",
-           "implied_width_ratio", "labels_to_target"]
-
-
-def ppi():
-    """ppi_py, imported on first use (it pulls numba and statsmodels: seconds to import)."""
-    try:
-        import ppi_py
-    except ImportError as exc:
-        raise EvalcoreError(INSTALL_HINT) from exc
-    return ppi_py
-
-
-def available() -> bool:
-    """Whether ppi-python is installed (without importing it: the import takes seconds)."""
-    import importlib.util
-
-    return importlib.util.find_spec("ppi_py") is not None
 
 
 def sampled_systems(store: RunStore) -> set[tuple[str, str]]:
@@ -67,55 +57,12 @@ def sampled_systems(store: RunStore) -> set[tuple[str, str]]:
     return set(zip(have.run_id, have.method))
 
 
-def labels_to_target(n: int, half_width: float | None, target: float = TARGET_HALF_WIDTH) -> int | None:
-    """Roughly how many more labels bring the CI half-width to `target`: width shrinks as 1/sqrt(n)
-    at the observed variance, so n_needed = n (half_width / target)^2."""
-    if half_width is None or not math.isfinite(half_width) or n <= 0:
-        return None
-    return max(0, math.ceil(n * (half_width / target) ** 2) - n)
-
-
-def correlation(a: np.ndarray, b: np.ndarray) -> float | None:
-    if len(a) < 3 or np.std(a) == 0 or np.std(b) == 0:
-        return None
-    return float(np.corrcoef(a, b)[0, 1])
-
-
-def estimate(y: Sequence[float], yhat: Sequence[float], yhat_unlabelled: Sequence[float],
-             alpha: float = ALPHA, min_labels: int = MIN_LABELS) -> dict[str, Any]:
-    """PPI++ corrected mean and everything shown beside it, from arrays (no store).
-
-    `y`, `yhat`: human and judge values of the labelled answers (same order); `yhat_unlabelled`: the
-    judge on the rest of the population."""
-    y, yhat, rest = (np.asarray(x, dtype=float) for x in (y, yhat, yhat_unlabelled))
-    n, big_n = len(y), len(y) + len(rest)
-    out: dict[str, Any] = {c: None for c in COLUMNS[2:]}
-    out.update(n_labelled=n, N=big_n, judge_mean=float(np.concatenate([yhat, rest]).mean()) if big_n else None,
-               status="ok" if n >= min_labels else "too_few")
-    if n < 2:
-        return out
-    p = ppi()
-    lo, hi = (float(v) for v in np.ravel(p.classical_mean_ci(y, alpha=alpha)))
-    out.update(classical_low=lo, classical_high=hi)
-    bl, bh = (float(v) for v in np.ravel(p.classical_mean_ci(yhat - y, alpha=alpha)))
-    out.update(bias=float((yhat - y).mean()), bias_low=bl, bias_high=bh, rho=correlation(y, yhat))
-    if len(rest):
-        point = float(np.ravel(p.ppi_mean_pointestimate(y, yhat, rest, lam=None))[0])
-        cl, ch = (float(v) for v in np.ravel(p.ppi_mean_ci(y, yhat, rest, alpha=alpha, lam=None)))
-    else:  # every answer labelled: the labels are the population
-        point, cl, ch = float(y.mean()), lo, hi
-    out.update(corrected=point, ci_low=cl, ci_high=ch)
-    out["width_ratio"] = (ch - cl) / (hi - lo) if hi > lo else None
-    out["implied_width_ratio"] = math.sqrt(max(0.0, 1 - out["rho"] ** 2)) if out["rho"] is not None else None
-    out["labels_to_target"] = labels_to_target(n, (ch - cl) / 2)
-    return out
-
-
-def system_estimate(store: RunStore, run_id: str, method: str, metric: str) -> dict[str, Any]:
-    """The corrected mean of one system x metric from the store's sampled labels."""
+def system_estimate(store: RunStore, run_id: str, method: str, metric: str, withhold: bool = True) -> dict[str, Any]:
+    """The corrected mean of one system x metric from the store's sampled labels (`withhold=False`:
+    a "too_few" row keeps its rough numbers, for Annotate's progress)."""
     ans = U.answers(store, run_id, method, metric)
     lab = ans.sampled & ans.human.notna()
-    out = estimate(ans.loc[lab, "human"], ans.loc[lab, "judge"], ans.loc[~lab, "judge"])
+    out = estimate(ans.loc[lab, "human"], ans.loc[lab, "judge"], ans.loc[~lab, "judge"], withhold=withhold)
     return {"method": method, "metric": metric, **out}
 
 
@@ -155,16 +102,92 @@ def corrected_texts(store: RunStore, systems: Sequence[tuple[str, str]]) -> dict
     return out
 
 
-def _verdict(lo: float | None, hi: float | None) -> str:
-    if lo is None or hi is None:
+def shown(row: dict[str, Any] | pd.Series, digits: int = 3) -> str:
+    """The one-cell text of a corrected mean: '0.612 [0.550, 0.670]', '0.667 [0.300, 0.900] (all 6
+    labelled)' for a small population labelled in full, or 'n of 50 labels'."""
+    if row["status"] not in SHOWN or num(row["corrected"]) == "–":
+        return count_text(row["n_labelled"], row["N"])
+    text = f"{num(row['corrected'], digits)} {interval(row['ci_low'], row['ci_high'], digits)}"
+    return text + _census(row)
+
+
+# ---- paired Δ (Compare, `compare --corrected`) ----------------------------------------------
+DELTA_COLUMNS = ["candidate", "metric", "status", "n_labelled", "N", "judge_delta", "judge_low", "judge_high",
+                 "judge_verdict", "judge_tested", "corrected_delta", "ci_low", "ci_high", "corrected_verdict",
+                 "verdict_changes", "classical_low", "classical_high", "rho", "width_ratio", "implied_width_ratio",
+                 "lam"]
+MAIN_TABLE, APART = "with the main table", "apart"  # how a judge Δ's verdict was tested (judge_tested)
+_NO_DIFFERENCE = "no clear difference"
+
+
+def _verdict(lo: float | None, hi: float | None, higher_is_better: bool = True) -> str:
+    """A corrected Δ's verdict from its CI's sign (unadjusted), in the metric's better direction."""
+    if num(lo) == "–" or num(hi) == "–":
         return "–"
-    return "better" if lo > 0 else "worse" if hi < 0 else "no clear difference"
+    if lo > 0 or hi < 0:
+        return "better" if (lo > 0) == higher_is_better else "worse"
+    return _NO_DIFFERENCE
+
+
+def _changes(judge_verdict: str, corrected_verdict: str) -> bool:
+    """Whether people's labels change the judge's finding: better / worse / neither differ."""
+    if corrected_verdict == "–":
+        return False
+    way = lambda v: v if v in ("better", "worse") else "neither"  # noqa: E731
+    return way(judge_verdict) != way(corrected_verdict)
+
+
+class JudgeSide(NamedTuple):
+    """One main-table row's judge Δ, CI and verdict (hashable: a page passes it to a cached call)."""
+
+    candidate: str
+    metric: str
+    delta: float | None
+    ci_low: float | None
+    ci_high: float | None
+    outcome: str
+    tested: str = MAIN_TABLE
+
+
+def main_table_judge(table: pd.DataFrame, outcomes: dict[tuple[str, str], str],
+                     tested: str = MAIN_TABLE) -> tuple[JudgeSide, ...]:
+    """A comparison's main table (evalcore.analysis.comparison.compare's rows, with `candidate`; `outcomes`:
+    (candidate, metric) -> verdict outcome) as the judge side corrected_compare takes: the
+    corrected rows then show the main table's own numbers."""
+    return tuple(JudgeSide(r["candidate"], r["metric"], _value(r["delta"]), _value(r.get("ci_low")),
+                           _value(r.get("ci_high")), outcomes.get((r["candidate"], r["metric"])) or "–", tested)
+                 for r in table.to_dict("records"))
+
+
+def judge_apart(store: RunStore, base: tuple[str, str], cand: tuple[str, str], metrics: Sequence[str],
+                alpha: float = ALPHA, seed: int = 0) -> dict[str, JudgeSide]:
+    """metric -> judge Δ, CI and verdict for labelled metrics the main table did not test, by the
+    main table's own functions (analysis.compare.compare, verdict.verdict_lines): the numbers
+    `evalcore compare BASE CAND -m <these metrics>` prints (one Holm family of them)."""
+    from evalcore.analysis.comparison.compare import Selection, compare
+    from evalcore.analysis.comparison.verdict import verdict_lines
+
+    if not metrics:
+        return {}
+    result = compare(store, [Selection(*base), Selection(*cand)], metrics=list(metrics), seed=seed, alpha=alpha,
+                     with_run_level=False)
+    lines = verdict_lines(result.table, "baseline", "candidate", alpha)
+    outcome = dict(zip(lines.metric, lines.outcome))
+    rows = main_table_judge(result.table, {(c, m): outcome.get(m, "–")
+                                           for c, m in zip(result.table.candidate, result.table.metric)}, APART)
+    return {r.metric: r for r in rows}
 
 
 def corrected_delta(store: RunStore, base: tuple[str, str], cand: tuple[str, str], metric: str,
-                    alpha: float = ALPHA) -> dict[str, Any]:
-    """Judge Δ and corrected Δ (candidate - baseline) of one metric, paired on question id, with
-    their 95% CIs and verdicts (better / worse / no clear difference: the CI's sign, unadjusted)."""
+                    alpha: float = ALPHA, judge: JudgeSide | None = None, seed: int = 0) -> dict[str, Any]:
+    """Judge Δ and corrected Δ (candidate - baseline) of one metric, paired on question id.
+
+    The judge side is the main comparison table's (`judge`: its row, from main_table_judge; else
+    computed as `compare -m METRIC` computes it), so the two can never disagree. The corrected side
+    is PPI++ on per-question human differences, its verdict the CI's sign (unadjusted), with rho,
+    the labels-alone CI and the measured width ratio beside it."""
+    from evalcore.analysis.read.catalog import direction
+
     a = U.answers(store, *base, metric)
     b = U.answers(store, *cand, metric)
     # paired under the id rule (evalcore.schemas.ids), as `compare` pairs
@@ -173,56 +196,73 @@ def corrected_delta(store: RunStore, base: tuple[str, str], cand: tuple[str, str
     dhat = (m.judge_b - m.judge_a).to_numpy(float)
     both = (m.sampled_a & m.sampled_b & m.human_a.notna() & m.human_b.notna()).to_numpy()
     d = (m.human_b - m.human_a).to_numpy(float)[both]
-    est = estimate(d, dhat[both], dhat[~both], alpha=alpha)
-    judge_lo = judge_hi = None
-    if len(dhat) >= 2:
-        judge_lo, judge_hi = (float(v) for v in np.ravel(ppi().classical_mean_ci(dhat, alpha=alpha)))
-    judge_verdict = _verdict(judge_lo, judge_hi)
-    corrected_verdict = _verdict(est["ci_low"], est["ci_high"]) if est["status"] == "ok" else "–"
+    est = estimate(d, dhat[both], dhat[~both], alpha=alpha, signed=True)
+    if judge is None:
+        judge = judge_apart(store, base, cand, [metric], alpha, seed).get(metric)
+    judge_verdict = judge.outcome if judge else "–"
+    corrected_verdict = _verdict(est["ci_low"], est["ci_high"], direction(metric)[0])
     return {"metric": metric, "status": est["status"], "n_labelled": est["n_labelled"], "N": est["N"],
-            "judge_delta": est["judge_mean"], "judge_low": judge_lo, "judge_high": judge_hi,
-            "judge_verdict": judge_verdict, "corrected_delta": est["corrected"], "ci_low": est["ci_low"],
-            "ci_high": est["ci_high"], "corrected_verdict": corrected_verdict,
-            "verdict_changes": corrected_verdict != "–" and corrected_verdict != judge_verdict}
+            "judge_delta": judge.delta if judge else None, "judge_low": judge.ci_low if judge else None,
+            "judge_high": judge.ci_high if judge else None, "judge_verdict": judge_verdict,
+            "judge_tested": judge.tested if judge else None, "corrected_delta": est["corrected"],
+            "ci_low": est["ci_low"], "ci_high": est["ci_high"], "corrected_verdict": corrected_verdict,
+            "verdict_changes": _changes(judge_verdict, corrected_verdict),
+            **{k: est[k] for k in ("classical_low", "classical_high", "rho", "width_ratio", "implied_width_ratio",
+                                   "lam")}}
 
 
-DELTA_COLUMNS = ["candidate", "metric", "status", "n_labelled", "N", "judge_delta", "judge_low", "judge_high",
-                 "judge_verdict", "corrected_delta", "ci_low", "ci_high", "corrected_verdict", "verdict_changes"]
+def _value(x: Any) -> float | None:
+    """A table cell as JSON should carry it: None for a missing value (NaN), else a float."""
+    return None if num(x, 12) == "–" else float(x)
+
+
+def labelled_metrics(store: RunStore, system: tuple[str, str]) -> set[str]:
+    """The metrics with any randomly sampled label on this system (a rating's target is its metric,
+    whole; any other label's target names its metric first: `faithfulness:answer:0`,
+    `context_precision:3`, `answer_class`, `factual_accuracy`)."""
+    from evalcore.store import query_df
+
+    rows = query_df(store, "SELECT DISTINCT CASE WHEN target_kind = 'metric' THEN target_ref "
+                           "ELSE split_part(target_ref, ':', 1) END AS metric FROM annotations "
+                           "WHERE run_id = $run AND method = $method AND sample_id IS NOT NULL",
+                    {"run": system[0], "method": system[1]})
+    return set(rows.metric)
 
 
 def corrected_compare(store: RunStore, base: tuple[str, str], cands: Sequence[tuple[str, str]],
-                      metrics: Sequence[str] | None = None) -> pd.DataFrame:
-    """Corrected Δ per candidate x labellable metric with sampled labels on both sides (DELTA_COLUMNS)."""
-    rows = []
+                      metrics: Sequence[str] | None = None, judged: Sequence[JudgeSide] | None = None,
+                      alpha: float = ALPHA, seed: int = 0) -> pd.DataFrame:
+    """Corrected Δ per candidate x metric with randomly sampled labels on both sides (DELTA_COLUMNS):
+    every such metric unless `metrics` names some. `judged`: the main table's judge side
+    (main_table_judge); a labelled metric it lacks is tested apart (judge_apart)."""
+    base = tuple(base)
     have = sampled_systems(store)
-    for cand in cands:
-        if tuple(base) not in have or tuple(cand) not in have:
+    rows = []
+    for cand in map(tuple, cands):
+        if base not in have or cand not in have:
             continue
-        shared = [m for m in U.estimable_metrics(store, base[0]) if m in set(U.estimable_metrics(store, cand[0]))]
-        for metric in metrics or shared:
-            if metric not in shared:
-                continue
-            row = corrected_delta(store, base, cand, metric)
-            if row["n_labelled"]:
-                rows.append({"candidate": f"{cand[0]}:{cand[1]}", **row})
+        shared = set(U.estimable_metrics(store, cand[0]))
+        labelled = labelled_metrics(store, base) & labelled_metrics(store, cand)
+        names = [m for m in U.estimable_metrics(store, base[0]) if m in shared and m in labelled
+                 and (metrics is None or m in set(metrics))]
+        label = f"{cand[0]}:{cand[1]}"
+        given = {j.metric: j for j in judged or () if j.candidate == label}
+        given |= judge_apart(store, base, cand, [m for m in names if m not in given], alpha, seed)
+        for metric in names:
+            row = corrected_delta(store, base, cand, metric, alpha, given.get(metric), seed)
+            rows.append({"candidate": label, **row})
     return pd.DataFrame(rows, columns=DELTA_COLUMNS)
 
 
-def num(x: float | None, digits: int = 3, sign: bool = False) -> str:
-    """A number as people read it: '–' when missing, never '-0.000'."""
-    if x is None or x != x:
-        return "–"
-    x = 0.0 if round(x, digits) == 0 else x  # a tiny negative rounds to 0, not '-0.000'
-    return f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}"
+def delta_shown(row: dict[str, Any] | pd.Series, digits: int = 3) -> str:
+    """The one-cell text of a corrected Δ: '+0.050 [-0.010, +0.110]' (with '(all N labelled)' for
+    a small paired population labelled in full) or 'n of 50 labels'."""
+    if row["status"] not in SHOWN or num(row["corrected_delta"]) == "–":
+        return count_text(row["n_labelled"], row["N"])
+    text = f"{num(row['corrected_delta'], digits, sign=True)} {interval(row['ci_low'], row['ci_high'], digits)}"
+    return text + _census(row)
 
 
-def interval(lo: float | None, hi: float | None, digits: int = 3) -> str:
-    """'[lo, hi]' or '–'."""
-    return "–" if lo is None or lo != lo else f"[{num(lo, digits)}, {num(hi, digits)}]"
-
-
-def shown(row: dict[str, Any] | pd.Series, digits: int = 3) -> str:
-    """The one-cell text of a corrected mean: '0.612 [0.550, 0.670]' or 'n of 50 labels'."""
-    if row["status"] != "ok" or row["corrected"] is None:
-        return f"{int(row['n_labelled'])} of {MIN_LABELS} labels"
-    return f"{num(row['corrected'], digits)} {interval(row['ci_low'], row['ci_high'], digits)}"
+def _census(row: dict[str, Any] | pd.Series) -> str:
+    """' (all 6 labelled)' when the labels are the whole population (its human value is exact)."""
+    return f" (all {int(row['N'])} labelled)" if row["N"] and row["n_labelled"] == row["N"] else ""
