@@ -139,3 +139,14 @@ def test_an_unknown_method_or_metric_is_one_line(lab, capsys):
     assert code == 2 and err.startswith("error: ") and "'nope'" in err and METHOD in err, err
     code, _, err = main(capsys, store.root, "labels", "targets", run, METHOD, "no_such_metric")
     assert code == 2 and err.startswith("error: ") and "no_such_metric" in err and "faithfulness" in err, err
+
+
+def test_a_fully_labelled_population_lists_nothing_and_says_so(lab, capsys, tmp_path):
+    from tests.test_label_samples import records, seq, write
+
+    store, run = lab
+    path = write(tmp_path / "all.jsonl", records(store, run, seq(store, run)))  # the whole sample, in order
+    assert main(capsys, store.root, "labels", "import", path)[0] == 0
+    code, out, err = main(capsys, store.root, "labels", "targets", run, METHOD, "answer_class")
+    assert code == 0 and out.strip().count("\n") == 0 and "every answer" in err and "srs:0" in err, (out, err)
+    assert U.answers(store, run, METHOD, "answer_class").sampled.all()

@@ -70,7 +70,10 @@ def targets_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name
     if U.answers(store, run_id, stored, metric).empty:
         raise EvalcoreError(f"run {run_id} has no {metric} verdicts to label for method {stored!r} "
                             f"(labellable: {', '.join(U.estimable_metrics(store, run_id)) or 'none'})")
-    text = rows_to_csv(template_rows(store, run_id, stored, metric, seed, n), COLUMNS)
+    rows = template_rows(store, run_id, stored, metric, seed, n)
+    if not rows:
+        echo_line(f"every answer of {run_id}/{stored}/{metric} is labelled in sample {sample_id(seed)}", err=True)
+    text = rows_to_csv(rows, COLUMNS)
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
