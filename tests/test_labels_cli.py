@@ -157,9 +157,11 @@ def test_claim_labels_import_by_claim_index_and_complete_the_answer(labelled, tm
     from evalcore.analysis.labels import label_units as U
 
     store, run, _ = labelled
-    q = "q00003"
+    draw = S.next_answer(store, run, "local_search", "faithfulness")  # the sample's next answer and its probability
+    q = draw.question_id
+    assert len(U.items_of_answer(store, run, "local_search", "faithfulness", q)) == 3
     recs = [{"run": run, "method": "local_search", "question_id": q, "metric": "faithfulness", "target": i,
-             "label": word, "who": "argilla", "sample_id": "srs:0", "inclusion_prob": 0.25}
+             "label": word, "who": "argilla", "sample_id": "srs:0", "inclusion_prob": draw.inclusion_prob}
             for i, word in enumerate(["yes", "no", "supported"])]
     path = tmp_path / "claims.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))

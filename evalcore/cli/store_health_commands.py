@@ -18,9 +18,11 @@ def check_cmd(
     """Open every file every run's pointer names, like `git fsck`: list damaged runs (a symbolic
     link anywhere in a run included), files nothing accounts for, and (for the whole store) its
     own folders outside the runs that are links, and warn of question ids stored twice under the
-    id rule (a run from before the rule: compare refuses it). Exit code 1 when a run is damaged or a folder
-    of the store is a link."""
+    id rule (a run from before the rule: compare refuses it) and of random samples whose labels
+    no longer walk their seed's order (those labels count as hand-picked: docs/labels.md). Exit
+    code 1 when a run is damaged or a folder of the store is a link."""
     from evalcore.analysis.read.id_collisions import colliding_ids, warning_lines
+    from evalcore.analysis.labels.sample_audit import findings as sample_findings
 
     store = state.store()
     run_ids = [store.resolve(run)] if run else None
@@ -38,6 +40,8 @@ def check_cmd(
         if not check.damaged:  # a run that reads whole: are its ids one id twice under the id rule?
             for line in warning_lines(colliding_ids(store, check.run_id)):
                 echo_line(f"WARNING {line}")
+            for line in sample_findings(store, check.run_id):  # do its random samples still walk their order?
+                echo_line(f"WARNING {check.run_id}: {line}")
         damaged += check.damaged
         strays += len(check.strays)
     links = f", {len(linked)} of the store's own folders or files a symbolic link (or a FIFO, socket or device)" \

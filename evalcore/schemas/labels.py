@@ -14,6 +14,7 @@ the letter a person computing by hand would give.
 from __future__ import annotations
 
 import math
+import re
 from enum import StrEnum
 
 
@@ -95,3 +96,30 @@ def context_verdict(value: object) -> ContextVerdict | None:
     """A context verdict from a judge's yes/no/1/0/relevant word (None when it gave none)."""
     return _verdict_word(value, ContextVerdict.RELEVANT, ContextVerdict.NOT_RELEVANT,
                          {"yes", "relevant", "true", "1"}, {"no", "not_relevant", "irrelevant", "false", "0"})
+
+
+# ---- how a labelled answer was drawn: the one grammar of sample ids --------------------------
+# A random sample is named `srs:<seed>`: a simple random sample walking the seeded order of
+# evalcore.analysis.labels.sample_order. The seed is written in ASCII digits without a sign, spaces or
+# leading zeros (0 to 10**18 - 1), so one seed has exactly one spelling: two spellings of one
+# seed ("srs:03", "srs:3") would read as two samples, and a look-alike ("srs:３" in full-width
+# digits, a Cyrillic "ѕ", a zero-width space) must never pass for a sample it is not. Anything
+# else is not a sample id; `labels import` refuses it and a label stored with one before this
+# grammar existed counts as hand-picked (`store check` names it). docs/labels.md.
+SAMPLE_PREFIX = "srs:"
+_SAMPLE_ID = re.compile(r"srs:(0|[1-9][0-9]{0,17})", re.ASCII)
+SAMPLE_GRAMMAR = "srs:<seed>, the seed a whole number in ASCII digits without leading zeros (e.g. srs:0, srs:3)"
+
+
+def sample_id(seed: int) -> str:
+    """The id of the random sample walking `seed`'s order."""
+    seed = int(seed)
+    if not 0 <= seed < 10**18:
+        raise ValueError(f"a sample seed is a whole number from 0 to 10**18 - 1, got {seed}")
+    return f"{SAMPLE_PREFIX}{seed}"
+
+
+def sample_seed(text: object) -> int | None:
+    """The seed a sample id names, or None when `text` does not follow the grammar exactly."""
+    match = _SAMPLE_ID.fullmatch(text) if isinstance(text, str) else None
+    return int(match.group(1)) if match else None

@@ -12,6 +12,7 @@ from pydantic import AfterValidator, Field, field_validator, model_serializer, m
 from evalcore.schemas.bounds import JsonObject
 from evalcore.schemas.dataset import Strict
 from evalcore.schemas.ids import Id, canonical_id
+from evalcore.schemas.labels import SAMPLE_GRAMMAR, sample_seed
 from evalcore.schemas.storable import storable_names
 
 
@@ -188,6 +189,16 @@ class Annotation(Strict):
     # corrected estimates (evalcore.analysis.labels.corrected). docs/labels.md.
     sample_id: str | None = None
     inclusion_prob: float | None = Field(default=None, gt=0.0, le=1.0)
+
+    @field_validator("sample_id")
+    @classmethod
+    def _one_sample_grammar(cls, sample_id: str | None) -> str | None:
+        # one spelling per sample (schemas.labels): "hello", "srs:03" or a look-alike never
+        # passes for a random sample
+        if sample_id is not None and sample_seed(sample_id) is None:
+            raise ValueError(f"sample_id {sample_id!r} is not a sample id: write {SAMPLE_GRAMMAR}, "
+                             "or leave it empty for a hand-picked label")
+        return sample_id
 
     @model_validator(mode="after")
     def _sample_complete(self) -> "Annotation":

@@ -166,16 +166,20 @@ def test_a_partly_labelled_answer_is_not_labelled(tmp_path):
 
     store = build_store(tmp_path / "runs", n_runs=1, n_questions=4, n_metrics=1)
     run = store.run_ids()[0]
-    items = U.items_of_answer(store, run, "basic_search", "faithfulness", "q00000")
+    first = S.next_answer(store, run, "basic_search", "faithfulness")  # the sample's first answer
+    q = first.question_id
+    items = U.items_of_answer(store, run, "basic_search", "faithfulness", q)
     assert len(items) == 3
-    rows = [A.build(dict(run_id=run, method="basic_search", question_id="q00000", target_kind="claim",
+    rows = [A.build(dict(run_id=run, method="basic_search", question_id=q, target_kind="claim",
                          target_ref=r.target_ref, judge_label=r.judge_label), "ann", "supported", None,
-                    ("srs:0", 0.25)) for r in items.itertuples()]
+                    (first.sample_id, first.inclusion_prob)) for r in items.itertuples()]
     store.append_annotations(rows[:2])
     ans = U.answers(store, run, "basic_search", "faithfulness").set_index("question_id")
-    assert ans.loc["q00000", "sampled"] and math.isnan(ans.loc["q00000", "human"])
+    assert math.isnan(ans.loc[q, "human"])
+    assert S.next_answer(store, run, "basic_search", "faithfulness").question_id == q  # offered again
     store.append_annotations(rows[2:])
-    assert U.answers(store, run, "basic_search", "faithfulness").set_index("question_id").loc["q00000", "human"] == 1.0
+    ans = U.answers(store, run, "basic_search", "faithfulness").set_index("question_id")
+    assert ans.loc[q, "sampled"] and ans.loc[q, "human"] == 1.0
 
 
 def test_labels_written_before_sample_fields_read_as_hand_picked(store):
@@ -236,17 +240,21 @@ def test_each_metric_maps_its_labels_to_one_answer_value(tmp_path):
     from evalcore.demo.synthetic import build_store
 
     store = build_store(tmp_path / "runs", n_runs=1, n_questions=4, n_metrics=11)
-    run, m, q = store.run_ids()[0], "basic_search", "q00001"
+    run, m = store.run_ids()[0], "basic_search"
+    # the first answer of seed 0's order (every population here holds all 4 questions), with the
+    # inclusion probability its place gives: a verified sample of one answer per metric
+    q = S.order(U.answers(store, run, m, "factual_accuracy").question_id.tolist(), 0)[0]
+    draw = ("srs:0", S.inclusion_prob(0, 4))
     base = dict(run_id=run, method=m, question_id=q)
     grade = U.label_items(store, run, m, "factual_accuracy")
     grade = grade[grade.question_id == q].iloc[0]
     ctx = U.items_of_answer(store, run, m, "context_precision", q)
     rows = [A.build({**base, "target_kind": "grade", "target_ref": "factual_accuracy", "judge_label": grade.judge_label},
-                    "ann", "B", None, ("srs:0", 0.25)),
+                    "ann", "B", None, draw),
             A.build({**base, "target_kind": "metric", "target_ref": "token_f1", "judge_label": None}, "ann", "0.8",
-                    None, ("srs:0", 0.25))]
+                    None, draw)]
     rows += [A.build({**base, "target_kind": "context", "target_ref": r.target_ref, "judge_label": r.judge_label}, "ann",
-                     "relevant" if i != 1 else "not_relevant", None, ("srs:0", 0.25))
+                     "relevant" if i != 1 else "not_relevant", None, draw)
              for i, r in enumerate(ctx.itertuples())]
     store.append_annotations(rows)
     g = U.answers(store, run, m, "factual_accuracy").set_index("question_id").loc[q]

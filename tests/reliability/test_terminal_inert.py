@@ -115,12 +115,14 @@ def _cases(h) -> dict[str, list[list[str]]]:
         "demo": [bad_port], "demo-server": [bad_port], "app": [bad_port],
         "labels import": [[str(h["labels"])], [str(h["bad_labels"])]],
         "labels export": [[], ["-f", "jsonl"]],
+        "labels targets": [[run, METHOD_A, "answer_class", "-n", "2"], [run, "nope" + HOSTILE, "answer_class"]],
     }
 
 
 def _csv_data(command: str, args: list[str]) -> bool:
     """CSV to stdout is data: a quoted cell may hold a newline (shown, as every other control is not)."""
-    return (command == "export" and "csv" in args) or (command == "labels export" and "jsonl" not in args)
+    return ((command == "export" and "csv" in args) or (command == "labels export" and "jsonl" not in args)
+            or command == "labels targets")
 
 
 def _run(root, argv: list[str], capsys, monkeypatch) -> tuple[str, str]:

@@ -1,53 +1,33 @@
-"""Random-sample labelling: which answer a person labels next so the labels can feed estimates.
+"""Random-sample labelling: which answers a person labels next so the labels can feed estimates.
 
 Why: prediction-powered inference is valid only when the labelled answers are a uniform random
 sample of the population (run x method x metric); answers an annotator picks by hand (odd-looking
-verdicts, the first page of a queue) are not. The sample here is a seeded random order of the
-population's question ids — the order of sha256("<seed>:<question_id>") — and labelling walks it
+verdicts, the first page of a queue) are not. The sample walks a seeded random order of the
+population's question ids (evalcore.analysis.labels.sample_order: the order of sha256("<seed>:<question_id>"))
 from the top, so the answers labelled so far are always a prefix of a random permutation: a simple
 random sample. Because the order depends only on the seed and the question id, every method of a
 run and every run over the same questions get the same order, so the first n questions are
 labelled on both sides of a comparison (the paired corrected delta needs exactly that).
 
 Each label records the draw: sample_id "srs:<seed>" and the inclusion probability of the sample
-it completes — an answer at position k (0-based) of the order is labelled as part of the sample
-of size ceil((k+1)/BATCH)*BATCH, so its inclusion probability is that size / N (capped at 1).
-Every answer of one population shares the probability of the sample it belongs to, which is why
-the estimators are unweighted (docs/labels.md).
+it completes (sample_order.inclusion_prob). The Annotate page and `evalcore labels targets` both
+take their answers from `next_answers` here, so the page's numbering and the CLI's template agree.
 """
 
 from __future__ import annotations
 
-import hashlib
-import math
+import itertools
 from dataclasses import dataclass
 from typing import Sequence
 
 import pandas as pd
 
 from evalcore.analysis.labels import label_units as U
+from evalcore.analysis.labels.sample_order import BATCH, DEFAULT_SEED, inclusion_prob, order, sample_id
 from evalcore.store import RunStore
 
-DEFAULT_SEED = 0
-BATCH = 20  # the Annotate page's batch: one sample grows by this many answers at a time
-
-
-def sample_id(seed: int) -> str:
-    return f"srs:{int(seed)}"
-
-
-def order(question_ids: Sequence[str], seed: int) -> list[str]:
-    """The seeded random order of a population's questions (independent of input order): by the
-    hex sha256 of "<seed>:<question_id>" in UTF-8 (stored labels' inclusion probabilities rest on
-    it; tests/analysis/test_corrected.py holds it to that definition)."""
-    key = lambda q: hashlib.sha256(f"{int(seed)}:{q}".encode("utf-8")).hexdigest()  # noqa: E731
-    return sorted(dict.fromkeys(question_ids), key=key)
-
-
-def inclusion_prob(position: int, population: int, batch: int = BATCH) -> float:
-    """Inclusion probability of the sample an answer at `position` of the order completes."""
-    size = math.ceil((position + 1) / batch) * batch
-    return min(1.0, size / population)
+__all__ = ["BATCH", "DEFAULT_SEED", "Draw", "answer_items", "inclusion_prob", "next_answer", "next_answers", "order",
+           "sample_id"]
 
 
 @dataclass(frozen=True)
@@ -65,16 +45,26 @@ class Draw:
 def next_answer(store: RunStore, run_id: str, method: str, metric: str, seed: int = DEFAULT_SEED,
                 skip: Sequence[str] = ()) -> Draw:
     """The first answer in the seeded order that is not fully labelled yet (skipping `skip`)."""
+    return next_answers(store, run_id, method, metric, seed, 1, skip)[0]
+
+
+def next_answers(store: RunStore, run_id: str, method: str, metric: str, seed: int = DEFAULT_SEED,
+                 n: int = 1, skip: Sequence[str] = ()) -> list[Draw]:
+    """The next `n` answers of the seed's order that its sample has not fully labelled yet, in
+    order (fewer at the end of the order; one Draw with question_id None when none is left).
+    Done means fully labelled *by this seed's sample*: an answer labelled by hand earlier is
+    offered again when the order reaches it, since only a drawn answer counts, and skipping it
+    would make the sample depend on what people chose to label."""
     ans = U.answers(store, run_id, method, metric)
-    # an answer labelled by hand earlier is offered again when the order reaches it: only a drawn
-    # answer counts, and skipping it would make the sample depend on what people chose to label
-    done = set(ans.loc[ans.human.notna() & ans.sampled, "question_id"])
+    mine = next((c for c in U.samples(store, run_id, method, metric) if c.sample_id == sample_id(seed)), None)
+    done = set(ans.loc[ans.human.notna() & ans.question_id.isin(mine.drawn if mine else ()), "question_id"])
     seq = order(ans["question_id"].tolist(), seed)
     n_done = int((ans.human.notna() & ans.sampled).sum())
-    for pos, q in enumerate(seq):
-        if q not in done and q not in set(skip):
-            return Draw(q, pos, len(seq), n_done, sample_id(seed), inclusion_prob(pos, len(seq)))
-    return Draw(None, len(seq), len(seq), n_done, sample_id(seed), None)
+    skip = set(skip)
+    left = ((pos, q) for pos, q in enumerate(seq) if q not in done and q not in skip)
+    out = [Draw(q, pos, len(seq), n_done, sample_id(seed), inclusion_prob(pos, len(seq)))
+           for pos, q in itertools.islice(left, max(1, n))]
+    return out or [Draw(None, len(seq), len(seq), n_done, sample_id(seed), None)]
 
 
 def answer_items(store: RunStore, run_id: str, method: str, metric: str, question_id: str) -> pd.DataFrame:

@@ -15,10 +15,11 @@ the answer; how labels add up to an answer's value depends on the metric:
   any other metric    metric (a 0-1 rating)         one decision                          the rating
 
 The judge's prediction is the metric's stored value (for grades: the judge's letter on the same
-points/4 scale), so judge and human values share one scale. An answer counts as *sampled* when any
-label on it carries a sample id (it was drawn at random, evalcore.analysis.labels.label_sampling); only
-sampled, fully labelled answers feed an estimate. Several people labelling the same item: the
-newest label counts (a retraction takes the person's label back).
+points/4 scale), so judge and human values share one scale. An answer counts as *sampled* when it
+was drawn by the population's verified random sample: labels naming a sample id are checked
+against that seed's order (evalcore.analysis.labels.sample_order), since a label merely saying it was
+drawn proves nothing; only sampled, fully labelled answers feed an estimate. Several people
+labelling the same item: the newest label counts (a retraction takes the person's label back).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, GRADE_POINTS, RETRACTED, Grade
+from evalcore.analysis.labels import sample_order as O
 from evalcore.analysis.labels.annotations import NEWEST_FIRST
 from evalcore.analysis.read.recent_frames import RecentFrames
 from evalcore.store import RunStore, query_df, wide_columns
@@ -120,6 +122,15 @@ def _items_sql(run_id: str, method: str, metric: str, with_text: bool = False) -
     return sql, p
 
 
+def items_for(store: RunStore, run_id: str, method: str, metric: str, question_ids: list[str]) -> pd.DataFrame:
+    """question_id, target_ref of every item of these answers (no text): a few answers' items
+    without reading the population's."""
+    sql, p = _items_sql(run_id, method, metric)
+    items = query_df(store, f"SELECT question_id, target_ref FROM ({sql}) WHERE list_contains($qids, question_id)",
+                     {**p, "qids": sorted(set(question_ids))}, runs=[run_id])
+    return items[items.target_ref == metric] if unit(metric).kind == "metric" else items
+
+
 def _predictions(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
     """question_id, judge (the judge's value on the shared 0-1 scale) for every judged answer
     (one metric_wide column: no scan of every metric row)."""
@@ -146,8 +157,9 @@ def newest_labels(store: RunStore, run_id: str, method: str, kind: str) -> pd.Da
 
 def answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
     """One row per answer in the population (answers with a judge value, and for claim/context
-    metrics at least one item to label): question_id, judge, n_items, n_labelled, sampled,
-    human (NaN unless every item has a label)."""
+    metrics at least one item to label): question_id, judge, n_items, n_labelled, human (NaN
+    unless every item has a label) and sampled (drawn by the population's verified random
+    sample, the one that feeds estimates: sample_order)."""
     return _RECENT.get(store, (run_id, method, metric), lambda: _answers(store, run_id, method, metric))
 
 
@@ -155,6 +167,7 @@ def answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFr
 # an entry is never stale): a page's estimate and its next draw read the same population, which
 # takes ~1 s to build at 100,000 answers.
 _RECENT = RecentFrames(4)
+_SAMPLES = RecentFrames(4, copy=lambda checks: checks)  # frozen SampleChecks: nothing to copy
 
 
 def _answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
@@ -162,7 +175,6 @@ def _answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataF
     labels = newest_labels(store, run_id, method, unit(metric).kind)
     if unit(metric).kind == "metric":
         labels = labels[labels.target_ref == metric]
-    sampled = set(labels.loc[labels.answer_sampled.astype(bool), "question_id"])
     labels = labels[labels.label != RETRACTED]
     # items counted in SQL (a claim metric has several per answer: 300,000 rows at 100,000
     # answers); only the labelled answers' items come to pandas, to meet their labels
@@ -183,8 +195,47 @@ def _answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataF
     per["n_labelled"] = per["n_labelled"].fillna(0).astype("int64")
     per.loc[per.n_labelled < per.n_items, "human"] = math.nan
     out = pred.merge(per, on="question_id", how="inner")
-    out["sampled"] = out["question_id"].isin(sampled)
+    # only a verified sample feeds estimates, and only one per population (sample_order): a label
+    # merely naming a sample proves nothing
+    checks = _SAMPLES.get(store, (run_id, method, metric), lambda: _checks(store, run_id, method, metric, out))
+    feeds = O.chosen(checks)
+    out["sampled"] = out["question_id"].isin(feeds.drawn if feeds else ())
     return out[["question_id", "judge", "n_items", "n_labelled", "sampled", "human"]]
+
+
+def sample_rows(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
+    """Every stored label of this population's metric that names a sample (any sample id, the
+    grammar is checked by the caller): question_id, target_ref, sample_id, inclusion_prob, in the
+    order they arrived."""
+    u = unit(metric)
+    if u.kind == "claim":
+        which, ref = "starts_with(target_ref, $ref)", f"{metric}:{u.source}:"
+    elif u.kind == "context":
+        which, ref = "starts_with(target_ref, $ref)", f"{metric}:"
+    else:
+        which, ref = "target_ref = $ref", "answer_class" if u.kind == "answer_class" else metric
+    return query_df(store, f"""SELECT question_id, target_ref, sample_id, inclusion_prob FROM annotations
+                               WHERE run_id = $run AND method = $method AND target_kind = $kind
+                                 AND sample_id IS NOT NULL AND {which} ORDER BY arrival""",
+                    {"run": run_id, "method": method, "kind": u.kind, "ref": ref})
+
+
+def _checks(store: RunStore, run_id: str, method: str, metric: str,
+            population: pd.DataFrame) -> tuple[O.SampleCheck, ...]:
+    rows = sample_rows(store, run_id, method, metric)
+    if rows.empty:
+        return ()
+    full = set(population.loc[population.human.notna(), "question_id"])
+    return tuple(O.check_population(population["question_id"].tolist(), full,
+                                    zip(rows.sample_id, [None] * len(rows), rows.question_id, rows.inclusion_prob)))
+
+
+def samples(store: RunStore, run_id: str, method: str, metric: str) -> tuple[O.SampleCheck, ...]:
+    """Each sample id's stored labels in this population, checked against its seed's order
+    (evalcore.analysis.labels.sample_order): what `store check` reports and the Annotate page walks.
+    Checked once per state of the store, with the population (answers)."""
+    population = answers(store, run_id, method, metric)
+    return _SAMPLES.get(store, (run_id, method, metric), lambda: _checks(store, run_id, method, metric, population))
 
 
 def _item_values(u: Unit, labels: pd.Series) -> pd.Series:

@@ -10,7 +10,9 @@ Annotate page's do. One flat record per label, the same fields both ways (an exp
   label                      the verdict word (supported / not_supported, relevant / not_relevant,
                              CORRECT / WRONG / DONT_KNOW, a grade A-E) or a 0-1 rating
   who                        the person
-  sample_id, inclusion_prob  optional, together: the item was drawn at random (else hand-picked)
+  sample_id, inclusion_prob  optional, together: the item was drawn at random (else hand-picked);
+                             `srs:<seed>` (schemas.labels' one grammar) and the probability its
+                             place in the seed's order gives
   note                       optional free text, kept exactly (outer spaces too: only ids and
                              `who` follow the id rule)
   when                       optional ISO 8601 time (a number is refused: seconds, milliseconds
@@ -18,6 +20,12 @@ Annotate page's do. One flat record per label, the same fields both ways (an exp
 
 The same rules as every import: the whole file is checked before anything is stored, and the
 first bad record is refused with one line naming file, record and field (nothing stored).
+A label claiming a random sample is checked against the sample as a whole
+(evalcore.analysis.labels.sample_audit): its sample's labelled answers, stored and new, must be the
+first answers of the seed's order, each with its place's probability. A file that fails can be
+imported with `as_hand_picked`: every label stored hand-picked, never feeding an estimate. A
+`labels targets` template re-imports as it is: its extra columns (TEMPLATE_FIELDS) are read and
+dropped, and its rows still without a label are "not yet labelled".
 """
 
 from __future__ import annotations
@@ -32,13 +40,16 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from evalcore.analysis.labels import label_units as U
+from evalcore.analysis.labels import sample_audit
+from evalcore.analysis.labels.label_targets import TEMPLATE_FIELDS
 from evalcore.analysis.labels.annotations import COUNTED_WHEN
 from evalcore.datasets.records import read_records
 from evalcore.errors import InputError, StoreError, from_validation
 from evalcore.schemas import Annotation
 from evalcore.schemas.ids import canonical_id, match_name
 from evalcore.common.csv_safety import rows_to_csv
-from evalcore.schemas.labels import RETRACTED, AnswerClass, Grade, claim_verdict, context_verdict
+from evalcore.schemas.labels import (RETRACTED, SAMPLE_GRAMMAR, AnswerClass, Grade, claim_verdict, context_verdict,
+                                     sample_seed)
 from evalcore.store import RunStore, query_df
 
 FIELDS = ["run", "method", "question_id", "metric", "target", "label", "who", "when", "note",
@@ -128,17 +139,42 @@ def _ref(unit: U.Unit, metric: str, target: str | None, file: str, recno: int) -
     return metric
 
 
-def parse(store: RunStore, path: str | Path) -> list[Annotation]:
-    """Every label of the file as Annotations, or an InputError for the first bad record."""
+def parse(store: RunStore, path: str | Path, as_hand_picked: bool = False) -> list[Annotation]:
+    """Every label of the file as Annotations, or an InputError for the first bad record: each
+    record on its own first, then each population's sample as a whole (sample_audit: the
+    labelled answers a gap-free start of the seed's order, each probability its place's).
+    `as_hand_picked`: every label is stored hand-picked (sample fields dropped, never feeding an
+    estimate). A template row (`labels targets`) whose label is still empty is "not yet
+    labelled": skipped, allowed only after the sample's last labelled answer."""
+    file = str(path)
+    records = list(_records(store, path, as_hand_picked))
+    out = [r.annotation for r in records if r.annotation is not None]
+    if not out:
+        raise InputError(file, "no labels found (every record's label is empty: not yet labelled)"
+                         if records else "no records found")
+    if not as_hand_picked:
+        refusal = sample_audit.check_file(store, records)
+        if refusal is not None:
+            _bad(file, refusal.record, refusal.field, refusal.message)
+    return out
+
+
+def _records(store: RunStore, path: str | Path, as_hand_picked: bool) -> Iterator[sample_audit.FileLabel]:
+    """Each record checked on its own, as a FileLabel (its Annotation None for a template row not
+    labelled yet)."""
     file = str(path)
     items = _Items(store)
     runs: dict[str, str] = {}
-    out = []
     for recno, rec in read_records(path):
+        # a template row left empty: no label yet (and no person); its place in the sample is
+        # checked with the others
+        pending = _text(rec, "label") is None and _text(rec, "sample_id") is not None
+        if as_hand_picked:
+            rec = {k: v for k, v in rec.items() if k not in ("sample_id", "inclusion_prob")}
         for name in REQUIRED:
-            if _text(rec, name) is None:
+            if _text(rec, name) is None and not (pending and name in ("label", "who")):
                 _bad(file, recno, name, "required field is missing or empty")
-        unknown = sorted(set(rec) - set(FIELDS))
+        unknown = sorted(set(rec) - set(FIELDS) - set(TEMPLATE_FIELDS))
         if unknown:
             _bad(file, recno, unknown[0], f"unknown field (fields: {', '.join(FIELDS)})")
         ref_in = _text(rec, "run")
@@ -159,24 +195,30 @@ def parse(store: RunStore, path: str | Path) -> list[Annotation]:
             field = "target" if any(q == qid for q, _ in known) else "question_id"
             _bad(file, recno, field, f"no {metric} item {ref!r} for question {qid!r} of {run_id}/{method}")
         stored_qid, judge_label = known[(qid, ref)]
-        label = _label(unit.kind, _text(rec, "label"), file, recno)
-        prob = _text(rec, "inclusion_prob")
-        try:
-            when = _text(rec, "when")
-            a = Annotation(annotation_id=uuid.uuid4().hex, who=_text(rec, "who"),
-                           when=when or datetime.now(timezone.utc), run_id=run_id, method=method, question_id=stored_qid,
-                           target_kind=unit.kind, target_ref=ref, judge_label=judge_label, label=label,
-                           note=_raw(rec, "note"), sample_id=_text(rec, "sample_id"),
-                           inclusion_prob=float(prob) if prob is not None and _is_number(prob) else prob)
-        except ValidationError as exc:
-            err = from_validation(file, recno, exc)
-            if err.field is None and "go together" in err.detail:
-                err = InputError(file, err.detail, record=recno, field="inclusion_prob")
-            raise err from exc
-        out.append(a)
-    if not out:
-        raise InputError(file, "no records found")
-    return out
+        sid = _text(rec, "sample_id")
+        if sid is not None and sample_seed(sid) is None:
+            _bad(file, recno, "sample_id", f"{sid!r} is not a sample id: write {SAMPLE_GRAMMAR}, or leave "
+                 "sample_id and inclusion_prob empty for a hand-picked label")
+        a = None if pending else _annotation(rec, file, recno, run_id, method, stored_qid, unit, ref, judge_label)
+        yield sample_audit.FileLabel(recno, run_id, method, metric, stored_qid, sid, a)
+
+
+def _annotation(rec: dict[str, Any], file: str, recno: int, run_id: str, method: str, qid: str, unit: U.Unit,
+                ref: str, judge_label: str | None) -> Annotation:
+    label = _label(unit.kind, _text(rec, "label"), file, recno)
+    prob, sid = _text(rec, "inclusion_prob"), _text(rec, "sample_id")
+    try:
+        when = _text(rec, "when")
+        return Annotation(annotation_id=uuid.uuid4().hex, who=_text(rec, "who"),
+                          when=when or datetime.now(timezone.utc), run_id=run_id, method=method, question_id=qid,
+                          target_kind=unit.kind, target_ref=ref, judge_label=judge_label, label=label,
+                          note=_raw(rec, "note"), sample_id=sid,
+                          inclusion_prob=float(prob) if prob is not None and _is_number(prob) else prob)
+    except ValidationError as exc:
+        err = from_validation(file, recno, exc)
+        if err.field is None and "go together" in err.detail:
+            err = InputError(file, err.detail, record=recno, field="inclusion_prob")
+        raise err from exc
 
 
 def _is_number(text: str) -> bool:
@@ -191,9 +233,9 @@ def _has_method(store: RunStore, run_id: str, method: str) -> bool:
     return method in store.manifest(run_id).methods
 
 
-def import_labels(store: RunStore, path: str | Path) -> int:
+def import_labels(store: RunStore, path: str | Path, as_hand_picked: bool = False) -> int:
     """Validate the whole file, then append its labels in one part file (all or nothing)."""
-    rows = parse(store, path)
+    rows = parse(store, path, as_hand_picked)
     store.append_annotations(rows)
     return len(rows)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Callable, Hashable
+from typing import Any, Callable, Hashable
 
 import pandas as pd
 
@@ -17,11 +17,14 @@ from evalcore.store import RunStore
 
 
 class RecentFrames:
-    """The last `size` frames built by one function, least recently used dropped first."""
+    """The last `size` frames built by one function, least recently used dropped first.
+    `copy`: how a caller's copy is made (a value nobody can change, such as a tuple of frozen
+    records, needs none)."""
 
-    def __init__(self, size: int = 4) -> None:
+    def __init__(self, size: int = 4, copy: Callable[[Any], Any] = lambda frame: frame.copy()) -> None:
         self._size = size
-        self._frames: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
+        self._copy = copy
+        self._frames: OrderedDict[tuple, Any] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, store: RunStore, key: Hashable, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:
@@ -30,13 +33,13 @@ class RecentFrames:
         with self._lock:
             if memo in self._frames:
                 self._frames.move_to_end(memo)
-                return self._frames[memo].copy()
+                return self._copy(self._frames[memo])
         out = build()
         with self._lock:
             self._frames[memo] = out
             while len(self._frames) > self._size:
                 self._frames.popitem(last=False)
-        return out.copy()
+        return self._copy(out)
 
     def clear(self) -> None:
         with self._lock:
