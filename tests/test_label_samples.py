@@ -291,6 +291,18 @@ def test_stored_labels_claiming_a_sample_they_are_not_feed_nothing(lab):
     assert not U.answers(store, run, METHOD, "answer_class").sampled.any()
 
 
+def test_show_corrected_says_why_labels_claiming_a_sample_feed_nothing(lab, capsys):
+    """Not "no randomly sampled labels yet" when there are some: the failed check, and where to
+    see them all."""
+    store, run = lab
+    _sample(store, run, seq(store, run)[3:30:2], "srs:0", None)
+    code, out, err = main(capsys, store.root, "show", run, "--corrected")
+    assert code == 0, out + err
+    line = next(ln for ln in (out + err).splitlines() if ln.startswith("corrected:"))
+    assert "no verified random sample" in line and "'srs:0'" in line and "store check" in line, line
+    assert "yet" not in line
+
+
 def test_store_check_reports_a_sample_that_no_longer_walks_its_order(lab, capsys):
     store, run = lab
     order = seq(store, run)

@@ -31,14 +31,25 @@ def _means_line(r: Any) -> str:
             f"{num(r.rho, 2):>6} {num(r.width_ratio, 2):>6}")
 
 
+def _no_sample_line(store, run_id: str) -> str:
+    """Why a run has no corrected numbers: no sampled labels yet, or labels that name a random
+    sample which fails its checks (they count as hand-picked; `store check` lists every one)."""
+    from evalcore.analysis.labels.sample_audit import findings
+
+    found = findings(store, run_id)
+    if found:
+        return (f"no verified random sample: {found[0]}" + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
+                + "; `evalcore store check` lists them")
+    return "no randomly sampled labels in this run yet (Annotate, random sample mode; or `evalcore labels import`)"
+
+
 def print_corrected_means(store, run_id: str) -> None:
     """`show RUN --corrected`: judge mean beside the human-corrected one, per method x metric."""
     from evalcore.analysis.labels.corrected import ALL_LABELLED, MIN_LABELS, corrected_means
 
     table = corrected_means(store, run_id)
     if table.empty:
-        typer.echo("corrected: no randomly sampled labels in this run yet (Annotate, random sample mode; "
-                   "or `evalcore labels import`)")
+        echo_line("corrected: " + _no_sample_line(store, run_id))
         return
     typer.echo(f"human-corrected means (PPI++ with {MIN_LABELS}+ randomly sampled labels, or every answer of a "
                "smaller population; 95% CI):")
@@ -110,8 +121,7 @@ def summary_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name
             table.to_json(orient="records", double_precision=15, force_ascii=False))}, ensure_ascii=False, indent=2))
         return
     if table.empty:
-        echo_line(f"run {run_id}: no randomly sampled labels yet (Annotate, random sample mode; or "
-                  "`evalcore labels import`)")
+        echo_line(f"run {run_id}: " + _no_sample_line(store, run_id))
         return
     print_table(f"judge calibration of run {run_id} (randomly sampled labels only)",
                 ["method", "metric", "judge", "answers", "items", "kappa [95% CI]", "bias (judge − human) [95% CI]",
