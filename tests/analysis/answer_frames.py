@@ -5,7 +5,8 @@ in the store (diagnoses, failure_modes, label_counts).
 The rows are those of correctness.outcome_sql, the query the store's counts run on; each
 metric_wide column is named the way question_story hands an answer to the rules: a value column
 by its metric's name, answer_class's label as answer_class_label. (The library's own builder of
-such frames, correctness.outcome_frame, went: nothing but tests called it.)
+such frames, correctness.outcome_frame, went, and so did the one-answer forms classify_row,
+explain and diagnose: nothing but tests called them.)
 """
 
 from __future__ import annotations
@@ -30,9 +31,21 @@ def answer_frame(store, keys: Sequence[str], metrics: Sequence[str]) -> pd.DataF
     return out.drop(columns="bucket").rename(columns=names).reset_index(drop=True)
 
 
-def bucket_of(row: pd.Series | dict) -> str | None:
-    """The diagnosis of one answer: failure_modes.explained (what the Questions page's story of
-    one question runs) over a one-row frame."""
+def class_of(row: pd.Series | dict) -> tuple[str, str | None]:
+    """(class, decided_by) of one answer: correctness.classify over a one-row frame."""
+    out = CO.classify(pd.DataFrame([dict(row)])).iloc[0]
+    return str(out["cls"]), (out["decided_by"] if isinstance(out["decided_by"], str) else None)
+
+
+def explained_row(row: pd.Series | dict) -> tuple[str | None, str]:
+    """(bucket, its basis in words) of one answer: failure_modes.explained (what the Questions
+    page's story of one question runs) over a one-row frame."""
     from evalcore.analysis.questions.failure_modes import explained
 
-    return explained(pd.DataFrame([dict(row)]))["bucket"].iloc[0]
+    out = explained(pd.DataFrame([dict(row)]))
+    return out["bucket"].iloc[0], out["basis"].iloc[0]
+
+
+def bucket_of(row: pd.Series | dict) -> str | None:
+    """The diagnosis of one answer (explained_row's bucket)."""
+    return explained_row(row)[0]

@@ -21,7 +21,7 @@ from evalcore.analysis.questions import failure_modes as FM
 from evalcore.analysis.runs import means as M
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
 from evalcore.store import FORMAT_VERSION, RunStore, query_frame
-from tests.analysis.answer_frames import answer_frame, bucket_of
+from tests.analysis.answer_frames import answer_frame, bucket_of, class_of, explained_row
 
 NAN = math.nan
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "class_rule_golden.json"
@@ -120,7 +120,7 @@ def test_the_store_classifies_and_diagnoses_every_edge_as_written(edges):
         assert dict(zip(said.index, said["bucket"])) == {q: e[2] for q, e in expected.items()}, key
         if key == "a:m":  # one answer at a time: the same rules run over a one-row frame
             for q, row in rows.iterrows():
-                assert (CO.classify_row(row), bucket_of(row)) == (expected[q][:2], expected[q][2]), q
+                assert (class_of(row), bucket_of(row)) == (expected[q][:2], expected[q][2]), q
 
 
 def test_counts_in_the_store_are_the_sums_of_the_per_answer_rule(edges):
@@ -184,10 +184,10 @@ def test_metric_names_in_custom_deciders_are_data(edges):
 
 
 def test_a_frame_without_some_columns_reads_them_as_missing():
-    assert CO.classify_row({"token_f1": 0.7}) == ("CORRECT", "token_f1")
-    assert CO.classify_row({"token_f1": "not a number", "checks_pass": 0.0}) == ("WRONG", "checks_pass")
-    assert CO.classify_row({"error": float("nan"), "answer_class_label": "DONT_KNOW"}) == ("DONT_KNOW", "answer_class")
-    assert FM.explain({"token_f1": 0.1, "recall@5": 0.0, "answerable": None}) == (
+    assert class_of({"token_f1": 0.7}) == ("CORRECT", "token_f1")
+    assert class_of({"token_f1": "not a number", "checks_pass": 0.0}) == ("WRONG", "checks_pass")
+    assert class_of({"error": float("nan"), "answer_class_label": "DONT_KNOW"}) == ("DONT_KNOW", "answer_class")
+    assert explained_row({"token_f1": 0.1, "recall@5": 0.0, "answerable": None}) == (
         "retrieval miss", "wrong by token_f1 = 0.1; retrieval miss from gold passages (recall@5 = 0)")
     empty = CO.classify(pd.DataFrame(columns=["error", "token_f1"]))
     assert empty.empty and list(empty.columns) == ["cls", "decided_by"]

@@ -22,7 +22,7 @@ the answer's class:
   faithful but wrong    WRONG, relevant context retrieved, every claim supported
   wrong, cause unknown  WRONG, but the metrics that would tell the cause were not scored
   unscored              class UNSCORED: no metric decides right or wrong
-`explain` gives the same bucket for one answer, with the basis in words.
+`explained` gives each answer's bucket with its basis in words (the Questions page's story).
 
 Written once, as SQL generated from the metric names above (`diagnosed_sql`, on top of
 correctness.classified_sql): the counts of the pages run it in the store as a GROUP BY
@@ -123,12 +123,6 @@ def source(bucket: str | None, basis: str) -> str:
     if "abstained" in basis:
         return "judge" if "judge's class" in basis else "by dont_know"
     return ""
-
-
-def explain(row: pd.Series | dict) -> tuple[str | None, str]:
-    """(bucket, its basis in words) for one answer: `explained` on a one-row frame."""
-    out = explained(pd.DataFrame([dict(row)]))
-    return out["bucket"].iloc[0], out["basis"].iloc[0]
 
 
 def explained(frame: pd.DataFrame) -> pd.DataFrame:

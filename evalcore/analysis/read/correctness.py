@@ -164,8 +164,3 @@ def classify(wide: pd.DataFrame, deciders: Sequence[str] | None = None,
     out = query_frame(f"SELECT cls, decided_by FROM ({sql}) ORDER BY _row", frame=rows)
     return pd.DataFrame({"cls": out["cls"].to_numpy(), "decided_by": out["decided_by"].to_numpy()}, index=wide.index)
 
-
-def classify_row(row: pd.Series | dict) -> tuple[str, str | None]:
-    """(class, decided_by) of one answer: `classify` on a one-row frame (the same rule)."""
-    out = classify(pd.DataFrame([dict(row)])).iloc[0]
-    return str(out["cls"]), (out["decided_by"] if isinstance(out["decided_by"], str) else None)
