@@ -20,7 +20,7 @@ from evalcore.analysis.runs import progress as P
 from evalcore.store.jobs import save_upload
 from evalcore.targets.offered import offered_methods
 from evalcore.ui import entry, jobs
-from evalcore.ui import safe_widgets as common
+from evalcore.ui import safe_widgets as widgets
 
 JUDGES = ["(default)", "heuristic", "anthropic", "openai", "(no judge)", "(collect only, no scoring)"]
 DEMO_METHODS = "basic_search,local_search,llm_with_context"
@@ -91,7 +91,7 @@ def _form_widgets() -> dict:
         if offer is not None and not demo:  # method names come from the server: plain text only
             st.text(offer.note + (f" Offered: {', '.join(offer.methods)}" if offer.methods else ""))
         c1, c2, c3 = st.columns(3)
-        # Text boxes, not st.number_input (see common.url_number for why).
+        # Text boxes, not st.number_input (see widgets.url_number for why).
         samples_text = c1.text_input("Samples (blank = all questions)", max_chars=9)
         concurrency_text = c2.text_input("Concurrency (requests in flight)", value="8", max_chars=3)
         judge = c3.selectbox("Judge", JUDGES)
@@ -175,18 +175,18 @@ def _progress(store, job: jobs.Job) -> None:
         st.text("waiting for the run to be created...")
         return
     manifest = store.manifest(run_id)
-    done = common.call(P.answers_stored, run_id)
+    done = widgets.call(P.answers_stored, run_id)
     expected = manifest.counts.get("expected") or (manifest.counts.get("questions", 0) * max(1, len(manifest.methods)))
     alive = jobs.is_alive(store, job)
-    failures = common.call(P.answer_failures, run_id) if manifest.status == "complete" and not alive else None
+    failures = widgets.call(P.answer_failures, run_id) if manifest.status == "complete" and not alive else None
     status = "failed (every answer failed)" if failures and failures["all_failed"] else manifest.status
     st.text(f"run {run_id}: status {status}; {done} of {expected or '?'} answers stored")
     if expected:
         st.progress(min(1.0, done / expected))
     if failures and failures["all_failed"]:
-        st.error(common.md(f"Run failed: {P.failure_line(failures)}"))
+        st.error(widgets.md(f"Run failed: {P.failure_line(failures)}"))
     elif failures and failures["n_failed"]:
-        st.warning(common.md(P.failure_line(failures)))
+        st.warning(widgets.md(P.failure_line(failures)))
     elif failures:
         st.text(P.failure_line(failures))
     if manifest.status != "complete" and not alive and manifest.kind == "live":
@@ -281,9 +281,9 @@ def _import_result(store, job: jobs.Job) -> None:
 
 
 def render() -> None:
-    common.header("Launch", "Run an evaluation in the background, or import answers you already have.")
-    store = common.store()
-    tab = common.url_select("Action", ["start a run", "import answers"], "action")
+    widgets.header("Launch", "Run an evaluation in the background, or import answers you already have.")
+    store = widgets.store()
+    tab = widgets.url_select("Action", ["start a run", "import answers"], "action")
     if tab == "start a run":
         _start_form(store)
     else:
