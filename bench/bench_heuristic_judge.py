@@ -35,7 +35,7 @@ faithfulness (protocol: the support rule's weights and threshold are fitted on O
 halueval_tune, and every other set is a hold-out that played no part in choosing anything)
 - halueval_tune: rows 1-250 of HaluEval QA, the right and the hallucinated answer each, the
   knowledge passage as the only context. The tuning set: `fit_support` refits the rule here
-  and the bench exits with an error if it differs from the frozen values in evalcore/judges/offline/matching.py.
+  and the bench exits with an error if it differs from the frozen values in evalcore/judges/offline/lexical_verdicts.py.
 - halueval_held_out: rows 251-500, built the same way (same source, so the nearest hold-out).
 - ragchecker: every response claim and reference claim against the retrieved passages;
   supported = RAGChecker's checker found a passage entailing it (46 claims, model labels).
@@ -315,9 +315,9 @@ def _claims(answer: str) -> list[str]:
 
 def verdict_share(cases: list[Case]) -> np.ndarray:
     """The heuristic's yes/no verdicts alone: share of the answer's sentences supported."""
-    from evalcore.judges.offline import matching
+    from evalcore.judges.offline import lexical_verdicts
 
-    return np.array([matching.support_frac(c.answer, c.contexts) for c in cases])
+    return np.array([lexical_verdicts.support_frac(c.answer, c.contexts) for c in cases])
 
 
 def _previous_rule(supported: Callable[[str, Any], bool]) -> Callable[[list[Case]], np.ndarray]:
@@ -366,16 +366,16 @@ FIT_L2 = 1.0  # fixed before fitting, never searched
 
 
 def support_features(cases: list[Case]) -> np.ndarray:
-    """Per answer, the mean over its claims of matching.support_features (so the answer's
+    """Per answer, the mean over its claims of lexical_verdicts.support_features (so the answer's
     fitted score is, up to scale, the mean claim support the metric reports)."""
-    from evalcore.judges.offline import matching
+    from evalcore.judges.offline import lexical_verdicts
     from evalcore.judges.offline.words import Vocabulary
 
     rows = []
     for c in cases:
         vocab = Vocabulary("\n".join(c.contexts))
-        feats = [matching.support_features(s, vocab) for s in _claims(c.answer) or [""]]
-        rows.append([np.mean([f[k] for f in feats]) for k in matching.SUPPORT_FEATURES])
+        feats = [lexical_verdicts.support_features(s, vocab) for s in _claims(c.answer) or [""]]
+        rows.append([np.mean([f[k] for f in feats]) for k in lexical_verdicts.SUPPORT_FEATURES])
     return np.array(rows)
 
 
@@ -405,28 +405,29 @@ def fit_support(cases: list[Case]) -> tuple[tuple[float, ...], float]:
 
 
 def check_frozen(data: Path, tolerance: float = 0.002) -> tuple[bool, list[str]]:
-    """Refit on the tuning set only and compare with the frozen rule in offline/matching.py."""
-    from evalcore.judges.offline import matching
+    """Refit on the tuning set only and compare with the frozen rule in offline/lexical_verdicts.py."""
+    from evalcore.judges.offline import lexical_verdicts
 
     weights, threshold = fit_support(FAITHFULNESS_SETS[TUNING_SET](data))
-    frozen = (*matching.SUPPORT_WEIGHTS, matching.SUPPORT_THRESHOLD)
+    frozen = (*lexical_verdicts.SUPPORT_WEIGHTS, lexical_verdicts.SUPPORT_THRESHOLD)
     ok = all(abs(a - b) <= tolerance for a, b in zip((*weights, threshold), frozen))
-    lines = ["| | " + " | ".join(matching.SUPPORT_FEATURES) + " | threshold |",
-             "|---" * (len(matching.SUPPORT_FEATURES) + 2) + "|",
+    lines = ["| | " + " | ".join(lexical_verdicts.SUPPORT_FEATURES) + " | threshold |",
+             "|---" * (len(lexical_verdicts.SUPPORT_FEATURES) + 2) + "|",
              f"| refitted on {TUNING_SET} | " + " | ".join(f"{v:.3f}" for v in (*weights, threshold)) + " |",
-             "| frozen in offline/matching.py | " + " | ".join(f"{v:.3f}" for v in frozen) + " |"]
+             "| frozen in offline/lexical_verdicts.py | " + " | ".join(f"{v:.3f}" for v in frozen) + " |"]
     return ok, lines
 
 
 def tuning_features(data: Path) -> list[str]:
     """Each support feature's AUC alone, and the fitted combination's, on the tuning set only:
     what the fit saw."""
-    from evalcore.judges.offline import matching
+    from evalcore.judges.offline import lexical_verdicts
 
     cases = FAITHFULNESS_SETS[TUNING_SET](data)
     labels, x = [c.label for c in cases], support_features(cases)
-    names = [*matching.SUPPORT_FEATURES, "fitted support"]
-    cells = [auc(labels, x[:, k]) for k in range(x.shape[1])] + [auc(labels, x @ np.array(matching.SUPPORT_WEIGHTS))]
+    names = [*lexical_verdicts.SUPPORT_FEATURES, "fitted support"]
+    fitted = auc(labels, x @ np.array(lexical_verdicts.SUPPORT_WEIGHTS))
+    cells = [auc(labels, x[:, k]) for k in range(x.shape[1])] + [fitted]
     return ["| set | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|",
             f"| {TUNING_SET} | " + " | ".join(f"{v:.3f}" for v in cells) + " |"]
 
@@ -469,8 +470,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(table(FAITHFULNESS_SETS, FAITHFULNESS_SCORES, args.data, args.limit, not args.no_embeddings)))
     print(f"\n({time.perf_counter() - start:.0f} s)")
     if not frozen_ok:
-        print(f"\nthe frozen support rule in evalcore/judges/offline/matching.py is not the fit on {TUNING_SET}: "
-              "the hold-out figures above are not hold-out figures", file=sys.stderr)
+        print("\nthe frozen support rule in evalcore/judges/offline/lexical_verdicts.py is not the fit on "
+              f"{TUNING_SET}: the hold-out figures above are not hold-out figures", file=sys.stderr)
         return 1
     return 0
 

@@ -1,6 +1,6 @@
 """One source of truth: the CLI and the dashboard show the same numbers for the same system.
 
-The dashboard's pages call evalcore.analysis through evalcore/ui/cache.py; the CLI calls the
+The dashboard's pages call evalcore.analysis through evalcore/ui/cached_reads.py; the CLI calls the
 same functions. These tests read one store both ways — `show --json`, `compare --json`,
 `export`, `runs --json` through the real CLI, and the functions the pages call — and require
 equality. They also check that weighted_score ranks systems comparably across runs: a run's

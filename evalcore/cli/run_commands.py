@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -76,9 +76,6 @@ def run_cmd(
     at most the batch in flight. Either way `evalcore run --resume RUN` asks only what is missing
     (with either engine).
     """
-    from evalcore.runner.config import EvalConfig, load_config
-    from evalcore.pipeline import resume_run, run_evaluation
-
     if address and engine is not Engine.ray:
         raise EvalcoreError("--address is for --engine ray")
     store = state.store()
@@ -87,36 +84,49 @@ def run_cmd(
     groups = deprecated(groups, group, "--group", "--groups")
     progress = False if no_progress else None
     how = {"engine": engine.value, "address": address}
-    target_rules = {"follow_redirects": follow_redirects or None, "max_response_mb": max_response_mb}
     duplicates = on_duplicate.mode if on_duplicate else None
+    # what a new run and a resumed one both take from the flags
+    common = {"concurrency": concurrency, "timeout": timeout, "retries": retries, "progress": progress,
+              "score": False if no_score else None, "judge": judge, "no_judge": no_judge or None,
+              "metrics": _names(metrics), "groups": _names(groups),
+              "follow_redirects": follow_redirects or None, "max_response_mb": max_response_mb}
     if resume:
-        # The run keeps the on_duplicate it started with (stored in its manifest); with a
-        # --config the flag may restate it, alone it is refused like any setting that defines the run.
-        given = load_config(config, on_duplicate=duplicates) if config else None
-        with print_dropped_duplicates():
-            result = resume_run(resume, store, config=given, concurrency=concurrency, timeout=timeout,
-                                retries=retries, progress=progress, score=False if no_score else None,
-                                judge=judge, no_judge=no_judge or None, metrics=_names(metrics),
-                                groups=_names(groups), on_duplicate=None if config else duplicates,
-                                **target_rules, **how)
+        result = _resume(resume, store, config, duplicates, common, how)
     else:
         overrides = {"target": target, "dataset": dataset, "datasets": datasets, "methods": methods,
-                     "samples": samples, "concurrency": concurrency, "timeout": timeout, "retries": retries,
-                     "top_k": top_k, "judge": judge, "no_judge": no_judge or None, "name": name,
-                     "metrics": _names(metrics), "groups": _names(groups),
-                     "score": False if no_score else None, "progress": progress, "on_duplicate": duplicates,
-                     **target_rules}
-        if config:
-            cfg = load_config(config, **overrides)
-        else:
-            if not target or not (dataset or datasets):
-                raise EvalcoreError("give --config FILE, or --target URL with --dataset FILE (or --datasets)")
-            cfg = EvalConfig.model_validate({k: v for k, v in overrides.items() if v is not None})
-        with print_dropped_duplicates():
-            result = run_evaluation(cfg, store, **how)
+                     "samples": samples, "top_k": top_k, "name": name, "on_duplicate": duplicates, **common}
+        result = _new_run(store, config, overrides, how)
     _print_result(result, str(store.root))
     typer.echo(result.run_id)
     _end_with_failures(store, result.run_id)
+
+
+def _resume(run: str, store: Any, config: Path | None, duplicates: str | None, common: dict[str, Any],
+            how: dict[str, Any]) -> Any:
+    """`--resume RUN`: ask only what is missing. The run keeps the on_duplicate it started with
+    (stored in its manifest); with a --config the flag may restate it, alone it is refused like
+    any setting that defines the run."""
+    from evalcore.pipeline import resume_run
+    from evalcore.runner.config import load_config
+
+    given = load_config(config, on_duplicate=duplicates) if config else None
+    with print_dropped_duplicates():
+        return resume_run(run, store, config=given, on_duplicate=None if config else duplicates, **common, **how)
+
+
+def _new_run(store: Any, config: Path | None, overrides: dict[str, Any], how: dict[str, Any]) -> Any:
+    """A new run from --config (the flags override it) or from the flags alone."""
+    from evalcore.pipeline import run_evaluation
+    from evalcore.runner.config import EvalConfig, load_config
+
+    if config:
+        cfg = load_config(config, **overrides)
+    else:
+        if not overrides["target"] or not (overrides["dataset"] or overrides["datasets"]):
+            raise EvalcoreError("give --config FILE, or --target URL with --dataset FILE (or --datasets)")
+        cfg = EvalConfig.model_validate({k: v for k, v in overrides.items() if v is not None})
+    with print_dropped_duplicates():
+        return run_evaluation(cfg, store, **how)
 
 
 def _end_with_failures(store, run_id: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -107,18 +107,10 @@ def score_cmd(
     if spot_check is not None and not second_judge:
         raise EvalcoreError("--spot-check needs --second-judge")
     options = _options_from(options_file, option or [])
-    if judge:
-        options["judge"] = judge
-    if embedding_model:
-        options["embedding_model"] = embedding_model
-    if bertscore_model:
-        options["bertscore_model"] = bertscore_model
-    if bertscore_layer is not None:
-        options["bertscore_layer"] = bertscore_layer
-    if bertscore_idf:
-        options["bertscore_idf"] = True
-    if bertscore_rescale:
-        options["bertscore_rescale"] = True
+    flags = {"judge": judge, "embedding_model": embedding_model, "bertscore_model": bertscore_model,
+             "bertscore_layer": bertscore_layer, "bertscore_idf": bertscore_idf or None,
+             "bertscore_rescale": bertscore_rescale or None}
+    options.update({key: value for key, value in flags.items() if value not in (None, "")})  # flags win
     options["progress"] = not no_progress
     if engine == "local" and (address or workers or judge_rpm):
         raise EvalcoreError("--address, --workers and --judge-rpm need --engine ray")
@@ -137,23 +129,32 @@ def score_cmd(
                               ensure_ascii=False, default=str))
         return
     _print_means(store, report)
+    _print_problems(report)
+    if spot_check is not None:
+        _spot_check(store, report.run_id, spot_check, second_judge, judge)
+    if report.errors:
+        typer.echo(f"{len(report.errors)} metric(s) raised an error; their values are stored as NaN with the "
+                   "error as the reason. Fix the cause and score them again.", err=True)
+        raise typer.Exit(code=1)
+
+
+def _print_problems(report: Any) -> None:
+    """The metrics skipped (one line) and those that raised (one line each), on stderr."""
     skipped = skipped_line(report.skipped)
     if skipped:
         typer.echo(skipped, err=True)
     for name, msg in sorted(report.errors.items()):
         echo_line(f"ERROR in {name}: {msg}", err=True)
-    if spot_check is not None:
-        try:
-            from evalcore.scoring.spot_check import spot_check as run_spot_check
-        except ImportError as exc:
-            raise EvalcoreError(f"--spot-check is not available in this build (evalcore.scoring.spot_check: {exc})") from exc
-        result = run_spot_check(store, report.run_id, fraction=spot_check, second_judge=second_judge,
-                                first_judge=judge, seed=0)
-        typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
-    if report.errors:
-        typer.echo(f"{len(report.errors)} metric(s) raised an error; their values are stored as NaN with the "
-                   "error as the reason. Fix the cause and score them again.", err=True)
-        raise typer.Exit(code=1)
+
+
+def _spot_check(store: Any, run_id: str, fraction: float, second_judge: str | None, judge: str | None) -> None:
+    """`--spot-check`: re-judge a sample with the second judge and print the disagreement."""
+    try:
+        from evalcore.scoring.spot_check import spot_check as run_spot_check
+    except ImportError as exc:
+        raise EvalcoreError(f"--spot-check is not available in this build (evalcore.scoring.spot_check: {exc})") from exc
+    result = run_spot_check(store, run_id, fraction=fraction, second_judge=second_judge, first_judge=judge, seed=0)
+    typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
 
 
 def skipped_line(skipped: dict[str, str]) -> str:

@@ -139,11 +139,6 @@ def visible(value: Any, single_line: bool = True) -> str:
     return reveal(text, escape_code, single_line, mark_backslashes=single_line)
 
 
-def has_unsafe(text: str) -> bool:
-    """Does `text` hold any character `visible` would escape (newlines and tabs included)?"""
-    return _UNSAFE.search(text) is not None
-
-
 # Markdown punctuation, plus what GitHub's autolinks need (':' of a scheme, '.' of www.x.y, '@' of
 # an e-mail): escaped, a URL in an answer stays text in a pull request or job summary.
 _MD_PUNCTUATION = frozenset("\\`*_{}[]()!|~:.@")

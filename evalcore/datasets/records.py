@@ -354,10 +354,6 @@ def _check_header(header: list[str], path: Path) -> None:
         seen.add(name)
 
 
-def read_json(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    return ((recno, rec) for recno, rec, _ in sized_json(path))
-
-
 READERS = {".jsonl": sized_jsonl, ".ndjson": sized_jsonl, ".json": sized_json, ".csv": sized_csv,
            ".parquet": sized_parquet}
 

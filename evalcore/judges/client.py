@@ -110,11 +110,6 @@ class LLMJudge(Judge):
             if schema is not None else self.backend.params(system, messages, max_tokens)
         return {"provider": self.provider, "model": self.model, "base_url": base_url, "params": params}
 
-    def cache_key_for(self, task: str, inputs: dict[str, Any]) -> str:
-        p = get_task(task).prompt(inputs)
-        return request_key(self.request_for(p.system, [{"role": "user", "content": p.user}], p.max_tokens,
-                                            task=task))
-
     def answered_from_cache(self, task: str, inputs: dict[str, Any]) -> bool:
         """Whether a pass would answer this request from the cache: an entry exists and
         passes the same checks as at use (for `--dry-run`, which counts such calls free)."""

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictInt
 from pydantic.json_schema import SkipJsonSchema
 
-from evalcore.judges.offline import matching
+from evalcore.judges.offline import lexical_verdicts
 from evalcore.judges.offline.words import (Vocabulary, content, contradiction_pairs, coverage, is_hedge, recall,
                                      sentences, tokens)
 from evalcore.judges.request_inputs import contexts_of, expected_text, gold_list
@@ -169,9 +169,9 @@ def _relevance_heuristic(q: str, golds: list[str], contexts: list[str]) -> list[
 
 def _review_heuristic(inp: dict) -> dict:
     ctxs = list(inp.get("contexts") or [])
-    return {"contexts": _relevance_heuristic(inp.get("question") or "", matching.gold_answers(inp), ctxs),
-            "claims": matching.verdicts(list(inp["claims"]), ctxs),
-            "statements": matching.verdicts(list(inp["statements"]), ctxs)}
+    return {"contexts": _relevance_heuristic(inp.get("question") or "", lexical_verdicts.gold_answers(inp), ctxs),
+            "claims": lexical_verdicts.verdicts(list(inp["claims"]), ctxs),
+            "statements": lexical_verdicts.verdicts(list(inp["statements"]), ctxs)}
 
 
 _define(TaskDef(
@@ -239,7 +239,7 @@ class FactualReply(Reply):
 def _factual_heuristic(inp: dict) -> dict:
     """correctness: answer words found in any gold answer or the question; completeness: the
     best gold answer's words found in the answer."""
-    q, a, golds = inp.get("question") or "", inp.get("answer") or "", matching.gold_answers(inp)
+    q, a, golds = inp.get("question") or "", inp.get("answer") or "", lexical_verdicts.gold_answers(inp)
     prec = coverage(a, Vocabulary("\n".join([*golds, q])))[0] if content(a) else 0.0
     comp = max((recall(g, a) for g in golds), default=recall("", a))
     clashes = contradiction_pairs(a)
@@ -271,7 +271,8 @@ CORRECT_AT = 0.6
 def _class_heuristic(inp: dict) -> dict:
     """CORRECT when answer_correctness's match with the best gold answer is >= CORRECT_AT:
     the answer holds a gold answer, or the two share most of their words."""
-    score, why = matching.best_match(inp.get("answer") or "", matching.gold_answers(inp), inp.get("question") or "")
+    score, why = lexical_verdicts.best_match(inp.get("answer") or "", lexical_verdicts.gold_answers(inp),
+                                             inp.get("question") or "")
     return {"label": "CORRECT" if score >= CORRECT_AT else "WRONG", "reason": f"match {score:.2f}; {why}"}
 
 
@@ -314,12 +315,12 @@ def _groundedness_check(out: dict, inp: dict) -> dict:
 
 def _groundedness_heuristic(inp: dict) -> dict:
     claims, ctxs = list(inp.get("claims") or []), list(inp.get("contexts") or [])
-    verdicts = matching.verdicts(claims, ctxs)
+    verdicts = lexical_verdicts.verdicts(claims, ctxs)
     sup = [i for i, v in enumerate(verdicts, 1) if v["verdict"]]
     uns = [i for i, v in enumerate(verdicts, 1) if not v["verdict"]]
     frac = len(sup) / len(claims) if claims else 0.0
     score = 5 if frac == 1 else 4 if frac >= 0.75 else 3 if frac >= 0.5 else 2 if frac >= 0.25 else 1 if frac else 0
-    if score >= 4 and not matching.cited(inp.get("answer") or "", int(inp.get("n_citations", 0))):
+    if score >= 4 and not lexical_verdicts.cited(inp.get("answer") or "", int(inp.get("n_citations", 0))):
         score -= 1
     return {"score": float(score), "supported_claims": sup, "unsupported_claims": uns,
             "reason": f"{len(sup)}/{len(claims)} statements lexically supported"}
@@ -337,8 +338,9 @@ class Grade05Reply(Reply):
 
 def _correctness_heuristic(inp: dict) -> dict:
     a = inp.get("answer") or ""
-    frac = 0.0 if is_hedge(a) else matching.support_frac(a, list(inp.get("contexts") or []))
-    return {"score": float(matching.band(frac)), "reason": f"{frac:.0%} of answer sentences supported by contexts"}
+    frac = 0.0 if is_hedge(a) else lexical_verdicts.support_frac(a, list(inp.get("contexts") or []))
+    return {"score": float(lexical_verdicts.band(frac)),
+            "reason": f"{frac:.0%} of answer sentences supported by contexts"}
 
 
 _define(TaskDef("correctness", "1", Grade05Reply, heuristic=_correctness_heuristic, output_tokens=(50, 0),
@@ -347,9 +349,10 @@ _define(TaskDef("correctness", "1", Grade05Reply, heuristic=_correctness_heurist
 
 
 def _answer_correctness_heuristic(inp: dict) -> dict:
-    """The best match over every gold answer (matching.match: same words 1, holds a gold
+    """The best match over every gold answer (lexical_verdicts.match: same words 1, holds a gold
     answer 0.9, else 0.9 x the mean of the two word shares)."""
-    score, why = matching.best_match(inp.get("answer") or "", matching.gold_answers(inp), inp.get("question") or "")
+    score, why = lexical_verdicts.best_match(inp.get("answer") or "", lexical_verdicts.gold_answers(inp),
+                                             inp.get("question") or "")
     return {"score": round(score, 4), "reason": why}
 
 
@@ -374,15 +377,15 @@ def _plan_heuristic(inp: dict) -> dict:
     which may be keywords only, else support by the contexts); completeness: the best gold
     answer's words found in the answer; faithfulness: share of sentences supported."""
     a, exp, ctxs = inp.get("answer") or "", inp.get("expected") or "", list(inp.get("contexts") or [])
-    golds = matching.gold_answers(inp)
+    golds = lexical_verdicts.gold_answers(inp)
     if golds:
-        corr = matching.best_match(a, golds, inp.get("question") or "")[0]
+        corr = lexical_verdicts.best_match(a, golds, inp.get("question") or "")[0]
         comp = max(recall(g, a) for g in golds)
     else:
-        corr = matching.f1(a, exp) if exp else matching.support_frac(a, ctxs)
+        corr = lexical_verdicts.f1(a, exp) if exp else lexical_verdicts.support_frac(a, ctxs)
         comp = recall(exp, a) if exp else corr
-    faith = matching.support_frac(a, ctxs)
-    return {k: {"score": float(1 + matching.band(v, 4)), "reason": f"lexical share {v:.0%}"}
+    faith = lexical_verdicts.support_frac(a, ctxs)
+    return {k: {"score": float(1 + lexical_verdicts.band(v, 4)), "reason": f"lexical share {v:.0%}"}
             for k, v in (("correctness", corr), ("faithfulness", faith), ("completeness", comp))}
 
 

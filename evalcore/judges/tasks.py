@@ -29,7 +29,6 @@ from __future__ import annotations
 from typing import Any
 
 from evalcore.judges import task_library
-from evalcore.judges.prompts import RenderedPrompt
 from evalcore.judges.task_def import ABSENT, ParseError, TaskDef, strict_schema  # noqa: F401 (the public names)
 
 REPAIR_VERSION = "1"
@@ -62,10 +61,6 @@ def get_task(name: str) -> TaskDef:
         return TASKS[name]
     except KeyError:
         raise KeyError(f"no judge task {name!r}; defined: {', '.join(sorted(TASKS))}") from None
-
-
-def build_prompt(task: str, inputs: dict[str, Any], version: str | None = None) -> RenderedPrompt:
-    return get_task(task).prompt(inputs, version)
 
 
 def inputs_for(task: str, **kw: Any) -> dict[str, Any]:

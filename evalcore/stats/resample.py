@@ -125,13 +125,6 @@ def paired_mean_cis(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], n_
     return out  # type: ignore[return-value]
 
 
-def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], n_boot: int = DEFAULT_BOOT,
-                        seed: int = 0, confidence: float = 0.95) -> tuple[float, float]:
-    """CI of mean(b - a) resampling question pairs together (a and b aligned, no NaNs)."""
-    diffs = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-    return bootstrap_ci(diffs, n_boot=n_boot, seed=seed, confidence=confidence)
-
-
 def randomization_test(diffs: Sequence[float], n_perm: int = DEFAULT_PERM, seed: int = 0,
                        exact_max_n: int = EXACT_MAX_N, max_n: int | None = None) -> tuple[float, str]:
     """Two-sided paired sign-flip test of mean(diffs) = 0. Returns (p, "exact"|"monte_carlo"|"normal").

@@ -48,13 +48,6 @@ def answers_from_traces(traces: Traces, file: str, method: str, method_from: str
     return [trace_answer(tree, file, method, method_from, id_from) for tree in traces.trees]
 
 
-def answers_from_spans(spans: Iterable[Span], file: str, method: str, method_from: str | None = None,
-                       id_from: str | None = None) -> list[TraceAnswer]:
-    """The answers of a source's spans, each span counted once and only under its root
-    (trace_tree.py)."""
-    return answers_from_traces(assemble_traces(spans, file), file, method, method_from, id_from)
-
-
 def _pair(answer: TraceAnswer, file: str, known: dict[str, EvalQuestion], by_text: dict[str, str],
           project: str | None, id_from: str | None,
           repaired: list[str] | None = None) -> tuple[EvalQuestion, EvalResponse]:

@@ -14,7 +14,7 @@ from evalcore.analysis.questions import claim_evidence as CE
 from evalcore.analysis.questions import highlight as HL
 from evalcore.analysis.runs import leaderboard as L
 from evalcore.ui import corrected_view
-from evalcore.ui import safe_widgets as common
+from evalcore.ui import safe_widgets as widgets
 from evalcore.ui.wording import judged_by
 
 KINDS = list(A.LABELS)
@@ -30,13 +30,13 @@ def _focus(item: dict, ctx) -> tuple[str | None, list]:
     run, method, qid = item["run_id"], item["method"], item["question_id"]
     if item["target_kind"] == "claim":
         ref = CE.claim_ref(item["target_ref"])
-        cited = common.call(CE.cited_ranks, run, method, qid, ref[0], ref[2]) if ref else []
+        cited = widgets.call(CE.cited_ranks, run, method, qid, ref[0], ref[2]) if ref else []
         return item.get("target_text"), cited
     if item["target_kind"] == "context":
         return (ctx["question"].iloc[0] if len(ctx) else None), []
     answer = ctx["answer"].iloc[0] if len(ctx) else None
     if item["target_kind"] == "answer":  # a random-sample label: target_ref is the metric
-        return answer, common.call(CE.cited_ranks, run, method, qid, str(item["target_ref"]))
+        return answer, widgets.call(CE.cited_ranks, run, method, qid, str(item["target_ref"]))
     return answer, []
 
 
@@ -45,25 +45,25 @@ def _evidence(item: dict) -> None:
     reference, the answer, and the retrieved contexts (the one judged, for a context verdict,
     right under the question). The words matching what is checked are marked
     (analysis.highlight.word_spans) and the passages the judge cited come first."""
-    ctx = common.call(A.item_context, item["run_id"], item["method"], item["question_id"])
+    ctx = widgets.call(A.item_context, item["run_id"], item["method"], item["question_id"])
     focus, cited = _focus(item, ctx)
-    common.highlighted("Question", ctx["question"].iloc[0] if len(ctx) else None)
+    widgets.highlighted("Question", ctx["question"].iloc[0] if len(ctx) else None)
     if item["target_kind"] == "context":
         _contexts(item, ctx, focus, cited)
     truth = ctx["ground_truth"].iloc[0] if len(ctx) else None
     focus_is_answer = item["target_kind"] not in ("claim", "context")
     marks = _claim_source(item) != "ground_truth" and isinstance(truth, str)  # not a statement in its own source
-    common.highlighted("Ground truth", truth, HL.word_spans(truth, focus) if marks else [])
+    widgets.highlighted("Ground truth", truth, HL.word_spans(truth, focus) if marks else [])
     if _claim_source(item) != "answer":  # an answer claim's answer is shown beside the claim itself
         answer = ctx["answer"].iloc[0] if len(ctx) else None
-        common.highlighted("Answer", answer, HL.word_spans(answer, focus)
+        widgets.highlighted("Answer", answer, HL.word_spans(answer, focus)
                            if isinstance(answer, str) and not focus_is_answer else [])
     if item["target_kind"] != "context":
         _contexts(item, ctx, focus, cited)
 
 
 def _contexts(item: dict, ctx, focus: str | None, cited: list) -> None:
-    chunks = sorted(common.call(A.retrieved_contexts, item["run_id"], item["method"], item["question_id"]),
+    chunks = sorted(widgets.call(A.retrieved_contexts, item["run_id"], item["method"], item["question_id"]),
                     key=lambda c: c.get("rank") or 0)
     if item["target_kind"] == "context":
         rank = item["target_ref"].rpartition(":")[2]
@@ -78,7 +78,7 @@ def _contexts(item: dict, ctx, focus: str | None, cited: list) -> None:
     for c in chunks:
         text = c.get("text") or ""
         label = f"Context rank {c.get('rank')}" + (" · cited by the judge" if c.get("rank") in first else "")
-        common.highlighted(label, text or "(no text stored)", HL.word_spans(text, focus) if text else [])
+        widgets.highlighted(label, text or "(no text stored)", HL.word_spans(text, focus) if text else [])
 
 
 def _claim_source(item: dict) -> str | None:
@@ -102,7 +102,7 @@ def _skip(key: str) -> None:
 
 def _decide(item: dict, who: str, label: str) -> None:
     note = st.session_state.get("ann_note") or None
-    saved = A.save(common.store(), item, who, label, note)
+    saved = A.save(widgets.store(), item, who, label, note)
     st.session_state.setdefault("ann_done", []).append(saved)
     st.session_state["ann_note"] = ""
 
@@ -110,7 +110,7 @@ def _decide(item: dict, who: str, label: str) -> None:
 def _undo() -> None:
     done = st.session_state.get("ann_done") or []
     if done:
-        A.undo(common.store(), done.pop())
+        A.undo(widgets.store(), done.pop())
 
 
 def _who() -> str:
@@ -118,7 +118,7 @@ def _who() -> str:
     who = (st.session_state.get("ann_who") or st.query_params.get("who") or "").strip()[:60]
     if who and not st.session_state.get("ann_change_who"):
         st.session_state["ann_who"] = who
-        common.set_param("who", who)
+        widgets.set_param("who", who)
         c1, c2 = st.columns([4, 1])
         c1.text(f"Annotating as {who}")
         if c2.button("Change name", key="ann_change"):
@@ -161,23 +161,23 @@ def _decision(item: dict, kind: str, who: str) -> None:
 
 
 def render() -> None:
-    common.header("Annotate", "Random sample: label answers drawn at random, so the labels correct the judge's "
+    widgets.header("Annotate", "Random sample: label answers drawn at random, so the labels correct the judge's "
                   "means. Queue: spot-check any verdict — agree (A), correct (S), skip (N), undo (U). "
                   "Every decision is appended with who and when.")
-    runs = common.call(L.run_list)
+    runs = widgets.call(L.run_list)
     if runs.empty:
-        common.empty_state("No runs yet.", "Import or launch one first.")
+        widgets.empty_state("No runs yet.", "Import or launch one first.")
         return
     names = dict(zip(runs.run_id, runs.name))
     # runs with judge verdicts first (newest first): the queue opens on work to do
-    judged = common.call(A.runs_with_verdicts)
+    judged = widgets.call(A.runs_with_verdicts)
     ordered = judged + [r for r in runs.run_id if r not in judged]
     # one row of pickers (mode, run, and the sample's method and metric): the item, its evidence
     # and the decision must fit under them in a 1400 x 1000 window
     c0, c1, c2, c3 = st.columns([2, 3, 2, 2])
     mode = corrected_view.mode_select(c0)
-    run_id = common.url_select("Run", ordered, "run", container=c1, format_func=lambda r: f"{names[r]} ({r})")
-    methods = common.call(L.systems, (run_id,))["method"].tolist()
+    run_id = widgets.url_select("Run", ordered, "run", container=c1, format_func=lambda r: f"{names[r]} ({r})")
+    methods = widgets.call(L.systems, (run_id,))["method"].tolist()
     if mode == "random sample":  # labels that feed the corrected estimates (docs/labels.md)
         who = _who()
         corrected_view.render_sample(run_id, methods, who, _evidence, pickers=(c2, c3))
@@ -190,34 +190,34 @@ def render() -> None:
 def _queue(run_id: str, methods: list[str], pickers: tuple) -> None:
     """The hand-picked queue: any unreviewed verdict of a kind, one at a time (agreement only)."""
     c2, c3 = pickers
-    method = common.url_select("Method", ["(all)", *methods], "method", container=c2)
-    kind = common.url_select("Verdict kind", KINDS, "kind", container=c3)
+    method = widgets.url_select("Method", ["(all)", *methods], "method", container=c2)
+    kind = widgets.url_select("Verdict kind", KINDS, "kind", container=c3)
     method = None if method == "(all)" else method
     who = _who()
 
     skip = tuple(st.session_state.get("ann_skip", []))
-    nxt = common.call(A.queue, run_id, kind, method, skip)
-    counts = common.call(A.counts, run_id)
+    nxt = widgets.call(A.queue, run_id, kind, method, skip)
+    counts = widgets.call(A.counts, run_id)
     row = counts[counts.target_kind == kind]
     total, reviewed = (int(row.n_verdicts.iloc[0]), int(row.n_reviewed.iloc[0])) if len(row) else (0, 0)
     done = len(st.session_state.get("ann_done", []))
     st.text(f"{done % BATCH} of {BATCH} in this batch · {reviewed} of {total} {kind} verdicts in this run reviewed")
     st.progress(min(1.0, (done % BATCH) / BATCH))
     if nxt.empty:
-        common.empty_state(f"No unreviewed {kind} verdicts here.",
+        widgets.empty_state(f"No unreviewed {kind} verdicts here.",
                            "Pick another kind or run; judged metrics create verdicts when a run is scored.")
     else:
         item = nxt.iloc[0].to_dict()
         left, right = st.columns([1, 1])
         with left:
-            st.text(" / ".join(common.shown_name(item[k]) for k in ("method", "question_id", "target_ref")))
+            st.text(" / ".join(widgets.shown_name(item[k]) for k in ("method", "question_id", "target_ref")))
             if item["target_kind"] == "claim":
-                common.highlighted("Claim", item["target_text"])
-                ctx = common.call(A.item_context, item["run_id"], item["method"], item["question_id"])
+                widgets.highlighted("Claim", item["target_text"])
+                ctx = widgets.call(A.item_context, item["run_id"], item["method"], item["question_id"])
                 label, column = SOURCES.get(_claim_source(item), SOURCES["answer"])
                 source = ctx[column].iloc[0] if len(ctx) else None
                 where = HL.claim_spans(source, [(0, item["target_text"], None)])[0] if isinstance(source, str) else []
-                common.highlighted(label, source,
+                widgets.highlighted(label, source,
                                    [s._replace(kind="cited", title="the claim") for s in where])
             if who:
                 _decision(item, kind, who)
@@ -230,17 +230,17 @@ def _queue(run_id: str, methods: list[str], pickers: tuple) -> None:
 def _agreement(run_id: str) -> None:
     st.divider()
     st.subheader("Judge-human agreement")
-    scope = common.url_select("Agreement over", ["this run", "all runs"], "scope")
-    agree = common.call(A.agreement, run_id if scope == "this run" else None)
+    scope = widgets.url_select("Agreement over", ["this run", "all runs"], "scope")
+    agree = widgets.call(A.agreement, run_id if scope == "this run" else None)
     if agree.empty:
-        common.empty_state("No annotations yet.", "Agreement appears after the first reviews.")
+        widgets.empty_state("No annotations yet.", "Agreement appears after the first reviews.")
     else:
         st.caption("Agreement rate: share of verdicts the annotator kept (each person's newest label per item), "
                    "with a Wilson 95% interval. Cohen's kappa corrects it for agreement expected by chance "
                    "(1 = perfect, 0 = chance level). Annotator columns: items two people labelled.")
-        common.show_table(agree, "agreement")
+        widgets.show_table(agree, "agreement")
         with st.expander("Recent annotations"):
-            common.show_table(common.call(A.recent, run_id if scope == "this run" else None), "annotations")
+            widgets.show_table(widgets.call(A.recent, run_id if scope == "this run" else None), "annotations")
 
 
 if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)

@@ -24,7 +24,7 @@ from evalcore.analysis.runs import means as M
 from evalcore.analysis.read.correctness import class_metrics
 from evalcore.schemas.labels import GRADE_METRICS, AnswerClass, Grade
 from evalcore.ui import diagnosis
-from evalcore.ui import safe_widgets as common
+from evalcore.ui import safe_widgets as widgets
 from evalcore.ui.wording import judged_by
 
 GRADES = [g.value for g in Grade]
@@ -42,48 +42,48 @@ def _relabel(df: pd.DataFrame, labels: dict[str, str]) -> pd.DataFrame:
 
 def _stacked(df: pd.DataFrame, order: list[str], title: str, missing: str, legend: str) -> None:
     if df.empty:
-        common.empty_state(f"No {title.lower()} for these systems.", missing)
+        widgets.empty_state(f"No {title.lower()} for these systems.", missing)
         return
-    st.plotly_chart(common.inert_figure(stacked_figure(df, order, title, legend)), key=f"bar_{title}")
+    st.plotly_chart(widgets.inert_figure(stacked_figure(df, order, title, legend)), key=f"bar_{title}")
 
 
 def _pareto(points: pd.DataFrame, x: str, x_title: str, metric: str, labels: dict[str, str]) -> None:
     if len(points) and x in points and points[x].isna().all():
         # NaN is unknown, not 0: a judge model without a price (or a target that reported none)
-        common.empty_state(f"{x_title.capitalize()} unknown for every system.",
+        widgets.empty_state(f"{x_title.capitalize()} unknown for every system.",
                            "A judge or target model has no price (add it to the prices), so no front can be drawn.")
         return
     pts = G.front_2d(points, x)
     if pts.empty or (pts[x] == 0).all():
         # All-zero means nothing reported it (no token prices, no paid judge): a front drawn on
         # that axis would crown the best-quality system "free", which says nothing.
-        common.empty_state(f"No {x_title} recorded.", "Targets or judges must report it.")
+        widgets.empty_state(f"No {x_title} recorded.", "Targets or judges must report it.")
         return
-    st.plotly_chart(common.inert_figure(pareto_figure(pts, x, x_title, metric, labels)), key=f"pareto_{x}")
+    st.plotly_chart(widgets.inert_figure(pareto_figure(pts, x, x_title, metric, labels)), key=f"pareto_{x}")
     left = len(points) - len(pts)
     if left:
         st.caption(f"{left} system(s) without a known {x_title} are not placed.")
-    common.show_table(pts, f"pareto-{x}", key=f"dl_pareto_{x}")
+    widgets.show_table(pts, f"pareto-{x}", key=f"dl_pareto_{x}")
 
 
 def render() -> None:
-    common.header("Charts", "Distributions per system (run / method), by question facet, and quality "
+    widgets.header("Charts", "Distributions per system (run / method), by question facet, and quality "
                   "against cost and latency.")
-    chosen = common.pick_systems("Systems", 4)
+    chosen = widgets.pick_systems("Systems", 4)
     if chosen is None:
         return
     picked, _ = chosen
     if not picked:
-        common.empty_state("Pick at least one system.", "")
+        widgets.empty_state("Pick at least one system.", "")
         return
-    short = common.short_labels(picked)
+    short = widgets.short_labels(picked)
     if len({k.partition(":")[0] for k in picked}) == 1:
-        st.caption(f"All systems are methods of run {common.md(picked[0].partition(':')[0])}; "
+        st.caption(f"All systems are methods of run {widgets.md(picked[0].partition(':')[0])}; "
                    "charts label them by method.")
     keys = tuple(picked)
-    metrics = common.call(L.metric_names, tuple(sorted({k.partition(":")[0] for k in picked})))
+    metrics = widgets.call(L.metric_names, tuple(sorted({k.partition(":")[0] for k in picked})))
 
-    section = common.url_select("Section", list(SECTIONS), "section", format_func=SECTIONS.get)
+    section = widgets.url_select("Section", list(SECTIONS), "section", format_func=SECTIONS.get)
     if section == "overview":
         _overview(keys, picked, short)
     elif section == "facet":
@@ -98,11 +98,11 @@ def _overview(keys: tuple[str, ...], picked: list[str], short: dict[str, str]) -
     st.subheader("Grades and answer classes")
     c1, c2 = st.columns(2)
     with c1:
-        _stacked(_relabel(common.call(G.label_counts, keys, "grade"), short), GRADES, "Grade distribution (A-E)",
+        _stacked(_relabel(widgets.call(G.label_counts, keys, "grade"), short), GRADES, "Grade distribution (A-E)",
                  "Grades come from factual_accuracy (or factual_grade) scores.", "grade")
         _judge_caption("Grades", keys, GRADE_METRICS)
     with c2:
-        classes = common.call(G.label_counts, keys, "answer_class")
+        classes = widgets.call(G.label_counts, keys, "answer_class")
         _stacked(_relabel(classes, short), CLASSES,
                  "Correct / wrong / don't know", "Score a correctness metric (answer_correct, token_f1...).", "class")
         st.caption("Answer classes: one rule for every page and the CLI — ERROR for a target error; DONT_KNOW "
@@ -110,7 +110,7 @@ def _overview(keys: tuple[str, ...], picked: list[str], short: dict[str, str]) -
                    f"{', '.join(M.correct_deciders())} with a value (≥ 0.5 is CORRECT).")
         _judge_caption("Answer classes", keys, class_metrics())
         # the diagnosis below reads the same cached table (one computation per page run)
-        differ = G.correct_differences(classes, common.call(FM.failure_modes, tuple(picked)))
+        differ = G.correct_differences(classes, widgets.call(FM.failure_modes, tuple(picked)))
         if differ["correct_abstention"] or differ["target_error"]:
             st.caption("Why these counts differ from the diagnosis below: "
                        + "; ".join(part for part in (
@@ -124,37 +124,37 @@ def _overview(keys: tuple[str, ...], picked: list[str], short: dict[str, str]) -
 
 def _judge_caption(what: str, keys: tuple[str, ...], metrics) -> None:
     """Which judge produced the labels of a chart (every judge, when several did)."""
-    judges = common.call(M.metric_judges, keys, tuple(metrics))
+    judges = widgets.call(M.metric_judges, keys, tuple(metrics))
     if len(judges):
-        st.caption(common.md(f"{what}: {judged_by(judges.judge_id)}"))
+        st.caption(widgets.md(f"{what}: {judged_by(judges.judge_id)}"))
     else:
-        st.caption(common.md(f"{what}: no judge recorded for these labels"))
+        st.caption(widgets.md(f"{what}: no judge recorded for these labels"))
 
 
 def _by_facet(keys: tuple[str, ...], metrics: list[str], short: dict[str, str]) -> None:
     st.subheader("Metric by question facet")
     if not metrics:
-        common.empty_state("No metric values for these systems.", "Score the runs first (`evalcore score`).")
+        widgets.empty_state("No metric values for these systems.", "Score the runs first (`evalcore score`).")
         return
     c1, c2 = st.columns(2)
-    metric = common.url_select("Metric", metrics, "metric", container=c1,
+    metric = widgets.url_select("Metric", metrics, "metric", container=c1,
                                default=next((m for m in L.key_metric_names() if m in metrics), None))
-    facet = common.url_select("Group by", list(G.FACETS), "facet", container=c2)
-    values = _relabel(common.call(G.metric_by_facet, keys, metric, facet), short)
+    facet = widgets.url_select("Group by", list(G.FACETS), "facet", container=c2)
+    values = _relabel(widgets.call(G.metric_by_facet, keys, metric, facet), short)
     if values.empty:
-        common.empty_state(f"No {metric} values for these systems.", "Pick another metric.")
+        widgets.empty_state(f"No {metric} values for these systems.", "Pick another metric.")
         return
     fig = go.Figure([go.Box(x=g["facet"], y=g["value"], name=system, boxpoints=False)
                      for system, g in values.groupby("system", sort=False)])
     fig.update_layout(boxmode="group", title=f"{metric} by {facet} (per question)", height=420,
                       xaxis={"title": facet, "automargin": True}, yaxis_title=metric, legend_title_text="system")
-    st.plotly_chart(common.inert_figure(fig), key="box_facet")
-    common.show_table(common.call(G.facet_means, keys, metric, facet), f"{metric}-by-{facet}")
+    st.plotly_chart(widgets.inert_figure(fig), key="box_facet")
+    widgets.show_table(widgets.call(G.facet_means, keys, metric, facet), f"{metric}-by-{facet}")
 
 
 def _latency_cost(keys: tuple[str, ...], short: dict[str, str]) -> None:
     st.subheader("Latency and cost")
-    latency_cost_view(_relabel(common.call(G.latency_cost, keys), short))
+    latency_cost_view(_relabel(widgets.call(G.latency_cost, keys), short))
 
 
 def latency_cost_view(lc: pd.DataFrame) -> None:
@@ -164,7 +164,7 @@ def latency_cost_view(lc: pd.DataFrame) -> None:
     if len(latency):
         fig = _boxes(latency, "latency_ms", "Latency per answer (log scale)", "latency (ms, log scale)")
         fig.update_xaxes(type="log", tickvals=_log_ticks(latency["latency_ms"]))
-        c1.plotly_chart(common.inert_figure(fig), key="latency")
+        c1.plotly_chart(widgets.inert_figure(fig), key="latency")
         zero = int((lc["latency_ms"] == 0).sum())
         c1.caption("Log scale: one slow answer would otherwise flatten every box; hover a box for its "
                    "median and quartiles in ms." + (f" {zero} answer(s) with 0 ms are not drawn." if zero else ""))
@@ -172,7 +172,7 @@ def latency_cost_view(lc: pd.DataFrame) -> None:
         c1.info("No latency recorded for these systems.")
     known = lc[lc["cost_usd"].notna()]
     if (known["cost_usd"] > 0).any():
-        c2.plotly_chart(common.inert_figure(_boxes(known, "cost_usd", "Cost per answer (target + judge)",
+        c2.plotly_chart(widgets.inert_figure(_boxes(known, "cost_usd", "Cost per answer (target + judge)",
                                                    "cost (USD)")), key="cost")
         if len(known) < len(lc):
             c2.caption(f"{len(lc) - len(known)} answer(s) of unknown cost (a judge or target model without a "
@@ -207,11 +207,11 @@ def _boxes(df: pd.DataFrame, column: str, title: str, axis: str) -> go.Figure:
 def _fronts(keys: tuple[str, ...], metrics: list[str], short: dict[str, str]) -> None:
     st.subheader("Pareto fronts")
     if not metrics:
-        common.empty_state("No metric values for these systems.", "Score the runs first (`evalcore score`).")
+        widgets.empty_state("No metric values for these systems.", "Score the runs first (`evalcore score`).")
         return
-    quality = common.url_select("Quality metric", metrics, "quality",
+    quality = widgets.url_select("Quality metric", metrics, "quality",
                                 default=next((m for m in L.key_metric_names() if m in metrics), None))
-    points = common.call(G.frontier_points, keys, quality)
+    points = widgets.call(G.frontier_points, keys, quality)
     c1, c2 = st.columns(2)
     with c1:
         _pareto(points, "cost_per_query_usd", "cost per query (USD)", quality, short)

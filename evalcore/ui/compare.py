@@ -26,7 +26,7 @@ from evalcore.analysis.comparison import verdict as V
 from evalcore.analysis.charts.figures import forest_figure
 from evalcore.errors import EvalcoreError
 from evalcore.ui import corrected_view, diagnosis, entry
-from evalcore.ui import safe_widgets as common
+from evalcore.ui import safe_widgets as widgets
 from evalcore.ui.wording import diff_text, judges_text, word_diff
 
 OUTCOMES = ["regressed", "improved", "unchanged", "missing"]
@@ -37,7 +37,7 @@ QUESTION_PARAMS = ("cm", "out", "cq", "cqs", "scatter")
 
 def _judges(keys: list[str], metrics: list[str]) -> dict[str, str]:
     """metric -> the judges of its values on either side, in words (judged metrics only)."""
-    rows = common.call(M.metric_judges, tuple(keys), tuple(metrics))
+    rows = widgets.call(M.metric_judges, tuple(keys), tuple(metrics))
     return {m: judges_text(g.judge_id) for m, g in rows.groupby("metric")}
 
 
@@ -46,9 +46,9 @@ def _metric_table(base: str, cand: str, stat_metrics: list[str]) -> pd.DataFrame
     stored before the id rule holding one question id twice (evalcore.analysis.read.id_collisions)."""
     try:
         with st.spinner("Paired bootstrap and tests..."):
-            table = common.call(C.pair_table, base, cand, tuple(stat_metrics))
+            table = widgets.call(C.pair_table, base, cand, tuple(stat_metrics))
     except EvalcoreError as exc:
-        st.error(common.md(f"Not compared: {exc}"))
+        st.error(widgets.md(f"Not compared: {exc}"))
         return None
     if table.empty:
         return table
@@ -108,26 +108,26 @@ def _question_diff(base: str, cand: str, metric: str) -> None:
     CHANGED_SHOWN rows with a search box: at 100,000 questions the full list (and a picker with
     as many options) took the browser longer than the rest of the page."""
     c1, c2 = st.columns([1, 2])
-    outcome = common.url_select("Show questions that", OUTCOMES, "out", container=c1)
-    search = common.url_text("Search them (question id or text)", "cqs", container=c2).strip()
-    total = common.call(C.changed_count, base, cand, metric, outcome, search or None)
-    rows = common.call(C.changed_questions, base, cand, metric, outcome, CHANGED_SHOWN, search or None)
+    outcome = widgets.url_select("Show questions that", OUTCOMES, "out", container=c1)
+    search = widgets.url_text("Search them (question id or text)", "cqs", container=c2).strip()
+    total = widgets.call(C.changed_count, base, cand, metric, outcome, search or None)
+    rows = widgets.call(C.changed_questions, base, cand, metric, outcome, CHANGED_SHOWN, search or None)
     st.text(changed_caption(total, len(rows), outcome, metric, search))
     if rows.empty:
         return
-    common.show_table(rows, f"compare-{outcome}-{metric}", height=250)
-    qid = common.url_select("Question to diff", rows["question_id"].tolist(), "cq")
-    ans = common.call(C.answers, (base, cand), qid)
+    widgets.show_table(rows, f"compare-{outcome}-{metric}", height=250)
+    qid = widgets.url_select("Question to diff", rows["question_id"].tolist(), "cq")
+    ans = widgets.call(C.answers, (base, cand), qid)
     by_sys = dict(zip(ans["system"], ans["answer"].fillna("")))
     if len(ans):
-        common.untrusted("Question", ans["question"].iloc[0])
-        common.untrusted("Ground truth", ans["ground_truth"].iloc[0])
+        widgets.untrusted("Question", ans["question"].iloc[0])
+        widgets.untrusted("Ground truth", ans["ground_truth"].iloc[0])
     a, b = by_sys.get(base, ""), by_sys.get(cand, "")
     c1, c2 = st.columns(2)
     with c1:
-        common.untrusted("Baseline answer", a)
+        widgets.untrusted("Baseline answer", a)
     with c2:
-        common.untrusted("Candidate answer", b)
+        widgets.untrusted("Candidate answer", b)
     rows = word_diff(a, b)
     st.caption("Word diff ([-only in baseline-] {+only in candidate+})")
     st.text(diff_text(rows))
@@ -144,7 +144,7 @@ N_CARDS = 4
 def _card_number(value: float, sign: bool = False) -> str:
     """Three decimals for scores; whole numbers once a value reaches 100 (milliseconds, tokens)."""
     if value != value:
-        return common.MISSING
+        return widgets.MISSING
     plus = "+" if sign else ""
     return f"{value:{plus},.0f}" if abs(value) >= 100 else f"{value:{plus}.3f}"
 
@@ -157,7 +157,7 @@ def _cards(forest: pd.DataFrame, table: pd.DataFrame) -> None:
     cols = st.columns(2)
     for i, r in enumerate(shown):  # two per row: beside the forest plot
         cols[i % 2].metric(
-            common.md(r.metric), _card_number(means.get(r.metric, float("nan"))), _card_number(r.delta, sign=True),
+            widgets.md(r.metric), _card_number(means.get(r.metric, float("nan"))), _card_number(r.delta, sign=True),
             delta_color=_CARD_COLOURS[r.shade], border=True,
             help=f"The candidate's mean; Δ = candidate − baseline ({'higher' if r.higher_is_better else 'lower'} "
                  f"is better): {r.outcome} after Holm.")
@@ -171,31 +171,31 @@ def _sentences(lines: pd.DataFrame, judged: dict[str, str]) -> None:
     for line in lines.itertuples(index=False):
         judge = judged.get(line.metric)
         text = line.verdict + (f" · judged by {judge}" if isinstance(judge, str) and judge else "")
-        box[line.outcome](common.md(text))
+        box[line.outcome](widgets.md(text))
 
 
 def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str], tested: list[str]) -> None:
     """Above the fold: the comparability warnings, the one-line headline, the key metrics' cards,
     then the forest plot beside the verdict sentences (green better, red worse, amber not
     significant after Holm or too few questions, blue no significant difference)."""
-    names = common.short_labels([base, cand], labels)
+    names = widgets.short_labels([base, cand], labels)
     lines = C.verdict_lines(table, names[base], names[cand])
     with st.container(key="verdict"):
-        for warning in common.call(V.comparability, base, cand, tuple(tested)):
-            st.warning("Not comparable as scored: " + common.md(warning), icon=":material/warning:")
+        for warning in widgets.call(V.comparability, base, cand, tuple(tested)):
+            st.warning("Not comparable as scored: " + widgets.md(warning), icon=":material/warning:")
         if lines.empty:
             st.subheader("Verdict")
-            st.text(f"{common.shown_name(names[cand])} against {common.shown_name(names[base])} (baseline)")
+            st.text(f"{widgets.shown_name(names[cand])} against {widgets.shown_name(names[base])} (baseline)")
             st.info("Pick metrics to test (below) to get a verdict.")
             return
-        st.subheader(common.md(V.verdict_summary(lines, table, names[base], names[cand])), anchor=False)
-        st.caption(common.md(f"Verdict: {names[cand]} against {names[base]} (baseline) · α = 0.05 after Holm "
+        st.subheader(widgets.md(V.verdict_summary(lines, table, names[base], names[cand])), anchor=False)
+        st.caption(widgets.md(f"Verdict: {names[cand]} against {names[base]} (baseline) · α = 0.05 after Holm "
                              f"over the {len(lines)} tested metrics · Δ = candidate − baseline · CI: paired "
                              "bootstrap 95%, unadjusted; the outcome follows the Holm-adjusted p."))
         forest = F.forest_rows(table, lines)
         left, right = st.columns([3, 2], vertical_alignment="center")
         with left, st.container(key="forest"):
-            st.plotly_chart(common.inert_figure(forest_figure(forest)), key="forest_plot",
+            st.plotly_chart(widgets.inert_figure(forest_figure(forest)), key="forest_plot",
                             config={"displayModeBar": False})
         with right:
             _cards(forest, table)
@@ -213,34 +213,34 @@ def _count_links(table: pd.DataFrame, picked: list[str]) -> None:
         "missing": table.missing})
     cfg = {o: st.column_config.LinkColumn(o, display_text=r"n=(\d+)$", help=f"questions {o} on this metric: open the list")
            for o in ("improved", "regressed", "unchanged")}
-    common.dataframe(rows, hide_index=True, column_config=cfg, width="stretch")
+    widgets.dataframe(rows, hide_index=True, column_config=cfg, width="stretch")
 
 
 def render() -> None:
-    common.header("Compare", "Which system is better, and is it real? Systems (run / method) are paired on "
+    widgets.header("Compare", "Which system is better, and is it real? Systems (run / method) are paired on "
                   "question_id; the first one is the baseline.")
-    chosen = common.pick_systems("Systems (first = baseline)", 2)
+    chosen = widgets.pick_systems("Systems (first = baseline)", 2)
     if chosen is None:
         return
     picked, labels = chosen
     if len(picked) < 2:
-        common.empty_state("Pick at least two systems.", "The first one is the baseline.")
+        widgets.empty_state("Pick at least two systems.", "The first one is the baseline.")
         return
     base, cands = picked[0], picked[1:]
-    metrics = common.call(L.metric_names, tuple(sorted({k.partition(":")[0] for k in picked})))
+    metrics = widgets.call(L.metric_names, tuple(sorted({k.partition(":")[0] for k in picked})))
     if not metrics:
-        common.empty_state("These runs have no metric values.", "Score them first (`evalcore score`).")
+        widgets.empty_state("These runs have no metric values.", "Score them first (`evalcore score`).")
         return
-    cand = cands[0] if len(cands) == 1 else common.url_select(
+    cand = cands[0] if len(cands) == 1 else widgets.url_select(
         "Candidate", cands, "cand", format_func=lambda k: labels[k])
     verdict_slot = st.empty()
-    stat_metrics = common.url_multi("Metrics to test (CI, p)", metrics, "tm",
-                                    default=common.call(V.default_tested_metrics, (base, cand)))
+    stat_metrics = widgets.url_multi("Metrics to test (CI, p)", metrics, "tm",
+                                    default=widgets.call(V.default_tested_metrics, (base, cand)))
     table = _metric_table(base, cand, stat_metrics)
     if table is None:
         return
     if table.empty:
-        common.empty_state("No metric is scored on both sides.", "Pick systems scored with the same metrics.")
+        widgets.empty_state("No metric is scored on both sides.", "Pick systems scored with the same metrics.")
         return
     with verdict_slot.container():
         _verdict(table, base, cand, labels, [m for m in stat_metrics if m in set(table.metric)])
@@ -249,7 +249,7 @@ def render() -> None:
     # drawn when opened (a stateful expander): a grid of every metric costs the browser ~0.2 s
     with st.expander("All metrics: means, Δ, CI, p", key="all_metrics", on_change="rerun") as box:
         if box.open:
-            common.show_table(table, "compare-metrics")
+            widgets.show_table(table, "compare-metrics")
     corrected_view.render_compare(base, cand, table)  # judge vs human-corrected Δ, where labels exist
     # drawn when opened: diagnosing every answer of both systems is the page's costliest query
     # (~1 s at 100,000 questions), and the verdict above does not need it
@@ -265,17 +265,17 @@ def render() -> None:
     with st.expander("Question by question: the changed questions, a word diff, a scatter", key="by_question",
                      on_change="rerun", expanded=opened) as box:
         if box.open:
-            metric = common.url_select("Metric for questions and scatter", list(table.metric), "cm",
+            metric = widgets.url_select("Metric for questions and scatter", list(table.metric), "cm",
                                        default=stat_metrics[0] if stat_metrics else None)
             _question_diff(base, cand, metric)
             # the scatter draws every paired question: on request, so the verdict comes up fast
-            if common.url_select("Scatter of every question", ["hidden", "shown"], "scatter") == "shown":
-                pairs = common.call(C.paired_values, base, cand, (metric,))
-                st.plotly_chart(common.inert_figure(_scatter(pairs, metric, base, cand)), key="scatter")
+            if widgets.url_select("Scatter of every question", ["hidden", "shown"], "scatter") == "shown":
+                pairs = widgets.call(C.paired_values, base, cand, (metric,))
+                st.plotly_chart(widgets.inert_figure(_scatter(pairs, metric, base, cand)), key="scatter")
     # the file `evalcore report BASE CAND --metrics ...` writes, built (and imported) only on a click
     from evalcore.outputs.html_report import report_html
 
-    tested, store = [m for m in stat_metrics if m in set(table.metric)], common.store()
+    tested, store = [m for m in stat_metrics if m in set(table.metric)], widgets.store()
     st.download_button("Download this comparison as one HTML file", key="report_html", file_name="evalcore-report.html",
                        data=lambda: report_html(store, [base, cand], tested), mime="text/html", on_click="ignore")
 

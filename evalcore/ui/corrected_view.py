@@ -4,7 +4,7 @@ Why one module: Annotate, Compare and Runs each show a piece of the same thing (
 and keeping the pieces here leaves those pages one call each. Every number comes from
 evalcore.analysis.labels.corrected / calibration — the functions `show --corrected` and `compare
 --corrected` print — so page and CLI agree. Untrusted text (answers, claims, run names) only
-through common.untrusted / st.dataframe, never Markdown.
+through widgets.untrusted / st.dataframe, never Markdown.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from evalcore.analysis.labels import label_counts as LC
 from evalcore.analysis.labels import label_sampling as S
 from evalcore.analysis.labels import label_units as U
 from evalcore.analysis.comparison.verdict import verdict_lines
-from evalcore.ui import safe_widgets as common
+from evalcore.ui import safe_widgets as widgets
 
 MODES = ["random sample", "queue"]
 RATINGS = [f"{x / 10:.1f}" for x in range(11)]
@@ -33,14 +33,14 @@ def mode_select(container=st) -> str:
     """Annotate's mode: random sample (the default, for estimates) unless the URL asks for a
     verdict kind's queue (`?kind=`, the hand-picked queue's old links) or says `?mode=queue`."""
     default = "queue" if "kind" in st.query_params and "mode" not in st.query_params else "random sample"
-    return common.url_select("Mode", MODES, "mode", default=default, container=container,
+    return widgets.url_select("Mode", MODES, "mode", default=default, container=container,
                              help="Random sample: answers drawn at random (seeded); only these labels correct "
                                   "the judge's means. Queue: any verdict, hand-picked; counts for agreement only.")
 
 
 def _available() -> bool:
     if not C.available():
-        st.info(common.md(C.INSTALL_HINT))
+        st.info(widgets.md(C.INSTALL_HINT))
         return False
     return True
 
@@ -58,7 +58,7 @@ def _progress(est: dict) -> None:
 def _form(run_id: str, method: str, metric: str, draw: S.Draw, who: str) -> None:
     """'Label this whole answer': every item of the drawn answer in one form, one submit."""
     kind = U.unit(metric).kind
-    items = common.call(S.answer_items, run_id, method, metric, draw.question_id)
+    items = widgets.call(S.answer_items, run_id, method, metric, draw.question_id)
     with st.form(f"whole_{run_id}_{method}_{metric}_{draw.question_id}", border=False):
         chosen = []
         # the items scroll inside a box of fixed height, so the note and the button stay in view
@@ -72,7 +72,7 @@ def _form(run_id: str, method: str, metric: str, draw: S.Draw, who: str) -> None
                                    max_chars=500)
         if button_col.form_submit_button("Label this whole answer", type="primary", disabled=not who):
             rows = [{**it, "run_id": run_id, "method": method} for it in items.to_dict("records")]
-            A.save_answer(common.store(), rows, who, chosen, note or None, (draw.sample_id, draw.inclusion_prob))
+            A.save_answer(widgets.store(), rows, who, chosen, note or None, (draw.sample_id, draw.inclusion_prob))
             st.session_state.setdefault("lab_done", 0)
             st.session_state["lab_done"] += 1
             st.rerun()
@@ -88,10 +88,10 @@ def _item(kind: str, i: int, it: dict, key: str) -> str:
     """One item of the whole-answer form: the claim (or context rank), the judge's label, and
     the label chosen (the judge's by default)."""
     if kind == "claim":
-        common.untrusted(f"Claim {i + 1}", it["text"])
+        widgets.untrusted(f"Claim {i + 1}", it["text"])
     elif kind == "context":
         st.caption(f"Retrieved context rank {it['target_ref'].rpartition(':')[2]} (text in the evidence panel)")
-    common.untrusted("Judge's verdict" if kind != "metric" else "Judge's value", it["judge_label"])
+    widgets.untrusted("Judge's verdict" if kind != "metric" else "Judge's value", it["judge_label"])
     options = list(ITEM_LABELS.get(kind, RATINGS))
     default = it["judge_label"] if it["judge_label"] in options else (
         f"{round(float(it['judge_label']) * 10) / 10:.1f}" if kind == "metric" else options[0])
@@ -104,22 +104,22 @@ def render_sample(run_id: str, methods: list[str], who: str, evidence: Callable[
     `pickers`: two containers for the method and metric pickers (the page's top row)."""
     if not _available():
         return
-    metrics = common.call(U.estimable_metrics, run_id)
+    metrics = widgets.call(U.estimable_metrics, run_id)
     if not metrics or not methods:
-        common.empty_state("This run has no judged metric to label.", "Score it with judged metrics first.")
+        widgets.empty_state("This run has no judged metric to label.", "Score it with judged metrics first.")
         return
     c1, c2 = pickers or st.columns([2, 2])
-    method = common.url_select("Method (population)", methods, "smethod", container=c1)
-    metric = common.url_select("Metric (population)", metrics, "metric", container=c2)
-    seed = common.url_int("seed", 0, 10**9, default=S.DEFAULT_SEED)
-    est = common.call(C.system_estimate, run_id, method, metric, withhold=False)  # rough numbers, marked so
+    method = widgets.url_select("Method (population)", methods, "smethod", container=c1)
+    metric = widgets.url_select("Metric (population)", metrics, "metric", container=c2)
+    seed = widgets.url_int("seed", 0, 10**9, default=S.DEFAULT_SEED)
+    est = widgets.call(C.system_estimate, run_id, method, metric, withhold=False)  # rough numbers, marked so
     _progress(est)
-    draw = common.call(S.next_answer, run_id, method, metric, seed)
+    draw = widgets.call(S.next_answer, run_id, method, metric, seed)
     if draw.population == 0:  # the progress line above says so
-        common.empty_state("Nothing to label here.", "Pick another method or metric.")
+        widgets.empty_state("Nothing to label here.", "Pick another method or metric.")
         return
     if draw.question_id is None:
-        common.empty_state("Every answer of this population is labelled.", "Pick another method or metric.")
+        widgets.empty_state("Every answer of this population is labelled.", "Pick another method or metric.")
         return
     st.caption(f"Random sample {draw.sample_id}: answer {draw.position + 1} of {draw.population} in the seeded "
                f"order (inclusion probability {draw.inclusion_prob:.3f}); no skipping.",
@@ -160,30 +160,30 @@ def render_calibration(run_id: str) -> None:
     which judge to trust for what, the confusion matrix and reliability diagram of one metric."""
     if not _available():
         return
-    means = common.call(C.corrected_means, run_id)
+    means = widgets.call(C.corrected_means, run_id)
     if len(means):
         st.subheader("Human-corrected means (this run)")
         st.caption(f"PPI++ from randomly sampled labels ({C.MIN_LABELS}+ per method × metric, or every answer of a "
                    "smaller population: then its human mean is exact). Width: the labels-alone 95% CI's width over "
                    "the corrected one's, measured (1.40 = 1.4× narrower; 1.00 = the judge did not help).")
-        common.show_table(means_table(means), "corrected-means", column_config={
+        widgets.show_table(means_table(means), "corrected-means", column_config={
             c: st.column_config.NumberColumn(c, format="%.3f") for c in ("judge mean", "judge bias", "rho")}
             | {WIDTH: st.column_config.NumberColumn(WIDTH, format="%.2f")})
     st.subheader("Judge calibration (randomly sampled labels only)")
-    table = common.call(K.summary, run_id)
+    table = widgets.call(K.summary, run_id)
     if table.empty:
-        common.empty_state("No randomly sampled labels in this run yet.",
+        widgets.empty_state("No randomly sampled labels in this run yet.",
                            "Label in random-sample mode (or `evalcore labels import`) to calibrate the judges.")
         return
     _calibration_table(table.drop(columns=["method"]), "calibration")
-    metric = common.url_select("Calibration detail for", list(dict.fromkeys(table.metric)), "calm")
+    metric = widgets.url_select("Calibration detail for", list(dict.fromkeys(table.metric)), "calm")
     c1, c2 = st.columns([1, 1])
     with c1:
         st.caption("Confusion matrix: judge's label (rows) × person's label (columns), sampled items")
-        conf = common.call(K.confusion, run_id, metric)
-        common.dataframe(conf.rename_axis("judge \\ person").reset_index() if not conf.empty else conf)
+        conf = widgets.call(K.confusion, run_id, metric)
+        widgets.dataframe(conf.rename_axis("judge \\ person").reset_index() if not conf.empty else conf)
     with c2:
-        rel = common.call(K.reliability, run_id, metric)
+        rel = widgets.call(K.reliability, run_id, metric)
         if K.is_graded(metric) and len(rel):
             _reliability_chart(rel, metric)
         else:
@@ -207,7 +207,7 @@ def _calibration_table(table: pd.DataFrame, name: str) -> None:
         "bias (judge − human)": table.bias, "bias 95% CI": [_pm(a, b) for a, b in zip(table.bias_low, table.bias_high)],
         "rho": table.rho})
     st.caption(CALIBRATION_NOTE)
-    common.show_table(shown, name, column_config={
+    widgets.show_table(shown, name, column_config={
         c: st.column_config.NumberColumn(c, format="%.3f") for c in ("kappa", "bias (judge − human)", "rho")})
 
 
@@ -216,7 +216,7 @@ def runs_calibration(run_ids: list[str]) -> None:
     metric (what `evalcore labels summary RUN` prints); nothing when no run has any."""
     if not C.available() or not run_ids:
         return
-    table = common.call(K.runs_summary, tuple(dict.fromkeys(run_ids)))
+    table = widgets.call(K.runs_summary, tuple(dict.fromkeys(run_ids)))
     if table.empty:
         return
     st.subheader("Judge calibration (runs with randomly sampled labels)")
@@ -232,7 +232,7 @@ def _reliability_chart(rel: pd.DataFrame, metric: str) -> None:
                              text=[f"n={n}" for n in rel.n], marker={"size": [6 + min(n, 40) / 2 for n in rel.n]}))
     fig.update_layout(title=f"Reliability: {metric}", height=320, margin={"t": 40, "b": 30},
                       xaxis_title="judge value (bin mean)", yaxis_title="human value (mean)")
-    st.plotly_chart(common.inert_figure(fig), key=f"reliability_{metric}")  # the title made inert once, here
+    st.plotly_chart(widgets.inert_figure(fig), key=f"reliability_{metric}")  # the title made inert once, here
 
 
 def _judged(table: pd.DataFrame | None, cand: str) -> dict | None:
@@ -253,7 +253,7 @@ def render_compare(base: str, cand: str, table: pd.DataFrame | None = None) -> N
     base_t, cand_t = tuple(base.split(":", 1)), tuple(cand.split(":", 1))
     if not C.available():
         return  # ppi-python absent: the CLI names the install; the page stays as it was
-    rows = common.call(C.corrected_compare, base_t, (cand_t,), judged=_judged(table, cand))
+    rows = widgets.call(C.corrected_compare, base_t, (cand_t,), judged=_judged(table, cand))
     if rows.empty:
         return
     st.subheader("Judge vs human-corrected")
@@ -276,7 +276,7 @@ def render_compare(base: str, cand: str, table: pd.DataFrame | None = None) -> N
         "labels-alone 95% CI": [_pm(a, b) if k else "–" for a, b, k in zip(rows.classical_low, rows.classical_high, ok)],
         WIDTH: rows.width_ratio.where(ok),
         "labelled": [f"{n}/{N}" for n, N in zip(rows.n_labelled, rows.N)]})
-    common.show_table(shown, "compare-corrected", column_config={
+    widgets.show_table(shown, "compare-corrected", column_config={
         **{c: st.column_config.NumberColumn(c, format="%+.3f") for c in ("judge Δ", "corrected Δ")},
         "rho": st.column_config.NumberColumn("rho", format="%.2f"),
         WIDTH: st.column_config.NumberColumn(WIDTH, format="%.2f")})
@@ -288,7 +288,7 @@ def corrected_column(board: pd.DataFrame) -> pd.DataFrame:
         return board
     if not C.available():
         return board
-    texts = common.call(C.corrected_texts, tuple(zip(board.run_id, board.method)))
+    texts = widgets.call(C.corrected_texts, tuple(zip(board.run_id, board.method)))
     if not texts:
         return board
     out = board.copy()

@@ -20,7 +20,7 @@ from evalcore.analysis.runs import progress as P
 from evalcore.store.jobs import save_upload
 from evalcore.targets.offered import offered_methods
 from evalcore.ui import entry, jobs
-from evalcore.ui import safe_widgets as common
+from evalcore.ui import safe_widgets as widgets
 
 JUDGES = ["(default)", "heuristic", "anthropic", "openai", "(no judge)", "(collect only, no scoring)"]
 DEMO_METHODS = "basic_search,local_search,llm_with_context"
@@ -62,6 +62,18 @@ def _ask_target() -> None:
 def _start_form(store) -> None:
     """Widgets outside any form, and one button that starts: Enter in a text box only confirms
     that box (a form submits on Enter, which once started a run nobody had finished setting up)."""
+    form = _form_widgets()
+    if not form.pop("submitted"):
+        return
+    problem = _form_problem(store, form)
+    if problem:
+        st.error(problem)
+        return
+    _start_jobs(store, form)
+
+
+def _form_widgets() -> dict:
+    """The launch form's widgets, drawn; their values (and whether Start was pressed)."""
     with st.container(border=True):
         st.subheader("Start a run")
         target_kind = st.radio("Target", ["RAG server URL", "Demo server (started for you)"], horizontal=True,
@@ -79,7 +91,7 @@ def _start_form(store) -> None:
         if offer is not None and not demo:  # method names come from the server: plain text only
             st.text(offer.note + (f" Offered: {', '.join(offer.methods)}" if offer.methods else ""))
         c1, c2, c3 = st.columns(3)
-        # Text boxes, not st.number_input (see common.url_number for why).
+        # Text boxes, not st.number_input (see widgets.url_number for why).
         samples_text = c1.text_input("Samples (blank = all questions)", max_chars=9)
         concurrency_text = c2.text_input("Concurrency (requests in flight)", value="8", max_chars=3)
         judge = c3.selectbox("Judge", JUDGES)
@@ -93,48 +105,55 @@ def _start_form(store) -> None:
         keep_first = st.checkbox("Keep the first copy of a repeated question id (drops later copies, "
                                  "listed in the run's manifest) instead of refusing the file")
         submitted = st.button("Start run", type="primary", key="launch_start")
-    if not submitted:
-        return
+    method_list = [m.strip() for m in (methods or (DEMO_METHODS if demo else "")).split(",") if m.strip()]
+    return {"demo": demo, "url": url, "ds_path": ds_path, "upload": ds_upload, "methods": method_list,
+            "samples": samples_text, "concurrency": concurrency_text, "judge": judge, "metrics": list(metrics),
+            "groups": list(groups), "name": name, "keep_first": keep_first, "submitted": submitted}
+
+
+def _form_problem(store, form: dict) -> str | None:
+    """Why the form cannot start a run, in one sentence; None when it can (the numbers and the
+    dataset's path, an upload saved into the store's uploads, are put into `form` on the way)."""
     try:
-        samples = int(samples_text) if samples_text.strip() else 0
-        concurrency = int(concurrency_text)
-        if samples < 0 or not 1 <= concurrency <= 256:
+        form["samples"] = int(form["samples"]) if form["samples"].strip() else 0
+        form["concurrency"] = int(form["concurrency"])
+        if form["samples"] < 0 or not 1 <= form["concurrency"] <= 256:
             raise ValueError
     except ValueError:
-        st.error("Samples must be a whole number >= 0 and concurrency 1-256.")
-        return
-    dataset = str(_save_upload(store, ds_upload)) if ds_upload else (ds_path.strip() or
-                                                                     (_demo_dataset() if demo else ""))
-    method_list = [m.strip() for m in (methods or (DEMO_METHODS if demo else "")).split(",") if m.strip()]
-    if not dataset or (not demo and not url.strip()):
-        st.error("Give a dataset and a server URL (or choose the demo server).")
-        return
-    if not method_list:  # never ask the server for a method nobody named
-        st.error("Name the methods to ask (comma-separated, as the server knows them; \"Ask the target\" reads its "
-                 "/models/info). For a server that takes no method, type: default")
-        return
-    if (metrics or groups) and judge.startswith("(collect"):
-        st.error("Metrics were picked but scoring is off (collect only): clear them or pick a judge option.")
-        return
-    judged = _needs_judge(metrics)
+        return "Samples must be a whole number >= 0 and concurrency 1-256."
+    form["dataset"] = str(_save_upload(store, form["upload"])) if form["upload"] else (
+        form["ds_path"].strip() or (_demo_dataset() if form["demo"] else ""))
+    if not form["dataset"] or (not form["demo"] and not form["url"].strip()):
+        return "Give a dataset and a server URL (or choose the demo server)."
+    if not form["methods"]:  # never ask the server for a method nobody named
+        return ("Name the methods to ask (comma-separated, as the server knows them; \"Ask the target\" reads its "
+                "/models/info). For a server that takes no method, type: default")
+    judge = form["judge"]
+    if (form["metrics"] or form["groups"]) and judge.startswith("(collect"):
+        return "Metrics were picked but scoring is off (collect only): clear them or pick a judge option."
+    judged = _needs_judge(form["metrics"])
     if judged and judge.startswith("("):
-        st.error(f"{', '.join(judged)} need a judge: pick one (e.g. heuristic) or leave them out.")
-        return
-    if not demo and not re.match(r"^https?://", url.strip()):
-        st.error("The server URL must start with http:// or https://.")
-        return
-    target = url.strip()
+        return f"{', '.join(judged)} need a judge: pick one (e.g. heuristic) or leave them out."
+    if not form["demo"] and not re.match(r"^https?://", form["url"].strip()):
+        return "The server URL must start with http:// or https://."
+    return None
+
+
+def _start_jobs(store, form: dict) -> None:
+    """Start the run's job (and the demo server's, when asked for); the page never waits on either."""
+    demo, judge = form["demo"], form["judge"]
+    target = form["url"].strip()
     demo_job = None
     if demo:
         port = _free_port()
         demo_job = jobs.start(store, "demo-server", [*jobs.evalcore_cmd(), "demo-server", "--port", str(port)],
                               port=port)
         target = f"http://127.0.0.1:{port}"
-    unique = f"{re.sub(r'[^A-Za-z0-9_-]+', '-', name).strip('-') or 'app-run'}-{uuid.uuid4().hex[:4]}"
-    req = jobs.RunRequest(target=target, dataset=dataset, methods=method_list, name=unique,
-                          samples=int(samples) or None, concurrency=int(concurrency),
-                          judge=None if judge.startswith("(") else judge, metrics=list(metrics),
-                          groups=list(groups), keep_first_duplicate=keep_first)
+    unique = f"{re.sub(r'[^A-Za-z0-9_-]+', '-', form['name']).strip('-') or 'app-run'}-{uuid.uuid4().hex[:4]}"
+    req = jobs.RunRequest(target=target, dataset=form["dataset"], methods=form["methods"], name=unique,
+                          samples=int(form["samples"]) or None, concurrency=int(form["concurrency"]),
+                          judge=None if judge.startswith("(") else judge, metrics=form["metrics"],
+                          groups=form["groups"], keep_first_duplicate=form["keep_first"])
     argv = req.argv(store)
     if judge == "(no judge)":
         argv.append("--no-judge")
@@ -156,18 +175,18 @@ def _progress(store, job: jobs.Job) -> None:
         st.text("waiting for the run to be created...")
         return
     manifest = store.manifest(run_id)
-    done = common.call(P.answers_stored, run_id)
+    done = widgets.call(P.answers_stored, run_id)
     expected = manifest.counts.get("expected") or (manifest.counts.get("questions", 0) * max(1, len(manifest.methods)))
     alive = jobs.is_alive(store, job)
-    failures = common.call(P.answer_failures, run_id) if manifest.status == "complete" and not alive else None
+    failures = widgets.call(P.answer_failures, run_id) if manifest.status == "complete" and not alive else None
     status = "failed (every answer failed)" if failures and failures["all_failed"] else manifest.status
     st.text(f"run {run_id}: status {status}; {done} of {expected or '?'} answers stored")
     if expected:
         st.progress(min(1.0, done / expected))
     if failures and failures["all_failed"]:
-        st.error(common.md(f"Run failed: {P.failure_line(failures)}"))
+        st.error(widgets.md(f"Run failed: {P.failure_line(failures)}"))
     elif failures and failures["n_failed"]:
-        st.warning(common.md(P.failure_line(failures)))
+        st.warning(widgets.md(P.failure_line(failures)))
     elif failures:
         st.text(P.failure_line(failures))
     if manifest.status != "complete" and not alive and manifest.kind == "live":
@@ -262,9 +281,9 @@ def _import_result(store, job: jobs.Job) -> None:
 
 
 def render() -> None:
-    common.header("Launch", "Run an evaluation in the background, or import answers you already have.")
-    store = common.store()
-    tab = common.url_select("Action", ["start a run", "import answers"], "action")
+    widgets.header("Launch", "Run an evaluation in the background, or import answers you already have.")
+    store = widgets.store()
+    tab = widgets.url_select("Action", ["start a run", "import answers"], "action")
     if tab == "start a run":
         _start_form(store)
     else:

@@ -7,7 +7,7 @@ marked inline by verdict, its key scores and diagnosis, every claim in full with
 reason and the passage and sentence it cited, the retrieved contexts with their relevance
 verdicts, one short badge for who judged (full prompt ids in an expander), and the raw judge
 calls one click away. Everything shown from a run is untrusted text: st.text / st.dataframe /
-st.code, or common.highlighted / common.inert_html where words are marked (every character
+st.code, or widgets.highlighted / widgets.inert_html where words are marked (every character
 escaped; our <mark> the only markup).
 """
 
@@ -23,7 +23,7 @@ from evalcore.analysis.runs import means as M
 from evalcore.analysis.questions import question_story as QS
 from evalcore.analysis.questions import question_drilldown as Qn
 from evalcore.schemas.ids import match_name
-from evalcore.ui import safe_widgets as common
+from evalcore.ui import safe_widgets as widgets
 from evalcore.ui.wording import judged_by
 
 VIEWS = {"question": "one question, methods side by side", "grid": "grid: questions x methods",
@@ -37,36 +37,36 @@ BADGE = {"correct": "green", "correct abstention": "green", "wrong abstention": 
 
 
 def _filters() -> tuple[Qn.QuestionFilter, list[str], dict] | None:
-    runs = common.call(L.run_list)
+    runs = widgets.call(L.run_list)
     if runs.empty:
-        common.empty_state("No runs yet.", "Import or launch one first.")
+        widgets.empty_state("No runs yet.", "Import or launch one first.")
         return None
     names = dict(zip(runs.run_id, runs.name))
     with st.sidebar:
         st.header("Filters")
-        run_id = common.url_select("Run", list(runs.run_id), "run", container=st.sidebar,
+        run_id = widgets.url_select("Run", list(runs.run_id), "run", container=st.sidebar,
                                    format_func=lambda r: f"{names[r]} ({r})")
-        methods_all = common.call(L.systems, (run_id,))["method"].tolist()
-        methods = common.url_multi("Methods", methods_all, "method", container=st.sidebar)
-        facets = common.call(L.facet_values, run_id)
-        category = common.url_select("Category", ["(any)", *facets["category"]], "cat", container=st.sidebar)
-        qtype = common.url_select("Question type", ["(any)", *facets["question_type"]], "qt", container=st.sidebar)
-        text = common.url_text("Text search", "q", container=st.sidebar)
-        metrics = Qn.metric_order(common.call(L.metric_names, (run_id,)))
-        metric = common.url_select("Metric threshold on", ["(none)", *metrics], "metric", container=st.sidebar)
+        methods_all = widgets.call(L.systems, (run_id,))["method"].tolist()
+        methods = widgets.url_multi("Methods", methods_all, "method", container=st.sidebar)
+        facets = widgets.call(L.facet_values, run_id)
+        category = widgets.url_select("Category", ["(any)", *facets["category"]], "cat", container=st.sidebar)
+        qtype = widgets.url_select("Question type", ["(any)", *facets["question_type"]], "qt", container=st.sidebar)
+        text = widgets.url_text("Text search", "q", container=st.sidebar)
+        metrics = Qn.metric_order(widgets.call(L.metric_names, (run_id,)))
+        metric = widgets.url_select("Metric threshold on", ["(none)", *metrics], "metric", container=st.sidebar)
         lo = hi = None
         if metric != "(none)":
-            lo = common.url_number("min value", "min", lo=-1e9, hi=1e9, default=0.0, container=st.sidebar)
-            hi = common.url_number("max value", "max", lo=-1e9, hi=1e9, default=1.0, container=st.sidebar)
-        unsupported = common.url_select("Verdict", ["(any)", "answers with an unsupported claim"], "verdict",
+            lo = widgets.url_number("min value", "min", lo=-1e9, hi=1e9, default=0.0, container=st.sidebar)
+            hi = widgets.url_number("max value", "max", lo=-1e9, hi=1e9, default=1.0, container=st.sidebar)
+        unsupported = widgets.url_select("Verdict", ["(any)", "answers with an unsupported claim"], "verdict",
                                         container=st.sidebar)
-        delta_metric = common.url_select("Sort by Δ of", ["(question id)", *metrics], "dm_sort", container=st.sidebar)
+        delta_metric = widgets.url_select("Sort by Δ of", ["(question id)", *metrics], "dm_sort", container=st.sidebar)
         pair = None
         if delta_metric != "(question id)" and len(methods_all) >= 2:
-            a = common.url_select("Δ from", methods_all, "da", container=st.sidebar)
-            b = common.url_select("Δ to", [m for m in methods_all if m != a], "db", container=st.sidebar)
+            a = widgets.url_select("Δ from", methods_all, "da", container=st.sidebar)
+            b = widgets.url_select("Δ to", [m for m in methods_all if m != a], "db", container=st.sidebar)
             pair = (delta_metric, a, b)
-        shown = common.url_multi("Metric columns (list view)", metrics, "show", container=st.sidebar,
+        shown = widgets.url_multi("Metric columns (list view)", metrics, "show", container=st.sidebar,
                                  default=[m for m in L.key_metric_names() if m in metrics][:4])
     f = Qn.QuestionFilter(run_id=run_id, methods=tuple(methods) or None,
                           category=None if category == "(any)" else category,
@@ -78,10 +78,10 @@ def _filters() -> tuple[Qn.QuestionFilter, list[str], dict] | None:
 def _question_ids(f: Qn.QuestionFilter, table: pd.DataFrame, extra: dict) -> list[str]:
     qids = list(dict.fromkeys(table["question_id"]))
     if extra["unsupported"]:
-        flagged = set(common.call(Qn.questions_with_unsupported_claims, f.run_id)["question_id"])
+        flagged = set(widgets.call(Qn.questions_with_unsupported_claims, f.run_id)["question_id"])
         qids = [q for q in qids if q in flagged]
     if extra["pair"]:
-        order = common.call(Qn.question_deltas, f.run_id, *extra["pair"])["question_id"].tolist()
+        order = widgets.call(Qn.question_deltas, f.run_id, *extra["pair"])["question_id"].tolist()
         rank = {q: i for i, q in enumerate(order)}
         qids.sort(key=lambda q: rank.get(q, len(rank)))
     return qids
@@ -109,7 +109,7 @@ def _nav(qids: list[str], texts: dict[str, str]) -> str:
     if wanted is not None:  # the id rule (evalcore.schemas.ids): a link's NFC id finds an NFD-stored one
         wanted = match_name(wanted, qids)
     if "q_index" not in st.session_state or st.session_state.pop("q_jump", None):
-        st.session_state["q_index"] = qids.index(wanted) if wanted in qids else common.url_int("i", 0, n - 1)
+        st.session_state["q_index"] = qids.index(wanted) if wanted in qids else widgets.url_int("i", 0, n - 1)
     st.session_state["q_index"] = max(0, min(n - 1, st.session_state["q_index"]))
     c1, c2, c3 = st.columns([1.3, 1.1, 5.6])
     c1.button("Previous (K)", on_click=_step, args=(-1, n), shortcut="K", disabled=st.session_state["q_index"] == 0)
@@ -123,8 +123,8 @@ def _nav(qids: list[str], texts: dict[str, str]) -> str:
                  help=f"The {PICKER_SPAN} questions either side of this one; Previous/Next, the text search "
                       "or a link with ?qid= reach any other.")
     i = st.session_state["q_index"]
-    common.set_param("i", i)
-    common.set_param("qid", qids[i])
+    widgets.set_param("i", i)
+    widgets.set_param("qid", qids[i])
     return qids[i]
 
 
@@ -150,8 +150,8 @@ CLAIM_KEY = ('Claims marked in the answer: <b class="chip supported">supported</
 
 
 def _html(body: str) -> None:
-    """One block of our markup around text that went through common.inert_html (never raw data)."""
-    st.html(f'{common.HIGHLIGHT_CSS}<div class="ec-text">{body}</div>')
+    """One block of our markup around text that went through widgets.inert_html (never raw data)."""
+    st.html(f'{widgets.HIGHLIGHT_CSS}<div class="ec-text">{body}</div>')
 
 
 def _judge_badge(badges, metrics: pd.DataFrame) -> None:
@@ -161,9 +161,9 @@ def _judge_badge(badges, metrics: pd.DataFrame) -> None:
     if not label:
         badges.badge("no judge: computed scores only", color="gray")
     elif any(j.startswith("heuristic") for j in who):
-        badges.badge(common.md(label), color="orange", icon=":material/warning:", help=HEURISTIC_HELP)
+        badges.badge(widgets.md(label), color="orange", icon=":material/warning:", help=HEURISTIC_HELP)
     else:
-        badges.badge(common.md(label), color="blue", icon=":material/gavel:")
+        badges.badge(widgets.md(label), color="blue", icon=":material/gavel:")
 
 
 def _claims_html(claims: list[dict]) -> str:
@@ -174,13 +174,13 @@ def _claims_html(claims: list[dict]) -> str:
         verdict = c["verdict"] if isinstance(c["verdict"], str) else None
         head = (f'<b class="chip {VERDICT_MARK.get(verdict or "", "unjudged")}">'
                 f'{c["idx"] + 1} · {VERDICT_TEXT.get(verdict or "", "not judged")}</b> ')
-        lines = [head + common.inert_html(c["text"])]
+        lines = [head + widgets.inert_html(c["text"])]
         if isinstance(c["reason"], str) and c["reason"]:
-            lines.append("<small>Judge&#39;s reason: " + common.inert_html(c["reason"]) + "</small>")
+            lines.append("<small>Judge&#39;s reason: " + widgets.inert_html(c["reason"]) + "</small>")
         if c["sentence"]:
             lines.append(f"<small>Passage rank {int(c['rank'])}, cited by the judge; its sentence closest to "
                          "the claim (shared words marked):</small>")
-            lines.append("&#8220;" + common.inert_html(c["sentence"], c["sentence_spans"]) + "&#8221;")
+            lines.append("&#8220;" + widgets.inert_html(c["sentence"], c["sentence_spans"]) + "&#8221;")
         elif verdict == "supported":
             lines.append("<small>No passage number recorded by the judge.</small>")
         else:
@@ -201,14 +201,14 @@ def _contexts_html(ctx: pd.DataFrame, spans: dict) -> str:
         score = f" ({row[5]:.0f})" if isinstance(row[5], float) and row[5] == row[5] else ""
         gold = {"yes": " · gold passage", "no": " · not a gold passage"}.get(row[1], "")
         where = " · ".join(str(x) for x in (row.rel_path, row.chunk_id) if isinstance(x, str) and x)
-        head = f"<b>Rank {common.inert_html(rank)}</b> · judge: {common.inert_html(verdict + score)}{gold}"
+        head = f"<b>Rank {widgets.inert_html(rank)}</b> · judge: {widgets.inert_html(verdict + score)}{gold}"
         if where:
-            head += " · <small>" + common.inert_html(where) + "</small>"
+            head += " · <small>" + widgets.inert_html(where) + "</small>"
         lines = [head]
         if isinstance(row.reason, str) and row.reason:
-            lines.append("<small>Judge&#39;s reason: " + common.inert_html(row.reason) + "</small>")
+            lines.append("<small>Judge&#39;s reason: " + widgets.inert_html(row.reason) + "</small>")
         text = row.text if isinstance(row.text, str) else ""
-        lines.append(common.inert_html(text, spans.get(rank, [])) if text else "<small>(no text stored)</small>")
+        lines.append(widgets.inert_html(text, spans.get(rank, [])) if text else "<small>(no text stored)</small>")
         parts.append("<br>".join(lines))
     return '<hr style="margin:.5rem 0">'.join(parts)
 
@@ -220,23 +220,23 @@ def _method_column(detail: dict, method: str, story: dict) -> None:
     resp = detail["responses"][detail["responses"].method == method].iloc[0]
     metrics = detail["metrics"][detail["metrics"].method == method]
     evidence = CE.answer_evidence(detail, method)
-    common.untrusted_heading(method)
+    widgets.untrusted_heading(method)
     badges = st.container(horizontal=True)
     bucket = story.get("bucket")
     if bucket:
         label = f"{bucket} · {story['source']}" if story.get("source") else bucket
-        badges.badge(common.md(label), color=BADGE.get(bucket, "gray"), help=story["basis"])
+        badges.badge(widgets.md(label), color=BADGE.get(bucket, "gray"), help=story["basis"])
     _judge_badge(badges, metrics)
     if bucket:
-        st.caption("Diagnosis: " + common.md(story["basis"]))
+        st.caption("Diagnosis: " + widgets.md(story["basis"]))
     for note in story.get("notes", []):
-        st.info(common.md(note), icon=":material/info:")
+        st.info(widgets.md(note), icon=":material/info:")
     if isinstance(resp["error"], str):
-        common.highlighted("Target error", resp["error"])
-    common.highlighted("Answer", resp["answer"], evidence["answer_spans"])
+        widgets.highlighted("Target error", resp["error"])
+    widgets.highlighted("Answer", resp["answer"], evidence["answer_spans"])
     if evidence["answer_spans"]:
         _html(f"<small>{CLAIM_KEY}</small>")
-    common.dataframe(story.get("scores", pd.DataFrame()), hide_index=True, key=f"scores_{method}",
+    widgets.dataframe(story.get("scores", pd.DataFrame()), hide_index=True, key=f"scores_{method}",
                  column_config={"value": st.column_config.NumberColumn("value", format="%.3f"),
                                 "basis": st.column_config.TextColumn(
                                     "basis", help="judge: the judge's verdict; gold passages: the dataset's gold "
@@ -276,7 +276,7 @@ def _judge_calls(detail: dict) -> None:
                   for c in calls.itertuples()]
         i = st.selectbox("Call", range(len(calls)), format_func=lambda k: labels[k], key="judge_call")
         call = calls.iloc[i]
-        common.dataframe(pd.DataFrame([{k: call[k] for k in ("purpose", "judge_id", "input_tokens", "output_tokens",
+        widgets.dataframe(pd.DataFrame([{k: call[k] for k in ("purpose", "judge_id", "input_tokens", "output_tokens",
                                                         "cost_usd", "latency_ms", "cache_hit", "error")}]),
                      hide_index=True)
         st.caption("Request")
@@ -296,36 +296,36 @@ def _all_metrics(detail: dict) -> None:
         wide = m.pivot_table(index="metric", columns="method", values="value", aggfunc="first", dropna=False)
         wide = wide.loc[Qn.metric_order(list(wide.index))].reset_index()
         wide.columns.name = None
-        common.dataframe(wide, hide_index=True)
+        widgets.dataframe(wide, hide_index=True)
         metric = st.selectbox("Details of", Qn.metric_order(sorted(set(m.metric))), key="details_metric")
-        common.dataframe(Qn.metric_details(detail, metric), hide_index=True)
+        widgets.dataframe(Qn.metric_details(detail, metric), hide_index=True)
 
 
 def _show_question(run_id: str, qid: str, methods: tuple[str, ...] | None) -> None:
-    detail = common.call(Qn.question_detail, run_id, qid)
+    detail = widgets.call(Qn.question_detail, run_id, qid)
     if detail["question"].empty:
         st.error("This question is not in the run.")
         return
     q = detail["question"].iloc[0]
     top_q, top_r = st.columns(2)
     with top_q:
-        common.highlighted("Question", q["question"])
+        widgets.highlighted("Question", q["question"])
     with top_r:
-        common.highlighted("Reference answer (ground truth)", q["ground_truth"])
+        widgets.highlighted("Reference answer (ground truth)", q["ground_truth"])
     facts = ("question_id", "category", "question_type", "difficulty", "answerable")
-    st.text(" · ".join(f"{k}: {common.shown_name(q[k])}" for k in facts if q[k] is not None and q[k] == q[k]))
+    st.text(" · ".join(f"{k}: {widgets.shown_name(q[k])}" for k in facts if q[k] is not None and q[k] == q[k]))
     shown = [m for m in detail["responses"]["method"] if methods is None or m in methods]
     if not shown:
         st.info("No selected method answered this question.")
         return
-    stories = common.call(QS.stories, run_id, qid)
-    layout = common.url_select("Methods laid out", list(LAYOUTS), "layout", format_func=LAYOUTS.get,
+    stories = widgets.call(QS.stories, run_id, qid)
+    layout = widgets.url_select("Methods laid out", list(LAYOUTS), "layout", format_func=LAYOUTS.get,
                                default="columns" if len(shown) <= 2 else "tabs", container=st.sidebar)
     with st.container(key="answers"):
         if layout == "columns":
             slots = st.columns(len(shown), gap="medium")
         elif layout == "tabs":
-            slots = st.tabs([common.md(m) for m in shown])
+            slots = st.tabs([widgets.md(m) for m in shown])
         else:
             slots = [st.container(border=True) for _ in shown]
         for slot, method in zip(slots, shown):
@@ -344,58 +344,58 @@ def _select_from_grid(table: pd.DataFrame) -> None:
 def _grid(f: Qn.QuestionFilter, qids: list[str], metrics: list[str]) -> None:
     """Questions x methods, each cell one metric coloured from bad to good; a row opens the question."""
     if not metrics:
-        common.empty_state("No metric values in this run.", "Score it first.")
+        widgets.empty_state("No metric values in this run.", "Score it first.")
         return
     c1, c2 = st.columns([2, 2])
-    metric = common.url_select("Metric in the cells", metrics, "gm", container=c1,
+    metric = widgets.url_select("Metric in the cells", metrics, "gm", container=c1,
                                default=next((m for m in L.key_metric_names() if m in metrics), None))
-    differ = common.url_select("Rows", ["all questions", "only rows where the methods differ"], "rows",
+    differ = widgets.url_select("Rows", ["all questions", "only rows where the methods differ"], "rows",
                                container=c2) != "all questions"
-    table = common.call(Qn.grid, f.run_id, metric, f.methods)
+    table = widgets.call(Qn.grid, f.run_id, metric, f.methods)
     table = table[table.question_id.isin(set(qids))]
     if differ:
         table = table[table.spread > 1e-9]
     table = table.reset_index(drop=True)
     method_cols = [c for c in table.columns if c not in ("question_id", "question", "spread")]
     st.text(f"{len(table)} questions · {metric} per method · select a row to open the question")
-    judges = common.call(M.metric_judges, tuple(f"{f.run_id}:{m}" for m in method_cols), (metric,))
+    judges = widgets.call(M.metric_judges, tuple(f"{f.run_id}:{m}" for m in method_cols), (metric,))
     if len(judges):  # every judged score names its judge
-        st.caption(common.md(f"{metric}: {judged_by(judges.judge_id)}"))
+        st.caption(widgets.md(f"{metric}: {judged_by(judges.judge_id)}"))
     from evalcore.analysis.read.catalog import higher_is_better
 
     cmap = "RdYlGn" if higher_is_better(metric) else "RdYlGn_r"
-    shown, shown_cols = common.shown_frame(table), [common.shown_name(c) for c in method_cols]  # names as shown
+    shown, shown_cols = widgets.shown_frame(table), [widgets.shown_name(c) for c in method_cols]  # names as shown
     styled = shown.style.background_gradient(cmap=cmap, subset=shown_cols, vmin=float(table[method_cols].min().min())
                                              if len(table) else 0, vmax=float(table[method_cols].max().max())
                                              if len(table) else 1).format("{:.3f}", subset=[*shown_cols, "spread"],
-                                                                          na_rep=common.MISSING)
-    common.dataframe(styled, hide_index=True, key="grid_table", on_select=lambda: _select_from_grid(table),
+                                                                          na_rep=widgets.MISSING)
+    widgets.dataframe(styled, hide_index=True, key="grid_table", on_select=lambda: _select_from_grid(table),
                  selection_mode="single-row", height=480)
 
 
 def render() -> None:
-    common.header("Questions", "One question end to end, every method side by side; a grid of questions × methods; "
+    widgets.header("Questions", "One question end to end, every method side by side; a grid of questions × methods; "
                   "or the list of answers.")
     picked = _filters()
     if picked is None:
         return
     f, shown, extra = picked
-    table = common.call(Qn.question_table, f, tuple(shown))
+    table = widgets.call(Qn.question_table, f, tuple(shown))
     qids = _question_ids(f, table, extra) if len(table) else []
     if "q_pick" in st.session_state:  # a grid row was picked: open it
         qid = st.session_state.pop("q_pick")
         st.query_params["qid"] = qid
         st.session_state["url_view"] = "question"
         st.session_state["q_jump"] = True
-    view = common.url_select("View", list(VIEWS), "view", format_func=VIEWS.get)
+    view = widgets.url_select("View", list(VIEWS), "view", format_func=VIEWS.get)
     st.text(f"{len(qids)} questions match ({len(table)} answers)")
     if not qids:
-        common.empty_state("Nothing matches these filters.", "Loosen the filters in the sidebar.")
+        widgets.empty_state("Nothing matches these filters.", "Loosen the filters in the sidebar.")
         return
     if view == "grid":
-        _grid(f, qids, Qn.metric_order(common.call(L.metric_names, (f.run_id,))))
+        _grid(f, qids, Qn.metric_order(widgets.call(L.metric_names, (f.run_id,))))
     elif view == "list":
-        common.show_table(table[table.question_id.isin(set(qids))], "questions", height=500)
+        widgets.show_table(table[table.question_id.isin(set(qids))], "questions", height=500)
     else:
         texts = dict(zip(table.question_id, table.question))
         qid = _nav(qids, texts)

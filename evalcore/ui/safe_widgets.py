@@ -29,7 +29,7 @@ from evalcore.analysis.runs import leaderboard as L
 from evalcore.analysis.charts.inert import inert_figure, plotly_text, reveal, shown_name  # noqa: F401  (pages use these)
 from evalcore.schemas.ids import canonical_id, match_name
 from evalcore.common.csv_safety import frame_to_csv
-from evalcore.ui.cache import call, store  # noqa: F401  (pages import both from here)
+from evalcore.ui.cached_reads import call, store  # noqa: F401  (pages import both from here)
 
 
 def header(title: str, caption: str) -> None:

@@ -21,6 +21,7 @@ from evalcore.analysis.questions import failure_modes as FM
 from evalcore.analysis.runs import means as M
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
 from evalcore.store import FORMAT_VERSION, RunStore, query_frame
+from tests.analysis.answer_frames import answer_frame, bucket_of, class_of, explained_row
 
 NAN = math.nan
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "class_rule_golden.json"
@@ -105,7 +106,7 @@ KEYS = ("a:m", "b:m")
 
 
 def test_the_store_classifies_and_diagnoses_every_edge_as_written(edges):
-    frame = CO.outcome_frame(edges, KEYS, extra=FM.DIAGNOSIS_METRICS)
+    frame = answer_frame(edges, KEYS, FM.input_metrics())
     diagnosed = FM.diagnoses(edges, KEYS)
     for key in KEYS:
         expected = _expected(key[0])
@@ -119,7 +120,7 @@ def test_the_store_classifies_and_diagnoses_every_edge_as_written(edges):
         assert dict(zip(said.index, said["bucket"])) == {q: e[2] for q, e in expected.items()}, key
         if key == "a:m":  # one answer at a time: the same rules run over a one-row frame
             for q, row in rows.iterrows():
-                assert (CO.classify_row(row), FM.diagnose(row)) == (expected[q][:2], expected[q][2]), q
+                assert (class_of(row), bucket_of(row)) == (expected[q][:2], expected[q][2]), q
 
 
 def test_counts_in_the_store_are_the_sums_of_the_per_answer_rule(edges):
@@ -139,7 +140,7 @@ def test_counts_in_the_store_are_the_sums_of_the_per_answer_rule(edges):
 
 def test_the_bucket_list_gives_the_count_and_the_first_questions_in_order(edges):
     misses = sorted(q for q, e in _expected("a").items() if e[2] == "retrieval miss")
-    assert FM.questions_in_bucket(edges, "a:m", "retrieval miss") == misses
+    assert FM.bucket_questions(edges, "a:m", "retrieval miss") == (len(misses), misses)
     assert FM.bucket_questions(edges, "a:m", "retrieval miss", 2) == (len(misses), misses[:2])
     # read from the count table of the breakdown beside it: the same
     assert FM.bucket_questions(edges, "a:m", "retrieval miss", 2, KEYS) == (len(misses), misses[:2])
@@ -168,7 +169,7 @@ def test_answer_classes_with_the_registry_rule_and_with_custom_deciders(edges):
     assert custom.unscored == len(live) - len(scored)
     assert (custom.error, custom.dont_know) == (2, 5)
     assert custom.decided_by == f"token_f1:{len(scored)}"
-    frame = CO.outcome_frame(edges, ("a:m",), extra=("token_f1",)).set_index("question_id")
+    frame = answer_frame(edges, ("a:m",), (*CO.class_metrics(), "token_f1")).set_index("question_id")
     by_frame = CO.classify(frame, ("token_f1",), 0.15)["cls"].value_counts()
     assert (by_frame.get("CORRECT", 0), by_frame.get("WRONG", 0)) == (custom.correct, custom.wrong)
 
@@ -183,10 +184,10 @@ def test_metric_names_in_custom_deciders_are_data(edges):
 
 
 def test_a_frame_without_some_columns_reads_them_as_missing():
-    assert CO.classify_row({"token_f1": 0.7}) == ("CORRECT", "token_f1")
-    assert CO.classify_row({"token_f1": "not a number", "checks_pass": 0.0}) == ("WRONG", "checks_pass")
-    assert CO.classify_row({"error": float("nan"), "answer_class_label": "DONT_KNOW"}) == ("DONT_KNOW", "answer_class")
-    assert FM.explain({"token_f1": 0.1, "recall@5": 0.0, "answerable": None}) == (
+    assert class_of({"token_f1": 0.7}) == ("CORRECT", "token_f1")
+    assert class_of({"token_f1": "not a number", "checks_pass": 0.0}) == ("WRONG", "checks_pass")
+    assert class_of({"error": float("nan"), "answer_class_label": "DONT_KNOW"}) == ("DONT_KNOW", "answer_class")
+    assert explained_row({"token_f1": 0.1, "recall@5": 0.0, "answerable": None}) == (
         "retrieval miss", "wrong by token_f1 = 0.1; retrieval miss from gold passages (recall@5 = 0)")
     empty = CO.classify(pd.DataFrame(columns=["error", "token_f1"]))
     assert empty.empty and list(empty.columns) == ["cls", "decided_by"]
@@ -219,7 +220,7 @@ def test_the_synthetic_store_gives_what_the_pandas_rules_gave(tmp_path):
     store = build_store(tmp_path / "runs", n_runs=2, n_questions=60)
     runs = store.run_ids()
     keys = tuple(f"{r}:{m}" for r in runs for m in ("basic_search", "local_search"))
-    frame = CO.outcome_frame(store, keys, extra=FM.DIAGNOSIS_METRICS)
+    frame = answer_frame(store, keys, FM.input_metrics())
     classes = CO.classify(frame)
     said = FM.explained(frame)
     diagnosed = FM.diagnoses(store, keys).set_index(["system", "question_id"])["bucket"]
@@ -237,4 +238,4 @@ def test_the_synthetic_store_gives_what_the_pandas_rules_gave(tmp_path):
     assert _records(M.answer_classes(store, runs[0], by="tag")) == golden["answer_classes_by_tag"]
     assert _records(M.answer_classes(store, runs[0], correct_metrics=("semantic_similarity", "token_f1"),
                                      threshold=0.3)) == golden["answer_classes_custom"]
-    assert {b: FM.questions_in_bucket(store, keys[0], b) for b in FM.BUCKETS} == golden["in_bucket"]
+    assert {b: FM.bucket_questions(store, keys[0], b)[1] for b in FM.BUCKETS} == golden["in_bucket"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 
-import pandas as pd
 import pytest
 
-from evalcore.analysis.questions.failure_modes import diagnose, failure_modes, questions_in_bucket
+from evalcore.analysis.questions.failure_modes import bucket_questions, failure_modes
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
 from evalcore.store import FORMAT_VERSION
+from tests.analysis.answer_frames import answer_frame, bucket_of
 
 NAN = math.nan
 
@@ -30,7 +30,7 @@ NAN = math.nan
 ])
 def test_diagnose(row, bucket):
     base = {"answerable": True, "error": None, "dont_know": 0.0}
-    assert diagnose(pd.Series({**base, **row})) == bucket
+    assert bucket_of({**base, **row}) == bucket
 
 
 def test_breakdown_counts_and_links(store):
@@ -47,16 +47,15 @@ def test_breakdown_counts_and_links(store):
     table = failure_modes(store, ("r:m",)).set_index("bucket")
     assert table["n"].to_dict() == {"correct": 1, "retrieval miss": 1, "unfaithful": 1, "faithful but wrong": 1}
     assert table["share"].sum() == pytest.approx(1.0)
-    assert questions_in_bucket(store, "r:m", "unfaithful") == ["q2"]
+    assert bucket_questions(store, "r:m", "unfaithful") == (1, ["q2"])
 
 
 def test_vectorised_rule_equals_the_row_rule(store):
-    """diagnoses() (the rule run in the store, what pages count), explained() (the same rule run
-    over the outcome frame) and diagnose() (over one answer) never disagree."""
+    """diagnoses() (the rule run in the store, what pages count) and explained() (the same rule
+    run over a frame of answers, and over one answer) never disagree."""
     import random
 
-    from evalcore.analysis.read.correctness import outcome_frame
-    from evalcore.analysis.questions.failure_modes import DIAGNOSIS_METRICS, diagnoses, explained
+    from evalcore.analysis.questions.failure_modes import diagnoses, explained, input_metrics
 
     rng = random.Random(4)
     writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="v", name="v",
@@ -75,9 +74,9 @@ def test_vectorised_rule_equals_the_row_rule(store):
                                           group="g", reason="x" if v != v else None))
     writer.write_metrics(values)
     writer.publish()
-    wide = outcome_frame(store, ("v:m",), extra=DIAGNOSIS_METRICS)
+    wide = answer_frame(store, ("v:m",), input_metrics())
     by_frame = dict(zip(wide["question_id"], explained(wide)["bucket"]))
-    by_row = {r.question_id: diagnose(r) for _, r in wide.iloc[::5].iterrows()}  # one answer at a time
+    by_row = {r.question_id: bucket_of(r) for _, r in wide.iloc[::5].iterrows()}  # one answer at a time
     assert by_row == {q: by_frame[q] for q in by_row}
     vec = dict(zip(*diagnoses(store, ("v:m",))[["question_id", "bucket"]].T.values))
     assert vec == {q: b for q, b in by_frame.items() if b is not None}

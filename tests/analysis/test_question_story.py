@@ -84,8 +84,9 @@ def test_faithfulness_without_claims_says_it_is_one_by_definition(story_store):
 def test_unanswerable_abstention_agrees_everywhere(story_store):
     s = stories(story_store, "s", "unans")["m"]
     assert s["bucket"] == "correct abstention" and s["source"] == "judge"
-    from evalcore.analysis.questions.failure_modes import explain, source
-    bucket, basis = explain({"answerable": False, "token_f1": 0.0, "dont_know": 0.0})
+    from evalcore.analysis.questions.failure_modes import source
+    from tests.analysis.answer_frames import explained_row
+    bucket, basis = explained_row({"answerable": False, "token_f1": 0.0, "dont_know": 0.0})
     assert (bucket, source(bucket, basis)) == ("should have abstained", "by token_f1")
     assert any("answer_correct = 0" in n and "unanswerable" in n for n in s["notes"])
     miss = stories(story_store, "s", "noclaims")["m"]

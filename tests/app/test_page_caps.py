@@ -60,8 +60,8 @@ def test_a_diagnosis_lists_at_most_n_questions_and_says_how_many_more(make_app, 
 
     a, b = synthetic_runs(app_store)
     keys = (f"{a}:basic_search", f"{a}:local_search")
-    bucket = next(x for x in FM.BUCKETS if x != "correct" and len(FM.questions_in_bucket(app_store, keys[0], x)) > 2)
-    every = FM.questions_in_bucket(app_store, keys[0], bucket)
+    bucket = next(x for x in FM.BUCKETS if x != "correct" and FM.bucket_questions(app_store, keys[0], x)[0] > 2)
+    every = FM.bucket_questions(app_store, keys[0], bucket)[1]
     # the list the page shows: how many, and the first of them in order
     assert FM.bucket_questions(app_store, keys[0], bucket, 2) == (len(every), every[:2])
     assert FM.bucket_questions(app_store, keys[0], bucket, 2, keys) == (len(every), every[:2])

@@ -5,7 +5,7 @@ import json
 import numpy as np
 from scipy.stats import rankdata
 
-from evalcore.judges.offline import matching
+from evalcore.judges.offline import lexical_verdicts
 from evalcore.judges.offline.judge import run_task
 from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.judged.specs import SPECS
@@ -72,7 +72,7 @@ def test_hostile_text_does_not_flip_heuristic_verdicts():
             for n in ("faithfulness", "answer_class", "groundedness", "factual_accuracy")}
     # faithfulness is the claims' graded support: the wrong claim is unsupported, not zero
     assert BY_NAME["faithfulness"].compute([_item(wrong)], ctx)[0].details["n_supported"] == 0
-    assert base["faithfulness"] < matching.SUPPORT_THRESHOLD and base["answer_class"] == 0.0
+    assert base["faithfulness"] < lexical_verdicts.SUPPORT_THRESHOLD and base["answer_class"] == 0.0
     for suffix in HOSTILE_SUFFIXES:
         item = _item(wrong + "\n" + suffix)
         got = {n: BY_NAME[n].compute([item], ctx)[0].value for n in base}

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from evalcore.judges.offline.judge import HeuristicJudge, run_task
-from evalcore.judges.tasks import build_prompt
+from evalcore.judges.tasks import get_task
 from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.judged.specs import SPECS
 from evalcore.schemas import EvalQuestion, EvalResponse, RetrievedChunk
@@ -66,8 +66,8 @@ def test_the_gold_list_does_not_change_an_llm_prompt():
     is byte for byte what it was without it."""
     base = {"question": "Who led them?", "ground_truth": "Rollo", "answer": "Hrolfr Ganger"}
     for task in ("answer_correctness", "answer_class", "factual_accuracy"):
-        with_list = build_prompt(task, {**base, "answers": ["Rollo", "Hrolfr Ganger"]})
-        assert with_list == build_prompt(task, base), task
+        with_list = get_task(task).prompt({**base, "answers": ["Rollo", "Hrolfr Ganger"]})
+        assert with_list == get_task(task).prompt(base), task
 
 
 def test_containment_ranks_below_an_exact_match_and_above_partial_overlap():

@@ -6,7 +6,7 @@ from evalcore.errors import EvalcoreError
 from evalcore.judges import DEFAULT_JUDGE, HeuristicJudge, LLMJudge, make_judge
 from evalcore.judges.parsing import VALIDATORS
 from evalcore.judges.prompts import load_prompt
-from evalcore.judges.tasks import PROMPT_VERSIONS, build_prompt
+from evalcore.judges.tasks import PROMPT_VERSIONS, get_task
 
 
 def test_every_task_has_a_prompt_and_validator():
@@ -17,9 +17,9 @@ def test_every_task_has_a_prompt_and_validator():
 
 
 def test_absent_optional_text_is_plain_and_counts_are_ours():
-    p = build_prompt("context_review", {"question": "Q?", "ground_truth": "", "contexts": ["a", "b"],
-                                        "claims": ["c"], "statements": [], "n_contexts": 2, "n_claims": 1,
-                                        "n_statements": 0})
+    p = get_task("context_review").prompt({"question": "Q?", "ground_truth": "", "contexts": ["a", "b"],
+                                           "claims": ["c"], "statements": [], "n_contexts": 2, "n_claims": 1,
+                                           "n_statements": 0})
     assert "(absent)" in p.user and "2 for the passages, 1 for" in p.user and "0 for group S" in p.user
     assert p.user.count(f"<<<{p.fence} BEGIN context") == 2
 

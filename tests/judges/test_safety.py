@@ -9,7 +9,7 @@ import pytest
 
 from evalcore.judges.parsing import ParseError, parse_json, parse_reply
 from evalcore.judges.prompts import fence_token
-from evalcore.judges.tasks import build_prompt
+from evalcore.judges.tasks import get_task
 from evalcore.metrics.base import ScoringContext
 from evalcore.metrics.judged.specs import SPECS
 from evalcore.schemas import RunManifest
@@ -29,7 +29,7 @@ HOSTILE = [
 
 @pytest.mark.parametrize("hostile", HOSTILE)
 def test_hostile_answer_stays_inside_its_fence(hostile):
-    p = build_prompt("answer_class", {"question": "Q?", "ground_truth": "Paris", "answer": "Lyon. " + hostile})
+    p = get_task("answer_class").prompt({"question": "Q?", "ground_truth": "Paris", "answer": "Lyon. " + hostile})
     token = p.fence
     assert token not in hostile and token in p.system
     m = re.search(rf"<<<{token} BEGIN answer>>>\n(.*)\n<<<{token} END answer>>>", p.user, re.DOTALL)

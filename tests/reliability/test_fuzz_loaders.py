@@ -301,8 +301,9 @@ json_records = st.lists(st.dictionaries(st.text(max_size=5), st.one_of(
 @given(json_records, st.sampled_from(["", " ", "\n", "\t \r\n"]), st.integers(1, 9),
        st.one_of(st.none(), st.integers(0, 400)))
 def test_streamed_json_array_matches_json_loads(tmp_path_factory, recs, space, chunk, cut):
-    """read_json decodes a top-level array element by element from chunks of the file; with
-    chunks of 1-9 characters every element straddles a boundary. It must yield exactly what
+    """The JSON reader (records.sized_json, the one `.json` files get) decodes a top-level array
+    element by element from chunks of the file; with chunks of 1-9 characters every element
+    straddles a boundary. It must yield exactly what
     json.loads reads, and a truncated file (cut) must be an InputError, never a wrong record."""
     from evalcore.datasets import json_stream, records
 
@@ -319,7 +320,7 @@ def test_streamed_json_array_matches_json_loads(tmp_path_factory, recs, space, c
         except ValueError:
             expected = None
         try:
-            got = [rec for _, rec in records.read_json(path)]
+            got = [rec for _, rec, _ in records.sized_json(path)]
         except InputError as exc:
             assert expected is None and exc.file == str(path), exc
             return

@@ -20,6 +20,7 @@ from evalcore.store import query_df
 from evalcore.schemas import EvalQuestion
 from evalcore.analysis.labels import annotations as DA
 from evalcore.analysis.comparison import compare as DCMP
+from evalcore.analysis.comparison.side_by_side import side_by_side
 from evalcore.analysis.charts import distributions as DC
 from evalcore.analysis.runs import leaderboard as L
 from evalcore.analysis.questions import question_drilldown as Qn
@@ -93,7 +94,7 @@ def test_stats_and_compare_cli_bind_selections(evil):
     for bad in ABSENT:
         assert SQ.metric_values(store, run, methods=[bad]).empty
         assert SQ.metric_values(store, run, metrics=[bad]).empty
-        assert SQ.paired_rows(store, run, bad).empty
+        assert len(side_by_side(store, f"{run}:{bad}", f"{run}:{bad}").question_id) == 0  # what compare pairs
         assert SQ.question_ids(store, run, bad) == []
         with pytest.raises(EvalcoreError):
             SQ.metric_means(store, run, by=bad)  # a grouping is an allow-listed name

@@ -10,7 +10,7 @@ from evalcore.stats.resample import (
     bootstrap_ci,
     holm,
     mcnemar_exact,
-    paired_bootstrap_ci,
+    paired_mean_ci,
     randomization_test,
 )
 
@@ -37,7 +37,7 @@ def test_bootstrap_ci_covers_true_mean_most_of_the_time():
 def test_paired_bootstrap_is_ci_of_mean_difference():
     a = np.array([0.1, 0.4, 0.5, 0.9, 0.3])
     b = a + 0.2
-    assert paired_bootstrap_ci(a, b) == pytest.approx((0.2, 0.2))
+    assert paired_mean_ci(a, b) == pytest.approx((0.2, 0.2))
 
 
 def _brute_force_p(d):

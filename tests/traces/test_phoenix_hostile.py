@@ -376,7 +376,8 @@ PAGE, PATHS = _mutations()
 @given(where=st.sampled_from(PATHS), value=json_values)
 def test_any_page_reads_or_is_an_input_error(where, value):
     from evalcore.traces.phoenix import page_items, page_spans
-    from evalcore.traces.trace_import import _pair, answers_from_spans
+    from evalcore.traces.trace_import import _pair, answers_from_traces
+    from evalcore.traces.trace_tree import assemble_traces
 
     page = json.loads(json.dumps(PAGE))
     if where:
@@ -388,7 +389,8 @@ def test_any_page_reads_or_is_an_input_error(where, value):
         page = value
     try:
         items, _ = page_items(page, "phoenix p", 1)
-        for answer in answers_from_spans(page_spans(items, "phoenix p", 1, "p"), "phoenix p", "m"):
+        traces = assemble_traces(page_spans(items, "phoenix p", 1, "p"), "phoenix p")
+        for answer in answers_from_traces(traces, "phoenix p", "m"):
             _pair(answer, "phoenix p", {}, {}, "p", None)
     except InputError as exc:
         assert exc.file == "phoenix p"

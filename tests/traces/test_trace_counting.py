@@ -15,7 +15,8 @@ from evalcore.cli.main import app
 from evalcore.errors import InputError
 from evalcore.store import RunStore
 from evalcore.traces.spans import Span
-from evalcore.traces.trace_import import answers_from_spans
+from evalcore.traces.trace_import import answers_from_traces
+from evalcore.traces.trace_tree import assemble_traces
 
 runner = CliRunner()
 T1, T2 = "a" * 32, "b" * 32
@@ -179,7 +180,8 @@ def _chain(depth):
 
 def test_a_deep_parent_chain_is_walked_without_recursion():
     spans = _chain(100_000)
-    [answer] = answers_from_spans(reversed(spans), "deep.jsonl", "m")  # children before parents, too
+    traces = assemble_traces(reversed(spans), "deep.jsonl")  # children before parents, too
+    [answer] = answers_from_traces(traces, "deep.jsonl", "m")
     assert answer.token_usage["input_tokens"] == 7 and answer.root.span_id == f"{0:016x}"
 
 
@@ -187,7 +189,7 @@ def test_a_trace_recorded_below_its_entry_point_keeps_its_root():
     """No span without a parent: the one whose parent is in no trace of the source is the root."""
     spans = _chain(3)
     spans[0].parent_id = "f" * 16  # the remote caller's span, not exported
-    [answer] = answers_from_spans(spans, "part.jsonl", "m")
+    [answer] = answers_from_traces(assemble_traces(spans, "part.jsonl"), "part.jsonl", "m")
     assert answer.root.span_id == f"{0:016x}" and answer.token_usage["input_tokens"] == 7
 
 
@@ -197,7 +199,7 @@ def test_a_source_of_only_rootless_traces_is_refused():
              Span(span_id="d" * 16, trace_id=T1, parent_id="c" * 16, name="y", kind="LLM", start=None, end=None,
                   status="OK")]
     with pytest.raises(InputError, match="no trace has a root span"):
-        answers_from_spans(spans, "cycle.jsonl", "m")
+        answers_from_traces(assemble_traces(spans, "cycle.jsonl"), "cycle.jsonl", "m")
 
 
 # --- ids in one form (round 4): a span written in another letter case, or in base64, is the same span
@@ -214,8 +216,6 @@ def test_an_id_spelt_another_way_is_the_same_span(tmp_path, shape, spell):
     """The LLM span again with its ids spelt another way counted twice (200/20 tokens, cost 1.0,
     no warning); a child naming its parent spelt another way was unreachable."""
     from evalcore.traces.spans import read_span_file
-    from evalcore.traces.trace_import import answers_from_traces
-    from evalcore.traces.trace_tree import assemble_traces
 
     spans = good_trace()
     again = json.loads(json.dumps(spans[2]))
@@ -275,9 +275,10 @@ def test_an_llm_span_under_another_llm_span_counts_once(tmp_path, shape):
 
 
 def _usage_of(spans):
-    [answer] = answers_from_spans([Span(span_id=s["span"], trace_id=s["trace"], parent_id=s["parent"], name="s",
-                                        kind=s["attributes"]["openinference.span.kind"], start=None, end=None,
-                                        status="OK", attributes=s["attributes"]) for s in spans], "t.jsonl", "m")
+    traces = assemble_traces([Span(span_id=s["span"], trace_id=s["trace"], parent_id=s["parent"], name="s",
+                                   kind=s["attributes"]["openinference.span.kind"], start=None, end=None,
+                                   status="OK", attributes=s["attributes"]) for s in spans], "t.jsonl")
+    [answer] = answers_from_traces(traces, "t.jsonl", "m")
     return answer.token_usage
 
 

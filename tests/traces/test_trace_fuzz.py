@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from evalcore.errors import InputError
 from evalcore.traces.spans import read_span_file
-from evalcore.traces.trace_import import _pair, answers_from_spans
+from evalcore.traces.trace_import import _pair, answers_from_traces
+from evalcore.traces.trace_tree import assemble_traces
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(), st.text(max_size=20))
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
@@ -66,7 +67,7 @@ def test_any_span_file_gives_answers_or_a_clear_error(tmp_path_factory, base, pi
     path = tmp_path_factory.mktemp("spans") / "spans.jsonl"
     path.write_text(json.dumps(rec, allow_nan=True) + "\n", encoding="utf-8")
     try:
-        for answer in answers_from_spans(read_span_file(path), str(path), "m", method_from):
+        for answer in answers_from_traces(assemble_traces(read_span_file(path), str(path)), str(path), "m", method_from):
             _pair(answer, str(path), {}, {}, None, None)
     except InputError as exc:
         assert exc.file == str(path)

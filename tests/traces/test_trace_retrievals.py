@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 from evalcore.cli.main import app
 from evalcore.errors import InputError
 from evalcore.traces.spans import Span
-from evalcore.traces.trace_import import answers_from_spans
+from evalcore.traces.trace_import import answers_from_traces
+from evalcore.traces.trace_tree import assemble_traces
 from tests.traces.test_trace_counting import ROOT, SHAPES, T1, _answers, _import, _span
 
 runner = CliRunner()
@@ -58,9 +59,10 @@ def retrieved(spans, starts=None):
     def start(s):
         return datetime.fromtimestamp(starts[s["span"]], tz=timezone.utc) if starts else None
 
-    [answer] = answers_from_spans([Span(span_id=s["span"], trace_id=s["trace"], parent_id=s["parent"], name="s",
-                                        kind=s["attributes"]["openinference.span.kind"], start=start(s), end=None,
-                                        status="OK", attributes=s["attributes"]) for s in spans], "t.jsonl", "m")
+    traces = assemble_traces([Span(span_id=s["span"], trace_id=s["trace"], parent_id=s["parent"], name="s",
+                                   kind=s["attributes"]["openinference.span.kind"], start=start(s), end=None,
+                                   status="OK", attributes=s["attributes"]) for s in spans], "t.jsonl")
+    [answer] = answers_from_traces(traces, "t.jsonl", "m")
     return answer
 
 

@@ -22,7 +22,7 @@ the answer's class:
   faithful but wrong    WRONG, relevant context retrieved, every claim supported
   wrong, cause unknown  WRONG, but the metrics that would tell the cause were not scored
   unscored              class UNSCORED: no metric decides right or wrong
-`explain` gives the same bucket for one answer, with the basis in words.
+`explained` gives each answer's bucket with its basis in words (the Questions page's story).
 
 Written once, as SQL generated from the metric names above (`diagnosed_sql`, on top of
 correctness.classified_sql): the counts of the pages run it in the store as a GROUP BY
@@ -100,18 +100,13 @@ def _store_sql(store: RunStore, keys: Sequence[str]) -> tuple[str, dict]:
 
 
 def diagnose_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """cls, decided_by, diagnosis and hit_by of every row of an outcome frame (diagnosed_sql run
+    """cls, decided_by, diagnosis and hit_by of every row of a frame of answers (diagnosed_sql run
     over the frame: the rule the store's counts use)."""
     rows = frame_rows(frame, (*dont_know_metrics(), *correct_metrics(), *_EXTRA))
     out = query_frame(f"SELECT cls, decided_by, diagnosis, hit_by FROM ({diagnosed_sql('frame', set(rows.columns))}) "
                       "ORDER BY _row", frame=rows)
     return pd.DataFrame({c: [v if isinstance(v, str) else None for v in out[c]] for c in out.columns},
                         index=frame.index, dtype=object)
-
-
-def diagnose(row: pd.Series) -> str | None:
-    """The bucket of one answered question (None for a target error: not diagnosed)."""
-    return explain(row)[0]
 
 
 def source(bucket: str | None, basis: str) -> str:
@@ -130,17 +125,12 @@ def source(bucket: str | None, basis: str) -> str:
     return ""
 
 
-def explain(row: pd.Series | dict) -> tuple[str | None, str]:
-    """(bucket, its basis in words) for one answer: `explained` on a one-row frame."""
-    out = explained(pd.DataFrame([dict(row)]))
-    return out["bucket"].iloc[0], out["basis"].iloc[0]
-
-
 def explained(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per row of an outcome frame (one answer each): cls, decided_by, bucket (None for a target
-    error) and the bucket's basis in words — the rule of `diagnoses`, run once over the frame,
-    plus what each bucket rests on: the deciding metric and its value, and whether a retrieval
-    miss comes from the gold passages or from the judge's relevance verdicts."""
+    """Per row of a frame of answers (one answer each, frame_rows' columns): cls, decided_by,
+    bucket (None for a target error) and the bucket's basis in words — the rule of `diagnoses`,
+    run once over the frame, plus what each bucket rests on: the deciding metric and its value,
+    and whether a retrieval miss comes from the gold passages or from the judge's relevance
+    verdicts."""
     rules = diagnose_frame(frame)
     basis = [_basis(values, bucket, by, decided) for (_, values), bucket, by, decided
              in zip(frame.iterrows(), rules["diagnosis"], rules["hit_by"], rules["decided_by"])]
@@ -243,7 +233,3 @@ def bucket_questions(store: RunStore, key: str, bucket: str, limit: int | None =
         WHERE diagnosis = $bucket ORDER BY question_id {cap}""", {**params, "bucket": bucket}, runs=runs_of((key,)))
     return (int(out["total"].iloc[0]) if len(out) else 0), out["question_id"].tolist()
 
-
-def questions_in_bucket(store: RunStore, key: str, bucket: str) -> list[str]:
-    """The question ids of one system's answers in one bucket (the breakdown's links), sorted."""
-    return bucket_questions(store, key, bucket)[1]

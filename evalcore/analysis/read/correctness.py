@@ -32,8 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from evalcore.analysis.read.recent_frames import RecentFrames
-from evalcore.store import query_df, query_frame, wide_columns
+from evalcore.store import query_frame, wide_columns
 from evalcore.store.wide import ident, label_column, label_expr, literal, value_column, value_expr
 
 CORRECT_THRESHOLD = 0.5
@@ -131,40 +130,8 @@ def outcome_sql(store, keys: Sequence[str], metrics: Sequence[str], by: str | No
     return sql, {"keys": list(keys)}, frozenset(cols)
 
 
-# The last few outcome frames, keyed by the store's state token (it changes whenever anything
-# readers see changes, so an entry is never stale). Counting pages no longer read them (they
-# count in SQL); a caller that needs every answer's values in pandas does.
-_RECENT = RecentFrames(4)
-
-
-def outcome_frame(store, keys: Sequence[str], extra: Sequence[str] = (), by: str | None = None) -> pd.DataFrame:
-    """One row per answer (system = `run_id:method`, question_id[, bucket]) with the target's
-    error, whether the question is answerable, the judge's class label, and the values (NaN as
-    missing) of the metrics the rule reads plus `extra`. `by` (an allow-listed dimension of
-    evalcore.analysis.read.sql.BY) adds a `bucket` column; a question counts in every tag it has."""
-    return _RECENT.get(store, (tuple(keys), tuple(extra), by), lambda: _outcome_frame(store, keys, extra, by))
-
-
-def _outcome_frame(store, keys: Sequence[str], extra: Sequence[str], by: str | None) -> pd.DataFrame:
-    needed = list(dict.fromkeys([*correct_metrics(), *dont_know_metrics(), *extra]))
-    source, params, present = outcome_sql(store, keys, needed, by)
-    out = query_df(store, f"SELECT * FROM {source} ORDER BY system, question_id, bucket", params, runs=runs_of(keys))
-    index = ["system", "question_id", "bucket"]
-    cols = [*index, "answerable", "error", CLASS_LABEL, *needed]
-    if out.empty:
-        return pd.DataFrame(columns=cols)
-    frame = out[[*index, "answerable", "error"]].copy()
-    frame[CLASS_LABEL] = out[label_column(CLASS_METRIC)] if label_column(CLASS_METRIC) in present else None
-    for name in needed:
-        col = value_column(name)
-        frame[name] = out[col].astype(float) if col in present else np.nan
-    frame["answerable"] = frame["answerable"].astype(bool)
-    frame["bucket"] = frame["bucket"].where(frame["bucket"].notna(), None)
-    return frame.reset_index(drop=True)
-
-
 def frame_rows(frame: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
-    """An outcome frame's rows (or any frame with `error`, `answerable`, answer_class_label and
+    """The rows of a frame of answers (any frame with `error`, `answerable`, answer_class_label and
     a column per metric, each optional) in metric_wide's shape, the shape the rule's SQL reads,
     with `_row` its position. Values that are not numbers count as missing."""
     rows = pd.DataFrame({"_row": np.arange(len(frame))})
@@ -187,18 +154,13 @@ def frame_rows(frame: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
 
 def classify(wide: pd.DataFrame, deciders: Sequence[str] | None = None,
              threshold: float = CORRECT_THRESHOLD) -> pd.DataFrame:
-    """The class of every answer of an outcome frame (the module's rule, its one SQL run over the
-    frame): columns `cls` and `decided_by` (the metric that decided CORRECT/WRONG, or what made it
-    DONT_KNOW/ERROR; missing when UNSCORED). `deciders`: the metrics that decide CORRECT / WRONG,
-    first first (default: the registry's)."""
+    """The class of every answer of a frame (frame_rows' columns; the module's rule, its one
+    SQL run over the frame): columns `cls` and `decided_by` (the metric that decided
+    CORRECT/WRONG, or what made it DONT_KNOW/ERROR; missing when UNSCORED). `deciders`: the
+    metrics that decide CORRECT / WRONG, first first (default: the registry's)."""
     deciders = correct_metrics() if deciders is None else tuple(deciders)
     rows = frame_rows(wide, [*dont_know_metrics(), *deciders])
     sql = classified_sql("frame", set(rows.columns), deciders, threshold)
     out = query_frame(f"SELECT cls, decided_by FROM ({sql}) ORDER BY _row", frame=rows)
     return pd.DataFrame({"cls": out["cls"].to_numpy(), "decided_by": out["decided_by"].to_numpy()}, index=wide.index)
 
-
-def classify_row(row: pd.Series | dict) -> tuple[str, str | None]:
-    """(class, decided_by) of one answer: `classify` on a one-row frame (the same rule)."""
-    out = classify(pd.DataFrame([dict(row)])).iloc[0]
-    return str(out["cls"]), (out["decided_by"] if isinstance(out["decided_by"], str) else None)

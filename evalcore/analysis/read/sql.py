@@ -156,38 +156,6 @@ def operations(store: RunStore, run_id: str, by: str | None = None) -> pd.DataFr
     return out.drop(columns="n_judged")
 
 
-def timing_breakdown(store: RunStore, run_id: str) -> pd.DataFrame:
-    """Per method and timing stage reported by the target (scope selection, retrieval,
-    generation...): n, p50, p95, mean in ms. Empty when the target reports no timings."""
-    sql = """
-        WITH t AS (
-            SELECT method, unnest(json_keys(json_extract(record, '$.timings'))) AS stage, record
-            FROM responses WHERE run_id = ?
-        )
-        SELECT method, stage, count(*) AS n,
-               quantile_cont(CAST(json_extract(record, '$.timings."' || stage || '"') AS DOUBLE), 0.5) AS p50_ms,
-               quantile_cont(CAST(json_extract(record, '$.timings."' || stage || '"') AS DOUBLE), 0.95) AS p95_ms,
-               avg(CAST(json_extract(record, '$.timings."' || stage || '"') AS DOUBLE)) AS mean_ms
-        FROM t GROUP BY method, stage ORDER BY method, stage
-    """
-    with open_db(store, runs=[run_id]) as con:
-        return con.execute(sql, [run_id]).df()
-
-
-def paired_rows(store: RunStore, run_id: str, method: str, metrics: Sequence[str] | None = None) -> pd.DataFrame:
-    """(question_id, metric, value) of one run:method, NaN as NULL, for comparisons (no reason
-    column: 100,000 questions x metrics of strings cost a second to convert, and no caller reads it)."""
-    k_sql, k_params = _in("metric", metrics)
-    sql = f"""
-        SELECT question_id, metric, CASE WHEN isnan(value) THEN NULL ELSE value END AS value
-        FROM metrics WHERE run_id = ? AND method = ?{k_sql}
-    """
-    with open_db(store, runs=[run_id]) as con:
-        out = con.execute(sql, [run_id, method, *k_params]).df()
-    out["value"] = out["value"].astype(float)
-    return out
-
-
 def run_methods(store: RunStore, run_id: str) -> list[str]:
     """The methods that answered in the run, sorted: from the run's summary (one row per method;
     scanning 200,000 answers for their two method names cost `compare` a tenth of a second)."""

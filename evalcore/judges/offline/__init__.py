@@ -6,8 +6,8 @@ end. It is never the default and never pretends to be a model: its provider is `
 so every stored value's judge id starts with `heuristic:`.
 
 Its modules, one job each: `judge` (HeuristicJudge, the Judge that answers every task
-offline), `matching` (the shared rules: is a statement supported by the contexts, does an
-answer match a gold answer, banding a share onto a grade), `words` (tokens, sentences,
+offline), `lexical_verdicts` (the shared rules: is a statement supported by the contexts, does
+an answer match a gold answer, banding a share onto a grade), `words` (tokens, sentences,
 content words, hedges and negations: the building blocks, also used by claim guessing and
 the dashboard's highlighting). Each task's heuristic sits with its definition in
 judges/task_library.
@@ -17,7 +17,7 @@ How each task is approximated:
 - context_review: a statement's support is a weighted share (0-1) of six word-overlap measures
   against the contexts (words, content words, names and numbers found...), supported when it
   is >= 0.882; weights and threshold were fitted on HaluEval QA rows 1-250 alone and measured on
-  the other sets (matching.support; protocol and figures: docs/judges.md). faithfulness and
+  the other sets (lexical_verdicts.support; protocol and figures: docs/judges.md). faithfulness and
   context_recall are the mean support of the claims / statements; the verdict and its reason
   (what was not found) are shown per claim. A context's relevance is the share of the
   question's (or the best gold answer's) content words.
