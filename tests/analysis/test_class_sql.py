@@ -105,7 +105,7 @@ KEYS = ("a:m", "b:m")
 
 
 def test_the_store_classifies_and_diagnoses_every_edge_as_written(edges):
-    frame = CO.outcome_frame(edges, KEYS, extra=FM.DIAGNOSIS_METRICS)
+    frame = CO.outcome_frame(edges, KEYS, extra=FM.diagnosis_metrics())
     diagnosed = FM.diagnoses(edges, KEYS)
     for key in KEYS:
         expected = _expected(key[0])
@@ -219,7 +219,7 @@ def test_the_synthetic_store_gives_what_the_pandas_rules_gave(tmp_path):
     store = build_store(tmp_path / "runs", n_runs=2, n_questions=60)
     runs = store.run_ids()
     keys = tuple(f"{r}:{m}" for r in runs for m in ("basic_search", "local_search"))
-    frame = CO.outcome_frame(store, keys, extra=FM.DIAGNOSIS_METRICS)
+    frame = CO.outcome_frame(store, keys, extra=FM.diagnosis_metrics())
     classes = CO.classify(frame)
     said = FM.explained(frame)
     diagnosed = FM.diagnoses(store, keys).set_index(["system", "question_id"])["bucket"]

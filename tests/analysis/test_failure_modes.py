@@ -56,7 +56,7 @@ def test_vectorised_rule_equals_the_row_rule(store):
     import random
 
     from evalcore.analysis.read.correctness import outcome_frame
-    from evalcore.analysis.questions.failure_modes import DIAGNOSIS_METRICS, diagnoses, explained
+    from evalcore.analysis.questions.failure_modes import diagnoses, diagnosis_metrics, explained
 
     rng = random.Random(4)
     writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="v", name="v",
@@ -75,7 +75,7 @@ def test_vectorised_rule_equals_the_row_rule(store):
                                           group="g", reason="x" if v != v else None))
     writer.write_metrics(values)
     writer.publish()
-    wide = outcome_frame(store, ("v:m",), extra=DIAGNOSIS_METRICS)
+    wide = outcome_frame(store, ("v:m",), extra=diagnosis_metrics())
     by_frame = dict(zip(wide["question_id"], explained(wide)["bucket"]))
     by_row = {r.question_id: diagnose(r) for _, r in wide.iloc[::5].iterrows()}  # one answer at a time
     assert by_row == {q: by_frame[q] for q in by_row}
