@@ -1,4 +1,5 @@
-"""Every registered metric has its own definition in docs/metrics/, on its group's page.
+"""Every registered metric has its own definition in docs/metrics/, on its spec's page
+(MetricSpec.docs_page: docs/metrics/<group>.md unless the spec names another).
 
 docs/metrics/ define metrics in two shapes: a row of a definition table (a table whose first
 header cell is `name` or `metric`; the row's first cell names the metric in backticks, the next
@@ -13,10 +14,8 @@ from pathlib import Path
 
 from evalcore.metrics.registry import METRICS
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "metrics"
-# the page that defines each group's metrics
-GROUP_PAGE = {"retrieval": "retrieval", "citation": "citation", "lexical": "lexical", "abstention": "abstention",
-              "performance": "performance", "semantic": "semantic", "judged": "judged", "composite": "composites"}
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs" / "metrics"
 DEFINING_HEADERS = {"name", "metric"}  # first header cell of a table whose rows define metrics
 
 
@@ -54,16 +53,23 @@ def _pages() -> dict[str, dict[str, list[str]]]:
     return {p.stem: definitions(p.read_text(encoding="utf-8")) for p in sorted(DOCS.glob("*.md"))}
 
 
+def _page(spec) -> str:
+    """The stem of the docs/metrics/ page the spec names (MetricSpec.docs_page)."""
+    path = ROOT / spec.docs_page
+    assert path.parent == DOCS, f"{spec.name}: its docs page {spec.docs_page} is not in docs/metrics/"
+    return path.stem
+
+
 def test_every_group_has_a_page():
-    groups = {spec.group for spec in METRICS.values()}
-    assert groups <= set(GROUP_PAGE), f"groups without a docs page in GROUP_PAGE: {sorted(groups - set(GROUP_PAGE))}"
-    assert all((DOCS / f"{page}.md").is_file() for page in GROUP_PAGE.values())
+    missing = sorted({spec.docs_page for spec in METRICS.values() if not (ROOT / spec.docs_page).is_file()})
+    assert not missing, f"metrics name docs pages that do not exist: {missing}"
+    assert {_page(spec) for spec in METRICS.values()} <= {p.stem for p in DOCS.glob("*.md")}
 
 
 def test_every_registered_metric_is_defined_once_on_its_groups_page():
     pages, problems = _pages(), []
     for name, spec in METRICS.items():
-        page = GROUP_PAGE.get(spec.group, "?")
+        page = _page(spec)
         here = pages.get(page, {}).get(name, [])
         elsewhere = sorted(p for p, defs in pages.items() if p != page and name in defs)
         if not here:

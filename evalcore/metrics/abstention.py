@@ -35,7 +35,7 @@ import re
 from typing import Any, Mapping
 
 from evalcore.errors import EvalcoreError
-from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
+from evalcore.metrics.base import Item, MetricOption, MetricSpec, Score, ScoringContext
 from evalcore.metrics.text import extract_keywords, find, normalize, strip_punct, trim_punct
 from evalcore.schemas import EvalQuestion, EvalResponse
 
@@ -86,6 +86,17 @@ NEGATIVE_RULES: dict[str, dict[str, list[list[str]]]] = {
 }
 NEGATIVE_CHECKS = ("should_not_hallucinate", "should_correct_premise", "should_not_fabricate_data",
                    "should_provide_accurate_disclaimer")
+
+# The lists as scoring options, declared by every metric that detects abstentions with them
+# (here, the lexical no-answer rule, the judged answer classes); `language_lists` and
+# `negative_rules` check the finer shape where they read them.
+DONT_KNOW_PHRASES_OPTION = MetricOption("dont_know_phrases", dict[str, list[str]], DONT_KNOW_PHRASES,
+                                        "abstention phrases per language, found anywhere in the answer")
+DONT_KNOW_FORMS_OPTION = MetricOption("dont_know_forms", dict[str, list[str]], NO_ANSWER_FORMS,
+                                      "no-answer forms per language, counted when they are the answer")
+DONT_KNOW_OPTIONS = (DONT_KNOW_PHRASES_OPTION, DONT_KNOW_FORMS_OPTION)
+NEGATIVE_RULES_OPTION = MetricOption("negative_rules", dict[str, dict[str, list[list[str]]]], NEGATIVE_RULES,
+                                     "negative_detection rules per check type and language")
 
 
 def language_lists(options: Mapping[str, Any] | None, key: str,
@@ -294,20 +305,24 @@ SPECS = [
     MetricSpec("dont_know", "abstention", version="2",
                compute=_with_options(_dont_know), needs=frozenset({"answer"}),
                binary=True, higher_is_better=False,
-               description="1 if the answer abstains (explicit field, short form, or phrase).", decides_dont_know=True),
+               description="1 if the answer abstains (explicit field, short form, or phrase).", decides_dont_know=True,
+               options=DONT_KNOW_OPTIONS),
     MetricSpec("unanswerable_accuracy", "abstention", version="2",
                compute=_with_options(_unanswerable_accuracy),
                needs=frozenset({"answer"}), binary=True,
-               description="1 if it abstains on an unanswerable question or answers an answerable one."),
+               description="1 if it abstains on an unanswerable question or answers an answerable one.",
+               options=DONT_KNOW_OPTIONS),
     MetricSpec("abstention_false_positive_rate", "abstention", version="2",
                compute=_with_options(_false_positive),
                needs=frozenset({"answer"}), binary=True, higher_is_better=False,
-               description="Answerable questions: 1 if the answer abstained."),
+               description="Answerable questions: 1 if the answer abstained.", options=DONT_KNOW_OPTIONS),
     MetricSpec("abstention_false_negative_rate", "abstention", version="2",
                compute=_with_options(_false_negative),
                needs=frozenset({"answer"}), binary=True, higher_is_better=False,
-               description="Unanswerable questions: 1 if it answered anyway (hallucination rate)."),
+               description="Unanswerable questions: 1 if it answered anyway (hallucination rate).",
+               options=DONT_KNOW_OPTIONS),
     MetricSpec("negative_detection", "abstention", version="2", compute=_with_options(_negative_detection),
                needs=frozenset({"answer"}), binary=True,
-               description="Negative questions: 1 if the answer refuses/corrects per its check type."),
+               description="Negative questions: 1 if the answer refuses/corrects per its check type.",
+               options=(NEGATIVE_RULES_OPTION,)),
 ]

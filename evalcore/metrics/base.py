@@ -13,7 +13,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pydantic import StrictBool, StrictInt
+
 from evalcore.schemas import EvalQuestion, EvalResponse
+from evalcore.schemas.labels import TARGET_LABELS
 
 Item = tuple[EvalQuestion, EvalResponse]
 
@@ -23,6 +26,10 @@ NEEDS = frozenset({"gold", "retrieved", "ground_truth", "answer", "citations", "
                    "keywords", "checks", "contexts"})
 
 SCALES = ("unit", "points", "class", "open")
+# What a person labels to check a judged metric: the annotation target kinds (claim, context,
+# answer_class, grade), in the order the labelling pages offer them.
+LABEL_KINDS = tuple(TARGET_LABELS)
+CLAIM_SOURCES = ("answer", "ground_truth")
 # The tiers of MetricSpec.importance, most important first.
 IMPORTANCE_TIERS = ("answer quality", "faithfulness", "retrieval")
 ANSWER_QUALITY, FAITHFULNESS, RETRIEVAL = range(3)
@@ -116,6 +123,41 @@ BatchFn = Callable[[list[Item], ScoringContext], list[Score]]
 
 
 @dataclass(frozen=True)
+class MetricOption:
+    """A setting read from `ScoringContext.options`, declared with its type and default by the
+    spec of each metric that reads it (as a pydantic_evals evaluator declares its settings as
+    typed dataclass fields).
+
+    Why declared on the spec: the options `score --option`, `--options-file`, a run config's
+    `score_options` and `score_run(options=...)` accept are the registry's (plus PASS_OPTIONS),
+    so a new metric's setting needs no list elsewhere, and a misspelt or mistyped one is refused
+    before any work starts instead of being ignored while the metric uses its default.
+    `type` is checked there (evalcore.metrics.options.check_options: pydantic, booleans and
+    integers strictly); `check(value)` returns what is wrong with a value the type admits (a
+    weight sum of 0), or None; finer rules (known keys, positive budgets) stay with the code
+    that reads the value. None as a value means "not given": the default applies."""
+
+    name: str
+    type: Any
+    default: Any
+    description: str
+    check: Callable[[Any], str | None] | None = None
+
+    def __hash__(self) -> int:  # a default may be a dict or a list: the name identifies it
+        return hash(self.name)
+
+
+# The options of the pass itself, read by scoring and the judge client rather than by a metric.
+PASS_OPTIONS: tuple[MetricOption, ...] = (
+    MetricOption("judge", Any, None, "judge spec for judged metrics (e.g. heuristic, anthropic:MODEL)"),
+    MetricOption("judge_concurrency", StrictInt, None, "judge requests in flight"),
+    MetricOption("judge_update_manifest", StrictBool, True, "record the judge in the run manifest (default true)"),
+    MetricOption("judge_record_claims", StrictBool, True, "store the judge's per-claim verdicts (default true)"),
+    MetricOption("progress", StrictBool, None, "show progress bars (default: only on a terminal)"),
+)
+
+
+@dataclass(frozen=True)
 class MetricSpec:
     name: str
     group: str
@@ -167,6 +209,36 @@ class MetricSpec:
     decides_correct: int | None = None
     # Whether a set value means the answer abstained (analysis/read/correctness.py: DONT_KNOW).
     decides_dont_know: bool = False
+    # What a person labels to check it (LABEL_KINDS; analysis/labels/label_units.py): its claims
+    # ("claim", from the text `claims_from` names), its per-context verdicts ("context"), or its
+    # stored `label`, which is then a grade letter ("grade") or an answer class ("answer_class").
+    # None: a person rates the value itself, 0-1.
+    label_kind: str | None = None
+    claims_from: str | None = None
+    # Among the metrics of one label_kind, lower first: the pages offer them in this order and a
+    # grade count reads the first grade metric a system has (factual_grade before factual_accuracy).
+    label_rank: int = 0
+    # The failure diagnosis (analysis/questions/failure_modes.py): the position among the metrics
+    # whose value near 0 says nothing relevant was retrieved (the first with a value is the
+    # evidence of a retrieval miss; a judged one is the judge's, else the gold passages'), and
+    # among those whose value below 1 says the answer makes claims its contexts do not support
+    # (the first one's value is read). None: no part in the diagnosis.
+    retrieval_miss_evidence: int | None = None
+    unfaithful_evidence: int | None = None
+    # The metric whose mean ranks systems on the leaderboard: its column, ± 95% CI and CI
+    # bounds (`<name>_ci95`, `_ci_low`, `_ci_high`) lead every row (analysis/runs/leaderboard.py).
+    # One metric at most.
+    ranks_systems: bool = False
+    # The settings it reads from ScoringContext.options, typed (MetricOption). A metric sharing
+    # a setting with others (the abstention phrase lists) declares the same MetricOption object.
+    options: tuple[MetricOption, ...] = ()
+    # Its docs page; empty: docs/metrics/<group>.md (tests/test_metric_docs.py reads it there).
+    docs: str = ""
+
+    @property
+    def docs_page(self) -> str:
+        """The page that defines it: `docs`, else its group's page docs/metrics/<group>.md."""
+        return self.docs or f"docs/metrics/{self.group}.md"
 
     def __post_init__(self) -> None:
         unknown = set(self.needs) - NEEDS
@@ -179,6 +251,16 @@ class MetricSpec:
         if self.importance is not None and self.importance[0] not in range(len(IMPORTANCE_TIERS)):
             raise ValueError(f"metric {self.name}: importance tier {self.importance[0]} is not one of "
                              f"0..{len(IMPORTANCE_TIERS) - 1} ({', '.join(IMPORTANCE_TIERS)})")
+        if self.label_kind is not None and self.label_kind not in LABEL_KINDS:
+            raise ValueError(f"metric {self.name}: unknown label_kind {self.label_kind!r} "
+                             f"(known: {', '.join(LABEL_KINDS)})")
+        if (self.label_kind == "claim") != (self.claims_from is not None) or \
+                self.claims_from not in (None, *CLAIM_SOURCES):
+            raise ValueError(f"metric {self.name}: a label_kind 'claim' names claims_from "
+                             f"({' or '.join(CLAIM_SOURCES)}), and only it does")
+        names = [getattr(o, "name", None) for o in self.options]
+        if len(set(names)) != len(names) or not all(isinstance(o, MetricOption) for o in self.options):
+            raise ValueError(f"metric {self.name}: options are MetricOptions with distinct names")
 
     @property
     def value_range(self) -> tuple[float, float]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalcore.metrics.matching import gold_matches, heading_parts, normalise_path
-from evalcore.metrics.base import FAITHFULNESS, Item, MetricSpec, Score, ScoringContext, per_item
+from evalcore.metrics.base import FAITHFULNESS, Item, MetricOption, MetricSpec, Score, ScoringContext, per_item
 from evalcore.metrics.text import find, normalize
 from evalcore.schemas import Citation, EvalQuestion, EvalResponse, GoldPassage
 
@@ -181,6 +181,15 @@ def _with_options(fn):
     return batch
 
 
+INDICATOR_OPTIONS = (
+    MetricOption("citation_indicators", list[str], DEFAULT_INDICATORS,
+                 "source indicators counted by source_citation_quality"),
+    MetricOption("citation_indicators_for_full", float, 3,
+                 "indicators needed for a full source_citation_quality score"),
+)
+ACKNOWLEDGE_OPTION = MetricOption("acknowledge_phrases", list[str], ACKNOWLEDGE_PHRASES,
+                                  "phrases that acknowledge conflicting sources")
+
 SPECS = [
     MetricSpec("citation_precision", "citation", per_item(_citation_precision), error_value=0.0,
                needs=frozenset({"gold", "citations"}), description="Cited sources that are gold / cited.",
@@ -193,8 +202,9 @@ SPECS = [
                description="Citations naming the right document and section / citations."),
     MetricSpec("source_citation_quality", "citation", _source_quality_batch, error_value=0.0,
                needs=frozenset({"answer", "citations"}), version="3",
-               description="min(distinct source indicators in the answer / 3, 1)."),
+               description="min(distinct source indicators in the answer / 3, 1).", options=INDICATOR_OPTIONS),
     MetricSpec("recency_rule_pass", "citation", _with_options(_recency_rule),
                needs=frozenset({"citations"}), binary=True,
-               description="1 if the answer follows the question's cite_newer/cite_both/acknowledge_both rule."),
+               description="1 if the answer follows the question's cite_newer/cite_both/acknowledge_both rule.",
+               options=(ACKNOWLEDGE_OPTION,)),
 ]

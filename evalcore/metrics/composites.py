@@ -34,7 +34,7 @@ from numbers import Real
 from typing import Any, Mapping, Sequence
 
 from evalcore.errors import EvalcoreError
-from evalcore.metrics.base import ANSWER_QUALITY, Item, MetricSpec, Score, ScoringContext, answer_failed
+from evalcore.metrics.base import ANSWER_QUALITY, Item, MetricOption, MetricSpec, Score, ScoringContext, answer_failed
 
 RAGAS_WEIGHTS = {"faithfulness": 0.3, "context_precision": 0.2, "context_recall": 0.2, "answer_relevance": 0.3}
 # component -> (metric, divisor, weight)
@@ -286,15 +286,35 @@ INPUTS: dict[str, list[str]] = {
                               for n in ((p,) if isinstance(p, str) else p)}),
 }
 
+def positive_weights(value: Any) -> str | None:
+    """What is wrong with a weights option (weights, ragas_weights), or None: names mapped to
+    non-negative finite numbers with a positive sum (checked before scoring starts)."""
+    good = isinstance(value, Mapping) and value and all(
+        isinstance(w, Real) and not isinstance(w, bool) and math.isfinite(w) and w >= 0 for w in value.values())
+    return None if good and sum(value.values()) > 0 else "must map names to non-negative numbers with a positive sum"
+
+
+RAGAS_OPTIONS = (MetricOption("ragas_weights", dict[str, float], RAGAS_WEIGHTS, "ragas_score weights",
+                              check=positive_weights),)
+OVERALL_OPTIONS = (MetricOption("overall_components", dict[str, tuple[str, float, float]], OVERALL_COMPONENTS,
+                                "overall_score components: name -> (metric, divisor, weight)"),)
+WEIGHTED_OPTIONS = (
+    MetricOption("weights", dict[str, float], WEIGHTS, "weighted_score objective weights", check=positive_weights),
+    MetricOption("objectives", dict[str, list[str | list[str]]], OBJECTIVES, "weighted_score objective definitions"),
+    MetricOption("budgets", dict[str, float], BUDGETS, "weighted_score reference budgets for latency and cost"),
+)
+DOCS = "docs/metrics/composites.md"  # one page for the group "composite"
+
 SPECS = [
     MetricSpec("ragas_score", "composite", _ragas, version="2",
                description="0.3 F + 0.2 CP + 0.2 CR + 0.3 AR, renormalised over the parts present.",
-               importance=(ANSWER_QUALITY, 13)),
+               importance=(ANSWER_QUALITY, 13), options=RAGAS_OPTIONS, docs=DOCS),
     MetricSpec("overall_score", "composite", _overall, version="2",
                description="The Korean plan's weighted mix of keyword, negative and 1-5 judge scores.",
-               importance=(ANSWER_QUALITY, 14)),
+               importance=(ANSWER_QUALITY, 14), options=OVERALL_OPTIONS, docs=DOCS),
     MetricSpec("weighted_score", "composite", _weighted, version="3",
                description="Objectives accuracy/faithfulness/citation/retrieval/cost/latency, weighted; "
                            "cost and latency as budget / (budget + value).",
-                           importance=(ANSWER_QUALITY, 12), key_rank=0),
+                           importance=(ANSWER_QUALITY, 12), key_rank=0, ranks_systems=True,
+               options=WEIGHTED_OPTIONS, docs=DOCS),
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from evalcore.metrics.abstention import detect_dont_know, negative_check_type
+from evalcore.metrics.abstention import DONT_KNOW_OPTIONS, detect_dont_know, negative_check_type
 from evalcore.metrics.base import ANSWER_QUALITY, Item, MetricSpec, Score, ScoringContext, per_item
 from evalcore.metrics.checks import SPECS as CHECK_SPECS, zero_on_error
 from evalcore.metrics.text import (
@@ -191,14 +191,14 @@ SPECS = [
     MetricSpec("exact_match", "lexical", version="2",
                compute=_with_options(_exact_match), needs=frozenset({"answer", "ground_truth"}),
                binary=True, description="Normalised (NFKC+casefold) equality, max over gold answers.",
-               importance=(ANSWER_QUALITY, 8)),
+               importance=(ANSWER_QUALITY, 8), options=DONT_KNOW_OPTIONS),
     MetricSpec("squad_em", "lexical", version="2",
                compute=_with_options(_squad_em), needs=frozenset({"answer", "ground_truth"}),
-               binary=True, description="SQuAD 2.0 exact match, max over gold answers."),
+               binary=True, description="SQuAD 2.0 exact match, max over gold answers.", options=DONT_KNOW_OPTIONS),
     MetricSpec("token_f1", "lexical", version="2",
                compute=_with_options(_token_f1), needs=frozenset({"answer", "ground_truth"}),
                description="SQuAD 2.0 token F1, max over gold answers.",
-               importance=(ANSWER_QUALITY, 7), key_rank=7, decides_correct=4),
+               importance=(ANSWER_QUALITY, 7), key_rank=7, decides_correct=4, options=DONT_KNOW_OPTIONS),
     MetricSpec("keyword_hit", "lexical", version="2",
                compute=per_item(zero_on_error(_keyword_metric("hit"))), needs=frozenset({"answer", "keywords"}),
                binary=True, description="1 if any expected keyword is in the answer."),

@@ -3,76 +3,74 @@
 Options reach the metrics from three places: Python (`score_run(..., options=...)`), a run
 config's `score_options:` mapping, and `evalcore score --options-file FILE` / `--option KEY=VALUE`.
 Why a closed list: a misspelt key (`dont_know_phrase`) would otherwise be ignored, the metric
-would quietly use its default, and the user would believe the setting applied. Values are
-checked by the metric that reads them (it knows their shape); the checks here are only the
-ones that must happen before any work starts.
+would quietly use its default, and the user would believe the setting applied. The list is the
+registry's: each metric's spec declares the options it reads (MetricSpec.options, typed
+MetricOptions), plus the few of the pass itself (metrics/base.PASS_OPTIONS); a metric
+registered later brings its own. Each value is checked against its declared type here, before
+any work starts; the finer rules (known keys, positive budgets) stay with the metric that
+reads the value, which knows its shape.
 """
 
 from __future__ import annotations
 
 import difflib
-import math
-from numbers import Real
 from typing import Any, Mapping
 
+from pydantic import StrictBool, StrictInt, TypeAdapter, ValidationError
+
 from evalcore.errors import EvalcoreError
+from evalcore.metrics.base import PASS_OPTIONS, MetricOption
 
-# key -> what it sets (the docs page that explains it is named in docs/metrics/*.md)
-SCORING_OPTIONS: dict[str, str] = {
-    "judge": "judge spec for judged metrics (e.g. heuristic, anthropic:MODEL)",
-    "judge_concurrency": "judge requests in flight",
-    "judge_update_manifest": "record the judge in the run manifest (default true)",
-    "judge_record_claims": "store the judge's per-claim verdicts (default true)",
-    "embedding_model": "model for semantic_similarity and embedding-based judge metrics",
-    "bertscore_model": "model for BERTScore",
-    "bertscore_layer": "hidden layer for BERTScore",
-    "bertscore_idf": "weight BERTScore tokens by idf over the run's references",
-    "bertscore_rescale": "rescale BERTScore with a baseline",
-    "bertscore_baseline": "LAYER,P,R,F csv for BERTScore rescaling",
-    "progress": "show progress bars",
-    "match_snippets": "retrieval: an anchor with a snippet also needs the snippet in the chunk text",
-    "dont_know_phrases": "abstention phrases per language, found anywhere in the answer",
-    "dont_know_forms": "no-answer forms per language, counted when they are the answer",
-    "negative_rules": "negative_detection rules per check type and language",
-    "citation_indicators": "source indicators counted by source_citation_quality",
-    "citation_indicators_for_full": "indicators needed for a full source_citation_quality score",
-    "acknowledge_phrases": "phrases that acknowledge conflicting sources",
-    "prices": "model prices per million tokens for cost_usd",
-    "rag_model": "the answering model, when responses do not name it (for cost_usd)",
-    "weights": "weighted_score objective weights",
-    "objectives": "weighted_score objective definitions",
-    "budgets": "weighted_score reference budgets for latency and cost",
-    "overall_components": "overall_score components: name -> (metric, divisor, weight)",
-    "ragas_weights": "ragas_score weights",
-}
 
-# Options whose value is a mapping of names to non-negative weights.
-_WEIGHT_MAPPINGS = ("weights", "ragas_weights")
+def scoring_options() -> dict[str, MetricOption]:
+    """Every option a scoring pass accepts, by name: the pass's own, then each registered
+    metric's (the docs page of a metric's group explains its options)."""
+    from evalcore.metrics.registry import metric_options
+
+    return {**{o.name: o for o in PASS_OPTIONS}, **metric_options()}
 
 
 def check_options(options: Mapping[str, Any], source: str = "scoring options") -> dict[str, Any]:
     """`options` as a dict, or an EvalcoreError naming the unknown key (with the nearest known
-    one) or the malformed value."""
+    one) or the value its option's type or check refuses."""
     if not isinstance(options, Mapping):
         raise EvalcoreError(f"{source}: expected a mapping of option names to values, got {options!r}")
+    known = scoring_options()
     for key, value in options.items():
-        if key not in SCORING_OPTIONS:
-            near = difflib.get_close_matches(str(key), SCORING_OPTIONS, n=1)
+        if key not in known:
+            near = difflib.get_close_matches(str(key), known, n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise EvalcoreError(f"{source}: unknown option {key!r}{hint}; known: {', '.join(sorted(SCORING_OPTIONS))}")
-        if key == "match_snippets" and not isinstance(value, bool):
-            raise EvalcoreError(f"{source}: option 'match_snippets' must be true or false, got {value!r}")
-        if key in _WEIGHT_MAPPINGS and value is not None:
-            _check_weights(key, value, source)
+            raise EvalcoreError(f"{source}: unknown option {key!r}{hint}; known: {', '.join(sorted(known))}")
+        if value is not None:  # None: not given, the default applies
+            _check_value(known[key], value, source)
     return dict(options)
 
 
-def _check_weights(key: str, value: Any, source: str) -> None:
-    good = isinstance(value, Mapping) and value and all(
-        isinstance(w, Real) and not isinstance(w, bool) and math.isfinite(w) and w >= 0 for w in value.values())
-    if not good or sum(value.values()) <= 0:
-        raise EvalcoreError(f"{source}: option {key!r} must map names to non-negative numbers with a "
-                            f"positive sum, got {value!r}")
+def _check_value(option: MetricOption, value: Any, source: str) -> None:
+    """The value against the option's type (lax, but StrictBool and StrictInt are strict: "no"
+    is not false), then against its own check."""
+    if option.type is not Any:
+        try:
+            TypeAdapter(option.type).validate_python(value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = "".join(f"[{p!r}]" for p in first["loc"])
+            why = "" if option.type in (StrictBool, StrictInt) else \
+                f" ({first['msg'][:1].lower()}{first['msg'][1:]}{' at ' + where if where else ''})"
+            raise EvalcoreError(f"{source}: option {option.name!r} must be {_type_name(option.type)}, "
+                                f"got {value!r}{why}") from None
+    problem = option.check(value) if option.check else None
+    if problem:
+        raise EvalcoreError(f"{source}: option {option.name!r} {problem}, got {value!r}")
+
+
+def _type_name(kind: Any) -> str:
+    """A declared type in words: `dict[str, list[str]]` as written."""
+    if kind is StrictBool:
+        return "true or false"
+    if kind is StrictInt:
+        return "an integer"
+    return kind.__name__ if isinstance(kind, type) else str(kind).replace("typing.", "")
 
 
 def parse_option(text: str) -> tuple[str, Any]:

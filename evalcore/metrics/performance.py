@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalcore.judges import pricing
-from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext, per_item
+from evalcore.metrics.base import Item, MetricOption, MetricSpec, Score, ScoringContext, per_item
 from evalcore.schemas import EvalQuestion, EvalResponse
 
 
@@ -83,6 +83,13 @@ def _with_options(fn):
     return batch
 
 
+# cost_usd's settings; `prices` also prices the judge calls of `score --dry-run` (scoring/estimate.py)
+COST_OPTIONS = (
+    MetricOption("prices", dict[str, dict[str, float]], None,
+                 "model prices per million tokens for cost_usd (default: evalcore.judges.pricing's table)"),
+    MetricOption("rag_model", str, None, "the answering model, when responses do not name it (for cost_usd)"),
+)
+
 SPECS = [
     MetricSpec("latency_ms", "performance", per_item(_latency), higher_is_better=False,
                description="End-to-end latency of the answer, milliseconds.", scale="open"),
@@ -95,5 +102,5 @@ SPECS = [
     MetricSpec("tokens", "performance", per_item(_tokens), higher_is_better=False,
                description="Input + output tokens the target reported.", scale="open"),
     MetricSpec("cost_usd", "performance", _with_options(_cost), higher_is_better=False,
-               description="Reported cost, else tokens x price table (USD).", scale="open"),
+               description="Reported cost, else tokens x price table (USD).", scale="open", options=COST_OPTIONS),
 ]

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import Callable
 
+from pydantic import StrictBool
+
 from evalcore.metrics import trec_eval
-from evalcore.metrics.base import Item, MetricSpec, RETRIEVAL, Score, ScoringContext
+from evalcore.metrics.base import Item, MetricOption, MetricSpec, RETRIEVAL, Score, ScoringContext
 from evalcore.metrics.matching import (
     Judgement, gold_matches, judge_ranking, normalise_path, ranked_chunks, relevant_gold, resolve_citation,
     support_entry_gold,
@@ -145,6 +147,8 @@ def attribution_hit(question: EvalQuestion, response: EvalResponse) -> Score:
 
 
 # --- registration ------------------------------------------------------------------------------
+MATCH_SNIPPETS = MetricOption("match_snippets", StrictBool, True,
+                              "retrieval: an anchor with a snippet also needs the snippet in the chunk text")
 
 def _ranked_metric(fn: Callable[[Judgement], Score]):
     """Batch form sharing one Judgement per item across every ranked metric of a scoring pass."""
@@ -184,16 +188,18 @@ def _specs() -> list[MetricSpec]:
     ranked = frozenset({"gold", "retrieved"})
     specs = []
 
-    # where a reader weighs the headline retrieval metrics (MetricSpec.importance, key_rank)
-    reader = {"hit_rate@5": {"importance": (RETRIEVAL, 2)},
-              "recall@5": {"importance": (RETRIEVAL, 3), "key_rank": 9},
+    # where a reader weighs the headline retrieval metrics (MetricSpec.importance, key_rank), and
+    # the gold-passage evidence of a retrieval miss the failure diagnosis reads, hit rate first
+    reader = {"hit_rate@5": {"importance": (RETRIEVAL, 2), "retrieval_miss_evidence": 0},
+              "recall@5": {"importance": (RETRIEVAL, 3), "key_rank": 9, "retrieval_miss_evidence": 1},
               "mrr": {"importance": (RETRIEVAL, 4), "key_rank": 10},
               "ndcg@10": {"importance": (RETRIEVAL, 5)}}
 
-    def add(name, compute, description, needs=ranked, binary=False, higher=True, version="1", error_value=None):
+    def add(name, compute, description, needs=ranked, binary=False, higher=True, version="1", error_value=None,
+            options=(MATCH_SNIPPETS,)):
         specs.append(MetricSpec(name=name, group="retrieval", compute=compute, needs=needs, binary=binary,
                                 higher_is_better=higher, description=description, version=version,
-                                error_value=error_value, **reader.get(name, {})))
+                                error_value=error_value, options=options, **reader.get(name, {})))
 
     for k in RECALL_KS:
         add(f"recall@{k}", _ranked_metric(lambda j, k=k: recall_at_k(j, k)), "gold passages found in the top k / gold")
@@ -211,9 +217,9 @@ def _specs() -> list[MetricSpec]:
             "nDCG, exponential gain 2^rel - 1")
     add(f"map@{MAP_K}", _ranked_metric(lambda j: map_at_k(j, MAP_K)), "average precision in the top 10 over all gold")
     add("scope_miss_rate", _item_metric(scope_miss), "1 if the reported scope excludes every gold passage",
-        needs=frozenset({"gold"}), binary=True, higher=False)
+        needs=frozenset({"gold"}), binary=True, higher=False, options=())
     add("attribution_hit_rate", _item_metric(attribution_hit), "1 if a citation matches a gold passage",
-        needs=frozenset({"gold", "citations"}), binary=True, error_value=0.0)
+        needs=frozenset({"gold", "citations"}), binary=True, error_value=0.0, options=())
     return specs
 
 

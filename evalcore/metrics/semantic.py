@@ -29,9 +29,21 @@ import numpy as np
 
 from evalcore.embeddings import get_embedder
 from evalcore.embeddings.cache import text_key
-from evalcore.metrics.base import ANSWER_QUALITY, Item, MetricSpec, Score, ScoringContext
+from pydantic import StrictBool, StrictInt
+
+from evalcore.metrics.base import ANSWER_QUALITY, Item, MetricOption, MetricSpec, Score, ScoringContext
 
 NEEDS = frozenset({"embeddings", "ground_truth", "answer"})
+# The options above, declared on the specs that read them (answer_relevance shares the first).
+EMBEDDING_MODEL_OPTION = MetricOption("embedding_model", str, None,
+                                      "model for semantic_similarity and embedding-based judge metrics")
+BERTSCORE_OPTIONS = (
+    MetricOption("bertscore_model", str, None, "model for BERTScore"),
+    MetricOption("bertscore_layer", StrictInt, None, "hidden layer for BERTScore"),
+    MetricOption("bertscore_idf", StrictBool, False, "weight BERTScore tokens by idf over the run's references"),
+    MetricOption("bertscore_rescale", StrictBool, False, "rescale BERTScore with a baseline"),
+    MetricOption("bertscore_baseline", str, None, "LAYER,P,R,F csv for BERTScore rescaling"),
+)
 
 
 def _why_unscorable(item: Item) -> str | None:
@@ -164,12 +176,14 @@ def _bert_metric(component: int):
 SPECS = [
     MetricSpec("semantic_similarity", "semantic", semantic_similarity, needs=NEEDS, error_value=0.0, warm=_warm,
                description="max(0, cosine) of answer and ground-truth sentence embeddings",
-               importance=(ANSWER_QUALITY, 9)),
+               importance=(ANSWER_QUALITY, 9), options=(EMBEDDING_MODEL_OPTION,)),
     MetricSpec("bert_score_p", "semantic", _bert_metric(0), needs=NEEDS, error_value=0.0, version="2",
-               description="BERTScore precision: answer tokens matched in the ground truth"),
+               description="BERTScore precision: answer tokens matched in the ground truth",
+               options=BERTSCORE_OPTIONS),
     MetricSpec("bert_score_r", "semantic", _bert_metric(1), needs=NEEDS, error_value=0.0, version="2",
-               description="BERTScore recall: ground-truth tokens covered by the answer"),
+               description="BERTScore recall: ground-truth tokens covered by the answer",
+               options=BERTSCORE_OPTIONS),
     MetricSpec("bert_score_f1", "semantic", _bert_metric(2), needs=NEEDS, error_value=0.0, version="2",
                description="BERTScore F1 (harmonic mean of bert_score_p and bert_score_r)",
-               importance=(ANSWER_QUALITY, 10)),
+               importance=(ANSWER_QUALITY, 10), options=BERTSCORE_OPTIONS),
 ]

@@ -59,9 +59,8 @@ TARGET_LABELS: dict[str, tuple[str, ...]] = {
 # (undo): annotations are append-only, so an undo is a new row, never a deletion.
 RETRACTED = "(retracted)"
 
-# Metrics whose stored `label` column is a grade / an answer class (summary counts, charts, queue).
-GRADE_METRICS = ("factual_grade", "factual_accuracy")
-CLASS_METRICS = ("answer_class",)
+# Which metrics store a grade or an answer class in their `label` column is on their spec
+# (MetricSpec.label_kind; evalcore.metrics.registry.labelled_metrics).
 
 
 def grade_for(score_100: float) -> Grade:

@@ -28,7 +28,6 @@ import pyarrow.parquet as pq
 
 from evalcore.errors import StoreError
 from evalcore.common.regular_files import require_regular
-from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS
 from evalcore.store import fs as _fs
 from evalcore.store.fs import arrow as _arrow
 from evalcore.store.layout import LARGE_TABLE_BYTES, PARQUET_WRITE, RUN_OF_FILE_SQL, release_arrow_memory
@@ -44,6 +43,10 @@ from evalcore.store.tables import (
     statistics_columns,
 )
 
+# Format-1 metric rows kept grades and classes only in details: which metrics did, and the
+# details key that held the word. A fixed fact about files written then (a metric added since
+# writes its `label` itself: MetricSpec.label_kind), so it is not read from the registry.
+FORMAT1_LABELS = {"factual_grade": "grade", "factual_accuracy": "grade", "answer_class": "class"}
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
 _NO_TIME = np.iinfo(np.int64).min
 
@@ -130,13 +133,13 @@ def _winners(paths: list[Path], table: str, run_id: str | None = None) -> list[n
 def _labels_from_details(batch: pd.DataFrame) -> pd.Series:
     """Format-1 metric rows kept grades and classes only in details: lift them into `label`."""
     def one(metric: str, details: object) -> str | None:
-        if not isinstance(details, str) or metric not in (*GRADE_METRICS, *CLASS_METRICS):
+        if not isinstance(details, str) or metric not in FORMAT1_LABELS:
             return None
         try:
             d = json.loads(details)
         except ValueError:
             return None
-        value = d.get("grade" if metric in GRADE_METRICS else "class") if isinstance(d, dict) else None
+        value = d.get(FORMAT1_LABELS[metric]) if isinstance(d, dict) else None
         return str(value).upper() if value is not None else None
     return pd.Series([one(m, d) for m, d in zip(batch["metric"], batch["details"])], index=batch.index, dtype=object)
 
@@ -213,10 +216,8 @@ def sql_list(paths: list[Path]) -> str:
 
 def _label_fill(has_label: bool) -> str:
     """Format-1 metric rows kept grades and classes only in details: lift them into `label`."""
-    grades = ", ".join(f"'{m}'" for m in GRADE_METRICS)
-    classes = ", ".join(f"'{m}'" for m in CLASS_METRICS)
-    derived = (f"CASE WHEN metric IN ({grades}) THEN upper(json_extract_string(details, '$.grade')) "
-               f"WHEN metric IN ({classes}) THEN upper(json_extract_string(details, '$.class')) END")
+    derived = "CASE " + " ".join(f"WHEN metric = '{metric}' THEN upper(json_extract_string(details, '$.{key}'))"
+                                 for metric, key in FORMAT1_LABELS.items()) + " END"
     return f"coalesce(label, {derived})" if has_label else derived
 
 

@@ -22,7 +22,7 @@ from evalcore.analysis.charts.figures import LABEL_COLOURS, pareto_figure, stack
 from evalcore.analysis.runs import leaderboard as L
 from evalcore.analysis.runs import means as M
 from evalcore.analysis.read.correctness import class_metrics
-from evalcore.schemas.labels import GRADE_METRICS, AnswerClass, Grade
+from evalcore.schemas.labels import AnswerClass, Grade
 from evalcore.ui import diagnosis
 from evalcore.ui import safe_widgets as widgets
 from evalcore.ui.wording import judged_by
@@ -100,7 +100,7 @@ def _overview(keys: tuple[str, ...], picked: list[str], short: dict[str, str]) -
     with c1:
         _stacked(_relabel(widgets.call(G.label_counts, keys, "grade"), short), GRADES, "Grade distribution (A-E)",
                  "Grades come from factual_accuracy (or factual_grade) scores.", "grade")
-        _judge_caption("Grades", keys, GRADE_METRICS)
+        _judge_caption("Grades", keys, G.grade_metrics())
     with c2:
         classes = widgets.call(G.label_counts, keys, "answer_class")
         _stacked(_relabel(classes, short), CLASSES,

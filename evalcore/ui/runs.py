@@ -11,8 +11,8 @@ from evalcore.analysis.read.damage import damaged_annotations, damaged_runs
 from evalcore.analysis.labels.judge_labels import full_judge_ids, short_judge_label
 from evalcore.ui import corrected_view, entry, safe_widgets
 
-SORTABLE = ["weighted_score", "weighted_score_ci_low", "created_at", "n", "error_rate", "cost_per_query_usd",
-            "latency_p50_ms", "name", "method"]
+# after the score and its CI low (named after the ranking metric, L.ranking_metric())
+SORTABLE = ["created_at", "n", "error_rate", "cost_per_query_usd", "latency_p50_ms", "name", "method"]
 GREY, RED = "color: #8a8a8a", "color: #c62828; font-weight: 600"
 STATUSES = ["complete", "running", "created", "failed", "cancelled"]
 ALL = "(all datasets)"
@@ -20,7 +20,7 @@ N_DEFAULT_METRICS = 2
 # Shown by default: who, how good (± and n), how often it failed, judged by whom, the picked
 # metrics, cost and latency; sized to fit a 1400 px window without scrolling sideways.
 # Everything else the leaderboard has is one pick away ("More columns") and in the CSV.
-MORE_COLUMNS = {"failure_flag": "failed (first error)", "weighted_score_ci_low": "at least (CI low)", "n_errors": "failed answers",
+MORE_COLUMNS = {"failure_flag": "failed (first error)", "{score}_ci_low": "at least (CI low)", "n_errors": "failed answers",
                 "latency_p95_ms": "latency p95", "rag_cost_per_query_usd": "RAG cost/query",
                 "judge_cost_per_query_usd": "judge cost/query", "judge_calls": "judge calls",
                 "n_abstained": "abstentions", "created_at": "date", "status": "status", "dataset": "dataset",
@@ -36,14 +36,19 @@ def _links(df):
     return df
 
 
-def _shown_columns(board, metrics: list[str], more: list[str], ranked: bool = True) -> list[str]:
+def _more_columns(score: str) -> dict[str, str]:
+    """MORE_COLUMNS with the score's column names filled in."""
+    return {k.format(score=score): v for k, v in MORE_COLUMNS.items()}
+
+
+def _shown_columns(board, score: str, metrics: list[str], more: list[str], ranked: bool = True) -> list[str]:
     """The columns drawn, in the order a reader ranks: which system, how good (± only where
     ranked: it is shown from MIN_N_FOR_CI questions, so always empty among the unranked), how
     many, how often it failed, judged by whom, the picked metrics, how costly and slow, then any
     extra picks. A failed system is flagged by colour (its name and errors in red) and in full
     above the table, not by a column too narrow to hold the first error."""
-    first = ["system", "weighted_score",
-             *(["weighted_score_ci95"] if ranked else []), "n", "error_rate", "judge", *metrics, "corrected",
+    first = ["system", score,
+             *([f"{score}_ci95"] if ranked else []), "n", "error_rate", "judge", *metrics, "corrected",
              "cost_per_query_usd", "latency_p50_ms", *more]
     return [c for c in dict.fromkeys(first) if c in board.columns]
 
@@ -57,7 +62,7 @@ def _with_judge_label(board):
     return board
 
 
-def _column_config(metrics: list[str]) -> dict:
+def _column_config(score: str, metrics: list[str]) -> dict:
     """Short headers and fixed widths for the default columns (so they fit 1400 px), counts as
     integers, and each header's tooltip saying what it holds."""
     num = st.column_config.NumberColumn
@@ -66,13 +71,13 @@ def _column_config(metrics: list[str]) -> dict:
         "failure_flag": st.column_config.TextColumn(
             "failed", help="Set when more than half the answers failed: how many, and the first error "
                            "(also in full in the red box above the table)."),
-        "weighted_score": num("score", format="%.3f", width=62, help="weighted_score: the mean of its "
-                              "per-question values, comparable across runs (fixed cost and latency budgets)."),
-        "weighted_score_ci95": num(
-            "± 95%", format="%.3f", width=56, help="Half-width of weighted_score's 95% CI (the seeded bootstrap "
+        score: num("score", format="%.3f", width=62, help=f"{score}: the mean of its per-question values "
+                   f"({L.metric_about(score)['description'].rstrip('.')})."),
+        f"{score}_ci95": num(
+            "± 95%", format="%.3f", width=56, help=f"Half-width of {score}'s 95% CI (the seeded bootstrap "
             "every mean gets), shown from 10 scored questions on. Use Compare for paired tests."),
-        "weighted_score_ci_low": num(
-            "at least (CI low)", format="%.3f", help="weighted_score minus the ± half-width: what the score is at "
+        f"{score}_ci_low": num(
+            "at least (CI low)", format="%.3f", help=f"{score} minus the ± half-width: what the score is at "
                                                      "least, at 95%. Sort by it to rank by what the data support."),
         "n": num("n", format="%d", width=48, help="Questions answered (scored questions for the means)."),
         "n_errors": num("failed answers", format="%d", help="Answers that failed (target error or empty)."),
@@ -159,13 +164,15 @@ def render() -> None:
     c1, c2, c3 = st.columns([2, 2, 3])
     search = safe_widgets.url_text("Search (name, run id, method, dataset)", "q", container=c1)
     statuses = safe_widgets.url_multi("Status", STATUSES, "status", container=c2)
-    defaults = [m for m in L.key_metric_names() if m in all_metrics and m != "weighted_score"][:N_DEFAULT_METRICS]
-    metrics = safe_widgets.url_multi("Metric columns", [m for m in all_metrics if m != "weighted_score"], "cols",
+    score = L.ranking_metric()  # its own column: never a metric column
+    defaults = [m for m in L.key_metric_names() if m in all_metrics and m != score][:N_DEFAULT_METRICS]
+    metrics = safe_widgets.url_multi("Metric columns", [m for m in all_metrics if m != score], "cols",
                                default=defaults, container=c3)
     c4, c5, c6 = st.columns([2, 1, 3])
-    sort_by = safe_widgets.url_select("Sort by", SORTABLE + metrics, "sort", container=c4)
+    sort_by = safe_widgets.url_select("Sort by", [score, f"{score}_ci_low", *SORTABLE, *metrics], "sort", container=c4)
     order = safe_widgets.url_select("Order", ["descending", "ascending"], "order", container=c5)
-    more = safe_widgets.url_multi("More columns", list(MORE_COLUMNS), "more", format_func=MORE_COLUMNS.get,
+    more_columns = _more_columns(score)
+    more = safe_widgets.url_multi("More columns", list(more_columns), "more", format_func=more_columns.get,
                             container=c6)
 
     board = safe_widgets.call(L.leaderboard, tuple(metrics), search=search or None, statuses=tuple(statuses) or None,
@@ -175,14 +182,15 @@ def render() -> None:
         return
     if sort_by in board.columns:  # ranked systems stay above the unranked, whatever the sort
         board = L.ranked_order(board, sort_by, ascending=order == "ascending")
-    if "weighted_score" in board.columns and board["weighted_score"].isna().all():
-        board = board.drop(columns=["weighted_score", "weighted_score_ci95", "weighted_score_ci_low"], errors="ignore")
-        st.caption("No weighted_score in these runs: score them with the composite metrics to rank by it.")
+    if score in board.columns and board[score].isna().all():
+        board = board.drop(columns=[score, f"{score}_ci95", f"{score}_ci_low"], errors="ignore")
+        group = L.metric_about(score)["group"]
+        st.caption(f"No {score} in these runs: score them with the {group} metrics to rank by it.")
     board = corrected_view.corrected_column(_with_judge_label(_links(board)))  # where labels exist
     for col in ("judge", "judges", "dataset", "name"):  # one convention for a missing value: "–"
         if col in board:
             board[col] = board[col].fillna("–")
-    col_cfg = _column_config(metrics)
+    col_cfg = _column_config(score, metrics)
     ranked, unranked = board[board["ranked"]], board[~board["ranked"]]
     st.text(f"{len(board)} run/method rows: {len(ranked)} ranked, {len(unranked)} with too few questions to rank")
     flagged = board[board["failure_flag"].notna()]
@@ -193,7 +201,7 @@ def render() -> None:
             st.text(f"{row.name} / {row.method}: {row.failure_flag}")
     if not ranked.empty:
         safe_widgets.show_table(_visible(ranked), "leaderboard", column_config=col_cfg,
-                          column_order=_shown_columns(ranked, metrics, more),
+                          column_order=_shown_columns(ranked, score, metrics, more),
                           style=lambda df: _styled(df, grey=False))
     if not unranked.empty:
         st.subheader("Too few questions to rank")
@@ -202,7 +210,7 @@ def render() -> None:
         shown = _visible(unranked)
         shown.insert(0, "not ranked", unranked["rank_note"].to_numpy())
         safe_widgets.show_table(shown, "leaderboard_unranked", column_config=col_cfg,
-                          column_order=_shown_columns(unranked, metrics, more, ranked=False),
+                          column_order=_shown_columns(unranked, score, metrics, more, ranked=False),
                           style=lambda df: _styled(df, grey=True))
     _judge_details(board)
     corrected_view.runs_calibration(list(board.run_id))  # kappa, bias, rho and a reading, where labels exist

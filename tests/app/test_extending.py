@@ -1,26 +1,37 @@
-"""Adding things is short (issue 26, item 2; docs/architecture.md, "Adding a metric / a page").
+"""Adding things is short (issue 26, item 2; issue 37, item 6; docs/architecture.md, "Adding a
+metric, a judged metric, a page": its step lists are what these tests do).
 
-A deterministic metric is a function and its MetricSpec, registered through the public API: the
-CLI lists it, scores it and shows it, and the dashboard offers it, with nothing else edited. A
-judged metric is one TaskDef (its prompt file, reply model, offline heuristic and `inputs`) and
-one `judged_metric(...)` spec: the offline judge scores it, the dry run counts its calls, and the
-CLI and the dashboard show it, with no scoring or estimate code of its own. The dashboard's page
-list has one home, evalcore.ui.entry.PAGES: every pages/ wrapper is an entry and every entry has
-its wrapper and its ui module.
+A deterministic metric is a function and its MetricSpec (its options declared on it), registered
+through the public API: the CLI lists it, scores it (with its option) and shows it, and the
+dashboard offers it, with nothing else edited. A judged metric is one TaskDef (its prompt file,
+reply model, offline heuristic and `inputs`) and one `judged_metric(...)` spec: the offline judge
+scores it, the dry run counts its calls, and the CLI and the dashboard show it, with no scoring or
+estimate code of its own. A page is its ui module with render(), reading an analysis function,
+one entry in evalcore.ui.entry.PAGES and its pages/ wrapper: the app navigates to it and it
+shows the two toy metrics exactly as `evalcore show` prints them. The dashboard's page list has
+one home, entry.PAGES: every pages/ wrapper is an entry and every entry has its wrapper and its
+ui module.
+
+The toys are registered the way code outside the package adds them (register_metric, the task
+registry's register); the toy page's module and wrapper are written to a temporary checkout (a
+copy of app.py beside its pages/ folder) and its module is imported as evalcore.ui.toy_scores,
+so the test leaves the real package and pages/ untouched.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
+import sys
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, StrictInt
 from typer.testing import CliRunner
 
 from evalcore.cli.main import app
 from evalcore.judges.tasks import TaskDef, register, unregister
-from evalcore.metrics.base import ANSWER_QUALITY, MetricSpec, Score, per_item
+from evalcore.metrics.base import ANSWER_QUALITY, Item, MetricOption, MetricSpec, Score, ScoringContext
 from evalcore.metrics.judged.specs import judged_metric
 from evalcore.metrics.registry import register_metric, unregister_metric
 from evalcore.ui import entry
@@ -29,16 +40,21 @@ from tests.app.conftest import ROOT
 runner = CliRunner()
 
 
-def _short_answer(q, r) -> Score:
-    """1 if the answer has at most five words (a toy metric)."""
-    return Score(float(len(r.answer.split()) <= 5))
+# ---- a deterministic metric: a function and its spec, its option declared on it ------------------
+MAX_WORDS = MetricOption("toy_max_words", StrictInt, 5, "toy_short_answer: the most words of a short answer")
+
+
+def _short_answers(items: list[Item], ctx: ScoringContext) -> list[Score]:
+    """1 if the answer has at most `toy_max_words` words (default 5): a toy metric."""
+    most = ctx.options.get(MAX_WORDS.name, MAX_WORDS.default)
+    return [Score(float(len(r.answer.split()) <= most)) for _, r in items]
 
 
 @pytest.fixture
 def toy_metric():
-    spec = MetricSpec("toy_short_answer", "lexical", per_item(_short_answer), needs=frozenset({"answer"}),
-                      binary=True, description="1 if the answer has at most five words.",
-                      importance=(ANSWER_QUALITY, -1), key_rank=-1)
+    spec = MetricSpec("toy_short_answer", "lexical", _short_answers, needs=frozenset({"answer"}),
+                      binary=True, description="1 if the answer has at most toy_max_words words.",
+                      importance=(ANSWER_QUALITY, -1), key_rank=-1, options=(MAX_WORDS,))
     register_metric(spec)
     yield spec
     unregister_metric(spec.name)
@@ -50,13 +66,21 @@ def _cli(root, *args):
     return res.stdout
 
 
-def test_a_registered_metric_is_listed_scored_shown_and_offered(toy_metric, tmp_path, monkeypatch):
-    root = tmp_path / "runs"
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory):
+    """One store with the packaged example run, shared by this module's tests (each scores its
+    own toy metric into it; re-scoring replaces): (store root, run id)."""
+    root = tmp_path_factory.mktemp("extending") / "runs"
+    _cli(root, "import", "--example")
+    return root, json.loads(_cli(root, "runs", "--json"))[0]["run_id"]
+
+
+def test_a_registered_metric_is_listed_scored_shown_and_offered(toy_metric, example_run, monkeypatch):
+    root, run_id = example_run
     listed = json.loads(_cli(root, "metrics", "--json"))
     assert {"name": "toy_short_answer", "group": "lexical"}.items() <= \
         next(m for m in listed if m["name"] == "toy_short_answer").items()
-    _cli(root, "import", "--example")
-    run_id = json.loads(_cli(root, "runs", "--json"))[0]["run_id"]
+    assert next(m for m in listed if m["name"] == "toy_short_answer")["options"] == ["toy_max_words"]
     _cli(root, "score", run_id, "--metrics", "toy_short_answer", "--no-progress")
     shown = json.loads(_cli(root, "show", run_id, "--json"))["metrics"]
     scored = [m for m in shown if m["metric"] == "toy_short_answer"]
@@ -120,13 +144,11 @@ def toy_judged_metric(tmp_path):
     unregister("echoes_reference")
 
 
-def test_a_judged_metric_is_one_task_and_one_spec(toy_judged_metric, tmp_path, monkeypatch):
+def test_a_judged_metric_is_one_task_and_one_spec(toy_judged_metric, example_run, monkeypatch):
     name = "toy_echoes_reference"
-    root = tmp_path / "runs"
+    root, run_id = example_run
     listed = next(m for m in json.loads(_cli(root, "metrics", "--json")) if m["name"] == name)
     assert {"answer", "ground_truth", "judge"} <= set(listed["needs"])
-    _cli(root, "import", "--example")
-    run_id = json.loads(_cli(root, "runs", "--json"))[0]["run_id"]
     from evalcore.store import query_df
     from evalcore.store import RunStore
 
@@ -144,6 +166,78 @@ def test_a_judged_metric_is_one_task_and_one_spec(toy_judged_metric, tmp_path, m
     shown = json.loads(_cli(root, "show", run_id, "--json"))["metrics"]
     assert [m for m in shown if m["metric"] == name] and all(m["n_scored"] > 0 for m in shown if m["metric"] == name)
     _first_metric_column(root, monkeypatch, name)
+
+
+# ---- a page: its ui module with render(), reading an analysis function; its PAGES entry; its wrapper
+TOY_PAGE = '''"""Toy scores: the toy metrics' means per method of the newest run, as `evalcore show` prints them."""
+
+from evalcore.analysis.runs.leaderboard import run_list
+from evalcore.analysis.runs.means import metric_table
+from evalcore.ui import safe_widgets
+
+
+def render() -> None:
+    safe_widgets.header("Toy scores", "The toy metrics' means per method of the newest run.")
+    run_id = safe_widgets.call(run_list).run_id.iloc[0]
+    table = safe_widgets.call(metric_table, run_id)
+    safe_widgets.show_table(table[table.metric.str.startswith("toy_")], "toy_scores")
+
+
+if __name__ == "__main__":  # run as a page by Streamlit (see evalcore/ui/entry.py)
+    render()
+'''
+TOY_WRAPPER = '''"""Toy scores page as app.py's navigation runs it; the page is evalcore.ui.toy_scores."""
+
+from evalcore.ui.entry import run_page
+from evalcore.ui.toy_scores import render
+
+run_page(render)
+'''
+
+
+@pytest.fixture
+def toy_page(tmp_path, monkeypatch):
+    """A checkout with one more page: the module evalcore.ui.toy_scores (its file in the temporary
+    checkout), its entry in entry.PAGES and its wrapper pages/toy_scores.py beside a copy of app.py.
+    Returns the checkout's app.py."""
+    checkout = tmp_path / "checkout"
+    (checkout / "pages").mkdir(parents=True)
+    (checkout / "app.py").write_text((ROOT / "app.py").read_text(encoding="utf-8"), encoding="utf-8")
+    (checkout / "pages" / "toy_scores.py").write_text(TOY_WRAPPER, encoding="utf-8")
+    (checkout / "toy_scores.py").write_text(TOY_PAGE, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("evalcore.ui.toy_scores", checkout / "toy_scores.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setitem(sys.modules, "evalcore.ui.toy_scores", module)
+    monkeypatch.setattr(entry, "PAGES", (*entry.PAGES, ("toy_scores", "Toy scores", "toy-scores")))
+    return checkout / "app.py"
+
+
+def test_a_page_is_one_module_one_entry_and_its_wrapper(toy_metric, toy_judged_metric, toy_page, example_run,
+                                                         monkeypatch):
+    """Both toy metrics scored by the CLI (the deterministic one with its option), offered on the
+    Runs page, and shown on the toy page exactly as `evalcore show` prints them."""
+    from streamlit.testing.v1 import AppTest
+
+    root, run_id = example_run
+    toys = ["toy_echoes_reference", "toy_short_answer"]
+    _cli(root, "score", run_id, "--metrics", ",".join(toys), "--judge", "heuristic", "--no-progress",
+         "--option", "toy_max_words=100000")
+    shown = [m for m in json.loads(_cli(root, "show", run_id, "--json"))["metrics"] if m["metric"] in toys]
+    assert {m["metric"] for m in shown} == set(toys)
+    assert {m["mean"] for m in shown if m["metric"] == "toy_short_answer"} == {1.0}  # the option reached it
+
+    monkeypatch.setenv("EVALCORE_STORE", str(root))
+    at = AppTest.from_file(str(toy_page), default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    assert next(w for w in at.multiselect if w.label == "Metric columns").value[:2] == toys  # key_rank -1 both
+    at.switch_page("pages/toy_scores.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Toy scores"
+    page = at.dataframe[0].value
+    assert sorted(zip(page["method"], page["metric"], page["mean"])) == \
+        sorted((m["method"], m["metric"], m["mean"]) for m in shown)
 
 
 def test_every_page_is_one_entry_with_its_module_and_wrapper():

@@ -11,7 +11,6 @@ from typing import Sequence
 import pandas as pd
 
 from evalcore.analysis.runs.leaderboard import system_rows
-from evalcore.schemas.labels import GRADE_METRICS
 from evalcore.store import RunStore, query_df
 
 FACETS = ("category", "question_type", "difficulty")  # the only columns a user may group by
@@ -22,15 +21,23 @@ def _runs(keys: Sequence[str]) -> list[str]:
     return sorted({k.partition(":")[0] for k in keys})
 
 
+def grade_metrics() -> tuple[str, ...]:
+    """The metrics whose stored label is a grade letter, first preferred (MetricSpec.label_kind
+    "grade", by label_rank: factual_grade before factual_accuracy)."""
+    from evalcore.metrics.registry import labelled_metrics
+
+    return labelled_metrics("grade")
+
+
 def label_counts(store: RunStore, keys: Sequence[str], kind: str) -> pd.DataFrame:
-    """Counts and shares of each grade (kind='grade', from the run summaries; factual_grade
-    preferred over factual_accuracy) or answer class (kind='answer_class': CORRECT / WRONG /
+    """Counts and shares of each grade (kind='grade', from the run summaries; of the first of
+    grade_metrics() a system has) or answer class (kind='answer_class': CORRECT / WRONG /
     DONT_KNOW / ERROR / UNSCORED by the one rule of evalcore.analysis.read.correctness) per system."""
     if kind not in ("grade", "answer_class"):
         raise ValueError("kind must be 'grade' or 'answer_class'")
     if kind == "answer_class":
         return _class_counts(store, keys)
-    metrics = list(GRADE_METRICS)
+    metrics = list(grade_metrics())
     out = query_df(store, f"""
         WITH l AS (SELECT run_id, method, metric, label, n FROM summary_labels
                    WHERE list_contains($metrics, metric) AND list_contains($keys, {_SYS})),

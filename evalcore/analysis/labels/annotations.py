@@ -28,9 +28,10 @@ from typing import Any
 import pandas as pd
 
 from evalcore.schemas import Annotation
-from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, RETRACTED, TARGET_LABELS
+from evalcore.schemas.labels import RETRACTED, TARGET_LABELS
 from evalcore.stats.agreement import agreement_rate, cohen_kappa
 from evalcore.store import RunStore, query_df
+from evalcore.store.wide import literal
 
 LABELS = TARGET_LABELS
 
@@ -38,7 +39,10 @@ LABELS = TARGET_LABELS
 COUNTED_WHEN = 'least("when", coalesce(arrived_at, "when"))'
 NEWEST_FIRST = f"{COUNTED_WHEN} DESC, arrival DESC"
 
-_ITEMS = f"""
+# The verdicts a person can review: every claim and context verdict, and the stored label of
+# each metric whose label is a grade or an answer class (MetricSpec.label_kind; `_items` fills
+# in the registry's lists on every call, so a metric registered later is offered).
+_ITEMS = """
 WITH items AS (
     SELECT run_id, method, question_id, 'claim' AS target_kind,
            metric || ':' || source || ':' || idx AS target_ref, verdict AS judge_label,
@@ -50,10 +54,9 @@ WITH items AS (
     FROM context_verdicts WHERE run_id = $run AND verdict IS NOT NULL
     UNION ALL
     SELECT run_id, method, question_id,
-           CASE WHEN metric IN ({", ".join(f"'{m}'" for m in GRADE_METRICS)}) THEN 'grade' ELSE 'answer_class' END,
+           CASE WHEN metric IN ({grades}) THEN 'grade' ELSE 'answer_class' END,
            metric, label, NULL, NULL, judge_id
-    FROM metrics WHERE run_id = $run AND label IS NOT NULL
-      AND metric IN ({", ".join(f"'{m}'" for m in (*GRADE_METRICS, *CLASS_METRICS))})
+    FROM metrics WHERE run_id = $run AND label IS NOT NULL AND metric IN ({labelled})
 )"""
 
 # Items someone has reviewed: a person's newest annotation of the item, unless it retracts.
@@ -64,7 +67,7 @@ _REVIEWED = f""", reviewed AS (
                                    ORDER BY {NEWEST_FIRST}) = 1)
     WHERE label <> '{RETRACTED}')"""
 
-_QUEUE = _ITEMS + _REVIEWED + """
+_QUEUE = _REVIEWED + """
 SELECT i.* FROM items i
 WHERE i.target_kind = $kind AND ($method IS NULL OR i.method = $method)
   AND NOT EXISTS (SELECT 1 FROM reviewed a
@@ -75,17 +78,34 @@ ORDER BY hash(i.method, i.question_id, i.target_ref)
 """
 
 
+def _labelled_as(kind: str) -> list[str]:
+    """The metrics a person labels as `kind` (MetricSpec.label_kind)."""
+    from evalcore.metrics.registry import labelled_metrics
+
+    return list(labelled_metrics(kind))
+
+
+def _items() -> str:
+    """_ITEMS with today's grade and answer-class metrics as literals (kept literal, not list
+    parameters, so the scan of the metrics table can skip the row groups of other metrics)."""
+    def names(metrics: list[str]) -> str:
+        return ", ".join(literal(m) for m in metrics) or "NULL"
+
+    grades, classes = _labelled_as("grade"), _labelled_as("answer_class")
+    return _ITEMS.format(grades=names(grades), labelled=names([*grades, *classes]))
+
+
 def queue(store: RunStore, run_id: str, kind: str, method: str | None, skip: tuple[str, ...] = (),
           limit: int = 1) -> pd.DataFrame:
     """The next unreviewed verdicts of one kind, in a stable pseudo-random order (spread over
     questions, identical for every annotator so two people do not split one question)."""
-    return query_df(store, _QUEUE + " LIMIT $limit",
+    return query_df(store, _items() + _QUEUE + " LIMIT $limit",
               {"run": run_id, "kind": kind, "method": method, "skip": list(skip), "limit": limit}, runs=[run_id])
 
 
 def counts(store: RunStore, run_id: str) -> pd.DataFrame:
     """Per verdict kind: how many verdicts the run has and how many are reviewed."""
-    return query_df(store, _ITEMS + _REVIEWED + """
+    return query_df(store, _items() + _REVIEWED + """
         SELECT i.target_kind, count(*) AS n_verdicts,
                count(*) FILTER (WHERE EXISTS (
                    SELECT 1 FROM reviewed a WHERE a.run_id = i.run_id AND a.method = i.method
@@ -98,9 +118,8 @@ def runs_with_verdicts(store: RunStore) -> list[str]:
     """Runs holding any judge verdict the queue can offer, newest first."""
     out = query_df(store, """
         SELECT r.run_id FROM runs r WHERE EXISTS (SELECT 1 FROM summary_labels l WHERE l.run_id = r.run_id)
-           OR EXISTS (SELECT 1 FROM summary_metrics m WHERE m.run_id = r.run_id
-                      AND m.metric IN ('faithfulness', 'context_recall', 'context_precision'))
-        ORDER BY r.created_at DESC""")
+           OR EXISTS (SELECT 1 FROM summary_metrics m WHERE m.run_id = r.run_id AND list_contains($verdicts, m.metric))
+        ORDER BY r.created_at DESC""", {"verdicts": [*_labelled_as("claim"), *_labelled_as("context")]})
     return out["run_id"].tolist()
 
 

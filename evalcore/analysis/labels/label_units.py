@@ -3,7 +3,8 @@
 Why a module of its own: a corrected estimate (evalcore.analysis.labels.corrected) needs, for each answer
 of a system, the judge's value of a metric (the prediction) and, for randomly sampled answers, the
 value a person's labels give the same metric (the truth). The unit of sampling and estimation is
-the answer; how labels add up to an answer's value depends on the metric:
+the answer; how labels add up to an answer's value depends on the metric (on its spec's
+label_kind and claims_from, so a metric registered later is labelled like these):
 
   metric              labels (target_kind)        an answer is labelled when            human value
   faithfulness        claim, source "answer"        every claim of the answer has one     share supported
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from evalcore.schemas.labels import CLASS_METRICS, GRADE_METRICS, GRADE_POINTS, RETRACTED, Grade
+from evalcore.schemas.labels import GRADE_POINTS, RETRACTED, Grade
 from evalcore.analysis.labels import sample_order as O
 from evalcore.analysis.labels.annotations import NEWEST_FIRST
 from evalcore.analysis.read.recent_frames import RecentFrames
@@ -45,18 +46,25 @@ class Unit:
     source: str | None = None  # claims: which text the claims come from
 
 
-UNITS: dict[str, Unit] = {
-    "faithfulness": Unit("claim", "answer"),
-    "context_recall": Unit("claim", "ground_truth"),
-    "context_precision": Unit("context"),
-    **{m: Unit("answer_class") for m in CLASS_METRICS},
-    **{m: Unit("grade") for m in GRADE_METRICS},
-}
 RATING = Unit("metric")  # any other metric: a person's 0-1 rating of the answer
 
 
+def labelled() -> tuple[str, ...]:
+    """The metrics with a unit of their own (MetricSpec.label_kind), in the order pages offer them."""
+    from evalcore.metrics.registry import labelled_metrics
+
+    return labelled_metrics()
+
+
 def unit(metric: str) -> Unit:
-    return UNITS.get(metric, RATING)
+    """How `metric`'s labels make an answer's value: its spec's label_kind (claims from the text
+    its claims_from names), else RATING."""
+    from evalcore.metrics.registry import METRICS
+
+    spec = METRICS.get(metric)
+    if spec is None or spec.label_kind is None:
+        return RATING
+    return Unit(spec.label_kind, spec.claims_from)
 
 
 def grade_value(letter: object) -> float:
@@ -83,7 +91,8 @@ def estimable_metrics(store: RunStore, run_id: str) -> list[str]:
                   runs=[run_id])["metric"])
     rated = set(query_df(store, "SELECT DISTINCT target_ref FROM annotations WHERE run_id = $run AND target_kind = 'metric'",
                    {"run": run_id})["target_ref"])
-    return [m for m in UNITS if m in have] + sorted((rated & have) - set(UNITS))
+    units = labelled()
+    return [m for m in units if m in have] + sorted((rated & have) - set(units))
 
 
 def label_items(store: RunStore, run_id: str, method: str, metric: str, *, question_id: str | None = None,

@@ -22,9 +22,12 @@ the answer's class:
   faithful but wrong    WRONG, relevant context retrieved, every claim supported
   wrong, cause unknown  WRONG, but the metrics that would tell the cause were not scored
   unscored              class UNSCORED: no metric decides right or wrong
+The metrics named here are the registry's, by their specs' positions: the first of
+MetricSpec.retrieval_miss_evidence with a value is a miss's evidence, the first of
+MetricSpec.unfaithful_evidence is read; a metric registered ahead of them is read first.
 `explained` gives each answer's bucket with its basis in words (the Questions page's story).
 
-Written once, as SQL generated from the metric names above (`diagnosed_sql`, on top of
+Written once, as SQL generated from those metrics' names (`diagnosed_sql`, on top of
 correctness.classified_sql): the counts of the pages run it in the store as a GROUP BY
 (`outcome_counts`), one answer or a frame in memory runs the same SQL over that frame
 (`explained`, through evalcore.store.query_frame).
@@ -52,17 +55,40 @@ from evalcore.store.wide import literal, value_expr
 
 BUCKETS = ("correct", "correct abstention", "wrong abstention", "should have abstained", "retrieval miss",
            "unfaithful", "faithful but wrong", "wrong, cause unknown", "unscored")
-RETRIEVAL_METRICS = ("hit_rate@5", "recall@5")
-JUDGED_RELEVANCE = "context_precision"  # the judge's relevance: a miss's evidence without gold passages
-FAITHFULNESS = "faithfulness"
 EPS = 1e-9
-_EXTRA = (FAITHFULNESS, JUDGED_RELEVANCE, *RETRIEVAL_METRICS)
-DIAGNOSIS_METRICS = _EXTRA  # what the diagnosis reads beyond the correctness rule's metrics
+
+
+def miss_evidence() -> tuple[str, ...]:
+    """The metrics whose value near 0 is a retrieval miss's evidence, first read first: gold-
+    passage measures, then the judge's relevance (MetricSpec.retrieval_miss_evidence)."""
+    from evalcore.metrics.registry import retrieval_miss_evidence
+
+    return retrieval_miss_evidence()
+
+
+def faithfulness_metric() -> str | None:
+    """The metric whose value below 1 makes a wrong answer "unfaithful" (MetricSpec.unfaithful_evidence)."""
+    from evalcore.metrics.registry import unfaithful_evidence
+
+    return unfaithful_evidence()
+
+
+def judged_evidence(metric: str | None) -> bool:
+    """Whether a miss's evidence is the judge's (a judged metric), not the gold passages'."""
+    from evalcore.metrics.registry import METRICS
+
+    return metric in METRICS and "judge" in METRICS[metric].needs
+
+
+def diagnosis_metrics() -> tuple[str, ...]:
+    """What the diagnosis reads beyond the correctness rule's metrics."""
+    faith = faithfulness_metric()
+    return (*([faith] if faith else []), *miss_evidence())
 
 
 def input_metrics() -> tuple[str, ...]:
     """Every metric the diagnosis reads (to name the judges behind its counts)."""
-    return (*_EXTRA, *class_metrics())
+    return (*diagnosis_metrics(), *class_metrics())
 
 
 def diagnosed_sql(source: str, present: frozenset[str] | set[str]) -> str:
@@ -71,10 +97,11 @@ def diagnosed_sql(source: str, present: frozenset[str] | set[str]) -> str:
     for a target error: not diagnosed); `hit_by` the retrieval evidence a miss would rest on (the
     first retrieval metric with a value, else context_precision)."""
     present = frozenset(present)
-    evidence = (*RETRIEVAL_METRICS, JUDGED_RELEVANCE)
-    hit = f"coalesce({', '.join(value_expr(m, present) for m in evidence)})"
-    hit_by = " ".join(f"WHEN {value_expr(m, present)} IS NOT NULL THEN {literal(m)}" for m in evidence)
-    faith = value_expr(FAITHFULNESS, present)
+    evidence, faith_metric = miss_evidence(), faithfulness_metric()
+    hit = f"coalesce({', '.join(value_expr(m, present) for m in evidence)}, NULL::DOUBLE)"
+    hit_by = " ".join(f"WHEN {value_expr(m, present)} IS NOT NULL THEN {literal(m)}" for m in evidence) \
+        or "WHEN false THEN NULL"
+    faith = value_expr(faith_metric, present) if faith_metric else "NULL::DOUBLE"
     near_zero, below_one = number_sql(EPS), number_sql(1 - EPS)
     return f"""
         SELECT * EXCLUDE (_hit, _faith, _answerable),
@@ -102,7 +129,7 @@ def _store_sql(store: RunStore, keys: Sequence[str]) -> tuple[str, dict]:
 def diagnose_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """cls, decided_by, diagnosis and hit_by of every row of a frame of answers (diagnosed_sql run
     over the frame: the rule the store's counts use)."""
-    rows = frame_rows(frame, (*dont_know_metrics(), *correct_metrics(), *_EXTRA))
+    rows = frame_rows(frame, (*dont_know_metrics(), *correct_metrics(), *diagnosis_metrics()))
     out = query_frame(f"SELECT cls, decided_by, diagnosis, hit_by FROM ({diagnosed_sql('frame', set(rows.columns))}) "
                       "ORDER BY _row", frame=rows)
     return pd.DataFrame({c: [v if isinstance(v, str) else None for v in out[c]] for c in out.columns},
@@ -158,12 +185,13 @@ def _basis(row: pd.Series, bucket: str | None, by: str | None, decided: str | No
     if bucket == "should have abstained":
         return f"answered an unanswerable question ({basis}): the right answer was to abstain"
     if bucket == "retrieval miss":
-        source = "judge: no retrieved context relevant" if by == "context_precision" else "gold passages"
+        source = "judge: no retrieved context relevant" if judged_evidence(by) else "gold passages"
         return f"{basis}; retrieval miss from {source} ({value(by)})"
+    faith = faithfulness_metric()
     if bucket == "wrong, cause unknown":
-        return f"{basis}; faithfulness not scored, so the cause is unknown"
+        return f"{basis}; {faith or 'faithfulness'} not scored, so the cause is unknown"
     found = f"relevant context retrieved ({value(by)})" if by else "retrieval not scored"
-    return f"{basis}; {found}, {value('faithfulness')}"
+    return f"{basis}; {found}, {value(faith)}"
 
 
 def diagnoses(store: RunStore, keys: tuple[str, ...]) -> pd.DataFrame:

@@ -27,7 +27,6 @@ from evalcore.analysis.labels.judge_labels import judges_text
 from evalcore.analysis.runs.leaderboard import key_metric_names, metric_names
 from evalcore.analysis.runs.means import metric_judges
 from evalcore.analysis.comparison.verdict import comparability, default_tested_metrics, verdict_lines, verdict_summary
-from evalcore.schemas.labels import GRADE_METRICS
 from evalcore.store import RunStore
 
 N_REGRESSED = 10  # the questions that regressed most, per candidate, shown with both answers
@@ -156,7 +155,7 @@ def report_data(store: RunStore, refs: Sequence[str], metrics: Sequence[str] | N
         "judged_by": _judges_by_metric(store, keys, wanted),
         "forest": forests,
         "grades": {"counts": records(G.label_counts(store, keys, "grade")),
-                   "judged_by": _judged(store, keys, GRADE_METRICS)},
+                   "judged_by": _judged(store, keys, G.grade_metrics())},
         "answer_classes": {"counts": records(G.label_counts(store, keys, "answer_class")),
                            "judged_by": _judged(store, keys, class_metrics())},
         "failure_modes": {"counts": records(FM.failure_modes(store, tuple(keys))),

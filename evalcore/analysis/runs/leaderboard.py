@@ -9,9 +9,11 @@ Definitions used everywhere a system's cost or latency is shown (Runs, Charts, C
   missing on both sides -> missing, never 0; a judge call of an unpriced model records cost NaN,
   which makes its system's total unknown).
 - latency = the target's p50 / p95 over answers, in ms.
-- weighted_score = the mean of its per-question values (fixed budgets: comparable across runs).
-- ± = half the 95% CI of weighted_score (evalcore.analysis.runs.means.mean_ci, the CI of every mean),
-  only where n_scored >= MIN_N_FOR_CI; weighted_score_ci_low / _high are its bounds.
+- the score a row is ranked by is the mean of the per-question values of the metric whose spec
+  says it ranks systems (MetricSpec.ranks_systems: weighted_score, whose fixed budgets make it
+  comparable across runs); its column is named after it.
+- ± = half the 95% CI of that score (evalcore.analysis.runs.means.mean_ci, the CI of every mean),
+  only where n_scored >= MIN_N_FOR_CI, as `<score>_ci95`; `<score>_ci_low` / `_ci_high` are its bounds.
 """
 
 from __future__ import annotations
@@ -33,9 +35,26 @@ def key_metric_names() -> list[str]:
 
     return from_registry()
 
+
+def ranking_metric() -> str:
+    """The metric whose mean ranks systems (MetricSpec.ranks_systems): the leaderboard's score
+    column and its CI columns are named after it."""
+    from evalcore.metrics.registry import ranking_metric as from_registry
+
+    return from_registry()
+
+
+def metric_about(name: str) -> dict[str, str]:
+    """A registered metric's group and description (what the Runs page says of its score)."""
+    from evalcore.metrics.registry import METRICS
+
+    spec = METRICS[name]
+    return {"group": spec.group, "description": spec.description}
+
+
 _SYSTEMS_SQL = """
     SELECT r.run_id, r.name, s.method, r.status, r.kind, r.created_at, r.dataset, r.dataset_fingerprint,
-           ws.mean AS weighted_score, ws.n_scored AS weighted_score_n,
+           ws.mean AS _score, ws.n_scored AS _score_n,
            ws.std AS _ws_sd,
            s.n_responses AS n, s.n_errors,
            CASE WHEN c.n_scored > 0 THEN c.mean
@@ -47,7 +66,7 @@ _SYSTEMS_SQL = """
     FROM runs r
     JOIN summary_responses s USING (run_id)
     LEFT JOIN summary_judges j ON j.run_id = s.run_id AND j.method = s.method
-    LEFT JOIN summary_metrics ws ON ws.run_id = s.run_id AND ws.method = s.method AND ws.metric = 'weighted_score'
+    LEFT JOIN summary_metrics ws ON ws.run_id = s.run_id AND ws.method = s.method AND ws.metric = $ranked
     LEFT JOIN summary_metrics c ON c.run_id = s.run_id AND c.method = s.method AND c.metric = 'cost_usd'
     WHERE ($runs IS NULL OR list_contains($runs, r.run_id))
 """
@@ -68,62 +87,63 @@ def system_rows(store: RunStore, systems: Sequence[tuple[str, str]] | None = Non
     """Leaderboard figures of the given (run, method) systems (all when None), plus the means
     of `metrics` as columns."""
     runs = sorted({r for r, _ in systems}) if systems is not None else None
+    score = ranking_metric()
     rows = query_df(store, _SYSTEMS_SQL + " ORDER BY r.created_at DESC, s.method",
-              {"runs": runs}, runs=runs)
+              {"runs": runs, "ranked": score}, runs=runs).rename(columns={"_score": score, "_score_n": f"{score}_n"})
     if systems is not None:
         wanted = set(map(tuple, systems))
         rows = rows[[(r, m) in wanted for r, m in zip(rows.run_id, rows.method)]].reset_index(drop=True)
-    rows = _with_ci(store, _with_cost(rows))
+    rows = _with_ci(store, _with_cost(rows), score)
     return _add_means(store, rows, list(metrics or []), runs)
 
 
-def _with_ci(store: RunStore, rows: pd.DataFrame) -> pd.DataFrame:
-    """weighted_score's 95% CI by the one definition (evalcore.analysis.runs.means.mean_ci: seeded
+def _with_ci(store: RunStore, rows: pd.DataFrame, score: str) -> pd.DataFrame:
+    """The score's 95% CI by the one definition (evalcore.analysis.runs.means.mean_ci: seeded
     bootstrap; its normal limit above BOOT_MAX_N, straight from the summary's sd), where
-    n_scored >= MIN_N_FOR_CI; weighted_score_ci95 is its half-width (the page's ±)."""
+    n_scored >= MIN_N_FOR_CI; `<score>_ci95` is its half-width (the page's ±)."""
     from evalcore.analysis.runs.means import BOOT_MAX_N, mean_ci, normal_ci
 
     lo, hi = [float("nan")] * len(rows), [float("nan")] * len(rows)
-    n = rows["weighted_score_n"].fillna(0).astype(int).tolist()
+    n = rows[f"{score}_n"].fillna(0).astype(int).tolist()
     small = [i for i, k in enumerate(n) if MIN_N_FOR_CI <= k <= BOOT_MAX_N]
     values = {}
     if small:
         runs = sorted({rows["run_id"].iloc[i] for i in small})
         got = query_df(store, """SELECT run_id, method, value FROM metrics
-                           WHERE metric = 'weighted_score' AND NOT isnan(value) AND list_contains($runs, run_id)""",
-                 {"runs": runs}, runs=runs)
+                           WHERE metric = $score AND NOT isnan(value) AND list_contains($runs, run_id)""",
+                 {"runs": runs, "score": score}, runs=runs)
         values = {k: g["value"].to_numpy(float) for k, g in got.groupby(["run_id", "method"])}
     for i, k in enumerate(n):
         if k < MIN_N_FOR_CI:
             continue
         key = (rows["run_id"].iloc[i], rows["method"].iloc[i])
-        lo[i], hi[i] = (normal_ci(rows["weighted_score"].iloc[i], rows["_ws_sd"].iloc[i], k) if k > BOOT_MAX_N
+        lo[i], hi[i] = (normal_ci(rows[score].iloc[i], rows["_ws_sd"].iloc[i], k) if k > BOOT_MAX_N
                         else mean_ci(values.get(key, [])))
-    rows["weighted_score_ci95"] = (pd.Series(hi, index=rows.index) - pd.Series(lo, index=rows.index)) / 2
-    rows["weighted_score_ci_low"], rows["weighted_score_ci_high"] = lo, hi
+    rows[f"{score}_ci95"] = (pd.Series(hi, index=rows.index) - pd.Series(lo, index=rows.index)) / 2
+    rows[f"{score}_ci_low"], rows[f"{score}_ci_high"] = lo, hi
     return rows.drop(columns="_ws_sd")
 
 
 def run_board(store: RunStore, run_id: str) -> pd.DataFrame:
-    """One run's leaderboard, one row per method (the index), best weighted_score first: the key
-    metrics the run has (key_metric_names(), the Runs page's defaults) and n, errors, cost per query and
-    p50 latency — the Runs page's figures, for `evalcore demo` to print."""
+    """One run's leaderboard, one row per method (the index), best score first: the ranking
+    metric and the key metrics the run has (key_metric_names(), the Runs page's defaults) and n,
+    errors, cost per query and p50 latency — the Runs page's figures, for `evalcore demo` to
+    print. Sorted by the ranking metric (weighted_score), else by the first key metric shown."""
     have = set(metric_names(store, [run_id]))
-    # weighted_score and the Runs page's default metric columns (its first six other key metrics)
-    key = key_metric_names()
-    wanted = [m for m in key if m in have and m == "weighted_score"] + \
-        [m for m in key if m in have and m != "weighted_score"][:6]
+    # the score and the Runs page's default metric columns (its first six other key metrics)
+    score = ranking_metric()
+    wanted = [score] * (score in have) + [m for m in key_metric_names() if m in have and m != score][:6]
     rows = system_rows(store, [(run_id, m) for m in query_df(store, "SELECT DISTINCT method FROM summary_responses "
                                                               "WHERE run_id = ?", [run_id], runs=[run_id])["method"]],
                        wanted)
     cols = [*wanted, "n", "n_errors", "cost_per_query_usd", "latency_p50_ms"]
     board = rows.set_index("method")[[c for c in cols if c in rows.columns]]
-    sort_by = next((c for c in ("weighted_score", "token_f1") if c in board.columns), None)
+    sort_by = next((c for c in wanted if c in board.columns), None)
     return board.sort_values(sort_by, ascending=False, na_position="last") if sort_by else board
 
 
 def _add_means(store: RunStore, rows: pd.DataFrame, metrics: list[str], runs: list[str] | None) -> pd.DataFrame:
-    metrics = [m for m in metrics if m != "weighted_score"]
+    metrics = [m for m in metrics if m != ranking_metric()]  # the score has its own column
     if rows.empty or not metrics:
         return rows
     means = query_df(store, """SELECT run_id, method, metric, mean FROM summary_metrics
@@ -139,7 +159,7 @@ def _add_means(store: RunStore, rows: pd.DataFrame, metrics: list[str], runs: li
 
 def leaderboard(store: RunStore, metrics: Sequence[str] = (), search: str | None = None,
                 statuses: Sequence[str] | None = None, dataset: str | None = None) -> pd.DataFrame:
-    """Every system, best weighted_score first; filters on a search text (name, run id, method,
+    """Every system, best score (ranking_metric()) first; filters on a search text (name, run id, method,
     dataset), statuses, and a dataset fingerprint (only comparable runs ranked together).
     Systems with fewer than MIN_N_FOR_CI answers come after the ranked ones, each row says
     its error rate and flags a majority of failed answers (analysis/runs/ranking.py)."""
@@ -155,8 +175,8 @@ def leaderboard(store: RunStore, metrics: Sequence[str] = (), search: str | None
         keep &= rows["status"].isin(list(statuses))
     if dataset:
         keep &= dataset_key(rows) == dataset
-    rows = add_rank_columns(store, rows[keep], MIN_N_FOR_CI)
-    return ranked_order(rows)  # too few questions to rank: listed after every ranked system
+    rows = add_rank_columns(store, rows[keep], MIN_N_FOR_CI, ranking_metric())
+    return ranked_order(rows, ranking_metric())  # too few questions to rank: listed after every ranked system
 
 
 def dataset_key(rows: pd.DataFrame) -> pd.Series:

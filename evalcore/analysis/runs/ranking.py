@@ -7,8 +7,8 @@ system whose every answer failed used to rank second. Rows keep their figures, b
   questions to rank (n=3)", and it is listed after every ranked system;
 - `error_rate` is the share of its answers that failed, and `failure_flag` says
   "40/40 failed: HTTP 400 unknown method 'default'" when more than half did;
-- `weighted_score_ci_low` (score minus the interval's half-width) lets a reader sort by what
-  the score is at least, not by a lucky mean.
+- `<score>_ci_low` (the score, weighted_score, minus its interval's half-width) lets a reader
+  sort by what the score is at least, not by a lucky mean.
 The Runs page and anything else that ranks systems call `rank_rows`.
 """
 
@@ -33,9 +33,9 @@ def failure_flag(n: int, n_failed: int, first_error: str | None) -> str | None:
     return f"{n_failed}/{n} failed" + (f": {first}" if first else "")
 
 
-def add_rank_columns(store: RunStore, rows: pd.DataFrame, min_n: int) -> pd.DataFrame:
-    """`ranked`, `rank_note`, `error_rate`, `failure_flag` and `weighted_score_ci_low` added to
-    leaderboard rows (`n`, `n_errors`, `weighted_score`, `weighted_score_ci95`)."""
+def add_rank_columns(store: RunStore, rows: pd.DataFrame, min_n: int, score: str) -> pd.DataFrame:
+    """`ranked`, `rank_note`, `error_rate`, `failure_flag` and `<score>_ci_low` added to
+    leaderboard rows (`n`, `n_errors`, `<score>`, `<score>_ci95`; `score` the ranking metric)."""
     rows = rows.copy()
     n = rows["n"].fillna(0).astype(int)
     errors = rows["n_errors"].fillna(0).astype(int)
@@ -49,12 +49,12 @@ def add_rank_columns(store: RunStore, rows: pd.DataFrame, min_n: int) -> pd.Data
             first[(run_id, method)] = figures["first_error"]
     rows["failure_flag"] = [failure_flag(int(k), int(e), first.get((r, m))) if f else None
                             for r, m, k, e, f in zip(rows["run_id"], rows["method"], n, errors, flagged)]
-    if "weighted_score" in rows and "weighted_score_ci_low" not in rows:  # the leaderboard's own bound wins
-        rows["weighted_score_ci_low"] = rows["weighted_score"] - rows["weighted_score_ci95"]
+    if score in rows and f"{score}_ci_low" not in rows:  # the leaderboard's own bound wins
+        rows[f"{score}_ci_low"] = rows[score] - rows[f"{score}_ci95"]
     return rows
 
 
-def ranked_order(rows: pd.DataFrame, by: str = "weighted_score", ascending: bool = False) -> pd.DataFrame:
+def ranked_order(rows: pd.DataFrame, by: str, ascending: bool = False) -> pd.DataFrame:
     """Ranked systems first, sorted by `by` (missing last), then the unranked ones the same
     way: a tiny run never sorts above a ranked one, whatever the column."""
     keys = ["ranked", by] + (["created_at"] if by != "created_at" and "created_at" in rows else [])

@@ -21,7 +21,9 @@ from evalcore.metrics.judged import ragas as rg
 from evalcore.judges.request_inputs import contexts_of, gold_list
 from evalcore.judges.tasks import get_task
 from evalcore.judges.work import estimate_calls, guess_claims
+from evalcore.metrics.abstention import DONT_KNOW_OPTIONS
 from evalcore.metrics.base import ANSWER_QUALITY, FAITHFULNESS, Item, MetricSpec, RETRIEVAL, ScoringContext
+from evalcore.metrics.semantic import EMBEDDING_MODEL_OPTION
 
 # a metric's planned judge requests for one answer: [(task, method or None, inputs), ...]
 Plan = Callable[[object, object], list[tuple[str, str | None, dict]]]
@@ -112,39 +114,42 @@ SPECS: list[MetricSpec] = [
     _spec("faithfulness", rg.faithfulness, "judged", {ANS, CTX}, [_claims],
           "Share of the answer's claims supported by the retrieved contexts (0-1).", version="2",
           first_stage=rg.claims_stage, second_stage=rg.review_stage, states_claims=True,
-          importance=(FAITHFULNESS, 0), key_rank=3),
+          importance=(FAITHFULNESS, 0), key_rank=3, label_kind="claim", claims_from="answer",
+          unfaithful_evidence=0),
     _spec("context_precision", rg.context_precision, "judged", {CTX}, [_claims],
           "Mean judge relevance verdict over retrieved contexts (0-1).", version="2",
           first_stage=rg.claims_stage, second_stage=rg.review_stage, states_context_verdicts=True,
-          importance=(RETRIEVAL, 0), key_rank=4),
+          importance=(RETRIEVAL, 0), key_rank=4, label_kind="context", retrieval_miss_evidence=2),
     _spec("context_precision_ap", rg.context_precision_ap, "judged", {CTX}, [_claims],
           "Rank-aware context precision: sum_k precision@k * v_k / #relevant (0-1).", version="2",
           first_stage=rg.claims_stage, second_stage=rg.review_stage, states_context_verdicts=True),
     _spec("context_recall", rg.context_recall, "judged", {CTX, GT}, [_claims],
           "Share of ground-truth statements attributable to the contexts (0-1).", version="2",
           first_stage=rg.claims_stage, second_stage=rg.review_stage, states_claims=True,
-          importance=(RETRIEVAL, 1), key_rank=5),
+          importance=(RETRIEVAL, 1), key_rank=5, label_kind="claim", claims_from="ground_truth"),
     _spec("answer_relevance", rg.answer_relevance, "judged", {ANS}, [_questions],
           "Mean cosine between the question and 3 questions generated from the answer (0-1); "
           "a direct 0-1 judge rating when no question could be generated.", second_stage=rg.questions_stage,
-          warm=rg.warm_embedder, key_rank=6),
+          warm=rg.warm_embedder, key_rank=6, options=(EMBEDDING_MODEL_OPTION,)),
     judged_metric("factual_accuracy", "factual_accuracy", g.factual(as_grade=False),
                   "G-Eval 0.5 correctness + 0.3 completeness + 0.2 consistency, / 100 (0-1).",
-                  importance=(ANSWER_QUALITY, 2), key_rank=2),
+                  importance=(ANSWER_QUALITY, 2), key_rank=2, label_kind="grade", label_rank=1),
     judged_metric("factual_grade", "factual_accuracy", g.factual(as_grade=True),
                   "Grade points of factual_accuracy: A=4 ... E=0 (letter in details).",
-                  scale="points", point_range=(0, 4), importance=(ANSWER_QUALITY, 3)),
+                  scale="points", point_range=(0, 4), importance=(ANSWER_QUALITY, 3), label_kind="grade"),
     _spec("answer_class", g.class_metric(None), "judged", {ANS}, [_classes],
           "1 if the answer is CORRECT, 0 if WRONG or DONT_KNOW (class in details).", version="2",
-          scale="class", importance=(ANSWER_QUALITY, 4), decides_correct=1),
+          scale="class", importance=(ANSWER_QUALITY, 4), decides_correct=1, label_kind="answer_class",
+          options=DONT_KNOW_OPTIONS),
     _spec("answer_correct", g.class_metric("CORRECT"), "judged", {ANS}, [_classes],
           "Indicator of class CORRECT (mean = rate, sum = count).", binary=True, version="2",
-          scale="class", importance=(ANSWER_QUALITY, 1), decides_correct=0),
+          scale="class", importance=(ANSWER_QUALITY, 1), decides_correct=0, options=DONT_KNOW_OPTIONS),
     _spec("answer_wrong", g.class_metric("WRONG"), "judged", {ANS}, [_classes],
-          "Indicator of class WRONG.", binary=True, higher=False, version="2", error_value=1.0, scale="class"),
+          "Indicator of class WRONG.", binary=True, higher=False, version="2", error_value=1.0, scale="class",
+          options=DONT_KNOW_OPTIONS),
     _spec("answer_dont_know", g.class_metric("DONT_KNOW"), "judged", {ANS}, [_classes],
           "Indicator of class DONT_KNOW.", binary=True, higher=False, version="2",
-          scale="class", decides_dont_know=True),
+          scale="class", decides_dont_know=True, options=DONT_KNOW_OPTIONS),
     _spec("groundedness", g.groundedness, "judged", {ANS, CTX}, [_grounded],
           "Judge 0-5: claims supported by contexts, 5 needs citations.", version="2",
           scale="points", point_range=(0, 5), importance=(FAITHFULNESS, 1)),
