@@ -8,6 +8,7 @@ composites). A backticked mention in prose, in another table (`interpreting.md`'
 another page does not count: a metric that is only mentioned has no definition to read.
 """
 
+import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -119,3 +120,15 @@ def test_deterministic_groups_are_documented_on_their_own_page():
         names = [n for n, s in METRICS.items() if s.group == group]
         assert names, group
         assert all(f"`{n}`" in text for n in names), (group, [n for n in names if f"`{n}`" not in text])
+
+
+def test_metrics_json_names_each_metrics_docs_page_and_it_exists():
+    """`evalcore metrics --json` tells a user where each metric is defined (MetricSpec.docs_page)."""
+    from typer.testing import CliRunner
+
+    from evalcore.cli.main import app
+
+    res = CliRunner().invoke(app, ["metrics", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert rows and all((ROOT / r["docs"]).is_file() for r in rows), [r["docs"] for r in rows]

@@ -39,7 +39,7 @@ def metrics_cmd(
              if (group is None or s.group == group) and (needs is None or needs in s.needs)]
     rows = [{"name": s.name, "group": s.group, "needs": sorted(s.needs),
              "higher_is_better": s.higher_is_better, "binary": s.binary, "version": s.version,
-             "description": s.description, "options": [o.name for o in s.options]}
+             "description": s.description, "options": [o.name for o in s.options], "docs": s.docs_page}
             for s in sorted(specs, key=_order)]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
