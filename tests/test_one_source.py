@@ -251,13 +251,14 @@ def test_compare_verdict_cli_equals_the_page(messy):
     out = json.loads(_cli(store.root, "compare", base, cand, "--json"))
     tested = V.default_tested_metrics(store, [base, cand])  # what the page tests by default
     assert [r["metric"] for r in out["metrics"]] == tested
-    page = C.pair_table(store, base, cand, tuple(tested))
-    lines = C.verdict_lines(page, "good", "poor")
+    page, said = C.pair_comparison(store, base, cand, tuple(tested), "good", "poor")  # what the page calls
+    lines = said.lines
     cli_lines = out["verdicts"][cand]["lines"]
     assert [(x["metric"], x["outcome"], x["verdict"]) for x in cli_lines] == \
         [(r.metric, r.outcome, r.verdict) for r in lines.set_index("metric").loc[[x["metric"] for x in cli_lines]]
          .reset_index().itertuples()]
-    assert out["verdicts"][cand]["summary"] == V.verdict_summary(lines, page, "good", "poor")
+    assert out["verdicts"][cand]["summary"] == said.summary == V.verdict_summary(lines, page, "good", "poor")
+    assert out["verdicts"][cand]["warnings"] == list(said.warnings)
     by = page.set_index("metric")
     for row in out["metrics"]:
         for k in ("mean_a", "mean_b", "delta", "ci_low", "ci_high", "p_holm", "mde", "n_pairs"):

@@ -69,7 +69,7 @@ def test_selection_errors(example):
         scoring.score_run(store, run_id, metrics=["token_f2"], progress=False)
     with pytest.raises(EvalcoreError, match="unknown group"):
         scoring.score_run(store, run_id, groups=["nope"], progress=False)
-    judged = [n for n, s in scoring._registry().items() if "judge" in s.needs]
+    judged = [n for n, s in scoring.metric_registry().items() if "judge" in s.needs]
     if judged:
         with pytest.raises(EvalcoreError, match="needs a judge"):
             scoring.score_run(store, run_id, metrics=[judged[0]], progress=False)
@@ -97,7 +97,7 @@ def test_interrupted_scoring_keeps_finished_chunks(example, monkeypatch):
         return [Score(1.0) for _ in items]
 
     spec = MetricSpec("flaky", "lexical", flaky)
-    monkeypatch.setattr(scoring, "_registry", lambda: {"flaky": spec})
+    monkeypatch.setattr(scoring, "metric_registry", lambda: {"flaky": spec})
     with pytest.raises(KeyboardInterrupt):
         scoring.score_run(store, run_id, progress=False, chunk_size=5)
     assert query_df(store, "SELECT count(*) n FROM metrics WHERE metric='flaky'").n[0] == 5
@@ -110,7 +110,7 @@ def test_metric_exception_is_a_reasoned_nan(example, monkeypatch):
         raise ZeroDivisionError("oops")
 
     spec = MetricSpec("broken", "lexical", per_item(broken))
-    monkeypatch.setattr(scoring, "_registry", lambda: {"broken": spec})
+    monkeypatch.setattr(scoring, "metric_registry", lambda: {"broken": spec})
     report = scoring.score_run(store, run_id, progress=False)
     assert "ZeroDivisionError" in report.errors["broken"]
     df = query_df(store, "SELECT reason FROM metrics WHERE metric='broken'")

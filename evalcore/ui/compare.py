@@ -41,23 +41,25 @@ def _judges(keys: list[str], metrics: list[str]) -> dict[str, str]:
     return {m: judges_text(g.judge_id) for m, g in rows.groupby("metric")}
 
 
-def _metric_table(base: str, cand: str, stat_metrics: list[str]) -> pd.DataFrame | None:
-    """The pair table, or None (said on the page) when the systems cannot be compared: a run
-    stored before the id rule holding one question id twice (evalcore.analysis.read.id_collisions)."""
+def _metric_table(base: str, cand: str, stat_metrics: list[str],
+                  names: dict[str, str]) -> tuple[pd.DataFrame, V.PairVerdict] | None:
+    """The pair table with its verdict (the one `evalcore compare` prints: verdict.pair_verdict),
+    or None (said on the page) when the systems cannot be compared: a run stored before the id
+    rule holding one question id twice (evalcore.analysis.read.id_collisions)."""
     try:
         with st.spinner("Paired bootstrap and tests..."):
-            table = widgets.call(C.pair_table, base, cand, tuple(stat_metrics))
+            table, said = widgets.call(C.pair_comparison, base, cand, tuple(stat_metrics), names[base], names[cand])
     except EvalcoreError as exc:
         st.error(widgets.md(f"Not compared: {exc}"))
         return None
     if table.empty:
-        return table
+        return table, said
     table = table.assign(judged_by=table.metric.map(_judges([base, cand], list(table.metric))))
     st.caption("CI: paired bootstrap 95%. p: exact McNemar (0/1 metrics) or paired randomization, "
                "Holm-adjusted across the tested metrics — the numbers `evalcore compare --metrics` prints. "
                "Tested metrics are listed first.")
     return _reading_order(table.rename(columns={"mean_a": "mean_base", "mean_b": "mean_cand"}),
-                          [m for m in stat_metrics if m in set(table.metric)])
+                          [m for m in stat_metrics if m in set(table.metric)]), said
 
 
 # What a reader scans first: the effect and its uncertainty, then the counts, then the test used.
@@ -174,21 +176,20 @@ def _sentences(lines: pd.DataFrame, judged: dict[str, str]) -> None:
         box[line.outcome](widgets.md(text))
 
 
-def _verdict(table: pd.DataFrame, base: str, cand: str, labels: dict[str, str], tested: list[str]) -> None:
+def _verdict(table: pd.DataFrame, said: V.PairVerdict, names: dict[str, str], base: str, cand: str) -> None:
     """Above the fold: the comparability warnings, the one-line headline, the key metrics' cards,
     then the forest plot beside the verdict sentences (green better, red worse, amber not
     significant after Holm or too few questions, blue no significant difference)."""
-    names = widgets.short_labels([base, cand], labels)
-    lines = C.verdict_lines(table, names[base], names[cand])
+    lines = said.lines
     with st.container(key="verdict"):
-        for warning in widgets.call(V.comparability, base, cand, tuple(tested)):
+        for warning in said.warnings:
             st.warning("Not comparable as scored: " + widgets.md(warning), icon=":material/warning:")
         if lines.empty:
             st.subheader("Verdict")
             st.text(f"{widgets.shown_name(names[cand])} against {widgets.shown_name(names[base])} (baseline)")
             st.info("Pick metrics to test (below) to get a verdict.")
             return
-        st.subheader(widgets.md(V.verdict_summary(lines, table, names[base], names[cand])), anchor=False)
+        st.subheader(widgets.md(said.summary), anchor=False)
         st.caption(widgets.md(f"Verdict: {names[cand]} against {names[base]} (baseline) · α = 0.05 after Holm "
                              f"over the {len(lines)} tested metrics · Δ = candidate − baseline · CI: paired "
                              "bootstrap 95%, unadjusted; the outcome follows the Holm-adjusted p."))
@@ -236,14 +237,16 @@ def render() -> None:
     verdict_slot = st.empty()
     stat_metrics = widgets.url_multi("Metrics to test (CI, p)", metrics, "tm",
                                     default=widgets.call(V.default_tested_metrics, (base, cand)))
-    table = _metric_table(base, cand, stat_metrics)
-    if table is None:
+    names = widgets.short_labels([base, cand], labels)
+    compared = _metric_table(base, cand, stat_metrics, names)
+    if compared is None:
         return
+    table, said = compared
     if table.empty:
         widgets.empty_state("No metric is scored on both sides.", "Pick systems scored with the same metrics.")
         return
     with verdict_slot.container():
-        _verdict(table, base, cand, labels, [m for m in stat_metrics if m in set(table.metric)])
+        _verdict(table, said, names, base, cand)
     st.subheader("Questions that changed, per metric")
     _count_links(table, picked)
     # drawn when opened (a stateful expander): a grid of every metric costs the browser ~0.2 s

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -267,3 +268,25 @@ def span(a: np.ndarray, b: np.ndarray) -> float:
     """The observed range of a metric's values on both sides (the scale the MDE is read on)."""
     both = np.concatenate([a, b])
     return float(both.max() - both.min()) if both.size else math.nan
+
+
+@dataclass(frozen=True)
+class PairVerdict:
+    """What a comparison of one candidate with its baseline concludes, as every surface shows it
+    (the terminal, --json, the Compare page, the reports and the gate render this, never a verdict
+    of their own): one sentence per tested metric, the headline, and why the two may not be
+    comparable as scored."""
+
+    lines: pd.DataFrame
+    summary: str
+    warnings: tuple[str, ...]
+
+
+def pair_verdict(store: Any, rows: pd.DataFrame, base: str, cand: str, base_name: str, cand_name: str,
+                 alpha: float = 0.05) -> PairVerdict:
+    """THE verdict of `cand` against `base` (`run_id:method`) over a comparison's rows of that
+    pair (`compare`'s table, or the Compare page's `pair_table`, which marks its tested rows)."""
+    lines = verdict_lines(rows, base_name, cand_name, alpha)
+    tested = list(_tested(rows).metric)
+    return PairVerdict(lines, verdict_summary(lines, rows, base_name, cand_name),
+                       tuple(comparability(store, base, cand, tested)))

@@ -26,7 +26,7 @@ from evalcore.analysis.comparison.forest import forest_rows
 from evalcore.analysis.labels.judge_labels import judges_text
 from evalcore.analysis.runs.leaderboard import key_metric_names, metric_names
 from evalcore.analysis.runs.means import metric_judges
-from evalcore.analysis.comparison.verdict import comparability, default_tested_metrics, verdict_lines, verdict_summary
+from evalcore.analysis.comparison.verdict import default_tested_metrics, pair_verdict
 from evalcore.store import RunStore
 
 N_REGRESSED = 10  # the questions that regressed most, per candidate, shown with both answers
@@ -59,10 +59,9 @@ def comparison_verdicts(store: RunStore, result: C.Comparison, short: dict[str, 
     out = {}
     for cand in result.candidates:
         rows = result.table[result.table.candidate == cand.label]
-        lines = verdict_lines(rows, short[base], short[cand.label], result.alpha)
-        out[cand.label] = {"summary": verdict_summary(lines, rows, short[base], short[cand.label]),
-                           "warnings": comparability(store, base, cand.label, list(rows.metric)),
-                           "lines": lines.to_dict("records")}
+        said = pair_verdict(store, rows, base, cand.label, short[base], short[cand.label], result.alpha)
+        out[cand.label] = {"summary": said.summary, "warnings": list(said.warnings),
+                           "lines": said.lines.to_dict("records")}
     return out
 
 
