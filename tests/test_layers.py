@@ -259,6 +259,45 @@ def test_only_the_store_knows_the_layout():
     assert not offenders, offenders
 
 
+# What writes, moves, deletes or locks a file: the store's caches and services get a folder of the
+# store as a store/shared_cache.SharedCache and do all of that through it (the judge cache and the
+# embedding caches once each had an atomic-write scheme of their own beside the store's).
+FILE_WRITES = {"os.replace", "os.rename", "os.fsync", "os.unlink", "os.remove", "os.mkdir", "os.makedirs",
+               "os.rmdir", "shutil.rmtree", "shutil.move", "shutil.copy", "shutil.copyfile", "shutil.copytree",
+               "fcntl.flock", "fcntl.lockf"}
+PATH_WRITES = {"mkdir", "unlink", "rmdir", "touch", "write_bytes", "write_text", "rename", "symlink_to"}
+WRITE_HELPERS = {"write_new", "open_file", "open_regular", "write_atomic", "write_atomic_bytes", "NamedTemporaryFile",
+                 "mkstemp", "mkdtemp"}
+WRITE_MODES = ("w", "a", "x", "+")
+
+
+def _file_writes(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(_tree(path)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = ast.unparse(node.func)
+        last = name.rsplit(".", 1)[-1]
+        if name in FILE_WRITES or (isinstance(node.func, ast.Attribute) and last in PATH_WRITES) \
+                or last in WRITE_HELPERS:
+            found.append(name)
+        elif last == "open":
+            modes = [a for a in node.args[1:2] + [k.value for k in node.keywords if k.arg == "mode"]
+                     if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            found += [f"{name}(mode={m.value!r})" for m in modes if any(c in m.value for c in WRITE_MODES)]
+    return found
+
+
+@pytest.mark.parametrize("path", _modules("judges") + _modules("embeddings") + _modules("metrics")
+                         + _modules("datasets") + _modules("targets"), ids=_rel)
+def test_caches_and_services_write_no_file_themselves(path):
+    """Only the store writes into the store: the judge and embedding caches write their entries
+    and part files through the area the store hands them (RunStore.shared_cache), and the
+    layers beside them (inputs, services, metrics) write no file at all."""
+    writes = sorted(set(_file_writes(path)))
+    assert not writes, f"{_rel(path)} writes files itself ({writes}): go through store/shared_cache.py"
+
+
 @pytest.mark.parametrize("path", [p for p in _modules("") if _rel(p) != "evalcore/metrics/base.py"], ids=_rel)
 def test_nothing_reaches_into_a_scoring_context(path):
     """ScoringContext's resources are its own: others use resource(), built(), kept() and adopt()."""

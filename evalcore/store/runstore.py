@@ -54,6 +54,7 @@ from evalcore.store.layout import (
     write_part,
     write_pointer,
 )
+from evalcore.store.shared_cache import SharedCache
 from evalcore.store.writer import RunWriter
 from evalcore.store.tables import annotation_row
 
@@ -90,8 +91,7 @@ class RunStore:
     def confine(self, path: Location) -> Location:
         """`path`, proven to lie inside this store (or, for a store on object storage, inside
         this machine's folder for it: `local_shared_dir`) and not reached through a link;
-        OutsideStore otherwise. For the store's users that write files of their own in the
-        folders it hands out (the judge and embedding caches, the dashboard's jobs)."""
+        OutsideStore otherwise. For the dashboard's job records and uploads (store/jobs.py)."""
         if self.remote and not _fs.is_remote(path):
             return _safe.inside(self._local_area(), path)
         return _safe.inside(self.root, path)
@@ -210,6 +210,16 @@ class RunStore:
         if not re.match(r"^[a-z_]+$", name):
             raise StoreError(f"invalid shared folder name {name!r}")
         return _safe.inside(self.root, self.root / SHARED_DIR / name)
+
+    def shared_cache(self, name: str, local: bool = False) -> SharedCache:
+        """The area of one shared cache (`_shared/<name>`: the judge cache, the embedding
+        caches), through which the cache reads and writes its files (store/shared_cache.py).
+        `local`: a cache whose files need a local file system (the embedding caches' .npz
+        parts and merge lock) gets, for a store on object storage, this machine's folder for
+        it (`local_shared_dir`). OutsideStore when the folder is a link out of the store."""
+        if local and self.remote:
+            return SharedCache(self._local_area(), self.local_shared_dir(name))
+        return SharedCache(self.root, self.shared_dir(name))
 
     def local_shared_dir(self, name: str) -> Path:
         """`shared_dir` where its users need a local folder (the embedding caches' .npz files
