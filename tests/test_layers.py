@@ -342,3 +342,33 @@ def test_no_module_takes_another_modules_private_names(path):
                 and node.attr.startswith("_") and not node.attr.startswith("__")):
             bad.append(f"{node.value.id}.{node.attr}")
     assert not bad, f"{_rel(path)} takes private names of other modules: {sorted(set(bad))}"
+
+
+@lru_cache(maxsize=None)
+def _private_members() -> dict[str, frozenset[Path]]:
+    """Each `_name` a class of evalcore defines (a method or an annotated field), and the modules
+    defining one of that name."""
+    found: dict[str, set[Path]] = {}
+    for path in _modules(""):
+        for node in ast.walk(_tree(path)):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for member in node.body:
+                name = member.name if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
+                    member.target.id if isinstance(member, ast.AnnAssign) and isinstance(member.target, ast.Name) \
+                    else ""
+                if name.startswith("_") and not name.startswith("__"):
+                    found.setdefault(name, set()).add(path)
+    return {name: frozenset(paths) for name, paths in found.items()}
+
+
+@pytest.mark.parametrize("path", _modules(""), ids=_rel)
+def test_no_module_reaches_into_another_modules_objects(path):
+    """An object's `_method` is its class's own: the run writer once read run.json through the
+    RunStore's private `_read_manifest_at` / `_parse_manifest`, and remote staging called its
+    `_mark`. What two modules share is a public function (store/manifest_file.py) or is passed in."""
+    private = _private_members()
+    bad = sorted({ast.unparse(node) for node in ast.walk(_tree(path))
+                  if isinstance(node, ast.Attribute) and node.attr in private and path not in private[node.attr]
+                  and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))})
+    assert not bad, f"{_rel(path)} uses private members of other modules' classes: {bad}"

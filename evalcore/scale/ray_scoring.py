@@ -76,7 +76,7 @@ class _Scorer:
 
         self.store = RunStore(store_root)
         self.run_id = run_id
-        self.writer = RunWriter(self.store, run_id, self.store.run_dir(run_id))
+        self.writer = RunWriter(run_id, self.store.run_dir(run_id))
         registry = metric_registry()
         self.specs = [registry[name] for name in metric_names]
         self.options = dict(options)
