@@ -15,7 +15,10 @@ Checked on every module's imports (module level and inside functions, via the AS
   writes; nothing but metrics/base.py touches a ScoringContext's private state;
 - the store imports nothing above it, and nothing outside it imports its internals (layout, fs,
   compaction...) or reads Parquet (but the dataset loaders, which read users' files);
-- the analysis layer imports neither the CLI nor the dashboard, and makes no network call.
+- the analysis layer imports neither the CLI nor the dashboard, and makes no network call;
+- judges, embeddings, metrics, datasets and targets write, move, delete or lock no file
+  themselves (the judge and embedding caches go through RunStore.shared_cache); a
+  ScoringContext holds only what metrics read; no module uses another's private members.
 Every folder has one rule (ALLOWED: the folders it may import); a new module lands in its
 folder's rule, and a new folder must be given one.
 """
@@ -302,6 +305,22 @@ def test_caches_and_services_write_no_file_themselves(path):
 def test_nothing_reaches_into_a_scoring_context(path):
     """ScoringContext's resources are its own: others use resource(), built(), kept() and adopt()."""
     assert "_resources" not in _attributes(path), f"{_rel(path)} reads ScoringContext._resources"
+
+
+def test_a_scoring_context_holds_only_what_metrics_read():
+    """Every field of ScoringContext is read by a metric or a judge (`ctx.<field>`), or by the
+    context's own methods: scoring hands a metric what it computes from and keeps the rest, such
+    as the RunWriter it writes through (`ScoringContext.writer` was read by no metric)."""
+    import dataclasses
+
+    from evalcore.metrics.base import ScoringContext
+
+    readers = _modules("metrics") + _modules("judges") + _modules("embeddings")
+    read = {node.attr for path in readers for node in ast.walk(_tree(path))
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name) and node.value.id in ("ctx", "context", "self")}
+    unread = sorted(f.name for f in dataclasses.fields(ScoringContext) if f.name not in read)
+    assert not unread, f"ScoringContext fields no metric or judge reads: {unread}"
 
 
 STORE_INTERNALS = ("layout", "fs", "compaction", "merge", "health", "lease", "s3", "summary", "remote_staging",
