@@ -41,7 +41,7 @@ def compaction(n_q: int, work: Path, trials: int = 3) -> tuple[list[float], obje
     for i in range(trials):
         store = RunStore(work / f"trial{i}")
         shutil.copytree(src.run_dir(run_id), store.root / run_id)
-        writer = RunWriter(store, run_id, store.run_dir(run_id))
+        writer = RunWriter(run_id, store.run_dir(run_id))
         t0 = time.perf_counter()
         result = writer.publish()
         times.append(time.perf_counter() - t0)

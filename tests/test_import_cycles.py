@@ -5,14 +5,17 @@ filled "at the bottom of the file", a name missing while the other module is hal
 initialised), and it ties two modules into one that cannot be understood or moved alone.
 
 The graph is read from the source (the AST), like tests/test_layers.py: every `import` and
-`from ... import`, at module level and inside functions (a deferred import still ties the two
-modules together), except those under `if TYPE_CHECKING:` (never run). `from pkg import name`
-is an import of the submodule `pkg.name` when there is one, else of `pkg` itself.
+`from ... import`, at module level, inside functions (a deferred import still ties the two
+modules together) and under `if TYPE_CHECKING:` (never run, but a type named from the other
+module ties the two as much: the RunStore and its writer once imported each other that way,
+the writer calling the store's private manifest reader). `from pkg import name` is an import of
+the submodule `pkg.name` when there is one, else of `pkg` itself.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import networkx as nx
@@ -34,20 +37,9 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _type_checking(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and ast.unparse(test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
-
-
 def _imports(tree: ast.AST) -> list[ast.AST]:
-    found = []
-    for node in ast.iter_child_nodes(tree):
-        if _type_checking(node):
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append(node)
-        found += _imports(node)
-    return found
+    """Every import statement anywhere in the module, `if TYPE_CHECKING:` blocks included."""
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
 def import_graph() -> nx.DiGraph:
@@ -82,3 +74,20 @@ def test_the_graph_sees_a_cycle(tmp_path):
     assert not graph.has_edge("evalcore.judges.task_library", "evalcore.judges.tasks")
     graph.add_edge("evalcore.judges.task_library", "evalcore.judges.tasks")
     assert any(set(c) == {"evalcore.judges.tasks", "evalcore.judges.task_library"} for c in nx.simple_cycles(graph))
+
+
+def test_the_graph_sees_imports_made_for_type_checking_only(tmp_path, monkeypatch):
+    """An import under `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`, or in a function) is an
+    edge like any other: a cycle through one is found."""
+    package = tmp_path / "evalcore"
+    (package / "store").mkdir(parents=True)
+    for name in ("__init__.py", "store/__init__.py"):
+        (package / name).write_text("")
+    (package / "store" / "writer.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from evalcore.store.runstore import RunStore\n")
+    (package / "store" / "runstore.py").write_text(
+        "import typing\nif typing.TYPE_CHECKING:\n    pass\nelse:\n    pass\n"
+        "def open_run():\n    from evalcore.store.writer import RunWriter\n")
+    monkeypatch.setattr(sys.modules[__name__], "PKG", package)
+    cycles = [set(c) for c in nx.simple_cycles(import_graph())]
+    assert {"evalcore.store.writer", "evalcore.store.runstore"} in cycles

@@ -15,7 +15,10 @@ Checked on every module's imports (module level and inside functions, via the AS
   writes; nothing but metrics/base.py touches a ScoringContext's private state;
 - the store imports nothing above it, and nothing outside it imports its internals (layout, fs,
   compaction...) or reads Parquet (but the dataset loaders, which read users' files);
-- the analysis layer imports neither the CLI nor the dashboard, and makes no network call.
+- the analysis layer imports neither the CLI nor the dashboard, and makes no network call;
+- judges, embeddings, metrics, datasets and targets write, move, delete or lock no file
+  themselves (the judge and embedding caches go through RunStore.shared_cache); a
+  ScoringContext holds only what metrics read; no module uses another's private members.
 Every folder has one rule (ALLOWED: the folders it may import); a new module lands in its
 folder's rule, and a new folder must be given one.
 """
@@ -259,10 +262,65 @@ def test_only_the_store_knows_the_layout():
     assert not offenders, offenders
 
 
+# What writes, moves, deletes or locks a file: the store's caches and services get a folder of the
+# store as a store/shared_cache.SharedCache and do all of that through it (the judge cache and the
+# embedding caches once each had an atomic-write scheme of their own beside the store's).
+FILE_WRITES = {"os.replace", "os.rename", "os.fsync", "os.unlink", "os.remove", "os.mkdir", "os.makedirs",
+               "os.rmdir", "shutil.rmtree", "shutil.move", "shutil.copy", "shutil.copyfile", "shutil.copytree",
+               "fcntl.flock", "fcntl.lockf"}
+PATH_WRITES = {"mkdir", "unlink", "rmdir", "touch", "write_bytes", "write_text", "rename", "symlink_to"}
+WRITE_HELPERS = {"write_new", "open_file", "open_regular", "write_atomic", "write_atomic_bytes", "NamedTemporaryFile",
+                 "mkstemp", "mkdtemp"}
+WRITE_MODES = ("w", "a", "x", "+")
+
+
+def _file_writes(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(_tree(path)):
+        if not isinstance(node, ast.Call):
+            continue
+        name = ast.unparse(node.func)
+        last = name.rsplit(".", 1)[-1]
+        if name in FILE_WRITES or (isinstance(node.func, ast.Attribute) and last in PATH_WRITES) \
+                or last in WRITE_HELPERS:
+            found.append(name)
+        elif last == "open":
+            modes = [a for a in node.args[1:2] + [k.value for k in node.keywords if k.arg == "mode"]
+                     if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            found += [f"{name}(mode={m.value!r})" for m in modes if any(c in m.value for c in WRITE_MODES)]
+    return found
+
+
+@pytest.mark.parametrize("path", _modules("judges") + _modules("embeddings") + _modules("metrics")
+                         + _modules("datasets") + _modules("targets"), ids=_rel)
+def test_caches_and_services_write_no_file_themselves(path):
+    """Only the store writes into the store: the judge and embedding caches write their entries
+    and part files through the area the store hands them (RunStore.shared_cache), and the
+    layers beside them (inputs, services, metrics) write no file at all."""
+    writes = sorted(set(_file_writes(path)))
+    assert not writes, f"{_rel(path)} writes files itself ({writes}): go through store/shared_cache.py"
+
+
 @pytest.mark.parametrize("path", [p for p in _modules("") if _rel(p) != "evalcore/metrics/base.py"], ids=_rel)
 def test_nothing_reaches_into_a_scoring_context(path):
     """ScoringContext's resources are its own: others use resource(), built(), kept() and adopt()."""
     assert "_resources" not in _attributes(path), f"{_rel(path)} reads ScoringContext._resources"
+
+
+def test_a_scoring_context_holds_only_what_metrics_read():
+    """Every field of ScoringContext is read by a metric or a judge (`ctx.<field>`), or by the
+    context's own methods: scoring hands a metric what it computes from and keeps the rest, such
+    as the RunWriter it writes through (`ScoringContext.writer` was read by no metric)."""
+    import dataclasses
+
+    from evalcore.metrics.base import ScoringContext
+
+    readers = _modules("metrics") + _modules("judges") + _modules("embeddings")
+    read = {node.attr for path in readers for node in ast.walk(_tree(path))
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name) and node.value.id in ("ctx", "context", "self")}
+    unread = sorted(f.name for f in dataclasses.fields(ScoringContext) if f.name not in read)
+    assert not unread, f"ScoringContext fields no metric or judge reads: {unread}"
 
 
 STORE_INTERNALS = ("layout", "fs", "compaction", "merge", "health", "lease", "s3", "summary", "remote_staging",
@@ -303,3 +361,33 @@ def test_no_module_takes_another_modules_private_names(path):
                 and node.attr.startswith("_") and not node.attr.startswith("__")):
             bad.append(f"{node.value.id}.{node.attr}")
     assert not bad, f"{_rel(path)} takes private names of other modules: {sorted(set(bad))}"
+
+
+@lru_cache(maxsize=None)
+def _private_members() -> dict[str, frozenset[Path]]:
+    """Each `_name` a class of evalcore defines (a method or an annotated field), and the modules
+    defining one of that name."""
+    found: dict[str, set[Path]] = {}
+    for path in _modules(""):
+        for node in ast.walk(_tree(path)):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for member in node.body:
+                name = member.name if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) else \
+                    member.target.id if isinstance(member, ast.AnnAssign) and isinstance(member.target, ast.Name) \
+                    else ""
+                if name.startswith("_") and not name.startswith("__"):
+                    found.setdefault(name, set()).add(path)
+    return {name: frozenset(paths) for name, paths in found.items()}
+
+
+@pytest.mark.parametrize("path", _modules(""), ids=_rel)
+def test_no_module_reaches_into_another_modules_objects(path):
+    """An object's `_method` is its class's own: the run writer once read run.json through the
+    RunStore's private `_read_manifest_at` / `_parse_manifest`, and remote staging called its
+    `_mark`. What two modules share is a public function (store/manifest_file.py) or is passed in."""
+    private = _private_members()
+    bad = sorted({ast.unparse(node) for node in ast.walk(_tree(path))
+                  if isinstance(node, ast.Attribute) and node.attr in private and path not in private[node.attr]
+                  and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))})
+    assert not bad, f"{_rel(path)} uses private members of other modules' classes: {bad}"

@@ -6,7 +6,8 @@
     emb = get_embedder("text-embedding-3-small@https://api.openai.com/v1", store)
     vectors = emb.encode(["a", "b"])          # float32, L2-normalised rows, shape (n, dim)
 
-With a store, vectors are cached under `store.shared_dir("embeddings")` by (model, text hash),
+With a store, vectors are cached in the store's area for them (`RunStore.shared_cache`:
+`<store>/_shared/embeddings/`) by (model, text hash),
 so re-scoring, or scoring another method against the same ground truths, encodes nothing twice.
 Embedders are shared per (model, store) and loaded models per model within a process, so every
 metric sees one loaded model and one in-memory cache (`reset_embedders()` forgets them).
@@ -14,7 +15,6 @@ metric sees one loaded model and one in-memory cache (`reset_embedders()` forget
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from evalcore.embeddings.embedder import Embedder, SentenceTransformerBackend, l2_normalise
@@ -26,26 +26,17 @@ from evalcore.embeddings.models import (
 )
 
 __all__ = ["DEFAULT_MODEL_ID", "Embedder", "ModelRef", "ModelUnavailableError", "get_embedder",
-           "l2_normalise", "reset_embedders", "resolve_model", "cache_root", "cache_guard"]
+           "l2_normalise", "reset_embedders", "resolve_model", "cache_area"]
 
 _EMBEDDERS: dict[tuple[str, str | None], Embedder] = {}
 _BACKENDS: dict[str, Any] = {}  # model id -> backend: one loaded model per process, whatever the store
 
 
-def cache_root(store: Any) -> Path | None:
-    """The store-level folder for embedding caches, or None without a store (memory only).
-    For a store on object storage it is a folder on this machine (RunStore.local_shared_dir):
-    the cache's part files and merge lock need a local file system."""
-    if store is None:
-        return None
-    local = getattr(store, "local_shared_dir", None)
-    return Path(local("embeddings") if local is not None else store.shared_dir("embeddings"))
-
-
-def cache_guard(store: Any) -> Any:
-    """The store's proof that a cache file lies inside it (RunStore.confine), for the caches
-    to call before each write and delete; None without a store."""
-    return getattr(store, "confine", None) if store is not None else None
+def cache_area(store: Any) -> Any:
+    """The store's area for embedding caches (a store/shared_cache.SharedCache), or None without
+    a store (memory only). For a store on object storage it is a folder on this machine: the
+    caches' part files and merge lock need a local file system."""
+    return store.shared_cache("embeddings", local=True) if store is not None else None
 
 
 def get_embedder(model: str | None = None, store: Any = None) -> Embedder:
@@ -57,16 +48,16 @@ def get_embedder(model: str | None = None, store: Any = None) -> Embedder:
     # imported here: it brings httpx (~70 ms), which only a remote embedding model needs
     from evalcore.embeddings.openai_compat import OpenAICompatibleBackend, parse_model_at_url
 
-    root = cache_root(store)
+    area = cache_area(store)
     endpoint = parse_model_at_url(model.strip()) if isinstance(model, str) else None
     if endpoint is not None:
         backend: Any = OpenAICompatibleBackend(*endpoint)
     else:
         backend = SentenceTransformerBackend(resolve_model(model))
     backend = _BACKENDS.setdefault(backend.model_id, backend)
-    key = (backend.model_id, str(root) if root is not None else None)
+    key = (backend.model_id, str(area.location) if area is not None else None)
     if key not in _EMBEDDERS:
-        _EMBEDDERS[key] = Embedder(backend, cache_root=root, confine=cache_guard(store))
+        _EMBEDDERS[key] = Embedder(backend, cache_area=area)
     return _EMBEDDERS[key]
 
 

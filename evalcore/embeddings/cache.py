@@ -6,47 +6,64 @@ Layout under one namespace folder (e.g. `<store>/_shared/embeddings/vectors/<mod
     meta.json            what the rows are (model id, kind, width), for humans and sanity checks
     part-*.npz           keys (hex sha256, S64) + rows (float32, n x width)
 
+The folder is the store's to hand out (`RunStore.shared_cache("embeddings", local=True)`, a
+store/shared_cache.SharedCache): the cache says what a part holds, the store where it lies and
+how it is written and removed (never through a link, whole or not at all).
+
 Why part files: two processes scoring at once each write their own uniquely named file
-(temporary name, fsync, atomic rename), so nobody overwrites anybody and a reader never sees
-half a file. Duplicated keys across parts are harmless (same input -> same row). A reader
-re-scans for new parts only when it misses, so a second process's work is picked up.
+(`SharedCache.append`: temporary name, fsync, atomic rename), so nobody overwrites anybody and a
+reader never sees half a file. Duplicated keys across parts are harmless (same input -> same
+row). A reader re-scans for new parts only when it misses, so a second process's work is picked up.
 
 Compaction: every scoring pass adds a part, so a long-lived store would end up opening
 hundreds of small files on every cold start. Once a folder holds COMPACT_AT parts, the writer
 merges them into one (written like any part, then the merged ones are deleted). Only one
-process compacts at a time (a non-blocking flock on `.compact.lock`; without fcntl nobody
-compacts). A reader that listed a part a compaction then deleted just skips it: its rows are
-in the merged part, which the reader loads on its next miss.
+process compacts at a time (`SharedCache.exclusive(".compact.lock")`, a non-blocking flock;
+without fcntl nobody compacts). A reader that listed a part a compaction then deleted just skips
+it: its rows are in the merged part, which the reader loads on its next miss.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import uuid
 import warnings
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import IO, Any, Iterable, Protocol
 
 import numpy as np
 
-from evalcore.common.regular_files import open_file, write_new
-
-try:
-    import fcntl
-except ImportError:  # Windows: no compaction (part files still work, there are just more of them)
-    fcntl = None  # type: ignore[assignment]
-
 COMPACT_AT = 64  # parts in one folder that trigger a merge
+PARTS = "part-*.npz"
+LOCK = ".compact.lock"
 
 
-def _load_part(path: Path) -> tuple[np.ndarray, np.ndarray]:
+class PartArea(Protocol):
+    """What the cache needs of the store's area (store/shared_cache.SharedCache)."""
+
+    location: Any
+
+    def names(self, pattern: str) -> list[str]: ...
+
+    def open(self, rel: str) -> Any: ...
+
+    def exists(self, rel: str) -> bool: ...
+
+    def write(self, rel: str, data: bytes) -> Any: ...
+
+    def append(self, prefix: str, suffix: str, fill: Any) -> str: ...
+
+    def remove(self, rel: str) -> None: ...
+
+    def exclusive(self, rel: str) -> Any: ...
+
+    def sub(self, *names: str) -> "PartArea": ...
+
+
+def _load_part(area: PartArea, name: str) -> tuple[np.ndarray, np.ndarray]:
     """(keys, rows) of one part file, opened as a regular file only: a FIFO or a device in a
     part's place is refused (an OSError, so the part is skipped like a damaged one) instead of
     blocking the scorer for ever or feeding it without end (evalcore/common/regular_files.py)."""
-    with open_file(path, "rb") as fh, np.load(fh, allow_pickle=False) as data:
+    with area.open(name) as fh, np.load(fh, allow_pickle=False) as data:
         return data["keys"], np.asarray(data["rows"], dtype=np.float32)
 
 
@@ -60,27 +77,31 @@ def text_key(*parts: str) -> str:
     return digest.hexdigest()
 
 
-def namespace_dir(root: Path, kind: str, identity: str) -> Path:
-    """A folder per (kind, identity): the identity (model id + settings) is hashed into the name."""
-    return Path(root) / kind / hashlib.sha256(identity.encode("utf-8")).hexdigest()[:24]
+def namespace(area: PartArea | None, kind: str, identity: str) -> PartArea | None:
+    """The area of one (kind, identity): the identity (model id + settings) is hashed into the
+    folder's name. None without an area (memory only)."""
+    if area is None:
+        return None
+    return area.sub(kind, hashlib.sha256(identity.encode("utf-8")).hexdigest()[:24])
 
 
 class ArrayCache:
-    """Rows by key, in memory, mirrored to part files when a directory is given."""
+    """Rows by key, in memory, mirrored to part files when the store gave an area for them."""
 
-    def __init__(self, directory: Path | None, width: int | None = None, meta: dict[str, Any] | None = None,
-                 confine: Callable[[Path], Any] | None = None):
-        """`confine`: the store's proof that a path lies inside it, not reached through a link
-        (RunStore.confine); called before every file this cache writes, locks or deletes."""
-        self.directory = Path(directory) if directory is not None else None
-        self._confine = confine or (lambda path: path)
+    def __init__(self, area: PartArea | None, width: int | None = None, meta: dict[str, Any] | None = None):
+        self.area = area
         self.width = width
         self.meta = dict(meta or {})
         self._rows: dict[str, np.ndarray] = {}
         self._seen_parts: set[str] = set()
         self.parts_written = 0
-        if self.directory is not None:
+        if self.area is not None:
             self.refresh()
+
+    @property
+    def directory(self) -> Any:
+        """Where the part files lie (None: memory only)."""
+        return self.area.location if self.area is not None else None
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -91,25 +112,25 @@ class ArrayCache:
     # ---- reading -------------------------------------------------------------------------
     def refresh(self) -> int:
         """Load part files not seen yet; returns how many rows were added."""
-        if self.directory is None or not self.directory.is_dir():
+        if self.area is None:
             return 0
         added = 0
-        for path in sorted(self.directory.glob("part-*.npz")):
-            if path.name in self._seen_parts:
+        for name in self.area.names(PARTS):
+            if name in self._seen_parts:
                 continue
             try:
-                keys, rows = _load_part(path)
+                keys, rows = _load_part(self.area, name)
             except FileNotFoundError:  # merged away by a compaction: its rows are in a newer part
                 continue
             except Exception as exc:  # a damaged file must not stop scoring: recompute instead
-                self._seen_parts.add(path.name)
-                warnings.warn(f"skipping unreadable cache part {path}: {exc}", stacklevel=2)
+                self._seen_parts.add(name)
+                warnings.warn(f"skipping unreadable cache part {self.directory / name}: {exc}", stacklevel=2)
                 continue
-            if rows.ndim != 2 or len(keys) != len(rows) or (self.width and rows.shape[1] != self.width):
-                self._seen_parts.add(path.name)
-                warnings.warn(f"skipping cache part {path} with unexpected shape {rows.shape}", stacklevel=2)
+            self._seen_parts.add(name)
+            if not self._fits(keys, rows):
+                warnings.warn(f"skipping cache part {self.directory / name} with unexpected shape {rows.shape}",
+                              stacklevel=2)
                 continue
-            self._seen_parts.add(path.name)
             self.width = self.width or int(rows.shape[1])
             for key, row in zip(keys, rows):
                 k = key.decode("ascii") if isinstance(key, bytes) else str(key)
@@ -117,6 +138,9 @@ class ArrayCache:
                     self._rows[k] = row
                     added += 1
         return added
+
+    def _fits(self, keys: np.ndarray, rows: np.ndarray) -> bool:
+        return rows.ndim == 2 and len(keys) == len(rows) and not (self.width and rows.shape[1] != self.width)
 
     def get(self, keys: Iterable[str], refresh_on_miss: bool = True) -> dict[str, np.ndarray]:
         """Rows found for `keys` (missing keys are absent from the result)."""
@@ -126,8 +150,8 @@ class ArrayCache:
         return {k: self._rows[k] for k in keys if k in self._rows}
 
     # ---- writing -------------------------------------------------------------------------
-    def put(self, keys: list[str], rows: np.ndarray) -> Path | None:
-        """Remember rows in memory and append them as one new part file."""
+    def put(self, keys: list[str], rows: np.ndarray) -> str | None:
+        """Remember rows in memory and append them as one new part file; its name."""
         rows = np.ascontiguousarray(rows, dtype=np.float32)
         if len(keys) != len(rows):
             raise ValueError("keys and rows differ in length")
@@ -138,10 +162,10 @@ class ArrayCache:
         self.width = self.width or int(rows.shape[1])
         for key, row in zip(keys, rows):
             self._rows[key] = row
-        if self.directory is None:
+        if self.area is None:
             return None
-        written = self._write_part(self.directory, keys, rows)
-        if len(list(self.directory.glob("part-*.npz"))) >= COMPACT_AT:
+        written = self._write_part(keys, rows)
+        if len(self.area.names(PARTS)) >= COMPACT_AT:
             self.compact()
         return written
 
@@ -153,66 +177,52 @@ class ArrayCache:
         The merged part is complete on disk before any old part is deleted, so a crash at any
         point loses nothing: at worst some rows exist twice, which readers tolerate.
         """
-        if self.directory is None or fcntl is None or not self.directory.is_dir():
+        if self.area is None or not self.area.names(PARTS):
             return 0
-        self._confine(self.directory / ".compact.lock")
-        try:
-            lock = open_file(self.directory / ".compact.lock", "a+b", follow=False)
-        except OSError:  # a FIFO or a link in its place (never opened), or unwritable: nobody compacts
-            return 0
-        with lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+        with self.area.exclusive(LOCK) as held:
+            if not held:
                 return 0
-            merged: list[Path] = []
-            keys: list[bytes] = []
-            rows: list[np.ndarray] = []
-            taken: set[bytes] = set()
-            for path in sorted(self.directory.glob("part-*.npz")):
-                try:
-                    part_keys, part_rows = _load_part(path)
-                except Exception:  # noqa: BLE001 - vanished or damaged: not ours to merge
-                    continue
-                if part_rows.ndim != 2 or len(part_keys) != len(part_rows) or \
-                        (self.width and part_rows.shape[1] != self.width):
-                    continue
-                merged.append(path)
-                fresh = [i for i, k in enumerate(part_keys) if bytes(k) not in taken]
-                taken.update(bytes(part_keys[i]) for i in fresh)
-                keys.extend(bytes(part_keys[i]) for i in fresh)
-                rows.append(part_rows[fresh])
+            merged, keys, rows = self._readable_parts()
             if len(merged) < 2:
                 return 0
-            self._write_part(self.directory, [k.decode("ascii") for k in keys], np.concatenate(rows))
-            for path in merged:
-                self._confine(path.parent)
-                path.unlink(missing_ok=True)
+            self._write_part([k.decode("ascii") for k in keys], np.concatenate(rows))
+            for name in merged:
+                self.area.remove(name)
             return len(merged)
 
-    def _write_part(self, directory: Path, keys: list[str], rows: np.ndarray) -> Path:
-        self._confine(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        self._confine(directory)  # mkdir(exist_ok) accepts a link to a folder: checked again
-        self._write_meta(directory)
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f")
-        name = f"part-{stamp}-{os.getpid()}-{uuid.uuid4().hex[:8]}.npz"
-        tmp = directory / f".{name}.tmp"
-        with open_file(tmp, "xb", follow=False) as fh:
+    def _readable_parts(self) -> tuple[list[str], list[bytes], list[np.ndarray]]:
+        """The parts a compaction merges (readable, of this cache's shape), and their rows with
+        each key once."""
+        merged: list[str] = []
+        keys: list[bytes] = []
+        rows: list[np.ndarray] = []
+        taken: set[bytes] = set()
+        for name in self.area.names(PARTS):
+            try:
+                part_keys, part_rows = _load_part(self.area, name)
+            except Exception:  # noqa: BLE001 - vanished or damaged: not ours to merge
+                continue
+            if not self._fits(part_keys, part_rows):
+                continue
+            merged.append(name)
+            fresh = [i for i, k in enumerate(part_keys) if bytes(k) not in taken]
+            taken.update(bytes(part_keys[i]) for i in fresh)
+            keys.extend(bytes(part_keys[i]) for i in fresh)
+            rows.append(part_rows[fresh])
+        return merged, keys, rows
+
+    def _write_part(self, keys: list[str], rows: np.ndarray) -> str:
+        self._write_meta()
+
+        def fill(fh: IO[bytes]) -> None:
             np.savez(fh, keys=np.array(keys, dtype="S64"), rows=rows)
-            fh.flush()
-            os.fsync(fh.fileno())
-        final = directory / name
-        os.replace(tmp, final)
+
+        name = self.area.append("part", ".npz", fill)
         self._seen_parts.add(name)
         self.parts_written += 1
-        return final
+        return name
 
-    def _write_meta(self, directory: Path) -> None:
-        path = directory / "meta.json"
-        if path.exists():
-            return
-        meta = {**self.meta, "width": self.width}
-        tmp = directory / f".meta.{uuid.uuid4().hex[:8]}.tmp"
-        write_new(tmp, json.dumps(meta, indent=2, sort_keys=True).encode("utf-8"))
-        os.replace(tmp, path)
+    def _write_meta(self) -> None:
+        if not self.area.exists("meta.json"):
+            meta = {**self.meta, "width": self.width}
+            self.area.write("meta.json", json.dumps(meta, indent=2, sort_keys=True).encode("utf-8"))

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from evalcore.embeddings.cache import ArrayCache, namespace_dir, text_key
+from evalcore.embeddings.cache import ArrayCache, namespace, text_key
 from evalcore.embeddings.models import LOAD_LOCK, ModelRef, load_sentence_transformer, read_config
 from evalcore.embeddings.tokens import get_token_encoder
 from evalcore.errors import EvalcoreError
@@ -172,13 +172,14 @@ class Embedder:
     (tests and the benchmark use them to prove what the cache saved).
     """
 
-    def __init__(self, backend: Backend, cache_root: Path | None = None, chunk_size: int = 512,
-                 progress: bool | None = None, confine: Any = None):
+    def __init__(self, backend: Backend, cache_area: Any = None, chunk_size: int = 512,
+                 progress: bool | None = None):
+        """`cache_area`: the store's area for embedding caches (`cache_area(store)`); None keeps
+        the vectors in memory only."""
         self.backend = backend
         self.model_id = backend.model_id
-        directory = namespace_dir(cache_root, "vectors", self.model_id) if cache_root is not None else None
-        self.cache = ArrayCache(directory, meta={"kind": "sentence-vectors", "model_id": self.model_id},
-                                confine=confine)
+        self.cache = ArrayCache(namespace(cache_area, "vectors", self.model_id),
+                                meta={"kind": "sentence-vectors", "model_id": self.model_id})
         self.chunk_size = max(1, int(chunk_size))
         self.progress = progress
         self.calls = 0

@@ -55,8 +55,7 @@ def make_judge(spec: str | None, store=None, *, prices: dict | None = None, conc
     if spec == "heuristic":
         return HeuristicJudge(concurrency=conc)
     provider, _, rest = spec.partition(":")
-    cache = JudgeCache(store.shared_dir("judge_cache") if store is not None else None,
-                       confine=getattr(store, "confine", None))
+    cache = JudgeCache(store.shared_cache("judge_cache") if store is not None else None)
     # structured outputs (a reply schema per task) unless EVALCORE_JUDGE_STRUCTURED=0
     structured = os.environ.get("EVALCORE_JUDGE_STRUCTURED", "1").strip().lower() not in ("0", "false", "no", "off")
     kw = dict(prices=prices, concurrency=conc, max_attempts=max_attempts, backoff_base=backoff_base,

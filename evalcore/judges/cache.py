@@ -5,25 +5,22 @@ parameter sent: system text, messages, max_tokens, temperature). Same request ->
 the stored reply, so re-scoring a run with the same judge makes no calls at all, and any
 change in prompt version, model or data misses the cache as it should.
 
-Entries are one JSON file each, written atomically (temp file + rename; on an s3:// store one
-PUT) and never modified (an entry that is no regular file, a FIFO say, or larger than 64 MB is
-never opened or read whole: a miss, replaced by the next reply; evalcore/common/regular_files.py):
-two processes racing on one key write identical content. The judge client puts a reply only
-after it parsed and passed its task's check, and re-checks an entry before using it (older
-versions cached unchecked replies); errors and bad replies are asked again next time. Nothing
-secret is in a request, so nothing secret is cached.
+Entries are one JSON file each, `<2 hex>/<key>.json` in the folder the store hands the cache
+(`RunStore.shared_cache("judge_cache")`, store/shared_cache.py), which writes each whole and
+never through a link (temporary file + rename; on an s3:// store one PUT) and reads only a
+regular file of at most 64 MB (anything else is a miss, replaced by the next reply): the cache
+says what an entry holds, the store where it lies and how it is written. Entries are never
+modified: two processes racing on one key write identical content. The judge client puts a
+reply only after it parsed and passed its task's check, and re-checks an entry before using it
+(older versions cached unchecked replies); errors and bad replies are asked again next time.
+Nothing secret is in a request, so nothing secret is cached.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import uuid
-from pathlib import Path
-from typing import Any, Callable
-
-from evalcore.common.regular_files import METADATA_MAX_BYTES, read_regular, write_new
+from typing import Any, Protocol
 
 
 def request_key(request: dict[str, Any]) -> str:
@@ -31,43 +28,36 @@ def request_key(request: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-class JudgeCache:
-    def __init__(self, directory: Path | Any | None, confine: Callable[[Any], Any] | None = None):
-        # a folder, or the store's shared folder on object storage (an S3Path, whose PUT is
-        # atomic by itself)
-        self.dir = Path(directory) if isinstance(directory, (str, os.PathLike)) else directory
-        # the store's proof that a path lies inside it, not reached through a link
-        # (RunStore.confine): checked before every entry is written
-        self._confine = confine or (lambda path: path)
+class EntryArea(Protocol):
+    """What the cache needs of the store's area (store/shared_cache.SharedCache)."""
 
-    def _path(self, key: str) -> Any:
-        if self.dir is None:
-            raise ValueError("cache disabled")
-        return self.dir / key[:2] / f"{key}.json"
+    def read(self, rel: str) -> bytes | None: ...
+
+    def write(self, rel: str, data: bytes) -> Any: ...
+
+
+class JudgeCache:
+    """Replies by request key, in the store's area for them (None: no cache)."""
+
+    def __init__(self, area: EntryArea | None):
+        self.area = area
+
+    @staticmethod
+    def _entry(key: str) -> str:
+        return f"{key[:2]}/{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
-        if self.dir is None:
+        if self.area is None:
             return None
-        path = self._path(key)
-        try:  # a FIFO or device in an entry's place is never opened: a miss (put replaces it)
-            raw = read_regular(path, METADATA_MAX_BYTES) if isinstance(path, Path) \
-                else path.read_versioned(METADATA_MAX_BYTES)[0]  # object storage: a bounded GET
+        raw = self.area.read(self._entry(key))
+        if raw is None:
+            return None
+        try:
             return json.loads(raw.decode("utf-8"))
-        except (OSError, ValueError):
+        except ValueError:  # a damaged entry is a miss too (a UnicodeDecodeError is a ValueError)
             return None
-
-    def contains(self, key: str) -> bool:
-        return self.dir is not None and self._path(key).is_file()
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
-        if self.dir is None:
+        if self.area is None:
             return
-        path = self._confine(self._path(key))
-        if not isinstance(path, Path):  # object storage: one PUT is whole or absent
-            path.write_text(json.dumps(entry, ensure_ascii=False, sort_keys=True), encoding="utf-8")
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._confine(path)  # mkdir(exist_ok) accepts a link to a folder: checked again
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-        write_new(tmp, json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8"))
-        os.replace(tmp, path)
+        self.area.write(self._entry(key), json.dumps(entry, ensure_ascii=False, sort_keys=True).encode("utf-8"))

@@ -69,8 +69,7 @@ class ScoringContext:
     and lazily built resources (an embedder, a judge client) shared by every metric."""
 
     run_id: str
-    store: Any = None
-    writer: Any = None
+    store: Any = None  # read-only use: the caches' areas (judge replies, embeddings); metrics never write
     options: dict[str, Any] = field(default_factory=dict)
     # Every item of the scoring pass. Metrics see one chunk at a time; a metric whose definition
     # depends on the whole set (BERTScore's idf over the run's references) reads it here, so its

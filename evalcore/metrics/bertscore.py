@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from evalcore.embeddings import cache_guard, cache_root
-from evalcore.embeddings.cache import ArrayCache, namespace_dir, text_key
+from evalcore.embeddings import cache_area
+from evalcore.embeddings.cache import ArrayCache, namespace, text_key
 from evalcore.embeddings.embedder import progress_bar
 from evalcore.embeddings.models import ModelRef, read_config, resolve_model
 from evalcore.embeddings.tokens import TokenStates, get_token_encoder
@@ -58,8 +58,7 @@ class BertScorer:
         self.idf = bool(idf)
         self.baseline = _load_baseline(self.model_id, self.layer, baseline_path) if rescale else None
         self.progress = progress
-        self._root = cache_root(store)
-        self._confine = cache_guard(store)
+        self._area = cache_area(store)
         self.encoder = get_token_encoder(self.ref, self.layer)  # shared per process; loads lazily
         self._caches: dict[str, ArrayCache] = {}
         self._idf_weights: dict[str, dict[int, float]] = {}
@@ -109,9 +108,8 @@ class BertScorer:
     def _pair_cache(self, corpus: list[str]) -> ArrayCache:
         identity = f"{self.model_id}|layer={self.layer}|idf={self.idf_tag(corpus)}|v{FORMULA_VERSION}"
         if identity not in self._caches:
-            directory = namespace_dir(self._root, "bertscore", identity) if self._root is not None else None
-            self._caches[identity] = ArrayCache(directory, width=3, meta={"kind": "bertscore-prf", "identity": identity},
-                                                confine=self._confine)
+            self._caches[identity] = ArrayCache(namespace(self._area, "bertscore", identity), width=3,
+                                                meta={"kind": "bertscore-prf", "identity": identity})
         return self._caches[identity]
 
     def _weights(self, corpus: list[str]) -> dict[int, float]:

@@ -88,7 +88,7 @@ class _Asker:
         from evalcore.store.writer import RunWriter
 
         store = RunStore(store_root)
-        self.writer = RunWriter(store, run_id, store.run_dir(run_id))
+        self.writer = RunWriter(run_id, store.run_dir(run_id))
         self.config = config.model_copy(update={"concurrency": lanes, "progress": False})
         self.sink = _CountingSink(self.writer, self.config.batch_size)
 

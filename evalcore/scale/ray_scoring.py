@@ -76,7 +76,7 @@ class _Scorer:
 
         self.store = RunStore(store_root)
         self.run_id = run_id
-        self.writer = RunWriter(self.store, run_id, self.store.run_dir(run_id))
+        self.writer = RunWriter(run_id, self.store.run_dir(run_id))
         registry = metric_registry()
         self.specs = [registry[name] for name in metric_names]
         self.options = dict(options)
@@ -101,7 +101,7 @@ class _Scorer:
         options = dict(self.options)
         if self.judge is not None:
             options["judge"] = self.judge  # get_work accepts a built judge: one client per actor
-        ctx = ScoringContext(run_id=self.run_id, store=self.store, writer=self.writer, options=options,
+        ctx = ScoringContext(run_id=self.run_id, store=self.store, options=options,
                              items=self.pass_items, have=self.have)
         ctx.adopt(self.kept)
         return ctx
@@ -303,7 +303,7 @@ def _phase2_local(store: RunStore, writer: Any, run_id: str, answers: PublishedT
     """Composites over the values just published, with the local engine's code, reading the
     answers again chunk by chunk (the driver never holds them all). The pass's history `entry`
     is recorded with the publish that ends it, if every chunk was stored."""
-    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options,
+    ctx = ScoringContext(run_id=run_id, store=store, options=options,
                          have=frozenset(have) if have is not None else None,
                          stored_metrics=stored_metric_values(store, run_id))
     complete = False

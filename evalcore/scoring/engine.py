@@ -30,7 +30,7 @@ from evalcore.scoring.estimate import estimate_pass
 from evalcore.scoring.pass_report import ScoreReport
 from evalcore.scoring.pass_record import history_entry, pass_record, recorded_tally, store_judge_calls
 from evalcore.scoring.queries import run_questions, run_responses
-from evalcore.store import RunStore, query_df
+from evalcore.store import RunStore, RunWriter, query_df
 
 if TYPE_CHECKING:
     from evalcore.judges.tally import CallTally
@@ -189,7 +189,7 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
     specs, skipped = select_metrics(metric_registry(), items, metrics, groups, options, set(stored["metric"]))
     report = ScoreReport(run_id=run_id, metrics=[s.name for s in specs], skipped=skipped,
                          n_items=len(items), unmatched_responses=unmatched, dry_run=dry_run)
-    ctx = ScoringContext(run_id=run_id, store=store, writer=writer, options=options, items=items,
+    ctx = ScoringContext(run_id=run_id, store=store, options=options, items=items,
                          have=frozenset(run_has(items)))
     if dry_run:
         report.estimate = estimate_pass(specs, items, ctx)
@@ -213,7 +213,7 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
                 ctx.stored_metrics = stored_metric_values(store, run_id)  # what phase 1 just wrote
             last = phase is (phase2 or phase1)
             try:
-                _score_and_publish(phase, items, ctx, report, bar, warmup, chunk_size, tally,
+                _score_and_publish(phase, items, ctx, writer, report, bar, warmup, chunk_size, tally,
                                    history_entry(specs, options) if last else None)
             except OSError as exc:
                 if phase is phase2:
@@ -223,8 +223,8 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
     return report
 
 
-def _score_and_publish(phase: list[MetricSpec], items: list[Item], ctx: ScoringContext, report: ScoreReport,
-                       bar: _Progress, warmup: _Warmup, chunk_size: int, tally: CallTally,
+def _score_and_publish(phase: list[MetricSpec], items: list[Item], ctx: ScoringContext, writer: RunWriter,
+                       report: ScoreReport, bar: _Progress, warmup: _Warmup, chunk_size: int, tally: CallTally,
                        entry: dict[str, Any] | None) -> None:
     """Score one phase, then publish it, also when interrupted (Ctrl-C, an error): composites
     in phase 2 read phase 1's values, and readers see finished chunks (a model still loading
@@ -232,17 +232,16 @@ def _score_and_publish(phase: list[MetricSpec], items: list[Item], ctx: ScoringC
     stored judge calls, and the pass's history `entry` if the phase completed (never before)."""
     complete = False
     try:
-        _score_phase(phase, items, ctx, report, bar, warmup, chunk_size, tally)
+        _score_phase(phase, items, ctx, writer, report, bar, warmup, chunk_size, tally)
         complete = True
     finally:
-        store_judge_calls(ctx, ctx.writer, tally)
-        ctx.writer.publish(record=pass_record(recorded_tally(ctx, tally), entry if complete else None))
+        store_judge_calls(ctx, writer, tally)
+        writer.publish(record=pass_record(recorded_tally(ctx, tally), entry if complete else None))
 
 
-def _score_phase(phase: list[MetricSpec], items: list[Item], ctx: ScoringContext, report: ScoreReport,
-                 bar: _Progress, warmup: _Warmup, chunk_size: int, tally: CallTally) -> None:
+def _score_phase(phase: list[MetricSpec], items: list[Item], ctx: ScoringContext, writer: RunWriter,
+                 report: ScoreReport, bar: _Progress, warmup: _Warmup, chunk_size: int, tally: CallTally) -> None:
     """Score one phase chunk by chunk, writing each chunk's rows as part files (unpublished)."""
-    writer = ctx.writer
 
     def before(spec: MetricSpec) -> None:
         if spec.warm is not None:

@@ -69,7 +69,7 @@ def spot_check(store, run_id: str, fraction: float = 0.1, second_judge: str = "h
     items = [(questions[qid], responses[(m, qid)]) for m, qid in sample if (m, qid) in responses and qid in questions]
     judge = make_judge(second_judge, store=store)
     writer = store.open_run(run_id)
-    ctx = ScoringContext(run_id=run_id, store=store, writer=writer,
+    ctx = ScoringContext(run_id=run_id, store=store,
                          options={"judge": judge, "judge_update_manifest": False})
     second = {m: specs[m].compute(items, ctx) for m in metrics}
     work = ctx.built("judge_work")

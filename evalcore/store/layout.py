@@ -30,13 +30,14 @@ run (RunDamaged) until `evalcore store repair` rebuilds the pointer from data/ (
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -151,22 +152,34 @@ def run_root(run_dir: Location) -> Location:
     return parent.parent if parent.name == STAGING_DIR else parent
 
 
-def write_atomic_bytes(path: Location, data: bytes, *, within: Location) -> None:
-    """Write under a temporary name, fsync, rename: the file is whole or absent (on object
-    storage one PUT is that already). `within`: the store root it must lie in."""
+def write_atomic(path: Location, fill: Callable[[IO[bytes]], Any], *, within: Location) -> None:
+    """Write what `fill(fh)` writes under a temporary name, fsync, rename: the file is whole or
+    absent (on object storage one PUT is that already). `within`: the store root it must lie in.
+    The one way the store, and the caches it hands folders to (store/shared_cache.py), write a
+    file in place."""
     _safe.inside(within, path)
     if _fs.is_remote(path):
-        path.write_bytes(data)
+        buffer = io.BytesIO()
+        fill(buffer)
+        path.write_bytes(buffer.getvalue())
         return
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with open_file(tmp, "xb", follow=False) as fh:  # a new file: nothing found there is opened
-            fh.write(data)
+            fill(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
         raise failed_write(exc, tmp, path) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_atomic_bytes(path: Location, data: bytes, *, within: Location) -> None:
+    """`write_atomic` of bytes in hand (a pointer, a manifest, the marker, a cache entry)."""
+    write_atomic(path, lambda fh: fh.write(data), within=within)
 
 
 # How every Parquet file of the store is written. Version 2 data pages keep the levels apart

@@ -14,20 +14,17 @@ import logging
 import time
 import uuid
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import Callable, Iterator
 
 from evalcore.store import staging as _staging
 from evalcore.errors import StoreError
+from evalcore.schemas import RunManifest
 from evalcore.store import fs as _fs
 from evalcore.store import safe_paths as _safe
 from evalcore.store.layout import POINTER, STAGING_DIR, empty_pointer, write_pointer
 from evalcore.store.lease import acquire, expired, holder, lease_lock
 from evalcore.store.s3 import S3Path
 from evalcore.store.writer import RunWriter
-
-if TYPE_CHECKING:
-    from evalcore.schemas import RunManifest
-    from evalcore.store.runstore import RunStore
 
 log = logging.getLogger(__name__)
 
@@ -89,23 +86,24 @@ def sweep_quietly(root: S3Path) -> list[_staging.Removed]:
 
 
 @contextmanager
-def staged(store: "RunStore", manifest: "RunManifest", final: S3Path) -> Iterator[RunWriter]:
-    """RunStore.staged_run on object storage: built under .staging/<run_id>/ while a lease
-    object there says its writer lives, then copied into place with run.json last — written
-    only if absent, so the run appears whole, in one PUT."""
-    staging = _safe.inside(store.root, store.root / STAGING_DIR / manifest.run_id)
-    sweep_quietly(store.root)
+def staged(root: S3Path, manifest: RunManifest, final: S3Path, mark: Callable[[], None]) -> Iterator[RunWriter]:
+    """RunStore.staged_run on object storage (the store at `root`): built under
+    .staging/<run_id>/ while a lease object there says its writer lives, then copied into place
+    with run.json last — written only if absent, so the run appears whole, in one PUT. `mark()`
+    writes the store's marker (RunStore._mark) before the run becomes visible."""
+    staging = _safe.inside(root, root / STAGING_DIR / manifest.run_id)
+    sweep_quietly(root)
     if staging.exists():
         raise StoreError(f"run {manifest.run_id!r} is already being staged")
-    writer = RunWriter(store, manifest.run_id, staging)
+    writer = RunWriter(manifest.run_id, staging)
     try:
         with writer_lease(staging):
             write_pointer(staging, empty_pointer())
             writer.write_manifest(manifest)
             yield writer
             writer.publish()
-            store._mark()
+            mark()
             _fs.publish_tree(staging, final, last=(POINTER, "run.json"))
             writer.dir = final
     finally:
-        _safe.remove_tree(store.root, staging)
+        _safe.remove_tree(root, staging)

@@ -13,28 +13,27 @@ taken first made it "ambiguous" with runs named `base` and `base2` (both ids sta
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from evalcore.errors import StoreError
+from evalcore.schemas import RunManifest
 from evalcore.schemas.ids import canonical_id
 from evalcore.store.layout import check_run_id
 
-if TYPE_CHECKING:
-    from evalcore.store.runstore import RunStore
 
-
-def resolve_run(store: "RunStore", ref: str) -> str:
-    """The run id `ref` means in `store` (the module's rules); a StoreError saying why not."""
+def resolve_run(ref: str, ids: list[str], manifests: Callable[[], list[RunManifest]], where: str) -> str:
+    """The run id `ref` means among the runs `ids` (the module's rules); a StoreError saying why
+    not, naming `where` ("store ./runs"). `manifests()` lists the readable runs' manifests,
+    oldest first: read only when an id alone does not answer (`latest`, a run name)."""
     ref = canonical_id(ref) if isinstance(ref, str) else ref
-    ids = store.run_ids()
     if ref == "latest":
-        manifests = store.manifests()
-        if not manifests:
-            raise StoreError(f"store {store.root} has no runs")
-        return manifests[-1].run_id
+        listed = manifests()
+        if not listed:
+            raise StoreError(f"{where} has no runs")
+        return listed[-1].run_id
     if ref in ids:
         return ref
-    named = [m.run_id for m in store.manifests() if isinstance(ref, str) and canonical_id(m.name) == ref]
+    named = [m.run_id for m in manifests() if isinstance(ref, str) and canonical_id(m.name) == ref]
     if len(named) > 1:
         raise StoreError(f"{ref!r} is ambiguous: {len(named)} runs have that name ({', '.join(named[:5])}); "
                          "give a run id")
@@ -45,5 +44,5 @@ def resolve_run(store: "RunStore", ref: str) -> str:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise StoreError(f"no run matches {ref!r} in store {store.root} (see `evalcore runs`)")
+        raise StoreError(f"no run matches {ref!r} in {where} (see `evalcore runs`)")
     raise StoreError(f"{ref!r} is ambiguous: {', '.join(matches[:5])}")

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Iterator
 
 from evalcore.store import staging as _staging
 from evalcore.errors import StoreError
-from evalcore.common.regular_files import FileTooLarge, NotRegularFile
 from evalcore.schemas import Annotation, RunManifest
 from evalcore.schemas.results import check_label_time
 from evalcore.store import fs as _fs
+from evalcore.store import remote_staging
 from evalcore.store import safe_paths as _safe
 from evalcore.store.compaction import Compaction, compact, compaction_lock, pending_rows
 from evalcore.store.fs import Location
@@ -54,6 +54,9 @@ from evalcore.store.layout import (
     write_part,
     write_pointer,
 )
+from evalcore.store.manifest_file import read_manifest
+from evalcore.store.run_refs import resolve_run
+from evalcore.store.shared_cache import SharedCache
 from evalcore.store.writer import RunWriter
 from evalcore.store.tables import annotation_row
 
@@ -90,8 +93,7 @@ class RunStore:
     def confine(self, path: Location) -> Location:
         """`path`, proven to lie inside this store (or, for a store on object storage, inside
         this machine's folder for it: `local_shared_dir`) and not reached through a link;
-        OutsideStore otherwise. For the store's users that write files of their own in the
-        folders it hands out (the judge and embedding caches, the dashboard's jobs)."""
+        OutsideStore otherwise. For the dashboard's job records and uploads (store/jobs.py)."""
         if self.remote and not _fs.is_remote(path):
             return _safe.inside(self._local_area(), path)
         return _safe.inside(self.root, path)
@@ -211,6 +213,16 @@ class RunStore:
             raise StoreError(f"invalid shared folder name {name!r}")
         return _safe.inside(self.root, self.root / SHARED_DIR / name)
 
+    def shared_cache(self, name: str, local: bool = False) -> SharedCache:
+        """The area of one shared cache (`_shared/<name>`: the judge cache, the embedding
+        caches), through which the cache reads and writes its files (store/shared_cache.py).
+        `local`: a cache whose files need a local file system (the embedding caches' .npz
+        parts and merge lock) gets, for a store on object storage, this machine's folder for
+        it (`local_shared_dir`). OutsideStore when the folder is a link out of the store."""
+        if local and self.remote:
+            return SharedCache(self._local_area(), self.local_shared_dir(name))
+        return SharedCache(self.root, self.shared_dir(name))
+
     def local_shared_dir(self, name: str) -> Path:
         """`shared_dir` where its users need a local folder (the embedding caches' .npz files
         and locks, the dashboard's job logs and uploads): the store's own for a local store;
@@ -247,26 +259,6 @@ class RunStore:
     def exists(self, run_id: str) -> bool:
         return (self.run_dir(run_id) / "run.json").is_file()
 
-    def _read_manifest_at(self, path: Location) -> RunManifest:
-        try:
-            raw = _fs.read_small(path)
-        except (NotRegularFile, FileTooLarge) as exc:
-            raise StoreError(f"{path}: unreadable run manifest: it {exc.why}") from exc
-        except OSError as exc:
-            raise StoreError(f"{path}: unreadable run manifest ({exc})") from exc
-        return self._parse_manifest(path, raw)
-
-    def _parse_manifest(self, path: Location, raw: bytes) -> RunManifest:
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise StoreError(f"{path}: unreadable run manifest ({exc})") from exc
-        version = data.get("format_version")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
-            raise StoreError(f"{path}: store format version {version!r} is newer than this evalcore "
-                             f"understands ({FORMAT_VERSION}); upgrade evalcore to read it")
-        return RunManifest.model_validate(data)
-
     def manifest(self, run_id: str) -> RunManifest:
         """The run's manifest; RunDamaged when the folder is not the run it names (a copy, a
         renamed folder, an edited run.json: store/layout.run_identity_problem)."""
@@ -277,7 +269,7 @@ class RunStore:
             raise RunDamaged(run_dir, odd, hint=manifest_way_out(run_id, linked=path.is_symlink()))
         if not path.is_file():
             raise StoreError(f"no run {run_id!r} in store {self.root}")
-        manifest = self._read_manifest_at(path)
+        manifest = read_manifest(path)
         problem = run_identity_problem(run_dir, manifest.run_id)
         if problem:
             raise RunDamaged(run_dir, problem, name=manifest.name)
@@ -304,15 +296,13 @@ class RunStore:
     def resolve(self, ref: str) -> str:
         """A run id from an id, a run name, a unique id prefix, or `latest` (store/run_refs.py:
         an exact match wins over a prefix)."""
-        from evalcore.store.run_refs import resolve_run
-
-        return resolve_run(self, ref)
+        return resolve_run(ref, self.run_ids(), self.manifests, where=f"store {self.root}")
 
     def open_run(self, run_id: str) -> RunWriter:
         """A writer for an existing run. A format-1 run, or one with parts left by a writer that
         died, is compacted first, so what the new writer reads back is the run's true state."""
         run_id = self.resolve(run_id)
-        writer = RunWriter(self, run_id, self.run_dir(run_id))
+        writer = RunWriter(run_id, self.run_dir(run_id))
         writer.publish()
         self._mark()
         return writer
@@ -335,7 +325,7 @@ class RunStore:
                 raise StoreError(f"run {manifest.run_id!r} already exists") from None
         try:
             self._mark()
-            writer = RunWriter(self, manifest.run_id, directory)
+            writer = RunWriter(manifest.run_id, directory)
             if not self.remote:
                 write_pointer(directory, empty_pointer())
             writer.write_manifest(manifest)
@@ -358,9 +348,7 @@ class RunStore:
         if final.exists() or final.is_symlink():
             raise StoreError(f"run {manifest.run_id!r} already exists")
         if self.remote:
-            from evalcore.store import remote_staging
-
-            with remote_staging.staged(self, manifest, final) as writer:
+            with remote_staging.staged(self.root, manifest, final, mark=self._mark) as writer:
                 yield writer
             return
         staging = _safe.inside(self.root, self.root / STAGING_DIR / manifest.run_id)  # before any sweep
@@ -369,7 +357,7 @@ class RunStore:
             staging.mkdir(parents=True)
         except FileExistsError as exc:
             raise StoreError(f"run {manifest.run_id!r} is already being staged") from exc
-        writer = RunWriter(self, manifest.run_id, staging)
+        writer = RunWriter(manifest.run_id, staging)
         lock = None
         try:
             lock = _staging.hold_writer_lock(staging)
@@ -398,8 +386,6 @@ class RunStore:
         it held. A folder whose writer still lives is never touched (listed in `kept` if given).
         With `dry_run`, only report what would go."""
         if self.remote:
-            from evalcore.store import remote_staging
-
             return remote_staging.sweep(self.root, dry_run=dry_run, kept=kept)
         return _staging.sweep(self.root, dry_run=dry_run, kept=kept)
 

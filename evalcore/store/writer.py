@@ -20,7 +20,7 @@ import threading
 import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 try:  # POSIX; elsewhere the manifest lock is a no-op (documented in docs/reliability.md)
     import fcntl
@@ -35,10 +35,8 @@ from evalcore.store.compaction import Compaction, compact, pending_rows
 from evalcore.store.fs import Conflict, Location
 from evalcore.store import safe_paths as _safe
 from evalcore.store.layout import LOCK_NAME, failed_write, fsync_dir, parts_dir, run_root, write_atomic_bytes, write_part
+from evalcore.store.manifest_file import parse_manifest, read_manifest
 from evalcore.store.tables import ROW_BUILDERS, SCHEMAS, question_row, response_row
-
-if TYPE_CHECKING:
-    from evalcore.store.runstore import RunStore
 
 _held = threading.local()  # lock files this thread holds, so the manifest lock is re-entrant
 MANIFEST_ATTEMPTS = 5  # object storage: re-reads after a conditional PUT lost a race
@@ -46,10 +44,12 @@ ManifestEdit = Callable[[RunManifest], dict[str, Any]]
 
 
 class RunWriter:
-    """Appends part files to one run. Used by import, the live runner and scoring."""
+    """Appends part files to one run. Used by import, the live runner and scoring.
 
-    def __init__(self, store: "RunStore", run_id: str, directory: Location):
-        self.store = store
+    It needs only its run's id and folder (`RunStore.run_dir(run_id)`, or the folder the run is
+    staged in), not the store: the manifest is read by store/manifest_file.py."""
+
+    def __init__(self, run_id: str, directory: Location):
         self.run_id = run_id
         self.dir = directory
 
@@ -109,7 +109,7 @@ class RunWriter:
         path = self.dir / "run.json"
         if _fs.is_remote(path):
             raw, token = _fs.read_versioned(path)
-            manifest = self._edited(self.store._parse_manifest(path, raw), edit)
+            manifest = self._edited(parse_manifest(path, raw), edit)
             return _StagedManifest(path, manifest.model_dump_json(indent=2).encode(), token=token)
         manifest = self._edited(self.read_manifest(), edit)
         tmp = _safe.inside(run_root(self.dir), path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"))
@@ -134,7 +134,7 @@ class RunWriter:
         return pending_rows(self.dir, table)
 
     def read_manifest(self) -> RunManifest:
-        return self.store._read_manifest_at(self.dir / "run.json")
+        return read_manifest(self.dir / "run.json")
 
     def write_manifest(self, manifest: RunManifest) -> None:
         if manifest.run_id != self.run_id:
@@ -189,7 +189,7 @@ class RunWriter:
             path = self.dir / "run.json"
             for _ in range(MANIFEST_ATTEMPTS):
                 raw, token = _fs.read_versioned(path)
-                manifest = self._edited(self.store._parse_manifest(path, raw), edit)
+                manifest = self._edited(parse_manifest(path, raw), edit)
                 try:
                     _fs.replace(path, manifest.model_dump_json(indent=2).encode(), token)
                     return manifest

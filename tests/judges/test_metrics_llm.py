@@ -23,8 +23,10 @@ def _run(store, items):
     return writer
 
 
-def _ctx(store, writer, judge="anthropic:claude-haiku-4-5-20251001"):
-    return ScoringContext(run_id="r1", store=store, writer=writer, options={"judge": judge})
+def _ctx(store, run, judge="anthropic:claude-haiku-4-5-20251001"):
+    """A context for run r1 (`run`: its writer from `_run`, so the run exists in the store; the
+    context holds no writer: metrics return, scoring writes)."""
+    return ScoringContext(run_id="r1", store=store, options={"judge": judge})
 
 
 def test_ragas_four_within_call_budget(anthropic_env, store):

@@ -92,10 +92,10 @@ def test_api_keys_never_reach_the_store_or_logs(anthropic_env, store, caplog, mo
     anthropic_env.responder = good_judge
     anthropic_env.push({"status": 429, "headers": {"retry-after": "0"}}, {"status": 400})
     items = [paris_item(3, qid=f"q{i}") for i in range(2)]
-    writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="r1", name="t",
-                                          evalcore_version="test", methods=["m"]))
+    store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="r1", name="t",
+                                 evalcore_version="test", methods=["m"]))
     for judge in ("anthropic:claude-haiku-4-5-20251001", f"openai:gpt-4o-mini@{anthropic_env.url}/v1"):
-        ctx = ScoringContext(run_id="r1", store=store, writer=writer, options={"judge": judge})
+        ctx = ScoringContext(run_id="r1", store=store, options={"judge": judge})
         for spec in SPECS:
             spec.compute(items, ctx)
     seen = [r["headers"].get("authorization", "") + r["headers"].get("x-api-key", "") for r in anthropic_env.requests]

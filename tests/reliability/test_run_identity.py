@@ -197,7 +197,7 @@ def test_a_copy_edited_to_look_whole_counts_as_itself_once(store, pointer):
     # refused as `store check` names it (store/run_damage.py), before a writer touches anything
     with pytest.raises(RunDamaged, match=f"holds rows of run '{run_id}'"):
         store.open_run("look-alike")
-    writer = RunWriter(store, "look-alike", store.run_dir("look-alike"))
+    writer = RunWriter("look-alike", store.run_dir("look-alike"))
     writer.write_metrics([MetricValue(run_id="look-alike", method="basic_search", question_id="q1", metric="token_f1",
                                       value=0.5, group="lexical")])
     with pytest.raises(RunDamaged, match=f"holds rows of run '{run_id}'"):

@@ -106,7 +106,7 @@ def _rows_of(store: RunStore, run_id: str, table: str, stats: bool = True, run_v
 PARTS = {
     "copied-from-another-run": (lambda s: shutil.copy(_file(s, "r2", "metrics"),
                                                       _place(s, "metrics")), "holds rows of run 'r2'"),
-    "rows-naming-another-run": (lambda s: RunWriter(s, "zz", s.run_dir("r1")).write_metrics(
+    "rows-naming-another-run": (lambda s: RunWriter("zz", s.run_dir("r1")).write_metrics(
         [_value("zz", 0, 0.9)]), "holds rows of run 'zz'"),
     "no-footer-statistics": (lambda s: _rows_of(s, "r1", "metrics", stats=False), "holds rows of run 'zz'"),
     "rows-naming-no-run": (lambda s: _rows_of(s, "r1", "questions", run_value=None), "holds rows of run 'None'"),

@@ -317,7 +317,7 @@ def test_caches_and_job_records_never_open_a_fifo(store, recwarn):
     from evalcore.judges.cache import JudgeCache
     from evalcore.store import jobs
 
-    judge = JudgeCache(store.shared_dir("judge_cache"), confine=store.confine)
+    judge = JudgeCache(store.shared_cache("judge_cache"))
     key = "ab" + "0" * 62
     _make(store.shared_dir("judge_cache") / "ab" / f"{key}.json", "fifo")
     vectors = store.local_shared_dir("embeddings") / "vectors" / "m"
@@ -331,7 +331,7 @@ def test_caches_and_job_records_never_open_a_fifo(store, recwarn):
         assert judge.get(key) is None
         judge.put(key, {"reply": "ok"})  # replaces it with a real entry
         assert judge.get(key) == {"reply": "ok"}
-        cache = ArrayCache(vectors, width=2)
+        cache = ArrayCache(store.shared_cache("embeddings", local=True).sub("vectors", "m"), width=2)
         assert len(cache) == 0 and any("part-1-x.npz" in str(w.message) for w in recwarn)
         assert cache.compact() == 0
         assert jobs.load(store, job_id) is None and jobs.list_jobs(store) == []

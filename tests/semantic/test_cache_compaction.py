@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalcore.embeddings import cache as cache_module
 from evalcore.embeddings.cache import COMPACT_AT, ArrayCache
+from evalcore.store import shared_cache
+from evalcore.store.shared_cache import SharedCache
 
 PROJECT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(cache_module.fcntl is None, reason="compaction needs fcntl (not on Windows)")
+pytestmark = pytest.mark.skipif(shared_cache.fcntl is None, reason="compaction needs fcntl (not on Windows)")
 
 
 def _row(i: int) -> np.ndarray:
@@ -29,13 +30,13 @@ def _parts(folder: Path) -> list[Path]:
 
 def test_many_parts_are_merged_and_every_row_survives(tmp_path):
     folder = tmp_path / "ns"
-    writer = ArrayCache(folder, width=3)
+    writer = ArrayCache(SharedCache(folder), width=3)
     n = COMPACT_AT + 6
     for i in range(n):
         writer.put([f"k{i}"], _row(i))
     writer.put(["k0", "k1"], np.concatenate([_row(0), _row(1)]))  # repeated keys are harmless
     assert len(_parts(folder)) < 10  # one merged part plus the parts written after it
-    reader = ArrayCache(folder)
+    reader = ArrayCache(SharedCache(folder))
     assert len(reader) == n
     for i in range(n):
         np.testing.assert_array_equal(reader.get([f"k{i}"])[f"k{i}"], _row(i)[0])
@@ -44,17 +45,17 @@ def test_many_parts_are_merged_and_every_row_survives(tmp_path):
 
 def test_compact_merges_into_one_part_and_reports_the_count(tmp_path):
     folder = tmp_path / "ns"
-    cache = ArrayCache(folder, width=3)
+    cache = ArrayCache(SharedCache(folder), width=3)
     for i in range(5):
         cache.put([f"k{i}"], _row(i))
     assert cache.compact() == 5
-    assert len(_parts(folder)) == 1 and len(ArrayCache(folder)) == 5
+    assert len(_parts(folder)) == 1 and len(ArrayCache(SharedCache(folder))) == 5
     assert cache.compact() == 0  # nothing left to merge
 
 
 def test_a_damaged_part_is_left_alone(tmp_path):
     folder = tmp_path / "ns"
-    cache = ArrayCache(folder, width=3)
+    cache = ArrayCache(SharedCache(folder), width=3)
     for i in range(3):
         cache.put([f"k{i}"], _row(i))
     damaged = _parts(folder)[0]
@@ -74,7 +75,7 @@ HOLDER = textwrap.dedent("""
 
 def test_no_compaction_while_another_process_compacts(tmp_path):
     folder = tmp_path / "ns"
-    cache = ArrayCache(folder, width=3)
+    cache = ArrayCache(SharedCache(folder), width=3)
     for i in range(4):
         cache.put([f"k{i}"], _row(i))
     holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder / ".compact.lock")],
@@ -92,14 +93,14 @@ def test_no_compaction_while_another_process_compacts(tmp_path):
 
 def test_a_reader_skips_a_part_merged_away_and_finds_its_rows(tmp_path, monkeypatch):
     folder = tmp_path / "ns"
-    writer = ArrayCache(folder, width=3)
+    writer = ArrayCache(SharedCache(folder), width=3)
     for i in range(3):
         writer.put([f"k{i}"], _row(i))
     listed = _parts(folder)
     writer.compact()
     now = _parts(folder)
     reader = ArrayCache(None, width=3)
-    reader.directory = folder
+    reader.area = SharedCache(folder)
     real_glob = Path.glob
     # The reader listed the folder just before the compaction deleted those parts.
     monkeypatch.setattr(Path, "glob", lambda self, pattern: iter(listed + now)
@@ -115,10 +116,11 @@ CHILD = textwrap.dedent("""
     import numpy as np
     from evalcore.embeddings import cache as cache_module
     from evalcore.embeddings.cache import ArrayCache
+    from evalcore.store.shared_cache import SharedCache
 
     cache_module.COMPACT_AT = 4  # compact often, so the two writers' compactions overlap
     folder, start = sys.argv[1], int(sys.argv[2])
-    cache = ArrayCache(folder, width=3)
+    cache = ArrayCache(SharedCache(folder), width=3)
     for i in range(start, start + 40):
         cache.put([f"k{i}"], np.array([[i, i / 2.0, -i]], dtype=np.float32))
 """)
@@ -132,9 +134,9 @@ def test_two_writers_compacting_at_once_lose_nothing(tmp_path):
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     deadline = time.time() + 5
-    reader = ArrayCache(folder)
+    reader = ArrayCache(SharedCache(folder))
     while len(reader) < 60 and time.time() < deadline:
-        reader = ArrayCache(folder)
+        reader = ArrayCache(SharedCache(folder))
     assert len(reader) == 60
     for i in range(60):
         np.testing.assert_array_equal(reader.get([f"k{i}"])[f"k{i}"], _row(i)[0])

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evalcore.embeddings import Embedder, cache_root, get_embedder, reset_embedders
+from evalcore.embeddings import Embedder, cache_area, get_embedder, reset_embedders
 from evalcore.embeddings.cache import ArrayCache
+from evalcore.store.shared_cache import SharedCache
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -27,14 +28,14 @@ def test_dedup_within_one_call(counting_backend):
 
 
 def test_second_encode_does_not_call_the_model(counting_backend, store):
-    emb = Embedder(counting_backend, cache_root=cache_root(store))
+    emb = Embedder(counting_backend, cache_area=cache_area(store))
     first = emb.encode(["one", "two", "three"])
     assert counting_backend.calls == 1
     again = emb.encode(["three", "one"])
     assert counting_backend.calls == 1  # memory hit
     np.testing.assert_array_equal(again, first[[2, 0]])
     # a new Embedder on the same store (think: a later process) reads the part files instead
-    fresh = Embedder(counting_backend, cache_root=cache_root(store))
+    fresh = Embedder(counting_backend, cache_area=cache_area(store))
     np.testing.assert_array_equal(fresh.encode(["two", "one", "three"]), first[[1, 0, 2]])
     assert counting_backend.calls == 1
     # only the new text goes to the model
@@ -44,13 +45,13 @@ def test_second_encode_does_not_call_the_model(counting_backend, store):
 
 def test_cache_is_per_model(counting_backend, store):
     other = type(counting_backend)(model_id="test/other-model", dim=8)
-    Embedder(counting_backend, cache_root=cache_root(store)).encode(["same text"])
-    out = Embedder(other, cache_root=cache_root(store)).encode(["same text"])
+    Embedder(counting_backend, cache_area=cache_area(store)).encode(["same text"])
+    out = Embedder(other, cache_area=cache_area(store)).encode(["same text"])
     assert other.calls == 1 and out.shape == (1, 8)  # no hit on the first model's vector
 
 
 def test_cache_files_are_atomic_parts(counting_backend, store):
-    emb = Embedder(counting_backend, cache_root=cache_root(store))
+    emb = Embedder(counting_backend, cache_area=cache_area(store))
     emb.encode(["x y", "y z"])
     emb.encode(["z w"])
     folder = emb.cache.directory
@@ -62,12 +63,12 @@ def test_cache_files_are_atomic_parts(counting_backend, store):
 
 
 def test_damaged_part_is_skipped_and_recomputed(counting_backend, store):
-    emb = Embedder(counting_backend, cache_root=cache_root(store))
+    emb = Embedder(counting_backend, cache_area=cache_area(store))
     emb.encode(["alpha"])
     part = next(emb.cache.directory.glob("part-*.npz"))
     part.write_bytes(b"not a numpy file")
     with pytest.warns(UserWarning, match="unreadable cache part"):
-        fresh = Embedder(counting_backend, cache_root=cache_root(store))
+        fresh = Embedder(counting_backend, cache_area=cache_area(store))
     fresh.encode(["alpha"])
     assert counting_backend.calls == 2
 
@@ -77,6 +78,7 @@ CHILD = textwrap.dedent("""
     import numpy as np
     from evalcore.embeddings import Embedder
     from evalcore.embeddings.cache import text_key
+    from evalcore.store.shared_cache import SharedCache
 
     class Backend:
         model_id, source = "test/concurrent", "test"
@@ -85,7 +87,7 @@ CHILD = textwrap.dedent("""
             return np.array([[len(t), t.count("a") + 1.0, 1.0] for t in texts], dtype=np.float32)
 
     root, start = sys.argv[1], int(sys.argv[2])
-    emb = Embedder(Backend(), cache_root=root, chunk_size=7)
+    emb = Embedder(Backend(), cache_area=SharedCache(root), chunk_size=7)
     emb.encode([f"text {i} " + "a" * (i % 5) for i in range(start, start + 60)])
     print(emb.encoded)
 """)
@@ -98,7 +100,7 @@ def test_two_processes_write_the_same_cache(tmp_path):
              for start in (0, 30)]  # overlapping texts 30..59
     outs = [p.communicate(timeout=60) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
-    cache = ArrayCache(next((root / "vectors").iterdir()))
+    cache = ArrayCache(SharedCache(next((root / "vectors").iterdir())))
     assert len(cache) == 90  # the union, duplicates harmless
     assert not list(root.rglob("*.tmp"))
 
