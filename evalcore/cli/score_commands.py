@@ -90,6 +90,9 @@ def score_cmd(
                                           "(default: one per CPU of the cluster, one per GPU for embeddings)."),
     judge_rpm: Optional[float] = typer.Option(None, "--judge-rpm", help="With --engine ray: judge requests "
                                               "started per minute, cluster-wide (default: no rate limit)."),
+    repeats: Optional[int] = typer.Option(None, "--repeats", metavar="K",
+                                          help="Ask each judged metric's verdict K times per answer (independent "
+                                               "samples; the value is their mean, each is stored). Default 1."),
 ) -> None:
     """Compute metric values for every answer of a run and store them (re-scoring replaces).
 
@@ -109,6 +112,9 @@ def score_cmd(
     options = _options_from(options_file, option or [])
     if judge:
         options["judge"] = judge
+    if repeats is not None:
+        options["judge_repeats"] = repeats
+        options = check_repeat_option(options)
     if embedding_model:
         options["embedding_model"] = embedding_model
     if bertscore_model:
@@ -154,6 +160,13 @@ def score_cmd(
         typer.echo(f"{len(report.errors)} metric(s) raised an error; their values are stored as NaN with the "
                    "error as the reason. Fix the cause and score them again.", err=True)
         raise typer.Exit(code=1)
+
+
+def check_repeat_option(options: dict) -> dict:
+    """`--repeats K` checked as the option `judge_repeats` is (one error line naming the value)."""
+    from evalcore.metrics.options import check_options
+
+    return check_options(options, "--repeats")
 
 
 def skipped_line(skipped: dict[str, str]) -> str:
@@ -212,6 +225,9 @@ def compare_cmd(
                                                                         "in (0, 1)."),
     corrected: bool = typer.Option(False, "--corrected",
                                    help="Also judge Δ vs human-corrected Δ from randomly sampled labels."),
+    aa: bool = typer.Option(False, "--aa", help="A/A check: each system against its own re-judging (the two "
+                                                "halves of its `score --repeats K` verdicts): the Δ judge noise "
+                                                "alone produces."),
 ) -> None:
     """Compare methods/runs paired on question_id: Δ, CI, p (Holm-adjusted), win/loss counts."""
     from evalcore.analysis.comparison.compare import compare, parse_selections, pareto
@@ -222,6 +238,9 @@ def compare_cmd(
     gates = [parse_gate(g) for g in fail_on_regression or []]  # refused before anything is read
     level, share = check_alpha(alpha), check_min_paired(min_paired)
     store = state.store()
+    if aa:
+        _aa(store, selections, _split(metrics), seed, level, as_json, bool(gates or markdown or show_pareto or corrected))
+        return
     sels = parse_selections(store, selections)
     wanted = _split(metrics) or default_tested_metrics(store, [x.label for x in sels])
     wanted = list(dict.fromkeys(wanted + [g.metric for g in gates]))
@@ -252,6 +271,10 @@ def compare_cmd(
         typer.echo(comparison_markdown(result, {x.label: x.method for x in sels} if one_run else None), nl=False)
     else:
         _print_comparison(result, record, short, one_run)
+        if record.get("judge_noise"):
+            from evalcore.cli.judge_noise_output import print_comparison_noise
+
+            print_comparison_noise(record["judge_noise"], short)
         if front is not None:
             _print_pareto(front, short)
         if corrected:
@@ -264,6 +287,17 @@ def compare_cmd(
         for f in failures:
             echo_line(f"REGRESSION {f}", err=True)
         raise typer.Exit(code=1)
+
+
+def _aa(store, selections: list[str], metrics: list[str], seed: int, alpha: float, as_json: bool,
+        other_modes: bool) -> None:
+    """`compare RUN RUN --aa` (evalcore.cli.judge_noise_output.print_aa); it compares nothing else."""
+    from evalcore.cli.judge_noise_output import print_aa
+
+    if other_modes:
+        raise EvalcoreError("--aa compares each system with itself; it takes no --fail-on-regression, --markdown, "
+                            "--pareto or --corrected")
+    print_aa(store, selections, metrics or None, seed, alpha, as_json)
 
 
 def _print_comparison(result, record: dict, short: dict[str, str], one_run: bool) -> None:

@@ -23,6 +23,7 @@ SCORING_OPTIONS: dict[str, str] = {
     "judge_concurrency": "judge requests in flight",
     "judge_update_manifest": "record the judge in the run manifest (default true)",
     "judge_record_claims": "store the judge's per-claim verdicts (default true)",
+    "judge_repeats": "independent judge verdicts per judged value, K (default 1; docs/judges.md, Repeated verdicts)",
     "embedding_model": "model for semantic_similarity and embedding-based judge metrics",
     "bertscore_model": "model for BERTScore",
     "bertscore_layer": "hidden layer for BERTScore",
@@ -64,7 +65,21 @@ def check_options(options: Mapping[str, Any], source: str = "scoring options") -
             raise EvalcoreError(f"{source}: option 'match_snippets' must be true or false, got {value!r}")
         if key in _WEIGHT_MAPPINGS and value is not None:
             _check_weights(key, value, source)
+        if key == "judge_repeats":
+            check_repeats(value, source)
     return dict(options)
+
+
+MAX_JUDGE_REPEATS = 50  # K verdicts cost K passes of judge calls: beyond this, a typo more likely
+
+
+def check_repeats(value: Any, source: str = "judge_repeats") -> int:
+    """K as a whole number 1..MAX_JUDGE_REPEATS, or one error naming the value. Why strict: a
+    K of 2.5, "3" or true would otherwise be read as some other K without a word."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_JUDGE_REPEATS:
+        raise EvalcoreError(f"{source}: option 'judge_repeats' (--repeats) must be a whole number from 1 to "
+                            f"{MAX_JUDGE_REPEATS}, got {value!r}")
+    return value
 
 
 def _check_weights(key: str, value: Any, source: str) -> None:
