@@ -251,7 +251,9 @@ def test_compare_verdict_cli_equals_the_page(messy):
     out = json.loads(_cli(store.root, "compare", base, cand, "--json"))
     tested = V.default_tested_metrics(store, [base, cand])  # what the page tests by default
     assert [r["metric"] for r in out["metrics"]] == tested
-    page, said = C.pair_comparison(store, base, cand, tuple(tested), "good", "poor")  # what the page calls
+    from evalcore.analysis.comparison.pair import pair_comparison
+
+    page, said = pair_comparison(store, base, cand, tuple(tested), "good", "poor")  # what the page calls
     lines = said.lines
     cli_lines = out["verdicts"][cand]["lines"]
     assert [(x["metric"], x["outcome"], x["verdict"]) for x in cli_lines] == \

@@ -26,6 +26,9 @@ def rejudge_cmd(
         None, "--metrics", "-m", help="Comma-separated judged metrics (default: the judged metrics the run has)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only estimate calls, tokens and cost."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
+    repeats: Optional[int] = typer.Option(None, "--repeats", metavar="K",
+                                          help="Ask each verdict K times per answer (independent samples; the "
+                                               "value is their mean, each is stored). Default 1."),
 ) -> None:
     """Re-score judged metrics with JUDGE; prints old vs new mean and disagreement per metric."""
     from evalcore.analysis.labels.rejudge import judged_values, rejudge_summary
@@ -45,7 +48,12 @@ def rejudge_cmd(
         names = sorted(set(old["metric"]))
         if not names:
             raise EvalcoreError(f"run {run_id} has no judged values; name metrics with --metrics")
-    report = score_run(store, run_id, metrics=names, options={"judge": judge}, dry_run=dry_run, progress=False)
+    options: dict = {"judge": judge}
+    if repeats is not None:
+        from evalcore.metrics.options import check_options
+
+        options = check_options({**options, "judge_repeats": repeats}, "--repeats")
+    report = score_run(store, run_id, metrics=names, options=options, dry_run=dry_run, progress=False)
     if dry_run:
         typer.echo(json.dumps(report.estimate, indent=2, default=str))
         return
@@ -54,9 +62,10 @@ def rejudge_cmd(
     if report.errors:
         summary["_errors"] = report.errors
     if as_json:
-        typer.echo(json.dumps({"run_id": run_id, "judge": judge, "metrics": summary}, indent=2, default=str))
+        typer.echo(json.dumps({"run_id": run_id, "judge": judge, "judge_repeats": options.get("judge_repeats", 1),
+                               "metrics": summary}, indent=2, default=str))
         return
-    typer.echo(f"re-judged {run_id} with {judge}")
+    typer.echo(f"re-judged {run_id} with {judge}" + (f", {repeats} verdicts per answer" if repeats else ""))
 
     def fmt(v) -> str:
         return "   -  " if v is None else f"{v:7.3f}"

@@ -90,6 +90,9 @@ def score_cmd(
                                           "(default: one per CPU of the cluster, one per GPU for embeddings)."),
     judge_rpm: Optional[float] = typer.Option(None, "--judge-rpm", help="With --engine ray: judge requests "
                                               "started per minute, cluster-wide (default: no rate limit)."),
+    repeats: Optional[int] = typer.Option(None, "--repeats", metavar="K",
+                                          help="Ask each judged metric's verdict K times per answer (independent "
+                                               "samples; the value is their mean, each is stored). Default 1."),
 ) -> None:
     """Compute metric values for every answer of a run and store them (re-scoring replaces).
 
@@ -102,18 +105,14 @@ def score_cmd(
     groups = deprecated(groups, group, "--group", "--groups")
     options_file = deprecated(options_file, options_old, "--options", "--options-file")
     engine = engine.value
-    if spot_check is not None and not (0 < spot_check <= 1):
-        raise EvalcoreError("--spot-check takes a fraction in (0, 1], e.g. 0.1")
-    if spot_check is not None and not second_judge:
-        raise EvalcoreError("--spot-check needs --second-judge")
+    _check_flags(spot_check, second_judge, engine, address or workers or judge_rpm)
     options = _options_from(options_file, option or [])
     flags = {"judge": judge, "embedding_model": embedding_model, "bertscore_model": bertscore_model,
              "bertscore_layer": bertscore_layer, "bertscore_idf": bertscore_idf or None,
-             "bertscore_rescale": bertscore_rescale or None}
+             "bertscore_rescale": bertscore_rescale or None, "judge_repeats": repeats}
     options.update({key: value for key, value in flags.items() if value not in (None, "")})  # flags win
+    options = check_repeat_option(options) if repeats is not None else options
     options["progress"] = not no_progress
-    if engine == "local" and (address or workers or judge_rpm):
-        raise EvalcoreError("--address, --workers and --judge-rpm need --engine ray")
     store = state.store()
     if engine == "ray" and not dry_run:  # a dry run computes nothing: the local estimate is the same
         from evalcore.scale.ray_scoring import score_run_ray
@@ -138,6 +137,34 @@ def score_cmd(
         raise typer.Exit(code=1)
 
 
+def _print_json(store: Any, result: Any, record: dict, gate: Any, front: Any, corrected: Any, seed: int) -> None:
+    """`compare --json`: the comparison record (`evalcore report` embeds the same), the gate's
+    findings, and the Pareto front and the corrected rows when asked for (`corrected`: the
+    metrics named, None for every labelled one, False when not asked)."""
+    out = record
+    if front is not None:
+        out["pareto"] = {"points": json.loads(front[0].to_json(orient="records", double_precision=15)),
+                         "dropped_axes": front[1]}
+    out["regressions"] = gate.regressions
+    out["not_compared"] = gate.not_compared
+    if corrected is not False:
+        from evalcore.cli.corrected_commands import corrected_table
+
+        table = corrected_table(store, result, record, corrected, seed)
+        out["corrected"] = json.loads(table.to_json(orient="records", double_precision=15, force_ascii=False))
+    typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
+
+
+def _check_flags(spot_check: float | None, second_judge: str | None, engine: str, ray_flags: Any) -> None:
+    """The flags that only make sense together, refused before anything is read."""
+    if spot_check is not None and not (0 < spot_check <= 1):
+        raise EvalcoreError("--spot-check takes a fraction in (0, 1], e.g. 0.1")
+    if spot_check is not None and not second_judge:
+        raise EvalcoreError("--spot-check needs --second-judge")
+    if engine == "local" and ray_flags:
+        raise EvalcoreError("--address, --workers and --judge-rpm need --engine ray")
+
+
 def _print_problems(report: Any) -> None:
     """The metrics skipped (one line) and those that raised (one line each), on stderr."""
     skipped = skipped_line(report.skipped)
@@ -155,6 +182,13 @@ def _spot_check(store: Any, run_id: str, fraction: float, second_judge: str | No
         raise EvalcoreError(f"--spot-check is not available in this build (evalcore.scoring.spot_check: {exc})") from exc
     result = run_spot_check(store, run_id, fraction=fraction, second_judge=second_judge, first_judge=judge, seed=0)
     typer.echo(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+
+
+def check_repeat_option(options: dict) -> dict:
+    """`--repeats K` checked as the option `judge_repeats` is (one error line naming the value)."""
+    from evalcore.metrics.options import check_options
+
+    return check_options(options, "--repeats")
 
 
 def skipped_line(skipped: dict[str, str]) -> str:
@@ -213,6 +247,9 @@ def compare_cmd(
                                                                         "in (0, 1)."),
     corrected: bool = typer.Option(False, "--corrected",
                                    help="Also judge Δ vs human-corrected Δ from randomly sampled labels."),
+    aa: bool = typer.Option(False, "--aa", help="A/A check: each system against its own re-judging (the two "
+                                                "halves of its `score --repeats K` verdicts): the Δ judge noise "
+                                                "alone produces."),
 ) -> None:
     """Compare methods/runs paired on question_id: Δ, CI, p (Holm-adjusted), win/loss counts."""
     from evalcore.analysis.comparison.compare import compare, parse_selections, pareto
@@ -223,6 +260,9 @@ def compare_cmd(
     gates = [parse_gate(g) for g in fail_on_regression or []]  # refused before anything is read
     level, share = check_alpha(alpha), check_min_paired(min_paired)
     store = state.store()
+    if aa:
+        _aa(store, selections, _split(metrics), seed, level, as_json, bool(gates or markdown or show_pareto or corrected))
+        return
     sels = parse_selections(store, selections)
     wanted = _split(metrics) or default_tested_metrics(store, [x.label for x in sels])
     wanted = list(dict.fromkeys(wanted + [g.metric for g in gates]))
@@ -234,23 +274,17 @@ def compare_cmd(
     failures = gate.regressions
     front = pareto(result) if show_pareto else None
     if as_json:
-        out = record
-        if front is not None:
-            out["pareto"] = {"points": json.loads(front[0].to_json(orient="records", double_precision=15)), "dropped_axes": front[1]}
-        out["regressions"] = failures
-        out["not_compared"] = gate.not_compared
-        if corrected:
-            from evalcore.cli.corrected_commands import corrected_table
-
-            table = corrected_table(store, result, record, _split(metrics) or None, seed)
-            out["corrected"] = json.loads(table.to_json(orient="records", double_precision=15, force_ascii=False))
-        typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
+        _print_json(store, result, record, gate, front, _split(metrics) or None if corrected else False, seed)
     elif markdown:
         from evalcore.outputs.markdown_report import comparison_markdown
 
         typer.echo(comparison_markdown(result, {x.label: x.method for x in sels} if one_run else None), nl=False)
     else:
         _print_comparison(result, record, short, one_run)
+        if record.get("judge_noise"):
+            from evalcore.cli.judge_noise_output import print_comparison_noise
+
+            print_comparison_noise(record["judge_noise"], short)
         if front is not None:
             _print_pareto(front, short)
         if corrected:
@@ -263,6 +297,17 @@ def compare_cmd(
         for f in failures:
             echo_line(f"REGRESSION {f}", err=True)
         raise typer.Exit(code=1)
+
+
+def _aa(store, selections: list[str], metrics: list[str], seed: int, alpha: float, as_json: bool,
+        other_modes: bool) -> None:
+    """`compare RUN RUN --aa` (evalcore.cli.judge_noise_output.print_aa); it compares nothing else."""
+    from evalcore.cli.judge_noise_output import print_aa
+
+    if other_modes:
+        raise EvalcoreError("--aa compares each system with itself; it takes no --fail-on-regression, --markdown, "
+                            "--pareto or --corrected")
+    print_aa(store, selections, metrics or None, seed, alpha, as_json)
 
 
 def _print_comparison(result, record: dict, short: dict[str, str], one_run: bool) -> None:

@@ -208,6 +208,9 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
             from evalcore.analysis.labels.corrected import corrected_means
 
             payload["corrected"] = json.loads(corrected_means(store, run_id).to_json(orient="records", double_precision=15))
+        noise = _judge_noise(store, run_id)
+        if not noise.empty:  # runs scored with --repeats K only: a K = 1 run's JSON is unchanged
+            payload["judge_noise"] = json.loads(noise.to_json(orient="records", double_precision=15))
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
     echo_line(f"run {manifest.run_id}  ({manifest.name}, {manifest.kind}, {manifest.status})")
@@ -226,6 +229,9 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
         reasons = row.not_scored_reasons if isinstance(row.not_scored_reasons, str) else ""
         extra = f"  not scored: {reasons}" if reasons else ""
         echo_line(f"  {row.method:<20} {row.metric:<28} {mean:>8}  ({row.n_scored}/{row.n}){extra}")
+    from evalcore.cli.judge_noise_output import print_run_noise
+
+    print_run_noise(_judge_noise(store, run_id))
     if len({r["doc_type"] for r in by_type}) > 1:
         typer.echo("hit_rate@5 by gold document type:")
         for r in by_type:
@@ -234,6 +240,13 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
         from evalcore.cli.corrected_commands import print_corrected_means
 
         print_corrected_means(store, run_id)
+
+
+def _judge_noise(store, run_id: str):
+    """The judge's noise per method x metric (empty unless the run was scored with --repeats K)."""
+    from evalcore.analysis.comparison.judge_noise import noise_table
+
+    return noise_table(store, run_id)
 
 
 def export_cmd(

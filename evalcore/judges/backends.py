@@ -28,7 +28,13 @@ from evalcore.common.secret_urls import split_url, url_secrets
 log = logging.getLogger(__name__)
 
 # the errors live in call_errors.py; named here too for the modules that import them from here
-__all__ = ["AnthropicBackend", "FatalError", "OpenAIBackend", "Reply", "TransientError"]
+__all__ = ["AnthropicBackend", "FatalError", "OpenAIBackend", "Reply", "SAMPLING_TEMPERATURE", "TransientError"]
+
+# The temperature a judge asked for K > 1 independent verdicts sends (`score --repeats K`): the
+# providers' own default (Anthropic's and OpenAI's is 1.0), so a repeated verdict varies as the
+# model's verdicts vary when nobody pins them. At temperature 0 most servers return copies, and
+# the repeats would measure nothing.
+SAMPLING_TEMPERATURE = 1.0
 
 
 def _split_base(base_url: str | None) -> tuple[str | None, dict[str, str] | None]:
@@ -70,7 +76,9 @@ class AnthropicBackend:
     """Anthropic Messages API. Honours ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
 
     No temperature is sent: the API version used by the 2.x SDK rejects sampling parameters
-    (determinism comes from the pinned model id and our cache). The stored request says so.
+    (determinism comes from the pinned model id and our cache). The stored request says so, and
+    the judge id records temperature None: the provider's default, 1.0, applies, so this judge
+    samples already and repeated verdicts (`score --repeats K`) need no change of request.
     """
 
     provider = "anthropic"
@@ -81,6 +89,9 @@ class AnthropicBackend:
         self.base_url = os.environ.get("ANTHROPIC_BASE_URL") or None
         self.temperature: float | None = None
         self.rejected: set[str] = set()  # "output_config" once the model refuses a schema
+
+    def sample(self) -> None:
+        """Nothing to change: no temperature is sent, and the provider's default (1.0) samples."""
 
     def params(self, system: str, messages: list[dict], max_tokens: int,
                schema: dict[str, Any] | None = None, name: str = "reply") -> dict[str, Any]:
@@ -238,7 +249,8 @@ class OpenAIBackend:
 
     The key comes from OPENAI_API_KEY; local servers that need none get a placeholder.
 
-    Parameters: `max_tokens` and `temperature: 0`, except for reasoning models (see
+    Parameters: `max_tokens` and `temperature: 0` (SAMPLING_TEMPERATURE once `sample()` was
+    called, for repeated verdicts), except for reasoning models (see
     is_reasoning_model), which get `max_completion_tokens` and no temperature from the start
     (their recorded temperature is then None, like Anthropic's). For any other name the
     server has the last word: when it answers 400 saying `max_tokens` or `temperature` is
@@ -254,15 +266,24 @@ class OpenAIBackend:
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.reasoning = is_reasoning_model(model)
         self.temperature: float | None = None if self.reasoning else 0.0
+        self.asked_temperature = 0.0  # what params() asks for (sample() raises it)
         self.rejected: set[str] = set()  # parameters this server refused for this model
+
+    def sample(self) -> None:
+        """Ask for SAMPLING_TEMPERATURE from now on (`score --repeats K`, K > 1), so repeated
+        verdicts are independent samples; the judge id records it. A reasoning model, or a
+        server that refused a temperature, samples at its own default and records None."""
+        self.asked_temperature = SAMPLING_TEMPERATURE
+        if not self.reasoning and "temperature" not in self.rejected:
+            self.temperature = SAMPLING_TEMPERATURE
 
     def params(self, system: str, messages: list[dict], max_tokens: int,
                schema: dict[str, Any] | None = None, name: str = "reply") -> dict[str, Any]:
         """The request the judge asks for, which is also what the cache key hashes. With
         `schema`, the reply is constrained to it (`response_format` json_schema, strict).
 
-        It depends on the model name only, never on what this instance has learnt from the
-        server: the adaptation is the same for every request to one server and model, so a
+        It depends on the model name (and on whether the judge samples, `sample`) only, never
+        on what this instance has learnt from the server: the adaptation is the same for every request to one server and model, so a
         re-run by a fresh judge still finds its replies in the cache without asking again.
         """
         params: dict[str, Any] = {"model": self.model,
@@ -270,7 +291,7 @@ class OpenAIBackend:
         if self.reasoning:  # the reply's limit plus room for the hidden reasoning
             params["max_completion_tokens"] = max_tokens + reasoning_allowance()
         else:
-            params.update(max_tokens=max_tokens, temperature=0.0)
+            params.update(max_tokens=max_tokens, temperature=self.asked_temperature)
         if schema is not None:
             params["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": name, "strict": True, "schema": schema}}

@@ -25,6 +25,9 @@ class JudgeTask:
     method: str | None = None
     question_id: str | None = None
     purpose: str = ""
+    # which of the K independent verdicts asked for this request (`score --repeats K`); 0 is the
+    # one every pass asks, and its cache key is the request's own (judges/client.py: repeat_key)
+    repeat: int = 0
 
 
 @dataclass
@@ -106,6 +109,10 @@ class Judge:
         with self._lock:
             out, self._calls = self._calls, []
         return out
+
+    def sample(self) -> None:
+        """Make every later request an independent sample (`score --repeats K`, K > 1): a
+        judge whose replies cannot vary has nothing to change (the offline heuristic judge)."""
 
     def preload(self) -> None:
         """Import what the first call will need (an SDK takes seconds to import): scoring does

@@ -39,7 +39,17 @@ from evalcore.schemas import JudgeCall, JudgeId
 from evalcore.common.secret_urls import public_url
 
 # Judge, JudgeTask, Outcome and run_sync live in base.py; importers of this module keep them
-__all__ = ["Judge", "JudgeTask", "LLMJudge", "Outcome", "run_sync"]
+__all__ = ["Judge", "JudgeTask", "LLMJudge", "Outcome", "repeat_key", "run_sync"]
+
+
+def repeat_key(request: dict[str, Any], repeat: int = 0) -> str:
+    """The cache key of the `repeat`-th independent verdict on `request` (`score --repeats K`).
+
+    Repeat 0 is the request's own key, as it always was: every cache filled before repeats
+    existed stays valid, and a pass with K = 3 replays a K = 1 pass's replies as its repeat 0.
+    Repeat r >= 1 sends the same request but is cached under a key of its own, so the K
+    verdicts are K calls made once and replayed after, never one reply read K times."""
+    return request_key(request) if not repeat else request_key({"repeat": int(repeat), "request": request})
 
 
 class _SdkSession:
@@ -86,6 +96,11 @@ class LLMJudge(Judge):
         temperature (OpenAIBackend), and judge ids made after that must say None."""
         return self.backend.temperature
 
+    def sample(self) -> None:
+        """Independent samples from now on (the backend's `sample`: a temperature > 0 where the
+        provider takes one; the judge ids made after this record it)."""
+        self.backend.sample()
+
     def _scrub(self, text: str | None, limit: int | None = None) -> str | None:
         for secret in self._secrets:
             if text:
@@ -110,12 +125,13 @@ class LLMJudge(Judge):
             if schema is not None else self.backend.params(system, messages, max_tokens)
         return {"provider": self.provider, "model": self.model, "base_url": base_url, "params": params}
 
-    def answered_from_cache(self, task: str, inputs: dict[str, Any]) -> bool:
-        """Whether a pass would answer this request from the cache: an entry exists and
-        passes the same checks as at use (for `--dry-run`, which counts such calls free)."""
+    def answered_from_cache(self, task: str, inputs: dict[str, Any], repeat: int = 0) -> bool:
+        """Whether a pass would answer this request (its `repeat`-th verdict) from the cache: an
+        entry exists and passes the same checks as at use (for `--dry-run`, which counts such
+        calls free)."""
         p = get_task(task).prompt(inputs)
         request = self.request_for(p.system, [{"role": "user", "content": p.user}], p.max_tokens, task=task)
-        entry = self.cache.get(request_key(request))
+        entry = self.cache.get(repeat_key(request, repeat))
         return self._usable(entry, request, lambda text: parse_reply(task, text, inputs), {}) is not None
 
     async def _run_one(self, t: JudgeTask, client: Any, sem: asyncio.Semaphore) -> Outcome:
@@ -173,10 +189,12 @@ class LLMJudge(Judge):
         from an identical request in flight, or sent. A sent reply is cached only once it
         parsed and passed `check`; a cached or shared one is used only if it passes it too."""
         request = self.request_for(system, messages, max_tokens, task=t.task)
-        key = request_key(request)
+        key = repeat_key(request, t.repeat)
         meta: dict[str, Any] = {"cache_key": key, "task": t.task, "prompt_id": jid.prompt_id,
                                 "prompt_version": jid.prompt_version,
                                 "output_mode": "schema" if self._schema_sent(request["params"]) else "text"}
+        if t.repeat:
+            meta["repeat"] = t.repeat
         stored = {**request, "meta": meta}
         call = JudgeCall(run_id=t.run_id, call_key=request_key({"k": key, "m": t.method, "q": t.question_id,
                                                                  "p": purpose})[:40],

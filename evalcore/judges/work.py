@@ -17,6 +17,7 @@ stores them and counts the stored ones for the manifest (judges/tally.py).
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any, Callable
 
@@ -32,10 +33,19 @@ Request = tuple[str | None, str, dict[str, Any]] | None
 
 
 class JudgeWork:
-    def __init__(self, judge: Judge, run_id: str, update_manifest: bool = True):
+    """`repeats`: how many independent verdicts each request gets (`score --repeats K`); K > 1
+    makes the judge sample (Judge.sample). `repeat`: the verdict being asked for now; scoring
+    sets it while it computes repeat r (scoring/repeats.py), and every request, memo entry and
+    cache key of that round carries it, so repeat r never reads repeat 0's reply."""
+
+    def __init__(self, judge: Judge, run_id: str, update_manifest: bool = True, repeats: int = 1):
         self.judge = judge
         self.run_id = run_id
         self.update_manifest = update_manifest
+        self.repeats = max(1, int(repeats))
+        self.repeat = 0
+        if self.repeats > 1:
+            judge.sample()
         self._memo: dict[str, Outcome] = {}
 
     @property
@@ -48,11 +58,12 @@ class JudgeWork:
 
     def _key(self, task: str, req: tuple[str | None, str, dict[str, Any]]) -> str:
         method, qid, inputs = req
-        return request_key({"t": task, "m": method, "q": qid, "i": inputs})
+        repeat = {"r": self.repeat} if self.repeat else {}
+        return request_key({"t": task, "m": method, "q": qid, "i": inputs, **repeat})
 
     def _task(self, task: str, req: tuple[str | None, str, dict[str, Any]]) -> JudgeTask:
         method, qid, inputs = req
-        return JudgeTask(task, inputs, self.run_id, method, qid, task)
+        return JudgeTask(task, inputs, self.run_id, method, qid, task, repeat=self.repeat)
 
     def _keep(self, key: str, out: Outcome) -> None:
         self._memo[key] = out
@@ -147,9 +158,16 @@ def get_work(ctx: Any) -> JudgeWork:
         spec = ctx.options.get("judge")
         judge = spec if isinstance(spec, Judge) else make_judge(
             spec or DEFAULT_JUDGE, store=ctx.store, concurrency=ctx.options.get("judge_concurrency"))
-        return JudgeWork(judge, ctx.run_id, update_manifest=ctx.options.get("judge_update_manifest", True))
+        return JudgeWork(judge, ctx.run_id, update_manifest=ctx.options.get("judge_update_manifest", True),
+                         repeats=judge_repeats(ctx.options))
 
     return ctx.resource("judge_work", factory)
+
+
+def judge_repeats(options: dict[str, Any]) -> int:
+    """K, the independent verdicts asked per judged value (option `judge_repeats`, checked by
+    metrics/options.py; default 1)."""
+    return int(options.get("judge_repeats") or 1)
 
 
 # ---- dry-run estimates -------------------------------------------------------------------
@@ -158,7 +176,8 @@ def estimate_calls(ctx: Any, planned: list[tuple[str, str | None, str, dict[str,
 
     Requests already counted by another metric in this ctx are not counted again (shared
     work; a method None request is one per question), and requests already in the judge cache
-    cost nothing. Second-stage inputs (claims) are guessed from sentences by the caller, so
+    cost nothing. With K repeats (`judge_repeats`) every request is counted K times, once per
+    repeat's own cache key (a repeat already in the cache is free). Second-stage inputs (claims) are guessed from sentences by the caller, so
     token figures are approximate; call counts are exact unless a fallback or repair is needed.
     The cost is None (unknown, never 0) when calls are to be made and the judge's model has no
     price; `price_known` says so.
@@ -168,15 +187,15 @@ def estimate_calls(ctx: Any, planned: list[tuple[str, str | None, str, dict[str,
     judge = work.judge
     calls = cached = tin = tout = 0
     cost: float | None = 0.0
-    for task, method, qid, inputs in planned:
-        key = (task, method, qid, json.dumps(inputs, sort_keys=True, ensure_ascii=False))
+    for (task, method, qid, inputs), repeat in itertools.product(planned, range(work.repeats)):
+        key = (task, method, qid, json.dumps(inputs, sort_keys=True, ensure_ascii=False), repeat)
         if key in seen:
             continue
         seen.add(key)
         if not isinstance(judge, LLMJudge):
             calls += 1
             continue
-        if judge.answered_from_cache(task, inputs):
+        if judge.answered_from_cache(task, inputs, repeat):
             cached += 1
             continue
         defn = get_task(task)
@@ -192,4 +211,4 @@ def guess_claims(text: str | None) -> list[str]:
     return sentences(text) or ([text] if text and text.strip() else [])
 
 
-__all__ = ["JudgeWork", "get_work", "estimate_calls", "guess_claims", "inputs_for"]
+__all__ = ["JudgeWork", "get_work", "estimate_calls", "guess_claims", "inputs_for", "judge_repeats"]

@@ -146,12 +146,18 @@ class MetricOption:
         return hash(self.name)
 
 
+MAX_JUDGE_REPEATS = 50  # K verdicts cost K passes of judge calls: beyond this, a typo is more likely
+
 # The options of the pass itself, read by scoring and the judge client rather than by a metric.
 PASS_OPTIONS: tuple[MetricOption, ...] = (
     MetricOption("judge", Any, None, "judge spec for judged metrics (e.g. heuristic, anthropic:MODEL)"),
     MetricOption("judge_concurrency", StrictInt, None, "judge requests in flight"),
     MetricOption("judge_update_manifest", StrictBool, True, "record the judge in the run manifest (default true)"),
     MetricOption("judge_record_claims", StrictBool, True, "store the judge's per-claim verdicts (default true)"),
+    MetricOption("judge_repeats", StrictInt, 1, "independent judge verdicts per judged value, K (default 1; "
+                 "docs/judges.md, Repeated verdicts)",
+                 lambda k: None if 1 <= k <= MAX_JUDGE_REPEATS else
+                 f"(--repeats) must be a whole number from 1 to {MAX_JUDGE_REPEATS}"),
     MetricOption("progress", StrictBool, None, "show progress bars (default: only on a terminal)"),
 )
 

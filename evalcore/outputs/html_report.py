@@ -155,6 +155,34 @@ def _metric_section(data: dict[str, Any]) -> str:
             + _table(METRIC_HEAD, rows, attrs) + "".join(notes) + "</section>")
 
 
+NOISE_HEAD = ["candidate", "metric", "K baseline / candidate", "judge SD baseline / candidate",
+              "flip rate baseline / candidate", "judge share of Δ variance", "± Δ from judge noise alone"]
+
+
+def _pct(x: Any) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def _noise_section(data: dict[str, Any]) -> str:
+    """The judge's noise per tested metric (compare's `judge_noise`), only for runs scored with
+    `--repeats K`: a report of runs with one verdict per answer has no such section."""
+    cmp, names = data["compare"], data["names"]
+    noise = cmp.get("judge_noise") or []
+    if not noise:
+        return ""
+    rows = [[_td(names.get(r["candidate"], r["candidate"])), _td(r["metric"]),
+             _td(f'{r["k_baseline"]} / {r["k_candidate"]}'),
+             f'<td class="num">{esc(_num(r["within_sd_baseline"]))} / {esc(_num(r["within_sd_candidate"]))}</td>',
+             f'<td class="num">{esc(_pct(r["flip_rate_baseline"]))} / {esc(_pct(r["flip_rate_candidate"]))}</td>',
+             f'<td class="num">{esc(_pct(r["judge_share"]))}</td>', _td(r["noise_delta"], 4)] for r in noise]
+    attrs = [f' data-candidate="{esc(r["candidate"])}" data-metric="{esc(r["metric"])}"' for r in noise]
+    return ('<section id="judge-noise"><h2>Judge noise</h2><p class="note">Each answer was judged K times '
+            "(independent samples); its value is their mean. Judge SD: the spread of one answer's verdicts; flip "
+            "rate: the share of answers whose verdicts differ; the judge's share of the Δ's variance and the Δ "
+            "judge noise alone produces (95%) are already inside the CIs above.</p>"
+            + _table(NOISE_HEAD, rows, attrs) + "</section>")
+
+
 def _relabel(rows: list[dict[str, Any]], names: dict[str, str]) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     return df.assign(system=df["system"].map(lambda k: names.get(k, k))) if len(df) else df
@@ -287,7 +315,8 @@ def render(data: dict[str, Any]) -> str:
         f'<p class="meta">Systems (first = baseline): {esc(systems)} · tested metrics: '
         f'{esc(", ".join(data["tested_metrics"]) or "none")} · evalcore {esc(data["evalcore_version"])} · '
         f'generated {esc(data["generated_at"])}</p>',
-        _verdict_section(data), _metric_section(data), _distribution_section(data), _pareto_section(data),
+        _verdict_section(data), _metric_section(data), _noise_section(data), _distribution_section(data),
+        _pareto_section(data),
         _failure_section(data), _regressed_section(data),
         f'<script type="application/json" id="evalcore-data">{embedded_json(data)}</script>',
         "</main></body></html>"]

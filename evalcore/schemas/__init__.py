@@ -8,6 +8,7 @@ from evalcore.schemas.results import (
     ContextJudgement,
     JudgeCall,
     JudgeId,
+    MetricRepeat,
     MetricValue,
     RunManifest,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "GoldPassage",
     "JudgeCall",
     "JudgeId",
+    "MetricRepeat",
     "MetricValue",
     "RetrievedChunk",
     "RunManifest",

@@ -77,7 +77,12 @@ class JudgeId(Strict):
 
     @property
     def label(self) -> str:
-        return f"{self.provider}:{self.model}/{self.prompt_id}@{self.prompt_version}"
+        """`provider:model/prompt@version`; a judge that samples at a temperature of its own
+        choosing says so after the model (`openai:gpt-4o-mini[t=1]/answer_class@1`), so its
+        values never pass for a temperature-0 judge's. Temperature 0 and None (no parameter
+        sent: the provider's default) keep the plain label every stored run already has."""
+        sampled = "" if self.temperature in (None, 0.0) else f"[t={self.temperature:g}]"
+        return f"{self.provider}:{self.model}{sampled}/{self.prompt_id}@{self.prompt_version}"
 
 
 class MetricValue(Strict):
@@ -108,6 +113,33 @@ class MetricValue(Strict):
             raise ValueError(f"metric {self.metric!r}: value must be finite or NaN")
         if math.isnan(self.value) and not self.reason:
             raise ValueError(f"metric {self.metric!r}: NaN needs a reason")
+        return self
+
+
+class MetricRepeat(Strict):
+    """One of the K independent judge verdicts behind a judged value (`score --repeats K`).
+
+    The metric value itself (MetricValue) is the mean over the repeats; these rows keep each
+    repeat, so the judge's own noise can be measured (analysis/comparison/judge_noise.py).
+    `value_at` is the `computed_at` of the MetricValue they belong to: a later pass that
+    replaced the value with K = 1 leaves these rows behind, and readers, matching the two, never
+    mistake them for the new value's repeats."""
+
+    run_id: str
+    method: str
+    question_id: str
+    metric: str
+    repeat: int = Field(ge=0)
+    value: float
+    label: str | None = None
+    judge_id: str | None = None
+    reason: str | None = None
+    value_at: datetime
+
+    @model_validator(mode="after")
+    def _finite_or_reasoned(self) -> "MetricRepeat":
+        if math.isinf(self.value):
+            raise ValueError(f"metric {self.metric!r} repeat {self.repeat}: value must be finite or NaN")
         return self
 
 

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from evalcore.errors import EvalcoreError
 from evalcore.metrics.base import Item, MetricSpec, Score, ScoringContext
-from evalcore.schemas import Claim, ContextJudgement, MetricValue
+from evalcore.schemas import Claim, ContextJudgement, MetricRepeat, MetricValue
 from evalcore.schemas.labels import context_verdict
 from evalcore.scoring.pass_report import MetricReport, ScoreReport
+from evalcore.scoring.repeats import combined, repeat_rows, repeated_scores
 
 if TYPE_CHECKING:
     from evalcore.store.writer import RunWriter
@@ -33,6 +34,7 @@ class ChunkRows:
     values: list[MetricValue] = field(default_factory=list)
     verdicts: list[ContextJudgement] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
+    repeats: list[MetricRepeat] = field(default_factory=list)  # `score --repeats K`: each verdict
 
 
 def run_has(items: list[Item]) -> set[str]:
@@ -148,20 +150,35 @@ def score_chunk(specs: list[MetricSpec], chunk: list[Item], ctx: ScoringContext,
     """Score `chunk` with every metric of `specs`: judge requests first, then each metric's
     values, claims and context verdicts, counted in `report`. `before(spec)` runs before a
     metric computes (the local pass waits there for a model loading in the background),
-    `after(spec, n)` after (a progress bar)."""
+    `after(spec, n)` after (a progress bar). With K judge repeats (option `judge_repeats`), the
+    judged metrics are computed K times and each stores the mean (scoring/repeats.py)."""
+    from evalcore.judges.work import judge_repeats
+
     judge_rounds(specs, chunk, ctx)
-    rows = ChunkRows()
+    first: dict[str, list[Score]] = {}
     for spec in specs:
         if before is not None:
             before(spec)
-        scores = compute(spec, chunk, ctx, report)
-        for score in scores:
-            report.by_metric.setdefault(spec.name, MetricReport()).add(score)
-        rows.values.extend(metric_values(ctx.run_id, spec, chunk, scores))
-        rows.verdicts.extend(context_verdict_rows(ctx.run_id, spec, chunk, scores))
-        rows.claims.extend(claim_rows(ctx.run_id, spec, chunk, scores))
+        first[spec.name] = compute(spec, chunk, ctx, report)
         if after is not None:
             after(spec, len(chunk))
+    more = repeated_scores(specs, chunk, ctx, judge_repeats(ctx.options),
+                           lambda judged: judge_rounds(judged, chunk, ctx),
+                           lambda spec: compute(spec, chunk, ctx, report))
+    rows = ChunkRows()
+    for spec in specs:
+        scores = first[spec.name]
+        runs = [list(item) for item in zip(scores, *more[spec.name])] if more.get(spec.name) else None
+        if runs is not None:
+            scores = [combined(r) for r in runs]
+        for score in scores:
+            report.by_metric.setdefault(spec.name, MetricReport()).add(score)
+        values = metric_values(ctx.run_id, spec, chunk, scores)
+        rows.values.extend(values)
+        if runs is not None:
+            rows.repeats.extend(repeat_rows(values, runs))
+        rows.verdicts.extend(context_verdict_rows(ctx.run_id, spec, chunk, scores))
+        rows.claims.extend(claim_rows(ctx.run_id, spec, chunk, scores))
     return rows
 
 
@@ -169,4 +186,6 @@ def write_chunk(writer: RunWriter, rows: ChunkRows) -> bool:
     """Write a chunk's rows as part files; True when a metrics part file was written."""
     writer.write_claims(rows.claims)
     writer.write_context_verdicts(rows.verdicts)
+    if rows.repeats:
+        writer.write_metric_repeats(rows.repeats)
     return bool(writer.write_metrics(rows.values))

@@ -43,7 +43,11 @@ def estimate_pass(specs: list[MetricSpec], items: list[Item], ctx: ScoringContex
                 unpriced.append(spec.name)
             else:
                 total["cost_usd"] += cost
-    return {"per_metric": per_metric, "calls": int(total["calls"]), "cached": int(total["cached"]),
+    from evalcore.judges.work import judge_repeats
+
+    # judged metrics' calls and cost count every one of the K repeats (judges/work.estimate_calls)
+    return {"per_metric": per_metric, "judge_repeats": judge_repeats(ctx.options),
+            "calls": int(total["calls"]), "cached": int(total["cached"]),
             "input_tokens": int(total["input_tokens"]), "output_tokens": int(total["output_tokens"]),
             "cost_usd": None if unpriced else float(total["cost_usd"]),
             "unpriced_metrics": unpriced}

@@ -16,7 +16,16 @@ from typing import Any, Callable
 import pyarrow as pa
 from pydantic_core import to_json
 
-from evalcore.schemas import Annotation, Claim, ContextJudgement, EvalQuestion, EvalResponse, JudgeCall, MetricValue
+from evalcore.schemas import (
+    Annotation,
+    Claim,
+    ContextJudgement,
+    EvalQuestion,
+    EvalResponse,
+    JudgeCall,
+    MetricRepeat,
+    MetricValue,
+)
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -70,6 +79,13 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("metric", pa.string()), ("rank", pa.int32()), ("verdict", pa.string()), ("score", pa.float64()),
         ("reason", pa.string()), ("judge_id", pa.string()), ("computed_at", TS),
     ]),
+    # the K judge verdicts behind a judged value (`score --repeats K`); runs scored with K = 1
+    # have none (read as one repeat: the value). `value_at` = the value's computed_at
+    "metric_repeats": pa.schema([
+        ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
+        ("metric", pa.string()), ("repeat", pa.int32()), ("value", pa.float64()), ("label", pa.string()),
+        ("judge_id", pa.string()), ("reason", pa.string()), ("value_at", TS), ("computed_at", TS),
+    ]),
 }
 
 ANNOTATIONS_SCHEMA = pa.schema([
@@ -92,12 +108,14 @@ KEYS: dict[str, tuple[str, ...]] = {
 SET_KEYS: dict[str, tuple[str, ...]] = {
     "claims": ("run_id", "method", "question_id", "metric"),
     "context_verdicts": ("run_id", "method", "question_id", "metric"),
+    "metric_repeats": ("run_id", "method", "question_id", "metric"),  # a re-score with fewer K leaves none
 }
 # An empty set is written as one marker row whose column here is negative: it wins like any
 # newer set (so a re-score that found no claims replaces the old ones) and compaction drops it.
 EMPTY_SET_MARKER = {"claims": "idx", "context_verdicts": "rank"}
 ORDER_COLUMN = {"questions": "written_at", "responses": "written_at", "metrics": "computed_at",
-                "judge_calls": "created_at", "claims": "computed_at", "context_verdicts": "computed_at"}
+                "judge_calls": "created_at", "claims": "computed_at", "context_verdicts": "computed_at",
+                "metric_repeats": "computed_at"}
 # Sort order of a compacted file: what readers filter on first.
 SORT_COLUMNS = {**KEYS, **SET_KEYS}
 
@@ -185,6 +203,12 @@ def context_verdict_row(c: ContextJudgement) -> dict[str, Any]:
     return c.model_dump()
 
 
+def metric_repeat_row(m: MetricRepeat) -> dict[str, Any]:
+    row = m.model_dump()
+    row["value"] = float("nan") if math.isnan(m.value) else m.value
+    return row
+
+
 def annotation_row(a: Annotation) -> dict[str, Any]:
     return a.model_dump()
 
@@ -194,6 +218,7 @@ ROW_BUILDERS: dict[str, Callable[..., dict[str, Any]]] = {
     "judge_calls": judge_call_row,
     "claims": claim_row,
     "context_verdicts": context_verdict_row,
+    "metric_repeats": metric_repeat_row,
 }
 
 

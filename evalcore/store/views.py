@@ -2,8 +2,10 @@
 
 Views (one connection = a consistent set of views, over the runs asked for or all of them):
   runs               one row per run (from run.json manifests)
-  questions, responses, metrics, judge_calls, claims, context_verdicts
+  questions, responses, metrics, judge_calls, claims, context_verdicts, metric_repeats
                      exactly one row per key: the canonical files that each run's pointer names
+                     (metric_repeats: the K judge verdicts of `score --repeats K`; empty for
+                     runs scored with K = 1)
   summary_metrics, summary_responses, summary_judges, summary_labels
                      the per-run summaries written at compaction (store/summary.py)
   metric_wide        every answer's metric values in one row (store/wide.py; columns differ

@@ -29,7 +29,16 @@ except ImportError:  # pragma: no cover - Windows
 
 from evalcore.errors import StoreError
 from evalcore.common.regular_files import open_file
-from evalcore.schemas import Claim, ContextJudgement, EvalQuestion, EvalResponse, JudgeCall, MetricValue, RunManifest
+from evalcore.schemas import (
+    Claim,
+    ContextJudgement,
+    EvalQuestion,
+    EvalResponse,
+    JudgeCall,
+    MetricRepeat,
+    MetricValue,
+    RunManifest,
+)
 from evalcore.store import fs as _fs
 from evalcore.store.compaction import Compaction, compact, pending_rows
 from evalcore.store.fs import Conflict, Location
@@ -77,6 +86,14 @@ class RunWriter:
         stamp = datetime.now(timezone.utc)
         rows = [ROW_BUILDERS["claims"](c) | {"computed_at": stamp} for c in claims]
         return self.write_rows("claims", rows)
+
+    def write_metric_repeats(self, repeats: list[MetricRepeat]) -> Location | None:
+        """The K verdicts behind judged values, written in one call: one set per (method,
+        question, metric) sharing one timestamp, so a re-score with another K replaces the set
+        whole (compaction keeps the newest set)."""
+        stamp = datetime.now(timezone.utc)
+        return self.write_rows("metric_repeats", [ROW_BUILDERS["metric_repeats"](r) | {"computed_at": stamp}
+                                                  for r in repeats])
 
     def write_context_verdicts(self, verdicts: list[ContextJudgement]) -> Location | None:
         """Per-context relevance verdicts; like claims, one call = one set per (answer, metric)."""

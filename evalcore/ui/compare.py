@@ -19,7 +19,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from evalcore.analysis.comparison import compare as C
+from evalcore.analysis.comparison import pair as P
 from evalcore.analysis.comparison import forest as F
+from evalcore.analysis.comparison import judge_noise as JN
 from evalcore.analysis.runs import leaderboard as L
 from evalcore.analysis.runs import means as M
 from evalcore.analysis.comparison import verdict as V
@@ -48,7 +50,7 @@ def _metric_table(base: str, cand: str, stat_metrics: list[str],
     rule holding one question id twice (evalcore.analysis.read.id_collisions)."""
     try:
         with st.spinner("Paired bootstrap and tests..."):
-            table, said = widgets.call(C.pair_comparison, base, cand, tuple(stat_metrics), names[base], names[cand])
+            table, said = widgets.call(P.pair_comparison, base, cand, tuple(stat_metrics), names[base], names[cand])
     except EvalcoreError as exc:
         st.error(widgets.md(f"Not compared: {exc}"))
         return None
@@ -203,6 +205,21 @@ def _verdict(table: pd.DataFrame, said: V.PairVerdict, names: dict[str, str], ba
         _sentences(lines, dict(zip(table.metric, table.judged_by)))
 
 
+def _judge_noise(base: str, cand: str, tested: list[str]) -> None:
+    """The judge's noise per tested metric, when a side was scored with `--repeats K` (the numbers
+    `evalcore compare` prints under "judge noise"); nothing for runs with one verdict per answer."""
+    rows = widgets.call(JN.pair_noise, base, cand, tuple(tested))
+    if not rows:
+        return
+    st.subheader("Judge noise")
+    st.caption("Each answer was judged K times (independent samples) and its value is their mean, so this noise "
+               "is already inside the CIs above. judge SD: the spread of one answer's verdicts; flip rate: the share "
+               "of answers whose verdicts differ; judge_share: the judge's share of the Δ's variance; noise_delta: "
+               "the Δ judge noise alone produces (± at 95%).")
+    frame = pd.DataFrame(rows).drop(columns=["baseline", "candidate", "measured_on"])
+    widgets.show_table(frame, "compare-judge-noise")
+
+
 def _count_links(table: pd.DataFrame, picked: list[str]) -> None:
     """Improved / regressed / unchanged per metric, each a link that lists those questions."""
     def link(metric: str, outcome: str, n: int) -> str:
@@ -247,6 +264,7 @@ def render() -> None:
         return
     with verdict_slot.container():
         _verdict(table, said, names, base, cand)
+    _judge_noise(base, cand, [m for m in stat_metrics if m in set(table.metric)])
     st.subheader("Questions that changed, per metric")
     _count_links(table, picked)
     # drawn when opened (a stateful expander): a grid of every metric costs the browser ~0.2 s

@@ -214,7 +214,11 @@ def render() -> None:
                           style=lambda df: _styled(df, grey=True))
     _judge_details(board)
     corrected_view.runs_calibration(list(board.run_id))  # kappa, bias, rho and a reading, where labels exist
+    _open_links(board)
 
+
+def _open_links(board) -> None:
+    """Links that open the picked rows on the Questions, Charts and Compare pages."""
     st.subheader("Open")
     labels = {f"{r}:{m}": f"{n} / {m}  ({r})" for r, m, n in zip(board.run_id, board.method, board.name)}
     keys = list(labels)

@@ -43,7 +43,7 @@ from evalcore.stats.resample import (
 )
 from evalcore.analysis.comparison.regression_gate import check_alpha, known_metric, missing_metrics_message, regressions  # noqa: F401
 from evalcore.analysis.comparison.side_by_side import SideBySide, side_by_side
-from evalcore.analysis.comparison.verdict import PairVerdict, minimum_detectable_effect, pair_verdict, span
+from evalcore.analysis.comparison.verdict import minimum_detectable_effect, span
 from evalcore.schemas.ids import id_sql, match_name
 from evalcore.store import RunStore, query_df, wide_columns
 from evalcore.store.wide import value_expr
@@ -440,14 +440,3 @@ def pair_table(store: RunStore, base: str, cand: str, tested: tuple[str, ...],
     stats = stats[["metric", "ci_low", "ci_high", "test", "p_value", "p_holm", "significant", "sd_diff", "span",
                    "mde"]]
     return table.merge(stats, on="metric", how="left")
-
-
-def pair_comparison(store: RunStore, base: str, cand: str, tested: tuple[str, ...], base_name: str,
-                    cand_name: str) -> tuple[pd.DataFrame, PairVerdict]:
-    """The Compare page's table and its verdict (verdict.pair_verdict: the one the terminal and
-    the reports print too), in one call the page caches."""
-    table = pair_table(store, base, cand, tested)
-    said = pair_verdict(store, table, base, cand, base_name, cand_name)
-    place = {metric: i for i, metric in enumerate(tested)}  # the sentences in the order the metrics were picked
-    lines = said.lines.sort_values("metric", key=lambda m: m.map(place), kind="stable").reset_index(drop=True)
-    return table, PairVerdict(lines, said.summary, said.warnings)

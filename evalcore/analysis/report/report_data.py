@@ -23,6 +23,7 @@ from evalcore.analysis.charts import distributions as G
 from evalcore.analysis.questions import failure_modes as FM
 from evalcore.analysis.read.correctness import class_metrics
 from evalcore.analysis.comparison.forest import forest_rows
+from evalcore.analysis.comparison.judge_noise import comparison_noise
 from evalcore.analysis.labels.judge_labels import judges_text
 from evalcore.analysis.runs.leaderboard import key_metric_names, metric_names
 from evalcore.analysis.runs.means import metric_judges
@@ -74,6 +75,9 @@ def comparison_record(store: RunStore, result: C.Comparison, short: dict[str, st
     said = {(cand, line["metric"]): line["outcome"] for cand, v in out["verdicts"].items() for line in v["lines"]}
     for row in out["metrics"]:
         row["outcome"] = said.get((row["candidate"], row["metric"]))
+    noise = comparison_noise(store, result)
+    if noise:  # a side scored with --repeats K: the judge's noise (runs with K = 1: the record as before)
+        out["judge_noise"] = noise
     return out
 
 

@@ -36,6 +36,8 @@ class HeuristicJudge(Judge):
     async def _run_one(self, t: JudgeTask, session: Any, sem: asyncio.Semaphore) -> Outcome:
         jid = self.judge_id(t.task)
         request = {"provider": self.provider, "model": self.model, "task": t.task, "inputs": t.inputs}
+        if t.repeat:  # the same verdict again (this judge cannot vary), one call row per repeat
+            request["repeat"] = t.repeat
         from evalcore.judges.cache import request_key
 
         key = request_key(request)
