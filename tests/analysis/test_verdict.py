@@ -159,3 +159,18 @@ def test_markdown_report_uses_the_same_outcomes():
     text = comparison_markdown(Comparison(Selection("a", "m"), [Selection("b", "m")], pd.DataFrame(rows), {}))
     faith = next(line for line in text.splitlines() if "| faithfulness |" in line)
     assert "| not significant |" in faith and "▲ better" in next(x for x in text.splitlines() if "| token\\_f1 |" in x)
+
+
+def test_too_few_questions_names_its_real_reason_when_no_p_could_be_small_enough():
+    """At n = 6 the smallest p the paired tests can return is 2·0.5⁶ = 0.031, above α/4: the
+    sentence says that, not "only |Δ| ≥ 0.205 is detectable" beside a Δ of 0.368 (issue 36)."""
+    import pandas as pd
+
+    from evalcore.analysis.comparison.verdict import verdict_lines
+
+    rows = pd.DataFrame([{"metric": f"m{i}", "n_pairs": 6, "delta": 0.368, "ci_low": 0.1, "ci_high": 0.6,
+                          "p_holm": 0.12, "higher_is_better": True, "sd_diff": 0.1, "span": 1.0} for i in range(4)])
+    line = verdict_lines(rows, "a", "b").iloc[0]
+    assert line.outcome == "too few questions"
+    assert "smallest p any result could reach, 0.031" in line.verdict and "α/4 = 0.013" in line.verdict
+    assert "is detectable" not in line.verdict

@@ -147,6 +147,10 @@ def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: fl
         if mde == 0 and abs(r.delta) <= EPS:
             detect = "the same value on every paired question"
         # the finding and its numbers first (a narrow column shows the start), the caveat last
+        floor = min_p_value(int(r.n_pairs))
+        if outcome == "too few questions" and floor >= alpha / max(1, m):  # the real reason, not the MDE
+            detect = (f"at n = {int(r.n_pairs)} the smallest p any result could reach, {floor:.2g}, is not below "
+                      f"α/{m} = {alpha / max(1, m):.2g}, so no difference could be called significant")
         if outcome in ("better", "worse"):
             text = f"{r.metric}: {winner} is better than {loser} by {abs(r.delta):.3g} ({way}) · {tail}"
         elif outcome == "not significant":
