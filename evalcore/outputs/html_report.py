@@ -8,8 +8,9 @@ Pareto fronts, failure modes and the questions that regressed most with both ans
 judged number with its judge. The numbers are evalcore.analysis.report.report_data's (the functions the
 pages and `evalcore compare --json` call); the figures are evalcore.analysis.charts.figures'.
 
-Self-contained: Plotly's JavaScript is inlined once (plotly.offline.get_plotlyjs, ~4.8 MB of
-the file), every figure reuses it, the CSS is inline, and a Content-Security-Policy forbids any
+Self-contained: Plotly's JavaScript is inlined once (the smallest bundle that draws the report's
+bar and scatter figures, evalcore.analysis.report_plotly: 1.2 MB of the file), every figure
+reuses it, the CSS is inline, and a Content-Security-Policy forbids any
 fetch, so nothing on the page can reach the network even if something slipped through.
 Untrusted text (answers, questions, names) is escaped with evalcore.analysis.charts.inert (html.escape
 for the page, inert_figure for Plotly's labels). The data is also embedded as JSON
@@ -52,6 +53,11 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .scroll{overflow-x:auto}
 .fig{background:#fff;border:1px solid #eee}
 """
+# Each figure takes its width when its script runs, while the page below it is still being read:
+# the vertical scrollbar that appears later can leave it a scrollbar's width too wide. Once the
+# page has loaded, every figure is fitted to its box again.
+FIT_FIGURES = ("window.addEventListener('load', function () { document.querySelectorAll('.js-plotly-plot')"
+               ".forEach(function (div) { Plotly.Plots.resize(div); }); });")
 GRADES = [g.value for g in Grade]
 CLASSES = [c.value for c in AnswerClass] + ["ERROR", "UNSCORED"]
 
@@ -82,6 +88,9 @@ def _figure(fig: Any, div_id: str) -> str:
     page's one copy of Plotly."""
     import plotly.io as pio
 
+    from evalcore.analysis.report_plotly import check_drawable
+
+    check_drawable(fig)  # the inlined bundle draws it
     fig.update_layout(template=_template())
     return '<div class="fig">' + pio.to_html(inert_figure(fig), full_html=False, include_plotlyjs=False,
                                              div_id=f"fig-{div_id}", config={"displayModeBar": False, "responsive": True}) + "</div>"
@@ -300,7 +309,7 @@ def embedded_json(data: dict[str, Any]) -> str:
 
 def render(data: dict[str, Any]) -> str:
     """The whole report (report_data's dict) as one HTML document."""
-    from plotly.offline import get_plotlyjs
+    from evalcore.analysis.report_plotly import plotly_js
 
     cmp, names = data["compare"], data["names"]
     systems = ", ".join(names.get(k, k) for k in [cmp["baseline"], *cmp["candidates"]])
@@ -310,7 +319,7 @@ def render(data: dict[str, Any]) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{esc(title)}</title><style>{CSS}</style>",
-        f'<script type="text/javascript">{get_plotlyjs()}</script></head><body><main>',
+        f'<script type="text/javascript">{plotly_js()}\n{FIT_FIGURES}</script></head><body><main>',
         f"<h1>{esc(title)}</h1>",
         f'<p class="meta">Systems (first = baseline): {esc(systems)} · tested metrics: '
         f'{esc(", ".join(data["tested_metrics"]) or "none")} · evalcore {esc(data["evalcore_version"])} · '

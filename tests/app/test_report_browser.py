@@ -4,8 +4,9 @@ The report must work as a file on a laptop without a server or a connection: ope
 in a browser whose network is emulated offline, it logs no console error or exception, draws
 every figure (a `.js-plotly-plot` with its SVG per figure div), and requests nothing: a canary
 `<img src=...>` written into an answer stays text, no element is built from it, and the browser
-reports no request at all besides the file itself. Driven over the DevTools protocol with the
-helpers of tests/app/test_browser.py (DevTools keeps the events it reads); skips with a reason without Chromium, fails under CI=true.
+reports no request at all besides the file itself. Once loaded, no figure is wider than its box.
+Driven over the DevTools protocol with the helpers of tests/app/test_browser.py (DevTools keeps
+the events it reads); skips with a reason without Chromium, fails under CI=true.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ PROBE = """(() => JSON.stringify({
   drawn: [...document.querySelectorAll('.plotly-graph-div')].filter(d =>
       d.classList.contains('js-plotly-plot') && d.querySelector('svg.main-svg')).length,
   imgs: [...document.querySelectorAll('img,image,iframe,link,a')].map(e => e.outerHTML.slice(0, 120)),
+  // a figure wider than its box (drawn before the page's scrollbar appeared, never refitted)
+  overflowing: [...document.querySelectorAll('.js-plotly-plot')].filter(d =>
+      d.querySelector('svg.main-svg').getBoundingClientRect().width > d.parentElement.clientWidth + 1).length,
+  loaded: document.readyState === 'complete',
   pwned: !!window.__pwned,
   text: document.body.innerText,
   data: document.getElementById('evalcore-data').textContent}))()"""
@@ -65,7 +70,7 @@ def test_report_opens_offline_draws_every_figure_and_fetches_nothing(report_file
         while time.time() < deadline:  # wait for a condition: every figure drawn
             seen = json.loads(tools.call("Runtime.evaluate", expression=PROBE, returnByValue=True)
                               .get("result", {}).get("value") or "{}")
-            if seen.get("figures") and seen["drawn"] == seen["figures"]:
+            if seen.get("figures") and seen["drawn"] == seen["figures"] and seen["loaded"] and not seen["overflowing"]:
                 break
             time.sleep(0.3)
         tools.call("Runtime.evaluate", expression="1", returnByValue=True)  # flush pending events
@@ -74,6 +79,7 @@ def test_report_opens_offline_draws_every_figure_and_fetches_nothing(report_file
     (tmp_path / "page.txt").write_text(seen.get("text", ""))
     assert seen.get("figures", 0) >= 5, f"expected the forest, 2 distributions, 2 fronts and failure modes: {seen.get('figures')}"
     assert seen["drawn"] == seen["figures"], f"only {seen['drawn']} of {seen['figures']} figures drawn"
+    assert seen["overflowing"] == 0, f"{seen['overflowing']} figures wider than their box once the page loaded"
     errors = [e for e in tools.events if e["method"] == "Runtime.exceptionThrown"
               or (e["method"] == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))
               or (e["method"] == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
