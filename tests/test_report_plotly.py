@@ -1,7 +1,8 @@
 """The report's Plotly bundle (evalcore/analysis/report_plotly.py): the vendored basic bundle,
 unmodified and of the plotly.js version the installed plotly writes figures for; shipped in the
 wheel; the full bundle when another plotly is installed; a figure it cannot draw refused.
-The report drawn from it in Chromium: tests/app/test_report_browser.py; its size: test_report_cli.py.
+The report drawn from it in Chromium: tests/app/test_report_browser.py; its size and its figures'
+trace types: test_report_cli.py.
 """
 
 from __future__ import annotations
@@ -58,16 +59,3 @@ def test_a_figure_the_bundle_cannot_draw_is_refused():
     with pytest.raises(ValueError, match="heatmap"):
         R.check_drawable(go.Figure([go.Scatter(x=[1], y=[2]), go.Heatmap(z=[[1]])]))
 
-
-def test_every_report_figure_is_drawable(tmp_path):
-    """The report's own figure builders draw only bar and scatter traces (rendering a report of
-    every section passes check_drawable for each figure)."""
-    requires("plotly", "the app extra")
-    from evalcore.analysis.html_report import render
-    from evalcore.analysis.report_data import report_data
-    from evalcore.demo.synthetic import build_store
-
-    store = build_store(tmp_path / "runs", n_runs=2, n_questions=12, n_metrics=12, judge_calls=False)
-    page = render(report_data(store, store.run_ids()))
-    assert page.count("Plotly.newPlot(") >= 6
-    assert set(re.findall(r'"type":\s*"(\w+)"', page[page.index("</head>"):])) <= R.BASIC_TRACES
