@@ -30,6 +30,7 @@ SHARED_BASENAMES = {
     "registry.py": (("datasets", "metrics"), "the explicit registry of its package (question formats; metrics)"),
     "results.py": (("analysis/read", "schemas"), "a run's results (the flat export table; the stored records)"),
     "retrieval.py": (("metrics", "traces"), "retrieved contexts (their scores; reading them from spans)"),
+    "repeats.py": (("scoring", "stats"), "a judge's repeated verdicts of one answer (asking and storing them; their statistics)"),
 }
 
 

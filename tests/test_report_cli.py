@@ -114,8 +114,8 @@ def test_report_numbers_equal_compare_json(store_root, tmp_path):
         assert f'<section id="{section}">' in page
     assert page.count("Plotly.newPlot(") >= 7  # two forests, 2 distributions, 2 fronts, failure modes
     assert page.count("function(") > 1000 and page.count('<script type="text/javascript">') == 1  # Plotly once
-    # every figure is of a trace type the inlined bundle draws (evalcore.analysis.report_plotly)
-    from evalcore.analysis.report_plotly import BASIC_TRACES
+    # every figure is of a trace type the inlined bundle draws (evalcore.outputs.report_plotly)
+    from evalcore.outputs.report_plotly import BASIC_TRACES
 
     found = set(re.findall(r'"type":\s*"(\w+)"', page[page.index("</head>"):]))
     assert found - {"linear", "log", "date", "category", "multicategory"} <= BASIC_TRACES  # axis types aside

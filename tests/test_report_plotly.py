@@ -1,4 +1,4 @@
-"""The report's Plotly bundle (evalcore/analysis/report_plotly.py): the vendored basic bundle,
+"""The report's Plotly bundle (evalcore/outputs/report_plotly.py): the vendored basic bundle,
 unmodified and of the plotly.js version the installed plotly writes figures for; shipped in the
 wheel; the full bundle when another plotly is installed; a figure it cannot draw refused.
 The report drawn from it in Chromium: tests/app/test_report_browser.py; its size and its figures'
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.analysis import report_plotly as R
+from evalcore.outputs import report_plotly as R
 from tests.optional import requires
 
 ROOT = Path(__file__).resolve().parents[1]

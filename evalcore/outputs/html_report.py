@@ -9,7 +9,7 @@ judged number with its judge. The numbers are evalcore.analysis.report.report_da
 pages and `evalcore compare --json` call); the figures are evalcore.analysis.charts.figures'.
 
 Self-contained: Plotly's JavaScript is inlined once (the smallest bundle that draws the report's
-bar and scatter figures, evalcore.analysis.report_plotly: 1.2 MB of the file), every figure
+bar and scatter figures, evalcore.outputs.report_plotly: 1.2 MB of the file), every figure
 reuses it, the CSS is inline, and a Content-Security-Policy forbids any
 fetch, so nothing on the page can reach the network even if something slipped through.
 Untrusted text (answers, questions, names) is escaped with evalcore.analysis.charts.inert (html.escape
@@ -88,7 +88,7 @@ def _figure(fig: Any, div_id: str) -> str:
     page's one copy of Plotly."""
     import plotly.io as pio
 
-    from evalcore.analysis.report_plotly import check_drawable
+    from evalcore.outputs.report_plotly import check_drawable
 
     check_drawable(fig)  # the inlined bundle draws it
     fig.update_layout(template=_template())
@@ -309,7 +309,7 @@ def embedded_json(data: dict[str, Any]) -> str:
 
 def render(data: dict[str, Any]) -> str:
     """The whole report (report_data's dict) as one HTML document."""
-    from evalcore.analysis.report_plotly import plotly_js
+    from evalcore.outputs.report_plotly import plotly_js
 
     cmp, names = data["compare"], data["names"]
     systems = ", ".join(names.get(k, k) for k in [cmp["baseline"], *cmp["candidates"]])

@@ -36,7 +36,7 @@ def check_drawable(fig: Any) -> None:
     missing = trace_types(fig) - BASIC_TRACES
     if missing:
         raise ValueError(f"the report's Plotly bundle draws {sorted(BASIC_TRACES)} traces, not {sorted(missing)}: "
-                         "inline a bundle with those trace modules (evalcore/analysis/report_plotly.py)")
+                         "inline a bundle with those trace modules (evalcore/outputs/report_plotly.py)")
 
 
 def basic_bundle() -> str:
