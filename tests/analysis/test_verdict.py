@@ -174,3 +174,18 @@ def test_too_few_questions_names_its_real_reason_when_no_p_could_be_small_enough
     assert line.outcome == "too few questions"
     assert "smallest p any result could reach, 0.031" in line.verdict and "α/4 = 0.013" in line.verdict
     assert "is detectable" not in line.verdict
+
+
+def test_the_headline_says_when_metrics_were_compared_on_different_n():
+    """n = 40 for two metrics and 34 for two others: the headline says both, not just 40."""
+    import pandas as pd
+
+    from evalcore.analysis.comparison.verdict import verdict_lines, verdict_summary
+
+    rows = pd.DataFrame([{"metric": f"m{i}", "n_pairs": n, "delta": 0.0, "ci_low": -0.1, "ci_high": 0.1,
+                          "p_holm": 1.0, "higher_is_better": True, "sd_diff": 0.2, "span": 1.0}
+                         for i, n in enumerate((40, 40, 34, 34))])
+    lines = verdict_lines(rows, "a", "b")
+    assert verdict_summary(lines, rows, "a", "b").endswith("n = 40 (34 for 2 of them)")
+    same = rows.assign(n_pairs=40)
+    assert verdict_summary(verdict_lines(same, "a", "b"), same, "a", "b").endswith("n = 40")

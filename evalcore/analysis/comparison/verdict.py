@@ -166,8 +166,9 @@ def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: fl
 
 def verdict_summary(lines: pd.DataFrame, table: pd.DataFrame, base_name: str, cand_name: str) -> str:
     """The one line a comparison opens with: "X is better than Y on 2 of 4 tested metrics and
-    worse on none, n = 40" (n = the most paired questions of any tested metric); metrics on
-    0 pairs are counted apart ("1 not compared"), and when every one is, it says so first."""
+    worse on none, n = 40" (n = the most paired questions of any tested metric, and the smaller
+    n of the metrics with fewer: "n = 40 (34 for 2 of them)"); metrics on 0 pairs are counted
+    apart ("1 not compared"), and when every one is, it says so first."""
     skipped = int((lines["outcome"] == NOT_COMPARED).sum()) if len(lines) else 0
     m = len(lines) - skipped
     if m == 0 and skipped == 0:
@@ -176,7 +177,12 @@ def verdict_summary(lines: pd.DataFrame, table: pd.DataFrame, base_name: str, ca
         return (f"{cand_name} against {base_name}: nothing compared — {skipped} tested metric"
                 f"{'s' if skipped != 1 else ''} not compared (no question has a value on both sides)")
     tested = table[table["metric"].isin(set(lines["metric"]))]
-    n = int(tested["n_pairs"].max()) if len(tested) else 0
+    pairs = [int(k) for k in tested["n_pairs"] if k > 0]
+    n = max(pairs, default=0)
+    fewer = sorted({k for k in pairs if k < n}, reverse=True)  # metrics some answers lack a value of
+    if fewer:
+        k = sum(1 for x in pairs if x < n)
+        n = f"{n} ({', '.join(map(str, fewer))} for {'one' if k == 1 else k} of them)"
 
     def count(outcome: str) -> str:
         k = int((lines["outcome"] == outcome).sum())
