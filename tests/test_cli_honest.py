@@ -85,7 +85,8 @@ def test_no_ci_from_a_single_pair(store, tmp_path):
 
 
 def test_a_verdict_from_a_single_pair_names_no_interval(store, tmp_path):
-    from evalcore.analysis.comparison.compare import compare, verdict_lines
+    from evalcore.analysis.comparison.compare import compare
+    from evalcore.analysis.comparison.verdict import verdict_lines
 
     run_id = _run(store, tmp_path, n=1)
     _cli(store.root, "score", run_id, "--metrics", "token_f1", "--no-progress")

@@ -123,7 +123,7 @@ def test_a_registered_grade_metric_is_counted_and_offered_for_review(registered,
 
 
 def test_the_failure_diagnosis_reads_its_evidence_from_the_spec(registered):
-    from evalcore.analysis.questions.failure_modes import explain
+    from tests.analysis.answer_frames import explained_row as explain  # failure_modes.explained on one answer
 
     row = pd.Series({"answerable": True, "error": None, "dont_know": 0.0, "token_f1": 0.1, "hit_rate@5": 1.0,
                      "faithfulness": 1.0, "toy_miss": 0.0, "toy_faith": 0.5})
@@ -163,7 +163,7 @@ def test_the_leaderboard_ranks_by_the_metric_whose_spec_says_so(tmp_path):
 
 
 BUILT_IN_OPTIONS = {
-    "judge", "judge_concurrency", "judge_update_manifest", "judge_record_claims", "progress", "embedding_model",
+    "judge", "judge_concurrency", "judge_update_manifest", "judge_record_claims", "judge_repeats", "progress", "embedding_model",
     "bertscore_model", "bertscore_layer", "bertscore_idf", "bertscore_rescale", "bertscore_baseline",
     "match_snippets", "dont_know_phrases", "dont_know_forms", "negative_rules", "citation_indicators",
     "citation_indicators_for_full", "acknowledge_phrases", "prices", "rag_model", "weights", "objectives",

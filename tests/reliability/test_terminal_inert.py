@@ -116,6 +116,7 @@ def _cases(h) -> dict[str, list[list[str]]]:
         "labels import": [[str(h["labels"])], [str(h["bad_labels"])]],
         "labels export": [[], ["-f", "jsonl"]],
         "labels targets": [[run, METHOD_A, "answer_class", "-n", "2"], [run, "nope" + HOSTILE, "answer_class"]],
+        "labels summary": [[run], [run, "--json"], ["nope" + HOSTILE]],
     }
 
 

@@ -57,7 +57,7 @@ def test_run_and_score_share_groups_and_engine():
 def test_old_spellings_work_with_a_deprecation_line(demo_server, store, tmp_path):
     run_id, res = _collect(store, demo_server.url, "--no-score")
     options = tmp_path / "options.yaml"
-    options.write_text("dont_know_phrases: [no idea]\n", encoding="utf-8")
+    options.write_text("dont_know_phrases: {en: [no idea]}\n", encoding="utf-8")
     old = _cli(store, "score", run_id, "--group", "abstention", "--options", str(options), "--no-progress")
     assert old.exit_code == 0, old.output
     assert "warning: --group is deprecated and goes in the next release; use --groups" in old.stderr
