@@ -60,6 +60,25 @@ HEAVY = {
         "tests/reliability/test_security_browser.py::test_hostile_answer_is_literal_text_in_the_dom",
     "tests/semantic/test_bertscore_run_idf.py::test_idf_is_run_wide_and_matches_the_library":
         "tests/semantic/test_bertscore_run_idf.py::test_a_pair_scored_under_another_idf_is_not_reused",
+    # the CI budget after issue 37's merges (a fresh-clone run at 21 min): each keeps its stand-in
+    "tests/traces/test_phoenix_roundtrip.py::test_phoenix_round_trip":
+        "tests/traces/test_phoenix_hostile.py::test_export_sends_and_checks_the_receipt",
+    "tests/app/test_browser.py::test_journeys_render_in_chromium":
+        "tests/app/test_browser.py::test_compare_headline_and_forest_plot_in_chromium",
+    "tests/app/test_browser.py::test_every_page_loads_in_chromium_without_exceptions[checkout app.py]":
+        "tests/app/test_browser.py::test_every_page_loads_in_chromium_without_exceptions[evalcore app]",
+    "tests/app/test_browser.py::test_under_a_base_path_named_like_a_page_every_page_connects":
+        "tests/app/test_browser.py::test_every_page_loads_in_chromium_without_exceptions[evalcore app]",
+    "tests/app/test_annotate_sample.py::test_random_sample_through_the_page_then_cli_and_compare_agree":
+        "tests/app/test_annotate_sample.py::test_label_this_whole_answer_labels_every_claim",
+    "tests/judges/test_heuristic_gold.py::test_faithfulness_never_ranks_below_word_overlap_off_its_tuning_set":
+        "tests/judges/test_heuristic_gold.py::test_answer_correctness_auc_at_least_the_best_lexical_metric",
+    "tests/semantic/test_import_race.py::test_two_threads_loading_at_once_both_succeed":
+        "tests/semantic/test_embedding_worker.py::test_child_vectors_are_the_in_process_vectors",
+    "tests/reliability/test_run_identity.py::test_s3_a_copied_prefix_is_damaged_and_counted_once":
+        "tests/reliability/test_run_identity.py::test_cli_a_copied_run_folder_is_counted_once",
+    "tests/reliability/test_invisible_names.py::test_no_output_of_the_cli_shows_a_name_raw":
+        "tests/reliability/test_terminal_inert.py::test_no_command_sends_a_control_character",
 }
 
 # files whose tests run on a local folder and on S3 (moto): the S3 copies are heavy, the local
