@@ -157,18 +157,18 @@ def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], meth
 
 def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
     """List the runs in the store, newest first."""
-    from evalcore.analysis.runs.leaderboard import runs_overview
+    from evalcore.analysis.runs.run_listing import rows_json, run_rows  # no pandas: the listing starts fast
 
     problems: list[str] = []
     state.store().manifests(problems)
     for problem in problems:
         echo_line(f"warning: skipped a run: {problem}", err=True)
-    df = runs_overview(state.store())
+    rows = run_rows(state.store())
     if as_json:
         store_health_commands.print_damaged(state.store(), err=True)  # stdout stays JSON
-        typer.echo(df.to_json(orient="records", date_format="iso", force_ascii=False, double_precision=15))
+        typer.echo(rows_json(rows))
         return
-    if df.empty:
+    if not rows:
         if not store_health_commands.print_damaged(state.store()):
             typer.echo(f"no runs in {state.store().root} (try: evalcore import --example)")
         return
@@ -176,7 +176,7 @@ def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON inst
 
     print_table(None, ("run_id", "name", "status", "methods", "n_questions", "n_responses", "n_errors", "created_at"),
                 ((row.run_id, row.name, row.status, row.methods, row.n_questions, row.n_responses, row.n_errors,
-                  str(row.created_at)[:19]) for row in df.itertuples(index=False)))
+                  str(row.created_at)[:19]) for row in rows))
     store_health_commands.print_damaged(state.store())
 
 

@@ -78,13 +78,13 @@ def upgrade_cmd(run: Optional[str] = typer.Argument(None, help="One run (id, uni
 def print_damaged(store, err: bool = False) -> int:
     """The damaged runs and annotation files, one line each (for `evalcore runs`); returns how
     many runs."""
-    from evalcore.analysis.read.damage import damaged_annotations, damaged_runs
+    from evalcore.analysis.read.damage import damaged_annotation_rows, damaged_run_rows
 
-    found = damaged_runs(store)
-    for row in found.itertuples(index=False):
+    found = damaged_run_rows(store)
+    for row in found:
         named = f" ({row.name})" if isinstance(row.name, str) else ""  # unknown when run.json was not read
         echo_line(f"damaged run {row.run_id}{named}: {row.reason}; see `evalcore store check {row.run_id}`", err=err)
-    for row in damaged_annotations(store).itertuples(index=False):
+    for row in damaged_annotation_rows(store):
         echo_line(f"damaged annotations file {row.file}: {row.reason.rstrip('.')}; its labels are left out of every reading "
                    "(the file is kept: restore it from a backup, or move it away)", err=err)
     return len(found)

@@ -19,11 +19,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from evalcore.errors import StoreError
@@ -42,6 +41,18 @@ from evalcore.store.tables import (
     dictionary_columns,
     statistics_columns,
 )
+
+if TYPE_CHECKING:  # pandas is imported where rows are merged: reading the store never needs it
+    import pandas as pd
+
+
+def _compute():
+    """pyarrow.compute, imported when a set table is merged (a fifth of a second that reading
+    the store, which never merges, would otherwise pay at every start)."""
+    import pyarrow.compute as pc
+
+    return pc
+
 
 # Format-1 metric rows kept grades and classes only in details: which metrics did, and the
 # details key that held the word. A fixed fact about files written then (a metric added since
@@ -89,6 +100,8 @@ def _key_frame(path: Path, table: str) -> pd.DataFrame:
 def _winners(paths: list[Path], table: str, run_id: str | None = None) -> list[np.ndarray]:
     """Per source file, a boolean mask of the rows that survive; ForeignRows when `run_id` is
     given and a file holds a row of another run (the key columns are read anyway)."""
+    import pandas as pd
+
     keys = list(KEYS.get(table) or SET_KEYS[table])
     order = ORDER_COLUMN[table]
     h1, h2, when, file_idx, row_idx, sizes, prio = [], [], [], [], [], [], []
@@ -132,6 +145,8 @@ def _winners(paths: list[Path], table: str, run_id: str | None = None) -> list[n
 
 def _labels_from_details(batch: pd.DataFrame) -> pd.Series:
     """Format-1 metric rows kept grades and classes only in details: lift them into `label`."""
+    import pandas as pd
+
     def one(metric: str, details: object) -> str | None:
         if not isinstance(details, str) or metric not in FORMAT1_LABELS:
             return None
@@ -190,7 +205,7 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
                 if not kept.all():  # (filtering copies every row it keeps: only when one goes)
                     part = part.filter(pa.array(kept))
                 if table in EMPTY_SET_MARKER and part.num_rows:  # empty sets won, and hold nothing
-                    part = part.filter(pc.greater_equal(part.column(EMPTY_SET_MARKER[table]), 0))
+                    part = part.filter(_compute().greater_equal(part.column(EMPTY_SET_MARKER[table]), 0))
                 start += n
                 rows_in += n
                 if part.num_rows:

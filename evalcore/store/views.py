@@ -49,6 +49,7 @@ import threading
 from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
@@ -133,16 +134,21 @@ def _find_damaged(store: RunStore, src: Sources) -> dict[str, RunDamaged]:
     return found
 
 
-def _manifest_table(manifests) -> pa.Table:
-    rows = [{
+def _manifest_rows(manifests) -> list[dict[str, Any]]:
+    return [{
         "run_id": m.run_id, "name": m.name, "kind": m.kind, "status": m.status,
-        "created_at": m.created_at, "finished_at": m.finished_at, "methods": m.methods, "judges": m.judges,
-        "dataset": m.dataset.get("name") or m.dataset.get("path"),
+        "created_at": _utc(m.created_at), "finished_at": _utc(m.finished_at), "methods": m.methods,
+        "judges": m.judges, "dataset": m.dataset.get("name") or m.dataset.get("path"),
         "dataset_fingerprint": m.dataset.get("fingerprint"),
         "n_questions": m.counts.get("questions"), "evalcore_version": m.evalcore_version,
         "manifest": m.model_dump_json(),
     } for m in manifests]
-    return pa.Table.from_pylist(rows, schema=_MANIFEST_SCHEMA)
+
+
+def _utc(when: datetime | None) -> datetime | None:
+    """A manifest time as DuckDB should read it: a time without a zone is UTC (as pyarrow took
+    it), not the session's local time."""
+    return when.replace(tzinfo=timezone.utc) if when is not None and when.tzinfo is None else when
 
 
 def _by_folder(paths: list[Path]) -> str:
@@ -166,9 +172,23 @@ def _table_sql(con: duckdb.DuckDBPyConnection, table: str, src: Sources) -> str:
 
 def _empty_table(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema, view: bool = True) -> str:
     """A typed empty table (a real table, so cursors see it)."""
-    con.register("_arrow_schema", schema.empty_table())
+    return _typed_table(con, name, schema)
+
+
+def _typed_table(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema,
+                 rows: Sequence[dict[str, Any]] = ()) -> str:
+    """A real table `name` with `schema`'s columns holding `rows` (dicts by column name).
+
+    Why not pyarrow's from_pylist or empty_table: building a pyarrow array from Python values
+    makes pyarrow import pandas (its input type checks), half a second that `evalcore runs`,
+    which reads no frame, paid at every start. Typed null columns need no such check, and
+    DuckDB takes the rows as one list per column."""
+    con.register("_arrow_schema", pa.Table.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema))
     con.execute(f"CREATE TABLE {name} AS SELECT * FROM _arrow_schema")
     con.unregister("_arrow_schema")
+    if rows:
+        columns = {f"c{i}": [row.get(f.name) for row in rows] for i, f in enumerate(schema)}
+        con.execute(f"INSERT INTO {name} SELECT {', '.join(f'unnest(${c})' for c in columns)}", columns)
     return name
 
 
@@ -296,24 +316,17 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
         # (DuckDB's default is 80% of RAM per database) for its file cache and query work
         con.execute(f"SET memory_limit = '{READER_MEMORY}'")
         # tables, not registered Arrow objects: cursors (other connections) must see them
-        con.register("_manifests", _manifest_table([m for m in manifests if m.run_id not in src.damaged]))
-        con.execute("CREATE TABLE runs AS SELECT * FROM _manifests")
-        con.unregister("_manifests")
+        _typed_table(con, "runs", _MANIFEST_SCHEMA, _manifest_rows([m for m in manifests if m.run_id not in src.damaged]))
         names = {m.run_id: m.name for m in manifests}
-        con.register("_damaged", pa.Table.from_pylist(
-            [{"run_id": r, "name": names.get(r, d.name), "file": d.file, "reason": d.problem}
-             for r, d in sorted(src.damaged.items())], schema=_DAMAGED_SCHEMA))
-        con.execute("CREATE TABLE damaged_runs AS SELECT * FROM _damaged")
-        con.unregister("_damaged")
+        _typed_table(con, "damaged_runs", _DAMAGED_SCHEMA,
+                     [{"run_id": r, "name": names.get(r, d.name), "file": d.file, "reason": d.problem}
+                      for r, d in sorted(src.damaged.items())])
         for table in RUN_TABLES:
             con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
         for name in DERIVED_TABLES:
             con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src, con)}")
-        con.register("_damaged_files", pa.Table.from_pylist(
-            [{"file": f, "reason": why} for f, why in sorted(src.damaged_annotations.items())],
-            schema=_DAMAGED_FILES_SCHEMA))
-        con.execute("CREATE TABLE damaged_annotations AS SELECT * FROM _damaged_files")
-        con.unregister("_damaged_files")
+        _typed_table(con, "damaged_annotations", _DAMAGED_FILES_SCHEMA,
+                     [{"file": f, "reason": why} for f, why in sorted(src.damaged_annotations.items())])
         left_out = set(src.damaged_annotations)
         ann = [p for p in _annotation_files(store) if _annotation_key(store, p) not in left_out]
         if ann:

@@ -38,13 +38,6 @@ def mode_select(container=st) -> str:
                                   "the judge's means. Queue: any verdict, hand-picked; counts for agreement only.")
 
 
-def _available() -> bool:
-    if not C.available():
-        st.info(widgets.md(C.INSTALL_HINT))
-        return False
-    return True
-
-
 def _progress(est: dict) -> None:
     """Where the population's estimate stands and what the next labels buy (the words and every
     bound on the counts: evalcore.analysis.labels.label_counts)."""
@@ -102,8 +95,6 @@ def render_sample(run_id: str, methods: list[str], who: str, evidence: Callable[
                   pickers: tuple | None = None) -> None:
     """Annotate's random-sample mode for one run: method x metric population, next drawn answer.
     `pickers`: two containers for the method and metric pickers (the page's top row)."""
-    if not _available():
-        return
     metrics = widgets.call(U.estimable_metrics, run_id)
     if not metrics or not methods:
         widgets.empty_state("This run has no judged metric to label.", "Score it with judged metrics first.")
@@ -158,8 +149,6 @@ def means_table(table: pd.DataFrame) -> pd.DataFrame:
 def render_calibration(run_id: str) -> None:
     """The run's corrected means, then judge calibration against sampled labels: one table of
     which judge to trust for what, the confusion matrix and reliability diagram of one metric."""
-    if not _available():
-        return
     means = widgets.call(C.corrected_means, run_id)
     if len(means):
         st.subheader("Human-corrected means (this run)")
@@ -214,7 +203,7 @@ def _calibration_table(table: pd.DataFrame, name: str) -> None:
 def runs_calibration(run_ids: list[str]) -> None:
     """Runs: the judge calibration of every listed run with randomly sampled labels, per method x
     metric (what `evalcore labels summary RUN` prints); nothing when no run has any."""
-    if not C.available() or not run_ids:
+    if not run_ids:
         return
     table = widgets.call(K.runs_summary, tuple(dict.fromkeys(run_ids)))
     if table.empty:
@@ -251,8 +240,6 @@ def render_compare(base: str, cand: str, table: pd.DataFrame | None = None) -> N
     both sides, with whether the verdict changes. `table`: the page's pair table, whose tested
     rows give the judge side (a labelled metric it did not test is tested apart)."""
     base_t, cand_t = tuple(base.split(":", 1)), tuple(cand.split(":", 1))
-    if not C.available():
-        return  # ppi-python absent: the CLI names the install; the page stays as it was
     rows = widgets.call(C.corrected_compare, base_t, (cand_t,), judged=_judged(table, cand))
     if rows.empty:
         return
@@ -285,8 +272,6 @@ def render_compare(base: str, cand: str, table: pd.DataFrame | None = None) -> N
 def corrected_column(board: pd.DataFrame) -> pd.DataFrame:
     """Runs: a 'corrected' column where a system has randomly sampled labels."""
     if board.empty or not {"run_id", "method"} <= set(board.columns):
-        return board
-    if not C.available():
         return board
     texts = widgets.call(C.corrected_texts, tuple(zip(board.run_id, board.method)))
     if not texts:

@@ -9,7 +9,7 @@ population a PM reads about. Per judge x metric of one run:
   contexts, classes, grades): a confusion matrix and Cohen's kappa with a percentile bootstrap
   95% CI (seeded, items resampled);
 - answers: bias = mean(judge - human) over sampled, fully labelled answers with its 95% CI
-  (ppi_py's classical interval), the correlation rho, and a reliability diagram for graded scores
+  (the classical interval, evalcore.stats.ppi_mean), the correlation rho, and a reliability diagram for graded scores
   (judge value in five bins: mean judge vs mean human per bin).
 """
 
@@ -22,7 +22,7 @@ import pandas as pd
 
 from evalcore.analysis.labels import label_units as U
 from evalcore.analysis.labels.corrected import ALPHA, sampled_systems
-from evalcore.analysis.labels.ppi_estimate import bias_interval, corr, ppi
+from evalcore.analysis.labels.ppi_estimate import bias_interval, corr
 from evalcore.analysis.read.sql import run_methods
 from evalcore.schemas.labels import RETRACTED
 from evalcore.stats.agreement import cohen_kappa
@@ -127,7 +127,6 @@ def summary(store: RunStore, run_id: str, per_method: bool = False) -> pd.DataFr
     rows = []
     if not any(r == run_id for r, _ in sampled_systems(store)):
         return pd.DataFrame(rows, columns=COLUMNS)
-    ppi()  # its intervals need the labels extra: without it, one line naming the install
     keys = ["method", "judge"] if per_method else ["judge"]
     for metric in U.estimable_metrics(store, run_id):
         items, answers = sampled_pairs(store, run_id, metric)

@@ -34,15 +34,12 @@ from evalcore.analysis.labels.ppi_estimate import (  # noqa: F401  (the names pa
     ALL_LABELLED,
     ALPHA,
     COLUMNS,
-    INSTALL_HINT,
     OK,
     SHOWN,
     TOO_FEW,
-    available,
     corr as _corr,
     estimate,
     labels_to_target,
-    ppi,
     withheld,
 )
 from evalcore.schemas.ids import canonical_id

@@ -3,8 +3,9 @@
 Why apart from evalcore.analysis.labels.corrected (which reads the store): the rules that keep every
 printed number honest live here, on plain arrays, where a test can hold them to ppi-python:
 
-- the estimator is ppi-python's (`ppi_mean_pointestimate` / `ppi_mean_ci` at the power-tuning
-  lambda, `classical_mean_ci` for the labels alone). Lambda is computed here by PPI++'s formula
+- the estimator is PPI++ for a mean (evalcore.stats.ppi_mean: ppi-python's `ppi_mean_pointestimate`
+  / `ppi_mean_ci` at the power-tuning lambda and `classical_mean_ci` for the labels alone, to
+  1e-12, without importing the package, whose numba and statsmodels cost seconds). Lambda is computed here by PPI++'s formula
   for a mean (Angelopoulos, Duchi & Zrnic 2023: cov(Y, Yhat) / ((1 + n/N) var(Yhat)), clipped to
   [0, 1]), the value ppi-python's `lam=None` computes, so it can be reported: when it clips to 0
   the corrected interval is the labels-alone one and the width the judge saves is none (1.0).
@@ -27,11 +28,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from evalcore.analysis.labels.label_counts import MIN_LABELS, TARGET_HALF_WIDTH
-from evalcore.errors import EvalcoreError
+from evalcore.stats import ppi_mean as P
 from evalcore.stats.bounded_mean import honest_interval
 
 ALPHA = 0.05
-INSTALL_HINT = "corrected estimates need ppi-python: pip install 'evalcore[labels]'"
 OK, ALL_LABELLED, TOO_FEW = "ok", "all_labelled", "too_few"
 SHOWN = (OK, ALL_LABELLED)  # statuses whose numbers are shown
 
@@ -40,22 +40,6 @@ COLUMNS = ["method", "metric", "status", "n_labelled", "N", "judge_mean", "corre
            "implied_width_ratio", "labels_to_target", "lam"]
 # what a "too_few" row withholds: everything but the counts and the judge's own mean
 WITHHELD = tuple(c for c in COLUMNS[2:] if c not in ("status", "n_labelled", "N", "judge_mean"))
-
-
-def ppi():
-    """ppi_py, imported on first use (it pulls numba and statsmodels: seconds to import)."""
-    try:
-        import ppi_py
-    except ImportError as exc:
-        raise EvalcoreError(INSTALL_HINT) from exc
-    return ppi_py
-
-
-def available() -> bool:
-    """Whether ppi-python is installed (without importing it: the import takes seconds)."""
-    import importlib.util
-
-    return importlib.util.find_spec("ppi_py") is not None
 
 
 def status(n: int, population: int, min_labels: int = MIN_LABELS) -> str:
@@ -112,36 +96,34 @@ def implied_ratio(y: np.ndarray, yhat: np.ndarray, rest: np.ndarray, lam: float,
 
 
 def _mean_interval(values: np.ndarray, alpha: float, signed: bool) -> tuple[float, float]:
-    """ppi-python's labels-alone (classical) interval, made honest at the scale's edge."""
+    """The labels-alone (classical) interval, made honest at the scale's edge."""
     normal = (math.nan, math.nan)
     if len(values) >= 2:
-        normal = tuple(float(v) for v in np.ravel(ppi().classical_mean_ci(values, alpha=alpha)))
+        normal = P.classical_mean_ci(values, alpha)
     return honest_interval(normal, values, alpha, signed)
 
 
 def bias_interval(diff: np.ndarray, alpha: float) -> tuple[float, float]:
     """The CI of judge - human: a difference in [-1, 1] when the judge's values are on the 0-1
     scale (made honest at the edge: a judge agreeing on every answer is not 'exactly unbiased'),
-    else ppi-python's classical interval as it is."""
+    else the classical interval as it is."""
     if len(diff) and np.all(np.abs(diff) <= 1):
         return _mean_interval(diff, alpha, signed=True)
     if len(diff) < 2:
         return math.nan, math.nan
-    lo, hi = (float(v) for v in np.ravel(ppi().classical_mean_ci(diff, alpha=alpha)))
-    return lo, hi
+    return P.classical_mean_ci(diff, alpha)
 
 
 def _numbers(y: np.ndarray, yhat: np.ndarray, rest: np.ndarray, alpha: float, signed: bool) -> dict[str, Any]:
     """Every number of a row (n >= 1), nothing withheld."""
-    p = ppi()
     lo, hi = _mean_interval(y, alpha, signed)
     diff = yhat - y
     b_lo, b_hi = bias_interval(diff, alpha)
     rho = corr(y, yhat)
     lam = power_tuning(y, yhat, rest)
     if len(rest):
-        point = float(np.ravel(p.ppi_mean_pointestimate(y, yhat, rest, lam=lam))[0])
-        normal = tuple(float(v) for v in np.ravel(p.ppi_mean_ci(y, yhat, rest, alpha=alpha, lam=lam)))
+        point = P.ppi_mean(y, yhat, rest, lam)
+        normal = P.ppi_mean_ci(y, yhat, rest, alpha, lam)
         if lam == 0:
             normal = (lo, hi)  # lambda 0: the corrected interval is the labels alone, as printed
         cl, ch = honest_interval(normal, y, alpha, signed)

@@ -3,23 +3,57 @@
 Why here: the CLI's `runs` and the dashboard's Runs page both list them apart from the healthy
 runs, with the one-line reason the store gave (naming the file); both read it through this one
 function. It costs nothing extra: the store finds damaged runs while it builds its views.
+The rows come as plain tuples (`evalcore runs` imports no pandas); the page's DataFrames are
+built from them.
 """
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING, NamedTuple
 
-from evalcore.store import RunStore, query_df
+from evalcore.store import RunStore, open_db
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class DamagedRun(NamedTuple):
+    run_id: str
+    name: str | None  # unknown when run.json was not read
+    file: str | None  # relative to the run, when one file is the cause
+    reason: str
+
+
+class DamagedFile(NamedTuple):
+    file: str  # under the store
+    reason: str
+
+
+def damaged_run_rows(store: RunStore) -> list[DamagedRun]:
+    """One row per damaged run, by run id."""
+    with open_db(store) as con:
+        rows = con.execute("SELECT run_id, name, file, reason FROM damaged_runs ORDER BY run_id").fetchall()
+    return [DamagedRun(*row) for row in rows]
+
+
+def damaged_annotation_rows(store: RunStore) -> list[DamagedFile]:
+    """One row per annotation file the store left out of every reading because its footer
+    cannot be read. Its labels are missing from agreement and corrected estimates until it is
+    restored or removed."""
+    with open_db(store) as con:
+        rows = con.execute("SELECT file, reason FROM damaged_annotations ORDER BY file").fetchall()
+    return [DamagedFile(*row) for row in rows]
 
 
 def damaged_runs(store: RunStore) -> pd.DataFrame:
-    """One row per damaged run: run_id, name, file (relative to the run, when one file is the
-    cause) and reason."""
-    return query_df(store, "SELECT run_id, name, file, reason FROM damaged_runs ORDER BY run_id")
+    """damaged_run_rows as a DataFrame: run_id, name, file, reason."""
+    import pandas as pd
+
+    return pd.DataFrame(damaged_run_rows(store), columns=list(DamagedRun._fields))
 
 
 def damaged_annotations(store: RunStore) -> pd.DataFrame:
-    """One row per annotation file the store left out of every reading because its footer
-    cannot be read: file (under the store) and reason. Its labels are missing from agreement
-    and corrected estimates until it is restored or removed."""
-    return query_df(store, "SELECT file, reason FROM damaged_annotations ORDER BY file")
+    """damaged_annotation_rows as a DataFrame: file, reason."""
+    import pandas as pd
+
+    return pd.DataFrame(damaged_annotation_rows(store), columns=list(DamagedFile._fields))

@@ -18,11 +18,13 @@ Definitions used everywhere a system's cost or latency is shown (Runs, Charts, C
 
 from __future__ import annotations
 
+from dataclasses import asdict, fields
 from typing import Sequence
 
 import pandas as pd
 
 from evalcore.analysis.runs.ranking import add_rank_columns, ranked_order
+from evalcore.analysis.runs.run_listing import RunRow, run_rows
 from evalcore.store import RunStore, query_df
 
 MIN_N_FOR_CI = 10
@@ -196,30 +198,12 @@ def datasets(store: RunStore) -> pd.DataFrame:
 
 
 def runs_overview(store: RunStore) -> pd.DataFrame:
-    """One row per run (newest first): questions, answers, errors, metric values (whole
-    numbers), and `latency_p50_ms` per system, {method: p50 ms} — what `evalcore runs`
-    prints, from manifests and summaries. Latency is not pooled into one run figure: the
-    slowest method's p50 (what this once gave) describes no system of the run."""
-    runs = query_df(store, """
-        SELECT r.run_id, r.name, r.kind, r.status, r.created_at, r.dataset,
-               array_to_string(r.methods, ',') AS methods,
-               CAST(coalesce(q.n_questions, r.n_questions, 0) AS BIGINT) AS n_questions,
-               CAST(coalesce(s.n_responses, 0) AS BIGINT) AS n_responses,
-               CAST(coalesce(s.n_errors, 0) AS BIGINT) AS n_errors,
-               CAST(coalesce(m.n_metric_values, 0) AS BIGINT) AS n_metric_values
-        FROM runs r
-        LEFT JOIN (SELECT run_id, count(*) AS n_questions FROM questions GROUP BY run_id) q USING (run_id)
-        LEFT JOIN (SELECT run_id, sum(n_responses) AS n_responses, sum(n_errors) AS n_errors
-                   FROM summary_responses GROUP BY run_id) s USING (run_id)
-        LEFT JOIN (SELECT run_id, sum(n) AS n_metric_values FROM summary_metrics GROUP BY run_id) m USING (run_id)
-        ORDER BY r.created_at DESC""")
-    per_system = query_df(store, "SELECT run_id, method, latency_p50_ms FROM summary_responses ORDER BY run_id, method")
-    latency: dict[str, dict[str, float | None]] = {}
-    for row in per_system.itertuples(index=False):
-        value = row.latency_p50_ms
-        latency.setdefault(row.run_id, {})[row.method] = None if pd.isna(value) else float(value)
-    runs["latency_p50_ms"] = [latency.get(r, {}) for r in runs["run_id"]]
-    return runs
+    """One row per run (newest first), as a DataFrame: analysis.runs.run_listing's rows (what `evalcore
+    runs` prints; that command reads them without pandas)."""
+    columns = [f.name for f in fields(RunRow)]
+    frame = pd.DataFrame([asdict(row) for row in run_rows(store)], columns=columns)
+    frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
+    return frame
 
 
 def systems(store: RunStore, run_ids: Sequence[str] | None = None) -> pd.DataFrame:
