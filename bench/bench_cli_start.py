@@ -1,16 +1,26 @@
-"""How long `evalcore <command> --help` takes to start: lazy command registration vs eager.
+"""How long `evalcore` commands take to start, against a bare interpreter measured in the same run.
 
-Ours: the console entry as shipped (evalcore.cli.main imports a command's module only when the
-command is looked up, and command modules import the store, pandas and the scorers inside the
-command that uses them). Baselines, in the same run: "eager", the same entry after importing every
-command module first (evalcore.cli.main.load_all); "before", eager plus what the command modules
-imported at their top before (the store, export, importer, analysis, datasets): how the CLI started
-until now. Each figure is the
-median over fresh interpreters (python -c ...), interpreter start included in both, of the child's
-CPU time (user + system): on a shared machine wall time mostly measures the other processes.
-Wall time is printed too, for an idle machine.
+Part 1, `evalcore <command> --help`: lazy command registration vs eager. Ours: the console entry
+as shipped (evalcore.cli.main imports a command's module only when the command is looked up, and
+command modules import the store, pandas and the scorers inside the command that uses them).
+Baselines, in the same run: "eager", the same entry after importing every command module first
+(evalcore.cli.main.load_all); "before", eager plus what the command modules imported at their top
+before (the store, export, importer, analysis, datasets): how the CLI started until then.
 
-    python bench/bench_cli_start.py [--repeat 7]
+Part 2, commands over a small store (issue 38 item 4): `runs`, `runs --json`, `show`, `compare`,
+each plain and `--corrected`, on a store without labels and on a copy with randomly sampled
+labels (60 of 80 answers per method), beside `python -c pass`. Printed per command: the median,
+its excess over the bare interpreter, and for `--corrected` its excess over the plain command.
+With `--before DIR` (a checkout of the old code) every command also runs with DIR's evalcore,
+interleaved with ours, and the ratio before / ours is printed.
+
+Every figure is the median over fresh interpreters (interpreter start included) of the child's
+CPU time (user + system): on a shared machine wall time mostly measures the other processes; wall
+time is printed too, for an idle machine. Rounds are interleaved (each round runs every command
+once) so load changes hit all commands alike. Children run with bytecode caching on (as an
+installed evalcore does), after one untimed warm-up each.
+
+    python bench/bench_cli_start.py [--repeat 7] [--before DIR] [--part help|store|both]
 """
 
 from __future__ import annotations
@@ -59,19 +69,142 @@ def _time(argv: list[str], mode: str, repeat: int) -> tuple[float, float]:
     return statistics.median(cpu), statistics.median(wall)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7)
-    args = parser.parse_args()
-    print(f"load average at start: {os.getloadavg()[0]:.2f}; median of {args.repeat} fresh interpreters")
+def _help_part(repeat: int) -> None:
     print(f"{'command':<22} {'CPU: ours':>10} {'eager':>7} {'before':>7} {'ratio':>6}   "
           f"{'wall: ours':>10} {'eager':>7} {'before':>7}")
     for argv in COMMANDS:
-        (cpu, wall), (cpu_e, wall_e), (cpu_b, wall_b) = (_time(argv, mode, args.repeat)
+        (cpu, wall), (cpu_e, wall_e), (cpu_b, wall_b) = (_time(argv, mode, repeat)
                                                          for mode in ("lazy", "eager", "before"))
         print(f"{'evalcore ' + ' '.join(argv):<22} {cpu:>9.2f}s {cpu_e:>6.2f}s {cpu_b:>6.2f}s {cpu_b / cpu:>5.1f}x"
               f"   {wall:>9.2f}s {wall_e:>6.2f}s {wall_b:>6.2f}s")
     print("ratio = before / ours (CPU)")
+
+
+# Part 2. What `evalcore runs` cannot start without: the CLI framework, the models, DuckDB, and
+# pyarrow (the store's table schemas), and rich for the table: a floor beside the bare interpreter.
+FLOOR = "import typer, pydantic, duckdb, pyarrow, rich.table"
+# label -> (arguments after --store, which store, the plain command it adds to)
+METHODS = ("local_search", "basic_search")
+STORE_COMMANDS: dict[str, tuple[list[str], str, str | None]] = {
+    "runs": (["runs"], "plain", None),
+    "runs --json": (["runs", "--json"], "plain", None),
+    "show": (["show", "{run}"], "plain", None),
+    "show --corrected": (["show", "{run}", "--corrected"], "plain", "show"),
+    "compare": (["compare", "{run}:" + METHODS[0], "{run}:" + METHODS[1]], "plain", None),
+    "compare --corrected": (["compare", "{run}:" + METHODS[0], "{run}:" + METHODS[1], "--corrected"], "plain",
+                            "compare"),
+    "labelled: show": (["show", "{run}"], "labelled", None),
+    "labelled: show --corrected": (["show", "{run}", "--corrected"], "labelled", "labelled: show"),
+    "labelled: compare": (["compare", "{run}:" + METHODS[0], "{run}:" + METHODS[1]], "labelled", None),
+    "labelled: compare --corrected": (["compare", "{run}:" + METHODS[0], "{run}:" + METHODS[1], "--corrected"],
+                                      "labelled", "labelled: compare"),
+}
+
+
+def build_stores(base: Path) -> tuple[dict[str, Path], str]:
+    """A synthetic run (80 questions, 2 methods, 30 metrics) in two stores: as written, and a copy
+    with 60 randomly sampled answer_class labels per method (the seeded order's first 60)."""
+    import csv
+    import shutil
+
+    sys.path.insert(0, str(ROOT))
+    from typer.testing import CliRunner
+
+    from evalcore.analysis import label_sampling as S
+    from evalcore.cli.main import app
+    from evalcore.demo.synthetic import build_store
+    from evalcore.store import query_df
+
+    plain = build_store(base / "plain", n_runs=1, n_questions=80, methods=METHODS)
+    run = plain.run_ids()[0]
+    shutil.copytree(plain.root, base / "labelled")
+    rows = []
+    for method in METHODS:
+        judged = query_df(plain, "SELECT question_id, label FROM metrics WHERE run_id = ? AND method = ? "
+                                 "AND metric = 'answer_class'", [run, method])
+        judge = dict(zip(judged.question_id, judged.label))
+        order = S.order(list(judge), 0)
+        rows += [{"run": run, "method": method, "question_id": q, "metric": "answer_class", "target": "",
+                  "label": ("wrong" if judge[q] == "CORRECT" else "correct") if pos % 3 == 0 else judge[q].lower(),
+                  "who": "bench", "sample_id": "srs:0", "inclusion_prob": S.inclusion_prob(pos, len(order))}
+                 for pos, q in enumerate(order[:60])]
+    with (base / "labels.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    res = CliRunner().invoke(app, ["--store", str(base / "labelled"), "labels", "import", str(base / "labels.csv")])
+    assert res.exit_code == 0, res.output
+    return {"plain": base / "plain", "labelled": base / "labelled"}, run
+
+
+def _child_env(code_root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # cache bytecode, as installed
+    env["PYTHONPATH"] = str(code_root)
+    env["COLUMNS"] = "200"
+    return env
+
+
+def _once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one child process. `cwd` holds no evalcore: `python -m`
+    puts the working directory first on the path, ahead of PYTHONPATH's code."""
+    start, start_cpu = time.perf_counter(), _cpu()
+    subprocess.run(cmd, check=True, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return _cpu() - start_cpu, time.perf_counter() - start
+
+
+def _store_part(repeat: int, before: Path | None) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
+        stores, run = build_stores(Path(tmp))
+        codes = {"ours": ROOT, **({"before": before} if before else {})}
+        jobs = {("bare", who): [sys.executable, "-c", "pass"] for who in codes}
+        jobs |= {("floor", who): [sys.executable, "-c", FLOOR] for who in codes}
+        for label, (argv, store, _) in STORE_COMMANDS.items():
+            for who in codes:
+                jobs[(label, who)] = [sys.executable, "-m", "evalcore", "--store", str(stores[store]),
+                                      *(a.format(run=run) for a in argv)]
+        envs = {who: _child_env(path) for who, path in codes.items()}
+        for (label, who), cmd in jobs.items():  # warm-up: bytecode written, files in the page cache
+            _once(cmd, envs[who], Path(tmp))
+        times: dict[tuple[str, str], list[tuple[float, float]]] = {key: [] for key in jobs}
+        for _ in range(repeat):  # interleaved rounds: every command once per round
+            for (label, who), cmd in jobs.items():
+                times[(label, who)].append(_once(cmd, envs[who], Path(tmp)))
+    cpu = {key: statistics.median(t[0] for t in ts) for key, ts in times.items()}
+    wall = {key: statistics.median(t[1] for t in ts) for key, ts in times.items()}
+    print(f"\n{'command (CPU, median)':<34} {'ours':>7} {'over bare':>10} {'over plain':>11} {'wall':>7}"
+          + (f" {'before':>8} {'over bare':>10} {'over plain':>11} {'before/ours':>12}" if before else ""))
+    for label in ("bare", "floor", *STORE_COMMANDS):
+        plain = STORE_COMMANDS[label][2] if label in STORE_COMMANDS else None
+        name = {"bare": "python -c pass", "floor": "floor (import typer, duckdb...)"}.get(label, f"evalcore {label}")
+        line = f"{name:<34}"
+        for who in codes:
+            c = cpu[(label, who)]
+            over_bare = "" if label == "bare" else f"{c - cpu[('bare', who)]:+.2f}s"
+            over_plain = f"{c - cpu[(plain, who)]:+.2f}s" if plain else ""
+            line += f" {c:>6.2f}s {over_bare:>10} {over_plain:>11}"
+            line += f" {wall[(label, who)]:>6.2f}s" if who == "ours" else ""
+        if before:
+            line += f" {cpu[(label, 'before')] / cpu[(label, 'ours')]:>11.2f}x"
+        print(line)
+    print("over bare = the command's median - python -c pass's; over plain = --corrected's median - the plain "
+          "command's;\nfloor = importing the libraries a listing cannot do without (" + FLOOR.removeprefix("import ") + ")")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--before", type=Path, default=None,
+                        help="a checkout of the old code: part 2 also runs its evalcore, interleaved with ours")
+    parser.add_argument("--part", choices=("help", "store", "both"), default="both")
+    args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; median of {args.repeat} fresh interpreters")
+    if args.part in ("help", "both"):
+        _help_part(args.repeat)
+    if args.part in ("store", "both"):
+        _store_part(args.repeat, args.before.resolve() if args.before else None)
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

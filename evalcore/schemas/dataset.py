@@ -17,9 +17,11 @@ from evalcore.schemas.ids import Id
 
 
 class Strict(BaseModel):
-    """Base for every I/O contract: unknown fields are rejected."""
+    """Base for every I/O contract: unknown fields are rejected. Each model's validator is built
+    when the model is first used, not when evalcore.schemas is imported: building all of them cost
+    every command a tenth of a second, and `evalcore runs` reads one (RunManifest)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class GoldPassage(Strict):

@@ -24,7 +24,6 @@ The credentials are the client's settings (PHOENIX_API_KEY, PHOENIX_CLIENT_HEADE
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
 from dataclasses import dataclass
@@ -123,6 +122,8 @@ class Session:
         source and `where` (the page, the batch) when the body is not JSON or declares a charset
         evalcore does not read (reply_charset.py). A `kept` reply
         (what the caller holds until it is done) counts against the byte budget of them all."""
+        import asyncio
+
         import httpx
 
         cap = MAX_REPLY_BYTES
@@ -203,7 +204,10 @@ async def _read_capped(response: Any, cap: int, base_url: str, truncate: bool = 
 
 
 def run_session(base_url: str, source: str, limits: Limits, work: Callable[[Session], Awaitable[T]]) -> T:
-    """Run `work` with a Session on a fresh client; the client is closed whatever happens."""
+    """Run `work` with a Session on a fresh client; the client is closed whatever happens.
+    (asyncio and httpx are imported here: `evalcore runs` imports this module for its flags' defaults.)"""
+    import asyncio
+
     import httpx
 
     headers = _headers()
