@@ -55,7 +55,7 @@ def stores(tmp_path_factory):
     every corrected estimator to run (an estimate needs 2)."""
     from typer.testing import CliRunner
 
-    from evalcore.analysis import label_sampling as S
+    from evalcore.analysis.labels import label_sampling as S
     from evalcore.cli.main import app
     from evalcore.demo.synthetic import build_store
     from evalcore.store import query_df

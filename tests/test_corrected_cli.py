@@ -17,14 +17,11 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from tests.optional import requires
 
-requires("ppi_py", "the labels extra: prediction-powered inference")
-
-from evalcore.analysis.labels import annotations as A  # noqa: E402
-from evalcore.analysis.labels import label_sampling as S  # noqa: E402
-from evalcore.analysis.labels import label_units as U  # noqa: E402
-from evalcore.cli.main import app  # noqa: E402
+from evalcore.analysis.labels import annotations as A
+from evalcore.analysis.labels import label_sampling as S
+from evalcore.analysis.labels import label_units as U
+from evalcore.cli.main import app
 
 METHODS = ("local_search", "basic_search")
 runner = CliRunner()

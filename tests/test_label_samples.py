@@ -19,15 +19,12 @@ import sys
 import numpy as np
 import pytest
 
-from tests.optional import requires
 
-ppi_py = requires("ppi_py", "the labels extra: prediction-powered inference")
-
-from evalcore.analysis.labels import annotations as A  # noqa: E402
-from evalcore.analysis.labels import corrected as C  # noqa: E402
-from evalcore.analysis.labels import label_sampling as S  # noqa: E402
-from evalcore.analysis.labels import label_units as U  # noqa: E402
-from evalcore.store import RunStore, query_df  # noqa: E402
+from evalcore.analysis.labels import annotations as A
+from evalcore.analysis.labels import corrected as C
+from evalcore.analysis.labels import label_sampling as S
+from evalcore.analysis.labels import label_units as U
+from evalcore.store import RunStore, query_df
 
 METHOD, OTHER = "basic_search", "local_search"
 N = 30  # questions: inclusion probabilities 20/30 for the first batch, 1.0 after

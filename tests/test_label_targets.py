@@ -15,14 +15,11 @@ import shutil
 
 import pytest
 
-from tests.optional import requires
 
-requires("ppi_py", "the labels extra: prediction-powered inference")
-
-from evalcore.analysis.labels import label_sampling as S  # noqa: E402
-from evalcore.analysis.labels import label_units as U  # noqa: E402
-from evalcore.store import RunStore, query_df  # noqa: E402
-from tests.test_label_samples import main  # noqa: E402  (the CLI in this process)
+from evalcore.analysis.labels import label_sampling as S
+from evalcore.analysis.labels import label_units as U
+from evalcore.store import RunStore, query_df
+from tests.test_label_samples import main  # the CLI in this process
 
 METHOD = "basic_search"
 

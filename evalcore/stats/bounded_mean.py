@@ -16,12 +16,15 @@ split into its gains d⁺ = max(d, 0) and losses d⁻ = max(-d, 0), each a value
 near the edge when either part is, and its score interval is [L⁺ − U⁻, U⁺ − L⁻] from the parts'
 Wilson intervals at α/2 each (Bonferroni: both hold with probability ≥ 1 − α, so Δ does).
 
-statsmodels (which ppi-python, the labels extra, installs) computes the Wilson interval; it takes
-a fractional count, which a mean of shares needs.
+The Wilson interval is its closed form here (statsmodels' `proportion_confint(method="wilson")`,
+which tests/stats/test_bounded_mean.py holds it equal to where statsmodels is installed); it takes
+a fractional count, which a mean of shares needs. Not statsmodels itself: importing it costs about
+a second before `show --corrected` prints anything, and nothing else of evalcore needs it.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -48,10 +51,14 @@ def near_edge(y: Sequence[float], signed: bool = False) -> bool:
 
 
 def _wilson(mean: float, n: int, alpha: float) -> tuple[float, float]:
-    from statsmodels.stats.proportion import proportion_confint
+    """The Wilson score interval of a proportion `mean` of `n` (Wilson 1927)."""
+    from evalcore.stats.ppi_mean import normal_z
 
-    lo, hi = proportion_confint(mean * n, n, alpha=alpha, method="wilson")
-    return float(lo), float(hi)
+    z2 = normal_z(alpha) ** 2
+    denom = 1 + z2 / n
+    centre = (mean + z2 / (2 * n)) / denom
+    half = math.sqrt(z2) * math.sqrt(mean * (1 - mean) / n + z2 / (4 * n * n)) / denom
+    return float(centre - half), float(centre + half)
 
 
 def score_interval(y: Sequence[float], alpha: float = 0.05, signed: bool = False) -> tuple[float, float]:

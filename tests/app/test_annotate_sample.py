@@ -9,15 +9,12 @@ import re
 import pandas as pd
 import pytest
 
-from tests.optional import requires
 
-requires("ppi_py", "the labels extra: prediction-powered inference")
-
-from evalcore.analysis.labels import annotations as A  # noqa: E402
-from evalcore.analysis.labels import label_sampling as S  # noqa: E402
-from evalcore.analysis.labels import label_units as U  # noqa: E402
-from evalcore.store import query_df  # noqa: E402
-from tests.app.test_pages import texts  # noqa: E402
+from evalcore.analysis.labels import annotations as A
+from evalcore.analysis.labels import label_sampling as S
+from evalcore.analysis.labels import label_units as U
+from evalcore.store import query_df
+from tests.app.test_pages import texts
 
 METHODS = ("local_search", "basic_search")
 

@@ -363,7 +363,6 @@ def test_annotate_random_sample_fits_1400_by_1000_in_chromium(served_app, app_st
     sit below the fold under the method and metric pickers and the items)."""
     browser = chromium()
     requires("websockets.sync.client", "websockets is needed to drive Chromium")
-    requires("ppi_py", "random-sample labelling needs ppi-python")
     tools = DevTools(browser, tmp_path / "profile")
     try:
         tools.window()

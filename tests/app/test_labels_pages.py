@@ -14,15 +14,12 @@ import re
 
 import pytest
 
-from tests.optional import requires
 
-requires("ppi_py", "the labels extra: prediction-powered inference")
-
-from evalcore.analysis.comparison import compare as CMP  # noqa: E402
-from evalcore.analysis.labels import corrected as C  # noqa: E402
-from evalcore.analysis.comparison.verdict import verdict_lines  # noqa: E402
-from tests.app.test_pages import texts  # noqa: E402
-from tests.test_corrected_cli import METHODS, _sample  # noqa: E402
+from evalcore.analysis.comparison import compare as CMP
+from evalcore.analysis.labels import corrected as C
+from evalcore.analysis.comparison.verdict import verdict_lines
+from tests.app.test_pages import texts
+from tests.test_corrected_cli import METHODS, _sample
 
 
 @pytest.fixture(scope="module")
