@@ -63,7 +63,8 @@ class MethodConfig(BaseModel):
 class EvalConfig(BaseModel):
     """A live evaluation. `target` may be a URL string (evalcore's default contract)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # no float setting may be inf or nan (a timeout that never fires, a backoff that never ends)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
     name: str | None = None
     target: TargetSpec | str | None = Field(default=None, validation_alias=AliasChoices("target", "rag_server_url", "url"))
@@ -79,11 +80,12 @@ class EvalConfig(BaseModel):
     seed: int = 0
     top_k: int = Field(default=10, ge=1, le=1000)
     concurrency: int = Field(default=8, ge=1, le=512)
-    timeout: float = Field(default=60.0, gt=0)
+    # time and size settings are finite and bounded: `--timeout inf` would wait forever
+    timeout: float = Field(default=60.0, gt=0, le=86_400)
     retries: int = Field(default=3, ge=0, le=20)
-    backoff: float = Field(default=0.5, ge=0)
+    backoff: float = Field(default=0.5, ge=0, le=3_600)
     batch_size: int = Field(default=16, ge=1, le=10_000)
-    flush_seconds: float = Field(default=2.0, gt=0)
+    flush_seconds: float = Field(default=2.0, gt=0, le=3_600)
     # What a target may make the runner do (evalcore/targets/fetch.py): follow a redirect to
     # another origin (never with the configured headers), and send a body of what size.
     follow_redirects: bool = False

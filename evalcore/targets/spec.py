@@ -19,6 +19,7 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalcore.errors import EvalcoreError
@@ -85,6 +86,15 @@ class ResponseMap(_Strict):
 DEFAULT_BODY: dict[str, Any] = {"question": "{{question}}", "method": "{{method}}", "top_k": "{{top_k}}"}
 
 
+def _no_control_characters(value: str, what: str) -> None:
+    """Refuse a URL or path holding a control character (C0, DEL, C1; tab and newline too): HTTP
+    clients either refuse them mid-run or silently drop them (a tab vanishes from the URL asked),
+    so the URL would not be the one configured. Said when the settings are read, with its place."""
+    for i, ch in enumerate(value):
+        if ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F:
+            raise ValueError(f"{what} has a control character (U+{ord(ch):04X}) at position {i}: {value!r}")
+
+
 class TargetSpec(_Strict):
     """One RAG server. Paths set to null are not called (e.g. a server without /health)."""
 
@@ -103,8 +113,14 @@ class TargetSpec(_Strict):
     @field_validator("url")
     @classmethod
     def _http_url(cls, value: str) -> str:
+        _no_control_characters(value, "target url")
         if not re.match(r"^https?://[^/\s]+", value):
             raise ValueError(f"target url must start with http:// or https://, got {value!r}")
+        try:
+            httpx.URL(value)
+            urlsplit(value).port  # a port outside 0-65535 raises here, not mid-run
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise ValueError(f"target url {value!r} is not a valid URL: {exc}") from None
         return value.rstrip("/")
 
     @field_validator("health_path", "info_path", "stats_path", "query_path")
@@ -113,6 +129,7 @@ class TargetSpec(_Strict):
         """An endpoint is a path (and query) on the target's URL: a full URL here would send the
         configured headers to another server."""
         if value is not None:
+            _no_control_characters(value, "endpoint")
             parts = urlsplit(value)
             if parts.scheme or parts.netloc:
                 raise ValueError(f"endpoint must be a path on the target url (like /health), not a URL: "

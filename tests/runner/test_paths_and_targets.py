@@ -149,3 +149,28 @@ def test_the_worked_config_in_docs_is_valid(tmp_path, monkeypatch):
     assert resp.token_usage.input_tokens == 10 and resp.timings == {"total_ms": 5.0}
     body = render_body(spec.body, {"question": "q", "method": "hybrid", "top_k": 5, "lang": "en"})
     assert body == {"query": "q", "options": {"mode": "hybrid", "k": 5, "language": "en"}}
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9/a\x01b", "http://127.0.0.1:9/a\tb", "http://127.0.0.1:9/a\nb",
+                                 "http://127.0.0.1:9/a\x7fb", "http://127.0.0.1:9/a\x85b", "http://127.0.0.1:99999/",
+                                 "http://127.0.0.1:abc/", "http://[::1/"])
+def test_a_target_url_the_client_would_refuse_or_rewrite_is_refused_when_read(url):
+    """A control character (tab and newline included: a client drops them, so another URL would be
+    asked), a port out of range or an unparsable host is a settings error, never a mid-run crash."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="target url"):
+        TargetSpec(url=url)
+    with pytest.raises(ValidationError, match="endpoint"):
+        TargetSpec(url="http://127.0.0.1:9", query_path="/query\x01")
+
+
+@pytest.mark.parametrize("field,value", [("timeout", float("inf")), ("timeout", float("nan")), ("timeout", 1e9),
+                                         ("backoff", float("inf")), ("flush_seconds", float("inf")),
+                                         ("max_response_mb", float("inf"))])
+def test_time_and_size_settings_are_finite_and_bounded(field, value):
+    """`--timeout inf` waited forever; every float setting of a run is finite and bounded."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=field):
+        EvalConfig(target="http://127.0.0.1:9", **{field: value})
