@@ -69,7 +69,7 @@ def _run_pytest(folder: Path, ci: str | None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     if ci is not None:
         env["CI"] = ci
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:evalcore",
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:evalcore", "-p", "no:phoenix",
                            str(folder)],
                           cwd=folder, env=env, capture_output=True, text=True, timeout=120)
 

@@ -23,9 +23,12 @@ Gate failures fail the whole session (non-zero exit) and are listed in the termi
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from evalcore.outputs.gate import GateOutcome
+if TYPE_CHECKING:  # every pytest session of a user loads this plugin: it imports evalcore only when a gate runs
+    from evalcore.outputs.gate import GateOutcome
 
 _FAILURES = pytest.StashKey[list]()
 

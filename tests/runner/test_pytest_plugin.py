@@ -28,7 +28,7 @@ def test_ordinary():
 
 def _pytest(tmp_path, *args):
     (tmp_path / "test_gate.py").write_text(TEST_FILE, encoding="utf-8")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:phoenix",
            str(tmp_path / "test_gate.py"), "--rootdir", str(tmp_path), "-c", str(tmp_path / "none.ini"), *args]
     (tmp_path / "none.ini").write_text("[pytest]\n", encoding="utf-8")
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
