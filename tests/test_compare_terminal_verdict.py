@@ -105,7 +105,8 @@ def test_judges_of_a_pair_are_said_per_side_whenever_they_differ():
     assert said["prompt"] == ("anthropic:claude-x/claims@1 on the baseline, anthropic:claude-x/claims@2 on the "
                               "candidate")
     assert said["temperature"] == "openai-compatible:q on the baseline, openai-compatible:q[t=1] on the candidate"
-    assert said["one side"] == "heuristic:lexical-v3 (word overlap, not a model) on the baseline, no judge on the candidate"
+    assert said["one side"] == ("heuristic:lexical-v3 (word overlap, not a model) on the baseline, no judge "
+                                 "recorded on the candidate")
     assert said["two and one"].endswith("on the baseline, anthropic:claude-x on the candidate")
     assert V.judges_of_pair(rows, "a", "b", "computed") == ""
 

@@ -239,6 +239,8 @@ def _disagreement_text(item: dict) -> str:
     if k is None or k != k:
         return (f"judge disagreement: {item['metric']} was judged once for this answer (score --repeats K "
                 "measures it); queued after the answers with repeats")
+    if k < 2:
+        return f"judge disagreement: only one of its verdicts on {item['metric']} has a value; nothing to compare"
     said = "differ" if item["verdicts_differ"] else "agree"
     return f"judge disagreement: its {int(k)} verdicts on {item['metric']} {said} (SD {item['repeat_sd']:.2g})"
 

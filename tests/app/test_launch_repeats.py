@@ -84,3 +84,23 @@ def test_run_refuses_a_bad_k_and_a_k_on_resume_in_one_line(tmp_path):
     res = CliRunner().invoke(app, [*base, "--resume", "latest", "--repeats", "3"])
     assert isinstance(res.exception, EvalcoreError)
     assert "--repeats is kept from the run's start when resuming" in str(res.exception)
+
+
+def test_run_repeats_joins_the_configs_scoring_options(tmp_path, monkeypatch):
+    """`run --config C --repeats K`: K joins the config's other score_options (and wins over its
+    judge_repeats), as the run's scoring reads them; caught before anything is asked."""
+    import evalcore.pipeline as pipeline
+
+    seen = []
+
+    def capture(cfg, store, **how):
+        seen.append(cfg)
+        raise EvalcoreError("stop here")
+
+    monkeypatch.setattr(pipeline, "run_evaluation", capture)
+    config = tmp_path / "eval.yaml"
+    config.write_text("target: http://127.0.0.1:9\ndataset: q.yaml\n"
+                      "score_options: {judge_repeats: 2, weights: {accuracy: 1.0}}\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["--store", str(tmp_path / "runs"), "run", "--config", str(config), "--repeats", "4"])
+    assert str(res.exception) == "stop here"
+    assert seen[0].score_options == {"judge_repeats": 4, "weights": {"accuracy": 1.0}}

@@ -260,7 +260,7 @@ def judges_of_pair(judges: pd.DataFrame, base: str, cand: str, metric: str) -> s
     said_a, said_b = judges_text(a), judges_text(b)
     if said_a == said_b:  # the same model, another prompt or prompt version
         said_a, said_b = ", ".join(a), ", ".join(b)
-    return f"{said_a or 'no judge'} on the baseline, {said_b or 'no judge'} on the candidate"
+    return f"{said_a or 'no judge recorded'} on the baseline, {said_b or 'no judge recorded'} on the candidate"
 
 
 def pair_judges(store: Any, base: str, cand: str, metrics: Sequence[str]) -> dict[str, str]:
