@@ -69,6 +69,10 @@ def run_cmd(
                                   "--concurrency stays the limit for the whole cluster."),
     address: Optional[str] = typer.Option(None, "--address", help="With --engine ray: the Ray cluster "
                                           "(e.g. ray://head:10001 or auto); default a local instance."),
+    repeats: Optional[int] = typer.Option(None, "--repeats", metavar="K",
+                                          help="When the answers are scored: ask each judged metric's verdict K "
+                                               "times per answer, as `score --repeats K` (the run's score_options "
+                                               "judge_repeats). Default 1."),
 ) -> None:
     """Ask a RAG server every question for every method, store the answers as they arrive, score them.
 
@@ -91,11 +95,14 @@ def run_cmd(
               "metrics": _names(metrics), "groups": _names(groups),
               "follow_redirects": follow_redirects or None, "max_response_mb": max_response_mb}
     if resume:
+        if repeats is not None:
+            raise EvalcoreError("--repeats is kept from the run's start when resuming; to judge its answers K "
+                                "times, `evalcore score RUN --judge J --repeats K`")
         result = _resume(resume, store, config, duplicates, common, how)
     else:
         overrides = {"target": target, "dataset": dataset, "datasets": datasets, "methods": methods,
                      "samples": samples, "top_k": top_k, "name": name, "on_duplicate": duplicates, **common}
-        result = _new_run(store, config, overrides, how)
+        result = _new_run(store, config, overrides, how, repeats)
     _print_result(result, str(store.root))
     typer.echo(result.run_id)
     _end_with_failures(store, result.run_id)
@@ -114,17 +121,23 @@ def _resume(run: str, store: Any, config: Path | None, duplicates: str | None, c
         return resume_run(run, store, config=given, on_duplicate=None if config else duplicates, **common, **how)
 
 
-def _new_run(store: Any, config: Path | None, overrides: dict[str, Any], how: dict[str, Any]) -> Any:
-    """A new run from --config (the flags override it) or from the flags alone."""
+def _new_run(store: Any, config: Path | None, overrides: dict[str, Any], how: dict[str, Any],
+             repeats: int | None = None) -> Any:
+    """A new run from --config (the flags override it) or from the flags alone. `--repeats K`
+    joins the config's other scoring options (it is the option `score --repeats K` sets)."""
+    from evalcore.cli.score_commands import check_repeat_option
     from evalcore.pipeline import run_evaluation
     from evalcore.runner.config import EvalConfig, load_config
 
+    chosen = check_repeat_option({"judge_repeats": repeats}) if repeats is not None else {}
     if config:
         cfg = load_config(config, **overrides)
     else:
         if not overrides["target"] or not (overrides["dataset"] or overrides["datasets"]):
             raise EvalcoreError("give --config FILE, or --target URL with --dataset FILE (or --datasets)")
         cfg = EvalConfig.model_validate({k: v for k, v in overrides.items() if v is not None})
+    if chosen:
+        cfg = cfg.with_settings(score_options={**cfg.score_options, **chosen})
     with print_dropped_duplicates():
         return run_evaluation(cfg, store, **how)
 

@@ -311,12 +311,16 @@ def _aa(store, selections: list[str], metrics: list[str], seed: int, alpha: floa
 
 
 def _print_comparison(result, record: dict, short: dict[str, str], one_run: bool) -> None:
-    """The terminal's comparison: warnings and headline per candidate, then one table row per
-    (candidate, metric) with its verdict outcome ("not compared" on 0 pairs), then the unpaired."""
+    """The terminal's comparison: per candidate its warnings, headline and one sentence per
+    tested metric (the Compare page's words, the judge of a judged metric included: both print
+    verdict.pair_verdict's lines), then one table row per (candidate, metric) with its verdict
+    outcome ("not compared" on 0 pairs), then the unpaired."""
     for v in record["verdicts"].values():  # the verdict first: what a reader came for
         for warning in v["warnings"]:
             echo_line(f"WARNING not comparable as scored: {warning}")
         echo_line(v["summary"])
+        for line in v["lines"]:
+            echo_line(f"  {line['verdict']}")
     outcome = {(row["candidate"], row["metric"]): row["outcome"] for row in record["metrics"]}
     rows = [[short[r.candidate], r.metric, _fmt(r.mean_a), _fmt(r.mean_b), _fmt(r.delta, 4),
              f"[{_fmt(r.ci_low, 4)}, {_fmt(r.ci_high, 4)}]", _fmt(r.p_holm, 4) + (" *" if r.significant else ""),

@@ -135,7 +135,8 @@ def _verdict_section(data: dict[str, Any]) -> str:
         out.append('<ul class="verdicts">')
         for line in v["lines"]:
             kind = line["outcome"].replace(" ", "-")
-            out.append(f'<li class="{esc(kind)}">{esc(line["verdict"])}{_judge(data["judged_by"].get(line["metric"], ""))}</li>')
+            # the sentence ends in its judge(s), each side's when they differ (verdict.judges_of_pair)
+            out.append(f'<li class="{esc(kind)}">{esc(line["verdict"])}</li>')
         out.append("</ul>")
     return "".join(out) + "</section>"
 

@@ -193,10 +193,13 @@ def _queue(run_id: str, methods: list[str], pickers: tuple) -> None:
     method = widgets.url_select("Method", ["(all)", *methods], "method", container=c2)
     kind = widgets.url_select("Verdict kind", KINDS, "kind", container=c3)
     method = None if method == "(all)" else method
+    order = widgets.url_select("Order the queue by", list(A.QUEUE_ORDERS), "qorder",
+                               help="judge disagreement: the answers whose K verdicts (score --repeats K) "
+                                    "differ most come first")
     who = _who()
 
     skip = tuple(st.session_state.get("ann_skip", []))
-    nxt = widgets.call(A.queue, run_id, kind, method, skip)
+    nxt = widgets.call(A.queue, run_id, kind, method, skip, order=order)
     counts = widgets.call(A.counts, run_id)
     row = counts[counts.target_kind == kind]
     total, reviewed = (int(row.n_verdicts.iloc[0]), int(row.n_reviewed.iloc[0])) if len(row) else (0, 0)
@@ -211,6 +214,8 @@ def _queue(run_id: str, methods: list[str], pickers: tuple) -> None:
         left, right = st.columns([1, 1])
         with left:
             st.text(" / ".join(widgets.shown_name(item[k]) for k in ("method", "question_id", "target_ref")))
+            if "verdicts_differ" in item:  # ordered by disagreement: say this item's
+                st.text(_disagreement_text(item))
             if item["target_kind"] == "claim":
                 widgets.highlighted("Claim", item["target_text"])
                 ctx = widgets.call(A.item_context, item["run_id"], item["method"], item["question_id"])
@@ -225,6 +230,19 @@ def _queue(run_id: str, methods: list[str], pickers: tuple) -> None:
                 _verdict(item)
         with right, st.container(height=440):  # ends inside a 1000 px window, beside the buttons
             _evidence(item)
+
+
+def _disagreement_text(item: dict) -> str:
+    """How the judge's repeated verdicts behind a queue item disagree, in words (never a colour
+    alone): "judge disagreement: its 3 verdicts on faithfulness differ (SD 0.47)"."""
+    k = item.get("repeats_valued")
+    if k is None or k != k:
+        return (f"judge disagreement: {item['metric']} was judged once for this answer (score --repeats K "
+                "measures it); queued after the answers with repeats")
+    if k < 2:
+        return f"judge disagreement: only one of its verdicts on {item['metric']} has a value; nothing to compare"
+    said = "differ" if item["verdicts_differ"] else "agree"
+    return f"judge disagreement: its {int(k)} verdicts on {item['metric']} {said} (SD {item['repeat_sd']:.2g})"
 
 
 def _agreement(run_id: str) -> None:

@@ -23,13 +23,12 @@ from evalcore.analysis.comparison import pair as P
 from evalcore.analysis.comparison import forest as F
 from evalcore.analysis.comparison import judge_noise as JN
 from evalcore.analysis.runs import leaderboard as L
-from evalcore.analysis.runs import means as M
 from evalcore.analysis.comparison import verdict as V
 from evalcore.analysis.charts.figures import forest_figure
 from evalcore.errors import EvalcoreError
 from evalcore.ui import corrected_view, diagnosis, entry
 from evalcore.ui import safe_widgets as widgets
-from evalcore.ui.wording import diff_text, judges_text, word_diff
+from evalcore.ui.wording import diff_text, word_diff
 
 OUTCOMES = ["regressed", "improved", "unchanged", "missing"]
 # the question-by-question section's own URL parameters: any of them in a link opens it
@@ -37,10 +36,6 @@ QUESTION_PARAMS = ("cm", "out", "cq", "cqs", "scatter")
 
 
 
-def _judges(keys: list[str], metrics: list[str]) -> dict[str, str]:
-    """metric -> the judges of its values on either side, in words (judged metrics only)."""
-    rows = widgets.call(M.metric_judges, tuple(keys), tuple(metrics))
-    return {m: judges_text(g.judge_id) for m, g in rows.groupby("metric")}
 
 
 def _metric_table(base: str, cand: str, stat_metrics: list[str],
@@ -56,7 +51,8 @@ def _metric_table(base: str, cand: str, stat_metrics: list[str],
         return None
     if table.empty:
         return table, said
-    table = table.assign(judged_by=table.metric.map(_judges([base, cand], list(table.metric))))
+    # who judged each metric, each side's judge when they differ (the verdict sentences end in the same words)
+    table = table.assign(judged_by=table.metric.map(widgets.call(V.pair_judges, base, cand, tuple(table.metric))))
     st.caption("CI: paired bootstrap 95%. p: exact McNemar (0/1 metrics) or paired randomization, "
                "Holm-adjusted across the tested metrics — the numbers `evalcore compare --metrics` prints. "
                "Tested metrics are listed first.")
@@ -167,15 +163,14 @@ def _cards(forest: pd.DataFrame, table: pd.DataFrame) -> None:
                  f"is better): {r.outcome} after Holm.")
 
 
-def _sentences(lines: pd.DataFrame, judged: dict[str, str]) -> None:
+def _sentences(lines: pd.DataFrame) -> None:
     """Every verdict sentence in full, wrapped (a table cell would cut it at 1400 px), in a box
-    coloured by its outcome; the text is escaped for Markdown (method names are data)."""
+    coloured by its outcome (the words also say it); the text, `evalcore compare`'s sentence with
+    its judge, is escaped for Markdown (method names are data)."""
     box = {"better": st.success, "worse": st.error, "not significant": st.warning,
            "too few questions": st.warning, "no significant difference": st.info, "not compared": st.warning}
     for line in lines.itertuples(index=False):
-        judge = judged.get(line.metric)
-        text = line.verdict + (f" · judged by {judge}" if isinstance(judge, str) and judge else "")
-        box[line.outcome](widgets.md(text))
+        box[line.outcome](widgets.md(line.verdict))
 
 
 def _verdict(table: pd.DataFrame, said: V.PairVerdict, names: dict[str, str], base: str, cand: str) -> None:
@@ -202,7 +197,7 @@ def _verdict(table: pd.DataFrame, said: V.PairVerdict, names: dict[str, str], ba
                             config={"displayModeBar": False})
         with right:
             _cards(forest, table)
-        _sentences(lines, dict(zip(table.metric, table.judged_by)))
+        _sentences(lines)
 
 
 def _judge_noise(base: str, cand: str, tested: list[str]) -> None:

@@ -45,6 +45,7 @@ class RunRequest:
     metrics: list[str] = field(default_factory=list)
     groups: list[str] = field(default_factory=list)
     keep_first_duplicate: bool = False  # `--on-duplicate keep-first` (e.g. GraphRAG-Bench's novel file)
+    repeats: int = 1  # `--repeats K`: each judged metric's verdict asked K times per answer (1: the flag left out)
 
     def argv(self, store: RunStore) -> list[str]:
         args = [*evalcore_cmd(), "--store", str(store.root), "run", "--target", self.target,
@@ -63,6 +64,8 @@ class RunRequest:
             args += ["--groups", ",".join(self.groups)]
         if self.keep_first_duplicate:
             args += ["--on-duplicate", "keep-first"]
+        if self.repeats != 1:
+            args += ["--repeats", str(int(self.repeats))]
         return args
 
 

@@ -90,11 +90,15 @@ def _form_widgets() -> dict:
         offer = st.session_state.get("launch_offer")
         if offer is not None and not demo:  # method names come from the server: plain text only
             st.text(offer.note + (f" Offered: {', '.join(offer.methods)}" if offer.methods else ""))
-        c1, c2, c3 = st.columns(3)
+        c1, c2, c3, c4 = st.columns([3, 3, 3, 2])
         # Text boxes, not st.number_input (see widgets.url_number for why).
         samples_text = c1.text_input("Samples (blank = all questions)", max_chars=9)
         concurrency_text = c2.text_input("Concurrency (requests in flight)", value="8", max_chars=3)
         judge = c3.selectbox("Judge", JUDGES)
+        repeats_text = c4.text_input("Judge repeats K", value="1", max_chars=3, key="launch_repeats",
+                                     help="Each judged metric's verdict asked K times per answer (independent "
+                                          "samples; the value is their mean, each is stored): `score --repeats K`. "
+                                          "K > 1 costs K times the judge calls and shows the judge's noise.")
         all_metrics, all_groups = _metric_choices()
         m1, m2 = st.columns(2)
         metrics = m1.multiselect("Metrics to score (none = the defaults)", all_metrics,
@@ -107,7 +111,8 @@ def _form_widgets() -> dict:
         submitted = st.button("Start run", type="primary", key="launch_start")
     method_list = [m.strip() for m in (methods or (DEMO_METHODS if demo else "")).split(",") if m.strip()]
     return {"demo": demo, "url": url, "ds_path": ds_path, "upload": ds_upload, "methods": method_list,
-            "samples": samples_text, "concurrency": concurrency_text, "judge": judge, "metrics": list(metrics),
+            "samples": samples_text, "concurrency": concurrency_text, "judge": judge, "repeats": repeats_text,
+            "metrics": list(metrics),
             "groups": list(groups), "name": name, "keep_first": keep_first, "submitted": submitted}
 
 
@@ -121,6 +126,9 @@ def _form_problem(store, form: dict) -> str | None:
             raise ValueError
     except ValueError:
         return "Samples must be a whole number >= 0 and concurrency 1-256."
+    problem = _repeats_problem(form)
+    if problem:
+        return problem
     form["dataset"] = str(_save_upload(store, form["upload"])) if form["upload"] else (
         form["ds_path"].strip() or (_demo_dataset() if form["demo"] else ""))
     if not form["dataset"] or (not form["demo"] and not form["url"].strip()):
@@ -139,6 +147,20 @@ def _form_problem(store, form: dict) -> str | None:
     return None
 
 
+def _repeats_problem(form: dict) -> str | None:
+    """Why the repeats box cannot be used (its number put into `form` when it can): K is checked
+    by the rule `score --repeats K` applies (evalcore.analysis.read.catalog.repeats_problem), and
+    K > 1 needs a judge to repeat."""
+    text = form["repeats"].strip() or "1"
+    problem = catalog.repeats_problem(text)
+    if problem:
+        return f"Judge repeats: {problem}"
+    form["repeats"] = int(text)
+    if form["repeats"] > 1 and form["judge"].startswith("("):
+        return "Judge repeats K > 1 ask a judge K times: pick a judge (e.g. heuristic) or set K to 1."
+    return None
+
+
 def _start_jobs(store, form: dict) -> None:
     """Start the run's job (and the demo server's, when asked for); the page never waits on either."""
     demo, judge = form["demo"], form["judge"]
@@ -153,7 +175,7 @@ def _start_jobs(store, form: dict) -> None:
     req = jobs.RunRequest(target=target, dataset=form["dataset"], methods=form["methods"], name=unique,
                           samples=int(form["samples"]) or None, concurrency=int(form["concurrency"]),
                           judge=None if judge.startswith("(") else judge, metrics=form["metrics"],
-                          groups=form["groups"], keep_first_duplicate=form["keep_first"])
+                          groups=form["groups"], keep_first_duplicate=form["keep_first"], repeats=form["repeats"])
     argv = req.argv(store)
     if judge == "(no judge)":
         argv.append("--no-judge")

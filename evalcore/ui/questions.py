@@ -5,8 +5,9 @@ What a researcher comes for: for one question, each method's answer next to the 
 by side for two, one tab each for more: narrow columns truncated every claim), with its claims
 marked inline by verdict, its key scores and diagnosis, every claim in full with the judge's
 reason and the passage and sentence it cited, the retrieved contexts with their relevance
-verdicts, one short badge for who judged (full prompt ids in an expander), and the raw judge
-calls one click away. Everything shown from a run is untrusted text: st.text / st.dataframe /
+verdicts, one short badge for who judged (full prompt ids in an expander), the judge's K verdicts
+side by side when it was asked K times (ui/repeat_verdicts.py), and the raw judge calls one click
+away. Everything shown from a run is untrusted text: st.text / st.dataframe /
 st.code, or widgets.highlighted / widgets.inert_html where words are marked (every character
 escaped; our <mark> the only markup).
 """
@@ -23,6 +24,7 @@ from evalcore.analysis.runs import means as M
 from evalcore.analysis.questions import question_story as QS
 from evalcore.analysis.questions import question_drilldown as Qn
 from evalcore.schemas.ids import match_name
+from evalcore.ui import repeat_verdicts
 from evalcore.ui import safe_widgets as widgets
 from evalcore.ui.wording import judged_by
 
@@ -242,6 +244,8 @@ def _method_column(detail: dict, method: str, story: dict) -> None:
                                     "basis", help="judge: the judge's verdict; gold passages: the dataset's gold "
                                                   "passages (retrieval metrics); computed: from the answer and "
                                                   "ground truth")})
+    asked = detail["question"].iloc[0]
+    repeat_verdicts.render(asked["run_id"], asked["question_id"], method)  # K verdicts side by side (K > 1)
     claims = evidence["claims"]
     st.caption(f"Claims in the answer ({len(claims)}), with the judge's reasons and cited evidence")
     with st.container(key=f"claims_{method}"):

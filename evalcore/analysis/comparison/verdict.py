@@ -27,11 +27,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from evalcore.analysis.labels.judge_labels import judges_text
 from evalcore.stats.normal import two_sided_z, upper_z_of_log_tail
 from evalcore.stats.resample import DEFAULT_PERM, EXACT_MAX_N
 
@@ -123,45 +124,72 @@ def _not_compared_text(r: Any, way: str) -> str:
             "so nothing can be said about this metric")
 
 
-def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: float = 0.05) -> pd.DataFrame:
+def verdict_lines(table: pd.DataFrame, base_name: str, cand_name: str, alpha: float = 0.05,
+                  judged: Mapping[str, str] | None = None) -> pd.DataFrame:
     """One sentence per tested metric of a pair table: the outcome (see the module docstring)
-    and the words, Δ with its CI, Holm p and n, in the metric's direction. A metric on 0 pairs
-    is "not compared" and is not counted among the m metrics Holm tested."""
+    and the words, Δ with its CI, Holm p and n, in the metric's direction, ending in who judged
+    the metric's values when `judged` (pair_judges) names someone: every surface prints the
+    sentence whole. A metric on 0 pairs is "not compared" and is not counted among the m
+    metrics Holm tested."""
     tested = _tested(table)
     m = int((tested["n_pairs"] > 0).sum())
+    judged = judged or {}
     rows = []
     for r in tested.itertuples():
-        way = "higher is better" if r.higher_is_better else "lower is better"
-        if int(r.n_pairs) == 0:
-            rows.append({"metric": r.metric, "outcome": NOT_COMPARED, "verdict": _not_compared_text(r, way),
-                         "mde": math.nan})
-            continue
-        outcome, mde = _outcome(r, m, alpha)
-        gained = (r.delta > 0) if r.higher_is_better else (r.delta < 0)
-        winner, loser = (cand_name, base_name) if gained else (base_name, cand_name)
-        ci = f"95% CI [{r.ci_low:+.3g}, {r.ci_high:+.3g}]" if r.ci_low == r.ci_low else "no CI (n < 2)"
-        tail = f"Δ {r.delta:+.3g}, {ci} · Holm p = {r.p_holm:.2g} · n = {int(r.n_pairs)}"
-        tests = f"{m} metric{'s' if m != 1 else ''}"
-        detect = (f"at n = {int(r.n_pairs)} with {tests} tested only |Δ| ≥ {mde:.3g} is detectable "
-                  f"(80% power)" if mde == mde else f"at n = {int(r.n_pairs)} no difference can be detected")
-        if mde == 0 and abs(r.delta) <= EPS:
-            detect = "the same value on every paired question"
-        # the finding and its numbers first (a narrow column shows the start), the caveat last
-        floor = min_p_value(int(r.n_pairs))
-        if outcome == "too few questions" and floor >= alpha / max(1, m):  # the real reason, not the MDE
-            detect = (f"at n = {int(r.n_pairs)} the smallest p any result could reach, {floor:.2g}, is not below "
-                      f"α/{m} = {alpha / max(1, m):.2g}, so no difference could be called significant")
-        if outcome in ("better", "worse"):
-            text = f"{r.metric}: {winner} is better than {loser} by {abs(r.delta):.3g} ({way}) · {tail}"
-        elif outcome == "not significant":
-            text = (f"{r.metric}: not significant after testing {tests} ({way}) · {tail} · the unadjusted CI "
-                    f"excludes 0 ({winner} ahead), Holm's correction for {tests} does not")
-        elif outcome == "too few questions":
-            text = f"{r.metric}: too few questions to tell ({way}) · {tail} · {detect}"
-        else:
-            text = f"{r.metric}: no significant difference ({way}) · {tail} · {detect}"
-        rows.append({"metric": r.metric, "outcome": outcome, "verdict": text, "mde": mde})
-    return pd.DataFrame(rows, columns=["metric", "outcome", "verdict", "mde"])
+        who = judged.get(r.metric) or ""
+        text, outcome, mde = _sentence(r, m, alpha, base_name, cand_name)
+        rows.append({"metric": r.metric, "outcome": outcome, "verdict": text + (f" · judged by {who}" if who else ""),
+                     "mde": mde, "judged_by": who})
+    return pd.DataFrame(rows, columns=["metric", "outcome", "verdict", "mde", "judged_by"])
+
+
+def _sentence(r: Any, m: int, alpha: float, base_name: str, cand_name: str) -> tuple[str, str, float]:
+    """(the sentence, the outcome, the MDE) of one tested row; `m` metrics were tested."""
+    way = "higher is better" if r.higher_is_better else "lower is better"
+    if int(r.n_pairs) == 0:
+        return _not_compared_text(r, way), NOT_COMPARED, math.nan
+    outcome, mde = _outcome(r, m, alpha)
+    gained = (r.delta > 0) if r.higher_is_better else (r.delta < 0)
+    winner, loser = (cand_name, base_name) if gained else (base_name, cand_name)
+    ci = f"95% CI [{r.ci_low:+.3g}, {r.ci_high:+.3g}]" if r.ci_low == r.ci_low else "no CI (n < 2)"
+    tail = f"Δ {r.delta:+.3g}, {ci} · Holm p = {r.p_holm:.2g} · n = {int(r.n_pairs)}"
+    tests = f"{m} metric{'s' if m != 1 else ''}"
+    # the finding and its numbers first (a narrow column shows the start), the caveat last
+    if outcome in ("better", "worse"):
+        text = f"{r.metric}: {winner} is better than {loser} by {abs(r.delta):.3g} ({way}) · {tail}"
+    elif outcome == "not significant":
+        text = (f"{r.metric}: not significant after testing {tests} ({way}) · {tail} · the unadjusted CI "
+                f"excludes 0 ({winner} ahead), Holm's correction for {tests} does not")
+    elif outcome == "too few questions":
+        text = f"{r.metric}: too few questions to tell ({way}) · {tail} · {_why_not_found(r, mde, m, alpha)}"
+    else:
+        text = f"{r.metric}: no significant difference ({way}) · {tail} · {_why_not_found(r, mde, m, alpha)}"
+    return text, outcome, mde
+
+
+def _why_not_found(r: Any, mde: float, m: int, alpha: float) -> str:
+    """Why a Δ was not called a difference, in the reason that decided it: no p at this n could
+    reach α/m (the exact tests' floor); or the smallest Δ found with 80% power (the MDE), with
+    "half the range the values span" when that is what made the questions too few; and when the
+    observed Δ is beyond the MDE, that its Holm p still is not below α (the test decides, not
+    the normal approximation behind the MDE)."""
+    n = int(r.n_pairs)
+    floor = min_p_value(n)
+    if floor >= alpha / max(1, m):
+        return (f"at n = {n} the smallest p any result could reach, {floor:.2g}, is not below "
+                f"α/{m} = {alpha / max(1, m):.2g}, so no difference could be called significant")
+    if mde == 0 and abs(r.delta) <= EPS:
+        return "the same value on every paired question"
+    if mde != mde:
+        return f"at n = {n} no difference can be detected"
+    tests = f"{m} metric{'s' if m != 1 else ''}"
+    text = f"at n = {n} with {tests} tested only |Δ| ≥ {mde:.3g} is detectable (80% power)"
+    spread = getattr(r, "span", math.nan)
+    if spread == spread and spread > EPS and mde >= 0.5 * spread:
+        text += f", at least half the range the values span ({spread:.3g})"
+    if abs(r.delta) >= mde:
+        text += f"; this Δ is that large, but its Holm p, {r.p_holm:.2g}, is not below α = {alpha:.2g}"
+    return text
 
 
 def verdict_summary(lines: pd.DataFrame, table: pd.DataFrame, base_name: str, cand_name: str) -> str:
@@ -216,19 +244,48 @@ def _scoring_options(manifest: dict[str, Any], metric: str) -> dict[str, Any] | 
     return None
 
 
-def comparability(store: Any, base: str, cand: str, metrics: Sequence[str]) -> list[str]:
+def _side_judges(judges: pd.DataFrame, system: str, metric: str) -> list[str]:
+    return sorted(judges[(judges.system == system) & (judges.metric == metric)].judge_id)
+
+
+def judges_of_pair(judges: pd.DataFrame, base: str, cand: str, metric: str) -> str:
+    """Who judged `metric`'s values of the pair, in words ('' when neither side was judged):
+    the judge when both sides had the same ones (`anthropic:claude-haiku-4-5`, a sampling judge
+    with its temperature, `openai-compatible:m[t=1]`), else each side's, so a comparison of two
+    judges never passes for a comparison of two systems: "X on the baseline, Y on the
+    candidate" (full ids when the two differ only in their prompt or its version)."""
+    a, b = _side_judges(judges, base, metric), _side_judges(judges, cand, metric)
+    if a == b:
+        return judges_text(a)
+    said_a, said_b = judges_text(a), judges_text(b)
+    if said_a == said_b:  # the same model, another prompt or prompt version
+        said_a, said_b = ", ".join(a), ", ".join(b)
+    return f"{said_a or 'no judge recorded'} on the baseline, {said_b or 'no judge recorded'} on the candidate"
+
+
+def pair_judges(store: Any, base: str, cand: str, metrics: Sequence[str]) -> dict[str, str]:
+    """metric -> judges_of_pair for each of `metrics` (the Compare page's table column, and the
+    end of each verdict sentence)."""
+    from evalcore.analysis.runs.means import metric_judges
+
+    judges = metric_judges(store, (base, cand), tuple(metrics))
+    return {m: judges_of_pair(judges, base, cand, m) for m in metrics}
+
+
+def comparability(store: Any, base: str, cand: str, metrics: Sequence[str],
+                  judges: pd.DataFrame | None = None) -> list[str]:
     """Why `base` and `cand` (`run_id:method`) may not be comparable as scored, one sentence each:
     different judges (or prompt versions) for a judged metric, different dataset fingerprints or
-    question sets, different scoring options. A change of judge is not a change of system."""
+    question sets, different scoring options. A change of judge is not a change of system.
+    `judges`: metric_judges' rows of the pair, when the caller has read them already."""
     from evalcore.analysis.runs.means import metric_judges
     from evalcore.store import query_df
 
     ra, rb = base.partition(":")[0], cand.partition(":")[0]
     out: list[str] = []
-    judges = metric_judges(store, (base, cand), tuple(metrics))
+    judges = metric_judges(store, (base, cand), tuple(metrics)) if judges is None else judges
     for metric in metrics:
-        a = sorted(judges[(judges.system == base) & (judges.metric == metric)].judge_id)
-        b = sorted(judges[(judges.system == cand) & (judges.metric == metric)].judge_id)
+        a, b = _side_judges(judges, base, metric), _side_judges(judges, cand, metric)
         if a != b:
             out.append(f"{metric} was judged differently: baseline by {', '.join(a) or 'no judge'}, "
                        f"candidate by {', '.join(b) or 'no judge'} — a change of judge or prompt is not a "
@@ -298,7 +355,11 @@ def pair_verdict(store: Any, rows: pd.DataFrame, base: str, cand: str, base_name
                  alpha: float = 0.05) -> PairVerdict:
     """THE verdict of `cand` against `base` (`run_id:method`) over a comparison's rows of that
     pair (`compare`'s table, or the Compare page's `pair_table`, which marks its tested rows)."""
-    lines = verdict_lines(rows, base_name, cand_name, alpha)
+    from evalcore.analysis.runs.means import metric_judges
+
     tested = list(_tested(rows).metric)
+    judges = metric_judges(store, (base, cand), tuple(tested))
+    judged = {m: judges_of_pair(judges, base, cand, m) for m in tested}
+    lines = verdict_lines(rows, base_name, cand_name, alpha, judged)
     return PairVerdict(lines, verdict_summary(lines, rows, base_name, cand_name),
-                       tuple(comparability(store, base, cand, tested)))
+                       tuple(comparability(store, base, cand, tested, judges)))

@@ -46,16 +46,16 @@ _ITEMS = """
 WITH items AS (
     SELECT run_id, method, question_id, 'claim' AS target_kind,
            metric || ':' || source || ':' || idx AS target_ref, verdict AS judge_label,
-           text AS target_text, reason AS judge_reason, judge_id
+           text AS target_text, reason AS judge_reason, judge_id, metric
     FROM claims WHERE run_id = $run AND verdict IS NOT NULL
     UNION ALL
     SELECT run_id, method, question_id, 'context', metric || ':' || rank, verdict,
-           NULL, reason, judge_id
+           NULL, reason, judge_id, metric
     FROM context_verdicts WHERE run_id = $run AND verdict IS NOT NULL
     UNION ALL
     SELECT run_id, method, question_id,
            CASE WHEN metric IN ({grades}) THEN 'grade' ELSE 'answer_class' END,
-           metric, label, NULL, NULL, judge_id
+           metric, label, NULL, NULL, judge_id, metric
     FROM metrics WHERE run_id = $run AND label IS NOT NULL AND metric IN ({labelled})
 )"""
 
@@ -67,15 +67,37 @@ _REVIEWED = f""", reviewed AS (
                                    ORDER BY {NEWEST_FIRST}) = 1)
     WHERE label <> '{RETRACTED}')"""
 
-_QUEUE = _REVIEWED + """
-SELECT i.* FROM items i
+_UNREVIEWED = """
 WHERE i.target_kind = $kind AND ($method IS NULL OR i.method = $method)
   AND NOT EXISTS (SELECT 1 FROM reviewed a
                   WHERE a.run_id = i.run_id AND a.method = i.method AND a.question_id = i.question_id
                     AND a.target_kind = i.target_kind AND a.target_ref = i.target_ref)
   AND NOT list_contains($skip, i.method || '|' || i.question_id || '|' || i.target_ref)
-ORDER BY hash(i.method, i.question_id, i.target_ref)
 """
+_SPREAD_ORDER = "hash(i.method, i.question_id, i.target_ref)"
+
+# How far the judge's K verdicts (`score --repeats K`) of the metric behind each item disagree:
+# whether they differ (by the flip rate's rule, evalcore.stats.repeats.Answer.flips: their labels
+# when every valued repeat states one, else their values) and their SD. Repeats are read through
+# the value they belong to (value_at = its computed_at), as analysis.comparison.judge_noise does.
+_DISAGREEMENT = """, repeats AS (
+    SELECT r.method, r.question_id, r.metric, r.value, r.label FROM metric_repeats r JOIN metrics m
+      ON m.run_id = r.run_id AND m.method = r.method AND m.question_id = r.question_id
+     AND m.metric = r.metric AND m.computed_at = r.value_at
+    WHERE r.run_id = $run AND r.value IS NOT NULL AND NOT isnan(r.value)),
+  spread AS (
+    SELECT method, question_id, metric, count(*) AS repeats_valued,
+           CASE WHEN count(label) = count(*) THEN count(DISTINCT label) > 1
+                ELSE max(value) - min(value) > 1e-9 END AS verdicts_differ,
+           coalesce(stddev_samp(value), 0) AS repeat_sd
+    FROM repeats GROUP BY ALL)"""
+
+# The hand-picked queue's orders (the Annotate page's "Order the queue by"): spread over
+# questions (a stable pseudo-random order, identical for every annotator so two people do not
+# split one question), or the answers whose judge disagreed with itself most first (the
+# verdicts worth a person's look: a judge that cannot repeat itself is least likely right),
+# ties and answers judged once in the spread order.
+QUEUE_ORDERS = ("spread over questions", "judge disagreement")
 
 
 def _labelled_as(kind: str) -> list[str]:
@@ -96,11 +118,23 @@ def _items() -> str:
 
 
 def queue(store: RunStore, run_id: str, kind: str, method: str | None, skip: tuple[str, ...] = (),
-          limit: int = 1) -> pd.DataFrame:
-    """The next unreviewed verdicts of one kind, in a stable pseudo-random order (spread over
-    questions, identical for every annotator so two people do not split one question)."""
-    return query_df(store, _items() + _QUEUE + " LIMIT $limit",
-              {"run": run_id, "kind": kind, "method": method, "skip": list(skip), "limit": limit}, runs=[run_id])
+          limit: int = 1, order: str = QUEUE_ORDERS[0]) -> pd.DataFrame:
+    """The next unreviewed verdicts of one kind, in one of QUEUE_ORDERS: spread over questions
+    (stable pseudo-random), or judge disagreement (the items whose metric's K repeated verdicts
+    of the answer differ first, the widest spread first; each row then also says how many
+    repeats had a value, whether they differ and their SD: None for an answer judged once)."""
+    if order not in QUEUE_ORDERS:
+        raise ValueError(f"unknown queue order {order!r}; one of {', '.join(QUEUE_ORDERS)}")
+    params = {"run": run_id, "kind": kind, "method": method, "skip": list(skip), "limit": limit}
+    if order == QUEUE_ORDERS[0]:
+        sql = f"SELECT i.* FROM items i {_UNREVIEWED} ORDER BY {_SPREAD_ORDER}"
+    else:
+        sql = _DISAGREEMENT + f"""
+            SELECT i.*, s.repeats_valued, s.verdicts_differ, s.repeat_sd FROM items i
+            LEFT JOIN spread s ON s.method = i.method AND s.question_id = i.question_id AND s.metric = i.metric
+            {_UNREVIEWED}
+            ORDER BY s.verdicts_differ DESC NULLS LAST, s.repeat_sd DESC NULLS LAST, {_SPREAD_ORDER}"""
+    return query_df(store, _items() + _REVIEWED + sql + " LIMIT $limit", params, runs=[run_id])
 
 
 def counts(store: RunStore, run_id: str) -> pd.DataFrame:

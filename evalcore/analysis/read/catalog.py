@@ -38,3 +38,19 @@ def direction(metric: str) -> tuple[bool, bool | None]:
 def higher_is_better(metric: str) -> bool:
     """The metric's direction (see `direction`)."""
     return direction(metric)[0]
+
+
+def repeats_problem(text: str) -> str | None:
+    """Why `text` is not a K for `score --repeats K` (the Launch page's box), in one sentence;
+    None when it is one. ASCII digits only (a full-width "３" is no number the CLI takes), then
+    the option's own rule (evalcore.metrics.options: a whole number from 1 to the maximum)."""
+    from evalcore.errors import EvalcoreError
+    from evalcore.metrics.options import check_options
+
+    if not (text.isascii() and text.isdigit()):
+        return f"{text!r} is not a whole number (K is 1 or more)"
+    try:
+        check_options({"judge_repeats": int(text)}, "--repeats")
+    except EvalcoreError as exc:
+        return str(exc)
+    return None
