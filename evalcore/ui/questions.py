@@ -24,7 +24,7 @@ from evalcore.analysis.runs import means as M
 from evalcore.analysis.questions import question_story as QS
 from evalcore.analysis.questions import question_drilldown as Qn
 from evalcore.schemas.ids import match_name
-from evalcore.ui import repeat_verdicts
+from evalcore.ui import human_labels, repeat_verdicts
 from evalcore.ui import safe_widgets as widgets
 from evalcore.ui.wording import judged_by
 
@@ -246,6 +246,7 @@ def _method_column(detail: dict, method: str, story: dict) -> None:
                                                   "ground truth")})
     asked = detail["question"].iloc[0]
     repeat_verdicts.render(asked["run_id"], asked["question_id"], method)  # K verdicts side by side (K > 1)
+    human_labels.render(asked["run_id"], asked["question_id"], method)  # what people said of this answer
     claims = evidence["claims"]
     st.caption(f"Claims in the answer ({len(claims)}), with the judge's reasons and cited evidence")
     with st.container(key=f"claims_{method}"):

@@ -232,6 +232,30 @@ def _newest(store: RunStore, run_id: str | None) -> pd.DataFrame:
     return out[out.label != RETRACTED].reset_index(drop=True)
 
 
+def answer_labels(store: RunStore, run_id: str, method: str, question_id: str) -> pd.DataFrame:
+    """The labels people gave one answer, for the Questions page: each person's newest label per
+    item (a retraction removes it), beside the judge's label it was given against, whether they
+    agree, and how the answer was chosen (a random sample's id, else hand-picked). Retracted items
+    and other answers never show; newest first."""
+    cols = ["item", "who", "label", "judge_label", "agrees", "chosen", "when"]
+    rows = query_df(store, f"""
+        SELECT who, "when", target_kind, target_ref, judge_label, label, sample_id FROM annotations
+        WHERE run_id = $run AND method = $method AND question_id = $qid
+        QUALIFY row_number() OVER (PARTITION BY who, target_kind, target_ref ORDER BY {NEWEST_FIRST}) = 1""",
+                    {"run": run_id, "method": method, "qid": question_id}, runs=[run_id])
+    rows = rows[rows.label != RETRACTED]
+    if rows.empty:
+        return pd.DataFrame(columns=cols)
+    out = pd.DataFrame({
+        "item": [f"{k} {r}" if k not in r else r for k, r in zip(rows.target_kind, rows.target_ref)],
+        "who": rows.who, "label": rows.label, "judge_label": rows.judge_label,
+        "agrees": ["–" if not isinstance(j, str) else ("yes" if _norm(j) == _norm(h) else "no")
+                   for j, h in zip(rows.judge_label, rows.label)],
+        "chosen": [s if isinstance(s, str) else "hand-picked" for s in rows.sample_id],
+        "when": rows["when"]})
+    return out.sort_values(["when", "item"], ascending=[False, True]).reset_index(drop=True)[cols]
+
+
 def _norm(x: Any) -> str:
     return str(x).strip().casefold()
 
