@@ -104,3 +104,14 @@ def test_compare_corrected_imports_neither_ppi_python_nor_plotly(stores):
     argv = ["--store", str(labelled), "compare", f"{run}:local_search", f"{run}:basic_search", "-m", "answer_class",
             "--corrected"]
     assert _imported(argv, NEVER) == []
+
+
+def test_the_pytest_plugin_imports_nothing_of_evalcore_until_a_gate_runs():
+    """pytest loads evalcore's plugin (the pytest11 entry point) into every session of a user
+    with evalcore installed: loading it imports no store, schema or gate module."""
+    code = ("import sys; import evalcore.cli.pytest_plugin; "
+            "print(sorted(m for m in sys.modules if m.startswith('evalcore.') and m.split('.')[1] in "
+            "('store', 'schemas', 'outputs', 'analysis', 'pipeline', 'runner')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"
