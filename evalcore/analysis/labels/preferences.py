@@ -141,7 +141,8 @@ def _answers(store: RunStore, pair: Pair) -> pd.DataFrame:
 class PairDraw:
     """The next question of a pair's random sample, and where the sample stands."""
 
-    question_id: str | None  # None: every question of the population is labelled
+    question_id: str | None  # None: every question of the population is labelled (as system A stores it)
+    b_question_id: str | None  # the same question as system B's run stores it
     position: int
     population: int
     labelled: int  # questions labelled in the sample that feeds estimates
@@ -154,6 +155,8 @@ def next_question(store: RunStore, pair: Pair, seed: int = O.DEFAULT_SEED) -> Pa
     """The first question of the seed's order its sample has not labelled yet. A question
     labelled by hand (or in another sample) earlier is offered again: only a drawn one counts."""
     ans = answers(store, pair)
+    pop = population(store, pair)
+    b_ids = dict(zip(pop["question_id"], pop["b_question_id"]))
     sid = sample_id(seed)
     mine = next((c for c in checks(store, pair) if c.sample_id == sid), None)
     done = set(ans.loc[ans.label.notna() & ans.question_id.isin(mine.drawn if mine else ()), "question_id"])
@@ -161,8 +164,8 @@ def next_question(store: RunStore, pair: Pair, seed: int = O.DEFAULT_SEED) -> Pa
     n_done = int((ans.label.notna() & ans.sampled).sum())
     waiting = ((pos, q) for pos, q in enumerate(seq) if q not in done)
     for pos, q in itertools.islice(waiting, 1):
-        return PairDraw(q, pos, len(seq), n_done, sid, O.inclusion_prob(pos, len(seq)), left_side(seed, q))
-    return PairDraw(None, len(seq), len(seq), n_done, sid, None, None)
+        return PairDraw(q, b_ids[q], pos, len(seq), n_done, sid, O.inclusion_prob(pos, len(seq)), left_side(seed, q))
+    return PairDraw(None, None, len(seq), len(seq), n_done, sid, None, None)
 
 
 def build(pair: Pair, question_id: str, who: str, label: str, *, left: str | None = None, note: str | None = None,

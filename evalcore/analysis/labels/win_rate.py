@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from evalcore.analysis.labels import preferences as PF
-from evalcore.analysis.labels.label_counts import count_text, interval, num
+from evalcore.analysis.labels.label_counts import MIN_LABELS, count_text, interval, num  # noqa: F401  (the CLI reads them here)
 from evalcore.analysis.labels.ppi_estimate import ALPHA, SHOWN, estimate
 from evalcore.schemas.labels import Preference
 from evalcore.stats import ppi_mean as P
@@ -52,10 +52,11 @@ def human_preference(labels: Sequence[Any], cand_is_a: bool) -> np.ndarray:
     return np.array([0.5 if x == Preference.TIE.value else 1.0 if x == won else 0.0 for x in labels], dtype=float)
 
 
-def _verdict(lo: Any, hi: Any) -> str:
-    """Better when the whole 95% CI is above one half, worse when below (unadjusted)."""
+def _verdict(lo: Any, hi: Any) -> str | None:
+    """Better when the whole 95% CI is above one half, worse when below (unadjusted); None when
+    there is no interval (withheld: JSON says null where the text says nothing)."""
     if num(lo) == "–" or num(hi) == "–":
-        return "–"
+        return None
     return "better" if lo > 0.5 else "worse" if hi < 0.5 else _NO_DIFFERENCE
 
 
@@ -95,7 +96,7 @@ def win_rate(store: RunStore, base: Sequence[str], cand: Sequence[str], metric: 
             "n_labelled": est["n_labelled"], "N": est["N"], "judge_win_rate": judge, "judge_low": j_lo,
             "judge_high": j_hi, "judge_verdict": judge_verdict, "corrected": est["corrected"],
             "ci_low": est["ci_low"], "ci_high": est["ci_high"], "corrected_verdict": corrected_verdict,
-            "verdict_changes": corrected_verdict != "–" and way(judge_verdict) != way(corrected_verdict),
+            "verdict_changes": corrected_verdict is not None and way(judge_verdict) != way(corrected_verdict),
             **{k: est[k] for k in ("classical_low", "classical_high", "rho", "width_ratio", "implied_width_ratio",
                                    "lam")}}
 
