@@ -86,8 +86,8 @@ def win_rate(store: RunStore, base: Sequence[str], cand: Sequence[str], metric: 
     rows = PF.answers(store, pair).merge(judged[judged.valued], on="key", how="inner")
     lab = (rows.sampled & rows.label.notna()).to_numpy()
     yhat = rows.yhat.to_numpy(float)
-    # the candidate is the pair's A exactly when the two were named the other way round
-    y = human_preference(rows.label[lab], cand_is_a=not flipped)
+    # the candidate is the pair's A exactly when the two were named the other way round (pair_of)
+    y = human_preference(rows.label[lab], cand_is_a=flipped)
     est = estimate(y, yhat[lab], yhat[~lab], alpha=alpha)
     judge, j_lo, j_hi = _judge_side(yhat, alpha)
     judge_verdict, corrected_verdict = _verdict(j_lo, j_hi), _verdict(est["ci_low"], est["ci_high"])
