@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from evalcore.analysis.labels import sample_order as O
-from evalcore.analysis.labels.annotations import NEWEST_FIRST
+from evalcore.analysis.labels.annotations import NEWEST_FIRST, append_labels
 from evalcore.analysis.read.recent_frames import RecentFrames
 from evalcore.schemas import Annotation
 from evalcore.schemas.ids import id_sql
@@ -184,7 +184,7 @@ def save(store: RunStore, pair: Pair, draw: PairDraw, who: str, label: str, note
     """Append the label of a drawn question (with its sample and the side shown left)."""
     a = build(pair, draw.question_id, who, label, left=draw.left, note=note or None,
               sample=(draw.sample_id, draw.inclusion_prob))
-    store.append_annotations([a])
+    append_labels(store, [a])
     return a
 
 
