@@ -202,6 +202,14 @@ def labelled_pairs(store: RunStore, sampled_only: bool = True) -> set[Pair]:
     return out
 
 
+def _problem_text(problem: O.Problem) -> str:
+    """A sample problem in a pair's words (a pair's population is the questions both answered)."""
+    if problem.field == "question_id":
+        return (f"question {problem.question_id!r} is not answered by both systems (deleted, or rescored "
+                "since): no sample of the pair draws it")
+    return problem.message
+
+
 def findings(store: RunStore, run_id: str) -> list[str]:
     """One line per stored preference sample of a pair whose A is in this run that fails its
     order (its labels count as hand-picked), and per pair holding two verified samples."""
@@ -213,7 +221,7 @@ def findings(store: RunStore, run_id: str) -> list[str]:
             if not c.ok:
                 out.append(f"sample {c.sample_id!r} of {name}: {len(c.problems)} label(s) do not make a random "
                            f"sample, so none of its labels feed an estimate (they count as hand-picked). "
-                           f"First: {c.problems[0].message}")
+                           f"First: {_problem_text(c.problems[0])}")
         good = [c for c in found if c.ok and c.full]
         if len(good) > 1:
             out.append(f"{name} holds {len(good)} random samples ({', '.join(c.sample_id for c in good)}); their "
