@@ -1,6 +1,6 @@
 """Benchmark: do human-corrected estimates cover the human mean, and how much narrower are they?
 
-    python bench/bench_ppi.py [--draws 1000] [--n 50,100,200] [--seed 0] [--sets halueval_qa,graphrag_novel,control_uninformative]
+    python bench/bench_ppi.py [--draws 1000] [--n 50,100,200] [--seed 0] [--sets halueval_qa,graphrag_novel,...]
 
 Data: HaluEval QA (../shared/data/halueval/qa_one-turn_data.jsonl, SOURCE.txt there): 500
 questions, each with a right answer and a hallucinated one (ChatGPT-written, plausible but wrong)
@@ -11,6 +11,17 @@ part of the humans' values here.
 A second set, graphrag_novel (GraphRAG-Bench Novel, ../shared/data/graphrag_bench): each gold answer
 against its own evidence (1) and another question's answer against it (0), labels by construction
 too, built by bench_heuristic_judge.graphrag_faithfulness; long abstractive answers, a weaker judge.
+
+A third, halueval_preference, is a paired-preference case (a win rate, not a mean): two systems
+answer HaluEval QA's 500 questions, each question's answer drawn (seeded) as the right or the
+hallucinated one, the baseline right with probability 0.5 and the candidate with 0.7. The human
+preference is known by construction (the right answer wins; the same answer twice is a tie), and
+the judge's is the product's rule from the heuristic faithfulness of the two answers
+(evalcore.analysis.labels.win_rate.judge_preference: better value wins, equal ties); both mapped to
+the candidate's win, 1 / 0.5 / 0, by the product's win_rate.human_preference. RAGChecker's human
+preference annotations (its meta-evaluation file) are named in ../shared/data/ragchecker/SOURCE.txt
+but not in the snapshot, so the case is built from HaluEval. control_preference shuffles its
+judge preferences (seeded), as control_uninformative does for the means.
 
 Predictions: the offline heuristic judge's faithfulness of each answer against its passage,
 computed through the product's metric (bench_heuristic_judge.metric). Truth: the label. The
@@ -65,6 +76,22 @@ def graphrag_novel(data: Path = DATA) -> tuple[np.ndarray, np.ndarray]:
     return _labelled(graphrag_faithfulness(data))
 
 
+def halueval_preference(data: Path = DATA, seed: int = 2024) -> tuple[np.ndarray, np.ndarray]:
+    """(human win, judge win) of a candidate over a baseline on HaluEval QA's 500 questions: each
+    system's answer the right or the hallucinated one (seeded: baseline right with p = 0.5,
+    candidate with 0.7), people preferring the right one (a tie when both gave the same), the
+    judge preferring the higher heuristic faithfulness (equal: a tie)."""
+    from evalcore.analysis.labels.win_rate import human_preference, judge_preference
+
+    _, faith = halueval_qa(data)
+    right, wrong = faith[0::2], faith[1::2]  # halueval_faithfulness: right, hallucinated, per question
+    rng = np.random.default_rng(seed)
+    base_right, cand_right = rng.random(len(right)) < 0.5, rng.random(len(right)) < 0.7
+    judge = judge_preference(np.where(base_right, right, wrong), np.where(cand_right, right, wrong))
+    labels = np.where(base_right == cand_right, "tie", np.where(cand_right, "B", "A"))  # A: the baseline
+    return human_preference(labels, cand_is_a=False), judge
+
+
 def control_uninformative(data: Path = DATA) -> tuple[np.ndarray, np.ndarray]:
     """A control, not a data set: HaluEval QA's labels with the judge's values shuffled (seeded),
     so the judge carries no information. PPI (lambda = 1) pays for the judge's noise here; PPI++
@@ -73,9 +100,19 @@ def control_uninformative(data: Path = DATA) -> tuple[np.ndarray, np.ndarray]:
     return y, np.random.default_rng(12345).permutation(yhat)
 
 
+def control_preference(data: Path = DATA) -> tuple[np.ndarray, np.ndarray]:
+    """The preference case's control: its judge preferences shuffled (seeded), so they carry no
+    information and PPI++ should fall back to the labels alone."""
+    y, yhat = halueval_preference(data)
+    return y, np.random.default_rng(12345).permutation(yhat)
+
+
 SETS = {"halueval_qa": (halueval_qa, "halueval/qa_one-turn_data.jsonl"),
         "graphrag_novel": (graphrag_novel, "graphrag_bench/novel_questions.json"),
-        "control_uninformative": (control_uninformative, "halueval/qa_one-turn_data.jsonl")}
+        "control_uninformative": (control_uninformative, "halueval/qa_one-turn_data.jsonl"),
+        "halueval_preference": (halueval_preference, "halueval/qa_one-turn_data.jsonl"),
+        "control_preference": (control_preference, "halueval/qa_one-turn_data.jsonl")}
+WIN_RATE = {"halueval_preference", "control_preference"}  # sets whose values are a candidate's wins (1 / 0.5 / 0), not labels
 
 
 def simulate(y: np.ndarray, yhat: np.ndarray, n: int, draws: int, seed: int) -> dict[str, float]:
@@ -119,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         y, yhat = load()
         rho = float(np.corrcoef(y, yhat)[0, 1])
-        print(f"{name}: {len(y)} answers, label mean {y.mean():.3f}, heuristic judge faithfulness mean "
+        what = (("questions", "human win rate", "judge win rate") if name in WIN_RATE else
+                ("answers", "label mean", "heuristic judge faithfulness mean"))
+        print(f"{name}: {len(y)} {what[0]}, {what[1]} {y.mean():.3f}, {what[2]} "
               f"{yhat.mean():.3f} (judge-only bias {yhat.mean() - y.mean():+.3f}), rho {rho:.2f}, "
               f"sqrt(1 - rho^2) {np.sqrt(1 - rho ** 2):.2f}  [scored in {time.perf_counter() - t0:.0f} s]")
         print(f"{args.draws} draws per n, seed {args.seed}; 95% intervals")

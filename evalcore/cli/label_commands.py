@@ -22,17 +22,27 @@ labels_app = typer.Typer(help="Human labels: import them from a labelling tool, 
 
 @labels_app.command("import")
 def import_cmd(file: Path = typer.Argument(..., help="CSV or JSONL: run, method, question_id, metric, target, "
-                                                     "label, who [, sample_id, inclusion_prob, note, when]."),
+                                                     "label, who [, sample_id, inclusion_prob, note, when]; a "
+                                                     "pairwise preference: kind=preference, run, method, "
+                                                     "other_method [, other_run], question_id, label (A, B or tie), "
+                                                     "who."),
                as_hand_picked: bool = typer.Option(False, "--as-hand-picked",
                                                    help="Store every label as hand-picked (sample fields dropped): "
-                                                        "counted for agreement, never for estimates.")) -> None:
+                                                        "counted for agreement, never for estimates."),
+               kind: str = typer.Option("label", "--kind", metavar="KIND",
+                                        help="What a record without a `kind` column is: label (a metric's item, "
+                                             "the default) or preference (which of two systems' answers is "
+                                             "better).")) -> None:
     """Append labels from a file; the whole file is checked first (nothing stored on refusal).
     Labels naming a random sample must be the first answers of that seed's order, each with the
     inclusion probability of its place (docs/labels.md); --as-hand-picked imports them as
     hand-picked instead."""
     from evalcore.analysis.labels.labels_io import import_labels
+    from evalcore.analysis.labels.preference_io import KINDS
 
-    n = import_labels(state.store(), file, as_hand_picked)
+    if kind.casefold() not in KINDS:
+        raise EvalcoreError(f"--kind {kind!r}: choose {' or '.join(KINDS)}")
+    n = import_labels(state.store(), file, as_hand_picked, kind.casefold())
     how = " as hand-picked" if as_hand_picked else ""
     echo_line(f"imported {n} label{'s' if n != 1 else ''}{how} from {file}")
 

@@ -150,8 +150,11 @@ def _print_json(store: Any, result: Any, record: dict, gate: Any, front: Any, co
     if corrected is not False:
         from evalcore.cli.corrected_commands import corrected_table
 
+        from evalcore.cli.preference_output import preference_json
+
         table = corrected_table(store, result, record, corrected, seed)
         out["corrected"] = json.loads(table.to_json(orient="records", double_precision=15, force_ascii=False))
+        out["corrected_win_rate"] = preference_json(store, result)  # pairwise preferences
     typer.echo(json.dumps(out, indent=2, ensure_ascii=False, default=str))
 
 
@@ -291,6 +294,9 @@ def compare_cmd(
             from evalcore.cli.corrected_commands import print_corrected_compare
 
             print_corrected_compare(store, result, record, _split(metrics) or None, seed)
+            from evalcore.cli.preference_output import print_preferences
+
+            print_preferences(store, result)  # the corrected win rate, where pairs hold preference labels
     for line in gate.not_compared:
         typer.echo(f"NOT COMPARED {line}", err=True)
     if gate.failed:

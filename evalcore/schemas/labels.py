@@ -122,3 +122,43 @@ def sample_seed(text: object) -> int | None:
     """The seed a sample id names, or None when `text` does not follow the grammar exactly."""
     match = _SAMPLE_ID.fullmatch(text) if isinstance(text, str) else None
     return int(match.group(1)) if match else None
+
+
+# ---- pairwise preferences: which of two systems' answers to one question is better -----------
+# A preference label (Annotation.target_kind "preference") is about one question and two systems
+# (run x method), A and B, and says "A", "B" or "tie". A is the annotation's own run_id / method,
+# B is named by its target_ref, `preference:<run B>:<method B>` (a run id never holds ':', so the
+# first ':' after the run ends it; the method is the rest, as the run stores it). One pair has one
+# spelling: A is the system whose (run id, method) sorts first, so two people who picked the two
+# systems in either order label the same item; a file naming them the other way round is turned
+# round on import, its label with it (`flip`). docs/labels.md, "Pairwise preferences".
+PREFERENCE = "preference"
+_PREFERENCE_REF = re.compile(r"preference:([A-Za-z0-9][A-Za-z0-9._-]*):(.+)", re.DOTALL)
+
+
+class Preference(StrEnum):
+    A = "A"
+    B = "B"
+    TIE = "tie"
+
+
+def preference_ref(other_run: str, other_method: str) -> str:
+    """The target_ref naming system B of a preference."""
+    return f"{PREFERENCE}:{other_run}:{other_method}"
+
+
+def preference_other(target_ref: object) -> tuple[str, str] | None:
+    """(run, method) of system B from a preference's target_ref; None when it is not one."""
+    match = _PREFERENCE_REF.fullmatch(target_ref) if isinstance(target_ref, str) else None
+    return (match.group(1), match.group(2)) if match else None
+
+
+def preference_word(value: object) -> Preference | None:
+    """A person's preference from what a file or tool wrote: A, B or tie (any case)."""
+    text = str(value).strip().casefold() if value is not None else ""
+    return {"a": Preference.A, "b": Preference.B, "tie": Preference.TIE}.get(text)
+
+
+def flip(label: str) -> str:
+    """The same preference with the two systems swapped (A <-> B; a tie and a retraction stay)."""
+    return {Preference.A.value: Preference.B.value, Preference.B.value: Preference.A.value}.get(label, label)

@@ -12,7 +12,8 @@ from pydantic import AfterValidator, Field, field_validator, model_serializer, m
 from evalcore.schemas.bounds import JsonObject
 from evalcore.schemas.dataset import Strict
 from evalcore.schemas.ids import Id, canonical_id
-from evalcore.schemas.labels import SAMPLE_GRAMMAR, sample_seed
+from evalcore.schemas.labels import (PREFERENCE, RETRACTED, SAMPLE_GRAMMAR, Preference, preference_other,
+                                     sample_seed)
 from evalcore.schemas.storable import storable_names
 
 
@@ -210,7 +211,7 @@ class Annotation(Strict):
     # evalcore.analysis.labels.labels_io, the Annotate page), so the label joins the run's rows
     method: str | None = None
     question_id: str | None = None
-    target_kind: Literal["claim", "context", "answer_class", "grade", "metric"]
+    target_kind: Literal["claim", "context", "answer_class", "grade", "metric", "preference"]
     target_ref: str
     judge_label: str | None = None
     label: str
@@ -221,6 +222,9 @@ class Annotation(Strict):
     # corrected estimates (evalcore.analysis.labels.corrected). docs/labels.md.
     sample_id: str | None = None
     inclusion_prob: float | None = Field(default=None, gt=0.0, le=1.0)
+    # A preference only: which system's answer was shown on the left ("A" or "B"; None when not
+    # shown by evalcore, e.g. imported), so the page's left/right maps back to the systems exactly.
+    shown_left: Literal["A", "B"] | None = None
 
     @field_validator("sample_id")
     @classmethod
@@ -236,6 +240,24 @@ class Annotation(Strict):
     def _sample_complete(self) -> "Annotation":
         if (self.sample_id is None) != (self.inclusion_prob is None):
             raise ValueError("sample_id and inclusion_prob go together (both, or neither for a hand-picked item)")
+        return self
+
+    @model_validator(mode="after")
+    def _one_pair_spelling(self) -> "Annotation":
+        # a preference names its two systems once, A sorting first (schemas.labels)
+        if self.target_kind != PREFERENCE:
+            if self.shown_left is not None:
+                raise ValueError("shown_left belongs to a preference label only")
+            return self
+        other = preference_other(self.target_ref)
+        if other is None or self.method is None or self.question_id is None:
+            raise ValueError(f"a preference names a question, its system A (run_id, method) and system B as "
+                             f"target_ref 'preference:<run>:<method>', got {self.target_ref!r}")
+        if not (self.run_id, self.method) < other:
+            raise ValueError(f"a preference's system A sorts before its system B: ({self.run_id!r}, {self.method!r}) "
+                             f"vs {other!r} (the same system twice, or the two named the other way round)")
+        if self.label not in (*Preference, RETRACTED):
+            raise ValueError(f"a preference is A, B or tie, got {self.label!r}")
         return self
 
     @field_validator("when", mode="before")

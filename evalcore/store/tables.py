@@ -93,6 +93,7 @@ ANNOTATIONS_SCHEMA = pa.schema([
     ("method", pa.string()), ("question_id", pa.string()), ("target_kind", pa.string()),
     ("target_ref", pa.string()), ("judge_label", pa.string()), ("label", pa.string()),
     ("note", pa.string()), ("sample_id", pa.string()), ("inclusion_prob", pa.float64()),
+    ("shown_left", pa.string()),  # preferences only; NULL in part files written before it existed
 ])
 
 # Key columns per table: compaction keeps the newest row per key, so re-writing a row

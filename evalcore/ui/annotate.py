@@ -13,7 +13,7 @@ from evalcore.analysis.labels import annotations as A
 from evalcore.analysis.questions import claim_evidence as CE
 from evalcore.analysis.questions import highlight as HL
 from evalcore.analysis.runs import leaderboard as L
-from evalcore.ui import corrected_view
+from evalcore.ui import corrected_view, pairwise_view
 from evalcore.ui import safe_widgets as widgets
 from evalcore.ui.wording import judged_by
 
@@ -162,7 +162,8 @@ def _decision(item: dict, kind: str, who: str) -> None:
 
 def render() -> None:
     widgets.header("Annotate", "Random sample: label answers drawn at random, so the labels correct the judge's "
-                  "means. Queue: spot-check any verdict — agree (A), correct (S), skip (N), undo (U). "
+                  "means. Pairwise: which of two answers is better, blind — A (1), B (2), tie (3). "
+                  "Queue: spot-check any verdict — agree (A), correct (S), skip (N), undo (U). "
                   "Every decision is appended with who and when.")
     runs = widgets.call(L.run_list)
     if runs.empty:
@@ -181,6 +182,8 @@ def render() -> None:
     if mode == "random sample":  # labels that feed the corrected estimates (docs/labels.md)
         who = _who()
         corrected_view.render_sample(run_id, methods, who, _evidence, pickers=(c2, c3))
+    elif mode == "pairwise":  # which of two answers is better, blind (docs/labels.md)
+        pairwise_view.render_pairwise(run_id, methods, _who(), pickers=(c2, c3))
     else:
         _queue(run_id, methods, (c2, c3))
     _agreement(run_id)

@@ -26,7 +26,7 @@ from evalcore.analysis.runs import leaderboard as L
 from evalcore.analysis.comparison import verdict as V
 from evalcore.analysis.charts.figures import forest_figure
 from evalcore.errors import EvalcoreError
-from evalcore.ui import corrected_view, diagnosis, entry
+from evalcore.ui import corrected_view, diagnosis, entry, pairwise_view
 from evalcore.ui import safe_widgets as widgets
 from evalcore.ui.wording import diff_text, word_diff
 
@@ -267,6 +267,7 @@ def render() -> None:
         if box.open:
             widgets.show_table(table, "compare-metrics")
     corrected_view.render_compare(base, cand, table)  # judge vs human-corrected Δ, where labels exist
+    pairwise_view.render_win_rate(base, cand, table)  # judge vs corrected win rate, where preferences exist
     # drawn when opened: diagnosing every answer of both systems is the page's costliest query
     # (~1 s at 100,000 questions), and the verdict above does not need it
     with st.expander("Where the wrong answers come from (failure-mode diagnosis)", key="diagnosis",

@@ -23,7 +23,7 @@ from evalcore.analysis.labels import label_units as U
 from evalcore.analysis.comparison.verdict import verdict_lines
 from evalcore.ui import safe_widgets as widgets
 
-MODES = ["random sample", "queue"]
+MODES = ["random sample", "pairwise", "queue"]
 RATINGS = [f"{x / 10:.1f}" for x in range(11)]
 ITEM_LABELS = {"claim": ("supported", "not_supported"), "context": ("relevant", "not_relevant"),
                "answer_class": tuple(A.LABELS["answer_class"]), "grade": tuple(A.LABELS["grade"])}
@@ -35,7 +35,9 @@ def mode_select(container=st) -> str:
     default = "queue" if "kind" in st.query_params and "mode" not in st.query_params else "random sample"
     return widgets.url_select("Mode", MODES, "mode", default=default, container=container,
                              help="Random sample: answers drawn at random (seeded); only these labels correct "
-                                  "the judge's means. Queue: any verdict, hand-picked; counts for agreement only.")
+                                  "the judge's means. Pairwise: which of two systems' answers is better, blind, "
+                                  "on questions drawn at random. Queue: any verdict, hand-picked; counts for "
+                                  "agreement only.")
 
 
 def _progress(est: dict) -> None:

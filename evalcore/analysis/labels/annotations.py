@@ -205,6 +205,12 @@ def save(store: RunStore, item: dict, who: str, label: str, note: str | None,
     return a
 
 
+def append_labels(store: RunStore, rows: list[Annotation]) -> None:
+    """Append labels built elsewhere (a pairwise preference: analysis.labels.preferences) in one
+    part file: the one place besides labels import that writes a person's labels."""
+    store.append_annotations(rows)
+
+
 def save_answer(store: RunStore, items: list[dict], who: str, labels: list[str], note: str | None,
                 sample: tuple[str, float] | None = None) -> list[Annotation]:
     """'Label this whole answer': every item of one answer in one append (all or nothing)."""

@@ -40,6 +40,7 @@ from typing import Any, Iterator
 from pydantic import ValidationError
 
 from evalcore.analysis.labels import label_units as U
+from evalcore.analysis.labels import preference_io as PIO
 from evalcore.analysis.labels import sample_audit
 from evalcore.analysis.labels.label_targets import TEMPLATE_FIELDS
 from evalcore.analysis.labels.annotations import COUNTED_WHEN
@@ -53,7 +54,7 @@ from evalcore.schemas.labels import (RETRACTED, SAMPLE_GRAMMAR, AnswerClass, Gra
 from evalcore.store import RunStore, query_df
 
 FIELDS = ["run", "method", "question_id", "metric", "target", "label", "who", "when", "note",
-          "sample_id", "inclusion_prob", "judge_label"]
+          "sample_id", "inclusion_prob", "judge_label", *PIO.FIELDS]  # the last: pairwise preferences
 REQUIRED = ("run", "method", "question_id", "metric", "label", "who")
 
 
@@ -139,15 +140,17 @@ def _ref(unit: U.Unit, metric: str, target: str | None, file: str, recno: int) -
     return metric
 
 
-def parse(store: RunStore, path: str | Path, as_hand_picked: bool = False) -> list[Annotation]:
+def parse(store: RunStore, path: str | Path, as_hand_picked: bool = False, kind: str = PIO.LABEL_KIND
+          ) -> list[Annotation]:
     """Every label of the file as Annotations, or an InputError for the first bad record: each
     record on its own first, then each population's sample as a whole (sample_audit: the
     labelled answers a gap-free start of the seed's order, each probability its place's).
     `as_hand_picked`: every label is stored hand-picked (sample fields dropped, never feeding an
     estimate). A template row (`labels targets`) whose label is still empty is "not yet
-    labelled": skipped, allowed only after the sample's last labelled answer."""
+    labelled": skipped, allowed only after the sample's last labelled answer. `kind`: what a
+    record without a `kind` is (preference_io: a pairwise preference, or a label of a metric)."""
     file = str(path)
-    records = list(_records(store, path, as_hand_picked))
+    records = list(_records(store, path, as_hand_picked, kind))
     out = [r.annotation for r in records if r.annotation is not None]
     if not out:
         raise InputError(file, "no labels found (every record's label is empty: not yet labelled)"
@@ -159,24 +162,31 @@ def parse(store: RunStore, path: str | Path, as_hand_picked: bool = False) -> li
     return out
 
 
-def _records(store: RunStore, path: str | Path, as_hand_picked: bool) -> Iterator[sample_audit.FileLabel]:
+def _records(store: RunStore, path: str | Path, as_hand_picked: bool,
+             default_kind: str = PIO.LABEL_KIND) -> Iterator[sample_audit.FileLabel]:
     """Each record checked on its own, as a FileLabel (its Annotation None for a template row not
-    labelled yet)."""
+    labelled yet); a pairwise preference by preference_io."""
     file = str(path)
     items = _Items(store)
+    systems = PIO.Systems(store, file)
     runs: dict[str, str] = {}
     for recno, rec in read_records(path):
+        if PIO.record_kind(_text(rec, PIO.KIND_FIELD), default_kind, file, recno) == PIO.PREFERENCE:
+            if as_hand_picked:
+                rec = {k: v for k, v in rec.items() if k not in ("sample_id", "inclusion_prob")}
+            _known_fields(rec, file, recno)
+            yield PIO.file_label(store, systems, rec, recno, _text, _raw)
+            continue
         # a template row left empty: no label yet (and no person); its place in the sample is
         # checked with the others
         pending = _text(rec, "label") is None and _text(rec, "sample_id") is not None
         if as_hand_picked:
             rec = {k: v for k, v in rec.items() if k not in ("sample_id", "inclusion_prob")}
+        PIO.refuse_foreign_fields(rec, _text, file, recno)
         for name in REQUIRED:
             if _text(rec, name) is None and not (pending and name in ("label", "who")):
                 _bad(file, recno, name, "required field is missing or empty")
-        unknown = sorted(set(rec) - set(FIELDS) - set(TEMPLATE_FIELDS))
-        if unknown:
-            _bad(file, recno, unknown[0], f"unknown field (fields: {', '.join(FIELDS)})")
+        _known_fields(rec, file, recno)
         ref_in = _text(rec, "run")
         if ref_in not in runs:
             try:
@@ -201,6 +211,12 @@ def _records(store: RunStore, path: str | Path, as_hand_picked: bool) -> Iterato
                  "sample_id and inclusion_prob empty for a hand-picked label")
         a = None if pending else _annotation(rec, file, recno, run_id, method, stored_qid, unit, ref, judge_label)
         yield sample_audit.FileLabel(recno, run_id, method, metric, stored_qid, sid, a)
+
+
+def _known_fields(rec: dict[str, Any], file: str, recno: int) -> None:
+    unknown = sorted(set(rec) - set(FIELDS) - set(TEMPLATE_FIELDS))
+    if unknown:
+        _bad(file, recno, unknown[0], f"unknown field (fields: {', '.join(FIELDS)})")
 
 
 def _annotation(rec: dict[str, Any], file: str, recno: int, run_id: str, method: str, qid: str, unit: U.Unit,
@@ -233,9 +249,9 @@ def _has_method(store: RunStore, run_id: str, method: str) -> bool:
     return method in store.manifest(run_id).methods
 
 
-def import_labels(store: RunStore, path: str | Path, as_hand_picked: bool = False) -> int:
+def import_labels(store: RunStore, path: str | Path, as_hand_picked: bool = False, kind: str = PIO.LABEL_KIND) -> int:
     """Validate the whole file, then append its labels in one part file (all or nothing)."""
-    rows = parse(store, path, as_hand_picked)
+    rows = parse(store, path, as_hand_picked, kind)
     store.append_annotations(rows)
     return len(rows)
 
@@ -265,7 +281,8 @@ def export_rows(store: RunStore, run_id: str | None = None) -> Iterator[dict[str
                "note": r["note"] if isinstance(r["note"], str) else None,
                "sample_id": r["sample_id"] if isinstance(r.get("sample_id"), str) else None,
                "inclusion_prob": None if prob is None or (isinstance(prob, float) and math.isnan(prob)) else float(prob),
-               "judge_label": r["judge_label"] if isinstance(r["judge_label"], str) else None}
+               "judge_label": r["judge_label"] if isinstance(r["judge_label"], str) else None,
+               **PIO.export_fields(r)}
 
 
 def export_text(store: RunStore, fmt: str, run_id: str | None = None) -> str:

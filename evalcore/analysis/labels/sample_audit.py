@@ -23,10 +23,11 @@ from typing import Sequence
 import pandas as pd
 
 from evalcore.analysis.labels import label_units as U
+from evalcore.analysis.labels import preferences as PF
 from evalcore.analysis.labels import sample_order as O
 from evalcore.analysis.labels.annotations import NEWEST_FIRST
 from evalcore.schemas import Annotation
-from evalcore.schemas.labels import RETRACTED
+from evalcore.schemas.labels import PREFERENCE, RETRACTED, preference_other
 from evalcore.store import RunStore, query_df, query_frame
 
 
@@ -74,28 +75,39 @@ def check_file(store: RunStore, records: Sequence[FileLabel]) -> Refusal | None:
     return min(found, key=lambda r: r.record) if found else None
 
 
-def _check_population(store: RunStore, key: tuple[str, str, str], records: list[FileLabel]) -> Refusal | None:
+def _population(store: RunStore, key: tuple[str, str, str]
+                ) -> tuple[tuple[O.SampleCheck, ...], list[str], pd.DataFrame, str]:
+    """What a population's sample is checked against: its stored samples, its question ids, its
+    stored sample rows, and its name. A pairwise preference's population is its pair's questions
+    (the FileLabel's `metric` is the pair's target_ref; analysis.labels.preferences)."""
     run_id, method, metric = key
-    where = f"{run_id}/{method}/{metric}"
+    other = preference_other(metric)
+    if other is not None:
+        pair = PF.Pair((run_id, method), other)
+        return (PF.checks(store, pair), PF.population(store, pair)["question_id"].tolist(), PF.sample_rows(store, pair),
+                f"the preferences of {run_id}:{method} vs {other[0]}:{other[1]}")
+    return (U.samples(store, run_id, method, metric), U.answers(store, run_id, method, metric)["question_id"].tolist(),
+            U.sample_rows(store, run_id, method, metric), f"{run_id}/{method}/{metric}")
+
+
+def _check_population(store: RunStore, key: tuple[str, str, str], records: list[FileLabel]) -> Refusal | None:
+    stored, population, rows, where = _population(store, key)
     drawn = [r for r in records if r.sample_id is not None]
     sid, first = drawn[0].sample_id, drawn[0].record
     other = next((r for r in drawn if r.sample_id != sid), None)
     if other is not None:
         return Refusal(other.record, "sample_id", f"a second sample id for {where}: record {first} names {sid}, this "
                        f"one {other.sample_id}; one population takes one seed's sample (their union is not random)")
-    stored = U.samples(store, run_id, method, metric)
     rival = O.chosen([c for c in stored if c.sample_id != sid])
     if rival is not None and not any(c.sample_id == sid for c in stored):
         return Refusal(first, "sample_id", f"{where} already holds the random sample {rival.sample_id} ({rival.full} "
                        f"answers labelled); a second seed would start a second sample beside it: label on "
                        f"{rival.sample_id}, or import with --as-hand-picked")
-    population = U.answers(store, run_id, method, metric)
-    rows = U.sample_rows(store, run_id, method, metric)
     rows = rows[rows.sample_id == sid]
     labels = [r for r in drawn if r.annotation is not None]
     qids = set(rows.question_id) | {r.question_id for r in labels}
     full = _full_after(store, key, [r.annotation for r in records if r.annotation is not None], qids)
-    problems = O.verify(sid, O.order(population.question_id.tolist(), O.sample_seed(sid)), full,
+    problems = O.verify(sid, O.order(population, O.sample_seed(sid)), full,
                         [(None, q, p) for q, p in zip(rows.question_id, rows.inclusion_prob)]
                         + [(r.record, r.question_id, r.annotation.inclusion_prob) for r in labels])
     return _first(problems, records, sid, where, first)
@@ -133,8 +145,11 @@ def _full_after(store: RunStore, key: tuple[str, str, str], new: list[Annotation
     run_id, method, metric = key
     if not qids:
         return set()
-    kind = U.unit(metric).kind
-    items = U.items_for(store, run_id, method, metric, sorted(qids))
+    if preference_other(metric) is not None:  # a preference: one item per question, the pair
+        kind, items = PREFERENCE, pd.DataFrame({"question_id": sorted(qids), "target_ref": metric})
+    else:
+        kind = U.unit(metric).kind
+        items = U.items_for(store, run_id, method, metric, sorted(qids))
     old = query_df(store, """SELECT question_id, target_ref, label, "when", arrived_at, arrival FROM annotations
                              WHERE run_id = $run AND method = $method AND target_kind = $kind
                                AND list_contains($qids, question_id)""",
@@ -160,9 +175,11 @@ def _full_after(store: RunStore, key: tuple[str, str, str], new: list[Annotation
 
 def findings(store: RunStore, run_id: str) -> list[str]:
     """One line per stored sample of the run that fails its order (its labels count as
-    hand-picked), and per population holding two verified samples (only one feeds estimates)."""
+    hand-picked), and per population holding two verified samples (only one feeds estimates);
+    pairwise preference samples included (analysis.labels.preferences.findings)."""
     pops = query_df(store, "SELECT DISTINCT method, target_kind, target_ref FROM annotations "
-                           "WHERE run_id = $run AND sample_id IS NOT NULL", {"run": run_id})
+                           "WHERE run_id = $run AND sample_id IS NOT NULL AND target_kind <> 'preference'",
+                    {"run": run_id})
     keys = sorted({(m, metric_of(k, r)) for m, k, r in zip(pops.method, pops.target_kind, pops.target_ref)})
     out = []
     for method, metric in keys:
@@ -177,7 +194,7 @@ def findings(store: RunStore, run_id: str) -> list[str]:
             feeds = O.chosen(good)
             out.append(f"{method}/{metric} holds {len(good)} random samples ({', '.join(c.sample_id for c in good)}); "
                        f"their union is not random, so only {feeds.sample_id} (most answers labelled) feeds estimates")
-    return out
+    return out + PF.findings(store, run_id)  # a pair's samples (preferences) are checked the same way
 
 
 __all__ = ["FileLabel", "Refusal", "check_file", "findings", "metric_of"]
