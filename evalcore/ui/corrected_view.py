@@ -14,19 +14,16 @@ from typing import Callable
 import pandas as pd
 import streamlit as st
 
-from evalcore.analysis.labels import annotations as A
 from evalcore.analysis.labels import calibration as K
 from evalcore.analysis.labels import corrected as C
 from evalcore.analysis.labels import label_counts as LC
 from evalcore.analysis.labels import label_sampling as S
 from evalcore.analysis.labels import label_units as U
 from evalcore.analysis.comparison.verdict import verdict_lines
+from evalcore.ui import answer_labelling
 from evalcore.ui import safe_widgets as widgets
 
 MODES = ["random sample", "pairwise", "queue"]
-RATINGS = [f"{x / 10:.1f}" for x in range(11)]
-ITEM_LABELS = {"claim": ("supported", "not_supported"), "context": ("relevant", "not_relevant"),
-               "answer_class": tuple(A.LABELS["answer_class"]), "grade": tuple(A.LABELS["grade"])}
 
 
 def mode_select(container=st) -> str:
@@ -50,47 +47,7 @@ def _progress(est: dict) -> None:
         st.text(line)
 
 
-def _form(run_id: str, method: str, metric: str, draw: S.Draw, who: str) -> None:
-    """'Label this whole answer': every item of the drawn answer in one form, one submit."""
-    kind = U.unit(metric).kind
-    items = widgets.call(S.answer_items, run_id, method, metric, draw.question_id)
-    with st.form(f"whole_{run_id}_{method}_{metric}_{draw.question_id}", border=False):
-        chosen = []
-        # the items scroll inside a box of fixed height, so the note and the button stay in view
-        # at 1400 x 1000 however many claims the answer has
-        box = st.container(height=ITEMS_HEIGHT, border=False)
-        with box:
-            for i, it in enumerate(items.to_dict("records")):
-                chosen.append(_item(kind, i, it, f"lab_{method}_{metric}_{draw.question_id}_{i}"))
-        note_col, button_col = st.columns([3, 2], vertical_alignment="bottom")
-        note = note_col.text_input("Note (optional)", key=f"lab_note_{method}_{metric}_{draw.question_id}",
-                                   max_chars=500)
-        if button_col.form_submit_button("Label this whole answer", type="primary", disabled=not who):
-            rows = [{**it, "run_id": run_id, "method": method} for it in items.to_dict("records")]
-            A.save_answer(widgets.store(), rows, who, chosen, note or None, (draw.sample_id, draw.inclusion_prob))
-            st.session_state.setdefault("lab_done", 0)
-            st.session_state["lab_done"] += 1
-            st.rerun()
-    if not who:
-        st.text("Enter your name above to label.")
-
-
-ITEMS_HEIGHT = 300  # px: the whole-answer form's items (they scroll past that)
-EVIDENCE_HEIGHT = 440  # px: the evidence beside them, ending with the form's button
-
-
-def _item(kind: str, i: int, it: dict, key: str) -> str:
-    """One item of the whole-answer form: the claim (or context rank), the judge's label, and
-    the label chosen (the judge's by default)."""
-    if kind == "claim":
-        widgets.untrusted(f"Claim {i + 1}", it["text"])
-    elif kind == "context":
-        st.caption(f"Retrieved context rank {it['target_ref'].rpartition(':')[2]} (text in the evidence panel)")
-    widgets.untrusted("Judge's verdict" if kind != "metric" else "Judge's value", it["judge_label"])
-    options = list(ITEM_LABELS.get(kind, RATINGS))
-    default = it["judge_label"] if it["judge_label"] in options else (
-        f"{round(float(it['judge_label']) * 10) / 10:.1f}" if kind == "metric" else options[0])
-    return st.selectbox(f"Your label, item {i + 1}", options, index=options.index(default), key=key)
+EVIDENCE_HEIGHT = 440  # px: the evidence beside them, ending with the labelling buttons
 
 
 def render_sample(run_id: str, methods: list[str], who: str, evidence: Callable[[dict], None],
@@ -105,6 +62,15 @@ def render_sample(run_id: str, methods: list[str], who: str, evidence: Callable[
     method = widgets.url_select("Method (population)", methods, "smethod", container=c1)
     metric = widgets.url_select("Metric (population)", metrics, "metric", container=c2)
     seed = widgets.url_int("seed", 0, 10**9, default=S.DEFAULT_SEED)
+    _drawn_answer(run_id, method, metric, seed, who, evidence)
+
+
+@st.fragment
+def _drawn_answer(run_id: str, method: str, metric: str, seed: int, who: str,
+                  evidence: Callable[[dict], None]) -> None:
+    """The population's progress and its next drawn answer, as a fragment: a label's keys and
+    buttons rerun only this part, so the next answer does not wait for the page's calibration
+    tables below to be recomputed (about two seconds of the four a click took)."""
     est = widgets.call(C.system_estimate, run_id, method, metric, withhold=False)  # rough numbers, marked so
     _progress(est)
     draw = widgets.call(S.next_answer, run_id, method, metric, seed)
@@ -123,7 +89,7 @@ def render_sample(run_id: str, methods: list[str], who: str, evidence: Callable[
     left, right = st.columns([1, 1])
     with left:
         st.text(f"Answer labelled: {method} / {draw.question_id} / {metric}")  # names are data: st.text
-        _form(run_id, method, metric, draw, who)
+        answer_labelling.render(run_id, method, metric, draw, who)
     with right, st.container(height=EVIDENCE_HEIGHT):
         evidence(item)
 

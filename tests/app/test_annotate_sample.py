@@ -165,3 +165,31 @@ def test_the_whole_answer_form_shows_hostile_claims_as_plain_text(tmp_path, monk
     assert HOSTILE in texts(at)  # verbatim, as plain text
     assert all(HOSTILE not in m.value for m in at.markdown)
     assert len([s for s in at.selectbox if s.label.startswith("Your label")]) == 2
+
+
+def test_agree_disagree_and_steps_set_the_labels_a_save_stores(sample_store, monkeypatch):
+    """The buttons the keys press (issue 35, item 5): Disagree gives a claim the other label and
+    moves on, Agree the judge's, Previous/Next step; 'Agree with every item' saves the judge's
+    labels in one click and draws the next answer."""
+    store, run = sample_store
+    at = _app(store, monkeypatch, "annotate", run=run, smethod="basic_search", metric="faithfulness", who="gil")
+    q = S.next_answer(store, run, "basic_search", "faithfulness").question_id
+    judge = [s.value for s in at.selectbox if s.label.startswith("Your label")]
+    press = lambda label: next(b for b in at.button if b.label == label).click().run()  # noqa: E731
+    press("Disagree")
+    assert any(c.value.startswith("▶ current · item 2 of 3") for c in at.caption)
+    press("Agree")
+    press("Previous item")
+    assert any(c.value.startswith("▶ current · item 2 of 3") for c in at.caption)
+    shown = [s.value for s in at.selectbox if s.label.startswith("Your label")]
+    other = {"supported": "not_supported", "not_supported": "supported"}
+    assert shown == [other[judge[0]], *judge[1:]]
+    press("Label this whole answer")
+    got = query_df(store, "SELECT target_ref, label FROM annotations WHERE who = 'gil' ORDER BY target_ref")
+    assert got.label.tolist() == shown
+    nxt = S.next_answer(store, run, "basic_search", "faithfulness").question_id
+    assert nxt != q and f"Answer labelled: basic_search / {nxt} / faithfulness" in texts(at)
+    press("Agree with every item")
+    got = query_df(store, "SELECT question_id, label, judge_label FROM annotations WHERE who = 'gil' AND question_id = ?",
+                   [nxt])
+    assert len(got) == 3 and (got.label == got.judge_label).all()

@@ -357,31 +357,6 @@ def test_enter_in_launch_boxes_never_starts_a_run_in_chromium(served_app, app_st
         tools.close()
 
 
-def test_annotate_random_sample_fits_1400_by_1000_in_chromium(served_app, app_store, tmp_path):
-    """Issue 24, item 3, random-sample mode: the answer's items, the evidence beside them and
-    the 'Label this whole answer' button are all inside a 1400 x 1000 window (the button used to
-    sit below the fold under the method and metric pickers and the items)."""
-    browser = chromium()
-    requires("websockets.sync.client", "websockets is needed to drive Chromium")
-    tools = DevTools(browser, tmp_path / "profile")
-    try:
-        tools.window()
-        dom = tools.dom_after(f"{served_app}/annotate?who=annotator", "Annotate")
-        assert not any(m in dom for m in BAD_MARKERS)
-        box = _wait_for(tools, "(() => { const b = Array.from(document.querySelectorAll('button'))"
-                               ".find(x => x.innerText.includes('Label this whole answer'));"
-                               " if (!b) return null; const r = b.getBoundingClientRect();"
-                               " return r.height > 0 ? [r.top, r.bottom] : null })()")
-        assert box, "no 'Label this whole answer' button drawn"
-        assert box[1] <= 1000, f"the button ends at {box[1]:.0f} px, below a 1000 px window"
-        first_item = _wait_for(tools, "(() => { const e = Array.from(document.querySelectorAll('label'))"
-                                      ".find(x => x.innerText.startsWith('Your label, item 1'));"
-                                      " return e ? e.getBoundingClientRect().bottom : null })()")
-        assert first_item and first_item < box[0], "the first item's label is not above the button"
-    finally:
-        tools.close()
-
-
 def test_the_hint_names_the_path_above_our_page_and_nothing_else(tmp_path):
     """What backend_hint's script (sent for a request of /compare below the server's base)
     computes in a real browser, for the URLs a browser may show: the path above the page, at
