@@ -18,6 +18,9 @@ store format 2) and measures:
 5. browser: `evalcore app`'s streamlit command on 127.0.0.1 and headless Chromium over the DevTools
    protocol; per page, a fresh navigation until its <h1> shows and the script run has ended
    (stApp's data-test-script-state = notRunning); median over 3 fresh servers. Goal < 1.5 s.
+6. the first visit: a fresh server and a fresh browser profile open Runs, beside Streamlit serving
+   a one-line app the same way (the floor) and a checkout's `streamlit run app.py`
+   (bench/bench_first_visit.py). Goal: <= 0.5 s over the floor. `--first-visit` runs only this.
 
 Every child process runs evalcore compiled to bytecode, as an installed package does
 (`installed_bytecode`: a checkout under PYTHONDONTWRITEBYTECODE=1 would recompile every module in
@@ -436,6 +439,8 @@ def main() -> int:
                     help="2 runs x 100,000 questions: Compare statistics and CLI compare/show against their "
                          "resampling baseline, and every page in Chromium")
     ap.add_argument("--store", help="reuse/build the store here instead of a temp folder")
+    ap.add_argument("--first-visit", action="store_true",
+                    help="only step 6: the first page in a fresh browser against Streamlit's floor")
     ap.add_argument("--first-render", choices=list(PAGES), help=argparse.SUPPRESS)  # the child process
     args = ap.parse_args()
     if args.first_render:
@@ -454,7 +459,7 @@ def main() -> int:
             shutil.rmtree(work, ignore_errors=True)
         print("\nverdict:", "all goals met" if ok else "some goals missed (see SLOW / FAILED above)")
         return 0 if ok else 1
-    n_runs, n_q = (3, 200) if args.small else (20, 2000)
+    n_runs, n_q = (3, 200) if args.small or args.first_visit else (20, 2000)
     work = Path(tempfile.mkdtemp(prefix="bench_app_"))
     print(installed_bytecode(work))
     root = Path(args.store).resolve() if args.store else work / "runs"
@@ -468,6 +473,14 @@ def main() -> int:
     print(f"store: {len(store.run_ids())} runs x 2 methods x 30 metrics at {root} "
           f"({time.perf_counter() - t0:.1f}s to build or find); load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} CPUs (other processes skew every figure)")
+    if args.first_visit:
+        from bench_first_visit import report as first_visit_report
+
+        try:
+            print("\n6. first page in a fresh browser profile (Runs), fresh server per round, against a one-line app:")
+            return 0 if first_visit_report(root, work) else 1
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     legacy = RunStore(format1_copy(root, work / "format1"))
     ok = True
     try:
@@ -515,6 +528,12 @@ def main() -> int:
         print(f"\n5. browser: headless Chromium, fresh navigation until the h1 shows and the run ended "
               f"(median of 3 fresh servers), goal < {BROWSER_S} s (no baseline):")
         ok &= report_browser(root, work, BROWSER_S)
+
+        from bench_first_visit import report as first_visit_report
+
+        print("\n6. first page in a fresh browser profile (Runs), fresh server per round, against a one-line app "
+              "(Streamlit's floor, same run):")
+        ok &= first_visit_report(root, work)
     finally:  # a store built here goes too (pass --store DIR to keep and reuse one)
         shutil.rmtree(work, ignore_errors=True)
     print("\nverdict:", "all goals met" if ok else "some goals missed (see SLOW / FAILED above)")

@@ -16,8 +16,9 @@ from pathlib import Path
 import streamlit as st
 from starlette.middleware import Middleware
 
+from evalcore.ui import warm
 from evalcore.ui.backend_hint import BackendBaseHint
-from evalcore.ui.entry import PAGES
+from evalcore.ui.entry import PAGES, page_file
 
 HERE = Path(__file__).resolve().parent
 # `streamlit run` put this folder on sys.path to import this file as `served`; our modules
@@ -28,3 +29,7 @@ if str(HERE) in sys.path:
 app = st.App(str(HERE / "entry.py"),
              middleware=[Middleware(BackendBaseHint, page_paths=[url for _, _, url in PAGES if url],
                                     base_url_path=lambda: st.config.get_option("server.baseUrlPath"))])
+
+# the first visitor's work done at server start, in the background: the pages' imports, Plotly's
+# figure classes and the store's views (ui/warm.py); their first script run compiles the pages
+warm.preload([page_file(module) for module, _, _ in PAGES])

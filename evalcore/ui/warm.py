@@ -1,4 +1,5 @@
-"""Warm the dashboard process once, in the background, when it serves its first page.
+"""Warm the dashboard process once, in the background: from server start under `evalcore app`
+(ui/served.py: `preload`), else when it serves its first page (`start`).
 
 Why: a cold page spent most of its first visit importing code it had not needed yet — the
 metric registry (every metric module, the judges, their prompt files; ~0.4 s), Plotly's
@@ -61,6 +62,7 @@ MODULES = (
 )
 
 _started = threading.Event()
+_preloading: threading.Thread | None = None  # the server-start half, when `evalcore app` began it
 
 
 def _under_apptest() -> bool:
@@ -135,6 +137,29 @@ def _draw_figures() -> None:
     pio.to_json(fig, validate=False)
 
 
+def preload(pages: Sequence[Path] = ()) -> None:
+    """The imports, figures and views of _load, begun when the server starts (ui/served.py, what
+    `evalcore app` serves) rather than when the first visitor's page runs: a fresh browser's
+    first page then finds them loaded, or waits only for what is left, instead of sharing the
+    GIL with a warm-up that starts beside it. The first script run's `start` then only compiles
+    the pages (which needs the running app's pages manager) and freezes the heap."""
+    global _preloading
+    if _preloading is None:
+        _preloading = threading.Thread(target=_load, args=(tuple(pages), None), name="evalcore-preload", daemon=True)
+        _preloading.start()
+
+
+def _after_preload(pages: Sequence[Path], compile_page: Callable[[str], Any] | None) -> None:
+    if _preloading is not None:
+        _preloading.join()
+    for path in pages if compile_page is not None else ():
+        try:
+            compile_page(str(path))
+        except Exception:  # noqa: BLE001 - the page shows its own error when opened
+            continue
+    gc.freeze()
+
+
 def start(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None = None) -> bool:
     """Start the warm-up thread once per process; True the time it starts. `compile_page`
     (the pages manager's get_page_script_byte_code) is called on every path in `pages`.
@@ -143,5 +168,6 @@ def start(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None 
     if _started.is_set() or _under_apptest():
         return False
     _started.set()
-    threading.Thread(target=_load, args=(tuple(pages), compile_page), name="evalcore-warm", daemon=True).start()
+    target = _after_preload if _preloading is not None else _load
+    threading.Thread(target=target, args=(tuple(pages), compile_page), name="evalcore-warm", daemon=True).start()
     return True
