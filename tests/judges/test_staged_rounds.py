@@ -41,7 +41,7 @@ class HeldJudge(HeuristicJudge):
 def test_a_second_stage_request_starts_before_every_first_stage_reply_is_back():
     items = [paris_item(3, qid="q1"), paris_item(3, qid="q2")]
     judge = HeldJudge()
-    ctx = ScoringContext(run_id="r1", store=None, options={"judge": judge}, items=items)
+    ctx = ScoringContext(run_id="r1", store=None, options={"judge": judge, "judge_calls": "separate"}, items=items)
     specs = [s for s in SPECS if s.name in RAGAS]
     judge_rounds(specs, items, ctx)
     log = judge.log
