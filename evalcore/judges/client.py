@@ -358,7 +358,8 @@ def _after_repair(defn: TaskDef, done: Outcome, kept: dict[str, Any], problem: P
         return Outcome({**kept, **out2}, None, done.judge_id, done.live_calls)
     if isinstance(problem2, PartsError):
         kept = {**kept, **problem2.kept}
-        why = {name: f"unparseable judge reply after one repair: {msg}" for name, msg in problem2.failed.items()}
+        why = {name: f"unparseable judge reply after one repair: {name} part: {msg}"
+               for name, msg in problem2.failed.items()}
     else:
         whole = f"unparseable judge reply ({problem}); repair call failed: {err2}" if err2 is not None \
             else f"unparseable judge reply after one repair: {problem2}"
