@@ -1,6 +1,6 @@
 """Judge calls, tokens and wall time of the four ragas-style metrics, combined design vs separate.
 
-    python bench/bench_judge_calls.py            # 10 questions x 2 methods, 1 s judge latency, 3 timed runs
+    python bench/bench_judge_calls.py            # 10 questions x 2 methods, 1 s judge latency, 5 timed runs
     python bench/bench_judge_calls.py --quick    # 0.2 s latency, one timed run per design
 
 One command, offline. A scripted judge speaking the Anthropic Messages API runs on 127.0.0.1
@@ -19,7 +19,8 @@ generated questions in one call, 2 + 1/M). Printed side by side, measured in thi
 the ratio combined / separate:
 1. calls, input tokens and output tokens per answer (the judge's reported usage);
 2. wall time of `evalcore score` per answer (a fresh process and an empty judge cache each
-   time, the designs alternated; median of the runs);
+   time, the designs alternated; median of the runs), and of its judge phase alone (first
+   request in to last reply out, at the judge: start-up and model loading are the rest);
 3. repair calls with structured outputs (goal 0) and without them (for comparison);
 4. re-score calls (goal 0) and the `--dry-run` estimate against the real count (within 5%);
 5. agreement: the stored values of the two designs, compared answer by answer (the scripted
@@ -169,6 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def do_POST(self) -> None:  # noqa: N802 - http.server API
+        started = time.perf_counter()
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
         system, msgs = body.get("system", ""), body["messages"]
         user = msgs[0]["content"]
@@ -181,7 +183,8 @@ class _Handler(BaseHTTPRequestHandler):
         chars = len(system) + sum(len(m["content"]) for m in msgs)
         tokens_in, tokens_out = round(chars / CHARS_PER_TOKEN), max(1, round(len(reply) / CHARS_PER_TOKEN))
         with self.server.lock:
-            self.server.log.append({"in": tokens_in, "out": tokens_out, "repair": repair})
+            self.server.log.append({"in": tokens_in, "out": tokens_out, "repair": repair, "start": started,
+                                    "end": time.perf_counter()})
         payload = json.dumps({"id": "msg_b", "type": "message", "role": "assistant", "model": body["model"],
                               "content": [{"type": "text", "text": reply}], "stop_reason": "end_turn",
                               "stop_sequence": None,
@@ -244,16 +247,21 @@ def measure(design: str, records: list[dict[str, Any]], env: dict[str, str], ser
             "rescore": rescore, "estimate": estimate, "values": _values(store, run)}
 
 
-def walls(records: list[dict[str, Any]], env: dict[str, str], tmp: Path, runs: int) -> dict[str, list[float]]:
-    """`evalcore score` wall time per design: a fresh process and an empty cache each time, alternated."""
-    out: dict[str, list[float]] = {d: [] for d in DESIGNS}
+def walls(records: list[dict[str, Any]], env: dict[str, str], server: ScriptedJudge, tmp: Path,
+          runs: int) -> dict[str, dict[str, list[float]]]:
+    """Per design, `evalcore score`'s wall time (a fresh process and an empty cache each time, the
+    designs alternated) and its judge phase: from the first request's arrival at the judge to
+    the last reply (what the call design changes; the rest is start-up and model loading)."""
+    out: dict[str, dict[str, list[float]]] = {d: {"score": [], "judge": []} for d in DESIGNS}
     for i in range(runs):
         for design in (DESIGNS if i % 2 == 0 else DESIGNS[::-1]):
             store = tmp / f"runs-wall-{design}-{i}"
             run = _import(store, records, env)
+            server.log.clear()
             t0 = time.perf_counter()
             _score(store, run, env, design)
-            out[design].append(time.perf_counter() - t0)
+            out[design]["score"].append(time.perf_counter() - t0)
+            out[design]["judge"].append(max(s["end"] for s in server.log) - min(s["start"] for s in server.log))
     return out
 
 
@@ -265,10 +273,11 @@ def agreement(a: dict, b: dict) -> tuple[int, int]:
     return same, len(keys)
 
 
-def report(m: dict[str, dict[str, Any]], wall: dict[str, list[float]], n: int) -> list[tuple]:
+def report(m: dict[str, dict[str, Any]], wall: dict[str, dict[str, list[float]]], n: int) -> list[tuple]:
     """Rows: figure, separate, combined, ratio, goal, met."""
     old, new = m["separate"], m["combined"]
-    w_old, w_new = statistics.median(wall["separate"]) / n, statistics.median(wall["combined"]) / n
+    w_old, w_new = (statistics.median(wall[d]["score"]) / n for d in DESIGNS)
+    j_old, j_new = (statistics.median(wall[d]["judge"]) / n for d in DESIGNS)
     same, total = agreement(old["values"], new["values"])
     per = {k: (old[k] / n, new[k] / n) for k in ("calls", "in", "out")}
     return [
@@ -279,6 +288,7 @@ def report(m: dict[str, dict[str, Any]], wall: dict[str, list[float]], n: int) -
         ("output tokens per answer", f"{per['out'][0]:,.0f}", f"{per['out'][1]:,.0f}", per["out"][1] / per["out"][0],
          "within 5% (same content)", per["out"][1] <= 1.05 * per["out"][0]),
         ("score wall time per answer (s)", f"{w_old:.2f}", f"{w_new:.2f}", w_new / w_old, "(measured)", True),
+        ("  of which the judge phase (s)", f"{j_old:.3f}", f"{j_new:.3f}", j_new / j_old, "(measured)", True),
         ("repair calls (structured outputs)", str(old["repairs"]), str(new["repairs"]), None, "0",
          old["repairs"] == new["repairs"] == 0),
         ("repair calls (free text)", str(old["text_repairs"]), str(new["text_repairs"]), None, "(for comparison)", True),
@@ -296,7 +306,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=None, help="wall-clock runs per design (median)")
     args = ap.parse_args()
     latency = args.latency if args.latency is not None else (0.2 if args.quick else 1.0)
-    runs = args.runs or (1 if args.quick else 3)
+    runs = args.runs or (1 if args.quick else 5)
     records = hotpot_records() if HOTPOT.is_file() else example_records()
     source = "HotpotQA dev (first 10)" if HOTPOT.is_file() else "the packaged example"
     n_answers, n_questions = len(records), len({r["question_id"] for r in records})
@@ -307,7 +317,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="evalcore-bench-judge-"))
     try:
         measured = {d: measure(d, records, env, server, tmp) for d in DESIGNS}
-        wall = walls(records, env, tmp, runs)
+        wall = walls(records, env, server, tmp, runs)
     finally:
         server.shutdown()
         server.server_close()
@@ -321,7 +331,10 @@ def main() -> int:
         print(f"{name:36} {old:>14} {new:>14} {cell:>6}  {goal}  {'ok' if ok else 'MISSED'}")
         if not ok:
             failures.append(name)
-    print("\nwall times (s): " + "; ".join(f"{d} " + ", ".join(f"{w:.1f}" for w in wall[d]) for d in DESIGNS))
+    for kind in ("score", "judge"):
+        print(f"\n{kind} wall times (s): " + "; ".join(f"{d} " + ", ".join(f"{w:.1f}" for w in wall[d][kind])
+                                                      for d in DESIGNS), end="")
+    print()
     return 1 if failures else 0
 
 
