@@ -167,23 +167,32 @@ def _analysis_then(*replies: dict):
     return respond
 
 
-def _one_answer(store):
+def _one_answer(store, judge=JUDGE):
     items = [paris_item(2)]
     writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="r1", name="t",
                                           evalcore_version="test", methods=["m"]))
     writer.write_questions([q for q, _ in items])
     writer.write_responses([r for _, r in items])
-    return items, ScoringContext(run_id="r1", store=store, options={"judge": JUDGE})
+    return items, ScoringContext(run_id="r1", store=store, options={"judge": judge})
 
 
-def test_a_malformed_part_is_repaired_alone(anthropic_env, store):
+def _reply_schema(body: dict) -> dict:
+    """The reply schema a request carries, Anthropic's or OpenAI's way."""
+    if "output_config" in body:
+        return body["output_config"]["format"]["schema"]
+    return body["response_format"]["json_schema"]["schema"]
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai"])
+def test_a_malformed_part_is_repaired_alone(anthropic_env, store, api):
     anthropic_env.responder = _analysis_then({"noncommittal": "maybe"}, {"claims": ["not asked for"]})
-    items, ctx = _one_answer(store)
+    judge = JUDGE if api == "anthropic" else f"openai:gpt-4o-mini@{anthropic_env.url}/v1"
+    items, ctx = _one_answer(store, judge)
     faith, relevance = (BY_NAME[n].compute(items, ctx)[0] for n in ("faithfulness", "answer_relevance"))
-    repairs = [r["body"] for r in anthropic_env.requests if len(r["body"]["messages"]) > 1]
-    assert len(repairs) == 1
-    schema = repairs[0]["output_config"]["format"]["schema"]
-    assert sorted(schema["properties"]) == ["noncommittal", "questions"]  # only the failed part is asked for
+    repairs = [r["body"] for r in anthropic_env.requests  # a repair's last message is not the task's prompt
+               if fence_of(r["body"], r["api"])[1] != r["body"]["messages"][-1]["content"]]
+    assert len(repairs) == 1 and {r["api"] for r in anthropic_env.requests} == {api}
+    assert sorted(_reply_schema(repairs[0])["properties"]) == ["noncommittal", "questions"]  # the failed part only
     assert "questions, noncommittal" in repairs[0]["messages"][-1]["content"]
     # the claims are the first reply's (the repair's claims were not asked for and are ignored)
     assert faith.value == pytest.approx(2 / 3) and len(faith.claims) == 3
