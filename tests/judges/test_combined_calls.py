@@ -61,17 +61,13 @@ def _score(store, run_id="r2", metrics=FOUR, **options):
     return score_run(store, run_id, metrics=metrics, options={"judge": JUDGE, **options}, progress=False)
 
 
-def _stored(store, table: str, columns: str) -> list[tuple]:
-    return [tuple(r) for r in query_df(store, f"SELECT {columns} FROM {table} ORDER BY ALL").itertuples(index=False)]
-
-
 def test_the_four_cost_two_calls_per_answer_plus_one_per_question(anthropic_env, store):
     anthropic_env.responder = good_judge
-    _two_by_two(store)
+    _two_by_two(store, qids=("q1",))
     report = _score(store)
     assert not report.errors
     # per answer: the answer analysis and the context review; per question: the reference statements
-    assert anthropic_env.count() == 2 * 4 + 2 == 10  # 2.5 per answer (3.5 in the separate design)
+    assert anthropic_env.count() == 2 * 2 + 1 == 5  # 2.5 per answer (3.5 in the separate design)
     calls = query_df(store, "SELECT purpose FROM judge_calls")
     assert sorted(set(calls.purpose)) == ["answer_analysis", "context_review", "reference_statements"]
     assert store.manifest("r2").counts["judge_calls_per_question_max"] == 2
@@ -81,32 +77,37 @@ def test_the_four_cost_two_calls_per_answer_plus_one_per_question(anthropic_env,
 
 def test_dry_run_counts_the_combined_calls(anthropic_env, store):
     anthropic_env.responder = good_judge
-    _two_by_two(store)
+    _two_by_two(store, qids=("q1",))
     combined = score_run(store, "r2", metrics=FOUR, options={"judge": JUDGE}, dry_run=True, progress=False).estimate
     separate = score_run(store, "r2", metrics=FOUR, options={"judge": JUDGE, "judge_calls": "separate"},
                          dry_run=True, progress=False).estimate
     assert anthropic_env.count() == 0
-    assert (combined["calls"], separate["calls"]) == (10, 14)
+    assert (combined["calls"], separate["calls"]) == (5, 7)
     assert combined["input_tokens"] < separate["input_tokens"] and combined["cost_usd"] < separate["cost_usd"]
     _score(store)
     assert anthropic_env.count() == combined["calls"]
 
 
+def _scores(items, ctx) -> dict:
+    """What each of the four returns per answer, without the judge labels (they name the prompts)."""
+    out = {}
+    for name in FOUR:
+        for (q, r), s in zip(items, BY_NAME[name].compute(items, ctx)):
+            details = {k: v for k, v in s.details.items() if k != "judge"}
+            out[(name, r.method)] = (s.value, s.reason, s.claims, s.contexts, details)
+    return out
+
+
 def test_both_designs_give_the_same_values_for_the_same_verdicts(anthropic_env, store):
     anthropic_env.responder = good_judge
-    _two_by_two(store, qids=("q1",))
-    _score(store, judge_calls="separate")
+    items = [paris_item(3, method="local"), paris_item(2, method="basic", answer="Paris is the capital. Moon.")]
+    separate = _scores(items, ScoringContext(run_id="r1", store=store, options={"judge": JUDGE,
+                                                                                "judge_calls": "separate"}))
     assert anthropic_env.count() == 7
-    before = (_stored(store, "metrics", "method, question_id, metric, value, reason"),
-              _stored(store, "claims", "method, question_id, metric, source, idx, text, verdict, reason"),
-              _stored(store, "context_verdicts", "method, question_id, metric, rank, verdict, score, reason"))
-    _score(store)  # combined: only the answer analyses are new; references and reviews are the same requests
-    assert anthropic_env.count() == 7 + 2
-    after = (_stored(store, "metrics", "method, question_id, metric, value, reason"),
-             _stored(store, "claims", "method, question_id, metric, source, idx, text, verdict, reason"),
-             _stored(store, "context_verdicts", "method, question_id, metric, rank, verdict, score, reason"))
-    assert after == before and len(before[0]) == 2 * len(FOUR)
-    assert not any(math.isnan(v) for *_, v, _ in before[0])
+    combined = _scores(items, ScoringContext(run_id="r1", store=store, options={"judge": JUDGE}))
+    assert anthropic_env.count() == 7 + 2  # only the analyses: the statements and reviews are the same requests
+    assert combined == separate and len(separate) == 2 * len(FOUR)
+    assert not any(math.isnan(v[0]) for v in separate.values())
 
 
 # The cache keys of the requests evalcore sent before issue 38 (computed with commit a202aeb's
