@@ -7,8 +7,8 @@ Prints ROC AUCs (P(score of a right case > score of a wrong case), ties half) fo
   `answer_class`, a yes/no verdict, so its AUC is its balanced accuracy) next to the product's own
   `token_f1` and `exact_match` and the MiniLM cosine (packaged all-MiniLM-L6-v2, max over gold
   answers), each computed through the product's metric specs;
-- faithfulness: the heuristic judge's `faithfulness` (and the share of its yes/no claim
-  verdicts) next to bare word overlap (share of the answer's words found in the contexts), the
+- faithfulness: the heuristic judge's `faithfulness` (under both judge call designs, `combined`
+  and `separate`; and the share of its yes/no claim verdicts) next to bare word overlap (share of the answer's words found in the contexts), the
   MiniLM cosine of answer and best context, and the two previous rule sets (`lexical-v1`,
   `lexical-v2`), re-implemented here.
 
@@ -254,12 +254,13 @@ def _items(cases: list[Case]):
     return items
 
 
-def metric(name: str, cases: list[Case]) -> np.ndarray:
-    """The product's metric `name` on the cases (judged metrics with the heuristic judge)."""
+def metric(name: str, cases: list[Case], **options: Any) -> np.ndarray:
+    """The product's metric `name` on the cases (judged metrics with the heuristic judge;
+    `options`: scoring options, e.g. judge_calls="separate")."""
     from evalcore.metrics.base import ScoringContext
     from evalcore.metrics.registry import METRICS
 
-    ctx = ScoringContext(run_id="bench-heuristic", options={"judge": "heuristic"})
+    ctx = ScoringContext(run_id="bench-heuristic", options={"judge": "heuristic", **options})
     return np.array([s.value for s in METRICS[name].compute(_items(cases), ctx)], dtype=float)
 
 
@@ -353,7 +354,12 @@ def _v2_supported(statement, vocab) -> bool:
     return not others or sum(map(vocab.has, others)) / len(others) >= 0.7
 
 
+# The judge's faithfulness under both call designs (scoring option judge_calls, issue 38): the
+# combined design (the default) asks for the claims together with answer_relevance's questions,
+# the separate one apart; the same claims and verdicts must give the same AUC.
 FAITHFULNESS_SCORES = {"heuristic faithfulness": lambda cs: metric("faithfulness", cs),
+                       "heuristic faithfulness, separate calls": lambda cs: metric("faithfulness", cs,
+                                                                                 judge_calls="separate"),
                        "heuristic verdicts": verdict_share,
                        "lexical-v1": _previous_rule(_v1_supported),
                        "lexical-v2": _previous_rule(_v2_supported),

@@ -79,7 +79,8 @@ class Judge(ThreadingHTTPServer):
     """OpenAI chat completions on 127.0.0.1. answer_class: CORRECT for an answer marked [right],
     flipped with probability `flip` when the request samples; the faithfulness stages: the
     answer's sentences as claims, the reference's as statements, every context relevant and
-    every claim supported (part 2 measures their cost, not their verdicts). No usage block is
+    every claim supported (part 2 measures their cost, not their verdicts); the answer analysis
+    (claims and questions in one reply, the default `judge_calls: combined`) likewise. No usage block is
     sent, so evalcore estimates tokens from characters (as for a local server)."""
 
     def __init__(self, flip: float, seed: int = 0):
@@ -103,6 +104,9 @@ class Judge(ThreadingHTTPServer):
             return {"label": "CORRECT" if right != flipped else "WRONG", "reason": "scripted"}
         if "rewrite an answer as a list" in system:
             return {"claims": _sentences(_block(user, "answer"))}
+        if "analyse an answer in two parts" in system:  # the claims and questions of judge_calls: combined
+            return {"claims": _sentences(_block(user, "answer")), "questions": ["What is it about?"] * 3,
+                    "noncommittal": 0}
         if "rewrite a reference answer" in system:
             return {"statements": _sentences(_block(user, "ground_truth")) or ["(none)"]}
         if "review retrieved passages" in system:
@@ -196,7 +200,8 @@ def stage_costs(store: Any, judge: Judge) -> dict[str, dict[str, float]]:
               progress=False)
     calls = query_df(store, "SELECT purpose, count(*) AS calls, sum(input_tokens) AS tin, "
                             "sum(output_tokens) AS tout FROM judge_calls WHERE purpose IN "
-                            "('decompose', 'reference_statements', 'context_review') GROUP BY purpose")
+                            "('decompose', 'answer_analysis', 'reference_statements', 'context_review') "
+                            "GROUP BY purpose")
     answers = 2 * N_QUESTIONS
     return {r.purpose: {"calls": r.calls / answers, "tokens": (r.tin + r.tout) / answers}
             for r in calls.itertuples(index=False)}

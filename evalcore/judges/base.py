@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Coroutine
 
 from evalcore.judges.tasks import PROMPT_VERSIONS
@@ -36,6 +36,16 @@ class Outcome:
     error: str | None
     judge_id: JudgeId
     live_calls: int = 0
+    # A combined task's reply with unusable parts (task_def.PartsError, still so after the
+    # repair): reply key -> why, for every key of such a part; `output` holds the usable parts
+    part_errors: dict[str, str] = field(default_factory=dict)
+
+    def reply_value(self, key: str) -> tuple[Any, str | None]:
+        """(the reply's value at `key`, None), or (None, why there is none): the whole call's
+        error, or the error of the part that holds the key."""
+        if self.output is not None and key in self.output:
+            return self.output[key], None
+        return None, self.part_errors.get(key) or self.error or "no judge output"
 
 
 def run_sync(coro: Coroutine) -> Any:

@@ -33,7 +33,7 @@ from evalcore.judges.base import Judge, JudgeTask, Outcome, run_sync
 from evalcore.judges.cache import JudgeCache, request_key
 from evalcore.judges.parsing import ParseError, parse_reply
 from evalcore.judges.prompts import render
-from evalcore.judges.tasks import REPAIR_VERSION, get_task
+from evalcore.judges.tasks import REPAIR_VERSION, PartsError, TaskDef, get_task
 from evalcore.judges.pricing import load_prices, token_cost
 from evalcore.schemas import JudgeCall, JudgeId
 from evalcore.common.secret_urls import public_url
@@ -116,11 +116,12 @@ class LLMJudge(Judge):
         importlib.import_module(self.backend.provider)  # "anthropic" / "openai": the SDK's module
 
     def request_for(self, system: str, messages: list[dict], max_tokens: int,
-                    task: str | None = None) -> dict[str, Any]:
+                    task: str | None = None, parts: tuple[str, ...] | None = None) -> dict[str, Any]:
         """The full, replayable request (no headers, no key): what the cache key hashes.
-        With `task` and structured outputs on, it carries the task's reply schema."""
+        With `task` and structured outputs on, it carries the task's reply schema (of a
+        combined task's named `parts` only, for their repair)."""
         base_url = public_url(self.backend.base_url) if self.backend.base_url else None
-        schema = get_task(task).schema() if task and self.structured else None
+        schema = get_task(task).schema(parts) if task and self.structured else None
         params = self.backend.params(system, messages, max_tokens, schema=schema, name=task or "reply") \
             if schema is not None else self.backend.params(system, messages, max_tokens)
         return {"provider": self.provider, "model": self.model, "base_url": base_url, "params": params}
@@ -135,9 +136,12 @@ class LLMJudge(Judge):
         return self._usable(entry, request, lambda text: parse_reply(task, text, inputs), {}) is not None
 
     async def _run_one(self, t: JudgeTask, client: Any, sem: asyncio.Semaphore) -> Outcome:
-        """Ask once; when the reply does not parse, ask once more with the problem named."""
+        """Ask once; when the reply does not parse, ask once more with the problem named. A
+        combined task's reply that is usable in part keeps those parts and the repair asks for
+        the others only (their keys, and their schema with structured outputs)."""
         jid = self.judge_id(t.task)
-        prompt = get_task(t.task).prompt(t.inputs)
+        defn = get_task(t.task)
+        prompt = defn.prompt(t.inputs)
         messages = [{"role": "user", "content": prompt.user}]
         purpose = t.purpose or t.task
         text, out, err, problem, live = await self._ask_and_parse(
@@ -146,30 +150,30 @@ class LLMJudge(Judge):
             return Outcome(None, f"judge call failed: {err}", jid, live)
         if out is not None:
             return Outcome(out, None, jid, live)
-        repair = render("repair", {}, REPAIR_VERSION, plain={"problem": problem})
+        kept, parts = (problem.kept, tuple(problem.failed)) if isinstance(problem, PartsError) else ({}, None)
+        repair = render("repair_parts", {}, REPAIR_VERSION, plain={"problem": str(problem),
+                                                                   "keys": ", ".join(defn.part_keys(parts))}) \
+            if parts else render("repair", {}, REPAIR_VERSION, plain={"problem": str(problem)})
         messages2 = messages + [{"role": "assistant", "content": text or "(empty)"},
                                 {"role": "user", "content": repair.user}]
         _, out2, err2, problem2, live2 = await self._ask_and_parse(
             t, jid, prompt.system, messages2, prompt.max_tokens, client, sem, purpose + ":repair",
-            "unparseable reply after repair")
-        live += live2
-        if err2 is not None:
-            return Outcome(None, f"unparseable judge reply ({problem}); repair call failed: {err2}", jid, live)
-        if out2 is not None:
-            return Outcome(out2, None, jid, live)
-        return Outcome(None, f"unparseable judge reply after one repair: {problem2}", jid, live)
+            "unparseable reply after repair", parts=parts)
+        return _after_repair(defn, Outcome(None, None, jid, live + live2), kept, problem, out2, err2, problem2)
 
     async def _ask_and_parse(self, t: JudgeTask, jid: JudgeId, system: str, messages: list[dict], max_tokens: int,
-                             client: Any, sem: asyncio.Semaphore, purpose: str, parse_label: str
-                             ) -> tuple[str | None, dict | None, str | None, str | None, int]:
-        """One request, recorded, and its parse: (reply text, output, call error, parse problem,
-        live calls made). Exactly one of output / call error / parse problem is set."""
+                             client: Any, sem: asyncio.Semaphore, purpose: str, parse_label: str,
+                             parts: tuple[str, ...] | None = None
+                             ) -> tuple[str | None, dict | None, str | None, ParseError | None, int]:
+        """One request, recorded, and its parse (of the named `parts` only, when given): (reply
+        text, output, call error, parse problem, live calls made). Exactly one of output / call
+        error / parse problem is set."""
 
         def check(text: str | None) -> dict:
-            return parse_reply(t.task, text, t.inputs)
+            return parse_reply(t.task, text, t.inputs, parts)
 
         text, call, err, out, problem = await self._request(t, jid, system, messages, max_tokens, client, sem,
-                                                            purpose, check)
+                                                            purpose, check, parts)
         live = 0 if call.cache_hit else 1
         if err is not None:
             self._record(call)
@@ -183,12 +187,13 @@ class LLMJudge(Judge):
         return text, out, None, None, live
 
     async def _request(self, t: JudgeTask, jid: JudgeId, system: str, messages: list[dict], max_tokens: int,
-                       client: Any, sem: asyncio.Semaphore, purpose: str, check: Callable[[str | None], dict]
-                       ) -> tuple[str | None, JudgeCall, str | None, dict | None, str | None]:
+                       client: Any, sem: asyncio.Semaphore, purpose: str, check: Callable[[str | None], dict],
+                       parts: tuple[str, ...] | None = None
+                       ) -> tuple[str | None, JudgeCall, str | None, dict | None, ParseError | None]:
         """(reply text, call, call error, output, parse problem) for one request: from the cache,
         from an identical request in flight, or sent. A sent reply is cached only once it
         parsed and passed `check`; a cached or shared one is used only if it passes it too."""
-        request = self.request_for(system, messages, max_tokens, task=t.task)
+        request = self.request_for(system, messages, max_tokens, task=t.task, parts=parts)
         key = repeat_key(request, t.repeat)
         meta: dict[str, Any] = {"cache_key": key, "task": t.task, "prompt_id": jid.prompt_id,
                                 "prompt_version": jid.prompt_version,
@@ -228,7 +233,7 @@ class LLMJudge(Judge):
             try:
                 out = check(text)
             except ParseError as exc:
-                return text, call, None, None, str(exc)
+                return text, call, None, None, exc
             self.cache.put(key, entry)
             good = entry
             return text, call, None, out, None
@@ -342,6 +347,29 @@ class LLMJudge(Judge):
         if call.judge_id.temperature != temperature:
             call.judge_id = call.judge_id.model_copy(update={"temperature": temperature})
         return sent
+
+
+def _after_repair(defn: TaskDef, done: Outcome, kept: dict[str, Any], problem: ParseError,
+                  out2: dict | None, err2: str | None, problem2: ParseError | None) -> Outcome:
+    """The outcome once the repair reply is in (`done` carries the judge id and live calls).
+    `kept`: the first reply's usable parts. What is still unusable after the repair is an
+    error of the parts that hold it (Outcome.part_errors), or of the whole when no part is usable."""
+    if out2 is not None:
+        return Outcome({**kept, **out2}, None, done.judge_id, done.live_calls)
+    if isinstance(problem2, PartsError):
+        kept = {**kept, **problem2.kept}
+        why = {name: f"unparseable judge reply after one repair: {name} part: {msg}"
+               for name, msg in problem2.failed.items()}
+    else:
+        whole = f"unparseable judge reply ({problem}); repair call failed: {err2}" if err2 is not None \
+            else f"unparseable judge reply after one repair: {problem2}"
+        why = {name: whole for name in (problem.failed if isinstance(problem, PartsError) else ())}
+        if not kept:
+            return Outcome(None, whole, done.judge_id, done.live_calls)
+    if not kept:
+        return Outcome(None, "; ".join(why.values()), done.judge_id, done.live_calls)
+    errors = {key: msg for name, msg in why.items() for key in defn.part_keys((name,))}
+    return Outcome(kept, None, done.judge_id, done.live_calls, errors)
 
 
 def _plain(value: Any) -> Any:

@@ -45,10 +45,11 @@ def _reject_constant(name: str) -> Any:
     raise ParseError(f"{name} is not allowed in a verdict")
 
 
-def parse_reply(task: str, text: str | None, inputs: dict) -> dict:
-    """Parse and validate one reply against its task's definition; raises ParseError naming
-    the problem."""
-    return get_task(task).parse(parse_json(text), inputs)
+def parse_reply(task: str, text: str | None, inputs: dict, parts: tuple[str, ...] | None = None) -> dict:
+    """Parse and validate one reply against its task's definition (a combined task's named
+    `parts` only, when given); raises ParseError naming the problem (PartsError when some
+    parts of a combined reply are usable)."""
+    return get_task(task).parse(parse_json(text), inputs, parts)
 
 
 class _Validators(Mapping):

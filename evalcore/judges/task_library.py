@@ -21,7 +21,7 @@ from evalcore.judges.offline import lexical_verdicts
 from evalcore.judges.offline.words import (Vocabulary, content, contradiction_pairs, coverage, is_hedge, recall,
                                      sentences, tokens)
 from evalcore.judges.request_inputs import contexts_of, expected_text, gold_list
-from evalcore.judges.task_def import ParseError, TaskDef
+from evalcore.judges.task_def import ParseError, TaskDef, combine
 
 # The built-in tasks, in definition order; evalcore.judges.tasks registers them.
 BUILT_IN: list[TaskDef] = []
@@ -120,10 +120,11 @@ class DecomposeReply(Reply):
     claims: Texts
 
 
-_define(TaskDef(
+DECOMPOSE = TaskDef(
     "decompose", "2", DecomposeReply, output_tokens=(40, 0),
     heuristic=lambda inp: {"claims": sentences(inp.get("answer") or "")},
-    description="The answer split into atomic claims (the question completes fragments)."))
+    description="The answer split into atomic claims (the question completes fragments).")
+_define(DECOMPOSE)
 
 
 # ---- reference statements: once per question, shared by every method -------------------------
@@ -201,9 +202,18 @@ def _questions_heuristic(inp: dict) -> dict:
     return {"questions": sents[:3], "noncommittal": int(is_hedge(a) or not a.strip())}
 
 
-_define(TaskDef(
+QUESTION_GENERATION = TaskDef(
     "question_generation", "1", QuestionsReply, check=_questions_check, heuristic=_questions_heuristic,
-    output_tokens=(80, 0), description="Three questions the answer responds to; is it noncommittal."))
+    output_tokens=(80, 0), description="Three questions the answer responds to; is it noncommittal.")
+_define(QUESTION_GENERATION)
+
+
+# ---- answer analysis: the claims and the generated questions in one reply -----------------
+# The combined design's first call per answer (metrics/judged/ragas_stages.py): decompose's and
+# question_generation's questions asked together, each part checked by its own definition.
+_define(combine("answer_analysis", "1", [DECOMPOSE, QUESTION_GENERATION],
+                description="One read of the answer: its atomic claims (faithfulness) and three questions it "
+                            "responds to, noncommittal or not (answer relevance)."))
 
 
 class RatingReply(Reply):

@@ -29,7 +29,8 @@ from __future__ import annotations
 from typing import Any
 
 from evalcore.judges import task_library
-from evalcore.judges.task_def import ABSENT, ParseError, TaskDef, strict_schema  # noqa: F401 (the public names)
+from evalcore.judges.task_def import (ABSENT, ParseError, PartsError, TaskDef, combine,  # noqa: F401 (the public names)
+                                      strict_schema)
 
 REPAIR_VERSION = "1"
 

@@ -176,7 +176,8 @@ class MetricSpec:
     estimate: Callable[[list[Item], ScoringContext], dict[str, float]] | None = None
     # Optional: the judge requests this metric needs first, [(task, [(method, question_id,
     # inputs) or None, ...]), ...]; scoring sends those of every selected metric in one batch
-    first_stage: Callable[[list[Item]], list[tuple[str, list]]] | None = None
+    # (the pass's options choose them, e.g. `judge_calls`)
+    first_stage: Callable[[list[Item], "ScoringContext"], list[tuple[str, list]]] | None = None
     # Optional: its second-stage requests, built from first-stage replies found in the pass's
     # memo; scoring calls it per answer (a one-item list) as soon as that answer's first-stage
     # replies are in, and sends the requests at once (no barrier across the chunk)

@@ -129,7 +129,7 @@ def judge_rounds(specs: list[MetricSpec], chunk: list[Item], ctx: ScoringContext
     are in, without waiting for the rest of the chunk (JudgeWork.run_staged)."""
     from evalcore.judges.work import get_work
 
-    first = [b for s in specs if s.first_stage is not None for b in s.first_stage(chunk)]
+    first = [b for s in specs if s.first_stage is not None for b in s.first_stage(chunk, ctx)]
     seconds = [s.second_stage for s in specs if s.second_stage is not None]
     if not first and not seconds:
         return

@@ -189,3 +189,22 @@ def test_the_headline_says_when_metrics_were_compared_on_different_n():
     assert verdict_summary(lines, rows, "a", "b").endswith("n = 40 (34 for 2 of them)")
     same = rows.assign(n_pairs=40)
     assert verdict_summary(verdict_lines(same, "a", "b"), same, "a", "b").endswith("n = 40")
+
+
+def test_the_judge_call_design_is_a_change_of_judge_not_of_options(two):
+    """`judge_calls` (issue 38) chooses the prompts, which the values' judge ids name: compare
+    says the metric was judged differently, once, not also that an option differs."""
+    store, a, b = two
+    history = {}
+    for run_id, design in ((a, "combined"), (b, "separate")):
+        history[run_id] = store.manifest(run_id).config.get("scoring", [])
+        entry = {"metrics": ["faithfulness"], "options": {"judge_calls": design}}
+        store.open_run(run_id).edit_manifest(lambda m, e=entry: {"config": {**m.config,
+                                                                           "scoring": [*m.config.get("scoring", []), e]}})
+    try:
+        warnings = V.comparability(store, f"{a}:m", f"{b}:m", ["faithfulness"])
+        assert any("faithfulness was judged differently" in w for w in warnings)
+        assert not any("judge_calls" in w for w in warnings)
+    finally:
+        for run_id, scoring in history.items():
+            store.open_run(run_id).edit_manifest(lambda m, s=scoring: {"config": {**m.config, "scoring": s}})

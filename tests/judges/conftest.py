@@ -227,7 +227,7 @@ def blocks(user: str, label: str) -> list[str]:
 
 
 def task_of(system: str) -> str:
-    for marker, task in (("rewrite an answer as a list", "decompose"),
+    for marker, task in (("rewrite an answer as a list", "decompose"), ("analyse an answer in two parts", "answer_analysis"),
                          ("rewrite a reference answer", "reference_statements"),
                          ("review retrieved passages", "context_review"),
                          ("which questions an answer", "question_generation"),
@@ -241,13 +241,19 @@ def task_of(system: str) -> str:
     raise AssertionError("unknown task")
 
 
+PARIS_CLAIMS = ["Paris is the capital of France.", "Paris has the Eiffel Tower.", "Paris was founded on the Moon."]
+PARIS_QUESTIONS = {"questions": ["What is the capital of France?", "Which city is France's capital?",
+                                 "What is the French capital?"], "noncommittal": 0}
+
+
 def good_judge(body: dict, api: str) -> dict:
     """Supports claims/contexts that mention 'Paris'; 3 claims, 2 reference statements."""
     system, user = fence_of(body, api)
     task = task_of(system)
     if task == "decompose":
-        out = {"claims": ["Paris is the capital of France.", "Paris has the Eiffel Tower.",
-                          "Paris was founded on the Moon."]}
+        out = {"claims": PARIS_CLAIMS}
+    elif task == "answer_analysis":  # the claims and the questions in one reply (judge_calls: combined)
+        out = {"claims": PARIS_CLAIMS, **PARIS_QUESTIONS}
     elif task == "reference_statements":
         out = {"statements": ["Paris is the capital of France.", "Paris lies on the Seine."]}
     elif task == "context_review":
@@ -263,8 +269,7 @@ def good_judge(body: dict, api: str) -> dict:
                             for i, c in enumerate(ctxs, 1)],
                "claims": claims[:n_claims], "statements": statements[:n_statements]}
     elif task == "question_generation":
-        out = {"questions": ["What is the capital of France?", "Which city is France's capital?",
-                             "What is the French capital?"], "noncommittal": 0}
+        out = PARIS_QUESTIONS
     elif task == "factual_accuracy":
         out = {k: {"reasoning": "ok", "score": s} for k, s in
                (("correctness", 90), ("completeness", 70), ("consistency", 100))}

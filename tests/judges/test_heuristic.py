@@ -91,6 +91,7 @@ def test_heuristic_tasks_give_validated_shapes():
                                  "claims": ["Paris"], "statements": ["Lyon"], "n_contexts": 2, "n_claims": 1,
                                  "n_statements": 1},
               "question_generation": {"answer": "Paris is big."},
+              "answer_analysis": {"question": "Q?", "answer": "Paris is big. 2 people."},
               "answer_relevance_direct": {"question": "What is the capital of France?", "answer": "Paris."},
               "factual_accuracy": {"question": "Q", "ground_truth": "Paris", "answer": "Paris"},
               "answer_class": {"question": "Q", "ground_truth": "Paris", "answer": "Lyon"},

@@ -1,5 +1,6 @@
 """Judged metrics end to end with a scripted Anthropic judge over HTTP and a real store."""
 
+import json
 import math
 
 import pytest
@@ -23,17 +24,20 @@ def _run(store, items):
     return writer
 
 
-def _ctx(store, run, judge="anthropic:claude-haiku-4-5-20251001"):
+SEPARATE = {"judge_calls": "separate"}  # the call design before issue 38 (3 + 1/M calls per answer)
+
+
+def _ctx(store, run, judge="anthropic:claude-haiku-4-5-20251001", **options):
     """A context for run r1 (`run`: its writer from `_run`, so the run exists in the store; the
     context holds no writer: metrics return, scoring writes)."""
-    return ScoringContext(run_id="r1", store=store, options={"judge": judge})
+    return ScoringContext(run_id="r1", store=store, options={"judge": judge, **options})
 
 
 def test_ragas_four_within_call_budget(anthropic_env, store):
     anthropic_env.responder = good_judge
     items = [paris_item(5)]
     writer = _run(store, items)
-    ctx = _ctx(store, writer)
+    ctx = _ctx(store, writer, **SEPARATE)
     scores = {name: BY_NAME[name].compute(items, ctx)[0] for name in RAGAS}
     # one method: claims, reference statements, one context review, questions
     assert anthropic_env.count() == 4
@@ -51,7 +55,7 @@ def test_ragas_four_within_call_budget(anthropic_env, store):
     assert scores["context_recall"].judge_id.endswith("/reference_statements+context_review@1+1")
 
 
-def _score_two_methods(store, judge="anthropic:claude-haiku-4-5-20251001", metrics=RAGAS, **kw):
+def _score_two_methods(store, judge="anthropic:claude-haiku-4-5-20251001", metrics=RAGAS, options=None, **kw):
     """A run of 2 questions x 2 methods (different contexts), scored through score_run."""
     from evalcore.scoring.engine import score_run
 
@@ -68,12 +72,12 @@ def _score_two_methods(store, judge="anthropic:claude-haiku-4-5-20251001", metri
     writer.write_questions([q for q, _ in items[::2]])
     writer.write_responses([r for _, r in items])
     writer.publish()
-    return score_run(store, "r2", metrics=metrics, options={"judge": judge}, progress=False, **kw)
+    return score_run(store, "r2", metrics=metrics, options={"judge": judge, **(options or {})}, progress=False, **kw)
 
 
 def test_two_methods_share_reference_statements_and_scoring_writes(anthropic_env, store):
     anthropic_env.responder = good_judge
-    report = _score_two_methods(store)
+    report = _score_two_methods(store, options=SEPARATE)
     assert not report.errors
     # per answer: claims, review, questions; per question: the reference statements
     assert anthropic_env.count() == 4 * 3 + 2 == 14  # 3.5 calls per answer
@@ -110,9 +114,10 @@ def test_dry_run_matches_the_real_call_count(anthropic_env, store):
     from evalcore.scoring.engine import score_run
 
     anthropic_env.responder = good_judge
-    estimate = _score_two_methods(store, dry_run=True).estimate
+    estimate = _score_two_methods(store, dry_run=True, options=SEPARATE).estimate
     assert anthropic_env.count() == 0
-    score_run(store, "r2", metrics=RAGAS, options={"judge": "anthropic:claude-haiku-4-5-20251001"}, progress=False)
+    score_run(store, "r2", metrics=RAGAS, options={"judge": "anthropic:claude-haiku-4-5-20251001", **SEPARATE},
+              progress=False)
     real = anthropic_env.count()
     assert real == 14 and abs(estimate["calls"] - real) <= 0.05 * real, (estimate["calls"], real)
 
@@ -141,8 +146,8 @@ def test_a_rescore_without_claims_leaves_no_old_claims(anthropic_env, store):
     from .conftest import fence_of, task_of
 
     def no_claims(body, api):
-        if task_of(fence_of(body, api)[0]) == "decompose":
-            return {"text": '{"claims": []}'}
+        if task_of(fence_of(body, api)[0]) in ("decompose", "answer_analysis"):
+            return {"text": json.dumps({**json.loads(good_judge(body, api)["text"]), "claims": []})}
         return good_judge(body, api)
 
     anthropic_env.responder = no_claims
@@ -190,9 +195,9 @@ def test_edge_cases_have_reasons(anthropic_env, store):
 def test_no_claims_scores_one_with_reason(anthropic_env, store):
     from .conftest import fence_of, task_of
 
-    anthropic_env.responder = lambda body, api: ({"text": '{"claims": []}'}
-                                                 if task_of(fence_of(body, api)[0]) == "decompose"
-                                                 else good_judge(body, api))
+    anthropic_env.responder = lambda body, api: (
+        {"text": json.dumps({**json.loads(good_judge(body, api)["text"]), "claims": []})}
+        if task_of(fence_of(body, api)[0]) in ("decompose", "answer_analysis") else good_judge(body, api))
     items = [paris_item(2, answer="Hello!")]
     ctx = _ctx(store, _run(store, items))
     s = BY_NAME["faithfulness"].compute(items, ctx)[0]
@@ -223,7 +228,7 @@ def test_failed_judge_gives_nan_with_reason(anthropic_env, store):
 
 def test_dry_run_estimate_counts_shared_work_once(anthropic_env, store):
     items = [paris_item(5)]
-    ctx = _ctx(store, _run(store, items))
+    ctx = _ctx(store, _run(store, items), **SEPARATE)
     est = {n: BY_NAME[n].estimate(items, ctx) for n in RAGAS}
     assert sum(e["calls"] for e in est.values()) == 4
     assert est["faithfulness"]["calls"] == 3 and est["context_recall"]["calls"] == 0
@@ -233,13 +238,20 @@ def test_dry_run_estimate_counts_shared_work_once(anthropic_env, store):
 
 def _questions_then(reply_for_generation):
     """A judge that answers question_generation with `reply_for_generation` (raw text), and
-    every other task like good_judge."""
+    every other task like good_judge; in the combined design the answer analysis carries that
+    reply as its questions part (the whole reply when it is not JSON)."""
     from .conftest import fence_of, task_of
 
     def respond(body, api):
         system, _ = fence_of(body, api)
         if task_of(system) == "question_generation":
             return {"text": reply_for_generation}
+        if task_of(system) == "answer_analysis":
+            try:
+                return {"text": json.dumps({**json.loads(good_judge(body, api)["text"]),
+                                            **json.loads(reply_for_generation)})}
+            except ValueError:
+                return {"text": reply_for_generation}
         return good_judge(body, api)
     return respond
 
@@ -247,7 +259,7 @@ def _questions_then(reply_for_generation):
 def test_answer_relevance_falls_back_to_a_direct_rating_when_no_question_is_generated(anthropic_env, store):
     anthropic_env.responder = _questions_then('{"questions": [], "noncommittal": 0}')
     items = [paris_item(1)]
-    ctx = _ctx(store, _run(store, items))
+    ctx = _ctx(store, _run(store, items), **SEPARATE)
     s = BY_NAME["answer_relevance"].compute(items, ctx)[0]
     assert s.value == 0.75 and s.reason == "mostly"
     assert s.details["method"] == "direct" and s.details["fallback_because"] == "no question generated"

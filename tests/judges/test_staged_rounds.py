@@ -28,7 +28,7 @@ class HeldJudge(HeuristicJudge):
         self.log.append(("start", t.task, t.question_id))
         if t.task == "context_review":
             self.review_started.set()
-        if t.task == "decompose" and t.question_id == "q2":
+        if t.task in ("decompose", "answer_analysis") and t.question_id == "q2":
             try:
                 await asyncio.wait_for(self.review_started.wait(), timeout=5)
             except asyncio.TimeoutError:
@@ -41,7 +41,7 @@ class HeldJudge(HeuristicJudge):
 def test_a_second_stage_request_starts_before_every_first_stage_reply_is_back():
     items = [paris_item(3, qid="q1"), paris_item(3, qid="q2")]
     judge = HeldJudge()
-    ctx = ScoringContext(run_id="r1", store=None, options={"judge": judge}, items=items)
+    ctx = ScoringContext(run_id="r1", store=None, options={"judge": judge, "judge_calls": "separate"}, items=items)
     specs = [s for s in SPECS if s.name in RAGAS]
     judge_rounds(specs, items, ctx)
     log = judge.log
@@ -57,3 +57,17 @@ def test_a_second_stage_request_starts_before_every_first_stage_reply_is_back():
     scores = {s.name: s.compute(items, ctx) for s in specs if s.name != "answer_relevance"}
     assert len(log) == n
     assert all(len(v) == 2 for v in scores.values())
+
+
+def test_the_combined_design_keeps_the_reviews_from_waiting_for_the_slowest_analysis():
+    items = [paris_item(3, qid="q1"), paris_item(3, qid="q2")]
+    judge = HeldJudge()
+    ctx = ScoringContext(run_id="r1", store=None, options={"judge": judge}, items=items)  # judge_calls: combined
+    judge_rounds([s for s in SPECS if s.name in RAGAS], items, ctx)
+    log = judge.log
+    slow_analysis_back = log.index(("end", "answer_analysis", "q2"))
+    assert log.index(("start", "context_review", "q1")) < slow_analysis_back
+    assert log.index(("start", "context_review", "q2")) > slow_analysis_back
+    # the analysis serves faithfulness and answer_relevance alike: one per answer, nothing else
+    assert sorted(task for kind, task, _ in log if kind == "start") == sorted(
+        ["answer_analysis"] * 2 + ["reference_statements"] * 2 + ["context_review"] * 2)

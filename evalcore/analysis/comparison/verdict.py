@@ -232,8 +232,9 @@ def verdict_summary(lines: pd.DataFrame, table: pd.DataFrame, base_name: str, ca
 # Options that change how a pass runs, not what it computes (the judge is compared by the judge
 # ids of the stored values instead). judge_repeats: K verdicts per answer change how precisely a
 # value is known, not what it estimates (the mean verdict), and compare's CIs carry the difference.
+# judge_calls: which prompts asked the judge, named by the values' judge ids (compared above).
 _NOT_SCORING = {"judge", "progress", "judge_concurrency", "judge_update_manifest", "judge_record_claims",
-                "judge_repeats"}
+                "judge_repeats", "judge_calls"}
 
 
 def _scoring_options(manifest: dict[str, Any], metric: str) -> dict[str, Any] | None:

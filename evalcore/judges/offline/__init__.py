@@ -23,6 +23,7 @@ How each task is approximated:
   question's (or the best gold answer's) content words.
 - question_generation: cannot write questions, so it returns the answer's first sentences;
   answer_relevance then compares them with the question by embedding cosine.
+- answer_analysis (decompose and question_generation in one reply): both of the above.
 - answer_relevance_direct (answer_relevance's fallback when no question was generated): share
   of the question's content words found in the answer, banded to quarters; 0 for a hedge.
 - answer_correctness: the best match over every gold answer (`answers`, SQuAD-style): 1 for

@@ -15,7 +15,8 @@ import dataclasses
 from typing import Callable
 
 from evalcore.judges.offline.words import is_hedge, norm
-from evalcore.metrics.judged.ragas import judge_details, decompositions
+from evalcore.metrics.judged.ragas import judge_details
+from evalcore.metrics.judged.ragas_stages import claims_task, decompositions
 from evalcore.judges.request_inputs import contexts_of, gold_list, has_truth
 from evalcore.judges.tasks import get_task
 from evalcore.judges.work import get_work
@@ -90,13 +91,14 @@ def scaled(key: str | None, lo: float, hi: float, normalised: bool) -> Read:
 
 
 def _groundedness(items: list[Item], ctx: ScoringContext, normalised: bool) -> list[Score]:
-    """Judge 0-5 with supported/unsupported claims; reuses the shared answer decomposition."""
+    """Judge 0-5 with supported/unsupported claims; reuses the shared answer decomposition
+    (the answer analysis in the combined call design)."""
     work = get_work(ctx)
-    label = work.judge.label("decompose", "groundedness")
-    decs = decompositions(work, items)
+    label = work.judge.label(claims_task(ctx), "groundedness")
+    decs = decompositions(work, items, ctx)
     reqs = []
     for (q, r), d in zip(items, decs):
-        claims = d.output["claims"] if d is not None and d.output else None
+        claims = d.reply_value("claims")[0] if d is not None else None
         reqs.append(None if r.error or not claims else
                     (r.method, q.id, {"contexts": contexts_of(r), "answer": r.answer, "claims": claims,
                                       "n_citations": len(r.citations)}))
@@ -106,10 +108,10 @@ def _groundedness(items: list[Item], ctx: ScoringContext, normalised: bool) -> l
         if r.error:
             scores.append(Score.nan("target error"))
             continue
-        if d is None or d.output is None:
-            scores.append(Score(float("nan"), reason=d.error if d else "no judge output", judge_id=label))
+        claims, why = d.reply_value("claims") if d is not None else (None, "no judge output")
+        if claims is None:
+            scores.append(Score(float("nan"), reason=why, judge_id=label))
             continue
-        claims = d.output["claims"]
         if not claims:
             scores.append(Score(float("nan"), reason="the answer makes no factual claims", judge_id=label))
             continue

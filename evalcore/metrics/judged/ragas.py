@@ -1,15 +1,8 @@
 """The four ragas-style judged metrics: faithfulness, context_precision(_ap), context_recall,
-answer_relevance. Formulas are in docs/metrics/judged.md; the call budget is the point here.
-
-Calls, whatever subset of the four is selected (shared through JudgeWork):
-  per question:            reference_statements 1 (the reference split once, for every method)
-  per (method, question):  decompose 1 (the answer's claims), context_review 1 (each context's
-                           relevance, and which context supports each claim and each reference
-                           statement), question_generation 1
-  -> 3 + 1/M calls per answer for M methods (3.5 for two), independent of the number of contexts.
-Context recall of every method is measured against the same statement list, and a re-score
-finds it in the cache. The review always carries the claims and the statements (a few more
-tokens when only context precision is selected, never another call for the others).
+answer_relevance. Formulas are in docs/metrics/judged.md; which judge requests they make, in
+either call design (scoring option `judge_calls`: combined, 2 + 1/M calls per answer for M
+methods, or separate, 3 + 1/M), is ragas_stages.py's job. Context recall of every method is
+measured against the same statement list, and a re-score finds it in the cache.
 Metric functions return values, reasons, claim verdicts and context verdicts; scoring writes.
 """
 
@@ -20,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from evalcore.judges.offline.words import tokens
-from evalcore.judges.request_inputs import contexts_of, gold_list, has_truth
+from evalcore.judges.request_inputs import contexts_of, has_truth
 from evalcore.judges.work import JudgeWork, get_work
 from evalcore.metrics.base import Item, Score, ScoringContext
+from evalcore.metrics.judged.ragas_stages import claims_task, generated_questions, questions_task, reply_texts, reviews
 
 
 def judge_details(work: JudgeWork, label: str, **extra: Any) -> dict[str, Any]:
@@ -31,90 +25,13 @@ def judge_details(work: JudgeWork, label: str, **extra: Any) -> dict[str, Any]:
     return d
 
 
-# ---- the requests, one builder per task (the dry-run estimator uses the same ones) ------------
-def decompose_request(q, r) -> dict[str, Any] | None:
-    return None if r.error else {"question": q.question, "answer": r.answer or ""}
-
-
-def reference_request(q, r=None) -> dict[str, Any] | None:
-    return {"question": q.question, "ground_truth": q.ground_truth} if has_truth(q) else None
-
-
-def review_request(q, r, claims: list[str], statements: list[str]) -> dict[str, Any] | None:
-    ctxs = contexts_of(r)
-    if r.error or not ctxs:
-        return None
-    return {"question": q.question, "ground_truth": q.ground_truth or "", "answers": gold_list(q), "contexts": ctxs,
-            "claims": claims, "statements": statements, "n_contexts": len(ctxs), "n_claims": len(claims),
-            "n_statements": len(statements)}
-
-
-def questions_request(q, r) -> dict[str, Any] | None:
-    return None if r.error or not (r.answer or "").strip() else {"answer": r.answer}
-
-
-def decompositions(work: JudgeWork, items: list[Item]):
-    return work.run("decompose", _requests("decompose", items))
-
-
-def _claims_of(d) -> list[str]:
-    return list(d.output["claims"]) if d is not None and d.output is not None else []
-
-
-def _statements_of(s) -> list[str]:
-    return list(s.output["statements"]) if s is not None and s.output is not None else []
-
-
-def _requests(task: str, items: list[Item]) -> list:
-    build = {"decompose": decompose_request, "question_generation": questions_request}
-    if task == "reference_statements":  # method None: one request per question, shared
-        return [None if (i := reference_request(q)) is None else (None, q.id, i) for q, _ in items]
-    return [None if (i := build[task](q, r)) is None else (r.method, q.id, i) for q, r in items]
-
-
-def claims_stage(items: list[Item]) -> list[tuple[str, list]]:
-    """The first-round requests of faithfulness, context recall and context precision: the
-    answer's claims and the reference statements (their context review needs both)."""
-    return [("decompose", _requests("decompose", items)),
-            ("reference_statements", _requests("reference_statements", items))]
-
-
-def questions_stage(items: list[Item], ctx: ScoringContext | None = None) -> list[tuple[str, list]]:
-    """answer_relevance's requests. They depend on nothing, but go out as a second stage,
-    beside each answer's context review, so the first stage's request slots go to the claims
-    and statements the reviews wait for."""
-    return [("question_generation", _requests("question_generation", items))]
-
-
-def _review_requests(items: list[Item], decs, refs) -> list:
-    reqs = []
-    for (q, r), d, s in zip(items, decs, refs):
-        inp = review_request(q, r, _claims_of(d), _statements_of(s))
-        reqs.append(None if inp is None else (r.method, q.id, inp))
-    return reqs
-
-
-def review_stage(items: list[Item], ctx: ScoringContext) -> list[tuple[str, list]]:
-    """The second-stage requests (one context review per answer), built from the answer's
-    claims and its question's statements (already in the pass's memo when scoring calls this)."""
-    decs, refs = get_work(ctx).run_batches(claims_stage(items))
-    return [("context_review", _review_requests(items, decs, refs))]
-
-
-def reviews(work: JudgeWork, items: list[Item]):
-    """(decompositions, references, reviews) for the items; the review of an answer carries
-    its claims and the question's reference statements."""
-    decs, refs = work.run_batches(claims_stage(items))
-    return decs, refs, work.run("context_review", _review_requests(items, decs, refs))
-
-
 def _claim_scores(ctx: ScoringContext, items: list[Item], source: str) -> list[Score]:
     """faithfulness (source=answer) and context_recall (source=ground_truth) share this."""
     work = get_work(ctx)
-    tasks = ("decompose", "context_review") if source == "answer" else ("reference_statements", "context_review")
-    label = work.judge.label(*tasks)
-    decs, refs, revs = reviews(work, items)
     key = "claims" if source == "answer" else "statements"
+    tasks = (claims_task(ctx), "context_review") if source == "answer" else ("reference_statements", "context_review")
+    label = work.judge.label(*tasks)
+    decs, refs, revs = reviews(work, items, ctx)
     scores: list[Score] = []
     for (q, r), d, ref, rev in zip(items, decs, refs, revs):
         if r.error:
@@ -124,34 +41,34 @@ def _claim_scores(ctx: ScoringContext, items: list[Item], source: str) -> list[S
             scores.append(Score.nan("no ground truth"))
             continue
         split = d if source == "answer" else ref
-        if split is None or split.output is None:
-            scores.append(Score(float("nan"), reason=split.error if split else "no judge output", judge_id=label))
+        said, why = split.reply_value(key) if split is not None else (None, "no judge output")
+        if said is None:
+            scores.append(Score(float("nan"), reason=why, judge_id=label))
             continue
-        texts = _claims_of(split) if source == "answer" else _statements_of(split)
         ctxs = contexts_of(r)
-        if not texts:
+        if not said:
             what = "the answer makes no factual claims" if source == "answer" else "the ground truth has no statements"
             scores.append(Score(1.0, reason=what, details=judge_details(work, label, n=0), judge_id=label))
             continue
         if not ctxs:
-            verdicts = [{"verdict": 0, "context": None, "reason": "no retrieved contexts"} for _ in texts]
+            verdicts = [{"verdict": 0, "context": None, "reason": "no retrieved contexts"} for _ in said]
         elif rev is None or rev.output is None:
             scores.append(Score(float("nan"), reason=rev.error if rev else "no judge output", judge_id=label))
             continue
         else:
             verdicts = rev.output[key]
         n_ok = sum(v["verdict"] for v in verdicts)
-        listed = [{"text": t, **v} for t, v in zip(texts, verdicts)]
+        listed = [{"text": t, **v} for t, v in zip(said, verdicts)]
         claims = tuple({"source": source, "idx": i, "text": t,
                         "verdict": "supported" if v["verdict"] else "not_supported", "reason": v["reason"]}
-                       for i, (t, v) in enumerate(zip(texts, verdicts)))
+                       for i, (t, v) in enumerate(zip(said, verdicts)))
         # The heuristic judge's value is its mean graded support, not the share of its 0/1
         # verdicts: a yes/no per sentence ranks answers worse than the plain word overlap it
         # is built from (docs/judges.md, "The heuristic judge"). A model's verdicts count as given.
         graded = work.heuristic and ctxs and all(v.get("support") is not None for v in verdicts)
-        value = sum(v["support"] for v in verdicts) / len(texts) if graded else n_ok / len(texts)
+        value = sum(v["support"] for v in verdicts) / len(said) if graded else n_ok / len(said)
         scores.append(Score(value, reason="no retrieved contexts" if not ctxs else None,
-                            details=judge_details(work, label, n=len(texts), n_supported=n_ok, statements=listed),
+                            details=judge_details(work, label, n=len(said), n_supported=n_ok, statements=listed),
                             judge_id=label, claims=claims))
     return scores
 
@@ -180,7 +97,7 @@ def average_precision(verdicts: list[int]) -> float:
 def _precision(items: list[Item], ctx: ScoringContext, ap: bool) -> list[Score]:
     work = get_work(ctx)
     label = work.judge.label("context_review")
-    _, _, outs = reviews(work, items)
+    _, _, outs = reviews(work, items, ctx)
     scores = []
     for (q, r), o in zip(items, outs):
         if r.error:
@@ -253,10 +170,6 @@ def similarities(ctx: ScoringContext, pairs: list[tuple[str, list[str]]]) -> tup
             "lexical cosine (evalcore.embeddings not importable)"
 
 
-def _generated(o) -> list[str]:
-    return list(o.output["questions"]) if o is not None and o.output else []
-
-
 def answer_relevance(items: list[Item], ctx: ScoringContext) -> list[Score]:
     """mean cosine(question, generated question) over 3 generated questions; 0 if noncommittal.
 
@@ -266,13 +179,13 @@ def answer_relevance(items: list[Item], ctx: ScoringContext) -> list[Score]:
     Such values say so: details.method = "direct", and the judge id names that prompt.
     """
     work = get_work(ctx)
-    label = work.judge.label("question_generation")
-    direct_label = work.judge.label("question_generation", "answer_relevance_direct")
-    (outs,) = work.run_batches(questions_stage(items))
+    label = work.judge.label(questions_task(ctx))
+    direct_label = work.judge.label(questions_task(ctx), "answer_relevance_direct")
+    outs = generated_questions(work, items, ctx)
     directs = work.run("answer_relevance_direct", [
         (r.method, q.id, {"question": q.question, "answer": r.answer})
-        if o is not None and not _generated(o) else None for (q, r), o in zip(items, outs)])
-    pairs = [(q.question, _generated(o)) for (q, _), o in zip(items, outs)]
+        if o is not None and not reply_texts(o, "questions") else None for (q, r), o in zip(items, outs)])
+    pairs = [(q.question, reply_texts(o, "questions")) for (q, _), o in zip(items, outs)]
     sims, how = similarities(ctx, [p for p in pairs if p[1]])
     sims_iter = iter(sims)
     scores = []
@@ -283,8 +196,7 @@ def answer_relevance(items: list[Item], ctx: ScoringContext) -> list[Score]:
         elif not (r.answer or "").strip():
             scores.append(Score(0.0, reason="empty answer", details=judge_details(work, label), judge_id=label))
         elif not generated:
-            why = "no question generated" if o is not None and o.output is not None else \
-                (o.error if o is not None else "no judge output")
+            why = (o.reply_value("questions")[1] or "no question generated") if o is not None else "no judge output"
             if d is None or d.output is None:
                 reason = f"{why}; direct rating failed: {d.error if d is not None else 'no judge output'}"
                 scores.append(Score(float("nan"), reason=reason, judge_id=direct_label))
@@ -293,7 +205,7 @@ def answer_relevance(items: list[Item], ctx: ScoringContext) -> list[Score]:
                                     details=judge_details(work, direct_label, method="direct", fallback_because=why),
                                     judge_id=direct_label))
         else:
-            nc = o.output["noncommittal"]
+            nc = o.reply_value("noncommittal")[0]
             value = 0.0 if nc else float(np.clip(np.mean(sim), 0.0, 1.0)) if sim else 0.0
             scores.append(Score(value, reason="noncommittal answer" if nc else None,
                                 details=judge_details(work, label, method="question_generation", questions=generated,

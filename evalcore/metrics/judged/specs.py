@@ -18,6 +18,7 @@ from typing import Callable
 
 from evalcore.metrics.judged import graded as g
 from evalcore.metrics.judged import ragas as rg
+from evalcore.metrics.judged import ragas_stages as st
 from evalcore.judges.request_inputs import contexts_of, gold_list
 from evalcore.judges.tasks import get_task
 from evalcore.judges.work import estimate_calls, guess_claims
@@ -26,29 +27,30 @@ from evalcore.metrics.base import ANSWER_QUALITY, FAITHFULNESS, Item, MetricSpec
 from evalcore.metrics.semantic import EMBEDDING_MODEL_OPTION
 
 # a metric's planned judge requests for one answer: [(task, method or None, inputs), ...]
-Plan = Callable[[object, object], list[tuple[str, str | None, dict]]]
+Plan = Callable[[object, object, ScoringContext], list[tuple[str, str | None, dict]]]
 
 
-def _claims(q, r):
-    """The requests faithfulness, context recall and precision make: claims, reference
-    statements (method None: once per question) and one context review (claims guessed)."""
+def _claims(q, r, ctx):
+    """The requests faithfulness, context recall and precision make: claims (the answer
+    analysis in the combined design), reference statements (method None: once per question)
+    and one context review (claims guessed)."""
     plan = []
-    dec = rg.decompose_request(q, r)
+    dec = st.claims_request(q, r)
     if dec is not None:
-        plan.append(("decompose", r.method, dec))
-    ref = rg.reference_request(q)
+        plan.append((st.claims_task(ctx), r.method, dec))
+    ref = st.reference_request(q)
     if ref is not None:
         plan.append(("reference_statements", None, ref))
-    review = rg.review_request(q, r, guess_claims(r.answer) if dec is not None else [],
+    review = st.review_request(q, r, guess_claims(r.answer) if dec is not None else [],
                                guess_claims(q.ground_truth) if ref is not None else [])
     if review is not None:
         plan.append(("context_review", r.method, review))
     return plan
 
 
-def _questions(q, r):
-    inp = rg.questions_request(q, r)
-    return [("question_generation", r.method, inp)] if inp is not None else []
+def _questions(q, r, ctx):
+    inp = st.questions_request(q, r, ctx)
+    return [(st.questions_task(ctx), r.method, inp)] if inp is not None else []
 
 
 def _single(task: str) -> Plan:
@@ -56,18 +58,19 @@ def _single(task: str) -> Plan:
     defn = get_task(task)
     if defn.inputs is None:
         raise ValueError(f"judge task {task!r} has no `inputs`: it cannot back a one-call metric")
-    return lambda q, r: [] if defn.needs_ground_truth and not q.ground_truth else [(task, r.method, defn.inputs(q, r))]
+    return lambda q, r, ctx: [] if defn.needs_ground_truth and not q.ground_truth else \
+        [(task, r.method, defn.inputs(q, r))]
 
 
-def _grounded(q, r):
+def _grounded(q, r, ctx):
     claims = guess_claims(r.answer)
-    dec = rg.decompose_request(q, r)
-    return ([("decompose", r.method, dec)] if dec is not None else []) + \
+    dec = st.claims_request(q, r)
+    return ([(st.claims_task(ctx), r.method, dec)] if dec is not None else []) + \
         ([("groundedness", r.method, {"contexts": contexts_of(r), "answer": r.answer, "claims": claims,
                                       "n_citations": len(r.citations)})] if claims else [])
 
 
-def _classes(q, r):
+def _classes(q, r, ctx):
     plan = []
     if q.ground_truth:
         plan.append(("answer_class", r.method, {"question": q.question, "ground_truth": q.ground_truth,
@@ -78,7 +81,7 @@ def _classes(q, r):
 def _estimator(*plans: Plan):
     def estimate(items: list[Item], ctx: ScoringContext) -> dict[str, float]:
         planned = [(task, method, q.id, inputs) for q, r in items if not r.error
-                   for plan in plans for task, method, inputs in plan(q, r)]
+                   for plan in plans for task, method, inputs in plan(q, r, ctx)]
         return estimate_calls(ctx, planned)
     return estimate
 
@@ -110,27 +113,29 @@ def judged_metric(name: str, task: str, read: g.Read, description: str, *, needs
 
 
 ANS, CTX, GT = "answer", "contexts", "ground_truth"
+CALLS = (st.JUDGE_CALLS_OPTION,)  # the call design of the metrics that share claims (ragas_stages.py)
+REVIEWED = dict(first_stage=st.claims_stage, second_stage=st.review_stage, options=CALLS)
 SPECS: list[MetricSpec] = [
     _spec("faithfulness", rg.faithfulness, "judged", {ANS, CTX}, [_claims],
           "Share of the answer's claims supported by the retrieved contexts (0-1).", version="2",
-          first_stage=rg.claims_stage, second_stage=rg.review_stage, states_claims=True,
-          importance=(FAITHFULNESS, 0), key_rank=3, label_kind="claim", claims_from="answer",
-          unfaithful_evidence=0),
+          states_claims=True, importance=(FAITHFULNESS, 0), key_rank=3, label_kind="claim", claims_from="answer",
+          unfaithful_evidence=0, **REVIEWED),
     _spec("context_precision", rg.context_precision, "judged", {CTX}, [_claims],
           "Mean judge relevance verdict over retrieved contexts (0-1).", version="2",
-          first_stage=rg.claims_stage, second_stage=rg.review_stage, states_context_verdicts=True,
-          importance=(RETRIEVAL, 0), key_rank=4, label_kind="context", retrieval_miss_evidence=2),
+          states_context_verdicts=True, importance=(RETRIEVAL, 0), key_rank=4, label_kind="context",
+          retrieval_miss_evidence=2, **REVIEWED),
     _spec("context_precision_ap", rg.context_precision_ap, "judged", {CTX}, [_claims],
           "Rank-aware context precision: sum_k precision@k * v_k / #relevant (0-1).", version="2",
-          first_stage=rg.claims_stage, second_stage=rg.review_stage, states_context_verdicts=True),
+          states_context_verdicts=True, **REVIEWED),
     _spec("context_recall", rg.context_recall, "judged", {CTX, GT}, [_claims],
           "Share of ground-truth statements attributable to the contexts (0-1).", version="2",
-          first_stage=rg.claims_stage, second_stage=rg.review_stage, states_claims=True,
-          importance=(RETRIEVAL, 1), key_rank=5, label_kind="claim", claims_from="ground_truth"),
+          states_claims=True, importance=(RETRIEVAL, 1), key_rank=5, label_kind="claim", claims_from="ground_truth",
+          **REVIEWED),
     _spec("answer_relevance", rg.answer_relevance, "judged", {ANS}, [_questions],
           "Mean cosine between the question and 3 questions generated from the answer (0-1); "
-          "a direct 0-1 judge rating when no question could be generated.", second_stage=rg.questions_stage,
-          warm=rg.warm_embedder, key_rank=6, options=(EMBEDDING_MODEL_OPTION,)),
+          "a direct 0-1 judge rating when no question could be generated.", first_stage=st.questions_first_stage,
+          second_stage=st.questions_stage, warm=rg.warm_embedder, key_rank=6,
+          options=(EMBEDDING_MODEL_OPTION, *CALLS)),
     judged_metric("factual_accuracy", "factual_accuracy", g.factual(as_grade=False),
                   "G-Eval 0.5 correctness + 0.3 completeness + 0.2 consistency, / 100 (0-1).",
                   importance=(ANSWER_QUALITY, 2), key_rank=2, label_kind="grade", label_rank=1),
@@ -152,9 +157,9 @@ SPECS: list[MetricSpec] = [
           scale="class", decides_dont_know=True, options=DONT_KNOW_OPTIONS),
     _spec("groundedness", g.groundedness, "judged", {ANS, CTX}, [_grounded],
           "Judge 0-5: claims supported by contexts, 5 needs citations.", version="2",
-          scale="points", point_range=(0, 5), importance=(FAITHFULNESS, 1)),
+          scale="points", point_range=(0, 5), importance=(FAITHFULNESS, 1), options=CALLS),
     _spec("groundedness_norm", g.groundedness_norm, "judged", {ANS, CTX}, [_grounded],
-          "groundedness / 5.", version="2", norm_width=5.0),
+          "groundedness / 5.", version="2", norm_width=5.0, options=CALLS),
     judged_metric("correctness", "correctness", g.scaled(None, 0, 5, False),
                   "Judge 0-5: does the answer correctly address the question (with contexts).", scale="points",
                   point_range=(0, 5)),
