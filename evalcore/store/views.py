@@ -5,7 +5,10 @@ Views (one connection = a consistent set of views, over the runs asked for or al
   questions, responses, metrics, judge_calls, claims, context_verdicts, metric_repeats
                      exactly one row per key: the canonical files that each run's pointer names
                      (metric_repeats: the K judge verdicts of `score --repeats K`; empty for
-                     runs scored with K = 1)
+                     runs scored with K = 1); of the tables of answers, trial 0's rows only
+  trial_responses, trial_metrics, trial_claims, trial_context_verdicts, trial_metric_repeats
+                     the same tables with every trial of `run --trials T` (`trial`: 0 .. T-1;
+                     0 for every row of a run without trials)
   summary_metrics, summary_responses, summary_judges, summary_labels
                      the per-run summaries written at compaction (store/summary.py)
   metric_wide        every answer's metric values in one row (store/wide.py; columns differ
@@ -64,7 +67,7 @@ from evalcore.store.layout import RUN_OF_FILE_SQL, RUN_TABLES, RunDamaged, is_le
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import DERIVED_TABLES, summary_sql
 from evalcore.store import wide as _wide
-from evalcore.store.tables import ANNOTATIONS_SCHEMA, SCHEMAS
+from evalcore.store.tables import ANNOTATIONS_SCHEMA, SCHEMAS, TRIAL_TABLES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -168,6 +171,17 @@ def _table_sql(con: duckdb.DuckDBPyConnection, table: str, src: Sources) -> str:
     if not parts:
         return f"SELECT * FROM {_empty_table(con, f'_empty_{table}', SCHEMAS[table], view=False)}"
     return " UNION ALL BY NAME ".join(parts)
+
+
+def _trial_views(con: duckdb.DuckDBPyConnection, table: str, sql: str) -> None:
+    """`trial_<table>`: every trial's rows (`trial` 0 for rows of files written before trials
+    existed, which lack the column: BY NAME over the table's typed empty table gives it to
+    them), and `<table>`: trial 0's alone, the rows every reader that knows nothing of trials
+    has always read (so a run asked with `--trials T` reads there as a run of its first trial)."""
+    typed = _typed_table(con, f"_columns_{table}", SCHEMAS[table])
+    con.execute(f"CREATE VIEW trial_{table} AS SELECT * REPLACE (CAST(coalesce(trial, 0) AS INTEGER) AS trial) "
+                f"FROM ({sql} UNION ALL BY NAME SELECT * FROM {typed})")
+    con.execute(f"CREATE VIEW {table} AS SELECT * FROM trial_{table} WHERE trial = 0")
 
 
 def _empty_table(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema, view: bool = True) -> str:
@@ -322,7 +336,10 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
                      [{"run_id": r, "name": names.get(r, d.name), "file": d.file, "reason": d.problem}
                       for r, d in sorted(src.damaged.items())])
         for table in RUN_TABLES:
-            con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
+            if table in TRIAL_TABLES:
+                _trial_views(con, table, _table_sql(con, table, src))
+            else:
+                con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
         for name in DERIVED_TABLES:
             con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src, con)}")
         _typed_table(con, "damaged_annotations", _DAMAGED_FILES_SCHEMA,
