@@ -21,41 +21,41 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator
 
 MAX_TRIALS = 100  # trials per question and method: T of `run --trials T`; a trial index is below it
-_DIGITS = re.compile(r"[0-9]{1,6}")
+_DIGITS = re.compile(r"[0-9]{1,12}")
 
 
-def _whole(value: Any, what: str) -> int:
+def _whole(value: Any) -> int | None:
     """`value` as an int when it plainly is one: an int (not a bool), a float without a
-    fraction, or text of ASCII digits; ValueError naming `what` otherwise."""
+    fraction, or text of ASCII digits; None otherwise."""
     if isinstance(value, bool):
-        raise ValueError(f"{what} is a whole number, not true/false")
+        return None
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         return int(value.strip())
-    shown = repr(value) if isinstance(value, str) else str(value)
-    raise ValueError(f"{what} is a whole number written in digits, got {shown[:40]}")
+    return None
+
+
+def _in_range(value: Any, low: int, high: int, what: str) -> int:
+    """`value` as a whole number from `low` to `high`; ValueError naming `what` and the range."""
+    number = _whole(value)
+    if number is None or not low <= number <= high:
+        shown = repr(value) if isinstance(value, str) else str(value)
+        raise ValueError(f"{what} is a whole number from {low} to {high}, got {shown[:40]}")
+    return number
 
 
 def _trial_index(value: Any) -> int:
     """An answer's trial: 0 .. MAX_TRIALS - 1; absent (None) is trial 0, the only one a run
     without trials has."""
-    if value is None:
-        return 0
-    trial = _whole(value, "a trial")
-    if not 0 <= trial < MAX_TRIALS:
-        raise ValueError(f"a trial is 0 to {MAX_TRIALS - 1} (at most {MAX_TRIALS} trials per question), got {trial}")
-    return trial
+    return 0 if value is None else _in_range(value, 0, MAX_TRIALS - 1, "a trial")
 
 
 def _trial_count(value: Any) -> int:
     """How many trials a run asks: 1 .. MAX_TRIALS."""
-    count = _whole(value, "the number of trials")
-    if not 1 <= count <= MAX_TRIALS:
-        raise ValueError(f"the number of trials is 1 to {MAX_TRIALS}, got {count}")
-    return count
+    return _in_range(value, 1, MAX_TRIALS, "the number of trials")
 
 
 TrialIndex = Annotated[int, BeforeValidator(_trial_index)]

@@ -38,3 +38,14 @@ def direction(metric: str) -> tuple[bool, bool | None]:
 def higher_is_better(metric: str) -> bool:
     """The metric's direction (see `direction`)."""
     return direction(metric)[0]
+
+
+def pass_fail(metric: str) -> bool | None:
+    """Whether each answer's value of `metric` is a pass or a fail (pass@T, pass^T over trials):
+    a metric declared binary (exact_match, answer_correct, is_error...) or one whose value is an
+    answer class counted right or not (answer_class: 1 = CORRECT). Grades and scores are not.
+    None for an unregistered metric: decided from its values (all 0 or 1)."""
+    from evalcore.metrics.registry import METRICS
+
+    spec = METRICS.get(metric)
+    return None if spec is None else bool(spec.binary or spec.scale == "class")
