@@ -129,3 +129,15 @@ def test_pass_rates_leave_out_questions_with_fewer_tries():
     rates = pass_rates([(3, 1), (3, 0), (2, 2)], k=3)
     assert rates.n_questions == 2 and rates.pass_at_k == pytest.approx(0.5) and rates.pass_all_k == 0
     assert math.isnan(pass_rates([(2, 1)], k=3).pass_at_k)
+
+
+def test_one_questions_trials_side_by_side_with_the_flips(trial_store):
+    from evalcore.analysis.questions.question_trials import question_trials
+
+    store, base, _ = trial_store
+    run_id = base.split(":")[0]
+    (q1,) = question_trials(store, run_id, "q1")
+    assert q1["trials"] == 3 and q1["flipped"] == ["exact_match"]
+    assert q1["table"]["answer"].tolist() == ["yes", "no", "no"] and q1["table"]["exact_match"].tolist() == [1, 0, 0]
+    assert question_trials(store, run_id, "q0")[0]["flipped"] == []
+    assert question_trials(store, store.resolve("plain-a"), "q0") == []
