@@ -43,7 +43,7 @@ from evalcore.stats.resample import (
 )
 from evalcore.analysis.comparison.regression_gate import check_alpha, known_metric, missing_metrics_message, regressions  # noqa: F401
 from evalcore.analysis.comparison.side_by_side import SideBySide, side_by_side
-from evalcore.analysis.read.trial_values import trial_counts, trial_mean_sql
+from evalcore.analysis.read.trial_values import question_values_sql, trial_counts
 from evalcore.analysis.comparison.verdict import minimum_detectable_effect, span
 from evalcore.schemas.ids import id_sql, match_name
 from evalcore.store import RunStore, query_df, wide_columns
@@ -347,16 +347,6 @@ def paired_values(store: RunStore, base: str, cand: str, metrics: tuple[str, ...
     return pd.concat(parts, ignore_index=True)
 
 
-def _side_sql(value: str, side: str, trials: bool) -> str:
-    """One system's per-question values of the metric: its metric_wide column (`value`,
-    value_expr), or, for a system with trials, the mean of each question's trials (as the pairs
-    are: side_by_side)."""
-    if trials:
-        return trial_mean_sql(side)
-    return (f"SELECT {_QID} AS question_id, {value} AS value FROM metric_wide WHERE run_id = $r{side} "
-            f"AND method = $m{side} AND {value} IS NOT NULL")
-
-
 def _changed_sql(value: str, top: bool, tried: tuple[bool, bool] = (False, False)) -> str:
     """The rows changed_questions lists (CTE `c`); `value` is the metric's metric_wide column
     (value_expr), `tried` whether each side has trials. `picked`: the questions whose change
@@ -364,8 +354,8 @@ def _changed_sql(value: str, top: bool, tried: tuple[bool, bool] = (False, False
     texts to the first $limit of them only, not to every changed question (tens of thousands at
     100,000 questions)."""
     return f"""
-    WITH a AS ({_side_sql(value, "a", tried[0])}),
-         b AS ({_side_sql(value, "b", tried[1])}),
+    WITH a AS ({question_values_sql(value, "a", tried[0])}),
+         b AS ({question_values_sql(value, "b", tried[1])}),
          j AS (SELECT question_id, a.value AS base, b.value AS cand, (b.value - a.value) AS delta
                FROM a FULL JOIN b USING (question_id)),
          picked AS (SELECT * FROM j

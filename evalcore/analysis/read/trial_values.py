@@ -49,13 +49,17 @@ def trial_means_sql(metrics: Sequence[str]) -> str:
             "WHERE run_id = $run AND method = $method GROUP BY question_id ORDER BY question_id")
 
 
-def trial_mean_sql(side: str) -> str:
-    """SQL of one metric's (`$metric`) per-question trial means of the system `$r<side>`,
-    `$m<side>`: rows (question_id under the id rule, value), questions without a value left out
-    (Compare's lists of changed questions)."""
-    return (f"SELECT {id_sql('question_id')} AS question_id, avg(value) AS value FROM trial_metrics "
-            f"WHERE run_id = $r{side} AND method = $m{side} AND metric = $metric AND NOT isnan(value) "
-            "GROUP BY question_id")
+def question_values_sql(value: str, side: str, trials: bool) -> str:
+    """SQL of one metric's per-question values of the system `$r<side>`, `$m<side>`: rows
+    (question_id under the id rule, value), questions without a value left out (Compare's lists
+    of changed questions). Its metric_wide column (`value`: store.wide.value_expr), or, for a
+    system with trials, the mean of each question's trials of `$metric`, as the pairs are."""
+    qid = id_sql("question_id")
+    if trials:
+        return (f"SELECT {qid} AS question_id, avg(value) AS value FROM trial_metrics WHERE run_id = $r{side} "
+                f"AND method = $m{side} AND metric = $metric AND NOT isnan(value) GROUP BY question_id")
+    return (f"SELECT {qid} AS question_id, {value} AS value FROM metric_wide WHERE run_id = $r{side} "
+            f"AND method = $m{side} AND {value} IS NOT NULL")
 
 
 def trial_frame(store: RunStore, keys: Sequence[str], metrics: Sequence[str] | None = None,
