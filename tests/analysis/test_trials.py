@@ -141,3 +141,18 @@ def test_one_questions_trials_side_by_side_with_the_flips(trial_store):
     assert q1["table"]["answer"].tolist() == ["yes", "no", "no"] and q1["table"]["exact_match"].tolist() == [1, 0, 0]
     assert question_trials(store, run_id, "q0")[0]["flipped"] == []
     assert question_trials(store, store.resolve("plain-a"), "q0") == []
+
+
+def test_the_leaderboards_ci_is_of_the_mean_it_shows(trial_store, monkeypatch):
+    """The leaderboard's score of a system with trials is its summary's mean over questions (each
+    the mean of its trials), and its CI is of those same values."""
+    from evalcore.analysis.runs import leaderboard
+    from evalcore.analysis.runs.means import mean_ci
+
+    store, base, _ = trial_store
+    monkeypatch.setattr(leaderboard, "MIN_N_FOR_CI", 2)
+    monkeypatch.setattr(leaderboard, "ranking_metric", lambda: "exact_match")
+    row = leaderboard.system_rows(store, [tuple(base.split(":"))]).iloc[0]
+    a = _means(BASE)
+    assert row["exact_match"] == pytest.approx(a.mean()) and row["exact_match_n"] == 6
+    assert (row["exact_match_ci_low"], row["exact_match_ci_high"]) == pytest.approx(mean_ci(a))
