@@ -156,3 +156,12 @@ def test_the_leaderboards_ci_is_of_the_mean_it_shows(trial_store, monkeypatch):
     a = _means(BASE)
     assert row["exact_match"] == pytest.approx(a.mean()) and row["exact_match_n"] == 6
     assert (row["exact_match_ci_low"], row["exact_match_ci_high"]) == pytest.approx(mean_ci(a))
+
+
+def test_the_report_has_the_trials_section(trial_store):
+    from evalcore.outputs.html_report import report_html
+
+    store, base, cand = trial_store
+    page = report_html(store, [base, cand], ["exact_match"])
+    assert '<section id="trials">' in page and "pass@T baseline / candidate" in page and "83% / 100%" in page
+    # runs without trials: their record has no "trials" (test_a_run_without_trials_is_compared_and_exported_as_before)
