@@ -80,3 +80,14 @@ def test_an_import_refuses_two_answers_of_one_trial(tmp_path):
                     '{"question_id": "q1", "question": "Is it?", "answer": "no", "trial": 1}\n', encoding="utf-8")
     with pytest.raises(InputError, match="record 2.*trial 1"):
         import_recorded(RunStore(tmp_path / "runs"), path)
+
+
+def test_an_import_needs_trial_0_of_every_question_with_trials(tmp_path):
+    from evalcore.errors import InputError
+    from evalcore.scoring.importer import import_recorded
+
+    path = tmp_path / "answers.csv"
+    path.write_text("question_id,question,answer,trial\nq1,Is it?,yes,0\nq2,Is it?,no,1.0\nq2,Is it?,no,2\n",
+                    encoding="utf-8")
+    with pytest.raises(InputError, match=r"record 2, field 'trial': question 'q2' .* no trial 0"):
+        import_recorded(RunStore(tmp_path / "runs"), path)

@@ -381,6 +381,10 @@ def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig |
         raise EvalcoreError(f"cannot change {sorted(bad)} when resuming; they define the run")
     config = base.with_settings(**{k: v for k, v in overrides.items() if v is not None})  # validated
     config.check_metric_choice()
+    started = EvalConfig.from_snapshot(manifest.config).trials
+    if config.trials != started:  # a --config given to resume may not change what the run asks
+        raise EvalcoreError(f"run {run_id} was started with {started} trial(s) per question; the config asks "
+                            f"{config.trials}: trials define the run")
     if [m.name for m in config.methods] != manifest.methods:
         raise EvalcoreError(f"the config's methods {[m.name for m in config.methods]} differ from the "
                             f"run's {manifest.methods}")

@@ -9,8 +9,8 @@ read exactly as they did.
 
 The two types refuse what is not plainly a whole number in range, wherever it comes from: a
 flag (`--trials 1.5`, `--trials 0`), a config file, or a recorded-answers file's `trial`
-column (a CSV cell is text: "2" is 2, "2.5", "+1", "1_0", "２" or true are refused, each in one
-line naming the file, record and field).
+column (a CSV cell is text: "2" and "2.0" are 2; "2.5", "+1", "1_0", "２" or true are refused,
+each in one line naming the file, record and field).
 """
 
 from __future__ import annotations
@@ -21,20 +21,22 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator
 
 MAX_TRIALS = 100  # trials per question and method: T of `run --trials T`; a trial index is below it
-_DIGITS = re.compile(r"[0-9]{1,12}")
+_DIGITS = re.compile(r"([0-9]{1,12})(?:\.0*)?")  # "2", and "2.0" as a CSV of floats writes it
 
 
 def _whole(value: Any) -> int | None:
     """`value` as an int when it plainly is one: an int (not a bool), a float without a
-    fraction, or text of ASCII digits; None otherwise."""
+    fraction, or text of ASCII digits (with a `.0` as pandas writes a float column); None
+    otherwise."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
-        return int(value.strip())
+    found = _DIGITS.fullmatch(value.strip()) if isinstance(value, str) else None
+    if found:
+        return int(found.group(1))
     return None
 
 

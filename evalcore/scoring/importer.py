@@ -202,6 +202,7 @@ class RecordStream:
         self.by_text = {canonical_id(q.question): q.id for q in self.known.values()}
         self.seen: dict[str, tuple[bytes, bool]] = {}  # question id -> (text digest, has ground truth)
         self.keys: set[tuple[str, str, int]] = set()
+        self.without_first: dict[tuple[str, str], int] = {}  # ... with a later trial only: its first record
         self.methods: set[str] = set()
         self.n_errors = 0
         self.fields = FieldReport(allow_extra=allow_extra, retrieval_only=retrieval_only)
@@ -233,11 +234,25 @@ class RecordStream:
             if emit is not None:
                 self.seen[question.id] = (digest, has_truth)
             self.keys.add(key)
+            self._note_trial(key, recno)
             self.methods.add(response.method)
             self.n_errors += bool(response.error)
             yield recno, emit, response
         if not self.keys:
             raise InputError(self.file, "no records found")
+        if self.without_first:
+            (method, qid), recno = min(self.without_first.items(), key=lambda item: item[1])
+            raise InputError(self.file, f"question {qid!r} of method {method!r} has trials but no trial 0; number "
+                             "a question's trials from 0 (trial 0 is the answer every reader of a run without "
+                             "trials reads)", record=recno, field="trial")
+
+    def _note_trial(self, key: tuple[str, str, int], recno: int) -> None:
+        """Remember the answers whose question has a later trial but (so far) no trial 0."""
+        pair = key[:2]
+        if key[2] == 0:
+            self.without_first.pop(pair, None)
+        elif (*pair, 0) not in self.keys:
+            self.without_first.setdefault(pair, recno)
 
 
 def parse_recorded(path: str | Path, default_method: str = "recorded",

@@ -61,6 +61,8 @@ def test_a_resume_asks_only_the_missing_trials(faulty, tmp_path, store, audit, m
     assert len(keys) == len(set(keys)) == 12
     assert audit.replaced(store, first.run_id, "responses") == 0
     assert resume_run(first.run_id, store, progress=False, score=False).asked == 0
+    with pytest.raises(EvalcoreError, match="trials define the run"):  # a --config may not change T either
+        resume_run(first.run_id, store, config=_config(faulty, tmp_path).with_settings(trials=5))
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "1.5", "x", "101", "10000000000000"])
