@@ -102,7 +102,11 @@ TRIAL_SUMMARY_SQL: dict[str, str] = {
                any_value(r.nan_reasons) AS nan_reasons, any_value(j.judge_id) AS judge_id
         FROM v LEFT JOIN reasons r USING (run_id, method, metric) LEFT JOIN judges j USING (run_id, method, metric)
         GROUP BY v.run_id, v.method, v.metric""",
-    "summary_responses": SUMMARY_SQL["summary_responses"].replace("FROM responses", "FROM trial_responses"),
+    # ... and says how many trials (T: the most any question of the method was asked); a run
+    # without trials has no such column, read as 1 (store/views.py gives every run the column)
+    "summary_responses": SUMMARY_SQL["summary_responses"].replace(
+        "FROM responses", "FROM trial_responses").replace(" AS output_tokens\n", " AS output_tokens,\n"
+                                                            "               max(trial) + 1 AS trials\n"),
     "summary_judges": SUMMARY_SQL["summary_judges"],
     "summary_labels": SUMMARY_SQL["summary_labels"].replace("FROM metrics", "FROM trial_metrics"),
 }

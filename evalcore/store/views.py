@@ -206,6 +206,11 @@ def _typed_table(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema,
     return name
 
 
+# Columns a derived table has only for some runs, given to every run's rows (NULL where absent),
+# so a reader can name them whatever runs it reads: `trials`, of runs asked with --trials T.
+_ADDED = {"summary_responses": " UNION ALL BY NAME SELECT CAST(NULL AS BIGINT) AS trials WHERE false"}
+
+
 def _summary_sql(name: str, src: Sources, con: duckdb.DuckDBPyConnection | None = None) -> str:
     """A derived table's view: the runs' stored files, and the same SQL computed on the fly
     for runs that have none (format-1 runs; runs last compacted before the table existed)."""
@@ -341,7 +346,7 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
             else:
                 con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
         for name in DERIVED_TABLES:
-            con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src, con)}")
+            con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src, con)}{_ADDED.get(name, '')}")
         _typed_table(con, "damaged_annotations", _DAMAGED_FILES_SCHEMA,
                      [{"file": f, "reason": why} for f, why in sorted(src.damaged_annotations.items())])
         left_out = set(src.damaged_annotations)

@@ -29,12 +29,12 @@ def _runs(keys: Sequence[str]) -> list[str]:
 
 
 def trial_counts(store: RunStore, keys: Sequence[str]) -> dict[str, int]:
-    """{`run_id:method`: T} for the systems `keys`; 1 for a system without trials (or without
-    answers)."""
-    rows = query_df(store, """SELECT run_id || ':' || method AS system, max(trial) + 1 AS t FROM trial_responses
+    """{`run_id:method`: T} for the systems `keys` (the published answers' most trials of a
+    question); 1 for a system without trials (or without answers)."""
+    rows = query_df(store, """SELECT run_id || ':' || method AS system, max(trials) AS t FROM summary_responses
                                WHERE list_contains($keys, run_id || ':' || method) GROUP BY 1""",
-                    {"keys": list(keys)}, runs=_runs(keys))
-    found = {s: int(t) for s, t in zip(rows["system"], rows["t"])}
+                    {"keys": list(keys)}, runs=_runs(keys))  # the run summaries: a few rows, not every answer
+    found = {s: int(t) for s, t in zip(rows["system"], rows["t"]) if not pd.isna(t)}
     return {k: found.get(k, 1) for k in keys}
 
 
