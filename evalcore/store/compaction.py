@@ -146,18 +146,19 @@ def _merge_to(path: Location, table: str, sources: list[Location]) -> Merged:
 def _define(con: duckdb.DuckDBPyConnection, table: str, path: Location | None) -> None:
     """The view the derived tables' SQL reads `table` through: its canonical file. Tables of
     answers get two, as readers have (store/views.py): `trial_<table>` with every trial, `<table>`
-    with trial 0's rows; a file merged before trials existed has no `trial` (BY NAME over the
-    typed empty table gives it one), and its rows are trial 0's."""
-    con.register(f"_empty_{table}", SCHEMAS[table].empty_table())
+    with trial 0's rows; a file merged before trials existed has no `trial`, and its rows are
+    trial 0's."""
     if path is None:
+        con.register(f"_empty_{table}", SCHEMAS[table].empty_table())
         rows = f"SELECT * FROM _empty_{table}"
     else:
         rows = f"SELECT * FROM read_parquet({sql_list([path])})"
     if table not in TRIAL_TABLES:
         con.execute(f"CREATE OR REPLACE VIEW {table} AS {rows}")
         return
-    con.execute(f"CREATE OR REPLACE VIEW trial_{table} AS SELECT * REPLACE (CAST(coalesce(trial, 0) AS INTEGER) "
-                f"AS trial) FROM ({rows} UNION ALL BY NAME SELECT * FROM _empty_{table})")
+    if "trial" not in {r[0] for r in con.execute(f"DESCRIBE {rows}").fetchall()}:
+        rows = f"SELECT *, CAST(0 AS INTEGER) AS trial FROM ({rows})"
+    con.execute(f"CREATE OR REPLACE VIEW trial_{table} AS {rows}")
     con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM trial_{table} WHERE trial = 0")
 
 

@@ -173,14 +173,36 @@ def _table_sql(con: duckdb.DuckDBPyConnection, table: str, src: Sources) -> str:
     return " UNION ALL BY NAME ".join(parts)
 
 
-def _trial_views(con: duckdb.DuckDBPyConnection, table: str, sql: str) -> None:
-    """`trial_<table>`: every trial's rows (`trial` 0 for rows of files written before trials
-    existed, which lack the column: BY NAME over the table's typed empty table gives it to
-    them), and `<table>`: trial 0's alone, the rows every reader that knows nothing of trials
-    has always read (so a run asked with `--trials T` reads there as a run of its first trial)."""
-    typed = _typed_table(con, f"_columns_{table}", SCHEMAS[table])
-    con.execute(f"CREATE VIEW trial_{table} AS SELECT * REPLACE (CAST(coalesce(trial, 0) AS INTEGER) AS trial) "
-                f"FROM ({sql} UNION ALL BY NAME SELECT * FROM {typed})")
+def _files_with_trials(con: duckdb.DuckDBPyConnection, src: Sources) -> set[str]:
+    """The canonical files of the tables of answers that have a `trial` column (every file merged
+    since trials exist), from their footers in one query."""
+    files = [p for table in TRIAL_TABLES for p in src.canonical.get(table) or []]
+    if not files:
+        return set()
+    return {row[0] for row in con.execute(f"SELECT DISTINCT file_name FROM parquet_schema({sql_list(files)}) "
+                                          "WHERE name = 'trial'").fetchall()}
+
+
+def _trial_views(con: duckdb.DuckDBPyConnection, table: str, src: Sources, have: set[str]) -> None:
+    """`trial_<table>`: every trial's rows, and `<table>`: trial 0's alone, the rows every reader
+    that knows nothing of trials has always read (a run asked with `--trials T` reads there as a
+    run of its first trial). Files written before trials existed (not in `have`) have no `trial`
+    column: their rows are trial 0. The others are filtered by `trial = 0` on the file's own
+    column, which the Parquet reader answers from each row group's min and max (a file of trial 0
+    only is read as if unfiltered): a filter on coalesce(trial, 0) cost every read of the table
+    10-25% more CPU."""
+    every = []
+    files = src.canonical.get(table) or []
+    newer, older = [p for p in files if str(p) in have], [p for p in files if str(p) not in have]
+    if newer:
+        every.append(_by_folder(newer))
+    if older:
+        every.append(f"SELECT *, CAST(0 AS INTEGER) AS trial FROM ({_by_folder(older)})")
+    if src.legacy.get(table):  # format 1: written before trials, merged when read (a trial column added)
+        every.append(f"SELECT * FROM ({merge_sql(table, src.legacy[table])})")
+    if not every:
+        every = [f"SELECT * FROM {_empty_table(con, f'_empty_{table}', SCHEMAS[table], view=False)}"]
+    con.execute(f"CREATE VIEW trial_{table} AS {' UNION ALL BY NAME '.join(every)}")
     con.execute(f"CREATE VIEW {table} AS SELECT * FROM trial_{table} WHERE trial = 0")
 
 
@@ -340,9 +362,10 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
         _typed_table(con, "damaged_runs", _DAMAGED_SCHEMA,
                      [{"run_id": r, "name": names.get(r, d.name), "file": d.file, "reason": d.problem}
                       for r, d in sorted(src.damaged.items())])
+        have = _files_with_trials(con, src)
         for table in RUN_TABLES:
             if table in TRIAL_TABLES:
-                _trial_views(con, table, _table_sql(con, table, src))
+                _trial_views(con, table, src, have)
             else:
                 con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
         for name in DERIVED_TABLES:
