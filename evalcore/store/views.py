@@ -63,7 +63,8 @@ from evalcore.store import fs as _fs
 from evalcore.store.merge import merge_sql, sql_list
 from evalcore.store.pointer_rules import columns_problem
 from evalcore.store.quarantine import misfiled, unreadable
-from evalcore.store.layout import RUN_OF_FILE_SQL, RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
+from evalcore.store.layout import RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
+from evalcore.store.run_rows import before_trials, by_folder, create_trial_views, files_with_trials
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import DERIVED_TABLES, summary_sql
 from evalcore.store import wide as _wide
@@ -154,56 +155,22 @@ def _utc(when: datetime | None) -> datetime | None:
     return when.replace(tzinfo=timezone.utc) if when is not None and when.tzinfo is None else when
 
 
-def _by_folder(paths: list[Path]) -> str:
-    """The rows of `paths`, each with the run_id of the run folder its file lies in. Why not
-    the stored column: a copy of a run folder holds the original's rows, ids and all, and a
-    reader trusting them would count that run twice (docs/store.md, "Run ids")."""
-    return (f"SELECT * EXCLUDE (filename) REPLACE ({RUN_OF_FILE_SQL} AS run_id) "
-            f"FROM read_parquet({sql_list(paths)}, union_by_name = true, filename = true)")
-
-
-def _table_sql(con: duckdb.DuckDBPyConnection, table: str, src: Sources) -> str:
+def _table_sql(con: duckdb.DuckDBPyConnection, table: str, src: Sources, have: set[str] | None = None) -> str:
+    """The rows of `table` over the runs read. `have`: for a table of answers, its files that
+    have a `trial` column (run_rows.files_with_trials); the others' rows are trial 0."""
     parts = []
-    if src.canonical.get(table):
-        parts.append(_by_folder(src.canonical[table]))
-    if src.legacy.get(table):
+    files = src.canonical.get(table) or []
+    newer = [p for p in files if have is None or str(p) in have]
+    older = [p for p in files if have is not None and str(p) not in have]
+    if newer:
+        parts.append(by_folder(newer))
+    if older:
+        parts.append(before_trials(older))
+    if src.legacy.get(table):  # format 1: merged when read (a trial column added where the key has one)
         parts.append(f"SELECT * FROM ({merge_sql(table, src.legacy[table])})")
     if not parts:
         return f"SELECT * FROM {_empty_table(con, f'_empty_{table}', SCHEMAS[table], view=False)}"
     return " UNION ALL BY NAME ".join(parts)
-
-
-def _files_with_trials(con: duckdb.DuckDBPyConnection, src: Sources) -> set[str]:
-    """The canonical files of the tables of answers that have a `trial` column (every file merged
-    since trials exist), from their footers in one query."""
-    files = [p for table in TRIAL_TABLES for p in src.canonical.get(table) or []]
-    if not files:
-        return set()
-    return {row[0] for row in con.execute(f"SELECT DISTINCT file_name FROM parquet_schema({sql_list(files)}) "
-                                          "WHERE name = 'trial'").fetchall()}
-
-
-def _trial_views(con: duckdb.DuckDBPyConnection, table: str, src: Sources, have: set[str]) -> None:
-    """`trial_<table>`: every trial's rows, and `<table>`: trial 0's alone, the rows every reader
-    that knows nothing of trials has always read (a run asked with `--trials T` reads there as a
-    run of its first trial). Files written before trials existed (not in `have`) have no `trial`
-    column: their rows are trial 0. The others are filtered by `trial = 0` on the file's own
-    column, which the Parquet reader answers from each row group's min and max (a file of trial 0
-    only is read as if unfiltered): a filter on coalesce(trial, 0) cost every read of the table
-    10-25% more CPU."""
-    every = []
-    files = src.canonical.get(table) or []
-    newer, older = [p for p in files if str(p) in have], [p for p in files if str(p) not in have]
-    if newer:
-        every.append(_by_folder(newer))
-    if older:
-        every.append(f"SELECT *, CAST(0 AS INTEGER) AS trial FROM ({_by_folder(older)})")
-    if src.legacy.get(table):  # format 1: written before trials, merged when read (a trial column added)
-        every.append(f"SELECT * FROM ({merge_sql(table, src.legacy[table])})")
-    if not every:
-        every = [f"SELECT * FROM {_empty_table(con, f'_empty_{table}', SCHEMAS[table], view=False)}"]
-    con.execute(f"CREATE VIEW trial_{table} AS {' UNION ALL BY NAME '.join(every)}")
-    con.execute(f"CREATE VIEW {table} AS SELECT * FROM trial_{table} WHERE trial = 0")
 
 
 def _empty_table(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema, view: bool = True) -> str:
@@ -238,7 +205,7 @@ def _summary_sql(name: str, src: Sources, con: duckdb.DuckDBPyConnection | None 
     for runs that have none (format-1 runs; runs last compacted before the table existed)."""
     parts = []
     if src.canonical.get(name):
-        parts.append(_by_folder(src.canonical[name]))
+        parts.append(by_folder(src.canonical[name]))
     live = src.legacy_runs + src.without.get(name, [])
     if live or not parts:  # computed on the fly (or a typed empty view)
         runs = ", ".join(_wide.literal(r) for r in live)
@@ -362,10 +329,10 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
         _typed_table(con, "damaged_runs", _DAMAGED_SCHEMA,
                      [{"run_id": r, "name": names.get(r, d.name), "file": d.file, "reason": d.problem}
                       for r, d in sorted(src.damaged.items())])
-        have = _files_with_trials(con, src)
+        have = files_with_trials(con, [p for table in TRIAL_TABLES for p in src.canonical.get(table) or []])
         for table in RUN_TABLES:
             if table in TRIAL_TABLES:
-                _trial_views(con, table, src, have)
+                create_trial_views(con, table, _table_sql(con, table, src, have))
             else:
                 con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
         for name in DERIVED_TABLES:
