@@ -170,7 +170,7 @@ async def ask_jobs(jobs: list[Job], clients: dict[str, TargetClient], config: Ev
                         m.top_k or config.top_k, m.params)
                 except Exception as exc:  # noqa: BLE001 - see the module docstring
                     response = _crashed(job, exc)
-                if job.trial:
+                if response.trial != job.trial:  # the answer is stored under the trial that asked it
                     response = response.model_copy(update={"trial": job.trial})
                 stats.asked += 1
                 if response.error_kind:
