@@ -15,8 +15,9 @@ from evalcore.errors import EvalcoreError
 
 def _print_result(result, store_root: str) -> None:
     errors = ", ".join(f"{k}: {v}" for k, v in sorted(result.errors.items())) or "none"
+    trials = f" x {result.trials} trials" if result.trials > 1 else ""
     typer.echo(f"run {result.run_id}: {result.status}; asked {result.asked} "
-               f"({len(result.methods)} method(s) x {result.n_questions} questions, errors {errors}) "
+               f"({len(result.methods)} method(s) x {result.n_questions} questions{trials}, errors {errors}) "
                f"in {result.seconds:.1f}s", err=True)
     if result.score_message:
         typer.echo(result.score_message, err=True)
@@ -41,6 +42,11 @@ def run_cmd(
                                           "(sent as the request's `method`)."),
     methods_short: Optional[str] = typer.Option(None, "-m", hidden=True, help="Old spelling of --methods."),
     samples: Optional[int] = typer.Option(None, "--samples", "-n", help="Seeded random sample per dataset."),
+    # text, read by the config's own rule (evalcore/schemas/trials.py), so `--trials 1.5` or
+    # `--trials x` is one `error:` line naming the flag like `--trials 0`, not a usage block
+    trials: Optional[str] = typer.Option(None, "--trials", metavar="T", help="Ask every question T times per "
+                                         "method (1-100, default 1); each answer is stored and scored as its "
+                                         "own trial, and compare averages a question's trials."),
     on_duplicate: Optional[OnDuplicate] = typer.Option(None, "--on-duplicate", help=ON_DUPLICATE_HELP + " "
                                                        "Overrides the config's on_duplicate (default error)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Requests in flight (default 8)."),
@@ -98,10 +104,14 @@ def run_cmd(
         if repeats is not None:
             raise EvalcoreError("--repeats is kept from the run's start when resuming; to judge its answers K "
                                 "times, `evalcore score RUN --judge J --repeats K`")
+        if trials is not None:
+            raise EvalcoreError("--trials defines the run; `run --resume RUN` asks the missing trials of the "
+                                "T it started with")
         result = _resume(resume, store, config, duplicates, common, how)
     else:
         overrides = {"target": target, "dataset": dataset, "datasets": datasets, "methods": methods,
-                     "samples": samples, "top_k": top_k, "name": name, "on_duplicate": duplicates, **common}
+                     "samples": samples, "top_k": top_k, "name": name, "on_duplicate": duplicates,
+                     "trials": trials, **common}
         result = _new_run(store, config, overrides, how, repeats)
     _print_result(result, str(store.root))
     typer.echo(result.run_id)

@@ -288,6 +288,10 @@ def compare_cmd(
             from evalcore.cli.judge_noise_output import print_comparison_noise
 
             print_comparison_noise(record["judge_noise"], short)
+        if record.get("trials"):
+            from evalcore.cli.trial_output import print_comparison_trials
+
+            print_comparison_trials(record["trials"], short)
         if front is not None:
             _print_pareto(front, short)
         if corrected:

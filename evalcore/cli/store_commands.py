@@ -211,6 +211,9 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
         noise = _judge_noise(store, run_id)
         if not noise.empty:  # runs scored with --repeats K only: a K = 1 run's JSON is unchanged
             payload["judge_noise"] = json.loads(noise.to_json(orient="records", double_precision=15))
+        spread = _trials(store, run_id)
+        if not spread.empty:  # runs asked with --trials T only, likewise
+            payload["trials"] = json.loads(spread.to_json(orient="records", double_precision=15, force_ascii=False))
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
     echo_line(f"run {manifest.run_id}  ({manifest.name}, {manifest.kind}, {manifest.status})")
@@ -232,6 +235,9 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
     from evalcore.cli.judge_noise_output import print_run_noise
 
     print_run_noise(_judge_noise(store, run_id))
+    from evalcore.cli.trial_output import print_run_trials
+
+    print_run_trials(_trials(store, run_id))
     if len({r["doc_type"] for r in by_type}) > 1:
         typer.echo("hit_rate@5 by gold document type:")
         for r in by_type:
@@ -240,6 +246,13 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
         from evalcore.cli.corrected_commands import print_corrected_means
 
         print_corrected_means(store, run_id)
+
+
+def _trials(store, run_id: str):
+    """The system's spread over its trials per method x metric (empty unless asked with --trials T)."""
+    from evalcore.analysis.comparison.trial_noise import run_spread
+
+    return run_spread(store, run_id)
 
 
 def _judge_noise(store, run_id: str):

@@ -80,10 +80,10 @@ class ScoringContext:
     # one chunk; the Ray engine's workers see blocks and questions only. None: derive it
     # from the items at hand.
     have: frozenset[str] | None = None
-    # The run's stored metric values, {(method, question_id): {metric: value}}, that composites
+    # The run's stored metric values, {(method, question_id, trial): {metric: value}}, that composites
     # (group "composite") are built from. Scoring reads them from the store and passes them in
     # before its second phase, so no metric ever reads the store itself. None: not loaded.
-    stored_metrics: dict[tuple[str, str], dict[str, float]] | None = None
+    stored_metrics: dict[tuple[str, str, int], dict[str, float]] | None = None
     _resources: dict[str, Any] = field(default_factory=dict)
 
     def run_has(self, what: str, items: list[Item]) -> bool:

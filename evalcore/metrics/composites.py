@@ -181,8 +181,8 @@ def overall_parts(values: dict[str, float], components: dict | None = None) -> t
 
 
 # ---- per-question specs ------------------------------------------------------------------
-def stored_values(ctx: ScoringContext) -> dict[tuple[str, str], dict[str, float]]:
-    """{(method, question_id): {metric: value}} of the run, as scoring passed them in
+def stored_values(ctx: ScoringContext) -> dict[tuple[str, str, int], dict[str, float]]:
+    """{(method, question_id, trial): {metric: value}} of the run, as scoring passed them in
     (`ScoringContext.stored_metrics`): a composite reads no store, it is given the values."""
     if ctx.stored_metrics is None:
         raise EvalcoreError("composite metrics are built from the run's stored values: score them with "
@@ -229,7 +229,7 @@ def _ragas(items: list[Item], ctx: ScoringContext) -> list[Score]:
         if failed and supported:
             out.append(failed_score(r, supported))
             continue
-        values = stored.get((r.method, q.id), {})
+        values = stored.get((r.method, q.id, r.trial), {})
         score, used, missing = combine({k: values.get(k) for k in weights}, weights)
         out.append(Score.nan(_explain_missing("ragas_score", list(weights))) if score is None else
                    Score(score, details={"weights_used": used, "missing": missing}))
@@ -245,7 +245,7 @@ def _overall(items: list[Item], ctx: ScoringContext) -> list[Score]:
         if failed and supported:
             out.append(failed_score(r, supported))
             continue
-        parts, weights = overall_parts(stored.get((r.method, q.id), {}), components)
+        parts, weights = overall_parts(stored.get((r.method, q.id, r.trial), {}), components)
         score, used, missing = combine(parts, weights)
         out.append(Score.nan(_explain_missing("overall_score", [c[0] for c in components.values()]))
                    if score is None else Score(score, details={"parts": parts, "weights_used": used,
@@ -267,7 +267,7 @@ def _weighted(items: list[Item], ctx: ScoringContext) -> list[Score]:
             out.append(Score(0.0, details={**score.details, "objectives": score.details.pop("parts"),
                                            "budgets": budgets}))
             continue
-        score, details = weighted(stored.get((r.method, q.id), {}), budgets, weights, objectives)
+        score, details = weighted(stored.get((r.method, q.id, r.trial), {}), budgets, weights, objectives)
         if score is None:  # nothing scorable; an invalid raw value is named rather than hidden
             invalid = details.get("invalid")
             why = ("; ".join(invalid.values()) + " (no other objective has a value)" if invalid

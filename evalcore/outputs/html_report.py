@@ -193,6 +193,32 @@ def _noise_section(data: dict[str, Any]) -> str:
             + _table(NOISE_HEAD, rows, attrs) + "</section>")
 
 
+TRIALS_HEAD = ["candidate", "metric", "T baseline / candidate", "SD within question baseline / candidate",
+               "flip rate baseline / candidate", "pass@T baseline / candidate", "pass^T baseline / candidate"]
+
+
+def _pair(r: dict[str, Any], name: str, fmt: Any) -> str:
+    return f'<td class="num">{esc(fmt(r[f"{name}_baseline"]))} / {esc(fmt(r[f"{name}_candidate"]))}</td>'
+
+
+def _trials_section(data: dict[str, Any]) -> str:
+    """The systems' spread over their trials per tested metric (compare's `trials`), only when a
+    side was asked with `--trials T`: a report of runs without trials has no such section."""
+    cmp, names = data["compare"], data["names"]
+    trials = cmp.get("trials") or []
+    if not trials:
+        return ""
+    rows = [[_td(names.get(r["candidate"], r["candidate"])), _td(r["metric"]), _pair(r, "trials", str),
+             _pair(r, "within_sd", _num), _pair(r, "flip_rate", _pct), _pair(r, "pass_at_t", _pct),
+             _pair(r, "pass_all_t", _pct)] for r in trials]
+    attrs = [f' data-candidate="{esc(r["candidate"])}" data-metric="{esc(r["metric"])}"' for r in trials]
+    return ('<section id="trials"><h2>Trials</h2><p class="note">Each question was asked T times per system; its '
+            "value is the mean of its trials, so the system's own sampling is already inside the CIs above. SD "
+            "within question: the spread of one question's trials; flip rate: the share of questions whose trials "
+            "disagree; pass@T / pass^T (pass/fail metrics): the share of questions passed at least once / every "
+            "time in T trials.</p>" + _table(TRIALS_HEAD, rows, attrs) + "</section>")
+
+
 def _relabel(rows: list[dict[str, Any]], names: dict[str, str]) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     return df.assign(system=df["system"].map(lambda k: names.get(k, k))) if len(df) else df
@@ -325,7 +351,8 @@ def render(data: dict[str, Any]) -> str:
         f'<p class="meta">Systems (first = baseline): {esc(systems)} · tested metrics: '
         f'{esc(", ".join(data["tested_metrics"]) or "none")} · evalcore {esc(data["evalcore_version"])} · '
         f'generated {esc(data["generated_at"])}</p>',
-        _verdict_section(data), _metric_section(data), _noise_section(data), _distribution_section(data),
+        _verdict_section(data), _metric_section(data), _noise_section(data), _trials_section(data),
+        _distribution_section(data),
         _pareto_section(data),
         _failure_section(data), _regressed_section(data),
         f'<script type="application/json" id="evalcore-data">{embedded_json(data)}</script>',

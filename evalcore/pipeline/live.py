@@ -5,12 +5,12 @@ Flow (seed 004's runner, made resumable):
  2. snapshot GET /models/info and GET /index/stats into the manifest's `target_info`;
  3. create the run in place (status `running`, visible to `evalcore runs` and the app)
     and write its questions;
- 4. ask every missing (question, method) job (engine.py), answers in small atomic batches;
+ 4. ask every missing (question, method, trial) job (engine.py), answers in small atomic batches;
  5. status -> complete (or cancelled on Ctrl-C, failed on an unexpected error);
  6. score through evalcore.scoring.engine.score_run when that module is installed, with the
     config's `metrics`/`groups` (checked against the registry before step 1).
 Resume reads the questions and the config snapshot back from the store and asks only the
-jobs without a stored response, so every (question, method) ends up exactly once. It also
+jobs without a stored response, so every (question, method, trial) ends up exactly once. It also
 repairs the two crash windows around asking: questions not all written yet (collected again
 from the same dataset, checked by fingerprint) and scoring interrupted after the answers
 were complete (responses without any metric are scored).
@@ -56,6 +56,7 @@ class RunResult:
     scored: bool = False
     score_message: str = ""
     score_result: Any = None
+    trials: int = 1  # `--trials T`: every question asked T times per method
 
 
 async def _probe(clients: dict[str, TargetClient], config: EvalConfig) -> dict[str, Any]:
@@ -82,9 +83,15 @@ async def _probe(clients: dict[str, TargetClient], config: EvalConfig) -> dict[s
 PUBLISH_EVERY_S = 5.0  # how often a live run compacts what it has written (see on_flush)
 
 
-def _existing_done(store: RunStore, run_id: str) -> set[tuple[str, str]]:
-    df = query_df(store, "SELECT DISTINCT method, question_id FROM responses WHERE run_id = ?", [run_id])
-    return set(zip(df["method"], df["question_id"]))
+def _expected(config: EvalConfig, questions: list[EvalQuestion]) -> int:
+    """Answers the run asks for: every question, of every method, `trials` times."""
+    return len(questions) * len(config.methods) * config.trials
+
+
+def _existing_done(store: RunStore, run_id: str) -> set[tuple[str, str, int]]:
+    """The (method, question id, trial) answers the run has: what a resume does not ask again."""
+    df = query_df(store, "SELECT DISTINCT method, question_id, trial FROM trial_responses WHERE run_id = ?", [run_id])
+    return set(zip(df["method"], df["question_id"], (int(t) for t in df["trial"])))
 
 
 def _recorder(writer: RunWriter, n_done: int, expected: int) -> Callable[[int], None]:
@@ -106,14 +113,14 @@ def _recorder(writer: RunWriter, n_done: int, expected: int) -> Callable[[int], 
 
 
 async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuestion],
-               done: set[tuple[str, str]], probe: bool) -> tuple[AskStats, dict[str, Any] | None, int]:
+               done: set[tuple[str, str, int]], probe: bool) -> tuple[AskStats, dict[str, Any] | None, int]:
     clients = target_clients(config)
     try:
         info = await _probe(clients, config) if probe else None
         if probe:
             writer.update_manifest(target_info=info)
-        jobs = plan_jobs(questions, config.methods, done)
-        on_flush = _recorder(writer, len(done), len(questions) * len(config.methods))
+        jobs = plan_jobs(questions, config.methods, done, config.trials)
+        on_flush = _recorder(writer, len(done), _expected(config, questions))
         sink = ResponseSink(writer, config.batch_size, on_flush=on_flush)
         stats = await ask_jobs(jobs, clients, config, sink, show_progress=config.progress)
         return stats, info, len(jobs)
@@ -123,14 +130,14 @@ async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuesti
 
 
 def _ask_on_ray(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
-                done: set[tuple[str, str]], probe: bool, address: str | None) -> AskStats:
+                done: set[tuple[str, str, int]], probe: bool, address: str | None) -> AskStats:
     """The asking phase on Ray (evalcore/scale/ray_asking.py): the same plan, spread over actors."""
     from evalcore.scale.ray_asking import ask_on_ray
 
     if probe:
         writer.update_manifest(target_info=asyncio.run(_probe_only(config, snapshot=True)))
-    jobs = plan_jobs(questions, config.methods, done)
-    on_written = _recorder(writer, len(done), len(questions) * len(config.methods))
+    jobs = plan_jobs(questions, config.methods, done, config.trials)
+    on_written = _recorder(writer, len(done), _expected(config, questions))
     return ask_on_ray(config, store, writer.run_id, jobs, on_written=on_written, address=address)
 
 
@@ -144,7 +151,7 @@ def _finish(writer: RunWriter, store: RunStore, status: str, started: float, not
         n_responses = fresh.written
     else:
         writer.publish()  # first, so that the counts are read from what readers see
-        df = query_df(store, "SELECT error_kind, count(*) AS n FROM responses WHERE run_id = ? "
+        df = query_df(store, "SELECT error_kind, count(*) AS n FROM trial_responses WHERE run_id = ? "
                              "GROUP BY error_kind", [writer.run_id])
         kinds = {str(k): int(n) for k, n in zip(df["error_kind"], df["n"]) if k is not None and k == k}
         n_responses = int(df["n"].sum()) if len(df) else 0
@@ -164,7 +171,7 @@ def _finish(writer: RunWriter, store: RunStore, status: str, started: float, not
 
 
 def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
-             done: set[tuple[str, str]], probe: bool, engine: str = "local", address: str | None = None) -> RunResult:
+             done: set[tuple[str, str, int]], probe: bool, engine: str = "local", address: str | None = None) -> RunResult:
     started = time.perf_counter()
     writer.update_manifest(status="running", finished_at=None)
     try:
@@ -192,7 +199,8 @@ def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: 
         raise
     result = RunResult(run_id=writer.run_id, status=manifest.status, store_root=str(store.root),
                        methods=[m.name for m in config.methods], n_questions=len(questions),
-                       asked=stats.asked, errors=dict(Counter(stats.errors)), seconds=stats.seconds)
+                       asked=stats.asked, errors=dict(Counter(stats.errors)), seconds=stats.seconds,
+                       trials=config.trials)
     if config.score:
         _score(store, writer, config, result, engine, address)
     return result
@@ -287,7 +295,7 @@ def run_evaluation(config: EvalConfig, store: RunStore | None = None, engine: st
                            source={"kind": "live", "targets": sorted(config.targets)},
                            config=config.snapshot(),
                            judges=[config.judge_option] if config.judge_option else [],
-                           counts={"questions": len(questions), "expected": len(questions) * len(config.methods)})
+                           counts={"questions": len(questions), "expected": _expected(config, questions)})
     # Probe before creating the run, so an unreachable server leaves no empty run behind.
     manifest.target_info = asyncio.run(_probe_only(config, snapshot=True))
     if manifest.target_info.get("note"):
@@ -317,12 +325,13 @@ async def _probe_only(config: EvalConfig, snapshot: bool = False) -> dict[str, A
 
 
 def _unscored_responses(store: RunStore, run_id: str) -> int:
-    """Responses with no metric value at all: scoring was interrupted (or never ran)."""
+    """Responses (of any trial) with no metric value at all: scoring was interrupted (or never ran)."""
     df = query_df(store, """
-        SELECT count(*) AS n FROM responses r
+        SELECT count(*) AS n FROM trial_responses r
         WHERE r.run_id = ? AND NOT EXISTS (
-            SELECT 1 FROM metrics m
-            WHERE m.run_id = r.run_id AND m.method = r.method AND m.question_id = r.question_id)""", [run_id])
+            SELECT 1 FROM trial_metrics m
+            WHERE m.run_id = r.run_id AND m.method = r.method AND m.question_id = r.question_id
+              AND m.trial = r.trial)""", [run_id])
     return int(df["n"][0])
 
 
@@ -352,7 +361,7 @@ def _questions_for_resume(store: RunStore, writer: RunWriter, manifest: RunManif
 
 def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig | None = None,
                engine: str = "local", address: str | None = None, **overrides: Any) -> RunResult:
-    """Continue a live run: ask only the (question, method) jobs that have no stored answer.
+    """Continue a live run: ask only the (question, method, trial) jobs that have no stored answer.
 
     The config comes from the run's manifest unless one is given (e.g. to supply headers);
     `overrides` may change operational settings (concurrency, timeout, progress, score...).
@@ -372,6 +381,10 @@ def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig |
         raise EvalcoreError(f"cannot change {sorted(bad)} when resuming; they define the run")
     config = base.with_settings(**{k: v for k, v in overrides.items() if v is not None})  # validated
     config.check_metric_choice()
+    started = EvalConfig.from_snapshot(manifest.config).trials
+    if config.trials != started:  # a --config given to resume may not change what the run asks
+        raise EvalcoreError(f"run {run_id} was started with {started} trial(s) per question; the config asks "
+                            f"{config.trials}: trials define the run")
     if [m.name for m in config.methods] != manifest.methods:
         raise EvalcoreError(f"the config's methods {[m.name for m in config.methods]} differ from the "
                             f"run's {manifest.methods}")
@@ -389,10 +402,11 @@ def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig |
                             "canonical form (NFC, no outer spaces: docs/data-formats.md); it cannot be "
                             "resumed, start a new run")
     done = _existing_done(store, run_id)
-    if manifest.status == "complete" and not plan_jobs(questions, config.methods, done):
+    if manifest.status == "complete" and not plan_jobs(questions, config.methods, done, config.trials):
         result = RunResult(run_id=run_id, status="complete", store_root=str(store.root),
-                           methods=manifest.methods, n_questions=len(questions), asked=0,
-                           score_message="nothing to resume: every question has an answer for every method")
+                           methods=manifest.methods, n_questions=len(questions), asked=0, trials=config.trials,
+                           score_message="nothing to resume: every question has an answer for every method"
+                                         + (" and trial" if config.trials > 1 else ""))
         if config.score and _unscored_responses(store, run_id):
             with _engine_session(engine, address):
                 _score(store, writer, config, result, engine, address)  # scoring was interrupted: finish it

@@ -28,6 +28,7 @@ from pydantic import (
 
 from evalcore.errors import EvalcoreError, InputError, from_validation
 from evalcore.schemas.ids import Id
+from evalcore.schemas.trials import TrialCount
 from evalcore.targets.spec import TargetSpec
 
 
@@ -77,6 +78,10 @@ class EvalConfig(BaseModel):
     # resumed run re-reads the file the same way.
     on_duplicate: Literal["error", "keep_first"] = "error"
     samples: int | None = Field(default=None, ge=1, validation_alias=AliasChoices("samples", "samples_per_dataset"))
+    # how many times every question is asked per method (`--trials T`, evalcore/schemas/trials.py):
+    # each answer is stored and scored as its own trial. Left out of the snapshot at 1, so a run
+    # without trials records the config it always did.
+    trials: TrialCount = Field(default=1, exclude_if=lambda count: count == 1)
     seed: int = 0
     top_k: int = Field(default=10, ge=1, le=1000)
     concurrency: int = Field(default=8, ge=1, le=512)

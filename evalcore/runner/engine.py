@@ -1,4 +1,4 @@
-"""The asking loop: every (question, method) job is sent once, with bounded concurrency,
+"""The asking loop: every (question, method, trial) job is sent once, with bounded concurrency,
 and its answer (or classified error) lands in the store within one small batch.
 
 Why this shape:
@@ -43,6 +43,7 @@ BUFFER_CHARS = 16 * 2 ** 20  # text held in buffered answers before they are wri
 class Job:
     question: EvalQuestion
     method: MethodConfig
+    trial: int = 0  # which of the question's `--trials T` askings this is (0 .. T-1)
 
 
 @dataclass
@@ -63,9 +64,12 @@ def target_clients(config: EvalConfig, lanes: int | None = None) -> dict[str, Ta
 
 
 def plan_jobs(questions: list[EvalQuestion], methods: list[MethodConfig],
-              done: set[tuple[str, str]]) -> list[Job]:
-    """Jobs still missing, question-major; `done` holds (method name, question id) pairs."""
-    return [Job(q, m) for q in questions for m in methods if (m.name, q.id) not in done]
+              done: set[tuple[str, str, int]], trials: int = 1) -> list[Job]:
+    """Jobs still missing, question-major (a question's trials one after another, so a run cut
+    short has every trial of the questions it reached); `done` holds (method name, question id,
+    trial) triples."""
+    return [Job(q, m, t) for q in questions for t in range(trials) for m in methods
+            if (m.name, q.id, t) not in done]
 
 
 class ResponseSink:
@@ -126,7 +130,7 @@ def unstorable(response: EvalResponse, exc: BaseException) -> EvalResponse:
     reason, _ = storable_text(f"{type(exc).__name__}: {exc}"[:500])
     return EvalResponse(question_id=response.question_id, method=response.method,
                         error=f"the answer could not be stored ({reason})", error_kind="malformed",
-                        latency_ms=response.latency_ms,
+                        latency_ms=response.latency_ms, trial=response.trial,
                         raw={k: response.raw[k] for k in ("attempts", "retry_waits") if k in response.raw})
 
 
@@ -166,6 +170,8 @@ async def ask_jobs(jobs: list[Job], clients: dict[str, TargetClient], config: Ev
                         m.top_k or config.top_k, m.params)
                 except Exception as exc:  # noqa: BLE001 - see the module docstring
                     response = _crashed(job, exc)
+                if response.trial != job.trial:  # the answer is stored under the trial that asked it
+                    response = response.model_copy(update={"trial": job.trial})
                 stats.asked += 1
                 if response.error_kind:
                     stats.errors[response.error_kind] += 1

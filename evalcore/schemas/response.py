@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from evalcore.schemas.bounds import CostUsd, DurationMs, JsonObject, Rank, Score, SignedDurationMs, TokenCount
 from evalcore.schemas.dataset import Strict
 from evalcore.schemas.ids import Id
+from evalcore.schemas.trials import TrialIndex, first_trial
 
 ErrorKind = Literal["error", "timeout", "empty", "http", "malformed"]
 
@@ -48,7 +49,7 @@ class TokenUsage(Strict):
 
 
 class EvalResponse(Strict):
-    """One (question, method) answer. `error` set means the target failed for this question.
+    """One (question, method, trial) answer. `error` set means the target failed for this question.
 
     Duplicate chunk ids in `retrieved` are rejected: a ranking that lists a chunk twice would
     inflate every retrieval metric.
@@ -67,6 +68,9 @@ class EvalResponse(Strict):
     error: str | None = None
     error_kind: ErrorKind | None = None
     raw: JsonObject = Field(default_factory=dict)
+    # which of the question's T trials this answer is (`run --trials T`; schemas/trials.py); trial 0,
+    # the one answer of a run without trials, is left out of the record, which stays as it was
+    trial: TrialIndex = Field(default=0, exclude_if=first_trial)
 
     @model_validator(mode="after")
     def _unique_chunk_ids(self) -> "EvalResponse":

@@ -15,6 +15,7 @@ from evalcore.schemas.ids import Id, canonical_id
 from evalcore.schemas.labels import (PREFERENCE, RETRACTED, SAMPLE_GRAMMAR, Preference, preference_other,
                                      sample_seed)
 from evalcore.schemas.storable import storable_names
+from evalcore.schemas.trials import first_trial
 
 
 def utcnow() -> datetime:
@@ -107,6 +108,7 @@ class MetricValue(Strict):
     # letter, an answer class): typed, so readers never parse it out of `details`
     label: str | None = None
     computed_at: datetime = Field(default_factory=utcnow)
+    trial: int = Field(default=0, ge=0, exclude_if=first_trial)  # the answer's trial (schemas/trials.py)
 
     @model_validator(mode="after")
     def _nan_needs_reason(self) -> "MetricValue":
@@ -136,6 +138,7 @@ class MetricRepeat(Strict):
     judge_id: str | None = None
     reason: str | None = None
     value_at: datetime
+    trial: int = Field(default=0, ge=0, exclude_if=first_trial)  # the answer's trial (schemas/trials.py)
 
     @model_validator(mode="after")
     def _finite_or_reasoned(self) -> "MetricRepeat":
@@ -179,6 +182,7 @@ class Claim(Strict):
     metric: str
     judge_id: str | None = None
     computed_at: datetime = Field(default_factory=utcnow)
+    trial: int = Field(default=0, ge=0, exclude_if=first_trial)  # the answer's trial (schemas/trials.py)
 
 
 class ContextJudgement(Strict):
@@ -198,6 +202,7 @@ class ContextJudgement(Strict):
     reason: str | None = None
     judge_id: str | None = None
     computed_at: datetime = Field(default_factory=utcnow)
+    trial: int = Field(default=0, ge=0, exclude_if=first_trial)  # the answer's trial (schemas/trials.py)
 
 
 class Annotation(Strict):

@@ -82,7 +82,7 @@ def compute(spec: MetricSpec, chunk: list[Item], ctx: ScoringContext, report: Sc
 def metric_values(run_id: str, spec: MetricSpec, chunk: list[Item], scores: list[Score]) -> list[MetricValue]:
     return [MetricValue(run_id=run_id, method=r.method, question_id=q.id, metric=spec.name,
                         value=s.value, group=spec.group, version=spec.version, reason=s.reason,
-                        details=s.details, judge_id=s.judge_id, label=s.label)
+                        details=s.details, judge_id=s.judge_id, label=s.label, trial=r.trial)
             for (q, r), s in zip(chunk, scores)]
 
 
@@ -96,13 +96,13 @@ def context_verdict_rows(run_id: str, spec: MetricSpec, chunk: list[Item],
     for (q, r), s in zip(chunk, scores):
         if not s.contexts and spec.states_context_verdicts:
             out.append(ContextJudgement(run_id=run_id, method=r.method, question_id=q.id, metric=spec.name,
-                                        rank=EMPTY_SET, judge_id=s.judge_id, computed_at=now))
+                                        rank=EMPTY_SET, judge_id=s.judge_id, computed_at=now, trial=r.trial))
         for c in s.contexts:
             verdict = context_verdict(c.get("verdict"))
             out.append(ContextJudgement(run_id=run_id, method=r.method, question_id=q.id, metric=spec.name,
                                         rank=int(c["rank"]), verdict=verdict.value if verdict else None,
                                         score=c.get("score"), reason=c.get("reason"), judge_id=s.judge_id,
-                                        computed_at=now))
+                                        computed_at=now, trial=r.trial))
     return out
 
 
@@ -114,10 +114,10 @@ def claim_rows(run_id: str, spec: MetricSpec, chunk: list[Item], scores: list[Sc
     for (q, r), s in zip(chunk, scores):
         if not s.claims and spec.states_claims:
             out.append(Claim(run_id=run_id, method=r.method, question_id=q.id, source="answer", idx=EMPTY_SET,
-                             text="", metric=spec.name, judge_id=s.judge_id, computed_at=now))
+                             text="", metric=spec.name, judge_id=s.judge_id, computed_at=now, trial=r.trial))
         out += [Claim(run_id=run_id, method=r.method, question_id=q.id, source=c["source"], idx=int(c["idx"]),
                       text=c["text"], verdict=c.get("verdict"), reason=c.get("reason"), metric=spec.name,
-                      judge_id=s.judge_id, computed_at=now) for c in s.claims]
+                      judge_id=s.judge_id, computed_at=now, trial=r.trial) for c in s.claims]
     return out
 
 

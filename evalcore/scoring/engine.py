@@ -159,14 +159,15 @@ class _Progress:
             self.bar.stop()
 
 
-def stored_metric_values(store: RunStore, run_id: str) -> dict[tuple[str, str], dict[str, float]]:
-    """{(method, question_id): {metric: value}} of the run's published non-composite values: what
-    scoring passes the composites (`ScoringContext.stored_metrics`), which never read the store."""
-    df = query_df(store, "SELECT method, question_id, metric, value FROM metrics "
+def stored_metric_values(store: RunStore, run_id: str) -> dict[tuple[str, str, int], dict[str, float]]:
+    """{(method, question_id, trial): {metric: value}} of the run's published non-composite
+    values, every trial's: what scoring passes the composites (`ScoringContext.stored_metrics`),
+    which never read the store (a trial's composite is built from that trial's values)."""
+    df = query_df(store, "SELECT method, question_id, trial, metric, value FROM trial_metrics "
                          "WHERE run_id = ? AND \"group\" <> 'composite'", [run_id])
-    out: dict[tuple[str, str], dict[str, float]] = {}
+    out: dict[tuple[str, str, int], dict[str, float]] = {}
     for row in df.itertuples(index=False):
-        out.setdefault((row.method, row.question_id), {})[row.metric] = float(row.value)
+        out.setdefault((row.method, row.question_id, int(row.trial)), {})[row.metric] = float(row.value)
     return out
 
 
@@ -182,7 +183,7 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
     # a writer first (not for a dry run, which writes nothing): opening publishes what a pass
     # that died left behind, so the stored state read below is the run's true state
     writer = None if dry_run else store.open_run(run_id)
-    items, unmatched = _pair(run_questions(store, run_id), run_responses(store, run_id))
+    items, unmatched = _pair(run_questions(store, run_id), run_responses(store, run_id, every_trial=True))
     if not items:
         raise EvalcoreError(f"run {run_id} has no answers to score")
     stored = query_df(store, "SELECT DISTINCT metric FROM metrics WHERE run_id = ?", [run_id], runs=[run_id])

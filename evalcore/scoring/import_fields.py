@@ -29,7 +29,7 @@ ALIASES: dict[str, str] = {
     "system": "method", "method_name": "method",
 }
 RESPONSE_FIELDS = {"answer", "contexts", "retrieved", "citations", "abstained", "latency_ms",
-                   "token_usage", "timings", "error", "error_kind", "scope"}
+                   "token_usage", "timings", "error", "error_kind", "scope", "trial"}
 QUESTION_ONLY = {"question_id", "method", "gold_contexts"}
 OWN_FIELDS = RESPONSE_FIELDS | QUESTION_ONLY | (QUESTION_FIELDS - {"id"})
 KNOWN = OWN_FIELDS | set(ALIASES)

@@ -1,4 +1,4 @@
-"""Import recorded answers: one record per (question, method) -> a new run in the store.
+"""Import recorded answers: one record per (question, method, trial) -> a new run in the store.
 
 Accepts our field names and, unchanged, ragas' (user_input, response, retrieved_contexts,
 reference) and deepeval's (input, actual_output, expected_output, retrieval_context).
@@ -189,7 +189,7 @@ class RecordStream:
     first time its id appears, and again when a later record adds the ground truth the first
     one lacked (the newer question row then replaces the older one in the store's views);
     otherwise None. Per question only a digest of its text is remembered, and per response
-    only its (method, question id) key, so a 100 MB file needs no list of all its records.
+    only its (method, question id, trial) key, so a 100 MB file needs no list of all its records.
     """
 
     def __init__(self, path: str | Path, default_method: str = "recorded",
@@ -201,7 +201,8 @@ class RecordStream:
         self.known = {q.id: q for q in dataset or []}
         self.by_text = {canonical_id(q.question): q.id for q in self.known.values()}
         self.seen: dict[str, tuple[bytes, bool]] = {}  # question id -> (text digest, has ground truth)
-        self.keys: set[tuple[str, str]] = set()
+        self.keys: set[tuple[str, str, int]] = set()
+        self.without_first: dict[tuple[str, str], int] = {}  # ... with a later trial only: its first record
         self.methods: set[str] = set()
         self.n_errors = 0
         self.fields = FieldReport(allow_extra=allow_extra, retrieval_only=retrieval_only)
@@ -217,10 +218,12 @@ class RecordStream:
         for recno, rec, self.last_size in read_sized_records(self.path, on_repair=self._repaired):
             self.fields.check(rec, self.file, recno)
             question, response = _split(rec, self.file, recno, self.default_method, self.known, self.by_text)
-            key = (response.method, response.question_id)
+            key = (response.method, response.question_id, response.trial)
             if key in self.keys:
-                raise InputError(self.file, f"second answer for question {key[1]!r} and method {key[0]!r}",
-                                 record=recno, field="question_id")
+                which = f" trial {key[2]}" if "trial" in rec else ""
+                raise InputError(self.file, f"second answer for question {key[1]!r} and method {key[0]!r}{which} "
+                                 "(several answers to one question are trials: give each its own `trial`, "
+                                 "0, 1, 2...)", record=recno, field="question_id")
             digest = hashlib.sha1(canonical_id(question.question).encode("utf-8")).digest()
             has_truth = question.ground_truth is not None
             old = self.seen.get(question.id)
@@ -231,11 +234,25 @@ class RecordStream:
             if emit is not None:
                 self.seen[question.id] = (digest, has_truth)
             self.keys.add(key)
+            self._note_trial(key, recno)
             self.methods.add(response.method)
             self.n_errors += bool(response.error)
             yield recno, emit, response
         if not self.keys:
             raise InputError(self.file, "no records found")
+        if self.without_first:
+            (method, qid), recno = min(self.without_first.items(), key=lambda item: item[1])
+            raise InputError(self.file, f"question {qid!r} of method {method!r} has trials but no trial 0; number "
+                             "a question's trials from 0 (trial 0 is the answer every reader of a run without "
+                             "trials reads)", record=recno, field="trial")
+
+    def _note_trial(self, key: tuple[str, str, int], recno: int) -> None:
+        """Remember the answers whose question has a later trial but (so far) no trial 0."""
+        pair = key[:2]
+        if key[2] == 0:
+            self.without_first.pop(pair, None)
+        elif (*pair, 0) not in self.keys:
+            self.without_first.setdefault(pair, recno)
 
 
 def parse_recorded(path: str | Path, default_method: str = "recorded",

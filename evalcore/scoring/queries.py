@@ -15,7 +15,12 @@ def run_questions(store: RunStore, run_id: str) -> list[EvalQuestion]:
     return [EvalQuestion.model_validate_json(r, context=STORED) for r in df["record"]]
 
 
-def run_responses(store: RunStore, run_id: str, method: str | None = None) -> list[EvalResponse]:
-    sql = "SELECT record FROM responses WHERE run_id = ? AND (? IS NULL OR method = ?) ORDER BY method, question_id"
+def run_responses(store: RunStore, run_id: str, method: str | None = None,
+                  every_trial: bool = False) -> list[EvalResponse]:
+    """The run's answers (of `method`), trial 0's; with `every_trial`, every trial's (a run
+    asked with `--trials T`: scoring scores each), each record carrying its trial."""
+    table = "trial_responses" if every_trial else "responses"
+    sql = (f"SELECT record FROM {table} WHERE run_id = ? AND (? IS NULL OR method = ?) "
+           "ORDER BY method, question_id, trial")
     df = query_df(store, sql, [run_id, method, method], runs=[run_id])
     return [EvalResponse.model_validate_json(r, context=STORED) for r in df["record"]]

@@ -103,6 +103,6 @@ def repeat_rows(values: list[MetricValue], runs_per_item: list[list[Score]]) -> 
             continue
         out.extend(MetricRepeat(run_id=value.run_id, method=value.method, question_id=value.question_id,
                                 metric=value.metric, repeat=r, value=s.value, label=s.label, judge_id=s.judge_id,
-                                reason=s.reason, value_at=value.computed_at)
+                                reason=s.reason, value_at=value.computed_at, trial=value.trial)
                    for r, s in enumerate(runs))
     return out

@@ -72,7 +72,7 @@ from evalcore.store.quarantine import quarantine_unreadable_parts
 from evalcore.store.run_damage import file_findings, refuse
 from evalcore.store.summary import DERIVED_TABLES, SUMMARY_TABLES, summary_sql
 from evalcore.store.wide import WIDE_TABLE, WIDE_WRITE, compute_sql as wide_compute_sql
-from evalcore.store.tables import SCHEMAS
+from evalcore.store.tables import SCHEMAS, TRIAL_TABLES
 
 
 # How long a file that stopped being current stays on disk: a reader that read the old pointer
@@ -144,11 +144,22 @@ def _merge_to(path: Location, table: str, sources: list[Location]) -> Merged:
 
 
 def _define(con: duckdb.DuckDBPyConnection, table: str, path: Location | None) -> None:
+    """The view the derived tables' SQL reads `table` through: its canonical file. Tables of
+    answers get two, as readers have (store/views.py): `trial_<table>` with every trial, `<table>`
+    with trial 0's rows; a file merged before trials existed has no `trial`, and its rows are
+    trial 0's."""
     if path is None:
         con.register(f"_empty_{table}", SCHEMAS[table].empty_table())
-        con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM _empty_{table}")
+        rows = f"SELECT * FROM _empty_{table}"
     else:
-        con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet({sql_list([path])})")
+        rows = f"SELECT * FROM read_parquet({sql_list([path])})"
+    if table not in TRIAL_TABLES:
+        con.execute(f"CREATE OR REPLACE VIEW {table} AS {rows}")
+        return
+    if "trial" not in {r[0] for r in con.execute(f"DESCRIBE {rows}").fetchall()}:
+        rows = f"SELECT *, CAST(0 AS INTEGER) AS trial FROM ({rows})"
+    con.execute(f"CREATE OR REPLACE VIEW trial_{table} AS {rows}")
+    con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM trial_{table} WHERE trial = 0")
 
 
 def compact(run_dir: Location, force_summary: bool = False) -> Compaction:
@@ -234,7 +245,9 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
                 files[table], rows[table] = name, merged.rows_out
                 result.parts_absorbed += len(pending[table])
             _define(con, table, run_dir / files[table] if table in files else None)
-        derived = {name: summary_sql(name) for name in SUMMARY_TABLES}
+        trials = con.execute("SELECT (SELECT count(*) FROM trial_responses WHERE trial > 0) + "
+                             "(SELECT count(*) FROM trial_metrics WHERE trial > 0)").fetchone()[0] > 0
+        derived = {name: summary_sql(name, trials=trials) for name in SUMMARY_TABLES}
         derived[WIDE_TABLE] = wide_compute_sql(con)  # one row per answer (store/wide.py)
         for name, sql in derived.items():
             arrow = con.sql(sql).to_arrow_table()

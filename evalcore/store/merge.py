@@ -33,6 +33,7 @@ from evalcore.store.layout import LARGE_TABLE_BYTES, PARQUET_WRITE, RUN_OF_FILE_
 from evalcore.store.quarantine import other_run
 from evalcore.store.tables import (
     EMPTY_SET_MARKER,
+    KEY_DEFAULTS,
     KEYS,
     ORDER_COLUMN,
     SCHEMAS,
@@ -92,7 +93,9 @@ def _key_frame(path: Path, table: str) -> pd.DataFrame:
     frame = pq.read_table(where, columns=[c for c in cols if c in have], use_threads=False,
                           pre_buffer=False, filesystem=filesystem).to_pandas()
     for c in cols:
-        if c not in frame:
+        if c in KEY_DEFAULTS:  # a file from before the column: its rows are the default's (trial 0)
+            frame[c] = frame[c].fillna(KEY_DEFAULTS[c]).astype("int64") if c in frame else KEY_DEFAULTS[c]
+        elif c not in frame:
             frame[c] = None
     return frame
 
@@ -160,14 +163,19 @@ def _labels_from_details(batch: pd.DataFrame) -> pd.Series:
 
 
 def conform(batch: pa.Table, schema: pa.Schema, table: str) -> pa.Table:
-    """The table's fixed schema: columns in order, missing ones (older files) as nulls."""
+    """The table's fixed schema: columns in order, missing ones (older files) as nulls, but a
+    key column added later (KEY_DEFAULTS: trial) as its default, so every merged row has it."""
     columns = []
     for f in schema:
-        if f.name in batch.column_names:
+        if f.name in batch.column_names and f.name in KEY_DEFAULTS and f.name in SORT_COLUMNS[table]:
+            columns.append(_compute().fill_null(batch.column(f.name).cast(f.type), KEY_DEFAULTS[f.name]))
+        elif f.name in batch.column_names:
             columns.append(batch.column(f.name).cast(f.type))
         elif table == "metrics" and f.name == "label" and batch.num_rows:
             columns.append(pa.array(_labels_from_details(batch.select(["metric", "details"]).to_pandas()),
                                     type=f.type))
+        elif f.name in KEY_DEFAULTS and f.name in SORT_COLUMNS[table]:  # trial 0, written out
+            columns.append(pa.array([KEY_DEFAULTS[f.name]] * batch.num_rows, type=f.type))
         else:
             columns.append(pa.nulls(batch.num_rows, type=f.type))
     return pa.Table.from_arrays(columns, schema=schema)
@@ -245,7 +253,10 @@ def merge_sql(table: str, paths: list[Path]) -> str:
     store/merge.py in SQL, for reading format-1 runs. Ties on the timestamp go to the later file
     name (part names start with their write time), then to the later row of that file."""
     # each row's run_id from its run folder, as every reader takes it (store/views.py)
-    src = (f"(SELECT * REPLACE ({RUN_OF_FILE_SQL} AS run_id) FROM read_parquet({sql_list(paths)}, "
+    # key columns added later (trial) are their default in files written before them
+    added = "".join(f", {default} AS {name}" for name, default in KEY_DEFAULTS.items()
+                    if name in SORT_COLUMNS[table] and not _has_column(paths, name))
+    src = (f"(SELECT * REPLACE ({RUN_OF_FILE_SQL} AS run_id){added} FROM read_parquet({sql_list(paths)}, "
            "union_by_name = true, filename = true, file_row_number = true))")
     order = ORDER_COLUMN[table]
     sort = ", ".join(SORT_COLUMNS[table])

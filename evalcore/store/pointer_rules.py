@@ -28,7 +28,7 @@ from typing import Any
 
 from evalcore.store import safe_paths as _safe
 from evalcore.store.summary import DERIVED_TABLES
-from evalcore.store.tables import KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS
+from evalcore.store.tables import KEY_DEFAULTS, KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS
 
 RUN_TABLES = tuple(SCHEMAS)
 KNOWN_TABLES = frozenset(RUN_TABLES) | frozenset(DERIVED_TABLES)
@@ -169,7 +169,8 @@ def columns_problem(table: str, names: list[str]) -> str | None:
         owner = next((t for t in RUN_TABLES if t != table and set(names) <= set(SCHEMAS[t].names)), None)
         return (f"it is not a {table} file: it has the column(s) {', '.join(map(shown, foreign[:4]))}"
                 + (f" of table {owner!r}" if owner else ""))
-    needed = [*KEYS.get(table, SET_KEYS.get(table, ())), ORDER_COLUMN[table]]
+    needed = [c for c in (*KEYS.get(table, SET_KEYS.get(table, ())), ORDER_COLUMN[table])
+              if c not in KEY_DEFAULTS]  # a file from before a key column's time lacks it (trial)
     missing = [c for c in needed if c not in names]
     if missing:
         return f"it is not a {table} file: it lacks the column(s) {', '.join(missing)}"

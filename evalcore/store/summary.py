@@ -76,11 +76,48 @@ SUMMARY_SQL: dict[str, str] = {
         FROM metrics WHERE {where} AND label IS NOT NULL GROUP BY ALL""",
 }
 
+# A run asked with `--trials T` (answers of trials 1..T-1 beside trial 0's) is summed up over
+# every trial: its answers, errors, latency and cost are all it asked (responses), its label
+# counts all its verdicts, and a metric's n, mean and SD are over questions, each question's
+# value the mean of its trials (as Compare pairs them: docs/comparison.md, "Trials"). A run
+# without trials keeps the SQL above, character for character: its summaries are what they were.
+TRIAL_SUMMARY_SQL: dict[str, str] = {
+    "summary_metrics": """
+        WITH raw AS (SELECT run_id, method, question_id, metric, "group", version, judge_id, reason, trial,
+                            CASE WHEN isnan(value) THEN NULL ELSE value END AS value
+                     FROM trial_metrics WHERE {where}),
+        v AS (SELECT run_id, method, metric, any_value("group") AS "group", max(version) AS version,
+                     arg_min(reason, trial) AS reason, avg(value) AS value
+              FROM raw GROUP BY run_id, method, question_id, metric),
+        judges AS (SELECT run_id, method, metric, string_agg(DISTINCT judge_id, ', ' ORDER BY judge_id) AS judge_id
+                   FROM raw GROUP BY ALL),
+        reasons AS (SELECT run_id, method, metric,
+                           string_agg(reason || ' (' || n || ')', '; ' ORDER BY n DESC, reason) AS nan_reasons
+                    FROM (SELECT run_id, method, metric, coalesce(reason, '?') AS reason, count(*) AS n
+                          FROM v WHERE value IS NULL GROUP BY ALL)
+                    GROUP BY ALL)
+        SELECT v.run_id, v.method, v.metric, any_value(v."group") AS "group", max(v.version) AS version,
+               count(*) AS n, count(v.value) AS n_scored, avg(v.value) AS mean,
+               stddev_samp(v.value) AS std, sum(v.value) AS total,
+               any_value(r.nan_reasons) AS nan_reasons, any_value(j.judge_id) AS judge_id
+        FROM v LEFT JOIN reasons r USING (run_id, method, metric) LEFT JOIN judges j USING (run_id, method, metric)
+        GROUP BY v.run_id, v.method, v.metric""",
+    # ... and says how many trials (T: the most any question of the method was asked); a run
+    # without trials has no such column, read as 1 (store/views.py gives every run the column)
+    "summary_responses": SUMMARY_SQL["summary_responses"].replace(
+        "FROM responses", "FROM trial_responses").replace(" AS output_tokens\n", " AS output_tokens,\n"
+                                                            "               max(trial) + 1 AS trials\n"),
+    "summary_judges": SUMMARY_SQL["summary_judges"],
+    "summary_labels": SUMMARY_SQL["summary_labels"].replace("FROM metrics", "FROM trial_metrics"),
+}
+
 SUMMARY_TABLES = tuple(SUMMARY_SQL)
 # every table compaction derives from a run's canonical rows: a pointer lacking one (a run
 # compacted by an older evalcore) is computed when read, and written by the next compaction
 DERIVED_TABLES = (*SUMMARY_TABLES, WIDE_TABLE)
 
 
-def summary_sql(name: str, where: str = "true") -> str:
-    return SUMMARY_SQL[name].format(where=where)
+def summary_sql(name: str, where: str = "true", trials: bool = False) -> str:
+    """A summary's SQL over rows matching `where`; `trials`: the run has answers of trials
+    beyond the first (TRIAL_SUMMARY_SQL), which only a compaction of that run can say."""
+    return (TRIAL_SUMMARY_SQL if trials else SUMMARY_SQL)[name].format(where=where)

@@ -52,13 +52,13 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("answer", pa.string()), ("abstained", pa.bool_()), ("latency_ms", pa.float64()),
         ("error", pa.string()), ("error_kind", pa.string()), ("input_tokens", pa.int64()),
         ("output_tokens", pa.int64()), ("cost_usd", pa.float64()), ("n_retrieved", pa.int32()),
-        ("record", pa.string()), ("written_at", TS),
+        ("record", pa.string()), ("written_at", TS), ("trial", pa.int32()),
     ]),
     "metrics": pa.schema([
         ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
         ("metric", pa.string()), ("value", pa.float64()), ("group", pa.string()),
         ("version", pa.string()), ("reason", pa.string()), ("details", pa.string()),
-        ("judge_id", pa.string()), ("computed_at", TS), ("label", pa.string()),
+        ("judge_id", pa.string()), ("computed_at", TS), ("label", pa.string()), ("trial", pa.int32()),
     ]),
     "judge_calls": pa.schema([
         ("run_id", pa.string()), ("call_key", pa.string()), ("judge_id", pa.string()),
@@ -72,12 +72,12 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
         ("source", pa.string()), ("idx", pa.int32()), ("text", pa.string()),
         ("verdict", pa.string()), ("reason", pa.string()), ("metric", pa.string()),
-        ("judge_id", pa.string()), ("computed_at", TS),
+        ("judge_id", pa.string()), ("computed_at", TS), ("trial", pa.int32()),
     ]),
     "context_verdicts": pa.schema([
         ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
         ("metric", pa.string()), ("rank", pa.int32()), ("verdict", pa.string()), ("score", pa.float64()),
-        ("reason", pa.string()), ("judge_id", pa.string()), ("computed_at", TS),
+        ("reason", pa.string()), ("judge_id", pa.string()), ("computed_at", TS), ("trial", pa.int32()),
     ]),
     # the K judge verdicts behind a judged value (`score --repeats K`); runs scored with K = 1
     # have none (read as one repeat: the value). `value_at` = the value's computed_at
@@ -85,6 +85,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
         ("metric", pa.string()), ("repeat", pa.int32()), ("value", pa.float64()), ("label", pa.string()),
         ("judge_id", pa.string()), ("reason", pa.string()), ("value_at", TS), ("computed_at", TS),
+        ("trial", pa.int32()),
     ]),
 }
 
@@ -97,19 +98,27 @@ ANNOTATIONS_SCHEMA = pa.schema([
 ])
 
 # Key columns per table: compaction keeps the newest row per key, so re-writing a row
-# (re-scoring, a resumed run) replaces it instead of duplicating it.
+# (re-scoring, a resumed run) replaces it instead of duplicating it. `trial` (which of a
+# question's T trials the answer is, `run --trials T`) ends the key of every table of answers
+# and what was judged of them; a file written before trials has no such column, and its rows
+# are trial 0 (KEY_DEFAULTS), so nothing stored changes meaning.
 KEYS: dict[str, tuple[str, ...]] = {
     "questions": ("run_id", "question_id"),
-    "responses": ("run_id", "method", "question_id"),
-    "metrics": ("run_id", "method", "question_id", "metric"),
+    "responses": ("run_id", "method", "question_id", "trial"),
+    "metrics": ("run_id", "method", "question_id", "metric", "trial"),
     "judge_calls": ("run_id", "call_key"),
 }
+# A key column added after files without it were written, and the value such a file's rows have.
+KEY_DEFAULTS: dict[str, int] = {"trial": 0}
+# The tables whose rows belong to one trial of an answer: readers see trial 0 under the table's
+# own name (store/views.py), every trial under `trial_<table>` where one is offered.
+TRIAL_TABLES = ("responses", "metrics", "claims", "context_verdicts", "metric_repeats")
 # Set tables: rows written in one call form one set per key (they share a timestamp), and
 # compaction keeps the newest set whole, so a re-score with fewer claims leaves no stale ones.
 SET_KEYS: dict[str, tuple[str, ...]] = {
-    "claims": ("run_id", "method", "question_id", "metric"),
-    "context_verdicts": ("run_id", "method", "question_id", "metric"),
-    "metric_repeats": ("run_id", "method", "question_id", "metric"),  # a re-score with fewer K leaves none
+    "claims": ("run_id", "method", "question_id", "metric", "trial"),
+    "context_verdicts": ("run_id", "method", "question_id", "metric", "trial"),
+    "metric_repeats": ("run_id", "method", "question_id", "metric", "trial"),  # a re-score with fewer K leaves none
 }
 # An empty set is written as one marker row whose column here is negative: it wins like any
 # newer set (so a re-score that found no claims replaces the old ones) and compaction drops it.
@@ -174,7 +183,7 @@ def response_row(run_id: str, r: EvalResponse) -> dict[str, Any]:
         "input_tokens": usage.input_tokens if usage else None,
         "output_tokens": usage.output_tokens if usage else None,
         "cost_usd": usage.cost_usd if usage else None, "n_retrieved": len(r.retrieved),
-        "record": _record_json(r), "written_at": _now(),
+        "record": _record_json(r), "written_at": _now(), "trial": r.trial,
     }
 
 
@@ -182,6 +191,7 @@ def metric_row(m: MetricValue) -> dict[str, Any]:
     row = m.model_dump()
     row["details"] = json_text(m.details) if m.details else None
     row["value"] = float("nan") if math.isnan(m.value) else m.value
+    row["trial"] = m.trial  # the model leaves trial 0 out of its dump; the column always has it
     return row
 
 
@@ -197,16 +207,17 @@ def judge_call_row(c: JudgeCall) -> dict[str, Any]:
 
 
 def claim_row(c: Claim) -> dict[str, Any]:
-    return c.model_dump()
+    return {**c.model_dump(), "trial": c.trial}
 
 
 def context_verdict_row(c: ContextJudgement) -> dict[str, Any]:
-    return c.model_dump()
+    return {**c.model_dump(), "trial": c.trial}
 
 
 def metric_repeat_row(m: MetricRepeat) -> dict[str, Any]:
     row = m.model_dump()
     row["value"] = float("nan") if math.isnan(m.value) else m.value
+    row["trial"] = m.trial
     return row
 
 

@@ -5,7 +5,10 @@ Views (one connection = a consistent set of views, over the runs asked for or al
   questions, responses, metrics, judge_calls, claims, context_verdicts, metric_repeats
                      exactly one row per key: the canonical files that each run's pointer names
                      (metric_repeats: the K judge verdicts of `score --repeats K`; empty for
-                     runs scored with K = 1)
+                     runs scored with K = 1); of the tables of answers, trial 0's rows only
+  trial_responses, trial_metrics, trial_claims, trial_context_verdicts, trial_metric_repeats
+                     the same tables with every trial of `run --trials T` (`trial`: 0 .. T-1;
+                     0 for every row of a run without trials)
   summary_metrics, summary_responses, summary_judges, summary_labels
                      the per-run summaries written at compaction (store/summary.py)
   metric_wide        every answer's metric values in one row (store/wide.py; columns differ
@@ -60,11 +63,12 @@ from evalcore.store import fs as _fs
 from evalcore.store.merge import merge_sql, sql_list
 from evalcore.store.pointer_rules import columns_problem
 from evalcore.store.quarantine import misfiled, unreadable
-from evalcore.store.layout import RUN_OF_FILE_SQL, RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
+from evalcore.store.layout import RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
+from evalcore.store.run_rows import before_trials, by_folder, create_trial_views, files_with_trials
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import DERIVED_TABLES, summary_sql
 from evalcore.store import wide as _wide
-from evalcore.store.tables import ANNOTATIONS_SCHEMA, SCHEMAS
+from evalcore.store.tables import ANNOTATIONS_SCHEMA, SCHEMAS, TRIAL_TABLES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -151,19 +155,18 @@ def _utc(when: datetime | None) -> datetime | None:
     return when.replace(tzinfo=timezone.utc) if when is not None and when.tzinfo is None else when
 
 
-def _by_folder(paths: list[Path]) -> str:
-    """The rows of `paths`, each with the run_id of the run folder its file lies in. Why not
-    the stored column: a copy of a run folder holds the original's rows, ids and all, and a
-    reader trusting them would count that run twice (docs/store.md, "Run ids")."""
-    return (f"SELECT * EXCLUDE (filename) REPLACE ({RUN_OF_FILE_SQL} AS run_id) "
-            f"FROM read_parquet({sql_list(paths)}, union_by_name = true, filename = true)")
-
-
-def _table_sql(con: duckdb.DuckDBPyConnection, table: str, src: Sources) -> str:
+def _table_sql(con: duckdb.DuckDBPyConnection, table: str, src: Sources, have: set[str] | None = None) -> str:
+    """The rows of `table` over the runs read. `have`: for a table of answers, its files that
+    have a `trial` column (run_rows.files_with_trials); the others' rows are trial 0."""
     parts = []
-    if src.canonical.get(table):
-        parts.append(_by_folder(src.canonical[table]))
-    if src.legacy.get(table):
+    files = src.canonical.get(table) or []
+    newer = [p for p in files if have is None or str(p) in have]
+    older = [p for p in files if have is not None and str(p) not in have]
+    if newer:
+        parts.append(by_folder(newer))
+    if older:
+        parts.append(before_trials(older))
+    if src.legacy.get(table):  # format 1: merged when read (a trial column added where the key has one)
         parts.append(f"SELECT * FROM ({merge_sql(table, src.legacy[table])})")
     if not parts:
         return f"SELECT * FROM {_empty_table(con, f'_empty_{table}', SCHEMAS[table], view=False)}"
@@ -192,12 +195,17 @@ def _typed_table(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema,
     return name
 
 
+# Columns a derived table has only for some runs, given to every run's rows (NULL where absent),
+# so a reader can name them whatever runs it reads: `trials`, of runs asked with --trials T.
+_ADDED = {"summary_responses": " UNION ALL BY NAME SELECT CAST(NULL AS BIGINT) AS trials WHERE false"}
+
+
 def _summary_sql(name: str, src: Sources, con: duckdb.DuckDBPyConnection | None = None) -> str:
     """A derived table's view: the runs' stored files, and the same SQL computed on the fly
     for runs that have none (format-1 runs; runs last compacted before the table existed)."""
     parts = []
     if src.canonical.get(name):
-        parts.append(_by_folder(src.canonical[name]))
+        parts.append(by_folder(src.canonical[name]))
     live = src.legacy_runs + src.without.get(name, [])
     if live or not parts:  # computed on the fly (or a typed empty view)
         runs = ", ".join(_wide.literal(r) for r in live)
@@ -321,10 +329,14 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
         _typed_table(con, "damaged_runs", _DAMAGED_SCHEMA,
                      [{"run_id": r, "name": names.get(r, d.name), "file": d.file, "reason": d.problem}
                       for r, d in sorted(src.damaged.items())])
+        have = files_with_trials(con, [p for table in TRIAL_TABLES for p in src.canonical.get(table) or []])
         for table in RUN_TABLES:
-            con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
+            if table in TRIAL_TABLES:
+                create_trial_views(con, table, _table_sql(con, table, src, have))
+            else:
+                con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
         for name in DERIVED_TABLES:
-            con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src, con)}")
+            con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src, con)}{_ADDED.get(name, '')}")
         _typed_table(con, "damaged_annotations", _DAMAGED_FILES_SCHEMA,
                      [{"file": f, "reason": why} for f, why in sorted(src.damaged_annotations.items())])
         left_out = set(src.damaged_annotations)

@@ -22,6 +22,7 @@ from evalcore.analysis.comparison import compare as C
 from evalcore.analysis.comparison import pair as P
 from evalcore.analysis.comparison import forest as F
 from evalcore.analysis.comparison import judge_noise as JN
+from evalcore.analysis.comparison import trial_noise as TN
 from evalcore.analysis.runs import leaderboard as L
 from evalcore.analysis.comparison import verdict as V
 from evalcore.analysis.charts.figures import forest_figure
@@ -215,6 +216,22 @@ def _judge_noise(base: str, cand: str, tested: list[str]) -> None:
     widgets.show_table(frame, "compare-judge-noise")
 
 
+def _trials(base: str, cand: str, tested: list[str]) -> None:
+    """The systems' spread over their trials per tested metric, when a side was asked with
+    `--trials T` (the numbers `evalcore compare` prints under "trials"); nothing otherwise."""
+    rows = widgets.call(TN.pair_trials, base, cand, tuple(tested))
+    if not rows:
+        return
+    st.subheader("Trials")
+    st.caption("Each question was asked T times per system and its value is the mean of its trials, so the "
+               "system's own sampling is already inside the CIs above (they resample questions). within_sd: the "
+               "spread of one question's trials; flip_rate: the share of questions whose trials disagree; for "
+               "pass/fail metrics, pass_at_t: the share of questions passed at least once in T trials, "
+               "pass_all_t: passed every time.")
+    frame = pd.DataFrame(rows).drop(columns=["baseline", "candidate"])
+    widgets.show_table(frame, "compare-trials")
+
+
 def _count_links(table: pd.DataFrame, picked: list[str]) -> None:
     """Improved / regressed / unchanged per metric, each a link that lists those questions."""
     def link(metric: str, outcome: str, n: int) -> str:
@@ -260,6 +277,7 @@ def render() -> None:
     with verdict_slot.container():
         _verdict(table, said, names, base, cand)
     _judge_noise(base, cand, [m for m in stat_metrics if m in set(table.metric)])
+    _trials(base, cand, [m for m in stat_metrics if m in set(table.metric)])
     st.subheader("Questions that changed, per metric")
     _count_links(table, picked)
     # drawn when opened (a stateful expander): a grid of every metric costs the browser ~0.2 s

@@ -24,7 +24,7 @@ from evalcore.analysis.runs import means as M
 from evalcore.analysis.questions import question_story as QS
 from evalcore.analysis.questions import question_drilldown as Qn
 from evalcore.schemas.ids import match_name
-from evalcore.ui import human_labels, repeat_verdicts
+from evalcore.ui import human_labels, repeat_verdicts, trials_view
 from evalcore.ui import safe_widgets as widgets
 from evalcore.ui.wording import judged_by
 
@@ -336,6 +336,7 @@ def _show_question(run_id: str, qid: str, methods: tuple[str, ...] | None) -> No
         for slot, method in zip(slots, shown):
             with slot:
                 _method_column(detail, method, stories.get(method, {}))
+    trials_view.render(run_id, qid, methods)  # a run asked with --trials T: each trial's answer and verdicts
     _judge_calls(detail)
     _all_metrics(detail)
 

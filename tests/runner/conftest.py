@@ -10,6 +10,8 @@ failure class and the tests can count exactly how often each question was asked:
   RESET      closes the connection without any response, always
   EMPTY      a valid response with an empty answer
   BADRANK    a ranking that lists the same chunk twice (does not fit the contract)
+  COIN       a valid answer that alternates: "heads" on the 1st, 3rd... asking, "tails" on the others
+             (a system that samples, for repeated trials)
   anything else: a valid answer echoing the question
 """
 
@@ -66,6 +68,8 @@ class FaultyHandler(BaseHTTPRequestHandler):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.close_connection = True
             self.connection.close()
+        elif "COIN" in question:
+            self._send(200, json.dumps({"answer": "heads" if n % 2 else "tails"}).encode())
         elif "EMPTY" in question:
             self._send(200, b'{"answer": "", "retrieved": []}')
         elif "BADRANK" in question:

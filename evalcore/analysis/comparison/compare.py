@@ -43,6 +43,7 @@ from evalcore.stats.resample import (
 )
 from evalcore.analysis.comparison.regression_gate import check_alpha, known_metric, missing_metrics_message, regressions  # noqa: F401
 from evalcore.analysis.comparison.side_by_side import SideBySide, side_by_side
+from evalcore.analysis.read.trial_values import question_values_sql, trial_counts
 from evalcore.analysis.comparison.verdict import minimum_detectable_effect, span
 from evalcore.schemas.ids import id_sql, match_name
 from evalcore.store import RunStore, query_df, wide_columns
@@ -346,16 +347,15 @@ def paired_values(store: RunStore, base: str, cand: str, metrics: tuple[str, ...
     return pd.concat(parts, ignore_index=True)
 
 
-def _changed_sql(value: str, top: bool) -> str:
+def _changed_sql(value: str, top: bool, tried: tuple[bool, bool] = (False, False)) -> str:
     """The rows changed_questions lists (CTE `c`); `value` is the metric's metric_wide column
-    (value_expr). `picked`: the questions whose change matches the outcome, numbers only. With
-    `top` (no text to search), `c` joins the question texts to the first $limit of them only,
-    not to every changed question (tens of thousands at 100,000 questions)."""
+    (value_expr), `tried` whether each side has trials. `picked`: the questions whose change
+    matches the outcome, numbers only. With `top` (no text to search), `c` joins the question
+    texts to the first $limit of them only, not to every changed question (tens of thousands at
+    100,000 questions)."""
     return f"""
-    WITH a AS (SELECT {_QID} AS question_id, {value} AS value FROM metric_wide WHERE run_id = $ra AND method = $ma
-               AND {value} IS NOT NULL),
-         b AS (SELECT {_QID} AS question_id, {value} AS value FROM metric_wide WHERE run_id = $rb AND method = $mb
-               AND {value} IS NOT NULL),
+    WITH a AS ({question_values_sql(value, "a", tried[0])}),
+         b AS ({question_values_sql(value, "b", tried[1])}),
          j AS (SELECT question_id, a.value AS base, b.value AS cand, (b.value - a.value) AS delta
                FROM a FULL JOIN b USING (question_id)),
          picked AS (SELECT * FROM j
@@ -386,7 +386,11 @@ def _changed(store: RunStore, base: str, cand: str, metric: str, outcome: str, t
     runs = sorted({p["ra"], p["rb"]})
     value = value_expr(metric, wide_columns(store, runs))
     params = {**p, "outcome": outcome, "sign": sign, "eps": EPS, "text": text or None, "limit": limit}
-    return _changed_sql(value, top=not text), params, runs
+    counts = trial_counts(store, [base, cand])
+    tried = (counts[base] > 1, counts[cand] > 1)
+    if any(tried):
+        params["metric"] = metric
+    return _changed_sql(value, top=not text, tried=tried), params, runs
 
 
 def changed_questions(store: RunStore, base: str, cand: str, metric: str, outcome: str,

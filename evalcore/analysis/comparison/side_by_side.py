@@ -14,6 +14,11 @@ stored ids of one system that are one id under the rule ("q0" and "q0 " in a run
 it) are refused, naming them (evalcore.analysis.read.id_collisions): which copy is meant cannot be
 known, and keeping either one lied about the comparison.
 
+A system asked T times per question (`evalcore run --trials T`) is read from its trials instead:
+each question's value is the mean of its trials' values (evalcore.analysis.read.trial_values),
+so the pairs, and every CI and test over them, are per question (clustered by question: n is
+the questions, not T times them). A system without trials is read from metric_wide as before.
+
 Missing is missing: metric_wide is NULL both where a metric has no row and where its value is
 NaN (the reason stays in `metrics`). Every comparison treats the two alike — a question enters
 a metric's pairs only with a number on both sides — so the answers are the ones the long table
@@ -28,6 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
+from evalcore.analysis.read.trial_values import trial_counts, trial_means_sql
 from evalcore.errors import EvalcoreError
 from evalcore.schemas.ids import id_sql
 from evalcore.store import open_db, wide_columns
@@ -119,10 +125,12 @@ def side_by_side(store, base: str, cand: str, metrics: Sequence[str] | None = No
     # questions pair on their ids under the id rule (evalcore.schemas.ids), so two runs stored by
     # an older evalcore with the same ids in NFC and NFD still pair
     sql = f"SELECT {id_sql('question_id')} AS question_id{cols} FROM metric_wide WHERE run_id = $run AND method = $method"
+    tried = {key for key, t in trial_counts(store, [base, cand]).items() if t > 1}
 
     def read(side: tuple[str, str]) -> dict[str, np.ndarray]:
+        own = trial_means_sql(names) if f"{side[0]}:{side[1]}" in tried else sql  # a system with trials
         with open_db(store, runs=runs) as con:
-            return con.execute(sql, {"run": side[0], "method": side[1]}).fetchnumpy()
+            return con.execute(own, {"run": side[0], "method": side[1]}).fetchnumpy()
 
     # Side by side because each read is mostly one thread decoding its Parquet row group: two
     # reads at once take the time of one on two cores (a FULL JOIN in one query took ~1.5x).

@@ -54,3 +54,14 @@ def repeats_problem(text: str) -> str | None:
     except EvalcoreError as exc:
         return str(exc)
     return None
+
+
+def pass_fail(metric: str) -> bool | None:
+    """Whether each answer's value of `metric` is a pass or a fail (pass@T, pass^T over trials):
+    a metric declared binary (exact_match, answer_correct, is_error...) or one whose value is an
+    answer class counted right or not (answer_class: 1 = CORRECT). Grades and scores are not.
+    None for an unregistered metric: decided from its values (all 0 or 1)."""
+    from evalcore.metrics.registry import METRICS
+
+    spec = METRICS.get(metric)
+    return None if spec is None else bool(spec.binary or spec.scale == "class")

@@ -24,6 +24,7 @@ from evalcore.analysis.questions import failure_modes as FM
 from evalcore.analysis.read.correctness import class_metrics
 from evalcore.analysis.comparison.forest import forest_rows
 from evalcore.analysis.comparison.judge_noise import comparison_noise
+from evalcore.analysis.comparison.trial_noise import comparison_trials
 from evalcore.analysis.labels.judge_labels import judges_text
 from evalcore.analysis.runs.leaderboard import key_metric_names, metric_names
 from evalcore.analysis.runs.means import metric_judges
@@ -78,6 +79,9 @@ def comparison_record(store: RunStore, result: C.Comparison, short: dict[str, st
     noise = comparison_noise(store, result)
     if noise:  # a side scored with --repeats K: the judge's noise (runs with K = 1: the record as before)
         out["judge_noise"] = noise
+    trials = comparison_trials(store, result)
+    if trials:  # a side asked with --trials T: its spread over trials (runs without: the record as before)
+        out["trials"] = trials
     return out
 
 

@@ -19,7 +19,7 @@ Definitions used everywhere a system's cost or latency is shown (Runs, Charts, C
 from __future__ import annotations
 
 from dataclasses import asdict, fields
-from typing import Sequence
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -115,6 +115,7 @@ def _with_ci(store: RunStore, rows: pd.DataFrame, score: str) -> pd.DataFrame:
                            WHERE metric = $score AND NOT isnan(value) AND list_contains($runs, run_id)""",
                  {"runs": runs, "score": score}, runs=runs)
         values = {k: g["value"].to_numpy(float) for k, g in got.groupby(["run_id", "method"])}
+        values.update(_trial_means(store, runs, score))
     for i, k in enumerate(n):
         if k < MIN_N_FOR_CI:
             continue
@@ -124,6 +125,19 @@ def _with_ci(store: RunStore, rows: pd.DataFrame, score: str) -> pd.DataFrame:
     rows[f"{score}_ci95"] = (pd.Series(hi, index=rows.index) - pd.Series(lo, index=rows.index)) / 2
     rows[f"{score}_ci_low"], rows[f"{score}_ci_high"] = lo, hi
     return rows.drop(columns="_ws_sd")
+
+
+def _trial_means(store: RunStore, runs: list[str], score: str) -> dict[tuple[str, str], Any]:
+    """{(run, method): each question's mean over its trials} of the systems asked with
+    `--trials T`: the values their summary's mean is over (store/summary.py), so the CI is of
+    the score shown. Systems without trials are not here (their values are read as before)."""
+    got = query_df(store, """
+        WITH tried AS (SELECT DISTINCT run_id, method FROM trial_metrics WHERE trial > 0 AND list_contains($runs, run_id))
+        SELECT m.run_id, m.method, m.question_id, avg(m.value) AS value
+        FROM trial_metrics m JOIN tried USING (run_id, method)
+        WHERE m.metric = $score AND NOT isnan(m.value) AND list_contains($runs, m.run_id)
+        GROUP BY ALL ORDER BY ALL""", {"runs": runs, "score": score}, runs=runs)
+    return {k: g["value"].to_numpy(float) for k, g in got.groupby(["run_id", "method"])}
 
 
 def run_board(store: RunStore, run_id: str) -> pd.DataFrame:

@@ -17,15 +17,15 @@ def answers_stored(store: RunStore, run_id: str) -> int:
 
 
 def answer_failures(store: RunStore, run_id: str) -> dict:
-    """How many of the run's published answers failed, and the first error (in question
-    order) overall and per method: what `evalcore run` and the Launch page end with.
+    """How many of the run's published answers (every trial's) failed, and the first error (in
+    question order) overall and per method: what `evalcore run` and the Launch page end with.
     {"n": answers, "n_failed": ..., "first_error": text or None, "all_failed": bool,
      "methods": {method: {"n", "n_failed", "first_error"}}}. A run whose every answer failed
     is a failed run, whatever its manifest status says: it measured nothing."""
     rows = query_df(store, """
         SELECT method, count(*) AS n, count(error) AS n_failed,
                arg_min(error, question_id) FILTER (WHERE error IS NOT NULL) AS first_error
-        FROM responses WHERE run_id = ? GROUP BY method ORDER BY method""", [run_id], runs=[run_id])
+        FROM trial_responses WHERE run_id = ? GROUP BY method ORDER BY method""", [run_id], runs=[run_id])
     methods = {r.method: {"n": int(r.n), "n_failed": int(r.n_failed),
                           "first_error": r.first_error if isinstance(r.first_error, str) else None}
                for r in rows.itertuples(index=False)}
