@@ -101,12 +101,7 @@ def run_cmd(
               "metrics": _names(metrics), "groups": _names(groups),
               "follow_redirects": follow_redirects or None, "max_response_mb": max_response_mb}
     if resume:
-        if repeats is not None:
-            raise EvalcoreError("--repeats is kept from the run's start when resuming; to judge its answers K "
-                                "times, `evalcore score RUN --judge J --repeats K`")
-        if trials is not None:
-            raise EvalcoreError("--trials defines the run; `run --resume RUN` asks the missing trials of the "
-                                "T it started with")
+        _refuse_on_resume(repeats, trials)
         result = _resume(resume, store, config, duplicates, common, how)
     else:
         overrides = {"target": target, "dataset": dataset, "datasets": datasets, "methods": methods,
@@ -129,6 +124,16 @@ def _resume(run: str, store: Any, config: Path | None, duplicates: str | None, c
     given = load_config(config, on_duplicate=duplicates) if config else None
     with print_dropped_duplicates():
         return resume_run(run, store, config=given, on_duplicate=None if config else duplicates, **common, **how)
+
+
+def _refuse_on_resume(repeats: int | None, trials: str | None) -> None:
+    """What a resumed run keeps from its start: its judge repeats and its number of trials."""
+    if repeats is not None:
+        raise EvalcoreError("--repeats is kept from the run's start when resuming; to judge its answers K "
+                            "times, `evalcore score RUN --judge J --repeats K`")
+    if trials is not None:
+        raise EvalcoreError("--trials defines the run; `run --resume RUN` asks the missing trials of the "
+                            "T it started with")
 
 
 def _new_run(store: Any, config: Path | None, overrides: dict[str, Any], how: dict[str, Any],
