@@ -1,7 +1,7 @@
 """A real Phoenix server on 127.0.0.1 for the session: SQLite in a temporary folder, telemetry off.
 
 arize-phoenix (the server) requires anthropic<2, which the judge extra has outgrown, so it is
-not in `[dev]`: it lives in a venv of its own, named by EVALCORE_PHOENIX_PYTHON (.ci/run makes
+not in `[dev]`: it lives in a venv of its own, named by EVALCORE_PHOENIX_PYTHON (.ci/heavy makes
 one). Without it the tests skip with the one-line recipe (and fail under CI=true).
 """
 
