@@ -163,7 +163,8 @@ def test_the_leaderboard_ranks_by_the_metric_whose_spec_says_so(tmp_path):
 
 
 BUILT_IN_OPTIONS = {
-    "judge", "judge_concurrency", "judge_update_manifest", "judge_record_claims", "judge_repeats", "progress", "embedding_model",
+    "judge", "judge_concurrency", "judge_update_manifest", "judge_record_claims", "judge_repeats", "judge_calls",
+    "progress", "embedding_model",
     "bertscore_model", "bertscore_layer", "bertscore_idf", "bertscore_rescale", "bertscore_baseline",
     "match_snippets", "dont_know_phrases", "dont_know_forms", "negative_rules", "citation_indicators",
     "citation_indicators_for_full", "acknowledge_phrases", "prices", "rag_model", "weights", "objectives",
