@@ -66,6 +66,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def _digest(*texts: str) -> str:
+    """16 hex digits of sha1 over the texts (cache keys, never security)."""
+    import hashlib
+
+    return hashlib.sha1("\n".join(texts).encode()).hexdigest()[:16]
+
+
 def _has_manifest(path: Location) -> bool:
     """Whether a folder holds a run: a run.json, or (a damaged run, listed apart) a link or
     something other than a file in its place (a FIFO: never opened, store/layout.odd_file)."""
@@ -129,9 +136,16 @@ class RunStore:
         published (its pointer replaced), edited (run.json) or deleted, or an annotation added.
         Cheap (two stats per run), so a dashboard can key its caches on it: a page asks for it
         before each of its reads."""
-        import hashlib
+        return _digest(*self.state_parts())
 
-        parts: list[str] = []
+    def state_parts(self) -> tuple[str, str]:
+        """state_token's two halves: (the runs' fingerprint, the annotations' fingerprint).
+
+        Why apart: a label saved changes only the second, so a reader keyed on the runs' half
+        (store/views.py's kept databases) keeps every run view and re-reads the labels alone:
+        the annotator's next answer does not wait for the run's views to be built again."""
+        runs_parts: list[str] = []
+        ann_parts: list[str] = []
         if self.root.is_dir():
             runs = self._local_run_files() if not self.remote else (
                 (run_id, self.root / run_id) for run_id in self.run_ids())
@@ -139,16 +153,16 @@ class RunStore:
                 has_pointer = False
                 for name in ("run.json", POINTER):
                     try:
-                        parts.append(f"{run_id}/{name}:{_fs.version(run_dir / name)}")
+                        runs_parts.append(f"{run_id}/{name}:{_fs.version(run_dir / name)}")
                         has_pointer = name == POINTER
                     except FileNotFoundError:
-                        parts.append(f"{run_id}/{name}:-")
+                        runs_parts.append(f"{run_id}/{name}:-")
                 if not has_pointer and is_legacy(run_dir):  # no pointer: maybe format 1
-                    parts.extend(p.name for t in RUN_TABLES for p in pending_parts(run_dir, t))
+                    runs_parts.extend(p.name for t in RUN_TABLES for p in pending_parts(run_dir, t))
             ann = self.annotations_dir()
             if ann.is_dir():
-                parts.extend(sorted(p.name for p in ann.glob("*.parquet")))
-        return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:16]
+                ann_parts.extend(sorted(p.name for p in ann.glob("*.parquet")))
+        return _digest("\n".join(runs_parts)), _digest("\n".join(ann_parts))
 
     def _local_run_files(self) -> list[tuple[str, Path]]:
         """(run id, folder) of every run of a local store, as run_ids() lists them, from one

@@ -35,7 +35,9 @@ file's footer read), far more than a typical query over compacted files. So `ope
 few databases per process, keyed by the store's state token (RunStore.state_token: it changes
 whenever anything readers can see changes) and the runs asked for, and hands each caller its
 own cursor (a DuckDB cursor is a connection of its own to the same database: safe in one
-thread while other threads use theirs). A changed store gets a new key, so nothing is stale.
+thread while other threads use theirs). A changed run gets a new key, so nothing is stale; a
+label saved (new annotation files, runs unchanged) redefines the kept database's `annotations`
+view in place, so an annotator's next answer does not wait for every run view to be built again.
 
 One damaged run stays inside itself: a run whose pointer is missing or unreadable is left out
 at once; a file that cannot be read makes DuckDB's one read over every run fail, and only then
@@ -216,6 +218,7 @@ def _summary_sql(name: str, src: Sources, con: duckdb.DuckDBPyConnection | None 
 
 _KEPT: "OrderedDict[tuple, duckdb.DuckDBPyConnection]" = OrderedDict()
 _KEPT_MAX = 16
+_LABELS: dict[int, str] = {}  # id(kept database) -> the annotations' state its `annotations` view shows
 _IN_USE: dict[int, int] = {}  # id(database) -> cursors handed out and not yet closed
 _RETIRED: dict[int, duckdb.DuckDBPyConnection] = {}  # evicted, closed when their last cursor is
 READER_MEMORY = "1GB"
@@ -339,21 +342,43 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
             con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src, con)}{_ADDED.get(name, '')}")
         _typed_table(con, "damaged_annotations", _DAMAGED_FILES_SCHEMA,
                      [{"file": f, "reason": why} for f, why in sorted(src.damaged_annotations.items())])
-        left_out = set(src.damaged_annotations)
-        ann = [p for p in _annotation_files(store) if _annotation_key(store, p) not in left_out]
-        if ann:
-            # BY NAME over the typed empty table: part files written before a column existed
-            # (sample_id, inclusion_prob) read it as NULL instead of lacking it
-            empty = _empty_table(con, "_empty_annotations", _ANNOTATIONS_VIEW_SCHEMA, view=False)
-            con.execute(f"CREATE VIEW annotations AS SELECT * EXCLUDE (filename, file_row_number), {_ARRIVAL_SQL} "
-                        f"FROM read_parquet({sql_list(ann)}, union_by_name = true, filename = true, "
-                        f"file_row_number = true) UNION ALL BY NAME SELECT * FROM {empty}")
-        else:
-            _empty_table(con, "annotations", _ANNOTATIONS_VIEW_SCHEMA)
+        # BY NAME over a typed empty table: part files written before a column existed
+        # (sample_id, inclusion_prob) read it as NULL instead of lacking it
+        _empty_table(con, "_empty_annotations", _ANNOTATIONS_VIEW_SCHEMA, view=False)
+        _annotations_view(con, store, set(src.damaged_annotations))
     except BaseException:
         con.close()
         raise
     return con
+
+
+def _annotations_view(con: duckdb.DuckDBPyConnection, store: RunStore, left_out: set[str]) -> None:
+    """(Re)define `annotations` over the store's annotation files now, less those `left_out`
+    (damaged). Reads every file's footer: a damaged one raises here."""
+    ann = [p for p in _annotation_files(store) if _annotation_key(store, p) not in left_out]
+    files = (f"SELECT * EXCLUDE (filename, file_row_number), {_ARRIVAL_SQL} FROM read_parquet({sql_list(ann)}, "
+             "union_by_name = true, filename = true, file_row_number = true) UNION ALL BY NAME " if ann else "")
+    con.execute(f"CREATE OR REPLACE VIEW annotations AS {files}SELECT * FROM _empty_annotations")
+
+
+def _labels_refreshed(con: duckdb.DuckDBPyConnection, store: RunStore) -> bool:
+    """A kept database brought up to the store's labels in place: only annotation files were
+    added since it was built (a saved label), so its run views stand and `annotations` is
+    defined again. False (build anew) when it had left out a damaged annotation file or a new
+    one cannot be read. Under _LOCK; a query already running on another cursor keeps its snapshot."""
+    if con.execute("SELECT count(*) FROM damaged_annotations").fetchone()[0]:
+        return False
+    try:
+        con.execute("BEGIN TRANSACTION")
+        _annotations_view(con, store, set())
+        con.execute("COMMIT")
+    except (duckdb.Error, pa.ArrowException, OSError):
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.Error:
+            pass
+        return False
+    return True
 
 
 @contextmanager
@@ -362,9 +387,13 @@ def open_db(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duck
 
     `runs` restricts every per-run view to those runs (a per-run query then opens only their
     files); `runs` view always lists every readable run."""
-    key = (str(store.root.resolve()), store.state_token(), None if runs is None else tuple(sorted(set(runs))))
+    runs_state, labels_state = store.state_parts()
+    key = (str(store.root.resolve()), runs_state, None if runs is None else tuple(sorted(set(runs))))
     with _LOCK:
         con = _KEPT.get(key)
+        if con is not None and _LABELS.get(id(con)) != labels_state and not _labels_refreshed(con, store):
+            _retire(key, _KEPT.pop(key))
+            con = None
         if con is None:
             con = _KEPT[key] = _build(store, runs)
             _IN_USE.setdefault(id(con), 0)
@@ -372,6 +401,7 @@ def open_db(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duck
                 _retire(*_KEPT.popitem(last=False))
         else:
             _KEPT.move_to_end(key)
+        _LABELS[id(con)] = labels_state
         cur = con.cursor()
         _IN_USE[id(con)] = _IN_USE.get(id(con), 0) + 1
     try:
@@ -424,6 +454,7 @@ def wide_columns(store: RunStore, runs: Sequence[str] | None = None) -> frozense
 def _retire(key: tuple, con: duckdb.DuckDBPyConnection) -> None:
     """Close an evicted database once no cursor of it is in use (closing a DuckDB connection
     closes its cursors too: another thread may be in the middle of a query). Under _LOCK."""
+    _LABELS.pop(id(con), None)
     if _IN_USE.get(id(con), 0) == 0:
         _IN_USE.pop(id(con), None)
         con.close()

@@ -19,6 +19,11 @@ ANSWER = ("(() => { const t = Array.from(document.querySelectorAll('[data-testid
           ".map(e => e.innerText).find(x => x.startsWith('Answer labelled: ')); return t || null })()")
 IDLE = "document.querySelector('[data-test-script-state=notRunning]') !== null"
 CODES = {"Enter": ("Enter", 13, "\r")}
+# records in the page, from the key press on, when the drawn answer's name first changes (ms)
+SHOWN_WATCH = """(() => { const t0 = performance.now(); const first = %s; window.__shown = null;
+  new MutationObserver((_, obs) => { const t = %s;
+    if (t && t !== first) { window.__shown = performance.now() - t0; obs.disconnect(); } })
+  .observe(document.body, {subtree: true, childList: true, characterData: true}); })()""" % (ANSWER, ANSWER)
 
 
 def _press(tools: DevTools, key: str, shift: bool = False) -> None:
@@ -67,12 +72,17 @@ def test_one_whole_answer_with_the_keyboard_only(app_store, tmp_path):
                                         f".find(x => x.startsWith('▶ current · {expect} ')); return !!c }})()"), key
                 assert _wait_for(tools, IDLE)
             started = time.perf_counter()
+            tools.call("Runtime.evaluate", expression=SHOWN_WATCH)
             _press(tools, "Enter")
             after = _wait_for(tools, f"(() => {{ const t = {ANSWER}; return t && !t.includes(' / {first} / ')"
-                                     f" && document.querySelector('[data-test-script-state=notRunning]') ? t : null }})()")
+                                     f" && document.querySelector('[data-test-script-state=notRunning]') ? t : null }})()",
+                             every=0.02)  # the figure printed is good to 20 ms
             ready = time.perf_counter() - started
+            shown = tools.call("Runtime.evaluate", returnByValue=True, expression="window.__shown")["result"].get("value")
             assert after and after.startswith(f"Answer labelled: {method} / "), after
-            print(f"\nAnnotate, keyboard: Enter to the next answer ready {ready:.2f} s (goal < 0.5 s, see bench/)")
+            on_page = f"{shown / 1000:.2f} s" if shown else "(not observed)"
+            print(f"\nAnnotate, keyboard: Enter to the next answer on the page {on_page}, "
+                  f"its script done {ready:.2f} s (goal < 0.5 s; a figure, not an assertion)")
         finally:
             tools.close()
     saved = query_df(store, "SELECT target_ref, judge_label, label, sample_id FROM annotations WHERE who = 'kim' "

@@ -62,7 +62,9 @@ def serve_app(store_root: Path, log_path: Path, timeout: float = 30.0, *, instal
         argv = streamlit_argv(app_script(), port, headless=True)
     else:
         argv = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-                "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+                "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+                # as `evalcore app` serves: no watcher walking the checkout (and .venv) for edits
+                "--server.fileWatcherType", "none"]
     argv += extra or []
     prefix = "/" + argv[argv.index("--server.baseUrlPath") + 1].strip("/") if "--server.baseUrlPath" in argv else ""
     proc = subprocess.Popen(argv, env={**os.environ, "EVALCORE_STORE": str(store_root)}, stdout=log,
@@ -233,13 +235,13 @@ def test_every_page_loads_in_chromium_without_exceptions(either_app, tmp_path):
         tools.close()
 
 
-def _wait_for(tools: "DevTools", expression: str, seconds: float = 30.0):
+def _wait_for(tools: "DevTools", expression: str, seconds: float = 30.0, every: float = 0.3):
     deadline = time.time() + seconds
     while time.time() < deadline:
         value = tools.call("Runtime.evaluate", returnByValue=True, expression=expression)["result"].get("value")
         if value:
             return value
-        time.sleep(0.3)
+        time.sleep(every)
     return None
 
 

@@ -179,18 +179,31 @@ _RECENT = RecentFrames(4)
 _SAMPLES = RecentFrames(4, copy=lambda checks: checks)  # frozen SampleChecks: nothing to copy
 
 
+def _judged(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
+    """question_id, judge, n_items of every answer of the population: the run's side alone (no
+    label), kept while only labels change (an annotator's save re-reads the labels, not this)."""
+    def build() -> pd.DataFrame:
+        pred = _predictions(store, run_id, method, metric)
+        # items counted in SQL (a claim metric has several per answer: 300,000 rows at 100,000
+        # answers); only the labelled answers' items come to pandas, to meet their labels
+        sql, p = _items_sql(run_id, method, metric)
+        per = query_df(store, f"SELECT question_id, count(*) AS n_items FROM ({sql}) GROUP BY question_id", p,
+                       runs=[run_id])
+        per["n_items"] = per["n_items"].astype("int64")
+        return pred.merge(per, on="question_id", how="inner")
+    return _JUDGED.get(store, (run_id, method, metric), build)
+
+
+_JUDGED = RecentFrames(4, runs_only=True)
+
+
 def _answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataFrame:
-    pred = _predictions(store, run_id, method, metric)
+    judged = _judged(store, run_id, method, metric)
     labels = newest_labels(store, run_id, method, unit(metric).kind)
     if unit(metric).kind == "metric":
         labels = labels[labels.target_ref == metric]
     labels = labels[labels.label != RETRACTED]
-    # items counted in SQL (a claim metric has several per answer: 300,000 rows at 100,000
-    # answers); only the labelled answers' items come to pandas, to meet their labels
     sql, p = _items_sql(run_id, method, metric)
-    per = query_df(store, f"SELECT question_id, count(*) AS n_items FROM ({sql}) GROUP BY question_id", p,
-                   runs=[run_id])
-    per["n_items"] = per["n_items"].astype("int64")
     done = pd.DataFrame({"question_id": pd.Series(dtype=object), "n_labelled": pd.Series(dtype="int64"),
                          "human": pd.Series(dtype=float)})
     if len(labels):
@@ -200,10 +213,9 @@ def _answers(store: RunStore, run_id: str, method: str, metric: str) -> pd.DataF
                              how="left")
         merged["h"] = _item_values(unit(metric), merged["label"])
         done = merged.groupby("question_id").agg(n_labelled=("label", "count"), human=("h", "mean")).reset_index()
-    per = per.merge(done, on="question_id", how="left")
-    per["n_labelled"] = per["n_labelled"].fillna(0).astype("int64")
-    per.loc[per.n_labelled < per.n_items, "human"] = math.nan
-    out = pred.merge(per, on="question_id", how="inner")
+    out = judged.merge(done, on="question_id", how="left")
+    out["n_labelled"] = out["n_labelled"].fillna(0).astype("int64")
+    out.loc[out.n_labelled < out.n_items, "human"] = math.nan
     # only a verified sample feeds estimates, and only one per population (sample_order): a label
     # merely naming a sample proves nothing
     checks = _SAMPLES.get(store, (run_id, method, metric), lambda: _checks(store, run_id, method, metric, out))

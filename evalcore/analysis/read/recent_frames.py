@@ -19,17 +19,21 @@ from evalcore.store import RunStore
 class RecentFrames:
     """The last `size` frames built by one function, least recently used dropped first.
     `copy`: how a caller's copy is made (a value nobody can change, such as a tuple of frozen
-    records, needs none)."""
+    records, needs none). `runs_only`: the frame reads runs and no annotation, so it is keyed by
+    the runs' half of the state (RunStore.state_parts) and outlives a label being saved."""
 
-    def __init__(self, size: int = 4, copy: Callable[[Any], Any] = lambda frame: frame.copy()) -> None:
+    def __init__(self, size: int = 4, copy: Callable[[Any], Any] = lambda frame: frame.copy(),
+                 runs_only: bool = False) -> None:
         self._size = size
+        self._runs_only = runs_only
         self._copy = copy
         self._frames: OrderedDict[tuple, Any] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, store: RunStore, key: Hashable, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:
         """The frame for (store, its current state, key): kept, or built now by `build()`."""
-        memo = (str(store.root), store.state_token(), key)
+        state = store.state_parts()[0] if self._runs_only else store.state_token()
+        memo = (str(store.root), state, key)
         with self._lock:
             if memo in self._frames:
                 self._frames.move_to_end(memo)
