@@ -32,6 +32,7 @@ performance metrics).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Mapping
 
 from evalcore.errors import EvalcoreError
@@ -134,14 +135,24 @@ def no_answer_form(answer_norm: str, forms: dict[str, list[str]]) -> dict | None
     sentences = _sentences(answer_norm)
     for lang, items in forms.items():
         for form in items:
-            f = _form_text(form)
-            if not f:
+            shaped = _form_rule(form)
+            if shaped is None:
                 continue
-            shaped = re.compile(rf"(?:^|\s){_LINKING}\s+(?:\S+\s+)?{re.escape(f)}$")
+            f, pattern = shaped
             for sentence in sentences:
-                if sentence == f or shaped.search(sentence):
+                if sentence == f or pattern.search(sentence):
                     return {"lang": lang, "form": form, "sentence": sentence}
     return None
+
+
+@lru_cache(maxsize=1024)
+def _form_rule(form: str) -> tuple[str, re.Pattern] | None:
+    """A form's text as sentences are compared with it, and its "<linking verb> [word] form"
+    pattern: built once per form, not once per form per answer."""
+    f = _form_text(form)
+    if not f:
+        return None
+    return f, re.compile(rf"(?:^|\s){_LINKING}\s+(?:\S+\s+)?{re.escape(f)}$")
 
 
 def detect_dont_know(response: EvalResponse, options: dict[str, Any] | None = None) -> tuple[bool, dict]:
@@ -149,14 +160,32 @@ def detect_dont_know(response: EvalResponse, options: dict[str, Any] | None = No
     form (whole answer: by=short_answer; one sentence of it: by=no_answer_sentence), or a phrase."""
     if response.abstained is not None:
         return response.abstained, {"by": "abstained_field"}
-    answer = normalize(response.answer)
+    forms = _frozen(language_lists(options, "dont_know_forms", NO_ANSWER_FORMS))
+    phrases = _frozen(language_lists(options, "dont_know_phrases", DONT_KNOW_PHRASES))
+    flag, how = _detect_text(response.answer, forms, phrases)
+    return flag, dict(how)  # the caller's own copy: a memoised answer is shared
+
+
+Frozen = tuple[tuple[str, tuple[str, ...]], ...]
+
+
+def _frozen(lists: dict[str, list[str]]) -> Frozen:
+    return tuple((lang, tuple(items)) for lang, items in lists.items())
+
+
+@lru_cache(maxsize=4096)
+def _detect_text(text: str, forms: Frozen, phrases: Frozen) -> tuple[bool, dict]:
+    """detect_dont_know on the answer's text, memoised: several metrics of one pass (dont_know,
+    unanswerable_accuracy, the false positive/negative rates, answer_completeness, the judged
+    grades) ask about the same answer, and the phrase scan is the costliest lexical rule."""
+    answer = normalize(text)
     if not strip_punct(answer).strip():
         return True, {"by": "empty_answer", "answer": answer}
-    form = no_answer_form(answer, language_lists(options, "dont_know_forms", NO_ANSWER_FORMS))
+    form = no_answer_form(answer, {lang: list(items) for lang, items in forms})
     if form is not None:
         whole = len(_sentences(answer)) == 1 and form["sentence"] == _form_text(form["form"])
         return True, {"by": "short_answer" if whole else "no_answer_sentence", **form}
-    for lang, items in language_lists(options, "dont_know_phrases", DONT_KNOW_PHRASES).items():
+    for lang, items in phrases:
         for phrase in items:
             if find(answer, phrase, whole_word=True):
                 return True, {"by": "phrase", "lang": lang, "phrase": phrase}

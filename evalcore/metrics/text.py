@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+from functools import lru_cache
 
 # Han ideographs, Hiragana/Katakana: no spaces between words, so one character = one token.
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -71,18 +72,27 @@ def _is_latin(ch: str) -> bool:
     return bool(_LATIN_WORD.match(ch))
 
 
+@lru_cache(maxsize=8192)
+def _needle(needle: str) -> tuple[str, bool]:
+    """A needle as `find` compares it, and whether it is Hangul: needles are phrase lists and
+    keywords, looked for in every answer, so each is normalised once. Hangul is compared as
+    decomposed jamo, so a needle's last syllable also matches the same syllable with a final
+    consonant: "아니" is in "아닙니다", "모르" in "모릅니다"."""
+    n = normalize(needle)
+    if n and has_hangul(n):
+        return unicodedata.normalize("NFD", n), True
+    return n, False
+
+
 def find(haystack_norm: str, needle: str, whole_word: bool = False) -> bool:
     """True if `needle` occurs in an already-normalised haystack, respecting word edges
     (see the module docstring). The needle is normalised here. `whole_word=True` also forbids
     a Latin needle from continuing into letters ("no" is then not found in "north"): used for
     phrase lists, where an inflected match would change the meaning."""
-    n = normalize(needle)
+    n, hangul = _needle(needle)
     if not n:
         return False
-    if has_hangul(n):
-        # Compare Hangul as decomposed jamo, so a needle's last syllable also matches the same
-        # syllable with a final consonant: "아니" is in "아닙니다", "모르" in "모릅니다".
-        n = unicodedata.normalize("NFD", n)
+    if hangul:
         haystack_norm = unicodedata.normalize("NFD", haystack_norm)
     start = 0
     while True:

@@ -113,7 +113,8 @@ def _recorder(writer: RunWriter, n_done: int, expected: int) -> Callable[[int], 
 
 
 async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuestion],
-               done: set[tuple[str, str, int]], probe: bool) -> tuple[AskStats, dict[str, Any] | None, int]:
+               done: set[tuple[str, str, int]], probe: bool,
+               on_batch: Callable[[list], None] | None = None) -> tuple[AskStats, dict[str, Any] | None, int]:
     clients = target_clients(config)
     try:
         info = await _probe(clients, config) if probe else None
@@ -121,7 +122,7 @@ async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuesti
             writer.update_manifest(target_info=info)
         jobs = plan_jobs(questions, config.methods, done, config.trials)
         on_flush = _recorder(writer, len(done), _expected(config, questions))
-        sink = ResponseSink(writer, config.batch_size, on_flush=on_flush)
+        sink = ResponseSink(writer, config.batch_size, on_flush=on_flush, on_batch=on_batch)
         stats = await ask_jobs(jobs, clients, config, sink, show_progress=config.progress)
         return stats, info, len(jobs)
     finally:
@@ -142,10 +143,12 @@ def _ask_on_ray(config: EvalConfig, store: RunStore, writer: RunWriter, question
 
 
 def _finish(writer: RunWriter, store: RunStore, status: str, started: float, note: str | None = None,
-            fresh: AskStats | None = None) -> RunManifest:
+            fresh: AskStats | None = None, scored: tuple[Callable, float] | None = None) -> RunManifest:
     """Final status and counts, recorded with the publish that makes every answer visible
     (whatever the outcome). A fresh, finished run counts from memory; otherwise (resume,
-    interruption) from the store, which is the truth about what was written."""
+    interruption) from the store, which is the truth about what was written. `scored`: a pass
+    scored while asking, (its manifest edit, seconds it added after the last answer), recorded
+    by the same publish that makes its values visible."""
     if fresh is not None:
         kinds = dict(fresh.errors)
         n_responses = fresh.written
@@ -158,11 +161,14 @@ def _finish(writer: RunWriter, store: RunStore, status: str, started: float, not
     elapsed = time.perf_counter() - started
 
     def edit(manifest: RunManifest) -> dict[str, Any]:
-        return {"status": status,
+        timings = {**manifest.timings, "asking_s": round(manifest.timings.get("asking_s", 0.0) + elapsed, 3)}
+        if scored is not None:
+            timings["scoring_s"] = round(scored[1], 3)
+        return {**(scored[0](manifest) if scored is not None else {}),
+                "status": status,
                 "counts": {**manifest.counts, "responses": n_responses, "errors": sum(kinds.values()),
                            **{f"errors_{k}": v for k, v in kinds.items()}},
-                "timings": {**manifest.timings,
-                            "asking_s": round(manifest.timings.get("asking_s", 0.0) + elapsed, 3)},
+                "timings": timings,
                 "notes": manifest.notes + ([note] if note else []),
                 "finished_at": datetime.now(timezone.utc) if status != "running" else None}
 
@@ -174,15 +180,21 @@ def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: 
              done: set[tuple[str, str, int]], probe: bool, engine: str = "local", address: str | None = None) -> RunResult:
     started = time.perf_counter()
     writer.update_manifest(status="running", finished_at=None)
+    streaming = _streaming_scorer(config, store, writer, questions, done, engine)
     try:
         if engine == "ray":
             stats = _ask_on_ray(config, store, writer, questions, done, probe, address)
         else:
-            stats, _, _ = asyncio.run(_ask(config, writer, questions, done, probe))
+            stats, _, _ = asyncio.run(_ask(config, writer, questions, done, probe,
+                                           on_batch=streaming.add if streaming else None))
     except KeyboardInterrupt:
+        if streaming:
+            streaming.stop()  # its chunks written so far are published below
         _finish(writer, store, "cancelled", started, note="cancelled by the user; continue with --resume")
         raise
     except BaseException as exc:
+        if streaming:
+            streaming.stop()
         if isinstance(exc, OSError):  # a full disk: the answers published so far are kept
             _note_resume(exc, writer.run_id)
         try:
@@ -192,8 +204,11 @@ def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: 
                 raise
             # the disk is still full: the first failure, which says what was kept, is reported
         raise
+    tail = time.perf_counter()
+    report = streaming.finish() if streaming else None  # the answers' last chunk, scored now
+    scored = (streaming.record(), time.perf_counter() - tail) if report is not None else None
     try:
-        manifest = _finish(writer, store, "complete", started, fresh=stats if not done else None)
+        manifest = _finish(writer, store, "complete", started, fresh=stats if not done else None, scored=scored)
     except OSError as exc:  # every answer is written, but the last of them could not be published
         _note_resume(exc, writer.run_id)
         raise
@@ -201,9 +216,25 @@ def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: 
                        methods=[m.name for m in config.methods], n_questions=len(questions),
                        asked=stats.asked, errors=dict(Counter(stats.errors)), seconds=stats.seconds,
                        trials=config.trials)
-    if config.score:
+    if report is not None:
+        result.score_result, result.scored, result.score_message = report, True, "scored while asking"
+    elif config.score:
         _score(store, writer, config, result, engine, address)
     return result
+
+
+def _streaming_scorer(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
+                      done: set, engine: str):
+    """A scorer that scores answers while the rest are asked (scoring/streaming.py): for a
+    fresh local run with scoring on. A resumed run (answers from before) and the Ray engine
+    score after the last answer, as does a run whose metrics cannot stream (judge, embeddings:
+    the scorer then gives up and `_score` runs)."""
+    if not config.score or done or engine != "local" or importlib.util.find_spec("evalcore.scoring.streaming") is None:
+        return None
+    from evalcore.scoring.streaming import StreamingScorer
+
+    return StreamingScorer(store, writer, writer.run_id, questions, config.metrics, config.groups,
+                           {**config.score_options, "judge": config.judge_option})
 
 
 def _note_resume(exc: OSError, run_id: str) -> None:

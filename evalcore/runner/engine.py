@@ -76,10 +76,12 @@ class ResponseSink:
     """Buffers answers and writes them as part files; thread-safe, flushes never overlap."""
 
     def __init__(self, writer: RunWriter, batch_size: int,
-                 on_flush: Callable[[int], None] | None = None):
+                 on_flush: Callable[[int], None] | None = None,
+                 on_batch: Callable[[list[EvalResponse]], None] | None = None):
         self.writer = writer
         self.batch_size = batch_size
         self.on_flush = on_flush
+        self.on_batch = on_batch  # gets each batch as written (scoring while asking: scoring/streaming.py)
         self._buffer: list[EvalResponse] = []
         self._held = (0, 0)  # (characters, chunks) of the buffered answers
         self._most_values = value_limit()
@@ -103,23 +105,31 @@ class ResponseSink:
                 batch, self._buffer, self._held = self._buffer, [], (0, 0)
             if not batch:
                 return 0
+            n = len(batch)
             try:
                 self.writer.write_responses(batch)
             except ValueError:  # a record the store cannot encode; disk errors (OSError) propagate
-                self._write_one_by_one(batch)
-            self.written += len(batch)
+                batch = self._write_one_by_one(batch)
+            self.written += n
+            if self.on_batch is not None:
+                self.on_batch(batch)
             if self.on_flush is not None:
                 self.on_flush(self.written)
-            return len(batch)
+            return n
 
-    def _write_one_by_one(self, batch: list[EvalResponse]) -> None:
+    def _write_one_by_one(self, batch: list[EvalResponse]) -> list[EvalResponse]:
         """Write each answer alone; one that still cannot be written is stored as an error
-        naming why, so the job counts as asked and the rest of the batch is kept."""
+        naming why, so the job counts as asked and the rest of the batch is kept. Returns the
+        answers as stored."""
+        stored = []
         for response in batch:
             try:
                 self.writer.write_responses([response])
             except ValueError as exc:
-                self.writer.write_responses([unstorable(response, exc)])
+                response = unstorable(response, exc)
+                self.writer.write_responses([response])
+            stored.append(response)
+        return stored
 
     async def flush(self) -> int:
         return await asyncio.to_thread(self.flush_sync)

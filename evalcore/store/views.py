@@ -62,7 +62,9 @@ import duckdb
 import pyarrow as pa
 
 from evalcore.store import fs as _fs
-from evalcore.store.merge import merge_sql, sql_list
+from evalcore.store.annotation_views import (ANNOTATIONS_VIEW_SCHEMA, annotations_view, find_damaged_annotations,
+                                            labels_refreshed)
+from evalcore.store.merge import merge_sql
 from evalcore.store.pointer_rules import columns_problem
 from evalcore.store.quarantine import misfiled, unreadable
 from evalcore.store.layout import RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
@@ -70,7 +72,7 @@ from evalcore.store.run_rows import before_trials, by_folder, create_trial_views
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import DERIVED_TABLES, summary_sql
 from evalcore.store import wide as _wide
-from evalcore.store.tables import ANNOTATIONS_SCHEMA, SCHEMAS, TRIAL_TABLES
+from evalcore.store.tables import SCHEMAS, TRIAL_TABLES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -230,38 +232,7 @@ _DAMAGED_SCHEMA = pa.schema([("run_id", pa.string()), ("name", pa.string()), ("f
 _DAMAGED_FILES_SCHEMA = pa.schema([("file", pa.string()), ("reason", pa.string())])
 
 
-# When a label arrived, from where it sits in the append-only log: part files are named
-# part-<UTC time to the microsecond>-<random>.parquet (layout.write_part), one append per file,
-# rows in the order given. `arrival` sorts in append order (ties of "when" go to the later
-# arrival); `arrived_at` is the file's time (NULL for a file named otherwise).
-_ARRIVAL_SQL = (
-    "make_timestamptz(epoch_us(try_strptime(regexp_extract(filename, 'part-([0-9]{8}T[0-9]{12})-[^/]*$', 1), "
-    "'%Y%m%dT%H%M%S%f'))) AS arrived_at, "
-    "regexp_extract(filename, '[^/]*$') || '#' || lpad(CAST(file_row_number AS VARCHAR), 12, '0') AS arrival")
-_ANNOTATIONS_VIEW_SCHEMA = ANNOTATIONS_SCHEMA.append(pa.field("arrived_at", pa.timestamp("us", tz="UTC"))).append(
-    pa.field("arrival", pa.string()))
 
-
-def _annotation_files(store: RunStore) -> list[Path]:
-    ann = store.annotations_dir()
-    return sorted(p for p in ann.glob("*.parquet")) if ann.is_dir() else []
-
-
-def _annotation_key(store: RunStore, path: Path) -> str:
-    """How a damaged annotation file is named: its path under a local store, its URL on S3."""
-    return str(path) if _fs.is_remote(path) else str(path.relative_to(store.root))
-
-
-def _find_damaged_annotations(store: RunStore) -> dict[str, str]:
-    """After the one read failed: which annotation files' footers cannot be read. One such file
-    must not take every reading down; its labels are left out, and it is listed (never moved:
-    a reader does not write)."""
-    found = {}
-    for path in _annotation_files(store):
-        why = unreadable(path)
-        if why:
-            found[_annotation_key(store, path)] = why
-    return found
 
 
 def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnection:
@@ -278,7 +249,7 @@ def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnec
             # a file that cannot be read: find the runs holding one (their footers), and annotation
             # files that cannot be read, and leave them out
             more = _find_damaged(store, src)
-            bad_annotations = _find_damaged_annotations(store)
+            bad_annotations = find_damaged_annotations(store)
             if not more and not set(bad_annotations) - set(src.damaged_annotations):
                 raise
         else:
@@ -344,41 +315,12 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
                      [{"file": f, "reason": why} for f, why in sorted(src.damaged_annotations.items())])
         # BY NAME over a typed empty table: part files written before a column existed
         # (sample_id, inclusion_prob) read it as NULL instead of lacking it
-        _empty_table(con, "_empty_annotations", _ANNOTATIONS_VIEW_SCHEMA, view=False)
-        _annotations_view(con, store, set(src.damaged_annotations))
+        _empty_table(con, "_empty_annotations", ANNOTATIONS_VIEW_SCHEMA, view=False)
+        annotations_view(con, store, set(src.damaged_annotations))
     except BaseException:
         con.close()
         raise
     return con
-
-
-def _annotations_view(con: duckdb.DuckDBPyConnection, store: RunStore, left_out: set[str]) -> None:
-    """(Re)define `annotations` over the store's annotation files now, less those `left_out`
-    (damaged). Reads every file's footer: a damaged one raises here."""
-    ann = [p for p in _annotation_files(store) if _annotation_key(store, p) not in left_out]
-    files = (f"SELECT * EXCLUDE (filename, file_row_number), {_ARRIVAL_SQL} FROM read_parquet({sql_list(ann)}, "
-             "union_by_name = true, filename = true, file_row_number = true) UNION ALL BY NAME " if ann else "")
-    con.execute(f"CREATE OR REPLACE VIEW annotations AS {files}SELECT * FROM _empty_annotations")
-
-
-def _labels_refreshed(con: duckdb.DuckDBPyConnection, store: RunStore) -> bool:
-    """A kept database brought up to the store's labels in place: only annotation files were
-    added since it was built (a saved label), so its run views stand and `annotations` is
-    defined again. False (build anew) when it had left out a damaged annotation file or a new
-    one cannot be read. Under _LOCK; a query already running on another cursor keeps its snapshot."""
-    if con.execute("SELECT count(*) FROM damaged_annotations").fetchone()[0]:
-        return False
-    try:
-        con.execute("BEGIN TRANSACTION")
-        _annotations_view(con, store, set())
-        con.execute("COMMIT")
-    except (duckdb.Error, pa.ArrowException, OSError):
-        try:
-            con.execute("ROLLBACK")
-        except duckdb.Error:
-            pass
-        return False
-    return True
 
 
 @contextmanager
@@ -391,7 +333,7 @@ def open_db(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duck
     key = (str(store.root.resolve()), runs_state, None if runs is None else tuple(sorted(set(runs))))
     with _LOCK:
         con = _KEPT.get(key)
-        if con is not None and _LABELS.get(id(con)) != labels_state and not _labels_refreshed(con, store):
+        if con is not None and _LABELS.get(id(con)) != labels_state and not labels_refreshed(con, store):
             _retire(key, _KEPT.pop(key))
             con = None
         if con is None:

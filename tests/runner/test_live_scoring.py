@@ -1,0 +1,149 @@
+"""Scoring while asking (issue 38, item 2; evalcore/scoring/streaming.py): a live run's default
+scoring runs in chunks while the rest of the answers are asked. The values are exactly those of
+scoring the same answers afterwards; when the later answers show what the first did not (a
+metric's needs, a run-level rule), the run is scored again afterwards; a run that fails midway
+keeps every chunk scored before, and its resume scores the rest."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from evalcore.pipeline import resume_run, run_evaluation
+from evalcore.runner.config import EvalConfig
+from evalcore.scoring import streaming
+from evalcore.scoring.engine import score_run
+from evalcore.store import RunStore, query_df
+from tests.reliability.servers import Fault, ScriptedServer, ok_json
+
+N = 150  # over two chunks (streaming.MIN_CHUNK) while asking
+
+
+def _answer(request: dict, cite_from: int = 0) -> Fault:
+    """Answers that touch many rules: abstentions, numbers, empty answers, citations."""
+    q = request["body"]["question"]
+    i = int(q.rsplit(" ", 1)[1])
+    text = ["I don't know.", f"It is {i}.", "", f"the answer to question {i} is {i % 7}"][i % 4]
+    body = {"answer": text, "retrieved": [{"chunk_id": f"c{i}", "text": f"context {i}", "score": 1.0}],
+            "token_usage": {"input_tokens": 10 + i, "output_tokens": 3}}
+    if i >= cite_from:
+        body["citations"] = [f"c{i}"]
+    return ok_json(body)
+
+
+def _questions(tmp_path: Path) -> Path:
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text("".join(json.dumps({"id": f"q{i}", "question": f"question {i}",
+                                         "ground_truth": f"the answer is {i % 7}", "answerable": i % 5 != 0})
+                             + "\n" for i in range(N)))
+    return qfile
+
+
+def _values(store: RunStore, run_id: str) -> pd.DataFrame:
+    return query_df(store, "SELECT method, question_id, trial, metric, value, reason FROM trial_metrics "
+                           "WHERE run_id = ? ORDER BY method, question_id, trial, metric", [run_id])
+
+
+def _run(server: ScriptedServer, store: RunStore, qfile: Path, **settings):
+    config = EvalConfig(target=server.url, dataset=str(qfile), concurrency=8,
+                        batch_size=8, progress=False, **settings)
+    return run_evaluation(config, store)
+
+
+def test_scored_while_asking_equals_scoring_afterwards(tmp_path):
+    server = ScriptedServer(_answer).start()
+    try:
+        store = RunStore(tmp_path / "runs")
+        live = _run(server, store, _questions(tmp_path), trials=2)
+    finally:
+        server.stop()
+    assert live.score_message == "scored while asking" and live.scored
+    ours = _values(store, live.run_id)
+    manifest = store.manifest(live.run_id)
+    report = score_run(store, live.run_id, progress=False)  # the same answers, scored afterwards
+    assert live.score_result.metrics == report.metrics and len(report.metrics) > 10
+    assert len(ours) == 2 * N * len(report.metrics)
+    pd.testing.assert_frame_equal(ours, _values(store, live.run_id))
+    assert manifest.status == "complete" and "scoring_s" in manifest.timings
+    assert manifest.config["scoring"][-1]["metrics"] == report.metrics
+
+
+def test_later_answers_showing_more_are_scored_again_afterwards(tmp_path):
+    """Citations only from answer 100 on: the first chunk did not select the citation rules, so
+    the whole run is scored after the last answer, as before."""
+    server = ScriptedServer(lambda r: _answer(r, cite_from=100)).start()
+    try:
+        store = RunStore(tmp_path / "runs")
+        live = _run(server, store, _questions(tmp_path))
+    finally:
+        server.stop()
+    assert live.score_message == "scored", "scored again after the last answer"
+    ours = _values(store, live.run_id)
+    assert "source_citation_quality" in set(ours.metric)
+    score_run(store, live.run_id, progress=False)
+    pd.testing.assert_frame_equal(ours, _values(store, live.run_id))
+
+
+def test_a_run_failing_midway_keeps_its_scored_chunks(tmp_path, monkeypatch):
+    from evalcore.pipeline import live as pipeline
+
+    root = tmp_path / "runs"
+    real = pipeline._recorder
+
+    def failing(writer, n_done, expected):
+        on_flush = real(writer, n_done, expected)
+
+        def flush(written: int) -> None:
+            on_flush(written)
+            if written >= 2 * streaming.MIN_CHUNK:
+                deadline = time.monotonic() + 20
+                while not _metric_files(root) and time.monotonic() < deadline:
+                    time.sleep(0.02)  # a chunk scored and written while asking
+                raise OSError(28, "No space left on device")
+
+        return flush
+
+    monkeypatch.setattr(pipeline, "_recorder", failing)
+    server = ScriptedServer(_answer).start()
+    try:
+        store = RunStore(root)
+        try:
+            _run(server, store, _questions(tmp_path))
+        except OSError:
+            pass
+        else:
+            raise AssertionError("the run should have failed")
+        monkeypatch.undo()
+        (run_id,) = store.run_ids()
+        assert store.manifest(run_id).status == "failed"
+        kept = query_df(store, "SELECT count(DISTINCT question_id || method) AS n FROM metrics WHERE run_id = ?",
+                        [run_id])["n"][0]
+        assert 0 < kept < N, "the chunks scored before the failure are published"
+        result = resume_run(run_id, store, progress=False)
+    finally:
+        server.stop()
+    assert result.status == "complete" and result.scored
+    done = query_df(store, "SELECT count(DISTINCT question_id || method) AS n FROM metrics WHERE run_id = ?",
+                    [run_id])["n"][0]
+    assert done == N
+
+
+def _metric_files(root: Path) -> list[Path]:
+    return list(root.glob("*/parts/metrics/*.parquet")) + list(root.glob("*/data/metrics*"))
+
+
+def test_judge_and_embedding_metrics_do_not_stream():
+    """A judge or embedding metric does not stream (its calls and model have their own batching):
+    a selection holding one is scored after the last answer, as before."""
+    assert not streaming.streamable(streaming_spec("faithfulness"))
+    assert not streaming.streamable(streaming_spec("semantic_similarity"))
+    assert streaming.streamable(streaming_spec("token_f1"))
+
+
+def streaming_spec(name: str):
+    from evalcore.scoring.engine import metric_registry
+
+    return metric_registry()[name]
