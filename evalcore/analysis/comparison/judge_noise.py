@@ -122,11 +122,17 @@ def pair_noise(store, base: str, cand: str, metrics: Sequence[str],
 def comparison_noise(store, result: Any) -> list[dict[str, Any]]:
     """pair_noise for every candidate of a Comparison, over its tested metrics (`compare --json`
     and the report put it under "judge_noise"; [] when no side has repeats)."""
+    return each_candidate(store, result, pair_noise)
+
+
+def each_candidate(store, result: Any, pair: Any) -> list[dict[str, Any]]:
+    """pair(store, baseline, candidate, metrics)'s rows for every candidate of a Comparison, over
+    the metrics the comparison tested for it: the judge-noise and the trials rows of `compare`."""
     out: list[dict[str, Any]] = []
     base = result.baseline.label
     for cand in result.candidates:
         metrics = list(result.table.loc[result.table.candidate == cand.label, "metric"])
-        out.extend(pair_noise(store, base, cand.label, metrics))
+        out.extend(pair(store, base, cand.label, metrics))
     return out
 
 

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from evalcore.analysis.comparison.judge_noise import each_candidate
 from evalcore.analysis.comparison.side_by_side import split_key
 from evalcore.analysis.read.catalog import direction, pass_fail
 from evalcore.analysis.read.trial_values import trial_counts, trial_frame
@@ -125,9 +126,4 @@ def pair_trials(store, base: str, cand: str, metrics: Sequence[str]) -> list[dic
 def comparison_trials(store, result: Any) -> list[dict[str, Any]]:
     """pair_trials for every candidate of a Comparison over its tested metrics (`compare --json`
     and the report put it under "trials"; [] when no side has trials)."""
-    out: list[dict[str, Any]] = []
-    base = result.baseline.label
-    for cand in result.candidates:
-        metrics = list(result.table.loc[result.table.candidate == cand.label, "metric"])
-        out.extend(pair_trials(store, base, cand.label, metrics))
-    return out
+    return each_candidate(store, result, pair_trials)

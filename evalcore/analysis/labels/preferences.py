@@ -215,15 +215,6 @@ def findings(store: RunStore, run_id: str) -> list[str]:
     order (its labels count as hand-picked), and per pair holding two verified samples."""
     out = []
     for pair in sorted(p for p in labelled_pairs(store) if p.a[0] == run_id):
-        name = f"preference {pair.a[1]} vs {pair.b[0]}:{pair.b[1]}"
-        found = checks(store, pair)
-        for c in found:
-            if not c.ok:
-                out.append(f"sample {c.sample_id!r} of {name}: {len(c.problems)} label(s) do not make a random "
-                           f"sample, so none of its labels feed an estimate (they count as hand-picked). "
-                           f"First: {_problem_text(c.problems[0])}")
-        good = [c for c in found if c.ok and c.full]
-        if len(good) > 1:
-            out.append(f"{name} holds {len(good)} random samples ({', '.join(c.sample_id for c in good)}); their "
-                       f"union is not random, so only {O.chosen(good).sample_id} (most labelled) feeds estimates")
+        out.extend(O.findings(f"preference {pair.a[1]} vs {pair.b[0]}:{pair.b[1]}", checks(store, pair),
+                              _problem_text))
     return out

@@ -183,17 +183,7 @@ def findings(store: RunStore, run_id: str) -> list[str]:
     keys = sorted({(m, metric_of(k, r)) for m, k, r in zip(pops.method, pops.target_kind, pops.target_ref)})
     out = []
     for method, metric in keys:
-        checks = U.samples(store, run_id, method, metric)
-        for c in checks:
-            if not c.ok:
-                out.append(f"sample {c.sample_id!r} of {method}/{metric}: {len(c.problems)} label(s) do not make a "
-                           f"random sample, so none of its labels feed an estimate (they count as hand-picked). "
-                           f"First: {c.problems[0].message}")
-        good = [c for c in checks if c.ok and c.full]
-        if len(good) > 1:
-            feeds = O.chosen(good)
-            out.append(f"{method}/{metric} holds {len(good)} random samples ({', '.join(c.sample_id for c in good)}); "
-                       f"their union is not random, so only {feeds.sample_id} (most answers labelled) feeds estimates")
+        out.extend(O.findings(f"{method}/{metric}", U.samples(store, run_id, method, metric), lambda p: p.message))
     return out + PF.findings(store, run_id)  # a pair's samples (preferences) are checked the same way
 
 

@@ -32,7 +32,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Hashable, Iterable, Sequence
+from typing import Callable, Hashable, Iterable, Sequence
 
 from evalcore.schemas.labels import SAMPLE_GRAMMAR, sample_id, sample_seed
 
@@ -40,7 +40,7 @@ DEFAULT_SEED = 0
 BATCH = 20  # the Annotate page's batch: one sample grows by this many answers at a time
 PROB_TOLERANCE = 1e-9  # relative: a probability written by another program may differ in the last digit
 
-__all__ = ["BATCH", "DEFAULT_SEED", "SampleCheck", "Problem", "chosen", "check_population", "inclusion_prob",
+__all__ = ["BATCH", "DEFAULT_SEED", "SampleCheck", "Problem", "chosen", "check_population", "findings", "inclusion_prob",
            "order", "sample_id", "sample_seed", "verify"]
 
 
@@ -156,3 +156,17 @@ def chosen(checks: Sequence[SampleCheck]) -> SampleCheck | None:
     labelled answers (ties: the lower seed); None when no sample verifies."""
     good = [c for c in checks if c.ok and c.full]
     return min(good, key=lambda c: (-c.full, c.seed)) if good else None
+
+
+def findings(name: str, checks: Sequence[SampleCheck], problem_text: Callable[[Problem], str]) -> list[str]:
+    """`store check`'s lines about one population's samples (`name`: how the line names it): each
+    sample that fails its order (its labels count as hand-picked), and more than one verified
+    sample (only `chosen` feeds estimates: their union is not random)."""
+    out = [f"sample {c.sample_id!r} of {name}: {len(c.problems)} label(s) do not make a random sample, so none "
+           f"of its labels feed an estimate (they count as hand-picked). First: {problem_text(c.problems[0])}"
+           for c in checks if not c.ok]
+    good = [c for c in checks if c.ok and c.full]
+    if len(good) > 1:
+        out.append(f"{name} holds {len(good)} random samples ({', '.join(c.sample_id for c in good)}); their "
+                   f"union is not random, so only {chosen(good).sample_id} (most answers labelled) feeds estimates")
+    return out
