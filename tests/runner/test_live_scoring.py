@@ -147,3 +147,26 @@ def streaming_spec(name: str):
     from evalcore.scoring.engine import metric_registry
 
     return metric_registry()[name]
+
+
+def test_publishing_while_asking_takes_at_most_a_fifth_of_the_run(monkeypatch):
+    """The periodic publish (compaction) waits 5 s, and at least four times its last duration:
+    a run whose compaction takes 2 s publishes every 8 s, not every 5 s."""
+    from evalcore.pipeline import live as pipeline
+
+    clock = [0.0]
+    monkeypatch.setattr(pipeline.time, "monotonic", lambda: clock[0])
+
+    class Writer:
+        published: list[float] = []
+
+        def publish(self, record=None):
+            self.published.append(clock[0])
+            clock[0] += 2.0  # a compaction of 2 s
+
+    writer = Writer()
+    on_flush = pipeline._recorder(writer, 0, 100)
+    for t in (1.0, 4.9, 5.0, 12.9, 15.0, 20.0, 23.0):
+        clock[0] = max(clock[0], t)
+        on_flush(10)
+    assert writer.published == [5.0, 15.0]  # 12.9: 5.9 s after the last ended, under 4 x 2 s
