@@ -188,7 +188,9 @@ def response_row(run_id: str, r: EvalResponse) -> dict[str, Any]:
 
 
 def metric_row(m: MetricValue) -> dict[str, Any]:
-    row = m.model_dump()
+    # the validated fields as they are (all plain values: model_dump took ten times longer,
+    # a third of a second per 20,000 values, to copy `details` that is replaced just below)
+    row = dict(m.__dict__)
     row["details"] = json_text(m.details) if m.details else None
     row["value"] = float("nan") if math.isnan(m.value) else m.value
     row["trial"] = m.trial  # the model leaves trial 0 out of its dump; the column always has it
