@@ -23,8 +23,10 @@ NEVER = ("plotly", "ppi_py", "numba", "statsmodels", "sklearn")
 WRITING = ("evalcore.store.compaction", "evalcore.store.writer", "evalcore.store.merge",
            "evalcore.store.parquet_write", "evalcore.store.remote_staging", "evalcore.store.local_staging")
 # a listing reads no frame, computes no statistic and builds no Arrow table: DuckDB reads the
-# files and takes the views' few rows as Python lists, so neither pyarrow nor numpy loads
-LISTING = (*NEVER, *WRITING, "pandas", "scipy", "pyarrow", "numpy")
+# files and takes the views' few rows as Python lists, so neither pyarrow nor numpy loads; and
+# of the contracts it validates run.json alone (evalcore.schemas loads a model when first named)
+CONTRACTS = ("evalcore.schemas.dataset", "evalcore.schemas.response", "evalcore.schemas.results")
+LISTING = (*NEVER, *WRITING, *CONTRACTS, "pandas", "scipy", "pyarrow", "numpy")
 # show reads frames (pandas) but tests nothing (scipy), labelled or not, and writes nothing
 SHOW = (*NEVER, *WRITING, "scipy")
 
