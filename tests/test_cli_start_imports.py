@@ -26,7 +26,9 @@ WRITING = ("evalcore.store.compaction", "evalcore.store.writer", "evalcore.store
 # files and takes the views' few rows as Python lists, so neither pyarrow nor numpy loads; and
 # of the contracts it validates run.json alone (evalcore.schemas loads a model when first named)
 CONTRACTS = ("evalcore.schemas.dataset", "evalcore.schemas.response", "evalcore.schemas.results")
-LISTING = (*NEVER, *WRITING, *CONTRACTS, "pandas", "scipy", "pyarrow", "numpy")
+# nor the commands that move runs in and out (import, export: Phoenix bounds, export formats)
+TRANSFER = ("evalcore.cli.transfer_commands", "evalcore.traces", "evalcore.outputs")
+LISTING = (*NEVER, *WRITING, *CONTRACTS, *TRANSFER, "pandas", "scipy", "pyarrow", "numpy")
 # show reads frames (pandas) but tests nothing (scipy), labelled or not, and writes nothing
 SHOW = (*NEVER, *WRITING, "scipy")
 
