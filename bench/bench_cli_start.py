@@ -81,8 +81,9 @@ def _help_part(repeat: int) -> None:
 
 
 # Part 2. What `evalcore runs` cannot start without: the CLI framework, the models, DuckDB, and
-# pyarrow (the store's table schemas), and rich for the table: a floor beside the bare interpreter.
-FLOOR = "import typer, pydantic, duckdb, pyarrow, rich.table"
+# rich for the table: a floor beside the bare interpreter (pyarrow left it with issue 38 item 4:
+# the store's readers build no Arrow table).
+FLOOR = "import typer, pydantic, duckdb, rich.table"
 # label -> (arguments after --store, which store, the plain command it adds to)
 METHODS = ("local_search", "basic_search")
 STORE_COMMANDS: dict[str, tuple[list[str], str, str | None]] = {
@@ -110,7 +111,7 @@ def build_stores(base: Path) -> tuple[dict[str, Path], str]:
     sys.path.insert(0, str(ROOT))
     from typer.testing import CliRunner
 
-    from evalcore.analysis import label_sampling as S
+    from evalcore.analysis.labels import label_sampling as S
     from evalcore.cli.main import app
     from evalcore.demo.synthetic import build_store
     from evalcore.store import query_df

@@ -80,7 +80,7 @@ def hotpot_records(n: int = 10) -> list[dict[str, Any]]:
 
 
 def example_records() -> list[dict[str, Any]]:
-    from evalcore.cli.store_commands import example_files
+    from evalcore.cli.transfer_commands import example_files
     from evalcore.datasets import load_questions
     from evalcore.scoring.importer import parse_recorded
 

@@ -71,7 +71,7 @@ def test_unknown_run_and_bad_format(tmp_path, capsys, monkeypatch):
 
 
 def test_stats_and_datasets_on_shipped_example(tmp_path):
-    from evalcore.cli.store_commands import example_files
+    from evalcore.cli.transfer_commands import example_files
 
     _, questions = example_files()
     res = runner.invoke(app, ["stats", str(questions), "--json"])

@@ -31,6 +31,11 @@ def _store_commands() -> ModuleType:
     return store_commands
 
 
+def _transfer_commands() -> ModuleType:
+    from evalcore.cli import transfer_commands
+    return transfer_commands
+
+
 def _dataset_commands() -> ModuleType:
     from evalcore.cli import dataset_commands
     return dataset_commands
@@ -80,7 +85,7 @@ def _report_commands() -> ModuleType:
 # command module: a loader above, its commands here (tests/test_cli_vocabulary.py checks that
 # every module registers exactly the commands named for it).
 COMMANDS: dict[str, Callable[[], ModuleType]] = {
-    "import": _store_commands, "runs": _store_commands, "show": _store_commands, "export": _store_commands,
+    "import": _transfer_commands, "runs": _store_commands, "show": _store_commands, "export": _transfer_commands,
     "delete": _store_commands, "store": _store_commands,
     "datasets": _dataset_commands, "stats": _dataset_commands,
     "score": _score_commands, "compare": _score_commands,

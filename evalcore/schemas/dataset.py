@@ -10,18 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from evalcore.schemas.bounds import JsonObject, Label
 from evalcore.schemas.ids import Id
-
-
-class Strict(BaseModel):
-    """Base for every I/O contract: unknown fields are rejected. Each model's validator is built
-    when the model is first used, not when evalcore.schemas is imported: building all of them cost
-    every command a tenth of a second, and `evalcore runs` reads one (RunManifest)."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+from evalcore.schemas.strict import Strict
 
 
 class GoldPassage(Strict):

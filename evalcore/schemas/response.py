@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from evalcore.schemas.bounds import CostUsd, DurationMs, JsonObject, Rank, Score, SignedDurationMs, TokenCount
-from evalcore.schemas.dataset import Strict
+from evalcore.schemas.strict import Strict
 from evalcore.schemas.ids import Id
 from evalcore.schemas.trials import TrialIndex, first_trial
 

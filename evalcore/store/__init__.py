@@ -5,9 +5,16 @@ compaction.py folds them into one canonical file per table plus a summary; views
 readers DuckDB views over the canonical files; runstore.py ties a folder of runs together;
 health.py finds damage, keeps it inside its run, and repairs a lost pointer.
 Import from here: `from evalcore.store import RunStore, open_db, query_df`.
+
+Why the views and the writing side load when first named (_LAZY): a reader never writes, and
+the writing side brings pyarrow and numpy (a third of `evalcore runs`' start); a command that
+only opens the store (`delete`, `store clean`) needs no DuckDB either.
 """
 
-from evalcore.store.compaction import Compaction
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from evalcore.store.layout import (
     DEFAULT_ROOT,
     FORMAT_VERSION,
@@ -23,9 +30,31 @@ from evalcore.store.layout import (
 )
 from evalcore.store.process_exit import end_process
 from evalcore.store.runstore import RunStore
-from evalcore.store.views import open_db, query_df, query_frame, wide_columns
-from evalcore.store.writer import RunWriter
+
+if TYPE_CHECKING:
+    from evalcore.store.compaction import Compaction
+    from evalcore.store.views import open_db, query_df, query_frame, wide_columns
+    from evalcore.store.writer import RunWriter
+
+_LAZY = {
+    "Compaction": ("evalcore.store.compaction", "Compaction"),
+    "RunWriter": ("evalcore.store.writer", "RunWriter"),
+    "open_db": ("evalcore.store.views", "open_db"),
+    "query_df": ("evalcore.store.views", "query_df"),
+    "query_frame": ("evalcore.store.views", "query_frame"),
+    "wide_columns": ("evalcore.store.views", "wide_columns"),
+}
 
 __all__ = ["Compaction", "DEFAULT_ROOT", "FORMAT_VERSION", "RUN_ID_RE", "RunDamaged", "RunStore", "RunWriter",
            "SHARED_DIR", "STAGING_DIR", "STORE_MARKER", "TRASH_DIR", "check_run_id", "default_root", "end_process", "new_run_id", "open_db",
            "query_df", "query_frame", "wide_columns"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module_name, attr = _LAZY[name]
+        value = globals()[name] = getattr(importlib.import_module(module_name), attr)
+        return value
+    raise AttributeError(f"module 'evalcore.store' has no attribute {name!r}")

@@ -11,24 +11,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
 from evalcore.store import fs as _fs
-from evalcore.store.merge import sql_list
-from evalcore.store.quarantine import unreadable
+from evalcore.store.columns import ANNOTATION_COLUMNS, Column
+from evalcore.store.merge_sql import sql_list
+from evalcore.store.quarantine import read_errors, unreadable
 from evalcore.store.runstore import RunStore
-from evalcore.store.tables import ANNOTATIONS_SCHEMA
 
 # When a label arrived, from where it sits in the append-only log: part files are named
-# part-<UTC time to the microsecond>-<random>.parquet (layout.write_part), one append per file,
+# part-<UTC time to the microsecond>-<random>.parquet (parquet_write.write_part), one append per file,
 # rows in the order given. `arrival` sorts in append order (ties of "when" go to the later
 # arrival); `arrived_at` is the file's time (NULL for a file named otherwise).
 ARRIVAL_SQL = (
     "make_timestamptz(epoch_us(try_strptime(regexp_extract(filename, 'part-([0-9]{8}T[0-9]{12})-[^/]*$', 1), "
     "'%Y%m%dT%H%M%S%f'))) AS arrived_at, "
     "regexp_extract(filename, '[^/]*$') || '#' || lpad(CAST(file_row_number AS VARCHAR), 12, '0') AS arrival")
-ANNOTATIONS_VIEW_SCHEMA = ANNOTATIONS_SCHEMA.append(pa.field("arrived_at", pa.timestamp("us", tz="UTC"))).append(
-    pa.field("arrival", pa.string()))
+ANNOTATION_VIEW_COLUMNS: tuple[Column, ...] = (*ANNOTATION_COLUMNS, ("arrived_at", "TIMESTAMPTZ"),
+                                                ("arrival", "VARCHAR"))
 
 
 def annotation_files(store: RunStore) -> list[Path]:
@@ -73,7 +72,7 @@ def labels_refreshed(con: duckdb.DuckDBPyConnection, store: RunStore) -> bool:
         con.execute("BEGIN TRANSACTION")
         annotations_view(con, store, set())
         con.execute("COMMIT")
-    except (duckdb.Error, pa.ArrowException, OSError):
+    except read_errors():
         try:
             con.execute("ROLLBACK")
         except duckdb.Error:

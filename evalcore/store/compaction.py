@@ -64,15 +64,17 @@ from evalcore.store.layout import (
     pending_parts,
     read_pointer_versioned,
     run_root,
-    write_parquet_atomic,
     write_pointer,
 )
-from evalcore.store.merge import ForeignRows, Merged, merge_files, sql_list
+from evalcore.store.merge import ForeignRows, Merged, merge_files
+from evalcore.store.merge_sql import sql_list
+from evalcore.store.parquet_write import write_parquet_atomic
 from evalcore.store.quarantine import quarantine_unreadable_parts
 from evalcore.store.run_damage import file_findings, refuse
 from evalcore.store.summary import DERIVED_TABLES, SUMMARY_TABLES, summary_sql
 from evalcore.store.wide import WIDE_TABLE, WIDE_WRITE, compute_sql as wide_compute_sql
-from evalcore.store.tables import SCHEMAS, TRIAL_TABLES
+from evalcore.store.columns import TRIAL_TABLES
+from evalcore.store.tables import SCHEMAS
 
 
 # How long a file that stopped being current stays on disk: a reader that read the old pointer

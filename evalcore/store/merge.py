@@ -5,7 +5,7 @@ once; a 100 MB import grew the process by 550 MB. Here only the keys are held, a
 hashes, a timestamp and a position per row (32 bytes); the rows themselves are streamed from
 the source files to the output batch by batch.
 
-Which row wins (the rule readers of format-1 runs apply in SQL, store/compaction.merge_sql):
+Which row wins (the rule readers of format-1 runs apply in SQL, store/merge_sql.py):
 - keyed tables (tables.KEYS): per key, the newest `ORDER_COLUMN`; a tie goes to the later file
   (the current canonical file comes first, then parts in name order: their names start with
   their write time), then to the later row of that file;
@@ -26,22 +26,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from evalcore.errors import StoreError
-from evalcore.common.regular_files import require_regular
-from evalcore.store import fs as _fs
+from evalcore.store.columns import EMPTY_SET_MARKER, KEY_DEFAULTS, KEYS, ORDER_COLUMN, SET_KEYS, SORT_COLUMNS
 from evalcore.store.fs import arrow as _arrow
-from evalcore.store.layout import LARGE_TABLE_BYTES, PARQUET_WRITE, RUN_OF_FILE_SQL, release_arrow_memory
+from evalcore.store.merge_sql import FORMAT1_LABELS
+from evalcore.store.parquet_write import LARGE_TABLE_BYTES, PARQUET_WRITE, release_arrow_memory
 from evalcore.store.quarantine import other_run
-from evalcore.store.tables import (
-    EMPTY_SET_MARKER,
-    KEY_DEFAULTS,
-    KEYS,
-    ORDER_COLUMN,
-    SCHEMAS,
-    SET_KEYS,
-    SORT_COLUMNS,
-    dictionary_columns,
-    statistics_columns,
-)
+from evalcore.store.tables import SCHEMAS, dictionary_columns, statistics_columns
 
 if TYPE_CHECKING:  # pandas is imported where rows are merged: reading the store never needs it
     import pandas as pd
@@ -55,10 +45,6 @@ def _compute():
     return pc
 
 
-# Format-1 metric rows kept grades and classes only in details: which metrics did, and the
-# details key that held the word. A fixed fact about files written then (a metric added since
-# writes its `label` itself: MetricSpec.label_kind), so it is not read from the registry.
-FORMAT1_LABELS = {"factual_grade": "grade", "factual_accuracy": "grade", "answer_class": "class"}
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
 _NO_TIME = np.iinfo(np.int64).min
 
@@ -224,53 +210,3 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
         del batch, part
         release_arrow_memory()
     return Merged(rows_in, rows_out)
-
-
-# ---- the same rule in SQL, for readers of format-1 runs (store/views.py) -------------------
-def sql_list(paths: list[Path]) -> str:
-    """The files for DuckDB's read_parquet, as an SQL list. Every local one is proven a regular
-    file first (NotRegularFile, an OSError naming it): DuckDB opens what it is given, and a FIFO
-    would block it for ever, a character device feed it without end."""
-    for p in paths:
-        if not _fs.is_remote(p):
-            require_regular(p)
-    return "[" + ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths) + "]"
-
-
-def _label_fill(has_label: bool) -> str:
-    """Format-1 metric rows kept grades and classes only in details: lift them into `label`."""
-    derived = "CASE " + " ".join(f"WHEN metric = '{metric}' THEN upper(json_extract_string(details, '$.{key}'))"
-                                 for metric, key in FORMAT1_LABELS.items()) + " END"
-    return f"coalesce(label, {derived})" if has_label else derived
-
-
-def _has_column(paths: list[Path], column: str) -> bool:
-    return any(column in pq.read_schema(_arrow(p)[0], filesystem=_arrow(p)[1]).names for p in paths)
-
-
-def merge_sql(table: str, paths: list[Path]) -> str:
-    """SELECT of the newest row per key (or newest set per set key) over `paths`: the rule of
-    store/merge.py in SQL, for reading format-1 runs. Ties on the timestamp go to the later file
-    name (part names start with their write time), then to the later row of that file."""
-    # each row's run_id from its run folder, as every reader takes it (store/views.py)
-    # key columns added later (trial) are their default in files written before them
-    added = "".join(f", {default} AS {name}" for name, default in KEY_DEFAULTS.items()
-                    if name in SORT_COLUMNS[table] and not _has_column(paths, name))
-    src = (f"(SELECT * REPLACE ({RUN_OF_FILE_SQL} AS run_id){added} FROM read_parquet({sql_list(paths)}, "
-           "union_by_name = true, filename = true, file_row_number = true))")
-    order = ORDER_COLUMN[table]
-    sort = ", ".join(SORT_COLUMNS[table])
-    star = "* EXCLUDE (filename, file_row_number)"
-    if table == "metrics":
-        has_label = _has_column(paths, "label")
-        star = (f"* EXCLUDE (filename, file_row_number{', label' if has_label else ''}), "
-                f"{_label_fill(has_label)} AS label")
-    if table in KEYS:
-        keys = ", ".join(KEYS[table])
-        first = "cache_hit IS NOT TRUE DESC, " if table == "judge_calls" else ""  # store/merge.PRIORITY
-        qualify = (f"row_number() OVER (PARTITION BY {keys} ORDER BY {first}{order} DESC NULLS LAST, filename DESC, "
-                   f"file_row_number DESC) = 1")
-    else:
-        keys = ", ".join(SET_KEYS[table])
-        qualify = f"dense_rank() OVER (PARTITION BY {keys} ORDER BY {order} DESC NULLS LAST, filename DESC) = 1"
-    return f"SELECT {star} FROM {src} QUALIFY {qualify} ORDER BY {sort}"

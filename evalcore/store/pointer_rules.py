@@ -28,9 +28,9 @@ from typing import Any
 
 from evalcore.store import safe_paths as _safe
 from evalcore.store.summary import DERIVED_TABLES
-from evalcore.store.tables import KEY_DEFAULTS, KEYS, ORDER_COLUMN, SCHEMAS, SET_KEYS
+from evalcore.store.columns import COLUMNS, KEY_DEFAULTS, KEYS, ORDER_COLUMN, SET_KEYS, column_names
 
-RUN_TABLES = tuple(SCHEMAS)
+RUN_TABLES = tuple(COLUMNS)
 KNOWN_TABLES = frozenset(RUN_TABLES) | frozenset(DERIVED_TABLES)
 DATA_DIR = "data"
 PARTS_DIR = "parts"
@@ -39,7 +39,7 @@ MAX_GENERATION = 10 ** 12 - 1  # below it, a compaction's generation + 1 still f
 # data/<table>-g<N>-<tag>.parquet, and the hidden temporary name a compaction writes it under
 DATA_NAME_RE = re.compile(r"^\.?(?P<table>[a-z][a-z_]{0,39})-g(?P<generation>[0-9]{1,12})-(?P<tag>[0-9a-f]{1,32})"
                           r"\.parquet(?:\.tmp)?$")
-# what a writer names a part file (layout.write_part: part-<time>-<random>.parquet), and any
+# what a writer names a part file (parquet_write.write_part: part-<time>-<random>.parquet), and any
 # other plain name of that shape a person or an older evalcore may have put there
 PART_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,119}\.parquet$")
 
@@ -161,12 +161,12 @@ def columns_problem(table: str, names: list[str]) -> str | None:
     validation errors, and a compaction would have merged it into the questions. A run table's
     columns have only ever been added, so a file of it has no column outside its schema (every
     run table has a column no other one has), and it has the columns a merge keys on."""
-    if table not in SCHEMAS:
+    if table not in COLUMNS:
         return None
-    schema = SCHEMAS[table].names
+    schema = column_names(table)
     foreign = [n for n in names if n not in schema]
     if foreign:
-        owner = next((t for t in RUN_TABLES if t != table and set(names) <= set(SCHEMAS[t].names)), None)
+        owner = next((t for t in RUN_TABLES if t != table and set(names) <= set(column_names(t))), None)
         return (f"it is not a {table} file: it has the column(s) {', '.join(map(shown, foreign[:4]))}"
                 + (f" of table {owner!r}" if owner else ""))
     needed = [c for c in (*KEYS.get(table, SET_KEYS.get(table, ())), ORDER_COLUMN[table])

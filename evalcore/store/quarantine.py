@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import uuid
-from typing import Any, Iterable
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any, Iterable
 
 from evalcore.common.regular_files import NotRegularFile
 from evalcore.store import fs as _fs
@@ -33,6 +31,19 @@ UNREADABLE_PART = "unreadable part file"
 # the warning keeps the logger name it has always had (people filter on it)
 log = logging.getLogger("evalcore.store.health")
 
+if TYPE_CHECKING:  # pyarrow is imported where a file's footer is read: a healthy store's readers never do
+    import pyarrow.parquet as pq
+
+
+def read_errors() -> tuple[type[BaseException], ...]:
+    """What reading a damaged file raises, for an `except` clause (which evaluates it only when
+    an error arrives): DuckDB's errors, the system's, and pyarrow's once pyarrow is loaded (a
+    reader that never imported it cannot meet one, and need not import it to say so)."""
+    import duckdb
+
+    arrow = sys.modules.get("pyarrow")
+    return (duckdb.Error, OSError, *((arrow.ArrowException,) if arrow is not None else ()))
+
 
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
@@ -44,6 +55,8 @@ def unreadable(path: Location, deep: bool = False) -> str | None:
     A FIFO, socket or device is never opened (fs.arrow refuses it: "it is a FIFO...")."""
     if not deep:
         return footer(path)[1]
+    import pyarrow.parquet as pq
+
     try:
         where, filesystem = _fs.arrow(path)
         source = pq.ParquetFile(where, filesystem=filesystem, pre_buffer=False)
@@ -56,6 +69,8 @@ def unreadable(path: Location, deep: bool = False) -> str | None:
 
 def footer(path: Location) -> tuple[pq.FileMetaData | None, str | None]:
     """(the file's Parquet footer, None), or (None, why it cannot be read)."""
+    import pyarrow.parquet as pq
+
     try:
         where, filesystem = _fs.arrow(path)
         return pq.read_metadata(where, filesystem=filesystem), None
@@ -105,6 +120,8 @@ def foreign_run(path: Location, run_id: str, meta: pq.FileMetaData | None = None
             return found
     else:
         return None
+    import pyarrow.parquet as pq
+
     try:
         where, filesystem = _fs.arrow(path)
         column = pq.read_table(where, columns=["run_id"], filesystem=filesystem).column("run_id")
@@ -150,6 +167,9 @@ def _corrupt(path: Location, table: str, run_id: str) -> str | None:
         return None  # gone meanwhile: nothing to set aside
     if not data:
         return "an empty (0-byte) file"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         pq.read_metadata(pa.BufferReader(data))
     except Exception as exc:

@@ -21,7 +21,7 @@ from typing import Sequence
 import duckdb
 
 from evalcore.store.layout import RUN_OF_FILE_SQL
-from evalcore.store.merge import sql_list
+from evalcore.store.merge_sql import sql_list
 
 
 def by_folder(paths: list[Path]) -> str:

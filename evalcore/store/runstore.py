@@ -24,12 +24,8 @@ from typing import TYPE_CHECKING, Iterator
 
 from evalcore.store import staging as _staging
 from evalcore.errors import StoreError
-from evalcore.schemas import Annotation, RunManifest
-from evalcore.schemas.results import check_label_time
 from evalcore.store import fs as _fs
-from evalcore.store import remote_staging
 from evalcore.store import safe_paths as _safe
-from evalcore.store.compaction import Compaction, compact, compaction_lock, pending_rows
 from evalcore.store.fs import Location
 from evalcore.store.layout import (
     FORMAT_VERSION,
@@ -37,7 +33,6 @@ from evalcore.store.layout import (
     RUN_ID_RE,
     RUN_TABLES,
     SHARED_DIR,
-    STAGING_DIR,
     STORE_MARKER,
     TRASH_DIR,
     RunDamaged,
@@ -51,17 +46,17 @@ from evalcore.store.layout import (
     run_identity_problem,
     store_format,
     write_atomic_bytes,
-    write_part,
     write_pointer,
 )
 from evalcore.store.manifest_file import read_manifest
 from evalcore.store.run_refs import resolve_run
 from evalcore.store.shared_cache import SharedCache
-from evalcore.store.writer import RunWriter
-from evalcore.store.tables import annotation_row
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the writing side (compaction, writers, pyarrow) is imported by what writes: a reader never does
+    from evalcore.schemas import Annotation, RunManifest
+    from evalcore.store.compaction import Compaction
     from evalcore.store.health import Repair, RunCheck
+    from evalcore.store.writer import RunWriter
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +124,8 @@ class RunStore:
 
     def compact(self, run_id: str) -> Compaction:
         """Publish a run's pending part files (see store/compaction.py)."""
+        from evalcore.store.compaction import compact
+
         return compact(self.run_dir(check_run_id(run_id)))
 
     def state_token(self) -> str:
@@ -218,6 +215,8 @@ class RunStore:
 
     def pending_rows(self, run_id: str, table: str) -> int:
         """Rows a writer of the run has written but not yet published (a live run's progress)."""
+        from evalcore.store.compaction import pending_rows
+
         return pending_rows(self.run_dir(check_run_id(run_id)), table)
 
     def shared_dir(self, name: str) -> Location:
@@ -315,6 +314,8 @@ class RunStore:
     def open_run(self, run_id: str) -> RunWriter:
         """A writer for an existing run. A format-1 run, or one with parts left by a writer that
         died, is compacted first, so what the new writer reads back is the run's true state."""
+        from evalcore.store.writer import RunWriter
+
         run_id = self.resolve(run_id)
         writer = RunWriter(run_id, self.run_dir(run_id))
         writer.publish()
@@ -327,6 +328,8 @@ class RunStore:
         The run exists once its folder holds a pointer and a manifest; if either cannot be
         written (a full disk, a manifest that cannot be encoded) the folder is removed again,
         so a failed start leaves no empty run behind."""
+        from evalcore.store.writer import RunWriter
+
         directory = _safe.inside(self.root, self.run_dir(manifest.run_id))
         self.check_format()
         if directory.exists() or directory.is_symlink():
@@ -362,44 +365,19 @@ class RunStore:
         if final.exists() or final.is_symlink():
             raise StoreError(f"run {manifest.run_id!r} already exists")
         if self.remote:
-            with remote_staging.staged(self.root, manifest, final, mark=self._mark) as writer:
-                yield writer
-            return
-        staging = _safe.inside(self.root, self.root / STAGING_DIR / manifest.run_id)  # before any sweep
-        _staging.sweep_quietly(self.root)
-        try:
-            staging.mkdir(parents=True)
-        except FileExistsError as exc:
-            raise StoreError(f"run {manifest.run_id!r} is already being staged") from exc
-        writer = RunWriter(manifest.run_id, staging)
-        lock = None
-        try:
-            lock = _staging.hold_writer_lock(staging)
-            write_pointer(staging, empty_pointer())
-            writer.write_manifest(manifest)
+            from evalcore.store.remote_staging import staged
+        else:
+            from evalcore.store.local_staging import staged
+        with staged(self.root, manifest, final, mark=self._mark) as writer:
             yield writer
-            writer.publish()  # published runs are canonical from their first moment
-            self._mark()  # before the rename: an import never fails after its run is visible
-            # drop the lock file so the published run does not carry it; until the rename,
-            # the folder is lock-less but young, which the age rule still protects
-            _safe.unlink(self.root, staging / _staging.LOCK_FILE)
-            try:
-                _safe.move(self.root, staging, final)
-            except OSError as exc:  # the id appeared meanwhile (ids are unique, so: a bug)
-                raise StoreError(f"cannot publish run {manifest.run_id!r}: {exc}") from exc
-            writer.dir = final
-        except BaseException:
-            _safe.remove_tree(self.root, staging)
-            raise
-        finally:
-            if lock is not None:
-                lock.close()
 
     def clean_staging(self, dry_run: bool = False, kept: list[Path] | None = None) -> list[_staging.Removed]:
         """Remove staging folders left by imports that were killed; return each with the bytes
         it held. A folder whose writer still lives is never touched (listed in `kept` if given).
         With `dry_run`, only report what would go."""
         if self.remote:
+            from evalcore.store import remote_staging
+
             return remote_staging.sweep(self.root, dry_run=dry_run, kept=kept)
         return _staging.sweep(self.root, dry_run=dry_run, kept=kept)
 
@@ -410,6 +388,8 @@ class RunStore:
         return _staging.sweep_trash(self.root, dry_run=dry_run)
 
     def delete_run(self, run_id: str) -> str:
+        from evalcore.store.compaction import compaction_lock
+
         run_id = self.resolve(run_id)
         if self.remote:  # no rename on S3: the manifest goes first, so the run vanishes at once
             run_dir = self.run_dir(run_id)
@@ -427,6 +407,10 @@ class RunStore:
 
     # ---- annotations (append-only) -----------------------------------------------------
     def append_annotations(self, annotations: list[Annotation]) -> Path | None:
+        from evalcore.schemas.results import check_label_time
+        from evalcore.store.parquet_write import write_part
+        from evalcore.store.tables import annotation_row
+
         for a in annotations:  # the time again, whoever built the label: a future one outranks later ones
             check_run_id(a.run_id)
             check_label_time(a)

@@ -1,9 +1,9 @@
-"""Parquet table schemas and the model -> row conversions for the run store.
+"""Parquet table schemas and the model -> row conversions for the run store (the writing side).
 
-Every part file of a table shares one fixed Arrow schema, so DuckDB can read them all as one
-view. Flat columns are what SQL filters and aggregates on; nested parts (retrieved contexts,
-details, judge requests) are JSON text columns, and `record` keeps the whole validated object
-so it can be read back exactly.
+Every part file of a table shares one fixed Arrow schema (built from store/columns.py), so
+DuckDB can read them all as one view. Flat columns are what SQL filters and aggregates on;
+nested parts (retrieved contexts, details, judge requests) are JSON text columns, and `record`
+keeps the whole validated object so it can be read back exactly.
 """
 
 from __future__ import annotations
@@ -11,23 +11,16 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import pyarrow as pa
 from pydantic_core import to_json
 
-from evalcore.schemas import (
-    Annotation,
-    Claim,
-    ContextJudgement,
-    EvalQuestion,
-    EvalResponse,
-    JudgeCall,
-    MetricRepeat,
-    MetricValue,
-)
+from evalcore.store.columns import ANNOTATION_COLUMNS, COLUMNS, TS, Column
 
-TS = pa.timestamp("us", tz="UTC")
+if TYPE_CHECKING:  # the rows are built from validated models; this module needs only their fields
+    from evalcore.schemas import (Annotation, Claim, ContextJudgement, EvalQuestion, EvalResponse, JudgeCall,
+                                  MetricRepeat, MetricValue)
 
 
 def _now() -> datetime:
@@ -40,94 +33,18 @@ def json_text(value: Any) -> str | None:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str, allow_nan=True)
 
 
-SCHEMAS: dict[str, pa.Schema] = {
-    "questions": pa.schema([
-        ("run_id", pa.string()), ("question_id", pa.string()), ("question", pa.string()),
-        ("ground_truth", pa.string()), ("category", pa.string()), ("question_type", pa.string()),
-        ("difficulty", pa.string()), ("tags", pa.list_(pa.string())), ("answerable", pa.bool_()),
-        ("n_gold", pa.int32()), ("record", pa.string()), ("written_at", TS),
-    ]),
-    "responses": pa.schema([
-        ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
-        ("answer", pa.string()), ("abstained", pa.bool_()), ("latency_ms", pa.float64()),
-        ("error", pa.string()), ("error_kind", pa.string()), ("input_tokens", pa.int64()),
-        ("output_tokens", pa.int64()), ("cost_usd", pa.float64()), ("n_retrieved", pa.int32()),
-        ("record", pa.string()), ("written_at", TS), ("trial", pa.int32()),
-    ]),
-    "metrics": pa.schema([
-        ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
-        ("metric", pa.string()), ("value", pa.float64()), ("group", pa.string()),
-        ("version", pa.string()), ("reason", pa.string()), ("details", pa.string()),
-        ("judge_id", pa.string()), ("computed_at", TS), ("label", pa.string()), ("trial", pa.int32()),
-    ]),
-    "judge_calls": pa.schema([
-        ("run_id", pa.string()), ("call_key", pa.string()), ("judge_id", pa.string()),
-        ("judge", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
-        ("purpose", pa.string()), ("request", pa.string()), ("response_raw", pa.string()),
-        ("parsed", pa.string()), ("input_tokens", pa.int64()), ("output_tokens", pa.int64()),
-        ("cost_usd", pa.float64()), ("latency_ms", pa.float64()), ("cache_hit", pa.bool_()),
-        ("error", pa.string()), ("created_at", TS),
-    ]),
-    "claims": pa.schema([
-        ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
-        ("source", pa.string()), ("idx", pa.int32()), ("text", pa.string()),
-        ("verdict", pa.string()), ("reason", pa.string()), ("metric", pa.string()),
-        ("judge_id", pa.string()), ("computed_at", TS), ("trial", pa.int32()),
-    ]),
-    "context_verdicts": pa.schema([
-        ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
-        ("metric", pa.string()), ("rank", pa.int32()), ("verdict", pa.string()), ("score", pa.float64()),
-        ("reason", pa.string()), ("judge_id", pa.string()), ("computed_at", TS), ("trial", pa.int32()),
-    ]),
-    # the K judge verdicts behind a judged value (`score --repeats K`); runs scored with K = 1
-    # have none (read as one repeat: the value). `value_at` = the value's computed_at
-    "metric_repeats": pa.schema([
-        ("run_id", pa.string()), ("method", pa.string()), ("question_id", pa.string()),
-        ("metric", pa.string()), ("repeat", pa.int32()), ("value", pa.float64()), ("label", pa.string()),
-        ("judge_id", pa.string()), ("reason", pa.string()), ("value_at", TS), ("computed_at", TS),
-        ("trial", pa.int32()),
-    ]),
-}
+# The Arrow type of each DuckDB type name store/columns.py uses.
+ARROW_TYPES = {"VARCHAR": pa.string(), "VARCHAR[]": pa.list_(pa.string()), "BOOLEAN": pa.bool_(),
+               "INTEGER": pa.int32(), "BIGINT": pa.int64(), "DOUBLE": pa.float64(), TS: pa.timestamp("us", tz="UTC")}
 
-ANNOTATIONS_SCHEMA = pa.schema([
-    ("annotation_id", pa.string()), ("who", pa.string()), ("when", TS), ("run_id", pa.string()),
-    ("method", pa.string()), ("question_id", pa.string()), ("target_kind", pa.string()),
-    ("target_ref", pa.string()), ("judge_label", pa.string()), ("label", pa.string()),
-    ("note", pa.string()), ("sample_id", pa.string()), ("inclusion_prob", pa.float64()),
-    ("shown_left", pa.string()),  # preferences only; NULL in part files written before it existed
-])
 
-# Key columns per table: compaction keeps the newest row per key, so re-writing a row
-# (re-scoring, a resumed run) replaces it instead of duplicating it. `trial` (which of a
-# question's T trials the answer is, `run --trials T`) ends the key of every table of answers
-# and what was judged of them; a file written before trials has no such column, and its rows
-# are trial 0 (KEY_DEFAULTS), so nothing stored changes meaning.
-KEYS: dict[str, tuple[str, ...]] = {
-    "questions": ("run_id", "question_id"),
-    "responses": ("run_id", "method", "question_id", "trial"),
-    "metrics": ("run_id", "method", "question_id", "metric", "trial"),
-    "judge_calls": ("run_id", "call_key"),
-}
-# A key column added after files without it were written, and the value such a file's rows have.
-KEY_DEFAULTS: dict[str, int] = {"trial": 0}
-# The tables whose rows belong to one trial of an answer: readers see trial 0 under the table's
-# own name (store/views.py), every trial under `trial_<table>` where one is offered.
-TRIAL_TABLES = ("responses", "metrics", "claims", "context_verdicts", "metric_repeats")
-# Set tables: rows written in one call form one set per key (they share a timestamp), and
-# compaction keeps the newest set whole, so a re-score with fewer claims leaves no stale ones.
-SET_KEYS: dict[str, tuple[str, ...]] = {
-    "claims": ("run_id", "method", "question_id", "metric", "trial"),
-    "context_verdicts": ("run_id", "method", "question_id", "metric", "trial"),
-    "metric_repeats": ("run_id", "method", "question_id", "metric", "trial"),  # a re-score with fewer K leaves none
-}
-# An empty set is written as one marker row whose column here is negative: it wins like any
-# newer set (so a re-score that found no claims replaces the old ones) and compaction drops it.
-EMPTY_SET_MARKER = {"claims": "idx", "context_verdicts": "rank"}
-ORDER_COLUMN = {"questions": "written_at", "responses": "written_at", "metrics": "computed_at",
-                "judge_calls": "created_at", "claims": "computed_at", "context_verdicts": "computed_at",
-                "metric_repeats": "computed_at"}
-# Sort order of a compacted file: what readers filter on first.
-SORT_COLUMNS = {**KEYS, **SET_KEYS}
+def arrow_schema(columns: tuple[Column, ...]) -> pa.Schema:
+    """The Arrow schema of a table's columns (store/columns.py), as its files are written."""
+    return pa.schema([(name, ARROW_TYPES[sql_type]) for name, sql_type in columns])
+
+
+SCHEMAS: dict[str, pa.Schema] = {table: arrow_schema(columns) for table, columns in COLUMNS.items()}
+ANNOTATIONS_SCHEMA = arrow_schema(ANNOTATION_COLUMNS)
 
 
 # Columns of people's text (answers, questions, contexts, judges' requests and replies, the

@@ -59,31 +59,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import duckdb
-import pyarrow as pa
 
 from evalcore.store import fs as _fs
-from evalcore.store.annotation_views import (ANNOTATIONS_VIEW_SCHEMA, annotations_view, find_damaged_annotations,
+from evalcore.store.annotation_views import (ANNOTATION_VIEW_COLUMNS, annotations_view, find_damaged_annotations,
                                             labels_refreshed)
-from evalcore.store.merge import merge_sql
+from evalcore.store.columns import COLUMNS, TRIAL_TABLES, Column, create_table_sql
+from evalcore.store.merge_sql import merge_sql
 from evalcore.store.pointer_rules import columns_problem
-from evalcore.store.quarantine import misfiled, unreadable
+from evalcore.store.quarantine import misfiled, read_errors, unreadable
 from evalcore.store.layout import RUN_TABLES, RunDamaged, is_legacy, pending_parts, read_pointer
 from evalcore.store.run_rows import before_trials, by_folder, create_trial_views, files_with_trials
 from evalcore.store.runstore import RunStore
 from evalcore.store.summary import DERIVED_TABLES, summary_sql
 from evalcore.store import wide as _wide
-from evalcore.store.tables import SCHEMAS, TRIAL_TABLES
 
 if TYPE_CHECKING:
     import pandas as pd
 
-_MANIFEST_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("name", pa.string()), ("kind", pa.string()), ("status", pa.string()),
-    ("created_at", pa.timestamp("us", tz="UTC")), ("finished_at", pa.timestamp("us", tz="UTC")),
-    ("methods", pa.list_(pa.string())), ("judges", pa.list_(pa.string())),
-    ("dataset", pa.string()), ("dataset_fingerprint", pa.string()), ("n_questions", pa.int64()),
-    ("evalcore_version", pa.string()), ("manifest", pa.string()),
-])
+_MANIFEST_COLUMNS: tuple[Column, ...] = (
+    ("run_id", "VARCHAR"), ("name", "VARCHAR"), ("kind", "VARCHAR"), ("status", "VARCHAR"),
+    ("created_at", "TIMESTAMPTZ"), ("finished_at", "TIMESTAMPTZ"),
+    ("methods", "VARCHAR[]"), ("judges", "VARCHAR[]"),
+    ("dataset", "VARCHAR"), ("dataset_fingerprint", "VARCHAR"), ("n_questions", "BIGINT"),
+    ("evalcore_version", "VARCHAR"), ("manifest", "VARCHAR"),
+)
 
 
 @dataclass
@@ -173,29 +172,23 @@ def _table_sql(con: duckdb.DuckDBPyConnection, table: str, src: Sources, have: s
     if src.legacy.get(table):  # format 1: merged when read (a trial column added where the key has one)
         parts.append(f"SELECT * FROM ({merge_sql(table, src.legacy[table])})")
     if not parts:
-        return f"SELECT * FROM {_empty_table(con, f'_empty_{table}', SCHEMAS[table], view=False)}"
+        return f"SELECT * FROM {_typed_table(con, f'_empty_{table}', COLUMNS[table])}"
     return " UNION ALL BY NAME ".join(parts)
 
 
-def _empty_table(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema, view: bool = True) -> str:
-    """A typed empty table (a real table, so cursors see it)."""
-    return _typed_table(con, name, schema)
-
-
-def _typed_table(con: duckdb.DuckDBPyConnection, name: str, schema: pa.Schema,
+def _typed_table(con: duckdb.DuckDBPyConnection, name: str, columns: tuple[Column, ...],
                  rows: Sequence[dict[str, Any]] = ()) -> str:
-    """A real table `name` with `schema`'s columns holding `rows` (dicts by column name).
+    """A real table `name` (so cursors see it) with `columns` (store/columns.py) holding
+    `rows` (dicts by column name); with no rows, the typed empty table a view unions with.
 
-    Why not pyarrow's from_pylist or empty_table: building a pyarrow array from Python values
-    makes pyarrow import pandas (its input type checks), half a second that `evalcore runs`,
-    which reads no frame, paid at every start. Typed null columns need no such check, and
-    DuckDB takes the rows as one list per column."""
-    con.register("_arrow_schema", pa.Table.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema))
-    con.execute(f"CREATE TABLE {name} AS SELECT * FROM _arrow_schema")
-    con.unregister("_arrow_schema")
+    Why SQL and not an Arrow table: these tables hold a few rows (the manifests, the damaged
+    runs), and importing pyarrow, numpy with it, took a third of `evalcore runs`' start
+    (pyarrow's from_pylist imported pandas too, half a second more). DuckDB takes the rows as
+    one list per column."""
+    con.execute(create_table_sql(name, columns))
     if rows:
-        columns = {f"c{i}": [row.get(f.name) for row in rows] for i, f in enumerate(schema)}
-        con.execute(f"INSERT INTO {name} SELECT {', '.join(f'unnest(${c})' for c in columns)}", columns)
+        values = {f"c{i}": [row.get(column) for row in rows] for i, (column, _) in enumerate(columns)}
+        con.execute(f"INSERT INTO {name} SELECT {', '.join(f'unnest(${c})' for c in values)}", values)
     return name
 
 
@@ -227,9 +220,9 @@ READER_MEMORY = "1GB"
 _LOCK = threading.Lock()
 
 
-_DAMAGED_SCHEMA = pa.schema([("run_id", pa.string()), ("name", pa.string()), ("file", pa.string()),
-                             ("reason", pa.string())])
-_DAMAGED_FILES_SCHEMA = pa.schema([("file", pa.string()), ("reason", pa.string())])
+_DAMAGED_COLUMNS: tuple[Column, ...] = (("run_id", "VARCHAR"), ("name", "VARCHAR"), ("file", "VARCHAR"),
+                                         ("reason", "VARCHAR"))
+_DAMAGED_FILES_COLUMNS: tuple[Column, ...] = (("file", "VARCHAR"), ("reason", "VARCHAR"))
 
 
 
@@ -245,7 +238,7 @@ def _build(store: RunStore, runs: Sequence[str] | None) -> duckdb.DuckDBPyConnec
         _refuse_damaged(src, runs)
         try:
             con = _connect(store, manifests, src)
-        except (duckdb.Error, pa.ArrowException, OSError):
+        except read_errors():
             # a file that cannot be read: find the runs holding one (their footers), and annotation
             # files that cannot be read, and leave them out
             more = _find_damaged(store, src)
@@ -298,9 +291,9 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
         # (DuckDB's default is 80% of RAM per database) for its file cache and query work
         con.execute(f"SET memory_limit = '{READER_MEMORY}'")
         # tables, not registered Arrow objects: cursors (other connections) must see them
-        _typed_table(con, "runs", _MANIFEST_SCHEMA, _manifest_rows([m for m in manifests if m.run_id not in src.damaged]))
+        _typed_table(con, "runs", _MANIFEST_COLUMNS, _manifest_rows([m for m in manifests if m.run_id not in src.damaged]))
         names = {m.run_id: m.name for m in manifests}
-        _typed_table(con, "damaged_runs", _DAMAGED_SCHEMA,
+        _typed_table(con, "damaged_runs", _DAMAGED_COLUMNS,
                      [{"run_id": r, "name": names.get(r, d.name), "file": d.file, "reason": d.problem}
                       for r, d in sorted(src.damaged.items())])
         have = files_with_trials(con, [p for table in TRIAL_TABLES for p in src.canonical.get(table) or []])
@@ -311,11 +304,11 @@ def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnect
                 con.execute(f"CREATE VIEW {table} AS {_table_sql(con, table, src)}")
         for name in DERIVED_TABLES:
             con.execute(f"CREATE VIEW {name} AS {_summary_sql(name, src, con)}{_ADDED.get(name, '')}")
-        _typed_table(con, "damaged_annotations", _DAMAGED_FILES_SCHEMA,
+        _typed_table(con, "damaged_annotations", _DAMAGED_FILES_COLUMNS,
                      [{"file": f, "reason": why} for f, why in sorted(src.damaged_annotations.items())])
         # BY NAME over a typed empty table: part files written before a column existed
         # (sample_id, inclusion_prob) read it as NULL instead of lacking it
-        _empty_table(con, "_empty_annotations", ANNOTATIONS_VIEW_SCHEMA, view=False)
+        _typed_table(con, "_empty_annotations", ANNOTATION_VIEW_COLUMNS)
         annotations_view(con, store, set(src.damaged_annotations))
     except BaseException:
         con.close()

@@ -43,8 +43,9 @@ from evalcore.store import fs as _fs
 from evalcore.store.compaction import Compaction, compact, pending_rows
 from evalcore.store.fs import Conflict, Location
 from evalcore.store import safe_paths as _safe
-from evalcore.store.layout import LOCK_NAME, failed_write, fsync_dir, parts_dir, run_root, write_atomic_bytes, write_part
+from evalcore.store.layout import LOCK_NAME, failed_write, fsync_dir, parts_dir, run_root, write_atomic_bytes
 from evalcore.store.manifest_file import parse_manifest, read_manifest
+from evalcore.store.parquet_write import write_part
 from evalcore.store.tables import ROW_BUILDERS, SCHEMAS, question_row, response_row
 
 _held = threading.local()  # lock files this thread holds, so the manifest lock is re-entrant
@@ -63,7 +64,7 @@ class RunWriter:
         self.dir = directory
 
     def write_rows(self, table: str, rows: list[dict[str, Any]]) -> Location | None:
-        """One part file of `rows`, which are consumed (the list is emptied: layout.write_part)."""
+        """One part file of `rows`, which are consumed (the list is emptied: parquet_write.write_part)."""
         if table not in SCHEMAS:
             raise StoreError(f"unknown table {table!r}")
         return write_part(parts_dir(self.dir, table), table, rows, within=run_root(self.dir))

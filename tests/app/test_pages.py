@@ -489,7 +489,7 @@ def test_runs_ranks_one_dataset_at_a_time(tmp_path, monkeypatch):
 
     from evalcore.demo.synthetic import build_store
     from evalcore.scoring.importer import import_recorded
-    from evalcore.cli.store_commands import example_files
+    from evalcore.cli.transfer_commands import example_files
 
     store = build_store(tmp_path / "runs", n_runs=1, n_questions=12)
     answers, questions = example_files()

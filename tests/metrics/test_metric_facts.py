@@ -243,7 +243,7 @@ def test_the_synthetic_store_takes_groups_and_judges_from_the_registry(tmp_path)
 # is a choice of data or a formula's parts, not a fact about the metrics it names.
 ALLOWED_LISTS = {
     "evalcore/demo/synthetic.py": "METRIC_NAMES: which metrics the synthetic store writes",
-    "evalcore/store/merge.py": "FORMAT1_LABELS: the metrics whose format-1 rows kept their label in details "
+    "evalcore/store/merge_sql.py": "FORMAT1_LABELS: the metrics whose format-1 rows kept their label in details "
                                "(files written then; the store reads no registry)",
     "evalcore/ui/charts.py": "the judged metrics whose judges the answer-class chart names",
 }

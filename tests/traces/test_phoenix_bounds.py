@@ -137,7 +137,7 @@ def test_bound_flags_only_with_phoenix(tmp_path):
 
 HOLD = """
 import runpy, sys
-import evalcore.cli.main, evalcore.cli.store_commands, evalcore.scoring.importer, evalcore.traces.trace_import
+import evalcore.cli.main, evalcore.cli.transfer_commands, evalcore.scoring.importer, evalcore.traces.trace_import
 import evalcore.traces.phoenix, evalcore.store, httpx, phoenix.client, pandas, pyarrow, duckdb
 
 def hwm():
