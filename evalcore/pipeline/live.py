@@ -32,6 +32,7 @@ from evalcore.runner.config import EvalConfig
 from evalcore.errors import EvalcoreError, note_published, published_note
 from evalcore.scoring.queries import run_questions
 from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs, target_clients
+from evalcore.pipeline.live_publish import recorder as _recorder
 from evalcore.runner.question_selection import collect_questions
 from evalcore.schemas import EvalQuestion, RunManifest
 from evalcore.schemas.ids import canonical_id
@@ -80,10 +81,6 @@ async def _probe(clients: dict[str, TargetClient], config: EvalConfig) -> dict[s
     return snapshot
 
 
-PUBLISH_EVERY_S = 5.0  # how often a live run compacts what it has written (see on_flush)
-PUBLISH_SHARE = 0.2  # at most this share of a live run's time goes to those compactions
-
-
 def _expected(config: EvalConfig, questions: list[EvalQuestion]) -> int:
     """Answers the run asks for: every question, of every method, `trials` times."""
     return len(questions) * len(config.methods) * config.trials
@@ -93,29 +90,6 @@ def _existing_done(store: RunStore, run_id: str) -> set[tuple[str, str, int]]:
     """The (method, question id, trial) answers the run has: what a resume does not ask again."""
     df = query_df(store, "SELECT DISTINCT method, question_id, trial FROM trial_responses WHERE run_id = ?", [run_id])
     return set(zip(df["method"], df["question_id"], (int(t) for t in df["trial"])))
-
-
-def _recorder(writer: RunWriter, n_done: int, expected: int) -> Callable[[int], None]:
-    """What runs as answers get written: a publish every few seconds, which records the count
-    of answers it makes visible in the manifest (never a count of answers readers cannot see
-    yet: a full disk may stop the run before the next publish)."""
-    published = [time.monotonic(), PUBLISH_EVERY_S]  # (last publish ended, wait before the next)
-
-    def on_flush(written: int) -> None:
-        # readers (the dashboard) see a live run's answers as it goes, a few seconds late:
-        # compaction rewrites the run's file, so it runs at most every PUBLISH_EVERY_S, and less
-        # often as the run grows: the wait is at least (1 - share) / share times the last
-        # compaction's time, so compacting never takes more than PUBLISH_SHARE of the run (it
-        # holds the answers' writer meanwhile, and 100,000 answers take seconds to compact).
-        # Between publishes, progress counts the pending part files: analysis/runs/progress.py
-        if time.monotonic() - published[0] >= published[1]:
-            began = time.monotonic()
-            writer.publish(record=lambda m: {"counts": {**m.counts, "responses": n_done + written,
-                                                        "expected": expected}})
-            took = time.monotonic() - began
-            published[:] = [time.monotonic(), max(PUBLISH_EVERY_S, took * (1 - PUBLISH_SHARE) / PUBLISH_SHARE)]
-
-    return on_flush
 
 
 async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuestion],

@@ -1,0 +1,39 @@
+"""How a live run publishes what it has written while it asks (pipeline/live.py).
+
+Why apart: the rule is about readers (the dashboard, `evalcore runs`) and what it costs the
+run, not about asking: answers become visible a few seconds late, and compacting never takes
+more than PUBLISH_SHARE of the run however large it grows.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from evalcore.store import RunWriter
+
+PUBLISH_EVERY_S = 5.0  # how often a live run compacts what it has written (see on_flush)
+PUBLISH_SHARE = 0.2  # at most this share of a live run's time goes to those compactions
+
+
+def recorder(writer: RunWriter, n_done: int, expected: int) -> Callable[[int], None]:
+    """What runs as answers get written: a publish every few seconds, which records the count
+    of answers it makes visible in the manifest (never a count of answers readers cannot see
+    yet: a full disk may stop the run before the next publish)."""
+    published = [time.monotonic(), PUBLISH_EVERY_S]  # (last publish ended, wait before the next)
+
+    def on_flush(written: int) -> None:
+        # readers (the dashboard) see a live run's answers as it goes, a few seconds late:
+        # compaction rewrites the run's file, so it runs at most every PUBLISH_EVERY_S, and less
+        # often as the run grows: the wait is at least (1 - share) / share times the last
+        # compaction's time, so compacting never takes more than PUBLISH_SHARE of the run (it
+        # holds the answers' writer meanwhile, and 100,000 answers take seconds to compact).
+        # Between publishes, progress counts the pending part files: analysis/runs/progress.py
+        if time.monotonic() - published[0] >= published[1]:
+            began = time.monotonic()
+            writer.publish(record=lambda m: {"counts": {**m.counts, "responses": n_done + written,
+                                                        "expected": expected}})
+            took = time.monotonic() - began
+            published[:] = [time.monotonic(), max(PUBLISH_EVERY_S, took * (1 - PUBLISH_SHARE) / PUBLISH_SHARE)]
+
+    return on_flush
