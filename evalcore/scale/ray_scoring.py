@@ -29,7 +29,9 @@ cache hits a local pass would have answered from its in-memory memo (values are 
 from __future__ import annotations
 
 import json
+import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
@@ -165,11 +167,32 @@ def block_rows(rows: int, actors: int, batch: int, judged: bool) -> int:
     return max(1, min(batch, -(-rows // (per_actor * actors))))
 
 
+# Ray Data (2.60) reads Parquet footers on a pool of FooterReader actors: 32 of them, unless this
+# variable says otherwise when read_parquet is called (its file indexer reads it then, in the
+# driver). A pass reads one file, the run's published answers: on a busy 2-CPU machine starting
+# those actors for one footer made the example's Ray pass 7-20 s longer (30-33 s, was 40-52 s).
+FOOTER_READERS_ENV = "RAY_DATA_PARQUET_FOOTER_NUM_ACTORS"
+
+
+@contextmanager
+def _one_footer_reader() -> Iterator[None]:
+    """One FooterReader actor for the read built inside (a value the user set is kept)."""
+    if FOOTER_READERS_ENV in os.environ:
+        yield
+        return
+    os.environ[FOOTER_READERS_ENV] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(FOOTER_READERS_ENV, None)
+
+
 def _read_blocks(ray: Any, answers: PublishedTable, rows: int, batch: int, actors: int) -> Any:
     """A Ray dataset of the answers' records, read by the workers (local or s3://), in at
     least two blocks per actor: a run's published table is one file, which Ray reads as one
     block per row group, and one block would keep every actor but one idle."""
-    ds = answers.ray_dataset(ray.data, num_cpus=READ_CPUS)
+    with _one_footer_reader():
+        ds = answers.ray_dataset(ray.data, num_cpus=READ_CPUS)
     blocks = max(1, min(-(-rows // batch), MAX_BLOCKS))
     return ds.repartition(blocks)
 

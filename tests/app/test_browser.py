@@ -109,6 +109,11 @@ def _headings(dom: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<h1[^>]*>(.*?)</h1>", dom, re.S)]
 
 
+# the page's DOM and whether the app's script is idle (no run under way), read at one instant
+_DOM_AND_STATE = ("JSON.stringify({dom: document.documentElement.outerHTML,"
+                  " idle: document.querySelector('[data-test-script-state=notRunning]') !== null})")
+
+
 class DevTools:
     """Just enough of the Chrome DevTools protocol to load a page and read its live DOM.
 
@@ -151,18 +156,22 @@ class DevTools:
         self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
 
     def dom_after(self, url: str, title: str, seconds: float = 30.0) -> str:
+        """Navigate to `url`; the DOM once the page shows `title` and then either its script run
+        is over (the app's script state idle at two reads in a row: all its output has arrived)
+        or a second has passed (the rest of a longer run's output is waited for by the test
+        that needs it). It used to wait that second after every title, finished or not."""
         self.call("Page.navigate", url=url)
-        deadline, dom = time.time() + seconds, ""
+        deadline, dom, idle_before, titled = time.time() + seconds, "", False, None
         while time.time() < deadline:
-            time.sleep(0.5)
-            res = self.call("Runtime.evaluate", expression="document.documentElement.outerHTML",
-                            returnByValue=True)
-            dom = res.get("result", {}).get("value", "") or ""
-            if any(h.startswith(title) for h in _headings(dom)) and "stAppSkeleton" not in dom:
-                time.sleep(1.0)  # let the rest of the script's output arrive
-                res = self.call("Runtime.evaluate", expression="document.documentElement.outerHTML",
-                                returnByValue=True)
-                return res.get("result", {}).get("value", "") or dom
+            time.sleep(0.2)
+            res = self.call("Runtime.evaluate", expression=_DOM_AND_STATE, returnByValue=True)
+            state = json.loads(res.get("result", {}).get("value") or '{"dom": "", "idle": false}')
+            dom = state["dom"]
+            shown = any(h.startswith(title) for h in _headings(dom)) and "stAppSkeleton" not in dom
+            titled = (titled or time.time()) if shown else None
+            if shown and ((state["idle"] and idle_before) or time.time() - titled >= 1.0):
+                return dom
+            idle_before = shown and state["idle"]
         return dom
 
     def screenshot(self, path: Path) -> None:

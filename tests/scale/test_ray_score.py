@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import sys
 import threading
@@ -163,6 +164,29 @@ def test_a_built_judge_client_is_refused(tmp_path):
     run_id = _import(root, "--example")
     with pytest.raises(EvalcoreError, match="judge as a spec"):
         score_run_ray(RunStore(root), run_id, metrics=["faithfulness"], options={"judge": make_judge("heuristic")})
+
+
+def test_the_answers_file_is_read_with_one_footer_reader(monkeypatch):
+    """Ray Data reads Parquet footers on 32 actors unless told otherwise when the read is built; a
+    pass reads one file, so it asks for one (and keeps a number the user set), and leaves the
+    environment as it found it."""
+    from types import SimpleNamespace
+
+    from evalcore.scale import ray_scoring
+
+    seen = []
+
+    class Answers:
+        def ray_dataset(self, data, **options):
+            seen.append(os.environ.get(ray_scoring.FOOTER_READERS_ENV))
+            return SimpleNamespace(repartition=lambda n: n)
+
+    monkeypatch.delenv(ray_scoring.FOOTER_READERS_ENV, raising=False)
+    assert ray_scoring._read_blocks(SimpleNamespace(data=None), Answers(), rows=10, batch=5, actors=2) == 2
+    assert seen == ["1"] and ray_scoring.FOOTER_READERS_ENV not in os.environ
+    monkeypatch.setenv(ray_scoring.FOOTER_READERS_ENV, "4")
+    ray_scoring._read_blocks(SimpleNamespace(data=None), Answers(), rows=10, batch=5, actors=2)
+    assert seen == ["1", "4"] and os.environ[ray_scoring.FOOTER_READERS_ENV] == "4"
 
 
 # ---- the cluster-wide judge gate -----------------------------------------------------------------
