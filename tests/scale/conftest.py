@@ -1,10 +1,8 @@
 """Ray for the engine tests, on 2 CPUs as on the project's CI machine.
 
-`ray_local`: an instance shared by this process's tests of this package (started once, shut
-down after the package's last test here: an idle instance's daemons use ~7% of a CPU, which
-over the rest of the suite cost more than a second start would); the engines reuse a running
-instance and leave it running (evalcore/scale/ray_session.py), so a test does not pay Ray's
-start-up. `ray_fresh`: no instance running, for a test whose
+`ray_local`: an instance shared by the tests of this process (started once, shut down at the
+end); the engines reuse a running instance and leave it running (evalcore/scale/ray_session.py),
+so a test does not pay Ray's start-up. `ray_fresh`: no instance running, for a test whose
 environment (a scripted judge's URL, S3 credentials) is set after the shared instance started:
 Ray workers inherit the environment of the process that started Ray, so the engine must
 start its own (EVALCORE_RAY_CPUS=2) after the test has set the variables.
@@ -24,7 +22,7 @@ def _ray():
     return ray
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def _ray_shutdown_at_end():
     yield
     import sys
