@@ -71,50 +71,78 @@ class Merged:
 PRIORITY = {"judge_calls": "cache_hit"}
 
 
-def _key_frame(path: Path, table: str) -> pd.DataFrame:
-    cols = list(KEYS.get(table) or SET_KEYS[table]) + [ORDER_COLUMN[table]] + (
-        [PRIORITY[table]] if table in PRIORITY else [])
+def _key_columns(path: Path, table: str, run_id: str | None) -> dict[str, object]:
+    """One file's key columns as Arrow: keys as text (nulls as a marker), the order column as
+    microseconds, the priority; ForeignRows when `run_id` is given and a row is another run's."""
+    keys = list(KEYS.get(table) or SET_KEYS[table])
+    order = ORDER_COLUMN[table]
+    cols = keys + [order] + ([PRIORITY[table]] if table in PRIORITY else [])
     where, filesystem = _arrow(path)
-    have = set(pq.read_schema(where, filesystem=filesystem).names)
-    frame = pq.read_table(where, columns=[c for c in cols if c in have], use_threads=False,
-                          pre_buffer=False, filesystem=filesystem).to_pandas()
-    for c in cols:
+    source = pq.ParquetFile(where, pre_buffer=False, filesystem=filesystem)
+    have = set(source.schema_arrow.names)
+    data = source.read(columns=[c for c in cols if c in have], use_threads=False)
+    n = data.num_rows
+    if run_id is not None:  # the rule store check applies (quarantine.foreign_run)
+        ids = _compute().unique(data.column("run_id")).to_pylist() if "run_id" in have else [None] * min(n, 1)
+        found = other_run(ids, run_id)
+        if found is not None:
+            raise ForeignRows(path, found)
+
+    def column(name: str, kind: pa.DataType) -> pa.ChunkedArray:
+        return data.column(name) if name in have else pa.chunked_array([pa.nulls(n, kind)])
+
+    text = []
+    for c in keys:
+        values = column(c, pa.string())
         if c in KEY_DEFAULTS:  # a file from before the column: its rows are the default's (trial 0)
-            frame[c] = frame[c].fillna(KEY_DEFAULTS[c]).astype("int64") if c in frame else KEY_DEFAULTS[c]
-        elif c not in frame:
-            frame[c] = None
-    return frame
+            values = _compute().fill_null(column(c, pa.int64()).cast(pa.int64()), KEY_DEFAULTS[c])
+        text.append(_compute().fill_null(values.cast(pa.string()), "\x00<null>"))
+    out: dict[str, object] = {"keys": text, "when": _micros(column(order, pa.null())), "rows": n}
+    if table in PRIORITY:  # cache_hit True -> 0, anything else (a paid call) -> 1
+        hit = data.column(PRIORITY[table]).to_pandas() if PRIORITY[table] in have else None
+        out["prio"] = (np.ones(n, dtype=np.int64) if hit is None
+                       else np.where(hit.fillna(False).astype(bool), 0, 1).astype(np.int64))
+    else:
+        out["prio"] = np.zeros(n, dtype=np.int64)
+    return out
+
+
+def _micros(column: pa.ChunkedArray) -> np.ndarray:
+    """Microseconds since the epoch (UTC) per row, _NO_TIME for a null: whatever unit the file
+    stored (ns in a foreign file must not outrank us). Microsecond timestamps, which evalcore
+    writes, are read as they are; anything else goes through pandas' parser."""
+    import pandas as pd
+
+    if pa.types.is_timestamp(column.type) and column.type.unit == "us":
+        micros = _compute().fill_null(column.cast(pa.int64()), _NO_TIME)
+        return np.asarray(micros.to_numpy(), dtype=np.int64)
+    t = pd.to_datetime(column.to_pandas(), utc=True).dt.as_unit("us")
+    return np.where(t.isna(), _NO_TIME, t.astype("int64").to_numpy(dtype="int64", na_value=_NO_TIME))
 
 
 def _winners(paths: list[Path], table: str, run_id: str | None = None) -> list[np.ndarray]:
     """Per source file, a boolean mask of the rows that survive; ForeignRows when `run_id` is
-    given and a file holds a row of another run (the key columns are read anyway)."""
+    given and a file holds a row of another run (the key columns are read anyway).
+
+    Each file's keys are read as Arrow and hashed together, once: a live run's publish merges
+    a part file per 16 answers, and a pandas pass per file cost ~10 ms each (1.5 s of 2,000
+    answers' 160 parts)."""
     import pandas as pd
 
-    keys = list(KEYS.get(table) or SET_KEYS[table])
-    order = ORDER_COLUMN[table]
-    h1, h2, when, file_idx, row_idx, sizes, prio = [], [], [], [], [], [], []
-    for i, path in enumerate(paths):
-        frame = _key_frame(path, table)
-        found = other_run(frame["run_id"].unique(), run_id) if run_id is not None else None
-        if found is not None:  # the rule store check applies (quarantine.foreign_run)
-            raise ForeignRows(path, found)
-        k = frame[keys].astype("string").fillna("\x00<null>")
-        h1.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-1").to_numpy())
-        h2.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-2").to_numpy())
-        # microseconds whatever unit the file stored (ns in a foreign file must not outrank us)
-        t = pd.to_datetime(frame[order], utc=True).dt.as_unit("us")
-        when.append(np.where(t.isna(), _NO_TIME, t.astype("int64").to_numpy(dtype="int64", na_value=_NO_TIME)))
-        file_idx.append(np.full(len(frame), i, dtype=np.int64))
-        if table in PRIORITY:  # cache_hit True -> 0, anything else (a paid call) -> 1
-            prio.append(np.where(frame[PRIORITY[table]].fillna(False).astype(bool), 0, 1).astype(np.int64))
-        else:
-            prio.append(np.zeros(len(frame), dtype=np.int64))
-        row_idx.append(np.arange(len(frame), dtype=np.int64))
-        sizes.append(len(frame))
+    per_file = [_key_columns(path, table, run_id) for path in paths]
+    sizes = [f["rows"] for f in per_file]
     if not sizes or sum(sizes) == 0:
         return [np.zeros(n, dtype=bool) for n in sizes]
-    h1a, h2a, wa, fa, ra, pa_ = (np.concatenate(x) for x in (h1, h2, when, file_idx, row_idx, prio))
+    n_keys = len(per_file[0]["keys"])
+    k = pd.DataFrame({i: pa.chunked_array([c for f in per_file for c in f["keys"][i].chunks],
+                                          type=pa.string()).to_pandas().astype("string")
+                      for i in range(n_keys)})
+    h1a = pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-1").to_numpy()
+    h2a = pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-2").to_numpy()
+    wa = np.concatenate([f["when"] for f in per_file])
+    pa_ = np.concatenate([f["prio"] for f in per_file])
+    fa = np.concatenate([np.full(n, i, dtype=np.int64) for i, n in enumerate(sizes)])
+    ra = np.concatenate([np.arange(n, dtype=np.int64) for n in sizes])
     # sort by key, then by (priority, time, file, row): the last entry of each key wins
     order_idx = np.lexsort((ra, fa, wa, pa_, h2a, h1a))
     h1s, h2s = h1a[order_idx], h2a[order_idx]
@@ -167,13 +195,16 @@ def conform(batch: pa.Table, schema: pa.Schema, table: str) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _batch_rows(source: pq.ParquetFile) -> int:
-    """Rows per streamed batch: ~BATCH_BYTES of this file's rows (answers are ~1 KB, metric
-    rows ~0.2 KB), so memory stays flat whatever the table."""
+def _row_bytes(source: pq.ParquetFile) -> float:
+    """Uncompressed bytes per row of this file (answers are ~1 KB, metric rows ~0.2 KB)."""
     meta = source.metadata
     size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    per_row = size / meta.num_rows if meta.num_rows else 1.0
-    return int(min(65536, max(256, BATCH_BYTES / max(per_row, 1.0))))
+    return max(size / meta.num_rows if meta.num_rows else 1.0, 1.0)
+
+
+def _batch_rows(per_row: float) -> int:
+    """Rows per streamed batch: ~BATCH_BYTES of a file's rows, so memory stays flat whatever the table."""
+    return int(min(65536, max(256, BATCH_BYTES / per_row)))
 
 
 def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = None) -> Merged:
@@ -184,6 +215,16 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
     stats = statistics_columns(schema)  # no NaN-blind float statistics, none of free text
     rows_in = rows_out = 0
     large = False
+    held: list[pa.Table] = []  # kept rows of small sources with one schema, written together
+    held_bytes = 0.0
+
+    def write_held() -> None:
+        nonlocal held_bytes
+        if held:
+            writer.write_table(conform(pa.concat_tables(held), schema, table))
+            held.clear()
+            held_bytes = 0.0
+
     with pq.ParquetWriter(out, schema, **PARQUET_WRITE, write_statistics=stats,
                           use_dictionary=dictionary_columns(schema)) as writer:
         for path, mask in zip(paths, masks):
@@ -192,7 +233,8 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
             # for a 100 MB import cost ~30 MB of resident memory more than this
             where, filesystem = _arrow(path)
             source = pq.ParquetFile(where, pre_buffer=False, filesystem=filesystem)
-            for batch in source.iter_batches(batch_size=_batch_rows(source), use_threads=False):
+            per_row = _row_bytes(source)
+            for batch in source.iter_batches(batch_size=_batch_rows(per_row), use_threads=False):
                 n = batch.num_rows
                 part = pa.Table.from_batches([batch])
                 kept = mask[start:start + n]
@@ -203,9 +245,17 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
                 start += n
                 rows_in += n
                 if part.num_rows:
-                    writer.write_table(conform(part, schema, table))
+                    # a live run's part holds 16 answers: one row group (and one conform) per
+                    # part made its file 100+ tiny row groups, and cost most of its publish
+                    if held and part.schema != held[0].schema:
+                        write_held()
+                    held.append(part)
+                    held_bytes += part.num_rows * per_row
                     rows_out += part.num_rows
+                    if held_bytes >= BATCH_BYTES:
+                        write_held()
                 large = large or batch.nbytes >= LARGE_TABLE_BYTES
+        write_held()
     if large:
         del batch, part
         release_arrow_memory()
