@@ -13,6 +13,11 @@ Why this shape:
   a crash loses at most the unwritten buffer and
   `--resume` re-asks exactly those jobs. On cancellation (Ctrl-C) the buffer is flushed
   synchronously before the cancellation propagates;
+* writes run beside the asking (Flushes): the lane whose answer fills the buffer starts a write
+  and goes on asking. A lane waits only when HOLD_BATCHES batches, or the memory guards above,
+  are buffered while a write is still going: a write that takes long (each few seconds it
+  publishes, which compacts the run) must not stop every lane, and a lane waiting on its own
+  write's fsync was a lane not asking;
 * one bad answer never fails the run. A run that fails on an answer fails again on
   `--resume` (the server says the same thing), so it could never finish: an unexpected
   exception while asking, or an answer the store cannot encode, becomes that job's error
@@ -37,6 +42,7 @@ from evalcore.targets.client import RetryPolicy, TargetClient
 from evalcore.common.value_budget import value_limit
 
 BUFFER_CHARS = 16 * 2 ** 20  # text held in buffered answers before they are written
+HOLD_BATCHES = 8  # batches buffered while a write is going before the lanes wait for it
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,7 @@ class ResponseSink:
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
         self.written = 0
+        self.failure: BaseException | None = None  # the first write that failed
 
     def add(self, response: EvalResponse) -> bool:
         """Buffer one answer; True when the buffer should be written now."""
@@ -99,7 +106,26 @@ class ResponseSink:
             return (len(self._buffer) >= self.batch_size or self._held[0] >= BUFFER_CHARS
                     or self._held[1] >= self._most_values)
 
+    def overfull(self) -> bool:
+        """True when the lanes must wait for the write going on (see Flushes)."""
+        with self._lock:
+            return (len(self._buffer) >= HOLD_BATCHES * self.batch_size or self._held[0] >= BUFFER_CHARS
+                    or self._held[1] >= self._most_values)
+
+    def raise_failure(self) -> None:
+        """A write that failed beside the asking (a full disk) stops the run as it would have
+        stopped the lane that waited for it."""
+        if self.failure is not None:
+            raise self.failure
+
     def flush_sync(self) -> int:
+        try:
+            return self._flush_sync()
+        except BaseException as exc:  # noqa: BLE001 - recorded, then raised as it was
+            self.failure = self.failure or exc
+            raise
+
+    def _flush_sync(self) -> int:
         with self._write_lock:
             with self._lock:
                 batch, self._buffer, self._held = self._buffer, [], (0, 0)
@@ -151,6 +177,31 @@ def _crashed(job: Job, exc: Exception) -> EvalResponse:
                         error=f"unexpected failure while asking: {reason}", error_kind="error")
 
 
+class Flushes:
+    """Starts the sink's writes from the lanes without making them wait (see the module's
+    docstring): at most one write is started from here at a time."""
+
+    def __init__(self, sink: ResponseSink):
+        self.sink = sink
+        self.task: asyncio.Task | None = None
+
+    async def kick(self) -> None:
+        while True:
+            self.sink.raise_failure()
+            if self.task is None or self.task.done():
+                self.task = asyncio.create_task(self.sink.flush())
+                self.task.add_done_callback(_retrieved)  # its failure is the sink's: raise_failure
+                return
+            if not self.sink.overfull():
+                return
+            await asyncio.wait({self.task})
+
+
+def _retrieved(task: asyncio.Task) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 async def _periodic_flush(sink: ResponseSink, every_s: float) -> None:
     while True:
         await asyncio.sleep(every_s)
@@ -187,8 +238,9 @@ async def ask_jobs(jobs: list[Job], clients: dict[str, TargetClient], config: Ev
                     stats.errors[response.error_kind] += 1
                 bar.advance(sum(stats.errors.values()))
                 if sink.add(response):
-                    await sink.flush()
+                    await flushes.kick()
 
+        flushes = Flushes(sink)
         flusher = asyncio.create_task(_periodic_flush(sink, config.flush_seconds))
         workers = [asyncio.create_task(worker()) for _ in range(min(config.concurrency, len(jobs)))]
         try:
@@ -201,4 +253,5 @@ async def ask_jobs(jobs: list[Job], clients: dict[str, TargetClient], config: Ev
             sink.flush_sync()
             stats.written = sink.written
             stats.seconds = time.perf_counter() - started
+    sink.raise_failure()  # a write beside the asking failed, and nothing else did
     return stats
