@@ -6,6 +6,7 @@ CI=true a missing folder is a failure (CI must exercise the real data).
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,14 @@ from tests.optional import skip_or_fail
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
+
+
+def pytest_configure(config):
+    """Tests that Ctrl-C a run or cancel a job send SIGINT to the processes they start. Run in
+    the background of a script (`pytest ... &`), pytest itself starts with SIGINT ignored and
+    every child would inherit that: give the suite Python's own handler, as at a terminal."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _require(path: Path) -> Path:

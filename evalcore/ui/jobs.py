@@ -80,12 +80,26 @@ def when_listening(port: int, argv: list[str]) -> list[str]:
     return [sys.executable, "-m", "evalcore.demo.wait_port", str(int(port)), "--", *argv]
 
 
+# A dashboard started where SIGINT is ignored (`evalcore app &` in a script, a service manager
+# that ignores it) would hand that to every job: cancel's SIGINT would then do nothing. Such a
+# job starts through a one-line interpreter that puts SIGINT back to its default and execs it.
+_SIGINT_DEFAULT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                   "os.execvp(sys.argv[1], sys.argv[1:])")
+
+
+def _cancellable(argv: list[str]) -> list[str]:
+    """argv, started so that SIGINT reaches it (see _SIGINT_DEFAULT)."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        return argv  # a handler or the default: a child starts with the default either way
+    return [sys.executable, "-S", "-c", _SIGINT_DEFAULT, *argv]
+
+
 def start(store: RunStore, kind: str, argv: list[str], run_name: str | None = None,
           run_id: str | None = None, port: int | None = None) -> Job:
     """Start argv detached, output to the job's log file; returns the recorded job."""
     job_id = new_job(store)
     with open_log(store, job_id) as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(_cancellable(argv), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     _CHILDREN[proc.pid] = proc
     job = Job(job_id=job_id, kind=kind, argv=argv, pid=proc.pid, started_at=time.time(),

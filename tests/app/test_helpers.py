@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import signal
 import sys
 import time
 
@@ -85,6 +86,25 @@ def test_job_cancel_interrupts_only_its_process_group(store):
     assert jobs.cancel(store, job)
     done = _wait_dead(store, job)
     assert not jobs.is_alive(store, done) and done.cancel_requested
+    assert "stopped cleanly" in jobs.tail(store, done)
+
+
+def test_a_job_can_be_cancelled_when_the_dashboard_ignores_sigint(store):
+    """A dashboard started with SIGINT ignored (`evalcore app &` in a script) must not pass
+    that on: the job would ignore cancel's SIGINT and only a forced stop could end it."""
+    code = ("import signal, time\ntry:\n    print('ready', signal.getsignal(signal.SIGINT) is signal.SIG_IGN, flush=True)\n"
+            "    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('stopped cleanly')\n")
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        job = jobs.start(store, "run", [sys.executable, "-u", "-c", code])
+    finally:
+        signal.signal(signal.SIGINT, before)
+    deadline = time.time() + 30
+    while "ready" not in jobs.tail(store, job) and jobs.is_alive(store, job) and time.time() < deadline:
+        time.sleep(0.05)
+    assert "ready False" in jobs.tail(store, job)
+    assert jobs.cancel(store, job)
+    done = _wait_dead(store, job)
     assert "stopped cleanly" in jobs.tail(store, done)
 
 
