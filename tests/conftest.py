@@ -54,6 +54,37 @@ from tests.s3server import s3_endpoint, s3_env, s3_store  # noqa: E402,F401  (fi
 
 
 @pytest.fixture
+def console(capsys, monkeypatch):
+    """`evalcore ARGS...` through the console entry point (cli.main.main: its one `error:` line
+    and exit code) in this process, printing what a real process prints: evalcore configures no
+    logging, so a real process shows warnings through logging's last-resort handler on stderr,
+    which pytest's own log handlers would otherwise replace. A child process per command costs
+    1-4 s; use one where the process itself is under test (its exit, argv bytes, a terminal).
+    `console(*args)` -> SimpleNamespace(returncode, stdout, stderr)."""
+    import logging
+    from types import SimpleNamespace
+
+    from evalcore.cli.main import main
+
+    def run(*args: str) -> SimpleNamespace:
+        monkeypatch.setattr(sys, "argv", ["evalcore", *map(str, args)])
+        monkeypatch.setenv("COLUMNS", "200")
+        capsys.readouterr()
+        logging.getLogger().addHandler(logging.lastResort)
+        try:
+            main()
+            code = 0
+        except SystemExit as done:
+            code = done.code or 0
+        finally:
+            logging.getLogger().removeHandler(logging.lastResort)
+        out, err = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
+    return run
+
+
+@pytest.fixture
 def store(tmp_path):
     """An empty run store in a temporary folder."""
     from evalcore.store import RunStore

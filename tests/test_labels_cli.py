@@ -31,23 +31,10 @@ def _cli(root, *args):
     return runner.invoke(app, ["--store", str(root), *args])
 
 
-def _main(root, capsys, monkeypatch, *args, child: bool = False) -> tuple[int, str]:
-    """`evalcore --store ROOT ARGS...` through the console entry point (cli.main.main: the one
-    `error:` line and exit code 2 are its work): (exit code, stderr). In this process, or with
-    `child` as a user runs it (`python -m evalcore`): a child per case cost 1-4 s, so one case
-    takes that road and the others the same entry point in process."""
-    if child:
-        res = subprocess.run([sys.executable, "-m", "evalcore", "--store", str(root), *args], capture_output=True,
-                             text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
-        return res.returncode, res.stderr
-    from evalcore.cli.main import main
-
-    monkeypatch.setattr(sys, "argv", ["evalcore", "--store", str(root), *args])
-    monkeypatch.setenv("COLUMNS", "200")
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as done:
-        main()
-    return done.value.code or 0, capsys.readouterr().err
+def _child(*args) -> subprocess.CompletedProcess:
+    """`python -m evalcore ARGS...`, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "evalcore", *map(str, args)], capture_output=True,
+                          text=True, env={**os.environ, "COLUMNS": "200"}, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +125,7 @@ def test_export_reimports_to_the_same_labels(labelled, tmp_path):
     ({"inclusion_prob": ""}, "inclusion_prob"),
     ({"inclusion_prob": "1.5"}, "inclusion_prob"),
 ])
-def test_a_bad_record_is_one_line_and_nothing_is_stored(labelled, tmp_path, capsys, monkeypatch, change, field):
+def test_a_bad_record_is_one_line_and_nothing_is_stored(labelled, tmp_path, console, change, field):
     store, run, good = labelled
     rows = list(csv.DictReader(good.open()))[:5]
     rows[3] = {**rows[3], **change}
@@ -148,10 +135,13 @@ def test_a_bad_record_is_one_line_and_nothing_is_stored(labelled, tmp_path, caps
         w.writeheader()
         w.writerows(rows)
     before = query_df(store, "SELECT count(*) AS n FROM annotations").n[0]
-    code, err = _main(store.root, capsys, monkeypatch, "labels", "import", str(path), child=field == "label")
-    assert code == 2
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
+    # one case as a user runs it; the others through the same entry point in this process (a
+    # child per case cost 1-4 s)
+    args = ("--store", store.root, "labels", "import", path)
+    res = _child(*args) if field == "label" else console(*args)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
     assert str(path) in lines[0] and "record 4" in lines[0] and f"field '{field}'" in lines[0], lines[0]
     assert query_df(store, "SELECT count(*) AS n FROM annotations").n[0] == before
 
