@@ -6,7 +6,9 @@ CI=true a missing folder is a failure (CI must exercise the real data).
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,26 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _threads_per_worker() -> None:
+    """Under pytest-xdist, torch (and the OpenMP pools of the libraries below it) get this
+    worker's share of the cores, not all of them. Why: torch starts one thread per core, and its
+    threads wait for each other by spinning; with two workers on two cores, a model in one worker
+    fought the other worker for its second core: encoding 600 sentences took 93 s instead of 17 s,
+    one at a time 205 s instead of 15 s (two such processes side by side, this machine). Set in the
+    environment too, so the CLI, Streamlit and Ray processes a test starts inherit it; a value
+    already set is kept. Values are unchanged (a thread count only reorders float sums)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if not os.environ.get("PYTEST_XDIST_WORKER") or workers < 2:
+        return
+    threads = str(max(1, (os.cpu_count() or 1) // workers))
+    os.environ.setdefault("OMP_NUM_THREADS", threads)
+    if "torch" in sys.modules:  # imported before this file (a plugin): too late for the variable
+        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+
+_threads_per_worker()
+
+
 def _require(path: Path) -> Path:
     if path.exists():
         return path
@@ -38,6 +60,37 @@ def shared_data() -> Path:
 
 
 from tests.s3server import s3_endpoint, s3_env, s3_store  # noqa: E402,F401  (fixtures)
+
+
+@pytest.fixture
+def console(capsys, monkeypatch):
+    """`evalcore ARGS...` through the console entry point (cli.main.main: its one `error:` line
+    and exit code) in this process, printing what a real process prints: evalcore configures no
+    logging, so a real process shows warnings through logging's last-resort handler on stderr,
+    which pytest's own log handlers would otherwise replace. A child process per command costs
+    1-4 s; use one where the process itself is under test (its exit, argv bytes, a terminal).
+    `console(*args)` -> SimpleNamespace(returncode, stdout, stderr)."""
+    import logging
+    from types import SimpleNamespace
+
+    from evalcore.cli.main import main
+
+    def run(*args: str) -> SimpleNamespace:
+        monkeypatch.setattr(sys, "argv", ["evalcore", *map(str, args)])
+        monkeypatch.setenv("COLUMNS", "200")
+        capsys.readouterr()
+        logging.getLogger().addHandler(logging.lastResort)
+        try:
+            main()
+            code = 0
+        except SystemExit as done:
+            code = done.code or 0
+        finally:
+            logging.getLogger().removeHandler(logging.lastResort)
+        out, err = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=out, stderr=err)
+
+    return run
 
 
 @pytest.fixture

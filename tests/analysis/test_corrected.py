@@ -17,16 +17,21 @@ import pytest
 
 from tests.optional import requires
 
-ppi_py = requires("ppi_py", "the labels extra: prediction-powered inference")
-
-from evalcore.analysis.labels import annotations as A  # noqa: E402
-from evalcore.analysis.labels import corrected as C  # noqa: E402
-from evalcore.analysis.labels import label_sampling as S  # noqa: E402
-from evalcore.analysis.labels import label_units as U  # noqa: E402
-from evalcore.store import query_df  # noqa: E402
-from evalcore.schemas import Annotation  # noqa: E402
+from evalcore.analysis.labels import annotations as A
+from evalcore.analysis.labels import corrected as C
+from evalcore.analysis.labels import label_sampling as S
+from evalcore.analysis.labels import label_units as U
+from evalcore.store import query_df
+from evalcore.schemas import Annotation
 
 METHODS = ("local_search", "basic_search")
+
+
+@pytest.fixture(scope="module")
+def ppi_py():
+    """The reference (ppi-python), imported by the tests that compare with it: at this module's
+    import it cost every xdist worker ~2 s of the suite's collection (statsmodels, numba...)."""
+    return requires("ppi_py", "the labels extra: prediction-powered inference")
 
 
 def _fixed(n=120, big_n=600, seed=3):
@@ -37,7 +42,7 @@ def _fixed(n=120, big_n=600, seed=3):
     return y, yhat, rest
 
 
-def test_estimate_is_ppi_py_power_tuned_on_fixed_inputs():
+def test_estimate_is_ppi_py_power_tuned_on_fixed_inputs(ppi_py):
     y, yhat, rest = _fixed()
     out = C.estimate(y, yhat, rest)
     lo, hi = np.ravel(ppi_py.ppi_mean_ci(y, yhat, rest, alpha=0.05, lam=None))
@@ -128,7 +133,7 @@ def _judge(store, run, method):
     return dict(zip(out.question_id, out.value))
 
 
-def test_store_estimate_equals_ppi_py_on_the_sampled_labels_only(labelled):
+def test_store_estimate_equals_ppi_py_on_the_sampled_labels_only(labelled, ppi_py):
     store, run, truth = labelled
     method = "basic_search"
     judge = _judge(store, run, method)
@@ -145,7 +150,7 @@ def test_store_estimate_equals_ppi_py_on_the_sampled_labels_only(labelled):
     assert table.set_index("method").loc[method, "corrected"] == pytest.approx(got["corrected"])
 
 
-def test_paired_delta_is_ppi_on_per_question_differences(labelled):
+def test_paired_delta_is_ppi_on_per_question_differences(labelled, ppi_py):
     store, run, truth = labelled
     ja, jb = _judge(store, run, METHODS[0]), _judge(store, run, METHODS[1])
     both = [q for (m, q) in truth if m == METHODS[0] and (METHODS[1], q) in truth]

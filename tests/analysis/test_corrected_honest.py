@@ -21,12 +21,17 @@ import pytest
 
 from tests.optional import requires
 
-ppi_py = requires("ppi_py", "the labels extra: prediction-powered inference")
+from evalcore.analysis.labels import corrected as C
+from evalcore.analysis.labels import label_counts as LC
+from evalcore.analysis.labels import ppi_estimate as P
+from evalcore.stats import bounded_mean as B
 
-from evalcore.analysis.labels import corrected as C  # noqa: E402
-from evalcore.analysis.labels import label_counts as LC  # noqa: E402
-from evalcore.analysis.labels import ppi_estimate as P  # noqa: E402
-from evalcore.stats import bounded_mean as B  # noqa: E402
+
+@pytest.fixture(scope="module")
+def ppi_py():
+    """The reference (ppi-python), imported by the test that compares with it: at this module's
+    import it cost every xdist worker ~2 s of the suite's collection (statsmodels, numba...)."""
+    return requires("ppi_py", "the labels extra: prediction-powered inference")
 
 
 def _width(row, lo="ci_low", hi="ci_high"):
@@ -64,7 +69,7 @@ def test_a_paired_delta_of_identical_labels_is_not_zero_width():
     assert every_gain["ci_low"] < 1 and every_gain["ci_high"] == 1.0
 
 
-def test_away_from_the_edge_the_interval_is_ppi_pythons_own():
+def test_away_from_the_edge_the_interval_is_ppi_pythons_own(ppi_py):
     rng = np.random.default_rng(3)
     y = rng.binomial(1, 0.4, 120).astype(float)
     yhat = np.clip(0.25 * y + 0.4 + rng.normal(0, 0.25, 120), 0, 1)

@@ -158,20 +158,33 @@ def top_k_run(run_path: Path, k: int, out: Path) -> Path:
 
 
 def exp_gain_ndcg_by_sklearn(qrels: dict, run: dict, qids, k: int) -> np.ndarray:
-    """nDCG@k with gain 2^rel - 1 from scikit-learn's ndcg_score, given the gains as y_true: the
-    retrieved documents in trec_eval's order (tie-free scores) and the relevant documents the run
-    missed below them, so the ideal ranking sees every judged document."""
-    from sklearn.metrics import ndcg_score
+    """nDCG@k with gain 2^rel - 1 from scikit-learn, given the gains as y_true: the retrieved
+    documents in trec_eval's order (tie-free scores) and the relevant documents the run missed
+    below them, so the ideal ranking sees every judged document.
 
-    out = []
+    All queries in one call (one call per query took 9 s on MS MARCO dev's 6,980): each row is
+    padded to the longest with documents of gain 0 ranked below every real one, which change
+    neither its DCG nor its ideal DCG, and `_ndcg_sample_scores` gives the per-query values that
+    `ndcg_score` averages (the first rows are checked against `ndcg_score` itself, one by one)."""
+    from sklearn.metrics import ndcg_score
+    from sklearn.metrics._ranking import _ndcg_sample_scores
+
+    rows = []
     for q in qids:
         ranked = sorted(run[q], key=lambda d: (run[q][d], d), reverse=True)
         missed = [d for d, rel in qrels[q].items() if rel > 0 and d not in run[q]]
-        docs = ranked + missed
-        gains = np.array([[2.0 ** max(qrels[q].get(d, 0), 0) - 1 for d in docs]])
-        scores = np.array([[float(len(docs) - i) for i in range(len(docs))]])
-        out.append(ndcg_score(gains, scores, k=k) if gains.any() else 0.0)
-    return np.array(out)
+        rows.append([2.0 ** max(qrels[q].get(d, 0), 0) - 1 for d in ranked + missed])
+    width = max(2, max(map(len, rows)))
+    gains = np.zeros((len(rows), width))
+    for i, row in enumerate(rows):
+        gains[i, :len(row)] = row
+    scores = np.tile(np.arange(width, 0, -1, dtype=float), (len(rows), 1))  # the order given, pads last
+    out = _ndcg_sample_scores(gains, scores, k=k)
+    checked = [i for i, row in enumerate(rows) if len(row) > 1][:50]  # ndcg_score needs two documents
+    for i in checked:
+        gain, score = np.array([rows[i]]), np.array([[float(len(rows[i]) - j) for j in range(len(rows[i]))]])
+        assert abs((ndcg_score(gain, score, k=k) if gain.any() else 0.0) - out[i]) <= 1e-12, i
+    return out
 
 
 @pytest.mark.parametrize("data", ["reference", "reference-graded", "msmarco-dev", "dl19"])

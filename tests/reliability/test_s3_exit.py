@@ -79,12 +79,25 @@ def _clean(proc: subprocess.CompletedProcess) -> None:
     assert "terminate called" not in proc.stderr and "Fatal Python error" not in proc.stderr, proc.stderr[-2000:]
 
 
-@pytest.fixture
-def s3_run(s3_store, tmp_path):
-    """A bucket store holding the example run; the environment its CLI children get."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "EVALCORE_CACHE_DIR": str(tmp_path)}
-    store = str(s3_store.root)
+@pytest.fixture(scope="module")
+def s3_run(s3_endpoint, tmp_path_factory):
+    """A bucket store holding the example run, imported once for this file's tests (they only
+    read it); the environment its CLI children get: the one tests/s3server.py's `s3_env` sets."""
+    from tests.s3server import FAKE_KEY_ID, FAKE_SECRET, new_bucket
+
+    aws = {"AWS_ACCESS_KEY_ID": FAKE_KEY_ID, "AWS_SECRET_ACCESS_KEY": FAKE_SECRET, "AWS_DEFAULT_REGION": "us-east-1",
+           "AWS_ENDPOINT_URL": s3_endpoint}
+    unset = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")
+    env = {**{k: v for k, v in os.environ.items() if k not in unset}, **aws,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "EVALCORE_CACHE_DIR": str(tmp_path_factory.mktemp("cache"))}
+    from evalcore.store import s3
+
+    with pytest.MonkeyPatch.context() as mp:  # boto3 here reads the same variables
+        for name, value in aws.items():
+            mp.setenv(name, value)
+        store = f"s3://{new_bucket(s3_endpoint)}/runs"
+    s3.reset()  # as s3_env does: no filesystem of this process's kept for another endpoint
     imported = _evalcore(env, "--store", store, "import", "--example")
     _clean(imported)
     return env, store, imported.stdout.strip().splitlines()[-1]

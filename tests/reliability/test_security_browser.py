@@ -38,20 +38,33 @@ PROBE = """(() => {
 })()"""
 
 
-@pytest.fixture
-def hostile_app(tmp_path):
-    store = RunStore(tmp_path / "runs")
+@pytest.fixture(scope="module")
+def hostile_app(canary, tmp_path_factory):
+    """One store and one dashboard for this file's tests (a server's start and its first page's
+    imports are most of a test's time): the hostile answer's run, and the run whose names,
+    categories and question types point at the canary."""
+    url, _ = canary
+    folder = tmp_path_factory.mktemp("hostile")
+    store = RunStore(folder / "runs")
     q = EvalQuestion(id="q0", question=f"What is the capital? {LINK_MD}", ground_truth=f"Paris {IMG_MD}")
-    run_id = write_run(store, "hostile", [q], ["local_search"], ["token_f1"], seed=3,
-                       answers={("local_search", "q0"): HOSTILE})
-    with serve_app(store.root, tmp_path / "streamlit.log") as base:
-        yield base, run_id
+    answer_run = write_run(store, "hostile", [q], ["local_search"], ["token_f1"], seed=3,
+                           answers={("local_search", "q0"): HOSTILE})
+    questions = [EvalQuestion(id=f"q{i}", question=f"Question {i}?", ground_truth="Paris",
+                              category=f"[cat]({url}/category) <img src={url}/cat.png>",
+                              question_type=f"<img src='{url}/type.png'> :red[t] $x^2$") for i in range(6)]
+    names_run = write_run(store, "hostile", questions, _hostile_methods(url), ["token_f1", "faithfulness"], seed=5)
+    with serve_app(store.root, folder / "streamlit.log") as base:
+        yield {"base": base, "answer_run": answer_run, "names_run": names_run, "questions": questions}
+
+
+def _hostile_methods(url: str) -> list[str]:
+    return [f"![m]({url}/method.png)", f'<a xlink:href="{url}/svg">x</a><b style="fill:red">B</b>']
 
 
 def test_hostile_answer_is_literal_text_in_the_dom(hostile_app, tmp_path):
     browser = chromium()
     requires("websockets.sync.client", "websockets is needed to drive Chromium")
-    base, run_id = hostile_app
+    base, run_id = hostile_app["base"], hostile_app["answer_run"]
     tools = DevTools(browser, tmp_path / "profile")
     try:
         tools.dom_after(f"{base}/questions?run={run_id}&method=local_search", "Questions")
@@ -73,7 +86,7 @@ def test_hostile_answer_is_literal_text_in_the_dom(hostile_app, tmp_path):
 
 
 # ---- round 2: hostile names from the store and the URL, and a canary that counts fetches ----
-@pytest.fixture
+@pytest.fixture(scope="module")
 def canary():
     """An HTTP server on 127.0.0.1 that counts every request: an image or link that the page
     builds from untrusted text and the browser fetches shows up here."""
@@ -101,19 +114,15 @@ def canary():
         server.server_close()
 
 
-def test_hostile_names_and_url_params_render_inert_on_every_page(canary, tmp_path):
+def test_hostile_names_and_url_params_render_inert_on_every_page(canary, hostile_app, tmp_path):
     """Method names, categories and question types from the store, and rejected URL values, go
     into button labels, table headers, Plotly ticks/legends/titles and warnings. None of them
     may become an element, a style or a fetch: the canary must see no request."""
     browser = chromium()
     requires("websockets.sync.client", "websockets is needed to drive Chromium")
     url, hits = canary
-    methods = [f"![m]({url}/method.png)", f'<a xlink:href="{url}/svg">x</a><b style="fill:red">B</b>']
-    questions = [EvalQuestion(id=f"q{i}", question=f"Question {i}?", ground_truth="Paris",
-                              category=f"[cat]({url}/category) <img src={url}/cat.png>",
-                              question_type=f"<img src='{url}/type.png'> :red[t] $x^2$") for i in range(6)]
-    store = RunStore(tmp_path / "runs")
-    run_id = write_run(store, "hostile", questions, methods, ["token_f1", "faithfulness"], seed=5)
+    methods = _hostile_methods(url)
+    questions, run_id, base = hostile_app["questions"], hostile_app["names_run"], hostile_app["base"]
     bad_value = f"![x]({url}/param.png)"
     probe = ("(() => JSON.stringify([...document.querySelectorAll('img,a,image,script,iframe,link')]"
              ".map(e => (e.getAttribute('src') || '') + ' ' + (e.getAttribute('href') || '') + ' '"
@@ -127,26 +136,25 @@ def test_hostile_names_and_url_params_render_inert_on_every_page(canary, tmp_pat
              ("compare", "Compare", f"?run={run_id}&scatter=shown", methods, methods),
              ("charts", "Charts", f"?run={run_id}", methods, methods),
              ("annotate", "Annotate", f"?run={run_id}&status={bad_value}", [tuple(methods)], [])]  # either item
-    with serve_app(store.root, tmp_path / "streamlit.log") as base:
-        tools = DevTools(browser, tmp_path / "profile")
-        try:
-            for n, (path, title, query, shown, drawn) in enumerate(pages):
-                dom = tools.dom_after(f"{base}/{path}{query}", title)
-                (tmp_path / f"dom-{path or 'runs'}.html").write_text(dom)
-                assert any(h.startswith(title) for h in _headings(dom)), f"{path or '/'} did not render"
-                for marker in BAD_MARKERS:
-                    assert marker not in dom, f"{path or '/'} shows {marker}"
-                missing = _wait_until_shown(tools, shown, drawn)
-                assert not missing, f"{path or '/'}: not shown literally (markup interpreted?): {missing}"
-                # a request the page's own elements would make went out before this one
-                assert _sentinel_arrives(tools, url, hits, f"/sentinel-{n}"), "the canary sees no request at all"
-                made = json.loads(tools.call("Runtime.evaluate", expression=probe,
-                                             returnByValue=True)["result"]["value"])
-                assert made == [], f"{path or '/'}: elements built from untrusted text: {made}"
-                fetched = [h for h in hits if not h.startswith("/sentinel-")]
-                assert fetched == [], f"{path or '/'}: the browser fetched {fetched}"
-        finally:
-            tools.close()
+    tools = DevTools(browser, tmp_path / "profile")
+    try:
+        for n, (path, title, query, shown, drawn) in enumerate(pages):
+            dom = tools.dom_after(f"{base}/{path}{query}", title)
+            (tmp_path / f"dom-{path or 'runs'}.html").write_text(dom)
+            assert any(h.startswith(title) for h in _headings(dom)), f"{path or '/'} did not render"
+            for marker in BAD_MARKERS:
+                assert marker not in dom, f"{path or '/'} shows {marker}"
+            missing = _wait_until_shown(tools, shown, drawn)
+            assert not missing, f"{path or '/'}: not shown literally (markup interpreted?): {missing}"
+            # a request the page's own elements would make went out before this one
+            assert _sentinel_arrives(tools, url, hits, f"/sentinel-{n}"), "the canary sees no request at all"
+            made = json.loads(tools.call("Runtime.evaluate", expression=probe,
+                                         returnByValue=True)["result"]["value"])
+            assert made == [], f"{path or '/'}: elements built from untrusted text: {made}"
+            fetched = [h for h in hits if not h.startswith("/sentinel-")]
+            assert fetched == [], f"{path or '/'}: the browser fetched {fetched}"
+    finally:
+        tools.close()
 
 
 RENDERED = """(() => JSON.stringify({

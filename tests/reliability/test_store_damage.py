@@ -123,7 +123,7 @@ def store_local(tmp_path):
     return RunStore(tmp_path / "runs")
 
 
-def test_cli_missing_pointer_reproduction(tmp_path):
+def test_cli_missing_pointer_reproduction(tmp_path, console):
     """The issue's reproduction: import + score, rm tables.json, score again. Today's answer was
     "has no answers to score" with 12 of 16 files deleted; now one line, and nothing deleted."""
     root = tmp_path / "runs"
@@ -135,7 +135,7 @@ def test_cli_missing_pointer_reproduction(tmp_path):
     (run_dir / "tables.json").unlink()
     for args in (("score", run_id, "--groups", "lexical", "--no-progress"), ("show", run_id),
                  ("export", run_id, "--format", "json")):
-        proc = _main(root, *args)
+        proc = console("--store", root, *args)
         assert proc.returncode != 0, args
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and "damaged" in lines[0] and f"store repair {run_id}" in lines[0], (args, proc.stderr)
@@ -154,13 +154,6 @@ def test_cli_missing_pointer_reproduction(tmp_path):
     shown = _cli(root, "show", run_id, "--json")
     assert shown.exit_code == 0 and json.loads(shown.stdout)["metrics"]
     figure("damage_repair", repair.stdout.strip().splitlines()[0])
-
-
-def _main(root, *args) -> subprocess.CompletedProcess:
-    """The real console entry point (its one-line error handling), in a child process."""
-    code = "import sys; from evalcore.cli.main import main; sys.argv = ['evalcore'] + sys.argv[1:]; main()"
-    return subprocess.run([sys.executable, "-c", code, "--store", str(root), *args], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
 
 
 def test_repair_rebuilds_from_the_newest_generation(any_store):
@@ -240,7 +233,7 @@ def test_one_truncated_file_stays_inside_its_run(any_store):
     assert not checks["good"].damaged and any(damaged in d for d in checks["bad"].damage)
 
 
-def test_cli_one_truncated_file_only_its_own_commands_fail(tmp_path):
+def test_cli_one_truncated_file_only_its_own_commands_fail(tmp_path, console):
     root = tmp_path / "runs"
     ids = []
     for name in ("a", "b"):
@@ -250,7 +243,7 @@ def test_cli_one_truncated_file_only_its_own_commands_fail(tmp_path):
     good, bad = ids
     damaged = json.loads((root / bad / "tables.json").read_text())["files"]["metrics"]
     _truncate(root / bad / damaged)
-    listed = _main(root, "runs")
+    listed = console("--store", root, "runs")
     assert listed.returncode == 0 and good in listed.stdout
     assert f"damaged run {bad}" in listed.stdout and damaged in listed.stdout
     assert json.loads(_cli(root, "runs", "--json").stdout)[0]["run_id"] == good
@@ -261,7 +254,7 @@ def test_cli_one_truncated_file_only_its_own_commands_fail(tmp_path):
         assert res.exit_code == 0, (args, res.output[-2000:])
     for args in (("show", bad), ("export", bad, "--format", "json"), ("score", bad, "--no-progress"),
                  ("compare", f"{good}:basic_search", f"{bad}:basic_search", "--metrics", "token_f1")):
-        proc = _main(root, *args)
+        proc = console("--store", root, *args)
         lines = proc.stderr.strip().splitlines()
         assert proc.returncode != 0 and len(lines) == 1, (args, proc.stderr[-2000:])
         assert "damaged" in lines[0] and damaged in lines[0]
@@ -299,7 +292,11 @@ def test_store_clean_reports_quarantined_parts(tmp_path):
     store = RunStore(root)
     _run(store, "r1", rescore=False)
     (store.run_dir("r1") / "parts" / "metrics" / "part-0-x.parquet").write_bytes(b"")
-    score = _main(root, "score", "r1", "--no-progress", "--metrics", "token_f1")
+    # a real process (the other CLI checks here call the same entry point in this one)
+    code = "import sys; from evalcore.cli.main import main; sys.argv = ['evalcore'] + sys.argv[1:]; main()"
+    score = subprocess.run([sys.executable, "-c", code, "--store", str(root), "score", "r1", "--no-progress",
+                            "--metrics", "token_f1"], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "COLUMNS": "200"})
     assert "set aside 1 part file(s) it cannot absorb" in score.stderr and "Traceback" not in score.stderr
     res = _cli(root, "store", "clean")
     assert res.exit_code == 0 and "quarantined" in res.stdout and "part-0-x.parquet" in res.stdout

@@ -94,7 +94,8 @@ def _run_id(store: RunStore) -> str:
 
 
 def _main(root, *args) -> subprocess.CompletedProcess:
-    """The real console entry point (its one-line error handling), in a child process."""
+    """The real console entry point (its one-line error handling), in a child process (one test
+    here; the others call the same entry point in this process through the `console` fixture)."""
     code = "import sys; from evalcore.cli.main import main; sys.argv = ['evalcore'] + sys.argv[1:]; main()"
     return subprocess.run([sys.executable, "-c", code, "--store", str(root), *args], capture_output=True,
                           text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
@@ -116,7 +117,7 @@ def _refused(res) -> str:
 
 
 # ---- .staging and .trash ---------------------------------------------------------------------
-def test_cli_import_and_store_clean_never_follow_a_linked_staging_folder(store, tmp_path):
+def test_cli_import_and_store_clean_never_follow_a_linked_staging_folder(store, tmp_path, console):
     """The issue's case: `.staging` a link to a folder elsewhere; `evalcore import` said it
     removed "abandoned staging folders" there, and `store clean` removed them."""
     victim = _victim(tmp_path)
@@ -126,10 +127,10 @@ def test_cli_import_and_store_clean_never_follow_a_linked_staging_folder(store, 
     answers = tmp_path / "answers.jsonl"
     answers.write_text(json.dumps({"question_id": "q1", "method": "m", "question": "Q?", "answer": "a"}) + "\n")
 
-    proc = _main(store.root, "import", str(answers))
+    proc = console("--store", store.root, "import", str(answers))
     assert ".staging is a symbolic link" in _one_error_line(proc)
     assert "removed abandoned staging folder" not in proc.stderr
-    proc = _main(store.root, "store", "clean")
+    proc = console("--store", store.root, "store", "clean")
     assert ".staging is a symbolic link" in _one_error_line(proc) and "removed" not in proc.stdout
     assert ".staging is a symbolic link" in _refused(_cli(store.root, "store", "clean", "--dry-run"))
     with pytest.raises(safe_paths.OutsideStore):
@@ -138,14 +139,14 @@ def test_cli_import_and_store_clean_never_follow_a_linked_staging_folder(store, 
     assert (store.root / ".staging").is_symlink()  # not ours to remove either
 
 
-def test_cli_store_clean_and_delete_never_follow_a_linked_trash_folder(store, tmp_path):
+def test_cli_store_clean_and_delete_never_follow_a_linked_trash_folder(store, tmp_path, console):
     victim = _victim(tmp_path)
     before = _tree(victim)
     run_id = _run_id(store)
     run_files = _tree(store.run_dir(run_id))
     (store.root / ".trash").symlink_to(victim, target_is_directory=True)
 
-    proc = _main(store.root, "store", "clean")
+    proc = console("--store", store.root, "store", "clean")
     assert ".trash is a symbolic link" in _one_error_line(proc) and "removed" not in proc.stdout
     assert ".trash is a symbolic link" in _refused(_cli(store.root, "delete", run_id, "--yes"))
     with pytest.raises(safe_paths.OutsideStore):

@@ -45,7 +45,8 @@ def _cli(root, *args):
 
 
 def _main(root, *args) -> subprocess.CompletedProcess:
-    """The real console entry point (its one-line error handling), in a child process."""
+    """The real console entry point (its one-line error handling), in a child process (one test
+    here; the others call the same entry point in this process through the `console` fixture)."""
     code = "import sys; from evalcore.cli.main import main; sys.argv = ['evalcore'] + sys.argv[1:]; main()"
     return subprocess.run([sys.executable, "-c", code, "--store", str(root), *args], capture_output=True,
                           text=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
@@ -87,12 +88,12 @@ def _file_of(pointer: dict, table: str) -> str:
     return pointer["files"][table]
 
 
-def test_cli_a_retired_name_longer_than_evalcore_writes_is_damage_and_score_refuses_in_one_line(store):
+def test_cli_a_retired_name_longer_than_evalcore_writes_is_damage_and_score_refuses_in_one_line(store, console):
     """The tester's case: `"retired": {"data/" + "a"*300: 0}`."""
     run_id, run_dir = _run(store)
     _edit_pointer(run_dir, lambda p: p["retired"].update({"data/" + "a" * 300: 0}))
     before = _tree(store.root)
-    proc = _main(store.root, "score", run_id, "-m", "token_f1", "--no-progress")
+    proc = console("--store", store.root, "score", run_id, "-m", "token_f1", "--no-progress")
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and f"run {run_id} is damaged" in lines[0], lines

@@ -4,6 +4,7 @@ package's pytest11 entry point)
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -26,12 +27,18 @@ def test_ordinary():
 """
 
 
-def _pytest(tmp_path, *args):
+def _pytest(tmp_path, *args, autoload: bool = False):
+    """pytest in a child on a user's test file. `autoload`: every installed plugin loads as it
+    would for a user (test_skipped_without_run_eval proves the gate arrives that way); else only
+    pytest's own plugins and ours, named by its pytest11 entry point (`-p evalcore`): hypothesis,
+    xdist, coverage and anyio took ~2.5 s of each child to load and play no part in the gate."""
     (tmp_path / "test_gate.py").write_text(TEST_FILE, encoding="utf-8")
     cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "-p", "no:phoenix",
+           *([] if autoload else ["-p", "evalcore"]),
            str(tmp_path / "test_gate.py"), "--rootdir", str(tmp_path), "-c", str(tmp_path / "none.ini"), *args]
     (tmp_path / "none.ini").write_text("[pytest]\n", encoding="utf-8")
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    env = {**os.environ, **({} if autoload else {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
 
 
 def _config(tmp_path, url, **extra):
@@ -47,7 +54,7 @@ def _demo_method_config(tmp_path, url, send_as, **extra):
 
 
 def test_skipped_without_run_eval(tmp_path):
-    proc = _pytest(tmp_path)
+    proc = _pytest(tmp_path, autoload=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed, 1 skipped" in proc.stdout and "--run-eval" in proc.stdout
 

@@ -31,10 +31,19 @@ def pairs(halueval_rows, squad_questions):
 
 
 def library(model_path, cands, refs, **kwargs):
+    """The library's numbers, one pair per batch, on one torch thread: batch-of-one forward
+    passes are several times slower with two threads on a busy two-core machine (the threads
+    only change the order of float sums, far below TOL)."""
+    import torch
     from bert_score import BERTScorer as Library
 
     scorer = Library(model_type=model_path, **kwargs)
-    p, r, f = scorer.score(cands, refs, batch_size=1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        p, r, f = scorer.score(cands, refs, batch_size=1)
+    finally:
+        torch.set_num_threads(threads)
     return np.stack([p.numpy(), r.numpy(), f.numpy()], axis=1)
 
 
