@@ -16,6 +16,7 @@ import pytest
 from evalcore.scoring.importer import import_recorded
 from evalcore.store import query_df
 from evalcore.scoring.engine import score_run
+from tests.semantic.test_bertscore_parity import library
 
 TOL = 1e-4
 N_PAIRS = 420  # > 400, split into 3 chunks of 200/200/20 below
@@ -47,19 +48,9 @@ def _stored(store, run_id, metric):
 
 
 def _library(model_path, cands, refs):
-    """The library's numbers, one pair per batch. One torch thread: batch-of-one forward passes
-    are ~10x slower with two threads on a busy two-core machine."""
-    import torch
-    from bert_score import BERTScorer as Library
-
-    scorer = Library(model_type=model_path, num_layers=6, idf=True, idf_sents=refs)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        p, r, f = scorer.score(cands, refs, batch_size=1)
-    finally:
-        torch.set_num_threads(threads)
-    return np.stack([p.numpy(), r.numpy(), f.numpy()], axis=1)
+    """The library's numbers with the run's references as its idf sentences (one pair per
+    batch, one torch thread: test_bertscore_parity.library)."""
+    return library(model_path, cands, refs, num_layers=6, idf=True, idf_sents=refs)
 
 
 def test_idf_is_run_wide_and_matches_the_library(halueval_pairs, store, tmp_path, minilm_path):
