@@ -46,6 +46,7 @@ def _compute():
 
 
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
+HASH_ROWS = 65_536  # keys hashed per pandas pass: small files together, a large one alone
 _NO_TIME = np.iinfo(np.int64).min
 
 
@@ -124,21 +125,39 @@ def _winners(paths: list[Path], table: str, run_id: str | None = None) -> list[n
     """Per source file, a boolean mask of the rows that survive; ForeignRows when `run_id` is
     given and a file holds a row of another run (the key columns are read anyway).
 
-    Each file's keys are read as Arrow and hashed together, once: a live run's publish merges
-    a part file per 16 answers, and a pandas pass per file cost ~10 ms each (1.5 s of 2,000
-    answers' 160 parts)."""
+    Files' keys are read as Arrow and hashed together, ~HASH_ROWS rows per pandas pass: a live
+    run's publish merges a part file per 16 answers, and a pass per file cost ~10 ms each (1.5 s
+    of 2,000 answers' 160 parts), while one pass over every file would hold all the keys' text."""
     import pandas as pd
 
-    per_file = [_key_columns(path, table, run_id) for path in paths]
+    per_file = []
+    h1, h2 = [], []
+    group: list[list[pa.ChunkedArray]] = []  # the text keys of files not hashed yet
+    held = 0
+
+    def hash_group() -> None:
+        """One pandas pass over the held files' keys; only their two hashes are kept."""
+        k = pd.DataFrame({i: pa.chunked_array([c for keys in group for c in keys[i].chunks],
+                                              type=pa.string()).to_pandas().astype("string")
+                          for i in range(len(group[0]))})
+        h1.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-1").to_numpy())
+        h2.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-2").to_numpy())
+        group.clear()
+
+    for path in paths:
+        one = _key_columns(path, table, run_id)
+        group.append(one.pop("keys"))
+        per_file.append(one)
+        held += one["rows"]
+        if held >= HASH_ROWS:  # the text of at most ~HASH_ROWS keys is held at once
+            hash_group()
+            held = 0
     sizes = [f["rows"] for f in per_file]
     if not sizes or sum(sizes) == 0:
         return [np.zeros(n, dtype=bool) for n in sizes]
-    n_keys = len(per_file[0]["keys"])
-    k = pd.DataFrame({i: pa.chunked_array([c for f in per_file for c in f["keys"][i].chunks],
-                                          type=pa.string()).to_pandas().astype("string")
-                      for i in range(n_keys)})
-    h1a = pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-1").to_numpy()
-    h2a = pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-2").to_numpy()
+    if group:
+        hash_group()
+    h1a, h2a = np.concatenate(h1), np.concatenate(h2)
     wa = np.concatenate([f["when"] for f in per_file])
     pa_ = np.concatenate([f["prio"] for f in per_file])
     fa = np.concatenate([np.full(n, i, dtype=np.int64) for i, n in enumerate(sizes)])
