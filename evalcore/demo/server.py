@@ -141,7 +141,8 @@ def start_in_thread(port: int = 0, **kwargs: Any) -> DemoServer:
     """Start a demo server on 127.0.0.1 (port 0 = a free port) in a daemon thread.
     Stop it with `server.shutdown(); server.server_close()`."""
     server = DemoServer(port, **kwargs)
-    threading.Thread(target=server.serve_forever, name="evalcore-demo-server", daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                     name="evalcore-demo-server", daemon=True).start()
     return server
 
 

@@ -391,7 +391,7 @@ def test_the_hint_names_the_path_above_our_page_and_nothing_else(tmp_path):
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     browser = chromium()
     requires("websockets.sync.client", "websockets is needed to drive Chromium")

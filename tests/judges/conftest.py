@@ -182,7 +182,7 @@ def scripted_llm() -> Iterator[ScriptedLLM]:
     too, e.g. tests/reliability/test_judge_cache_and_cost.py)."""
     llm = ScriptedLLM()
     llm.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(llm))
-    thread = threading.Thread(target=llm.httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=llm.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield llm

@@ -165,7 +165,7 @@ def test_a_worker_node_killed_while_asking(nodes, tmp_path, audit):
     from evalcore.pipeline import resume_run, run_evaluation
 
     server = CountingServer(latency_ms=40)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         store = RunStore(tmp_path / "runs")
         config = _config(server.url, concurrency=3, batch_size=2, flush_seconds=0.2)

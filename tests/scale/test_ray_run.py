@@ -63,7 +63,7 @@ class CountingServer(DemoServer):
 @pytest.fixture
 def target():
     server = CountingServer()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     yield server
     server.shutdown()
     server.server_close()

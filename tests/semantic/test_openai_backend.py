@@ -61,7 +61,7 @@ def make_handler(script: Script):
 def server():
     script = Script()
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(script))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     script.base = f"http://127.0.0.1:{httpd.server_address[1]}"
     yield script

@@ -32,8 +32,9 @@ from tests.traces.test_trace_counting import good_trace
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def server():
+    """One server per test: a shared one would record requests an earlier test sent late."""
     srv = ScriptedServer(lambda r: ok_json({"data": []}))
     srv.start()
     yield srv

@@ -49,19 +49,12 @@ def cursor_of(request) -> str | None:
     return (parse_qs(urlsplit(request["path"]).query).get("cursor") or [None])[0]
 
 
-@pytest.fixture(scope="module")
-def _server():
-    srv = ScriptedServer(lambda r: ok_json({"data": []}))
-    srv.start()
-    yield srv
-    srv.stop()
-
-
 @pytest.fixture
-def server(_server):
-    """The module's server, its script and records reset: `serve_get(fn)` scripts the span
-    listing (and records each GET in `gets`), `decide` the annotation POSTs."""
-    srv = _server
+def server():
+    """A server of this test's own (a shared one recorded a request an earlier test's import
+    sent before its deadline ended it): `serve_get(fn)` scripts the span listing (and records
+    each GET in `gets`), `decide` the annotation POSTs."""
+    srv = ScriptedServer(lambda r: ok_json({"data": []})).start()
     srv.gets, srv.requests, srv.streamed = [], [], 0
     srv.decide = lambda r: ok_json({"data": []})
 
@@ -73,7 +66,8 @@ def server(_server):
 
     srv.serve_get = serve_get
     serve_get(lambda r: ok_json({"data": [], "next_cursor": None}))
-    return srv
+    yield srv
+    srv.stop()
 
 
 def _cli(root, *args):
