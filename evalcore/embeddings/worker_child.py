@@ -9,7 +9,7 @@ import sys
 
 from evalcore.embeddings.embedder import SentenceTransformerBackend
 from evalcore.embeddings.models import ModelRef
-from evalcore.embeddings.worker import receive_message, send_message
+from evalcore.common.child_pipe import receive_message, send_message
 
 
 def main() -> None:

@@ -208,13 +208,15 @@ def _streaming_scorer(config: EvalConfig, store: RunStore, writer: RunWriter, qu
     """A scorer that scores answers while the rest are asked (scoring/streaming.py): for a
     fresh local run with scoring on. A resumed run (answers from before) and the Ray engine
     score after the last answer, as does a run whose metrics cannot stream (judge, embeddings:
-    the scorer then gives up and `_score` runs)."""
+    the scorer then gives up and `_score` runs). A large run scores in a child process."""
     if not config.score or done or engine != "local" or importlib.util.find_spec("evalcore.scoring.streaming") is None:
         return None
-    from evalcore.scoring.streaming import StreamingScorer
+    from evalcore.scoring import streaming
 
-    return StreamingScorer(store, writer, writer.run_id, questions, config.metrics, config.groups,
-                           {**config.score_options, "judge": config.judge_option})
+    jobs = len(questions) * len(config.methods) * config.trials
+    return streaming.StreamingScorer(store, writer, writer.run_id, questions, config.metrics, config.groups,
+                                     {**config.score_options, "judge": config.judge_option},
+                                     in_worker=jobs >= streaming.WORKER_MIN_JOBS)
 
 
 def _note_resume(exc: OSError, run_id: str) -> None:

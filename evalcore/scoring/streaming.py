@@ -8,6 +8,12 @@ keeps every chunk scored so far (the run's next publish makes them visible). The
 (phase 2) of a chunk are built from that chunk's own values, held in memory: on a fresh run
 they are exactly what `score_run` would read back from the store.
 
+Where the chunks are scored: in a thread of this process, or, for a run of at least
+`WORKER_MIN_JOBS` jobs, in a child process (scoring/stream_worker.py) on another core, so the
+scoring does not take the interpreter lock from the asking. Both run the same ChunkStream
+(scoring/stream_chunks.py). The child costs an interpreter start, which small runs (the tests'
+many live runs) do not repay.
+
 Same values as `score_run`, or no streaming at all:
 - only metrics that are cheap, local and per answer stream (no judge, no embeddings, nothing
   that reads the whole run); a selection with any other metric leaves the run to `score_run`
@@ -25,46 +31,46 @@ import threading
 import time
 from typing import Any, Iterable
 
-from evalcore.metrics.base import Item, MetricSpec, ScoringContext
+from evalcore.metrics.base import Item
 from evalcore.schemas import EvalQuestion, EvalResponse
-from evalcore.scoring.chunk import run_has, score_chunk, write_chunk
-from evalcore.scoring.pass_record import history_entry, pass_record
+from evalcore.scoring.chunk import run_has
+from evalcore.scoring.pass_record import pass_record
 from evalcore.scoring.pass_report import ScoreReport
+from evalcore.scoring.stream_chunks import COMPOSITE, ChunkStream, streamable
 from evalcore.store import RunStore, RunWriter
 
-COMPOSITE = "composite"
+__all__ = ["COMPOSITE", "MAX_CHUNK", "MIN_CHUNK", "StreamingScorer", "WORKER_MIN_JOBS", "streamable"]
+
 MIN_CHUNK = 64  # answers taken at once while asking: per-chunk costs stay small beside the work
 MAX_CHUNK = 512
-
-
-def streamable(spec: MetricSpec) -> bool:
-    """A metric whose value for one answer needs nothing but that answer, its question and the
-    run-level `have`: no judge (its calls have their own batching and cache), no embedding
-    model, no whole-run statistic (BERTScore's idf needs embeddings, so it is excluded here)."""
-    return not ({"judge", "embeddings"} & set(spec.needs) or spec.warm or spec.first_stage or spec.second_stage)
+WORKER_MIN_JOBS = 1000  # a run asking this many answers scores them in a child process
 
 
 class StreamingScorer:
-    """Scores answers handed to `add` in a background thread; `finish` returns the pass's report
-    once every answer is scored, or None when the run must be scored afterwards instead."""
+    """Scores answers handed to `add` in a background thread (or a child process it feeds);
+    `finish` returns the pass's report once every answer is scored, or None when the run must
+    be scored afterwards instead."""
 
     def __init__(self, store: RunStore, writer: RunWriter, run_id: str, questions: list[EvalQuestion],
-                 metrics: Iterable[str] | None, groups: Iterable[str] | None, options: dict[str, Any]):
-        self._store, self._writer, self._run_id = store, writer, run_id
+                 metrics: Iterable[str] | None, groups: Iterable[str] | None, options: dict[str, Any],
+                 in_worker: bool = False):
         self._questions = {q.id: q for q in questions}
-        self._metrics, self._groups, self._options = list(metrics or []), list(groups or []), dict(options)
+        metrics, groups = list(metrics or []), list(groups or [])
+        if in_worker:
+            from evalcore.scoring.stream_worker import WorkerStream
+
+            self._stream: Any = WorkerStream(store, run_id, metrics, groups, dict(options))
+        else:
+            self._stream = ChunkStream(store, writer, run_id, metrics, groups, dict(options))
         self._pending: list[Item] = []
         self._seen: set[str] = set()  # what every answer added holds (run_has): `finish` decides again from it
         self._n_items = 0
         self._cond = threading.Condition()
         self._closing = False
         self._stopped = False
+        self._decided = False
         self.failure: BaseException | None = None  # why streaming gave up (the caller scores afterwards)
-        self._specs: list[MetricSpec] | None = None
-        self._have: frozenset[str] | None = None
-        self._ctx: ScoringContext | None = None
-        self._report: ScoreReport | None = None
-        self._values: dict[tuple[str, str, int], dict[str, float]] = {}
+        self._entry: dict[str, Any] | None = None
         self._started = time.monotonic()
         self._thread = threading.Thread(target=self._loop, name="evalcore-live-scoring", daemon=True)
         self._thread.start()
@@ -95,23 +101,24 @@ class StreamingScorer:
             self._closing = True
             self._cond.notify()
         self._thread.join()
-        if self.failure is not None or self._stopped or self._report is None:
+        try:
+            if self.failure is not None or self._stopped or not self._decided:
+                return None
+            closed = self._stream.close(frozenset(self._seen), self._n_items)
+        except Exception as exc:  # noqa: BLE001 - the worker is gone: the caller scores afterwards
+            self.failure = exc
             return None
-        from evalcore.scoring.engine import metric_registry, select_metrics
-
-        have = frozenset(self._seen)
-        specs, skipped = select_metrics(metric_registry(), [], self._metrics, self._groups, self._options,
-                                        set(), have=set(have))
-        if have != self._have or [s.name for s in specs] != [s.name for s in self._specs or []]:
+        finally:
+            self._stream.release()
+        if closed is None:
             return None
-        self._report.skipped = skipped
-        self._report.n_items = self._n_items
-        self._report.seconds = time.monotonic() - self._started
-        return self._report
+        report, self._entry = closed
+        report.seconds = time.monotonic() - self._started
+        return report
 
     def record(self):
         """The manifest edit the run's final publish applies: the pass's history entry."""
-        return pass_record(None, history_entry(self._specs or [], self._options))
+        return pass_record(None, self._entry)
 
     def _take(self) -> list[Item] | None:
         """The next chunk: at least MIN_CHUNK answers while asking, whatever is left at the end;
@@ -127,47 +134,17 @@ class StreamingScorer:
     def _loop(self) -> None:
         try:
             while (chunk := self._take()) is not None:
-                if self._specs is None and not self._decide(chunk):
-                    return
-                self._score(chunk)
+                if not self._decided:
+                    why = self._stream.decide(chunk)
+                    if why is not None:
+                        self.failure = RuntimeError(why)
+                        return
+                    self._decided = True
+                self._stream.score(chunk)
         except BaseException as exc:  # noqa: BLE001 - reported through `failure`; the caller scores afterwards
             self.failure = exc
         finally:
             with self._cond:
                 self._pending = []
-
-    def _decide(self, first: list[Item]) -> bool:
-        """Which metrics stream, from the questions and the first answers; False (stream
-        nothing) when any selected metric cannot."""
-        from evalcore.metrics.options import check_options
-        from evalcore.scoring.engine import metric_registry, select_metrics
-
-        self._options = check_options(self._options)
-        self._have = frozenset(run_has(first))
-        specs, _ = select_metrics(metric_registry(), first, self._metrics, self._groups, self._options, set(),
-                                  have=set(self._have))
-        if not specs or not all(streamable(s) for s in specs):
-            self.failure = RuntimeError("a selected metric does not stream (judge, embeddings)")
-            return False
-        self._specs = specs
-        self._ctx = ScoringContext(run_id=self._run_id, store=self._store, options=self._options, have=self._have)
-        self._report = ScoreReport(run_id=self._run_id, metrics=[s.name for s in specs])
-        return True
-
-    def _score(self, chunk: list[Item]) -> None:
-        ctx, report = self._ctx, self._report
-        phase1 = [s for s in self._specs if s.group != COMPOSITE]
-        phase2 = [s for s in self._specs if s.group == COMPOSITE]
-        rows = score_chunk(phase1, chunk, ctx, report)
-        for v in rows.values:
-            self._values.setdefault((v.method, v.question_id, v.trial), {})[v.metric] = float(v.value)
-        if phase2:
-            ctx.stored_metrics = self._values
-            more = score_chunk(phase2, chunk, ctx, report)
-            rows.values.extend(more.values)
-            rows.claims.extend(more.claims)
-            rows.verdicts.extend(more.verdicts)
-            rows.repeats.extend(more.repeats)
-        if write_chunk(self._writer, rows):
-            report.parts_written += 1
-        report.n_values += len(rows.values)
+            if self.failure is not None or self._stopped:
+                self._stream.release()

@@ -229,10 +229,10 @@ def test_crash_during_scoring_then_resume_scores_every_response(tmp_path, monkey
         def crash(*args, **kwargs):
             raise SystemExit("killed while scoring")  # stands in for kill -9 at this instant
 
-        from evalcore.scoring import streaming
+        from evalcore.scoring import stream_chunks
 
         monkeypatch.setattr(scoring, "score_run", crash)
-        monkeypatch.setattr(streaming, "score_chunk", crash)  # scoring while asking dies the same way
+        monkeypatch.setattr(stream_chunks, "score_chunk", crash)  # scoring while asking dies the same way
         config = EvalConfig(target=server.url, dataset=str(qfile), metrics=["token_f1"], progress=False)
         with pytest.raises(SystemExit):
             run_evaluation(config, store)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from evalcore.pipeline import resume_run, run_evaluation
 from evalcore.runner.config import EvalConfig
@@ -53,7 +54,21 @@ def _run(server: ScriptedServer, store: RunStore, qfile: Path, **settings):
     return run_evaluation(config, store)
 
 
-def test_scored_while_asking_equals_scoring_afterwards(tmp_path):
+@pytest.fixture(params=["thread", "worker"])
+def where(request, monkeypatch):
+    """Where the chunks are scored: a thread of the run's process, or a child process (a large
+    run: streaming.WORKER_MIN_JOBS, lowered here to reach it with a small one)."""
+    from evalcore.scoring import stream_worker
+
+    children = []
+    if request.param == "worker":
+        monkeypatch.setattr(streaming, "WORKER_MIN_JOBS", 1)
+        real = stream_worker.start_child
+        monkeypatch.setattr(stream_worker, "start_child", lambda module: children.append(real(module)) or children[-1])
+    return request.param, children
+
+
+def test_scored_while_asking_equals_scoring_afterwards(tmp_path, where):
     server = ScriptedServer(_answer).start()
     try:
         store = RunStore(tmp_path / "runs")
@@ -61,6 +76,7 @@ def test_scored_while_asking_equals_scoring_afterwards(tmp_path):
     finally:
         server.stop()
     assert live.score_message == "scored while asking" and live.scored
+    assert len(where[1]) == (where[0] == "worker")  # one child scored, or none
     ours = _values(store, live.run_id)
     manifest = store.manifest(live.run_id)
     report = score_run(store, live.run_id, progress=False)  # the same answers, scored afterwards
@@ -71,7 +87,7 @@ def test_scored_while_asking_equals_scoring_afterwards(tmp_path):
     assert manifest.config["scoring"][-1]["metrics"] == report.metrics
 
 
-def test_later_answers_showing_more_are_scored_again_afterwards(tmp_path):
+def test_later_answers_showing_more_are_scored_again_afterwards(tmp_path, where):
     """Citations only from answer 100 on: the first chunk did not select the citation rules, so
     the whole run is scored after the last answer, as before."""
     server = ScriptedServer(lambda r: _answer(r, cite_from=100)).start()
@@ -87,7 +103,7 @@ def test_later_answers_showing_more_are_scored_again_afterwards(tmp_path):
     pd.testing.assert_frame_equal(ours, _values(store, live.run_id))
 
 
-def test_a_run_failing_midway_keeps_its_scored_chunks(tmp_path, monkeypatch):
+def test_a_run_failing_midway_keeps_its_scored_chunks(tmp_path, monkeypatch, where):
     from evalcore.pipeline import live as pipeline
 
     root = tmp_path / "runs"
@@ -170,3 +186,36 @@ def test_publishing_while_asking_takes_at_most_a_fifth_of_the_run(monkeypatch):
         clock[0] = max(clock[0], t)
         on_flush(10)
     assert writer.published == [5.0, 15.0]  # 12.9: 5.9 s after the last ended, under 4 x 2 s
+
+
+def test_a_scoring_worker_killed_midway_leaves_the_run_scored_afterwards(tmp_path, monkeypatch):
+    """The child scoring a large run dies (OOM killer, kill -9) after writing some chunks: the
+    run still ends complete and scored, every answer's values equal to scoring afterwards."""
+    from evalcore.scoring import stream_worker
+
+    monkeypatch.setattr(streaming, "WORKER_MIN_JOBS", 1)
+    children = []
+    real = stream_worker.start_child
+    monkeypatch.setattr(stream_worker, "start_child", lambda module: children.append(real(module)) or children[-1])
+    root = tmp_path / "runs"
+
+    def answer(request):
+        if request["body"]["question"] == f"question {N - 20}":
+            deadline = time.monotonic() + 20
+            while not _metric_files(root) and time.monotonic() < deadline:
+                time.sleep(0.02)  # a chunk scored and written by the child
+            children[0].kill()
+        return _answer(request)
+
+    server = ScriptedServer(answer).start()
+    try:
+        store = RunStore(root)
+        live = _run(server, store, _questions(tmp_path))
+    finally:
+        server.stop()
+    assert children[0].wait(timeout=10) == -9
+    assert live.score_message == "scored" and live.scored, "scored again after the last answer"
+    ours = _values(store, live.run_id)
+    assert ours.groupby("metric").size().eq(N).all() and len(set(ours.metric)) > 10
+    score_run(store, live.run_id, progress=False)
+    pd.testing.assert_frame_equal(ours, _values(store, live.run_id))

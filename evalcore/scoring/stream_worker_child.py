@@ -1,0 +1,56 @@
+"""The child's side of evalcore.scoring.stream_worker: score a live run's chunks with one
+ChunkStream until stdin closes (the protocol is described there). Run as
+`python -m evalcore.scoring.stream_worker_child` by WorkerStream, never imported by evalcore."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from evalcore.common.child_pipe import receive_message, send_message
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it closes our stdin
+    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # whatever a library prints must not corrupt the protocol
+    try:
+        root, run_id, metrics, groups, options = receive_message(inp)
+    except EOFError:
+        os._exit(0)
+    try:
+        from evalcore.scoring.stream_chunks import ChunkStream
+        from evalcore.scoring.stream_worker import report_to_wire
+        from evalcore.store import RunStore, RunWriter
+
+        store = RunStore(root)
+        stream = ChunkStream(store, RunWriter(run_id, store.run_dir(run_id)), run_id, metrics, groups, options)
+        failed = None
+    except Exception as exc:  # noqa: BLE001 - every request is answered with it
+        failed = f"{type(exc).__name__}: {exc}"
+    while True:
+        try:
+            kind, *args = receive_message(inp)
+        except EOFError:
+            break
+        if failed is not None:
+            send_message(out, ("error", failed))
+            continue
+        try:
+            if kind == "decide":
+                reply = stream.decide(*args)
+            elif kind == "score":
+                reply = stream.score(*args)
+            else:
+                closed = stream.close(*args)
+                reply = None if closed is None else (report_to_wire(closed[0]), closed[1])
+            send_message(out, ("ok", reply))
+        except Exception as exc:  # noqa: BLE001 - the parent gives streaming up and scores afterwards
+            failed = f"{type(exc).__name__}: {exc}"
+            send_message(out, ("error", failed))
+    os._exit(0)  # every part file is written whole (atomic); nothing else to flush
+
+
+if __name__ == "__main__":
+    main()
