@@ -51,6 +51,14 @@ def _check_fits(spec: MetricSpec, others: list[MetricSpec]) -> None:
                              "(declare one MetricOption and share it)")
 
 
+def only_builtin() -> bool:
+    """Whether every registered spec is one of the package's own (METRIC_MODULES' SPECS): a
+    child process (a large live run's scoring worker) builds the same registry only then; a
+    spec added or replaced by `register_metric` lives in this process alone."""
+    builtin = {id(spec) for module in METRIC_MODULES for spec in module.SPECS}
+    return all(id(spec) in builtin for spec in METRICS.values())
+
+
 def unregister_metric(name: str) -> MetricSpec:
     """Remove a metric added with `register_metric` (a test's toy metric); returns it."""
     if name not in METRICS:

@@ -10,7 +10,8 @@ they are exactly what `score_run` would read back from the store.
 
 Where the chunks are scored: in a thread of this process, or, for a run of at least
 `WORKER_MIN_JOBS` jobs, in a child process (scoring/stream_worker.py) on another core, so the
-scoring does not take the interpreter lock from the asking. Both run the same ChunkStream
+scoring does not take the interpreter lock from the asking (unless this process registered a
+metric of its own, which the child would not have: `worker_can_score`). Both run the same ChunkStream
 (scoring/stream_chunks.py). The child costs an interpreter start, which small runs (the tests'
 many live runs) do not repay.
 
@@ -27,6 +28,7 @@ Same values as `score_run`, or no streaming at all:
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from typing import Any, Iterable
@@ -46,6 +48,14 @@ MAX_CHUNK = 512
 WORKER_MIN_JOBS = 1000  # a run asking this many answers scores them in a child process
 
 
+def worker_can_score() -> bool:
+    """A child process scores with the package's own metrics only: not when this process has
+    registered one of its own (`register_metric`: a plugin, an API user's metric), which the
+    child would not know. A registry never imported here holds nothing of the kind."""
+    registry = sys.modules.get("evalcore.metrics.registry")
+    return registry is None or registry.only_builtin()
+
+
 class StreamingScorer:
     """Scores answers handed to `add` in a background thread (or a child process it feeds);
     `finish` returns the pass's report once every answer is scored, or None when the run must
@@ -56,7 +66,7 @@ class StreamingScorer:
                  in_worker: bool = False):
         self._questions = {q.id: q for q in questions}
         metrics, groups = list(metrics or []), list(groups or [])
-        if in_worker:
+        if in_worker and worker_can_score():
             from evalcore.scoring.stream_worker import WorkerStream
 
             self._stream: Any = WorkerStream(store, run_id, metrics, groups, dict(options))

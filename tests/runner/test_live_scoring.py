@@ -219,3 +219,25 @@ def test_a_scoring_worker_killed_midway_leaves_the_run_scored_afterwards(tmp_pat
     assert ours.groupby("metric").size().eq(N).all() and len(set(ours.metric)) > 10
     score_run(store, live.run_id, progress=False)
     pd.testing.assert_frame_equal(ours, _values(store, live.run_id))
+
+
+def test_a_metric_registered_in_this_process_keeps_the_scoring_here(tmp_path, where):
+    """A metric added with register_metric (a plugin, an API user's) exists in this process only:
+    a large run does not hand its scoring to a child that would not know it, and the metric's
+    values are stored as if it were built in."""
+    from evalcore.metrics.base import MetricSpec, Score, per_item
+    from evalcore.metrics.registry import register_metric, unregister_metric
+
+    register_metric(MetricSpec("toy_answer_length", "lexical", per_item(lambda q, r: Score(float(len(r.answer)))),
+                               needs=frozenset({"answer"})))
+    server = ScriptedServer(_answer).start()
+    try:
+        store = RunStore(tmp_path / "runs")
+        live = _run(server, store, _questions(tmp_path), metrics=["token_f1", "toy_answer_length"])
+    finally:
+        server.stop()
+        unregister_metric("toy_answer_length")
+    assert live.score_message == "scored while asking" and where[1] == []  # no child, in either case
+    ours = _values(store, live.run_id)
+    toy = ours[ours.metric == "toy_answer_length"]
+    assert len(toy) == N and toy.value.max() > 0
