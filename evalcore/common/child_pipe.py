@@ -37,11 +37,12 @@ def receive_message(stream: BinaryIO) -> Any:
 
 
 def start_child(module: str) -> subprocess.Popen:
-    """`python -m module` with pipes on stdin/stdout, importing this same evalcore (a work tree,
-    an editable install...). Its stderr goes nowhere: the parent's stderr may be a pipe its own
+    """`python -P -m module` with pipes on stdin/stdout, importing this same evalcore (a work
+    tree, an editable install...): `-P` keeps the current folder off the child's path, where an
+    `evalcore/` of another checkout (or a stray `json.py`) would be imported instead. Its stderr goes nowhere: the parent's stderr may be a pipe its own
     caller reads to the end, and a child holding it would keep that caller waiting; a child
     reports its errors as messages."""
     root = str(Path(__file__).resolve().parents[2])
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    return subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-P", "-m", module], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": path})

@@ -54,9 +54,10 @@ def _check_fits(spec: MetricSpec, others: list[MetricSpec]) -> None:
 def only_builtin() -> bool:
     """Whether every registered spec is one of the package's own (METRIC_MODULES' SPECS): a
     child process (a large live run's scoring worker) builds the same registry only then; a
-    spec added or replaced by `register_metric` lives in this process alone."""
+    spec added, replaced or removed here (`register_metric`, `unregister_metric`) is so in this
+    process alone."""
     builtin = {id(spec) for module in METRIC_MODULES for spec in module.SPECS}
-    return all(id(spec) in builtin for spec in METRICS.values())
+    return {id(spec) for spec in METRICS.values()} == builtin
 
 
 def unregister_metric(name: str) -> MetricSpec:

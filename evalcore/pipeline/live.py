@@ -167,6 +167,8 @@ def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: 
         else:
             stats, _, _ = asyncio.run(_ask(config, writer, questions, done, probe,
                                            on_batch=streaming.add if streaming else None))
+        tail = time.perf_counter()
+        report = streaming.finish() if streaming else None  # the answers' last chunk, scored now
     except KeyboardInterrupt:
         if streaming:
             streaming.stop()  # its chunks written so far are published below
@@ -184,8 +186,7 @@ def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: 
                 raise
             # the disk is still full: the first failure, which says what was kept, is reported
         raise
-    tail = time.perf_counter()
-    report = streaming.finish() if streaming else None  # the answers' last chunk, scored now
+    _note_worker_failure(writer, streaming)
     scored = (streaming.record(), time.perf_counter() - tail) if report is not None else None
     try:
         manifest = _finish(writer, store, "complete", started, fresh=stats if not done else None, scored=scored)
@@ -217,6 +218,20 @@ def _streaming_scorer(config: EvalConfig, store: RunStore, writer: RunWriter, qu
     return streaming.StreamingScorer(store, writer, writer.run_id, questions, config.metrics, config.groups,
                                      {**config.score_options, "judge": config.judge_option},
                                      in_worker=jobs >= streaming.WORKER_MIN_JOBS)
+
+
+def _note_worker_failure(writer: RunWriter, streaming: Any) -> None:
+    """A scoring worker that failed or died is said in the run's notes (the run is then scored
+    after the last answer, so nothing is missing, but the user sees why it took longer)."""
+    if streaming is None or streaming.failure is None:
+        return
+    from evalcore.scoring.stream_worker import WorkerGone
+
+    failure = streaming.failure
+    if not isinstance(failure, WorkerGone):
+        return  # the routine one (a selected metric does not stream), or the thread's
+    note = f"scoring while asking stopped ({failure}); the run was scored after the last answer"
+    writer.edit_manifest(lambda m: {"notes": m.notes + [note]})
 
 
 def _note_resume(exc: OSError, run_id: str) -> None:

@@ -66,11 +66,15 @@ class StreamingScorer:
                  in_worker: bool = False):
         self._questions = {q.id: q for q in questions}
         metrics, groups = list(metrics or []), list(groups or [])
+        self._stream: Any = None
         if in_worker and worker_can_score():
             from evalcore.scoring.stream_worker import WorkerStream
 
-            self._stream: Any = WorkerStream(store, run_id, metrics, groups, dict(options))
-        else:
+            try:
+                self._stream = WorkerStream(store, run_id, metrics, groups, dict(options))
+            except (OSError, ValueError):  # no interpreter to start (frozen, a process limit): score here
+                self._stream = None
+        if self._stream is None:
             self._stream = ChunkStream(store, writer, run_id, metrics, groups, dict(options))
         self._pending: list[Item] = []
         self._seen: set[str] = set()  # what every answer added holds (run_has): `finish` decides again from it

@@ -6,6 +6,7 @@ keeps every chunk scored before, and its resume scores the rest."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -215,19 +216,24 @@ def test_a_scoring_worker_killed_midway_leaves_the_run_scored_afterwards(tmp_pat
         server.stop()
     assert children[0].wait(timeout=10) == -9
     assert live.score_message == "scored" and live.scored, "scored again after the last answer"
+    assert any("scoring while asking stopped (scoring worker gone" in n for n in store.manifest(live.run_id).notes)
     ours = _values(store, live.run_id)
     assert ours.groupby("metric").size().eq(N).all() and len(set(ours.metric)) > 10
     score_run(store, live.run_id, progress=False)
     pd.testing.assert_frame_equal(ours, _values(store, live.run_id))
 
 
-def test_a_metric_registered_in_this_process_keeps_the_scoring_here(tmp_path, where):
+def test_a_metric_registered_in_this_process_keeps_the_scoring_here(tmp_path, monkeypatch):
     """A metric added with register_metric (a plugin, an API user's) exists in this process only:
     a large run does not hand its scoring to a child that would not know it, and the metric's
     values are stored as if it were built in."""
     from evalcore.metrics.base import MetricSpec, Score, per_item
     from evalcore.metrics.registry import register_metric, unregister_metric
+    from evalcore.scoring import stream_worker
 
+    monkeypatch.setattr(streaming, "WORKER_MIN_JOBS", 1)
+    children = []
+    monkeypatch.setattr(stream_worker, "start_child", lambda module: children.append(module))
     register_metric(MetricSpec("toy_answer_length", "lexical", per_item(lambda q, r: Score(float(len(r.answer)))),
                                needs=frozenset({"answer"})))
     server = ScriptedServer(_answer).start()
@@ -237,7 +243,65 @@ def test_a_metric_registered_in_this_process_keeps_the_scoring_here(tmp_path, wh
     finally:
         server.stop()
         unregister_metric("toy_answer_length")
-    assert live.score_message == "scored while asking" and where[1] == []  # no child, in either case
+    assert live.score_message == "scored while asking" and children == []  # no child
     ours = _values(store, live.run_id)
     toy = ours[ours.metric == "toy_answer_length"]
     assert len(toy) == N and toy.value.max() > 0
+
+
+def test_no_interpreter_to_start_keeps_the_scoring_here(tmp_path, monkeypatch):
+    """A large run whose worker cannot start (a frozen interpreter, a process limit) scores
+    while asking in this process: the run neither crashes nor waits for the end to score."""
+    import sys
+
+    monkeypatch.setattr(streaming, "WORKER_MIN_JOBS", 1)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    server = ScriptedServer(_answer).start()
+    try:
+        store = RunStore(tmp_path / "runs")
+        live = _run(server, store, _questions(tmp_path))
+    finally:
+        server.stop()
+    assert live.status == "complete" and live.score_message == "scored while asking"
+    assert len(_values(store, live.run_id)) == N * len(live.score_result.metrics)
+
+
+def test_the_worker_imports_this_evalcore_not_one_in_the_current_folder(tmp_path, monkeypatch):
+    """Run from a folder holding another `evalcore/` (an old checkout): the worker must not
+    import it (`python -m` puts the current folder first on the path; -P keeps it off)."""
+    from evalcore.common.child_pipe import receive_message, send_message, start_child
+
+    fake = tmp_path / "evalcore"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise SystemExit('the wrong evalcore')\n")
+    (tmp_path / "probe.py").write_text(
+        "import sys\nfrom evalcore.common.child_pipe import receive_message, send_message\n"
+        "import evalcore\nsend_message(sys.stdout.buffer, evalcore.__file__)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # `probe` found by this test's child only through PYTHONPATH
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    child = start_child("probe")
+    try:
+        send_message(child.stdin, None)
+        where = receive_message(child.stdout)
+    finally:
+        child.stdin.close()
+        child.wait(timeout=30)
+    assert where == str(Path(streaming.__file__).resolve().parents[1] / "__init__.py")
+
+
+def test_the_registry_is_the_packages_own_only_when_nothing_was_added_replaced_or_removed():
+    from evalcore.metrics.registry import METRICS, only_builtin, register_metric, unregister_metric
+
+    saved = dict(METRICS)
+    try:
+        assert only_builtin()
+        unregister_metric("token_f1")
+        assert not only_builtin(), "removed here: a child would still compute it"
+        register_metric(saved["token_f1"])
+        assert only_builtin()
+        register_metric(dataclasses.replace(saved["token_f1"]), replace=True)
+        assert not only_builtin(), "replaced here"
+    finally:
+        METRICS.clear()
+        METRICS.update(saved)  # the registry's order, as other tests see it
