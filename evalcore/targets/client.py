@@ -258,9 +258,8 @@ class TargetClient:
         lane = await self._lanes.get()
         deadline = _now() + self.timeout_s
         try:
-            reply = await asyncio.wait_for(
-                self._fetch.fetch(lane, self.spec.query_http_method, self.spec.query_path, **kwargs),
-                self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):  # no task per request, as wait_for made
+                reply = await self._fetch.fetch(lane, self.spec.query_http_method, self.spec.query_path, **kwargs)
         except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
             raise _Attempt("timeout", f"no answer within {self.timeout_s:g}s", retry=True) from exc
         except httpx.TransportError as exc:

@@ -83,8 +83,17 @@ class EndpointUrls:
         bare, self.params, self.credentials = split_url(target_url)
         self.base = httpx.URL(bare)
         self.origin = _origin_key(self.base)
+        self._plain: dict[str, httpx.URL] = {}  # an endpoint's URL without request parameters, built once
 
     def __call__(self, path: str, extra: dict[str, Any] | None = None) -> httpx.URL:
+        if not extra:
+            url = self._plain.get(path)
+            if url is None:
+                url = self._plain[path] = self._build(path, None)
+            return url
+        return self._build(path, extra)
+
+    def _build(self, path: str, extra: dict[str, Any] | None) -> httpx.URL:
         endpoint = urlsplit(path)
         prefix = self.base.path.rstrip("/")
         joined = f"{prefix}/{endpoint.path.lstrip('/')}" if endpoint.path else (prefix or "/")

@@ -45,6 +45,10 @@ def make_app(app_store, monkeypatch):
         main = ENTRY if packaged else ROOT / "app.py"
         at = AppTest.from_file(str(main), default_timeout=60)
         at.query_params.update(params)
+        if page and page != "runs" and not packaged:  # the link's page is the session's first run
+            at.switch_page(f"pages/{page}.py")
+            at.run()
+            return at
         at.run()
         if page and page != "runs":
             at.switch_page(f"{page}.py" if packaged else f"pages/{page}.py")

@@ -83,11 +83,11 @@ def test_app_query_params_cannot_reach_outside_the_store(stores, monkeypatch):
     for page in ("questions", "annotate", "compare", "charts"):
         for rid in (f"../victim/{victim.name}", str(victim), "..%2f..%2fetc", victim.name):
             at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-            at.run()
-            at.switch_page(f"pages/{page}.py")
+            at.switch_page(f"pages/{page}.py")  # the link opened directly: the page's first run
             at.query_params.update({"run": rid, "sys": f"{rid}:basic_search"})
             at.run()
             assert not at.exception, (page, rid, at.exception)
             shown = [str(getattr(e, "value", "")) for e in (*at.selectbox, *at.multiselect)]
+            assert shown, (page, rid, "the page drew no run selector: nothing was checked")
             assert not any(victim.name in s or "victim" in s for s in shown), (page, rid, shown)
     shutil.rmtree(root / ".trash", ignore_errors=True)
