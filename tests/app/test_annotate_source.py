@@ -38,7 +38,6 @@ def _app(store, monkeypatch, **params):
 
     monkeypatch.setenv("EVALCORE_STORE", str(store.root))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.run()
     at.switch_page("pages/annotate.py")
     at.query_params.update(params)
     at.run()

@@ -23,7 +23,6 @@ def test_compare_page_shows_judge_noise_only_for_repeated_verdicts(tmp_path, mon
                         for m, s in (("a", 0.0), ("b", 0.1))})
     monkeypatch.setenv("EVALCORE_STORE", str(store.root))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.run()
     at.switch_page("pages/compare.py")
     at.query_params.update(sys=["r:a", "r:b"], tm=["answer_correctness"])
     at.run()

@@ -47,7 +47,6 @@ def _app(store, monkeypatch, page, **params):
 
     monkeypatch.setenv("EVALCORE_STORE", str(store.root))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=90)
-    at.run()
     at.switch_page(f"pages/{page}.py")
     at.query_params.update(params)
     at.run()

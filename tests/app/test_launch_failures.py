@@ -30,7 +30,6 @@ def _page(root, monkeypatch):
 
     monkeypatch.setenv("EVALCORE_STORE", str(root))
     at = AppTest.from_file(str(APP), default_timeout=60)
-    at.run()
     at.switch_page("pages/launch.py")
     return at.run()
 

@@ -32,7 +32,6 @@ def _page(root, monkeypatch, **params):
 
     monkeypatch.setenv("EVALCORE_STORE", str(root))
     at = AppTest.from_file(str(APP), default_timeout=60)
-    at.run()
     at.switch_page("pages/launch.py")
     at.query_params.update(params)
     return at.run()

@@ -536,7 +536,6 @@ def test_compare_headline_cards_and_forest_keep_hostile_method_names_inert(tmp_p
     run = write_run(store, "evil", questions, [evil_a, evil_b], ["token_f1", "faithfulness"], seed=5)
     monkeypatch.setenv("EVALCORE_STORE", str(store.root))
     at = AppTest.from_file(str(Path(__file__).resolve().parents[2] / "app.py"), default_timeout=60)
-    at.run()
     at.switch_page("pages/compare.py")
     at.query_params.update({"sys": [f"{run}:{evil_a}", f"{run}:{evil_b}"], "tm": ["token_f1", "faithfulness"]})
     at.run()

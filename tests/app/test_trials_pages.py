@@ -30,7 +30,6 @@ def _page(store, monkeypatch, page: str, **params):
 
     monkeypatch.setenv("EVALCORE_STORE", str(store.root))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.run()
     at.switch_page(f"pages/{page}.py")
     at.query_params.update(params)
     at.run()
