@@ -305,3 +305,29 @@ def test_the_registry_is_the_packages_own_only_when_nothing_was_added_replaced_o
     finally:
         METRICS.clear()
         METRICS.update(saved)  # the registry's order, as other tests see it
+
+
+def test_a_run_about_to_end_skips_its_periodic_publish(monkeypatch):
+    """At its pace so far, a run that ends before the next publish would be due skips the
+    periodic one: the final publish shows everything sooner."""
+    from evalcore.pipeline import live as pipeline
+
+    clock = [0.0]
+    monkeypatch.setattr(pipeline.time, "monotonic", lambda: clock[0])
+
+    class Writer:
+        published: list[float] = []
+
+        def publish(self, record=None):
+            self.published.append(clock[0])
+
+    near, far = Writer(), Writer()
+    near.published, far.published = [], []
+    near_flush, far_flush = pipeline._recorder(near, 0, 100), pipeline._recorder(far, 10, 110)
+    clock[0] = 5.0
+    near_flush(95)  # 19 answers a second: the last 5 take 0.3 s
+    far_flush(30)  # 6 a second: the 70 left take 12 s
+    assert near.published == [] and far.published == [5.0]
+    clock[0] = 9.0
+    near_flush(96)  # a slower pace now (10.7 a second): the last 4 still take 0.4 s
+    assert near.published == []
