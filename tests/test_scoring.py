@@ -142,3 +142,26 @@ def test_spot_check_is_passed_through_or_reported_missing(example, monkeypatch):
     assert isinstance(res.exception, EvalcoreError) and "--spot-check is not available" in str(res.exception)
     res = _cli(store.root, "score", run_id, "--spot-check", "0.1")
     assert isinstance(res.exception, EvalcoreError) and "--second-judge" in str(res.exception)
+
+
+def test_a_metric_failing_on_one_answer_costs_that_answer_only(example, monkeypatch):
+    """A batch metric raising on one answer of a chunk: the chunk's other answers keep their
+    values, whatever the chunk size (the local pass, scoring while asking and Ray cut chunks
+    differently, and the values must not depend on it)."""
+    store, run_id = example
+    bad = sorted(query_df(store, "SELECT DISTINCT question_id FROM responses").question_id)[3]
+
+    def fragile(items, ctx):
+        if any(q.id == bad for q, _ in items):
+            raise ValueError(f"cannot read {bad}")
+        return [Score(1.0) for _ in items]
+
+    spec = MetricSpec("fragile", "lexical", fragile)
+    monkeypatch.setattr(scoring, "metric_registry", lambda: {"fragile": spec})
+    for chunk_size in (1, 5, 64):
+        report = scoring.score_run(store, run_id, progress=False, chunk_size=chunk_size)
+        assert f"cannot read {bad}" in report.errors["fragile"]
+        df = query_df(store, "SELECT question_id, value, reason FROM metrics WHERE metric='fragile'")
+        lost = df[df.value.isna()]
+        assert len(df) == 12 and set(lost.question_id) == {bad}, chunk_size
+        assert lost.reason.str.startswith("metric error: ValueError").all()

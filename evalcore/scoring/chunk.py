@@ -66,14 +66,20 @@ def in_chunks(items: list[Item], size: int) -> Iterable[list[Item]]:
 
 
 def compute(spec: MetricSpec, chunk: list[Item], ctx: ScoringContext, report: ScoreReport) -> list[Score]:
+    """The metric's scores for the chunk. A metric that raises on the chunk is asked again one
+    answer at a time, so only the answers it fails on become reasoned NaNs: otherwise which
+    answers lost their value would depend on where the chunks were cut (the local pass, the
+    scoring while asking, and Ray cut them differently)."""
     try:
         scores = spec.score(chunk, ctx)
     except EvalcoreError:
         raise
     except Exception as exc:  # noqa: BLE001 - stored as a reasoned NaN and reported, not swallowed
+        if len(chunk) > 1:
+            return [score for item in chunk for score in compute(spec, [item], ctx, report)]
         msg = f"{type(exc).__name__}: {exc}"
         report.errors[spec.name] = msg
-        return [Score.nan(f"metric error: {msg}") for _ in chunk]
+        return [Score.nan(f"metric error: {msg}")]
     if len(scores) != len(chunk):
         raise EvalcoreError(f"metric {spec.name} returned {len(scores)} scores for {len(chunk)} items")
     return scores
