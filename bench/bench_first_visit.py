@@ -33,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
-from bench_app import DevTools, _healthy, installed_bytecode, stop  # noqa: E402
+from browser_harness import DevTools, _healthy, installed_bytecode, stop  # noqa: E402
 
 OVER_FLOOR_S = 0.5
 
