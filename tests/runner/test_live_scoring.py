@@ -138,7 +138,9 @@ def test_a_run_failing_midway_keeps_its_scored_chunks(tmp_path, monkeypatch, whe
         assert store.manifest(run_id).status == "failed"
         kept = query_df(store, "SELECT count(DISTINCT question_id || method) AS n FROM metrics WHERE run_id = ?",
                         [run_id])["n"][0]
-        assert 0 < kept < N, "the chunks scored before the failure are published"
+        # every answer may be scored by then (a child process scores fast: CI saw all 150),
+        # so only "some" is certain; the resume must leave all N scored either way
+        assert 0 < kept <= N, "the chunks scored before the failure are published"
         result = resume_run(run_id, store, progress=False)
     finally:
         server.stop()
