@@ -168,22 +168,34 @@ def streaming_spec(name: str):
     return metric_registry()[name]
 
 
-def test_publishing_while_asking_takes_at_most_a_fifth_of_the_run(monkeypatch):
-    """The periodic publish (compaction) waits 5 s, and at least four times its last duration:
-    a run whose compaction takes 2 s publishes every 8 s, not every 5 s."""
+@pytest.fixture
+def publish_clock(monkeypatch):
+    """A fake clock for the live run's publish rule (pipeline/live_publish.py), and a writer
+    recording when it publishes, each publish taking `takes` seconds of that clock."""
     from evalcore.pipeline import live as pipeline
 
     clock = [0.0]
     monkeypatch.setattr(pipeline.time, "monotonic", lambda: clock[0])
 
     class Writer:
-        published: list[float] = []
+        def __init__(self, takes: float = 0.0):
+            self.published: list[float] = []
+            self.takes = takes
 
         def publish(self, record=None):
             self.published.append(clock[0])
-            clock[0] += 2.0  # a compaction of 2 s
+            clock[0] += self.takes
 
-    writer = Writer()
+    return clock, Writer
+
+
+def test_publishing_while_asking_takes_at_most_a_fifth_of_the_run(publish_clock):
+    """The periodic publish (compaction) waits 5 s, and at least four times its last duration:
+    a run whose compaction takes 2 s publishes every 8 s, not every 5 s."""
+    from evalcore.pipeline import live as pipeline
+
+    clock, Writer = publish_clock
+    writer = Writer(takes=2.0)  # a compaction of 2 s
     on_flush = pipeline._recorder(writer, 0, 100)
     for t in (1.0, 4.9, 5.0, 12.9, 15.0, 20.0, 23.0):
         clock[0] = max(clock[0], t)
@@ -309,22 +321,13 @@ def test_the_registry_is_the_packages_own_only_when_nothing_was_added_replaced_o
         METRICS.update(saved)  # the registry's order, as other tests see it
 
 
-def test_a_run_about_to_end_skips_its_periodic_publish(monkeypatch):
+def test_a_run_about_to_end_skips_its_periodic_publish(publish_clock):
     """At its pace so far, a run that ends before the next publish would be due skips the
     periodic one: the final publish shows everything sooner."""
     from evalcore.pipeline import live as pipeline
 
-    clock = [0.0]
-    monkeypatch.setattr(pipeline.time, "monotonic", lambda: clock[0])
-
-    class Writer:
-        published: list[float] = []
-
-        def publish(self, record=None):
-            self.published.append(clock[0])
-
+    clock, Writer = publish_clock
     near, far = Writer(), Writer()
-    near.published, far.published = [], []
     near_flush, far_flush = pipeline._recorder(near, 0, 100), pipeline._recorder(far, 10, 110)
     clock[0] = 5.0
     near_flush(95)  # 19 answers a second: the last 5 take 0.3 s
