@@ -218,3 +218,17 @@ def test_fifty_of_fifty_correct_prints_an_interval_that_holds_093(tmp_path):
     line = _corrected_line(text, METHODS[0], "answer_class")
     lo, hi = (float(x) for x in re.search(r"\[(\d\.\d{3}), (\d\.\d{3})\]", line).groups())
     assert lo < 0.93 <= hi <= 1.0, line
+
+
+def test_only_metrics_with_sampled_labels_are_estimated_and_the_rows_are_those_of_all(labelled):
+    """corrected_means computes an estimate only where a sampled label exists (sampled_metrics):
+    its rows are exactly the every-metric computation's rows that have a label, in order."""
+    from evalcore.analysis.labels.corrected import corrected_means, sampled_metrics
+
+    store, run = labelled
+    assert sampled_metrics(store, run) == {m: {"answer_class", "token_f1", "factual_accuracy"} for m in METHODS}
+    every = corrected_means(store, run, labelled_only=False)
+    kept = every[every.n_labelled > 0].reset_index(drop=True)
+    fast = corrected_means(store, run)
+    assert len(fast) == 6 and len(every) > len(fast)
+    assert fast.equals(kept)

@@ -70,15 +70,17 @@ def corrected_means(store: RunStore, run_id: str, methods: Sequence[str] | None 
     from evalcore.analysis.read.sql import run_methods
 
     methods = list(methods) if methods else run_methods(store, run_id)
+    sampled = sampled_metrics(store, run_id) if labelled_only else {}
     if labelled_only:
-        have = sampled_systems(store)
-        methods = [m for m in methods if (run_id, m) in have]
+        methods = [m for m in methods if m in sampled]
         if not methods:
             return pd.DataFrame(columns=COLUMNS)
     metrics = list(metrics) if metrics else U.estimable_metrics(store, run_id)
     rows = []
     for method in methods:
         for metric in metrics:
+            if labelled_only and metric not in sampled[method]:
+                continue  # no sampled label: its row would show no label and be dropped (n_labelled 0)
             row = system_estimate(store, run_id, method, metric)
             if row["n_labelled"] or not labelled_only:
                 rows.append(row)
@@ -213,17 +215,28 @@ def _value(x: Any) -> float | None:
     return None if num(x, 12) == "–" else float(x)
 
 
-def labelled_metrics(store: RunStore, system: tuple[str, str]) -> set[str]:
-    """The metrics with any randomly sampled label on this system (a rating's target is its metric,
-    whole; any other label's target names its metric first: `faithfulness:answer:0`,
-    `context_precision:3`, `answer_class`, `factual_accuracy`)."""
+def sampled_metrics(store: RunStore, run_id: str) -> dict[str, set[str]]:
+    """method -> the metrics with any randomly sampled label on that system of the run (a rating's
+    target is its metric, whole; any other label's target names its metric first:
+    `faithfulness:answer:0`, `context_precision:3`, `answer_class`, `factual_accuracy`).
+
+    One query per run, on the run's own database (the one its other reads use): a metric with
+    no sampled label has no estimate to compute (label_units.sample_rows would be empty)."""
     from evalcore.store import query_df
 
-    rows = query_df(store, "SELECT DISTINCT CASE WHEN target_kind = 'metric' THEN target_ref "
+    rows = query_df(store, "SELECT DISTINCT method, CASE WHEN target_kind = 'metric' THEN target_ref "
                            "ELSE split_part(target_ref, ':', 1) END AS metric FROM annotations "
-                           "WHERE run_id = $run AND method = $method AND sample_id IS NOT NULL",
-                    {"run": system[0], "method": system[1]})
-    return set(rows.metric)
+                           "WHERE run_id = $run AND sample_id IS NOT NULL",
+                    {"run": run_id}, runs=[run_id])
+    out: dict[str, set[str]] = {}
+    for method, metric in zip(rows.method, rows.metric):
+        out.setdefault(method, set()).add(metric)
+    return out
+
+
+def labelled_metrics(store: RunStore, system: tuple[str, str]) -> set[str]:
+    """The metrics with any randomly sampled label on this system (sampled_metrics)."""
+    return sampled_metrics(store, system[0]).get(system[1], set())
 
 
 def corrected_compare(store: RunStore, base: tuple[str, str], cands: Sequence[tuple[str, str]],

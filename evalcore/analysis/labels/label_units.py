@@ -90,7 +90,7 @@ def estimable_metrics(store: RunStore, run_id: str) -> list[str]:
     have = set(query_df(store, "SELECT DISTINCT metric FROM summary_metrics WHERE run_id = $run", {"run": run_id},
                   runs=[run_id])["metric"])
     rated = set(query_df(store, "SELECT DISTINCT target_ref FROM annotations WHERE run_id = $run AND target_kind = 'metric'",
-                   {"run": run_id})["target_ref"])
+                   {"run": run_id}, runs=[run_id])["target_ref"])
     units = labelled()
     return [m for m in units if m in have] + sorted((rated & have) - set(units))
 
@@ -160,7 +160,7 @@ def newest_labels(store: RunStore, run_id: str, method: str, kind: str) -> pd.Da
                bool_or(sample_id IS NOT NULL) OVER (PARTITION BY question_id) AS answer_sampled FROM annotations
         WHERE run_id = $run AND method = $method AND target_kind = $kind
         QUALIFY row_number() OVER (PARTITION BY question_id, target_ref ORDER BY {NEWEST_FIRST}) = 1""",
-             {"run": run_id, "method": method, "kind": kind})
+             {"run": run_id, "method": method, "kind": kind}, runs=[run_id])
     return out
 
 
@@ -238,7 +238,7 @@ def sample_rows(store: RunStore, run_id: str, method: str, metric: str) -> pd.Da
     return query_df(store, f"""SELECT question_id, target_ref, sample_id, inclusion_prob FROM annotations
                                WHERE run_id = $run AND method = $method AND target_kind = $kind
                                  AND sample_id IS NOT NULL AND {which} ORDER BY arrival""",
-                    {"run": run_id, "method": method, "kind": u.kind, "ref": ref})
+                    {"run": run_id, "method": method, "kind": u.kind, "ref": ref}, runs=[run_id])
 
 
 def _checks(store: RunStore, run_id: str, method: str, metric: str,
