@@ -12,14 +12,32 @@ Metrics use judges through evalcore.judges.work (shared per-question work, stora
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from evalcore.errors import EvalcoreError
-from evalcore.judges.backends import AnthropicBackend, OpenAIBackend
-from evalcore.judges.cache import JudgeCache
-from evalcore.judges.client import Judge, JudgeTask, LLMJudge, Outcome
-from evalcore.judges.offline.judge import HeuristicJudge
 from evalcore.schemas.ids import canonical_id
+
+if TYPE_CHECKING:
+    from evalcore.judges.client import Judge, JudgeTask, LLMJudge, Outcome
+    from evalcore.judges.offline.judge import HeuristicJudge
+
+# Why the judge classes load when first named: a module that needs one light part of this
+# package (the price table for cost_usd, the task definitions for the metric registry) imports
+# `evalcore.judges.<part>`, which runs this file first; importing the clients and both SDK
+# backends here cost ~0.1 s of every such start (`show --corrected`, the Annotate page).
+_LAZY = {"Judge": "evalcore.judges.client", "JudgeTask": "evalcore.judges.client",
+         "LLMJudge": "evalcore.judges.client", "Outcome": "evalcore.judges.client",
+         "HeuristicJudge": "evalcore.judges.offline.judge"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        value = globals()[name] = getattr(importlib.import_module(_LAZY[name]), name)
+        return value
+    raise AttributeError(f"module 'evalcore.judges' has no attribute {name!r}")
 
 # A dated (pinned) id that is not deprecated and has no adaptive thinking eating max_tokens.
 DEFAULT_ANTHROPIC_MODEL = "claude-haiku-4-5-20251001"
@@ -50,6 +68,11 @@ def make_judge(spec: str | None, store=None, *, prices: dict | None = None, conc
     Concurrency defaults to EVALCORE_JUDGE_CONCURRENCY or 16 requests in flight (a judge call
     waits ~1 s on the network; 429s are retried after the provider's Retry-After).
     """
+    from evalcore.judges.backends import AnthropicBackend, OpenAIBackend
+    from evalcore.judges.cache import JudgeCache
+    from evalcore.judges.client import LLMJudge
+    from evalcore.judges.offline.judge import HeuristicJudge
+
     spec = canonical_id(spec or DEFAULT_JUDGE)  # as typed: the id rule (evalcore.schemas.ids)
     conc = int(concurrency or os.environ.get("EVALCORE_JUDGE_CONCURRENCY") or DEFAULT_CONCURRENCY)
     if spec == "heuristic":
