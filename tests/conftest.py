@@ -47,6 +47,38 @@ def _threads_per_worker() -> None:
 _threads_per_worker()
 
 
+def _share_the_component_scan() -> None:
+    """Every Streamlit AppTest scans all installed distributions' metadata for v2 components
+    (streamlit.components.v2.manifest_scanner), ~0.5 s each on this machine and nearly 5% of the
+    suite's CPU, finding the same nothing every time: the installed packages do not change
+    during a test session. The first scan in each process is the real one; later AppTests get
+    a copy of its result. (`evalcore app` scans once, when its server starts.)"""
+    if "streamlit" not in sys.modules:
+        return
+    import functools
+
+    from streamlit.components.v2 import manifest_scanner
+
+    real = manifest_scanner.scan_component_manifests
+    if getattr(real, "shared_by_the_suite", False):
+        return
+    found: list = []
+
+    @functools.wraps(real)
+    def shared(*args, **kwargs):
+        if not found:
+            found.append(real(*args, **kwargs))
+        return list(found[0])
+
+    shared.shared_by_the_suite = True
+    manifest_scanner.scan_component_manifests = shared
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _share_the_component_scan()
+
+
 def _require(path: Path) -> Path:
     if path.exists():
         return path
