@@ -4,9 +4,14 @@ import asyncio
 import json
 import math
 import threading
+from pathlib import Path
+
+import pytest
 
 from evalcore.judges import make_judge
 from evalcore.judges.client import JudgeTask
+
+from tests.optional import requires
 
 from .conftest import CANARY_ANTHROPIC, CANARY_OPENAI
 
@@ -238,3 +243,26 @@ def _answer_after_rome(text: str, first: dict | None = None, events: list[str] |
         return action
 
     return respond
+
+
+@pytest.mark.parametrize("sdk_name", ["anthropic", "openai"])
+def test_judge_clients_share_one_tls_context_per_ca_setting(sdk_name, monkeypatch, tmp_path):
+    """Every judge client of a process uses the TLS context its HTTP library builds by default,
+    built once; a different SSL_CERT_FILE (another CA bundle) gets a context of its own."""
+    import certifi
+
+    sdk = requires(sdk_name, "the judge SDKs, part of the dev extra")
+    from evalcore.judges.http_client import http_library, judge_http_client, tls_context
+
+    library = http_library(sdk)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    shared = tls_context(library)
+    assert tls_context(library) is shared
+    judge_http_client(sdk)  # builds no other context for this setting
+    assert tls_context(library) is shared
+    bundle = tmp_path / "ca.pem"
+    bundle.write_bytes(Path(certifi.where()).read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    other = tls_context(library)
+    assert other is not shared and tls_context(library) is other
