@@ -66,6 +66,7 @@ from evalcore.store.layout import (
     run_root,
     write_pointer,
 )
+from evalcore.store.compaction_db import compaction_connection
 from evalcore.store.merge import ForeignRows, Merged, merge_files
 from evalcore.store.merge_sql import sql_list
 from evalcore.store.parquet_write import write_parquet_atomic
@@ -156,12 +157,12 @@ def _define(con: duckdb.DuckDBPyConnection, table: str, path: Location | None) -
     else:
         rows = f"SELECT * FROM read_parquet({sql_list([path])})"
     if table not in TRIAL_TABLES:
-        con.execute(f"CREATE OR REPLACE VIEW {table} AS {rows}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS {rows}")
         return
     if "trial" not in {r[0] for r in con.execute(f"DESCRIBE {rows}").fetchall()}:
         rows = f"SELECT *, CAST(0 AS INTEGER) AS trial FROM ({rows})"
-    con.execute(f"CREATE OR REPLACE VIEW trial_{table} AS {rows}")
-    con.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM trial_{table} WHERE trial = 0")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW trial_{table} AS {rows}")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM trial_{table} WHERE trial = 0")
 
 
 def compact(run_dir: Location, force_summary: bool = False) -> Compaction:
@@ -228,13 +229,8 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
     tag = f"g{generation}-{uuid.uuid4().hex[:8]}"
     rows = dict(pointer.get("rows") or {})
     replaced = dict(pointer.get("replaced") or {})
-    con = duckdb.connect(":memory:")
+    con = compaction_connection(run_dir)  # its views are its own (store/compaction_db.py)
     try:
-        _fs.use_in(con, run_dir)
-        con.execute("SET disabled_optimizers = 'statistics_propagation'")
-        # the summaries scan each table once: DuckDB's file cache would only hold the run's
-        # data in memory (a 100 MB import grew by it), so it is off here
-        con.execute("SET enable_external_file_cache = false")
         files = dict(files)
         for table in RUN_TABLES:
             current = [run_dir / files[table]] if table in files else []
