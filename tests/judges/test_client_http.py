@@ -10,7 +10,6 @@ import pytest
 
 from evalcore.judges import make_judge
 from evalcore.judges.client import JudgeTask
-
 from tests.optional import requires
 
 from .conftest import CANARY_ANTHROPIC, CANARY_OPENAI
