@@ -217,7 +217,7 @@ def _streaming_scorer(config: EvalConfig, store: RunStore, writer: RunWriter, qu
     jobs = len(questions) * len(config.methods) * config.trials
     return streaming.StreamingScorer(store, writer, writer.run_id, questions, config.metrics, config.groups,
                                      {**config.score_options, "judge": config.judge_option},
-                                     in_worker=jobs >= streaming.WORKER_MIN_JOBS)
+                                     in_worker=jobs >= streaming.WORKER_MIN_JOBS, expected=jobs)
 
 
 def _note_worker_failure(writer: RunWriter, streaming: Any) -> None:

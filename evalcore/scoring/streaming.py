@@ -63,8 +63,9 @@ class StreamingScorer:
 
     def __init__(self, store: RunStore, writer: RunWriter, run_id: str, questions: list[EvalQuestion],
                  metrics: Iterable[str] | None, groups: Iterable[str] | None, options: dict[str, Any],
-                 in_worker: bool = False):
+                 in_worker: bool = False, expected: int | None = None):
         self._questions = {q.id: q for q in questions}
+        self._expected = expected  # answers the run will hand to `add`, when known: see _take
         metrics, groups = list(metrics or []), list(groups or [])
         self._stream: Any = None
         if in_worker and worker_can_score():
@@ -134,11 +135,18 @@ class StreamingScorer:
         """The manifest edit the run's final publish applies: the pass's history entry."""
         return pass_record(None, self._entry)
 
+    def _near_the_end(self) -> bool:
+        """Fewer than a chunk's answers are still to come: whatever is pending is scored now.
+        Otherwise the run's last answers (up to a chunk, ~0.1 s of scoring) would all wait for
+        its end and be scored after the last answer, in the time the user waits."""
+        return self._expected is not None and self._expected - self._n_items < MIN_CHUNK
+
     def _take(self) -> list[Item] | None:
-        """The next chunk: at least MIN_CHUNK answers while asking, whatever is left at the end;
-        None when done."""
+        """The next chunk: at least MIN_CHUNK answers while asking (whatever is pending once
+        fewer than that are still to come), whatever is left at the end; None when done."""
         with self._cond:
-            while not self._stopped and len(self._pending) < MIN_CHUNK and not self._closing:
+            while (not self._stopped and not self._closing and len(self._pending) < MIN_CHUNK
+                   and not (self._pending and self._near_the_end())):
                 self._cond.wait()
             if self._stopped or not self._pending:
                 return None
