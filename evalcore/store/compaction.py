@@ -284,9 +284,7 @@ def _finish_previous(run_dir: Location, pointer: dict) -> set[str]:
     that a killed compaction left behind are removed now — absorbing them twice would count their
     rows as replaced; format-1 parts stay until their grace time ends (readers may hold them)."""
     absorbed = set(pointer.get("absorbed") or [])
-    for rel in absorbed:
-        if rel.startswith(f"{PARTS_DIR}/"):
-            _safe.unlink(run_root(run_dir), run_dir / rel)
+    _safe.unlink_all(run_root(run_dir), [run_dir / rel for rel in sorted(absorbed) if rel.startswith(f"{PARTS_DIR}/")])
     return absorbed
 
 
@@ -298,9 +296,7 @@ def _sweep(run_dir: Location, pointer: dict, token: str | None = None, base_gene
     that the new pointer does not name. Any other file in data/ no pointer accounts for stays
     (`evalcore store check` lists it)."""
     root = run_root(run_dir)
-    for rel in pointer["absorbed"]:
-        if rel.startswith(f"{PARTS_DIR}/"):
-            _safe.unlink(root, run_dir / rel)
+    _safe.unlink_all(root, [run_dir / rel for rel in pointer["absorbed"] if rel.startswith(f"{PARTS_DIR}/")])
     now, kept = time.time(), {}
     for rel, since in pointer["retired"].items():
         if rel in pointer["files"].values():

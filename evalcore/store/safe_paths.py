@@ -23,6 +23,7 @@ link in between is out of scope (it could write the files itself).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -56,6 +57,9 @@ PATH_MAX_BYTES = 4095
 KEY_MAX_BYTES = 1024
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # C0 controls and DEL (a regex: every path's every name is checked)
+
+
 def name_problem(name: object) -> str | None:
     """Why `name` cannot be one segment of a path inside the store (None if it can), as a
     phrase: "has the name '..'"."""
@@ -65,7 +69,7 @@ def name_problem(name: object) -> str | None:
         return f"has the name {name!r}"
     if "/" in name or "\\" in name:
         return f"has a separator in {name!r}"
-    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+    if _CONTROL.search(name):
         return f"has a control character in {name!r}"
     size = len(name.encode("utf-8", "surrogatepass"))
     if size > NAME_MAX_BYTES:
@@ -203,6 +207,21 @@ def unlink(root: Location, path: Location) -> None:
     if isinstance(path, S3Path):
         inside(root, path)
     path.unlink(missing_ok=True)
+
+
+def unlink_all(root: Location, paths: list[Location]) -> None:
+    """`unlink` of many files, each folder above them proven once: a compaction removes the
+    dozens of part files it absorbed from the same two or three folders, and proving a folder
+    (its every part, links, length) cost more than the removals themselves."""
+    proven: set[Location] = set()
+    for path in paths:
+        if isinstance(path, S3Path):
+            unlink(root, path)
+            continue
+        if path.parent not in proven:
+            inside(root, path.parent)
+            proven.add(path.parent)
+        path.unlink(missing_ok=True)
 
 
 def remove_tree(root: Location, path: Location, ignore_errors: bool = True) -> None:
