@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 import zlib
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any, AsyncIterable, Callable, Iterable
 
 PIECE = 64 * 1024  # the most one decoder call hands on
 MAX_CODINGS = 5
@@ -296,10 +296,16 @@ def declared_too_large(headers: Any, reader: BodyReader) -> None:
 
 async def read_body_async(response: Any, max_bytes: int, label: str) -> bytes:
     """The decoded body of an httpx response opened with `stream=True`, bounded as above."""
-    reader = BodyReader(codings_of(response.headers), max_bytes, label)
-    declared_too_large(response.headers, reader)
-    async for raw in response.aiter_raw():
-        reader.feed(raw)
+    return await read_raw_async(response.headers, response.aiter_raw(), max_bytes, label)
+
+
+async def read_raw_async(headers: Any, raw: AsyncIterable[bytes], max_bytes: int, label: str) -> bytes:
+    """The decoded body from any client's raw (still encoded) chunks and its httpx-style
+    headers, bounded as above: the targets' client reads aiohttp's stream through it."""
+    reader = BodyReader(codings_of(headers), max_bytes, label)
+    declared_too_large(headers, reader)
+    async for chunk in raw:
+        reader.feed(chunk)
     return reader.finish()
 
 

@@ -3,7 +3,7 @@
 Why the care: a live run talks to servers that fail in every way a network can. Each query
 ends as exactly one EvalResponse, either parsed or carrying `error` + `error_kind`:
 
-  timeout    no complete answer within the per-request timeout (a total deadline, not httpx's
+  timeout    no complete answer within the per-request timeout (a total deadline, not a client library's
              per-phase timeouts, so a server that trickles bytes cannot stall a run; it
              covers decoding and parsing the reply too, not only the network)
   http       a non-2xx status (5xx and 429 are retried first; other 4xx are not). A
@@ -30,25 +30,25 @@ memory only, and never put into an error message. What the server says about its
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import random
-import socket
 import ssl
 import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 
 from evalcore.errors import EvalcoreError
 from evalcore.common.reply_charset import CharsetRefused, json_source, preview
 from evalcore.schemas import EvalResponse
 from evalcore.common.secret_urls import public_url
-from evalcore.targets.fetch import (EndpointUrls, Fetcher, RedirectRefused, Refused, Reply, TooLarge, Undecodable,
-                                    shown_origin)
+from evalcore.targets.fetch import (ConnectionFailed, EndpointUrls, Fetcher, RedirectRefused, Refused, Reply, TooLarge,
+                                    Undecodable, shown_origin)
 from evalcore.targets.parse import MalformedResponse, parse_response
 from evalcore.targets.secrets import Redactor, secret_values
 from evalcore.targets.snapshot import cap_snapshot
+from evalcore.targets.transport import Connections
 from evalcore.targets.spec import SENSITIVE_HEADER, TargetSpec, render_body
 from evalcore.common.value_budget import TooManyValues
 from evalcore.common.value_budget import loads as bounded_loads
@@ -98,6 +98,11 @@ def retry_after_s(value: str | None) -> float | None:
     return max(0.0, seconds) if seconds == seconds else None
 
 
+def basic_authorization(user: str, password: str) -> str:
+    """The Basic Authorization header of URL credentials (UTF-8, as httpx encoded them)."""
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode("utf-8")).decode("ascii")
+
+
 def _now() -> float:
     """The clock of a request's deadline (a name of its own, so a test can move it)."""
     return time.monotonic()
@@ -124,42 +129,24 @@ class TargetClient:
         self.spec = spec
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
-        # One single-connection client per concurrency lane instead of one shared pool:
-        # httpcore's pool re-scans every connection for every queued request, which at
-        # concurrency 16 cost more CPU per request than the whole rest of the runner.
+        # One single-connection session per concurrency lane (transport.py says why aiohttp)
         verify: bool | ssl.SSLContext = False  # plain http: building a TLS context costs ~0.2 s
         if spec.url.startswith("https://"):
             verify = ssl.create_default_context() if spec.verify_tls else False
         headers = spec.resolved_headers()
         # what the server may echo back must not be stored: see secrets.py
         self._redact = Redactor(secret_values(spec.url, spec.headers, SENSITIVE_HEADER))
-        # httpx would turn user:password@ into a Basic Authorization header that silently
-        # replaces a configured one, and mangles a base URL with a query; so both are taken
-        # out of the URL: credentials become Basic auth only when no Authorization header is
-        # configured, and query parameters (e.g. ?api_key=) go with every endpoint (fetch.py).
+        # user:password@ in the URL must not silently replace a configured Authorization header,
+        # and a base URL's query must not be dropped; so both are taken out of the URL:
+        # credentials become Basic auth only when no Authorization header is configured, and
+        # query parameters (e.g. ?api_key=) go with every endpoint (fetch.py).
         self._urls = EndpointUrls(spec.url)
         creds = self._urls.credentials
         has_auth_header = any(name.lower() == "authorization" for name in headers)
-        auth = httpx.BasicAuth(*creds) if creds and not has_auth_header else None
-        self._fetch = Fetcher(self._urls, headers, auth, follow_redirects,
+        authorization = basic_authorization(*creds) if creds and not has_auth_header else None
+        self._fetch = Fetcher(self._urls, headers, authorization, follow_redirects,
                               max_bytes=int(max_response_mb * 2 ** 20), redact=self._redact.text)
-        self._lanes: asyncio.Queue[httpx.AsyncClient] = asyncio.Queue()
-        self._all: list[httpx.AsyncClient] = []
-        for _ in range(max(concurrency, 1)):
-            client = self._new_client(verify)
-            self._all.append(client)
-            self._lanes.put_nowait(client)
-        self._http = self._all[0]  # metadata endpoints (before the run starts)
-
-    def _new_client(self, verify: bool | ssl.SSLContext) -> httpx.AsyncClient:
-        # TCP_NODELAY: httpx may write a POST's headers and body separately; with Nagle's
-        # algorithm and the server's delayed ACK that costs ~40 ms per request.
-        transport = httpx.AsyncHTTPTransport(
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1), verify=verify,
-            socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-        # URL, headers, auth and redirects are the Fetcher's: per request, by origin
-        return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(self.timeout_s + 5.0),
-                                 follow_redirects=False)
+        self._connections = Connections(concurrency, verify, timeout_s)
 
     async def __aenter__(self) -> "TargetClient":
         return self
@@ -168,14 +155,18 @@ class TargetClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        for client in self._all:
-            await client.aclose()
+        await self._connections.aclose()
 
     # ---- metadata endpoints --------------------------------------------------------
     async def _get(self, path: str) -> tuple[Reply, float]:
         """The reply to GET `path`, and the deadline its reading must also keep."""
         deadline = _now() + self.timeout_s
-        return await asyncio.wait_for(self._fetch.fetch(self._http, "GET", path), self.timeout_s), deadline
+        lane = await self._connections.free.get()
+        try:
+            return await asyncio.wait_for(self._fetch.fetch(self._connections, lane, "GET", path),
+                                          self.timeout_s), deadline
+        finally:
+            self._connections.free.put_nowait(lane)
 
     def _snapshot(self, reply: Reply, path: str, deadline: float) -> Any:
         """The reply's JSON as the manifest may store it: secrets scrubbed, size capped.
@@ -195,7 +186,7 @@ class TargetClient:
             return {"skipped": True}
         try:
             reply, deadline = await self._get(path)
-        except (httpx.HTTPError, asyncio.TimeoutError) as exc:
+        except (ConnectionFailed, asyncio.TimeoutError) as exc:
             detail = self._redact.text(_short(str(exc))) or "no detail"
             raise TargetUnavailable(f"target {self.spec.name!r} at {public_url(self.spec.url)} is not "
                                     f"reachable ({type(exc).__name__}: {detail})") from exc
@@ -227,7 +218,7 @@ class TargetClient:
             return self._snapshot(reply, path, deadline)
         except (Refused, CharsetRefused) as exc:
             return {"_not_kept": f"GET {public_url(path)}: {exc}"}
-        except (httpx.HTTPError, asyncio.TimeoutError, ValueError, RecursionError):
+        except (ConnectionFailed, asyncio.TimeoutError, ValueError, RecursionError):
             return None
 
     # ---- query ---------------------------------------------------------------------
@@ -255,22 +246,23 @@ class TargetClient:
 
     async def _send(self, kwargs: dict[str, Any]) -> tuple[Reply, float]:
         """The reply on a free lane, and the deadline its reading must also keep."""
-        lane = await self._lanes.get()
+        lane = await self._connections.free.get()
         deadline = _now() + self.timeout_s
         try:
             async with asyncio.timeout(self.timeout_s):  # no task per request, as wait_for made
-                reply = await self._fetch.fetch(lane, self.spec.query_http_method, self.spec.query_path, **kwargs)
-        except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
+                reply = await self._fetch.fetch(self._connections, lane, self.spec.query_http_method,
+                                                self.spec.query_path, **kwargs)
+        except asyncio.TimeoutError as exc:
             raise _Attempt("timeout", f"no answer within {self.timeout_s:g}s", retry=True) from exc
-        except httpx.TransportError as exc:
+        except ConnectionFailed as exc:  # "<what failed>: <detail>"
             detail = self._redact.text(_short(str(exc))) or "connection failed"
-            raise _Attempt("error", f"{type(exc).__name__}: {detail}", retry=True) from exc
+            raise _Attempt("error", detail, retry=True) from exc
         except (TooLarge, Undecodable) as exc:  # the same body would come again
             raise _Attempt("malformed", str(exc), retry=False) from exc
         except RedirectRefused as exc:  # so would the same redirect
             raise _Attempt("http", str(exc), retry=False) from exc
         finally:
-            self._lanes.put_nowait(lane)
+            self._connections.free.put_nowait(lane)
         return reply, deadline
 
     def _answer(self, resp: Reply, question_id: str, method: str) -> EvalResponse:

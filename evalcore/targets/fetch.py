@@ -27,15 +27,18 @@ URL goes with every endpoint of that target, never to another origin.
 
 from __future__ import annotations
 
+import asyncio
+import json as _json
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, AsyncIterable, Callable
 from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 
-from evalcore.common.http_body import BodyTooLarge, BodyUndecodable, accept_encoding, read_body_async
+from evalcore.common.http_body import BodyTooLarge, BodyUndecodable, accept_encoding, read_raw_async
 from evalcore.common.secret_urls import public_url, split_url
+from evalcore.targets.transport import Connections, aiohttp_module, env_proxy
 
 REDIRECTS = {301, 302, 303, 307, 308}
 MAX_REDIRECTS = 10
@@ -57,6 +60,14 @@ class Undecodable(Refused):
 
 class RedirectRefused(Refused):
     """A redirect this client will not follow (another origin, POST turned GET, a loop...)."""
+
+
+class ConnectionFailed(Exception):
+    """The exchange failed on the way (refused, reset, a reply that is not HTTP, a body cut
+    short): "<what failed>: <detail>" as the client library said it."""
+
+
+_LOG = logging.getLogger("evalcore.targets")
 
 
 @dataclass(frozen=True)
@@ -113,65 +124,96 @@ class EndpointUrls:
         return _origin_key(url) == self.origin
 
 
-async def read_capped(response: httpx.Response, max_bytes: int, label: str) -> bytes:
+async def read_capped(headers: httpx.Headers, raw: AsyncIterable[bytes], max_bytes: int, label: str) -> bytes:
     """The whole decoded body, or TooLarge as soon as the bytes sent, or any decoding layer's
     output, pass `max_bytes` (Undecodable when a Content-Encoding cannot be undone)."""
     try:
-        return await read_body_async(response, max_bytes, label)
+        return await read_raw_async(headers, raw, max_bytes, label)
     except BodyTooLarge as exc:
         raise TooLarge(str(exc)) from None
     except BodyUndecodable as exc:
         raise Undecodable(str(exc)) from None
 
 
+def json_body(value: Any) -> bytes:
+    """A request's JSON as httpx wrote it (UTF-8, compact, no NaN), so a target sees the same bytes."""
+    return _json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
 class Fetcher:
     """Sends one request of a target and reads its reply under the rules above.
 
-    `headers` and `auth` are the target's configured ones; they go only to its own origin.
+    `headers` are the target's configured ones and `authorization` the Basic credentials of
+    its URL (when no Authorization header is configured); they go only to its own origin.
     `redact` scrubs secrets from anything a message quotes of a server-chosen URL."""
 
-    def __init__(self, urls: EndpointUrls, headers: dict[str, str], auth: httpx.Auth | None,
+    def __init__(self, urls: EndpointUrls, headers: dict[str, str], authorization: str | None,
                  follow_redirects: bool, max_bytes: int, redact: Callable[[str], str]):
         self.urls = urls
         named = {name.lower() for name in headers}
         self.headers = headers if "accept-encoding" in named else {**headers, "Accept-Encoding": accept_encoding()}
-        self.auth = auth
+        if authorization:
+            self.headers = {**self.headers, "Authorization": authorization}
+        self._typed = "content-type" in named  # a configured Content-Type wins over JSON's, as in httpx
         self.follow_redirects = follow_redirects
         self.max_bytes = max_bytes
         self.size_label = f"{max_bytes / 2 ** 20:g} MB"
         self.redact = redact
+        self._proxies: dict[tuple[str, str], str | None] = {}
 
     def shown(self, url: httpx.URL) -> str:
         """A URL as a message may show it: secret query values masked, other secrets scrubbed."""
         return self.redact(public_url(str(url)))
 
-    async def fetch(self, client: httpx.AsyncClient, method: str, path: str, *, json: Any = _NO_BODY,
+    def _proxy(self, url: httpx.URL) -> str | None:
+        key = (url.scheme, url.host)
+        if key not in self._proxies:
+            self._proxies[key] = env_proxy(*key)
+        return self._proxies[key]
+
+    async def fetch(self, connections: Connections, lane: int, method: str, path: str, *, json: Any = _NO_BODY,
                     params: dict[str, Any] | None = None) -> Reply:
+        aiohttp = aiohttp_module()
         url = self.urls(path, params)
         for _ in range(MAX_REDIRECTS + 1):
             home = self.urls.is_home(url)
-            body = {} if json is _NO_BODY else {"json": json}
+            data = None if json is _NO_BODY else json_body(json)
             if home:
-                request = client.build_request(method, url, headers=self.headers, **body)
-            else:  # built bare: no configured header, no cookie from the client's jar
-                request = httpx.Request(method, url, headers={"accept": "*/*", "accept-encoding": accept_encoding()},
-                                        **body)
-            response = await client.send(request, stream=True, auth=self.auth if home else None)
+                session, headers = connections.home(lane), self.headers
+                if data is not None and not self._typed:
+                    headers = {**headers, "Content-Type": "application/json"}
+            else:  # sent bare: no configured header, no cookie of the target's jar
+                session = connections.away()
+                headers = {"Accept": "*/*", "Accept-Encoding": accept_encoding(),
+                           **({"Content-Type": "application/json"} if data is not None else {})}
             try:
-                if response.status_code in REDIRECTS and response.headers.get("location"):
-                    method, url, json = self._next(method, url, json, response)
-                    continue
-                content = await read_capped(response, self.max_bytes, self.size_label)
-                return Reply(response.status_code, response.headers, content, url)
-            finally:
-                await response.aclose()
+                async with session.request(method, aiohttp_url(url), data=data, headers=headers,
+                                           allow_redirects=False, proxy=self._proxy(url)) as response:
+                    got = httpx.Headers(list(response.raw_headers))
+                    if _LOG.isEnabledFor(logging.INFO):
+                        _LOG.info('HTTP Request: %s %s "HTTP/%s.%s %s"', method, self.shown(url),
+                                  *response.version, response.status)
+                    if response.status in REDIRECTS and got.get("location"):
+                        method, url, json = self._next(method, url, json, response.status, got)
+                        continue
+                    try:
+                        content = await read_capped(got, response.content.iter_any(), self.max_bytes,
+                                                    self.size_label)
+                    except BaseException:
+                        response.close()  # the rest of the body is not wanted, nor the connection
+                        raise
+                    return Reply(response.status, got, content, url)
+            except asyncio.TimeoutError:  # a socket limit of transport.py (ServerTimeoutError is a ClientError too)
+                raise
+            except (aiohttp.ClientError, OSError) as exc:
+                raise ConnectionFailed(f"{type(exc).__name__}: {exc}") from exc
         raise RedirectRefused(f"more than {MAX_REDIRECTS} redirects, the last to {self.shown(url)}")
 
-    def _next(self, method: str, url: httpx.URL, json: Any, response: httpx.Response) -> tuple[str, httpx.URL, Any]:
+    def _next(self, method: str, url: httpx.URL, json: Any, status: int,
+              headers: httpx.Headers) -> tuple[str, httpx.URL, Any]:
         """Where a redirect leads, or RedirectRefused saying why it is not followed."""
-        status = response.status_code
         try:
-            target = url.join(response.headers["location"])
+            target = url.join(headers["location"])
         except (httpx.InvalidURL, ValueError) as exc:
             raise RedirectRefused(f"HTTP {status} redirect with an invalid Location") from exc
         if target.scheme not in DEFAULT_PORTS:
@@ -189,6 +231,13 @@ class Fetcher:
         if status == 303:
             return "GET", target, _NO_BODY
         return method, target, json
+
+
+def aiohttp_url(url: httpx.URL) -> Any:
+    """`url` for aiohttp exactly as httpx built it: already encoded, so nothing is quoted twice."""
+    from yarl import URL
+
+    return URL(str(url), encoded=True)
 
 
 class MaskUrlsInLogs(logging.Filter):
