@@ -38,7 +38,7 @@ import httpx
 
 from evalcore.common.http_body import BodyTooLarge, BodyUndecodable, accept_encoding, read_raw_async
 from evalcore.common.secret_urls import public_url, split_url
-from evalcore.targets.transport import Connections, aiohttp_module, env_proxy
+from evalcore.targets.transport import Connections, aiohttp_module
 
 REDIRECTS = {301, 302, 303, 307, 308}
 MAX_REDIRECTS = 10
@@ -159,17 +159,10 @@ class Fetcher:
         self.max_bytes = max_bytes
         self.size_label = f"{max_bytes / 2 ** 20:g} MB"
         self.redact = redact
-        self._proxies: dict[tuple[str, str], str | None] = {}
 
     def shown(self, url: httpx.URL) -> str:
         """A URL as a message may show it: secret query values masked, other secrets scrubbed."""
         return self.redact(public_url(str(url)))
-
-    def _proxy(self, url: httpx.URL) -> str | None:
-        key = (url.scheme, url.host)
-        if key not in self._proxies:
-            self._proxies[key] = env_proxy(*key)
-        return self._proxies[key]
 
     async def fetch(self, connections: Connections, lane: int, method: str, path: str, *, json: Any = _NO_BODY,
                     params: dict[str, Any] | None = None) -> Reply:
@@ -188,7 +181,7 @@ class Fetcher:
                            **({"Content-Type": "application/json"} if data is not None else {})}
             try:
                 async with session.request(method, aiohttp_url(url), data=data, headers=headers,
-                                           allow_redirects=False, proxy=self._proxy(url)) as response:
+                                           allow_redirects=False) as response:
                     got = httpx.Headers(list(response.raw_headers))
                     if _LOG.isEnabledFor(logging.INFO):
                         _LOG.info('HTTP Request: %s %s "HTTP/%s.%s %s"', method, self.shown(url),

@@ -14,8 +14,8 @@ What the sessions keep of the httpx clients they replace:
 - no redirect is followed by the client: fetch.py decides each one;
 - a cookie a target sets goes back to it on the same lane (a jar that takes cookies of IP hosts,
   as httpx's did); a request to another origin goes through a session without any jar;
-- proxies from the environment (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY), as httpx took
-  them; not ~/.netrc, which aiohttp's `trust_env` would also read, and httpx did not;
+- no proxy or ~/.netrc from the environment (`trust_env=False`): httpx's clients, built on
+  their own transport, took neither, and a proxy meant for the web must not get a local target;
 - header lines up to 16 KB (h11's limit; aiohttp's own default is 8 KB).
 aiohttp is imported when the first session is made: it builds its TLS contexts when imported
 (~0.1 s), which a command that never asks a target does not pay.
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import urllib.request
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,14 +37,6 @@ def aiohttp_module() -> Any:
     import aiohttp
 
     return aiohttp
-
-
-def env_proxy(scheme: str, host: str) -> str | None:
-    """The proxy the environment names for a URL of `scheme` on `host` (None: go direct)."""
-    proxies = urllib.request.getproxies()
-    if not proxies or urllib.request.proxy_bypass(host):
-        return None
-    return proxies.get(scheme) or proxies.get("all")
 
 
 class Connections:
