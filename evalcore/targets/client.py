@@ -188,8 +188,10 @@ class TargetClient:
             reply, deadline = await self._get(path)
         except (ConnectionFailed, asyncio.TimeoutError) as exc:
             detail = self._redact.text(_short(str(exc))) or "no detail"
+            if not isinstance(exc, ConnectionFailed):  # which names what failed itself
+                detail = f"{type(exc).__name__}: {detail}"
             raise TargetUnavailable(f"target {self.spec.name!r} at {public_url(self.spec.url)} is not "
-                                    f"reachable ({type(exc).__name__}: {detail})") from exc
+                                    f"reachable ({detail})") from exc
         except Refused as exc:
             raise TargetUnavailable(f"target {self.spec.name!r}: GET {public_url(path)}: {exc}") from exc
         if reply.status >= 400:
