@@ -9,7 +9,7 @@ import base64
 
 import httpx
 
-from evalcore.targets.client import TargetClient
+from evalcore.targets.client import RetryPolicy, TargetClient
 from evalcore.targets.fetch import json_body
 from evalcore.targets.spec import TargetSpec
 from tests.reliability.servers import ScriptedServer, ok_json, rag_answer
@@ -17,7 +17,7 @@ from tests.reliability.servers import ScriptedServer, ok_json, rag_answer
 
 def _ask(spec: TargetSpec, questions: list[str]) -> list:
     async def go():
-        async with TargetClient(spec, timeout_s=10, concurrency=1) as client:
+        async with TargetClient(spec, timeout_s=10, concurrency=1, retry=RetryPolicy(retries=1, backoff_s=0.01)) as client:
             return [await client.query(q, f"q{i}", "m", "m", 3) for i, q in enumerate(questions)]
 
     return asyncio.run(go())
@@ -72,3 +72,20 @@ def test_url_credentials_are_sent_as_utf8_basic_auth_with_the_json_type():
     assert headers["content-type"] == "application/json"
     assert headers["authorization"] == "Basic " + base64.b64encode("usér:päss".encode()).decode()
     assert headers["authorization"] == httpx.BasicAuth("usér", "päss")._auth_header
+
+
+def test_header_lines_up_to_16_kb_are_read_and_longer_ones_are_an_error():
+    def decide(request):
+        reply = rag_answer(request["body"]["question"])
+        size = 12_000 if request["body"]["question"] == "long" else 20_000
+        reply.headers["X-Trace"] = "t" * size
+        return reply
+
+    server = ScriptedServer(decide).start()
+    try:
+        spec = TargetSpec(url=server.url)
+        long, too_long = _ask(spec, ["long", "too long"])
+    finally:
+        server.stop()
+    assert long.error is None and long.answer == "answer to long"  # as h11 took it (its limit: 16 KB)
+    assert too_long.error_kind == "error" and "too long" not in (too_long.answer or "")
