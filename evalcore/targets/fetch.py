@@ -199,7 +199,9 @@ class Fetcher:
             except asyncio.TimeoutError:  # a socket limit of transport.py (ServerTimeoutError is a ClientError too)
                 raise
             except (aiohttp.ClientError, OSError) as exc:
-                raise ConnectionFailed(f"{type(exc).__name__}: {exc}") from exc
+                # some say the URL asked (a reply that is not HTTP): said with its secrets masked
+                detail = str(exc).replace(str(url), self.shown(url))
+                raise ConnectionFailed(f"{type(exc).__name__}: {detail}") from exc
         raise RedirectRefused(f"more than {MAX_REDIRECTS} redirects, the last to {self.shown(url)}")
 
     def _next(self, method: str, url: httpx.URL, json: Any, status: int,

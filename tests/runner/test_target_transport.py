@@ -89,3 +89,32 @@ def test_header_lines_up_to_16_kb_are_read_and_longer_ones_are_an_error():
         server.stop()
     assert long.error is None and long.answer == "answer to long"  # as h11 took it (its limit: 16 KB)
     assert too_long.error_kind == "error" and "too long" not in (too_long.answer or "")
+
+
+def test_a_reply_that_is_not_http_is_an_error_quoting_the_url_with_its_secret_masked():
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\n{}")
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    secret = "sk-CANARY/secret+value"
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/?api_key={secret.replace('/', '%2F').replace('+', '%2B')}"
+    try:
+        (answer,) = _ask(TargetSpec(url=url, health_path=None), ["one"])
+    finally:
+        listener.close()
+    assert answer.error_kind == "error" and "api_key=***" in answer.error
+    assert "CANARY" not in answer.error
