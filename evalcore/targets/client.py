@@ -93,7 +93,7 @@ def retry_after_s(value: str | None) -> float | None:
         from email.utils import parsedate_to_datetime
         try:
             seconds = (parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds()
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # a year past what a date holds, too
             return None
     return max(0.0, seconds) if seconds == seconds else None
 
@@ -101,6 +101,11 @@ def retry_after_s(value: str | None) -> float | None:
 def basic_authorization(user: str, password: str) -> str:
     """The Basic Authorization header of URL credentials (UTF-8, as httpx encoded them)."""
     return "Basic " + base64.b64encode(f"{user}:{password}".encode("utf-8")).decode("ascii")
+
+
+def _success(status: int) -> bool:
+    """A 2xx status: anything else (1xx or 3xx as a final reply, 000) is not an answer."""
+    return 200 <= status < 300
 
 
 def _now() -> float:
@@ -194,7 +199,7 @@ class TargetClient:
                                     f"reachable ({detail})") from exc
         except Refused as exc:
             raise TargetUnavailable(f"target {self.spec.name!r}: GET {public_url(path)}: {exc}") from exc
-        if reply.status >= 400:
+        if not _success(reply.status):
             hint = ("; the target URL's query parameters go with every endpoint" if self._urls.params else "")
             raise TargetUnavailable(f"target {self.spec.name!r}: GET {self._fetch.shown(reply.url)} returned "
                                     f"HTTP {reply.status}{hint}")
@@ -215,7 +220,7 @@ class TargetClient:
             return None
         try:
             reply, deadline = await self._get(path)
-            if reply.status >= 400:
+            if not _success(reply.status):
                 return None
             return self._snapshot(reply, path, deadline)
         except (Refused, CharsetRefused) as exc:
@@ -275,21 +280,21 @@ class TargetClient:
         try:
             source = json_source(content, resp.headers)
         except CharsetRefused as exc:
-            if resp.status < 400:  # the same reply would come again: not retried
+            if _success(resp.status):  # the same reply would come again: not retried
                 raise _Attempt("malformed", str(exc), retry=False) from None
             source = content  # an error's body only makes the message, which names the status
         try:
             payload = self._redact.deep(bounded_loads(source, scope="reply"))
             decode_error = None
-            if resp.status >= 400:  # the message quotes the body: quote the scrubbed decoding
+            if not _success(resp.status):  # the message quotes the body: quote the scrubbed decoding
                 text = json.dumps(payload, ensure_ascii=False)
         except TooManyValues as exc:
-            if resp.status < 400:  # the same reply would come again: not retried
+            if _success(resp.status):  # the same reply would come again: not retried
                 raise _Attempt("malformed", f"the reply holds {exc}", retry=False) from None
             payload, decode_error = None, exc
         except (ValueError, RecursionError) as exc:  # RecursionError: JSON nested too deeply
             payload, decode_error = None, exc if isinstance(exc, ValueError) else ValueError("nested too deeply")
-        if resp.status >= 400:
+        if not _success(resp.status):  # 1xx/3xx as a final reply too (a redirect without Location, 304)
             retry = resp.status >= 500 or resp.status == 429
             after = retry_after_s(resp.headers.get("retry-after")) if resp.status in (429, 503) else None
             if after is not None and after > self.retry.max_retry_after_s:

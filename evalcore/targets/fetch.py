@@ -213,6 +213,8 @@ class Fetcher:
             raise RedirectRefused(f"HTTP {status} redirect with an invalid Location") from exc
         if target.scheme not in DEFAULT_PORTS:
             raise RedirectRefused(f"HTTP {status} redirect to a non-HTTP URL ({target.scheme}:)")
+        if target.userinfo:  # credentials a server put in a Location are never sent, to anyone
+            target = target.copy_with(userinfo=b"")
         if not self.urls.is_home(target):
             if not self.follow_redirects:
                 raise RedirectRefused(f"HTTP {status} redirect to another origin, {self.redact(shown_origin(target))}; "
