@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 import zlib
 from functools import lru_cache
-from typing import Any, AsyncIterable, Callable, Iterable
+from typing import Any, AsyncIterable, Awaitable, Callable, Iterable
 
 PIECE = 64 * 1024  # the most one decoder call hands on
 MAX_CODINGS = 5
@@ -299,13 +299,18 @@ async def read_body_async(response: Any, max_bytes: int, label: str) -> bytes:
     return await read_raw_async(response.headers, response.aiter_raw(), max_bytes, label)
 
 
-async def read_raw_async(headers: Any, raw: AsyncIterable[bytes], max_bytes: int, label: str) -> bytes:
+async def read_raw_async(headers: Any, raw: AsyncIterable[bytes], max_bytes: int, label: str,
+                         pace: Callable[[int], Awaitable[None]] | None = None) -> bytes:
     """The decoded body from any client's raw (still encoded) chunks and its httpx-style
-    headers, bounded as above: the targets' client reads aiohttp's stream through it."""
+    headers, bounded as above: the targets' client reads aiohttp's stream through it.
+    `pace(bytes kept so far)` is awaited after each chunk: a caller may hold the reading there
+    (the targets' client lets one large reply at a time grow: evalcore/targets/fetch.py)."""
     reader = BodyReader(codings_of(headers), max_bytes, label)
     declared_too_large(headers, reader)
     async for chunk in raw:
         reader.feed(chunk)
+        if pace is not None:
+            await pace(len(reader.body))
     return reader.finish()
 
 

@@ -43,8 +43,8 @@ from evalcore.errors import EvalcoreError
 from evalcore.common.reply_charset import CharsetRefused, json_source, preview
 from evalcore.schemas import EvalResponse
 from evalcore.common.secret_urls import public_url
-from evalcore.targets.fetch import (ConnectionFailed, EndpointUrls, Fetcher, RedirectRefused, Refused, Reply, TooLarge,
-                                    Undecodable, shown_origin)
+from evalcore.targets.fetch import (ConnectionFailed, EndpointUrls, Fetcher, LargeReplies, RedirectRefused, Refused, Reply,
+                                    TooLarge, Turn, Undecodable, shown_origin)
 from evalcore.targets.parse import MalformedResponse, parse_response
 from evalcore.targets.secrets import Redactor, secret_values
 from evalcore.targets.snapshot import cap_snapshot
@@ -152,6 +152,7 @@ class TargetClient:
         self._fetch = Fetcher(self._urls, headers, authorization, follow_redirects,
                               max_bytes=int(max_response_mb * 2 ** 20), redact=self._redact.text)
         self._connections = Connections(concurrency, verify, timeout_s)
+        self._large = LargeReplies()
 
     async def __aenter__(self) -> "TargetClient":
         return self
@@ -239,26 +240,30 @@ class TargetClient:
     async def _attempt(self, kwargs: dict[str, Any], question_id: str, method: str) -> EvalResponse:
         """One request and its reading, under one deadline: a reply read (decoded, parsed) past
         it is a timeout like one that came late, however little of it the network took."""
-        resp, deadline = await self._send(kwargs)
+        turn = self._large.turn()  # a large reply holds its target's turn until it is parsed
         try:
-            _keep(deadline)
-            response = self._answer(resp, question_id, method)
-            _keep(deadline)
-        except (asyncio.TimeoutError, _Attempt) as exc:
-            if isinstance(exc, _Attempt) and _now() <= deadline:
-                raise
-            raise _Attempt("timeout", f"no answer within {self.timeout_s:g}s (reading the reply included)",
-                           retry=True) from None
+            resp, deadline = await self._send(kwargs, turn)
+            try:
+                _keep(deadline)
+                response = self._answer(resp, question_id, method)
+                _keep(deadline)
+            except (asyncio.TimeoutError, _Attempt) as exc:
+                if isinstance(exc, _Attempt) and _now() <= deadline:
+                    raise
+                raise _Attempt("timeout", f"no answer within {self.timeout_s:g}s (reading the reply included)",
+                               retry=True) from None
+        finally:
+            turn.release()
         return response
 
-    async def _send(self, kwargs: dict[str, Any]) -> tuple[Reply, float]:
+    async def _send(self, kwargs: dict[str, Any], turn: Turn) -> tuple[Reply, float]:
         """The reply on a free lane, and the deadline its reading must also keep."""
         lane = await self._connections.free.get()
         deadline = _now() + self.timeout_s
         try:
             async with asyncio.timeout(self.timeout_s):  # no task per request, as wait_for made
                 reply = await self._fetch.fetch(self._connections, lane, self.spec.query_http_method,
-                                                self.spec.query_path, **kwargs)
+                                                self.spec.query_path, turn=turn, **kwargs)
         except asyncio.TimeoutError as exc:
             raise _Attempt("timeout", f"no answer within {self.timeout_s:g}s", retry=True) from exc
         except ConnectionFailed as exc:  # "<what failed>: <detail>"

@@ -124,11 +124,49 @@ class EndpointUrls:
         return _origin_key(url) == self.origin
 
 
-async def read_capped(headers: httpx.Headers, raw: AsyncIterable[bytes], max_bytes: int, label: str) -> bytes:
+class LargeReplies:
+    """One large reply at a time per target: a reply whose body passes LARGE_REPLY_BYTES waits
+    here before it grows further, and holds its turn until it is parsed (`Turn.release`).
+
+    Why: the cap bounds one reply, not the lanes together, and a reply costs several times its
+    size while it is decoded and parsed (a 32 MB answer with one character outside the BMP is a
+    128 MB Python string, twice): eight lanes each reading one took 1.4 GB. Small replies never
+    wait; a wait counts against the request's own timeout."""
+
+    def __init__(self):
+        self._lock = asyncio.Lock()
+
+    def turn(self) -> "Turn":
+        return Turn(self._lock)
+
+
+class Turn:
+    """One request's claim on its target's large-reply turn (taken only when needed)."""
+
+    def __init__(self, lock: asyncio.Lock):
+        self._lock = lock
+        self.held = False
+
+    async def pace(self, kept: int) -> None:
+        if kept > LARGE_REPLY_BYTES and not self.held:
+            await self._lock.acquire()
+            self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self._lock.release()
+
+
+LARGE_REPLY_BYTES = 4 * 2**20
+
+
+async def read_capped(headers: httpx.Headers, raw: AsyncIterable[bytes], max_bytes: int, label: str,
+                      turn: Turn | None = None) -> bytes:
     """The whole decoded body, or TooLarge as soon as the bytes sent, or any decoding layer's
     output, pass `max_bytes` (Undecodable when a Content-Encoding cannot be undone)."""
     try:
-        return await read_raw_async(headers, raw, max_bytes, label)
+        return await read_raw_async(headers, raw, max_bytes, label, pace=turn.pace if turn is not None else None)
     except BodyTooLarge as exc:
         raise TooLarge(str(exc)) from None
     except BodyUndecodable as exc:
@@ -165,7 +203,7 @@ class Fetcher:
         return self.redact(public_url(str(url)))
 
     async def fetch(self, connections: Connections, lane: int, method: str, path: str, *, json: Any = _NO_BODY,
-                    params: dict[str, Any] | None = None) -> Reply:
+                    params: dict[str, Any] | None = None, turn: Turn | None = None) -> Reply:
         aiohttp = aiohttp_module()
         url = self.urls(path, params)
         for _ in range(MAX_REDIRECTS + 1):
@@ -191,7 +229,7 @@ class Fetcher:
                         continue
                     try:
                         content = await read_capped(got, response.content.iter_any(), self.max_bytes,
-                                                    self.size_label)
+                                                    self.size_label, turn)
                     except BaseException:
                         response.close()  # the rest of the body is not wanted, nor the connection
                         raise
