@@ -53,7 +53,7 @@ class Connections:
         for lane in range(len(self._home)):
             self.free.put_nowait(lane)
 
-    def _session(self, limit: int, jar: bool) -> "aiohttp.ClientSession":
+    def _session(self, limit: int, jar: bool) -> aiohttp.ClientSession:
         aiohttp = aiohttp_module()
         connector = aiohttp.TCPConnector(limit=limit, ssl=self._verify)
         cookies = aiohttp.CookieJar(unsafe=True) if jar else aiohttp.DummyCookieJar()
@@ -63,13 +63,13 @@ class Connections:
                                      auto_decompress=False, trust_env=False,
                                      max_line_size=MAX_HEADER_LINE, max_field_size=MAX_HEADER_LINE)
 
-    def home(self, lane: int) -> "aiohttp.ClientSession":
+    def home(self, lane: int) -> aiohttp.ClientSession:
         session = self._home[lane]
         if session is None:
             session = self._home[lane] = self._session(limit=1, jar=True)
         return session
 
-    def away(self) -> "aiohttp.ClientSession":
+    def away(self) -> aiohttp.ClientSession:
         if self._away is None:
             self._away = self._session(limit=len(self._home), jar=False)
         return self._away
