@@ -46,6 +46,12 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+def basic_token(user: str, password: str) -> str:
+    """The token of a Basic Authorization header (`Basic <token>`) for these credentials, UTF-8
+    as httpx encoded them: what the targets' client sends, and so a secret to scrub."""
+    return base64.b64encode(f"{user}:{password}".encode("utf-8")).decode("ascii")
+
+
 def url_secrets(url: str | None) -> set[str]:
     """Every secret value in `url`, raw and percent-decoded, plus the Basic-auth token its
     credentials would produce (servers that print request headers echo that form)."""
@@ -57,8 +63,7 @@ def url_secrets(url: str | None) -> set[str]:
         if cred:
             out.update({cred, unquote(cred)})
     if parts.password:
-        pair = f"{unquote(parts.username or '')}:{unquote(parts.password)}".encode()
-        out.add(base64.b64encode(pair).decode())
+        out.add(basic_token(unquote(parts.username or ""), unquote(parts.password)))
     for raw in parts.query.split("&") if parts.query else []:
         name, _, value = raw.partition("=")
         if value and SECRET_PARAM.search(unquote(name)):

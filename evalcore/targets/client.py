@@ -30,7 +30,6 @@ memory only, and never put into an error message. What the server says about its
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import random
 import ssl
@@ -38,11 +37,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-
 from evalcore.errors import EvalcoreError
 from evalcore.common.reply_charset import CharsetRefused, json_source, preview
 from evalcore.schemas import EvalResponse
-from evalcore.common.secret_urls import public_url
+from evalcore.common.secret_urls import basic_token, public_url
 from evalcore.targets.fetch import (ConnectionFailed, EndpointUrls, Fetcher, LargeReplies, RedirectRefused, Refused, Reply,
                                     TooLarge, Turn, Undecodable, shown_origin)
 from evalcore.targets.parse import MalformedResponse, parse_response
@@ -98,11 +96,6 @@ def retry_after_s(value: str | None) -> float | None:
     return max(0.0, seconds) if seconds == seconds else None
 
 
-def basic_authorization(user: str, password: str) -> str:
-    """The Basic Authorization header of URL credentials (UTF-8, as httpx encoded them)."""
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode("utf-8")).decode("ascii")
-
-
 def _success(status: int) -> bool:
     """A 2xx status: anything else (1xx or 3xx as a final reply, 000) is not an answer."""
     return 200 <= status < 300
@@ -148,7 +141,7 @@ class TargetClient:
         self._urls = EndpointUrls(spec.url)
         creds = self._urls.credentials
         has_auth_header = any(name.lower() == "authorization" for name in headers)
-        authorization = basic_authorization(*creds) if creds and not has_auth_header else None
+        authorization = "Basic " + basic_token(*creds) if creds and not has_auth_header else None
         self._fetch = Fetcher(self._urls, headers, authorization, follow_redirects,
                               max_bytes=int(max_response_mb * 2 ** 20), redact=self._redact.text)
         self._connections = Connections(concurrency, verify, timeout_s)
@@ -167,12 +160,9 @@ class TargetClient:
     async def _get(self, path: str) -> tuple[Reply, float]:
         """The reply to GET `path`, and the deadline its reading must also keep."""
         deadline = _now() + self.timeout_s
-        lane = await self._connections.free.get()
-        try:
+        async with self._connections.lane() as lane:
             return await asyncio.wait_for(self._fetch.fetch(self._connections, lane, "GET", path),
                                           self.timeout_s), deadline
-        finally:
-            self._connections.free.put_nowait(lane)
 
     def _snapshot(self, reply: Reply, path: str, deadline: float) -> Any:
         """The reply's JSON as the manifest may store it: secrets scrubbed, size capped.
@@ -258,24 +248,22 @@ class TargetClient:
 
     async def _send(self, kwargs: dict[str, Any], turn: Turn) -> tuple[Reply, float]:
         """The reply on a free lane, and the deadline its reading must also keep."""
-        lane = await self._connections.free.get()
-        deadline = _now() + self.timeout_s
-        try:
-            async with asyncio.timeout(self.timeout_s):  # no task per request, as wait_for made
-                reply = await self._fetch.fetch(self._connections, lane, self.spec.query_http_method,
-                                                self.spec.query_path, turn=turn, **kwargs)
-        except asyncio.TimeoutError as exc:
-            raise _Attempt("timeout", f"no answer within {self.timeout_s:g}s", retry=True) from exc
-        except ConnectionFailed as exc:  # "<what failed>: <detail>"
-            detail = self._redact.text(_short(str(exc))) or "connection failed"
-            raise _Attempt("error", detail, retry=True) from exc
-        except (TooLarge, Undecodable) as exc:  # the same body would come again
-            raise _Attempt("malformed", str(exc), retry=False) from exc
-        except RedirectRefused as exc:  # so would the same redirect
-            raise _Attempt("http", str(exc), retry=False) from exc
-        finally:
-            self._connections.free.put_nowait(lane)
-        return reply, deadline
+        async with self._connections.lane() as lane:
+            deadline = _now() + self.timeout_s
+            try:
+                async with asyncio.timeout(self.timeout_s):  # no task per request, as wait_for made
+                    reply = await self._fetch.fetch(self._connections, lane, self.spec.query_http_method,
+                                                    self.spec.query_path, turn=turn, **kwargs)
+                return reply, deadline
+            except asyncio.TimeoutError as exc:
+                raise _Attempt("timeout", f"no answer within {self.timeout_s:g}s", retry=True) from exc
+            except ConnectionFailed as exc:  # "<what failed>: <detail>"
+                detail = self._redact.text(_short(str(exc))) or "connection failed"
+                raise _Attempt("error", detail, retry=True) from exc
+            except (TooLarge, Undecodable) as exc:  # the same body would come again
+                raise _Attempt("malformed", str(exc), retry=False) from exc
+            except RedirectRefused as exc:  # so would the same redirect
+                raise _Attempt("http", str(exc), retry=False) from exc
 
     def _answer(self, resp: Reply, question_id: str, method: str) -> EvalResponse:
         """The reply as an EvalResponse, or _Attempt saying what is wrong with it. Its text is

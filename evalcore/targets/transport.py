@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from typing import TYPE_CHECKING, Any
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 if TYPE_CHECKING:
     import aiohttp
@@ -62,6 +63,15 @@ class Connections:
         return aiohttp.ClientSession(connector=connector, cookie_jar=cookies, timeout=timeout,
                                      auto_decompress=False, trust_env=False,
                                      max_line_size=MAX_HEADER_LINE, max_field_size=MAX_HEADER_LINE)
+
+    @asynccontextmanager
+    async def lane(self) -> AsyncIterator[int]:
+        """A free lane for one request, given back however the request ends."""
+        lane = await self.free.get()
+        try:
+            yield lane
+        finally:
+            self.free.put_nowait(lane)
 
     def home(self, lane: int) -> aiohttp.ClientSession:
         session = self._home[lane]
