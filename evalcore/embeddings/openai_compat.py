@@ -120,7 +120,7 @@ class OpenAICompatibleBackend:
             if status in _RETRY_STATUS:
                 last = f"HTTP {status}: {self._scrub(preview(body, headers))[:200]}"
                 continue
-            if status >= 400:
+            if not 200 <= status < 300:  # a 1xx or 3xx final reply is no answer either
                 raise EmbeddingServiceError(f"embedding endpoint {self.url} answered HTTP "
                                             f"{status}: {self._scrub(preview(body, headers))[:300]}")
             try:

@@ -52,7 +52,7 @@ def retry_after(headers: Any) -> float | None:
             try:
                 when = parsedate_to_datetime(raw)
                 return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # a year past what a date holds, too
                 return None
     return None
 

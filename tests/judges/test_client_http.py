@@ -265,3 +265,10 @@ def test_judge_clients_share_one_tls_context_per_ca_setting(sdk_name, monkeypatc
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
     other = tls_context(library)
     assert other is not shared and tls_context(library) is other
+
+
+@pytest.mark.parametrize("value", ["Fri, 31 Dec 99999999999999999999 23:59:59 GMT", "Fri, 31 Dec 10000 23:59:59 GMT"])
+def test_a_retry_after_no_date_can_hold_is_ignored(value):
+    from evalcore.judges.call_errors import retry_after
+
+    assert retry_after({"retry-after": value}) is None

@@ -129,3 +129,11 @@ def test_unreachable_endpoint_is_a_clear_error():
         port = s.getsockname()[1]
     with pytest.raises(EvalcoreError, match="cannot reach embedding endpoint"):
         OpenAICompatibleBackend("m", f"http://127.0.0.1:{port}").embed(["x"])
+
+
+def test_a_final_status_outside_2xx_is_an_error_whatever_its_body(server):
+    good = json.dumps({"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": vector_for("x")}]})
+    for status in (300, 304, 399):
+        server.failures = [(status, good)]
+        with pytest.raises(EmbeddingServiceError, match=f"HTTP {status}"):
+            OpenAICompatibleBackend("m", server.base).embed(["x"])
