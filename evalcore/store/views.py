@@ -214,6 +214,7 @@ def _summary_sql(name: str, src: Sources, con: duckdb.DuckDBPyConnection | None 
 _KEPT: "OrderedDict[tuple, duckdb.DuckDBPyConnection]" = OrderedDict()
 _KEPT_MAX = 16
 _LABELS: dict[int, str] = {}  # id(kept database) -> the annotations' state its `annotations` view shows
+_RUNS_SHOWN: dict[int, frozenset[str]] = {}  # id(kept whole-store database) -> its readable runs
 _IN_USE: dict[int, int] = {}  # id(database) -> cursors handed out and not yet closed
 _RETIRED: dict[int, duckdb.DuckDBPyConnection] = {}  # evicted, closed when their last cursor is
 READER_MEMORY = "1GB"
@@ -326,6 +327,10 @@ def open_db(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duck
     key = (str(store.root.resolve()), runs_state, None if runs is None else tuple(sorted(set(runs))))
     with _LOCK:
         con = _KEPT.get(key)
+        if con is None and runs is not None:  # every readable run asked for: the whole database is it
+            whole = _KEPT.get(key[:2] + (None,))
+            if whole is not None and _readable(whole) == set(key[2]):
+                key, con = key[:2] + (None,), whole
         if con is not None and _LABELS.get(id(con)) != labels_state and not labels_refreshed(con, store):
             _retire(key, _KEPT.pop(key))
             con = None
@@ -386,10 +391,26 @@ def wide_columns(store: RunStore, runs: Sequence[str] | None = None) -> frozense
         return frozenset(r[0] for r in con.execute(f"DESCRIBE {_wide.WIDE_TABLE}").fetchall())
 
 
+def _readable(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
+    """The runs a kept database over the whole store shows (its `runs` view), read once.
+
+    Why: a page asking for every run by name (the leaderboard's CIs over all its rows) got a
+    database of its own, built again (~0.2 s on a first visit) though the whole store's, with
+    exactly those runs in every view, was already kept. Under _LOCK."""
+    if id(con) not in _RUNS_SHOWN:
+        cur = con.cursor()
+        try:
+            _RUNS_SHOWN[id(con)] = frozenset(r[0] for r in cur.execute("SELECT run_id FROM runs").fetchall())
+        finally:
+            cur.close()
+    return _RUNS_SHOWN[id(con)]
+
+
 def _retire(key: tuple, con: duckdb.DuckDBPyConnection) -> None:
     """Close an evicted database once no cursor of it is in use (closing a DuckDB connection
     closes its cursors too: another thread may be in the middle of a query). Under _LOCK."""
     _LABELS.pop(id(con), None)
+    _RUNS_SHOWN.pop(id(con), None)
     if _IN_USE.get(id(con), 0) == 0:
         _IN_USE.pop(id(con), None)
         con.close()

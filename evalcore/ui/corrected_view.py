@@ -168,13 +168,16 @@ def _calibration_table(table: pd.DataFrame, name: str) -> None:
         c: st.column_config.NumberColumn(c, format="%.3f") for c in ("kappa", "bias (judge − human)", "rho")})
 
 
+def calibration_summary(run_ids: list[str]) -> pd.DataFrame | None:
+    """The read behind runs_calibration (also made by the Runs page's server-start prefetch)."""
+    return widgets.call(K.runs_summary, tuple(dict.fromkeys(run_ids))) if run_ids else None
+
+
 def runs_calibration(run_ids: list[str]) -> None:
     """Runs: the judge calibration of every listed run with randomly sampled labels, per method x
     metric (what `evalcore labels summary RUN` prints); nothing when no run has any."""
-    if not run_ids:
-        return
-    table = widgets.call(K.runs_summary, tuple(dict.fromkeys(run_ids)))
-    if table.empty:
+    table = calibration_summary(run_ids)
+    if table is None or table.empty:
         return
     st.subheader("Judge calibration (runs with randomly sampled labels)")
     _calibration_table(table, "runs-calibration")

@@ -49,7 +49,7 @@ def page_file(name: str) -> Path:
     else the packaged module evalcore/ui/<name>.py."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    ctx = get_script_run_ctx()
+    ctx = get_script_run_ctx(suppress_warning=True)  # none at server start (ui/served.py): no warning
     if ctx is not None:
         wrapper = ctx.pages_manager.main_script_parent / "pages" / f"{name}.py"
         if wrapper.is_file():

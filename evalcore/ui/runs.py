@@ -145,6 +145,51 @@ def _styled(df, grey: bool):
     return style
 
 
+def _default_metrics(all_metrics: list[str], score: str) -> list[str]:
+    """The metric columns a visitor sees before picking any: the first key metrics stored."""
+    return [m for m in L.key_metric_names() if m in all_metrics and m != score][:N_DEFAULT_METRICS]
+
+
+def _board(score: str, metrics: list[str], *, search: str | None, statuses: tuple[str, ...] | None,
+           dataset: str | None, sort_by: str, order: str):
+    """The leaderboard as drawn: read, sorted (ranked systems above the unranked, whatever the
+    sort), without the score's columns where no system has it, with links, judge labels and
+    the corrected column (where labels exist), and one mark ("–") for a missing value."""
+    board = safe_widgets.call(L.leaderboard, tuple(metrics), search=search, statuses=statuses, dataset=dataset)
+    if board.empty:
+        return board
+    if sort_by in board.columns:
+        board = L.ranked_order(board, sort_by, ascending=order == "ascending")
+    if score in board.columns and board[score].isna().all():
+        board = board.drop(columns=[score, f"{score}_ci95", f"{score}_ci_low"], errors="ignore")
+    board = corrected_view.corrected_column(_with_judge_label(_links(board)))
+    for col in ("judge", "judges", "dataset", "name"):
+        if col in board:
+            board[col] = board[col].fillna("–")
+    return board
+
+
+def prefetch() -> None:
+    """Every read of this page as a visitor first sees it (no URL state: the first dataset, the
+    default metric columns, sorted by the score), made into the pages' cache
+    (ui/cached_reads.py) by the server-start warm-up (ui/warm.py), so the first visitor's
+    first page draws without querying. The same calls render() makes, with the same
+    arguments (tests/app/test_first_page_prefetch.py holds the two together); the cache is
+    keyed on the store's state token, so a store changed since is simply read again."""
+    all_metrics = safe_widgets.call(L.metric_names)
+    safe_widgets.call(damaged_annotations)
+    safe_widgets.call(damaged_runs)
+    if safe_widgets.call(L.run_list).empty:
+        return
+    datasets = safe_widgets.call(L.datasets)
+    dataset = [*datasets.key, ALL][0]
+    score = L.ranking_metric()
+    board = _board(score, _default_metrics(all_metrics, score), search=None, statuses=None,
+                   dataset=None if dataset == ALL else dataset, sort_by=score, order="descending")
+    if not board.empty:
+        corrected_view.calibration_summary(list(board.run_id))
+
+
 def render() -> None:
     safe_widgets.header("Runs", "Every run and method in the store, ranked. Means are over scored questions.")
     all_metrics = safe_widgets.call(L.metric_names)
@@ -165,9 +210,8 @@ def render() -> None:
     search = safe_widgets.url_text("Search (name, run id, method, dataset)", "q", container=c1)
     statuses = safe_widgets.url_multi("Status", STATUSES, "status", container=c2)
     score = L.ranking_metric()  # its own column: never a metric column
-    defaults = [m for m in L.key_metric_names() if m in all_metrics and m != score][:N_DEFAULT_METRICS]
     metrics = safe_widgets.url_multi("Metric columns", [m for m in all_metrics if m != score], "cols",
-                               default=defaults, container=c3)
+                               default=_default_metrics(all_metrics, score), container=c3)
     c4, c5, c6 = st.columns([2, 1, 3])
     sort_by = safe_widgets.url_select("Sort by", [score, f"{score}_ci_low", *SORTABLE, *metrics], "sort", container=c4)
     order = safe_widgets.url_select("Order", ["descending", "ascending"], "order", container=c5)
@@ -175,21 +219,14 @@ def render() -> None:
     more = safe_widgets.url_multi("More columns", list(more_columns), "more", format_func=more_columns.get,
                             container=c6)
 
-    board = safe_widgets.call(L.leaderboard, tuple(metrics), search=search or None, statuses=tuple(statuses) or None,
-                        dataset=None if dataset == ALL else dataset)
+    board = _board(score, metrics, search=search or None, statuses=tuple(statuses) or None,
+                   dataset=None if dataset == ALL else dataset, sort_by=sort_by, order=order)
     if board.empty:
         safe_widgets.empty_state("No run matches these filters.", "Clear the search or the status filter.")
         return
-    if sort_by in board.columns:  # ranked systems stay above the unranked, whatever the sort
-        board = L.ranked_order(board, sort_by, ascending=order == "ascending")
-    if score in board.columns and board[score].isna().all():
-        board = board.drop(columns=[score, f"{score}_ci95", f"{score}_ci_low"], errors="ignore")
+    if score not in board.columns:
         group = L.metric_about(score)["group"]
         st.caption(f"No {score} in these runs: score them with the {group} metrics to rank by it.")
-    board = corrected_view.corrected_column(_with_judge_label(_links(board)))  # where labels exist
-    for col in ("judge", "judges", "dataset", "name"):  # one convention for a missing value: "–"
-        if col in board:
-            board[col] = board[col].fillna("–")
     col_cfg = _column_config(score, metrics)
     ranked, unranked = board[board["ranked"]], board[~board["ranked"]]
     st.text(f"{len(board)} run/method rows: {len(ranked)} ranked, {len(unranked)} with too few questions to rank")

@@ -31,5 +31,5 @@ app = st.App(str(HERE / "entry.py"),
                                     base_url_path=lambda: st.config.get_option("server.baseUrlPath"))])
 
 # the first visitor's work done at server start, in the background: the pages' imports, Plotly's
-# figure classes and the store's views (ui/warm.py); their first script run compiles the pages
-warm.preload([page_file(module) for module, _, _ in PAGES])
+# figure classes, the store's views, the compiled scripts and the first page's reads (ui/warm.py)
+warm.preload([page_file(module) for module, _, _ in PAGES], scripts=[HERE / "entry.py"])

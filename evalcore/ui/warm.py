@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import gc
 import importlib
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -75,6 +77,7 @@ def _under_apptest() -> bool:
 
 
 def _load(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None = None) -> None:
+    _check_direct_execution()
     # then each page's own module, named by the pages entry.PAGES navigates to (pages/x.py or
     # evalcore/ui/x.py: module evalcore.ui.x), so a new page is warmed without being listed here
     for name in (*MODULES, *(f"evalcore.ui.{Path(page).stem}" for page in pages)):
@@ -110,6 +113,22 @@ def _load(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None 
     gc.freeze()
 
 
+def _check_direct_execution() -> None:
+    """Streamlit's once-per-process check, made by the first element any page sends, that it is
+    not run as a plain script or in a REPL (delta_generator._maybe_print_use_warning): it calls
+    inspect.stack(), which resolves the source file of every loaded module (~0.4 s once the
+    pages' imports are in), inside the first visitor's script run. Done here, in the server,
+    it reaches the same verdict (a running server: no warning) and the flag it sets spares
+    every page. A Streamlit without it: nothing to do."""
+    try:
+        from streamlit import delta_generator
+    except ImportError:  # pragma: no cover - Streamlit is a dependency of the dashboard
+        return
+    check = getattr(delta_generator, "_maybe_print_use_warning", None)
+    if callable(check):
+        check()
+
+
 def _draw_figures() -> None:
     """One small figure with every trace type and layout part the pages use, serialised the way
     st.plotly_chart does. Plotly imports each trace's, axis' and legend's classes and validators
@@ -137,7 +156,50 @@ def _draw_figures() -> None:
     pio.to_json(fig, validate=False)
 
 
-def preload(pages: Sequence[Path] = ()) -> None:
+def _serving_runtime(timeout: float = 30.0) -> Any:
+    """The server's Streamlit runtime once it exists (the preload begins as the app file is
+    loaded, before it may), else None: no server in this process (a test calling preload)."""
+    from streamlit import runtime
+
+    deadline = time.monotonic() + timeout
+    while not runtime.exists():
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+    return runtime.get_instance()
+
+
+def _first_visit(scripts: Sequence[Path], pages: Sequence[Path]) -> None:
+    """What the first visitor's script run would do itself, done while the server waits for one:
+    compile the entry script and every page into the runtime's script cache (Streamlit's own,
+    shared by all sessions: 0.05-0.1 s per file otherwise paid in the first run of each), and
+    make the first page's reads (a page module's `prefetch()`, e.g. ui/runs.py) into the pages'
+    cache (global scope, keyed on the store's state: nothing made here can be stale)."""
+    server = _serving_runtime()
+    if server is None:
+        return
+    compile_script = getattr(getattr(server, "_script_cache", None), "get_bytecode", None)  # private: may go
+    for path in (*scripts, *pages) if callable(compile_script) else ():
+        try:
+            compile_script(str(path))
+        except Exception:  # noqa: BLE001 - the page shows its own error when opened
+            continue
+    for page in pages:
+        prefetch = getattr(sys.modules.get(f"evalcore.ui.{Path(page).stem}"), "prefetch", None)
+        try:
+            if callable(prefetch):
+                prefetch()
+        except Exception:  # noqa: BLE001 - a missing or damaged store: the page says so itself
+            continue
+
+
+def _preload(pages: Sequence[Path], scripts: Sequence[Path]) -> None:
+    _load(pages, None)
+    _first_visit(scripts, pages)
+    gc.freeze()
+
+
+def preload(pages: Sequence[Path] = (), scripts: Sequence[Path] = ()) -> None:
     """The imports, figures and views of _load, begun when the server starts (ui/served.py, what
     `evalcore app` serves) rather than when the first visitor's page runs: a fresh browser's
     first page then finds them loaded, or waits only for what is left, instead of sharing the
@@ -145,7 +207,8 @@ def preload(pages: Sequence[Path] = ()) -> None:
     the pages (which needs the running app's pages manager) and freezes the heap."""
     global _preloading
     if _preloading is None:
-        _preloading = threading.Thread(target=_load, args=(tuple(pages), None), name="evalcore-preload", daemon=True)
+        _preloading = threading.Thread(target=_preload, args=(tuple(pages), tuple(scripts)), name="evalcore-preload",
+                                       daemon=True)
         _preloading.start()
 
 

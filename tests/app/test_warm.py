@@ -83,3 +83,75 @@ def test_the_figure_warm_up_draws_without_error():
     """_load swallows its errors (a page says what is wrong itself): called directly, the small
     figure must build and serialise, or the warm-up silently stops warming Plotly."""
     warm._draw_figures()
+
+
+class _ScriptCache:
+    def __init__(self):
+        self.compiled = []
+
+    def get_bytecode(self, path):
+        self.compiled.append(path)
+        if path.endswith("broken.py"):
+            raise SyntaxError("a page that does not compile shows its own error when opened")
+        return object()
+
+
+def test_the_first_visit_is_made_at_server_start(monkeypatch):
+    """Once the server's runtime exists: the entry script and every page compiled into its script
+    cache, and each page module's prefetch() called (a failing one does not stop the rest)."""
+    import sys
+    import types
+
+    cache = _ScriptCache()
+    monkeypatch.setattr(warm, "_serving_runtime", lambda: types.SimpleNamespace(_script_cache=cache))
+    fetched = []
+
+    def failing():
+        fetched.append("broken")
+        raise OSError("a store that cannot be read: the page says so itself")
+
+    monkeypatch.setitem(sys.modules, "evalcore.ui.xfirst", types.SimpleNamespace(prefetch=lambda: fetched.append("x")))
+    monkeypatch.setitem(sys.modules, "evalcore.ui.broken", types.SimpleNamespace(prefetch=failing))
+    warm._first_visit([Path("/app/entry.py")], [Path("/app/broken.py"), Path("/app/xfirst.py"), Path("/app/none.py")])
+    assert cache.compiled == ["/app/entry.py", "/app/broken.py", "/app/xfirst.py", "/app/none.py"]
+    assert fetched == ["broken", "x"]
+
+
+def test_without_a_server_the_first_visit_does_nothing(monkeypatch):
+    """A process with no Streamlit runtime (a test, a script calling preload) waits a bounded
+    time and gives up: the cache such reads would fill belongs to no server."""
+    import sys
+    import types
+
+    from streamlit import runtime
+
+    monkeypatch.setattr(runtime, "exists", lambda: False)
+    assert warm._serving_runtime(timeout=0.2) is None
+    monkeypatch.setattr(warm, "_serving_runtime", lambda: None)
+    fetched = []
+    monkeypatch.setitem(sys.modules, "evalcore.ui.xfirst", types.SimpleNamespace(prefetch=lambda: fetched.append(1)))
+    warm._first_visit([], [Path("/app/xfirst.py")])
+    assert fetched == []
+
+
+def test_the_runtime_is_waited_for(monkeypatch):
+    from streamlit import runtime
+
+    answers = iter([False, False, True])
+    monkeypatch.setattr(runtime, "exists", lambda: next(answers))
+    monkeypatch.setattr(runtime, "get_instance", lambda: "the runtime")
+    assert warm._serving_runtime(timeout=5) == "the runtime"
+
+
+def test_the_server_start_check_is_streamlits_own(monkeypatch):
+    """The direct-execution check made at server start is Streamlit's: after it, the first page's
+    first element finds it done (no inspect.stack() in the visitor's run)."""
+    from streamlit import delta_generator
+
+    if not hasattr(delta_generator, "_use_warning_has_been_displayed"):
+        import pytest
+
+        pytest.skip("this Streamlit has no direct-execution check")
+    monkeypatch.setattr(delta_generator, "_use_warning_has_been_displayed", False)
+    warm._check_direct_execution()
+    assert delta_generator._use_warning_has_been_displayed is True
