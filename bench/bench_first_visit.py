@@ -11,7 +11,8 @@ for three servers started the same way and given the same `--settle` seconds aft
 
 - floor: Streamlit serving a one-line app (`st.title("Runs")`): what no app can go below;
 - evalcore app: what `evalcore app` serves (ui/served.py), which starts the pages' imports,
-  Plotly's classes and the store's views at server start (ui/warm.py `preload`);
+  Plotly's classes, the store's views, the compiled scripts and the Runs page's default reads
+  at server start (ui/warm.py `preload`);
 - checkout app.py: `streamlit run app.py`, which warms the same things only when the first page
   runs (ui/warm.py `start`): the design before the server-start preload, kept as the baseline.
 
