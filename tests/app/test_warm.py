@@ -118,29 +118,23 @@ def test_the_first_visit_is_made_at_server_start(monkeypatch):
 
 
 def test_without_a_server_the_first_visit_does_nothing(monkeypatch):
-    """A process with no Streamlit runtime (a test, a script calling preload) waits a bounded
-    time and gives up: the cache such reads would fill belongs to no server."""
+    """A process with no Streamlit runtime (a test, a script calling preload): the cache such
+    reads would fill belongs to no server, so nothing is compiled or read."""
     import sys
     import types
 
     from streamlit import runtime
 
     monkeypatch.setattr(runtime, "exists", lambda: False)
-    assert warm._serving_runtime(timeout=0.2) is None
-    monkeypatch.setattr(warm, "_serving_runtime", lambda: None)
+    assert warm._serving_runtime() is None
     fetched = []
     monkeypatch.setitem(sys.modules, "evalcore.ui.xfirst", types.SimpleNamespace(prefetch=lambda: fetched.append(1)))
     warm._first_visit([], [Path("/app/xfirst.py")])
     assert fetched == []
-
-
-def test_the_runtime_is_waited_for(monkeypatch):
-    from streamlit import runtime
-
-    answers = iter([False, False, True])
-    monkeypatch.setattr(runtime, "exists", lambda: next(answers))
-    monkeypatch.setattr(runtime, "get_instance", lambda: "the runtime")
-    assert warm._serving_runtime(timeout=5) == "the runtime"
+    monkeypatch.setattr(runtime, "exists", lambda: True)
+    monkeypatch.setattr(runtime, "get_instance", lambda: types.SimpleNamespace())  # no script cache: reads only
+    warm._first_visit([], [Path("/app/xfirst.py")])
+    assert fetched == [1]
 
 
 def test_the_server_start_check_is_streamlits_own(monkeypatch):
