@@ -73,3 +73,36 @@ def test_a_new_run_is_not_missed(store):
     assert _count(store) == 9
     assert _count(store, runs=["r1", "r2"]) == 5, "two of three runs: not the whole store's answer"
     assert _count(store, runs=["r1", "r2", "r3"]) == 9
+
+
+def _torn_label(store: RunStore, i: int) -> None:
+    """A label file cut in half (a crash mid-write): the kept database cannot refresh its labels in
+    place, so open_db builds the database again."""
+    from evalcore.schemas import Annotation
+
+    path = store.append_annotations([Annotation(annotation_id=f"a{i}", who="ann", run_id="r1", method="a",
+                                                question_id="q0", target_kind="metric", target_ref="m",
+                                                label="correct")])
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 2])
+
+
+def _whole(store: RunStore) -> tuple[list[str], list[str]]:
+    return (sorted(query_df(store, "SELECT run_id FROM runs").run_id),
+            sorted(query_df(store, "SELECT run_id FROM damaged_runs").run_id))
+
+
+def test_a_rebuild_after_reuse_is_still_the_whole_store(store):
+    """Hostile review (session 10): the reused whole database, rebuilt because its labels could not
+    be refreshed, was rebuilt restricted to the runs named and kept under the whole store's key:
+    a damaged run then showed as readable, `damaged_runs` was empty, and naming it raised nothing."""
+    _run(store, "r3", 1)
+    (store.root / "r3" / "tables.json").write_text("{not json", encoding="utf-8")
+    assert _whole(store) == (["r1", "r2"], ["r3"])
+    _torn_label(store, 0)
+    assert _count(store, runs=["r1", "r2"]) == 5
+    assert _whole(store) == (["r1", "r2"], ["r3"]), "the whole store's database still lists r3 as damaged"
+    _torn_label(store, 1)
+    assert _count(store, runs=["r2", "r1"]) == 5
+    with pytest.raises(RunDamaged):
+        _count(store, runs=["r1", "r2", "r3"])

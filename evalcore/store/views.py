@@ -330,7 +330,7 @@ def open_db(store: RunStore, runs: Sequence[str] | None = None) -> Iterator[duck
         if con is None and runs is not None:  # every readable run asked for: the whole database is it
             whole = _KEPT.get(key[:2] + (None,))
             if whole is not None and _readable(whole) == set(key[2]):
-                key, con = key[:2] + (None,), whole
+                key, con, runs = key[:2] + (None,), whole, None  # rebuilt below (labels): the whole store's
         if con is not None and _LABELS.get(id(con)) != labels_state and not labels_refreshed(con, store):
             _retire(key, _KEPT.pop(key))
             con = None

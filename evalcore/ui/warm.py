@@ -76,7 +76,6 @@ def _under_apptest() -> bool:
 
 
 def _load(pages: Sequence[Path] = (), compile_page: Callable[[str], Any] | None = None) -> None:
-    _check_direct_execution()
     # then each page's own module, named by the pages entry.PAGES navigates to (pages/x.py or
     # evalcore/ui/x.py: module evalcore.ui.x), so a new page is warmed without being listed here
     for name in (*MODULES, *(f"evalcore.ui.{Path(page).stem}" for page in pages)):
@@ -173,6 +172,7 @@ def _first_visit(scripts: Sequence[Path], pages: Sequence[Path]) -> None:
     server = _serving_runtime()
     if server is None:
         return
+    _check_direct_execution()  # only now: made before the runtime exists, it would warn "use streamlit run"
     compile_script = getattr(getattr(server, "_script_cache", None), "get_bytecode", None)  # private: may go
     for path in (*scripts, *pages) if callable(compile_script) else ():
         try:

@@ -40,6 +40,7 @@ def test_it_compiles_every_page_and_freezes_what_it_loaded(monkeypatch):
         if path.endswith("broken.py"):
             raise SyntaxError("a page that does not compile shows its own error when opened")
 
+    monkeypatch.setattr(warm, "_check_direct_execution", lambda: frozen.append("checked too early"))
     warm._load(("pages/runs.py", "pages/broken.py", "pages/charts.py"), compile_page)
     assert compiled == ["pages/runs.py", "pages/broken.py", "pages/charts.py"]
     assert frozen == [True]
@@ -105,6 +106,7 @@ def test_the_first_visit_is_made_at_server_start(monkeypatch):
     cache = _ScriptCache()
     monkeypatch.setattr(warm, "_serving_runtime", lambda: types.SimpleNamespace(_script_cache=cache))
     fetched = []
+    monkeypatch.setattr(warm, "_check_direct_execution", lambda: fetched.append("checked"))
 
     def failing():
         fetched.append("broken")
@@ -114,7 +116,7 @@ def test_the_first_visit_is_made_at_server_start(monkeypatch):
     monkeypatch.setitem(sys.modules, "evalcore.ui.broken", types.SimpleNamespace(prefetch=failing))
     warm._first_visit([Path("/app/entry.py")], [Path("/app/broken.py"), Path("/app/xfirst.py"), Path("/app/none.py")])
     assert cache.compiled == ["/app/entry.py", "/app/broken.py", "/app/xfirst.py", "/app/none.py"]
-    assert fetched == ["broken", "x"]
+    assert fetched == ["checked", "broken", "x"]
 
 
 def test_without_a_server_the_first_visit_does_nothing(monkeypatch):
@@ -128,13 +130,15 @@ def test_without_a_server_the_first_visit_does_nothing(monkeypatch):
     monkeypatch.setattr(runtime, "exists", lambda: False)
     assert warm._serving_runtime() is None
     fetched = []
+    # made before Streamlit's runtime exists, its check would log "run it with streamlit run"
+    monkeypatch.setattr(warm, "_check_direct_execution", lambda: fetched.append("checked"))
     monkeypatch.setitem(sys.modules, "evalcore.ui.xfirst", types.SimpleNamespace(prefetch=lambda: fetched.append(1)))
     warm._first_visit([], [Path("/app/xfirst.py")])
     assert fetched == []
     monkeypatch.setattr(runtime, "exists", lambda: True)
     monkeypatch.setattr(runtime, "get_instance", lambda: types.SimpleNamespace())  # no script cache: reads only
     warm._first_visit([], [Path("/app/xfirst.py")])
-    assert fetched == [1]
+    assert fetched == ["checked", 1]
 
 
 def test_the_server_start_check_is_streamlits_own(monkeypatch):
