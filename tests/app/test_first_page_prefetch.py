@@ -10,6 +10,7 @@ import pytest
 
 from evalcore.store import RunStore
 from evalcore.ui import cached_reads
+from tests.app.test_labels_pages import labelled  # noqa: F401 - a store with sampled labels (fixture)
 
 
 @pytest.fixture
@@ -49,6 +50,26 @@ def test_the_prefetch_makes_every_read_of_the_first_page(make_app, reads, app_st
     assert any(name.endswith(".leaderboard") for name, _, _ in page)
     missing = [r for r in page if r not in prefetched]
     assert not missing, f"read by the page, not prefetched (the first visit pays them): {missing}"
+
+
+def test_with_labels_the_corrected_column_and_calibration_are_prefetched(labelled, reads, monkeypatch):
+    """A store with randomly sampled labels: the page also reads the corrected column's texts and
+    the judge calibration; the prefetch makes both, with the same arguments."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.app.conftest import ENTRY
+
+    store, _ = labelled
+    monkeypatch.setenv("EVALCORE_STORE", str(store.root))
+    at = AppTest.from_file(str(ENTRY), default_timeout=90)
+    at.run()
+    assert not at.exception, at.exception
+    page = list(reads)
+    reads.clear()
+    prefetched = _prefetch_reads(reads)
+    names = {name.rsplit(".", 1)[1] for name, _, _ in page}
+    assert {"corrected_texts", "runs_summary"} <= names
+    assert not [r for r in page if r not in prefetched]
 
 
 def test_a_visitor_with_url_state_reads_what_the_prefetch_did_not(make_app, reads):
