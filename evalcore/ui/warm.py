@@ -198,8 +198,10 @@ def preload(pages: Sequence[Path] = (), scripts: Sequence[Path] = ()) -> None:
     """The imports, figures and views of _load, begun when the server starts (ui/served.py, what
     `evalcore app` serves) rather than when the first visitor's page runs: a fresh browser's
     first page then finds them loaded, or waits only for what is left, instead of sharing the
-    GIL with a warm-up that starts beside it. The first script run's `start` then only compiles
-    the pages (which needs the running app's pages manager) and freezes the heap."""
+    GIL with a warm-up that starts beside it. Once the server's runtime exists it also does the
+    first visit's own work (`_first_visit`: scripts compiled, the first page's reads). The first
+    script run's `start` then only waits for it, compiles what it could not (cache hits
+    otherwise) and freezes the heap again."""
     global _preloading
     if _preloading is None:
         _preloading = threading.Thread(target=_preload, args=(tuple(pages), tuple(scripts)), name="evalcore-preload",
