@@ -6,9 +6,10 @@ Also the warning a loader gives when it drops repeated question ids on request.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # every command imports this module: pydantic loads with the first model, not here
+    from pydantic import ValidationError
 
 
 class EvalcoreError(Exception):

@@ -98,6 +98,25 @@ def test_listing_the_runs_imports_no_frames_and_no_statistics(stores, args):
     assert _imported(["--store", str(labelled), *args], LISTING) == []
 
 
+# a store unchanged since its last listing is listed from the saved one (analysis/runs/listing_cache.py):
+# no database, no manifest model, no view is needed to print it
+SAVED_LISTING = (*LISTING, "duckdb", "evalcore.store.views", "evalcore.store.manifest_file", "evalcore.schemas")
+
+
+@pytest.mark.parametrize("args", [["runs"], ["runs", "--json"]], ids=" ".join)
+def test_listing_an_unchanged_store_loads_neither_duckdb_nor_the_models(stores, args, monkeypatch, tmp_path):
+    from evalcore.analysis.runs.listing_cache import CACHE, ENTRY, run_listing
+    from evalcore.store import RunStore, file_state
+
+    _, labelled, _ = stores
+    copy = tmp_path / "runs"
+    shutil.copytree(labelled, copy)
+    monkeypatch.setattr(file_state, "SETTLE_SECONDS", 0.0)  # a store copied a moment ago may be saved beside
+    run_listing(RunStore(copy))
+    assert (copy / "_shared" / CACHE / ENTRY).is_file()
+    assert _imported(["--store", str(copy), *args], SAVED_LISTING) == []
+
+
 # --corrected runs the plain command first, then adds the estimates: what it leaves out, so does the plain one
 
 @pytest.mark.parametrize("labels", ["no labels", "labelled"])

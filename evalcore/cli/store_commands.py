@@ -16,27 +16,28 @@ from evalcore.cli import store_health_commands
 
 def runs_cmd(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
     """List the runs in the store, newest first."""
-    from evalcore.analysis.runs.run_listing import rows_json, run_rows  # no pandas: the listing starts fast
+    from evalcore.analysis.runs.listing_cache import run_listing  # no pandas, and no DuckDB for an unchanged store
+    from evalcore.analysis.runs.run_listing import rows_json
 
-    problems: list[str] = []
-    state.store().manifests(problems)
-    for problem in problems:
+    store = state.store()
+    listing = run_listing(store)
+    for problem in listing.problems:
         echo_line(f"warning: skipped a run: {problem}", err=True)
-    rows = run_rows(state.store())
+    rows = listing.rows
     if as_json:
-        store_health_commands.print_damaged(state.store(), err=True)  # stdout stays JSON
-        typer.echo(rows_json(rows))
+        store_health_commands.print_damaged(listing, err=True)  # stdout stays JSON
+        typer.echo(rows_json(list(rows)))
         return
     if not rows:
-        if not store_health_commands.print_damaged(state.store()):
-            typer.echo(f"no runs in {state.store().root} (try: evalcore import --example)")
+        if not store_health_commands.print_damaged(listing):
+            typer.echo(f"no runs in {store.root} (try: evalcore import --example)")
         return
     from evalcore.cli.context import print_table
 
     print_table(None, ("run_id", "name", "status", "methods", "n_questions", "n_responses", "n_errors", "created_at"),
                 ((row.run_id, row.name, row.status, row.methods, row.n_questions, row.n_responses, row.n_errors,
                   str(row.created_at)[:19]) for row in rows))
-    store_health_commands.print_damaged(state.store())
+    store_health_commands.print_damaged(listing)
 
 
 def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, or 'latest'."),

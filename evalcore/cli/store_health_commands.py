@@ -75,19 +75,16 @@ def upgrade_cmd(run: Optional[str] = typer.Argument(None, help="One run (id, uni
     typer.echo(f"{len(done)} run(s) upgraded; every other run already had its derived tables")
 
 
-def print_damaged(store, err: bool = False) -> int:
-    """The damaged runs and annotation files, one line each (for `evalcore runs`); returns how
-    many runs."""
-    from evalcore.analysis.read.damage import damaged_annotation_rows, damaged_run_rows
-
-    found = damaged_run_rows(store)
-    for row in found:
+def print_damaged(listing, err: bool = False) -> int:
+    """The damaged runs and annotation files of a listing (analysis.runs.listing_cache), one
+    line each (for `evalcore runs`); returns how many runs."""
+    for row in listing.damaged_runs:
         named = f" ({row.name})" if isinstance(row.name, str) else ""  # unknown when run.json was not read
         echo_line(f"damaged run {row.run_id}{named}: {row.reason}; see `evalcore store check {row.run_id}`", err=err)
-    for row in damaged_annotation_rows(store):
+    for row in listing.damaged_annotations:
         echo_line(f"damaged annotations file {row.file}: {row.reason.rstrip('.')}; its labels are left out of every reading "
                    "(the file is kept: restore it from a backup, or move it away)", err=err)
-    return len(found)
+    return len(listing.damaged_runs)
 
 
 def print_quarantined(store) -> None:

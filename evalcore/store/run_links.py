@@ -143,7 +143,7 @@ def store_links(root: Location) -> list[str]:
 
 FILE = "a file"
 # the folders under _shared the store hands out (annotations; shared_dir/local_shared_dir users)
-SHARED_FOLDERS = ("annotations", "judge_cache", "embeddings", "app_jobs", "app_uploads")
+SHARED_FOLDERS = ("annotations", "judge_cache", "embeddings", "app_jobs", "app_uploads", "listing")
 
 
 def _store_line(root: Location, rel: str, kind: str) -> str:

@@ -13,18 +13,21 @@ taken first made it "ambiguous" with runs named `base` and `base2` (both ids sta
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from evalcore.errors import StoreError
-from evalcore.schemas import RunManifest
-from evalcore.schemas.ids import canonical_id
 from evalcore.store.layout import check_run_id
+
+if TYPE_CHECKING:  # the schemas' models load when a reference is resolved, not when the store opens
+    from evalcore.schemas import RunManifest
 
 
 def resolve_run(ref: str, ids: list[str], manifests: Callable[[], list[RunManifest]], where: str) -> str:
     """The run id `ref` means among the runs `ids` (the module's rules); a StoreError saying why
     not, naming `where` ("store ./runs"). `manifests()` lists the readable runs' manifests,
     oldest first: read only when an id alone does not answer (`latest`, a run name)."""
+    from evalcore.schemas.ids import canonical_id
+
     ref = canonical_id(ref) if isinstance(ref, str) else ref
     if ref == "latest":
         listed = manifests()

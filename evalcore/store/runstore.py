@@ -48,7 +48,6 @@ from evalcore.store.layout import (
     write_atomic_bytes,
     write_pointer,
 )
-from evalcore.store.manifest_file import read_manifest
 from evalcore.store.run_refs import resolve_run
 from evalcore.store.shared_cache import SharedCache
 
@@ -282,6 +281,8 @@ class RunStore:
             raise RunDamaged(run_dir, odd, hint=manifest_way_out(run_id, linked=path.is_symlink()))
         if not path.is_file():
             raise StoreError(f"no run {run_id!r} in store {self.root}")
+        from evalcore.store.manifest_file import read_manifest  # the models load when a manifest is read
+
         manifest = read_manifest(path)
         problem = run_identity_problem(run_dir, manifest.run_id)
         if problem:

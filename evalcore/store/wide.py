@@ -20,9 +20,10 @@ ask `columns()` which exist. Metric names are data: they reach SQL only through 
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import duckdb
+if TYPE_CHECKING:  # the module's names are needed by the store's layout, which must not load DuckDB
+    import duckdb
 
 WIDE_TABLE = "metric_wide"
 KEY_COLUMNS = ("run_id", "method", "question_id")
@@ -66,7 +67,7 @@ def wide_sql(metrics: Sequence[str], labelled: Sequence[str], where: str = "true
             "ORDER BY run_id, method, question_id")
 
 
-def names_in(con: duckdb.DuckDBPyConnection, where: str = "true") -> tuple[list[str], list[str]]:
+def names_in(con: "duckdb.DuckDBPyConnection", where: str = "true") -> tuple[list[str], list[str]]:
     """(every metric name, those carrying a label) among the `metrics` view's rows matching
     `where`, sorted: the columns `wide_sql` makes."""
     rows = con.execute(f"SELECT metric, bool_or(label IS NOT NULL) FROM metrics WHERE {where} "
@@ -74,7 +75,7 @@ def names_in(con: duckdb.DuckDBPyConnection, where: str = "true") -> tuple[list[
     return [m for m, _ in rows], [m for m, labelled in rows if labelled]
 
 
-def compute_sql(con: duckdb.DuckDBPyConnection, where: str = "true") -> str:
+def compute_sql(con: "duckdb.DuckDBPyConnection", where: str = "true") -> str:
     """`wide_sql` over the metrics the `metrics` view holds (rows matching `where`)."""
     metrics, labelled = names_in(con, where)
     return wide_sql(metrics, labelled, where)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from evalcore.store import RunStore, open_db
-
 if TYPE_CHECKING:
     import pandas as pd
+
+    from evalcore.store import RunStore
 
 
 class DamagedRun(NamedTuple):
@@ -31,6 +31,8 @@ class DamagedFile(NamedTuple):
 
 def damaged_run_rows(store: RunStore) -> list[DamagedRun]:
     """One row per damaged run, by run id."""
+    from evalcore.store import open_db  # DuckDB: loaded by a reading, not by naming the rows' types
+
     with open_db(store) as con:
         rows = con.execute("SELECT run_id, name, file, reason FROM damaged_runs ORDER BY run_id").fetchall()
     return [DamagedRun(*row) for row in rows]
@@ -40,6 +42,8 @@ def damaged_annotation_rows(store: RunStore) -> list[DamagedFile]:
     """One row per annotation file the store left out of every reading because its footer
     cannot be read. Its labels are missing from agreement and corrected estimates until it is
     restored or removed."""
+    from evalcore.store import open_db
+
     with open_db(store) as con:
         rows = con.execute("SELECT file, reason FROM damaged_annotations ORDER BY file").fetchall()
     return [DamagedFile(*row) for row in rows]

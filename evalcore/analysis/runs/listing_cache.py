@@ -1,0 +1,158 @@
+"""What `evalcore runs` prints, saved in the store and reused while no file it read has changed.
+
+Why: listing the runs is the command people type most, and it mostly lists a store that has not
+changed since the last time. Computing the listing loads DuckDB and the manifest models and
+reads every run's files (~0.25 s of a 0.5 s start, docs/benchmarks.md "CLI start"); reusing it
+needs neither: a scan of the runs' folders (store/file_state.py) proves nothing changed.
+
+What is saved, under the fingerprint of the files it was computed from: the runs listed, the
+warnings for runs skipped, and the damaged runs and annotation files. It is saved only when the
+store has settled (no file changed within the last SETTLE_SECONDS) and has its marker (a folder
+that never held a published run gets nothing written into it); the write is the shared caches'
+(`_shared/listing/runs.json`, whole or not at all), and a store that cannot be written to is
+listed all the same. A saved listing is reused only when its first line names this evalcore's
+version, this module's FORMAT and the current fingerprint; anything else about the file (torn,
+edited, too large for the store's size, a pipe in its place) makes it a miss, computed afresh.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from evalcore.analysis.read.damage import DamagedFile, DamagedRun
+from evalcore.analysis.runs.run_listing import RunRow
+from evalcore.errors import StoreError
+
+if TYPE_CHECKING:
+    from evalcore.store import RunStore
+
+FORMAT = 1
+CACHE, ENTRY = "listing", "runs.json"
+_BASE_BYTES, _BYTES_PER_ENTRY = 64 * 1024, 4096  # a saved listing's bound: far above what one holds
+
+
+@dataclass(frozen=True)
+class Listing:
+    problems: tuple[str, ...]  # runs left out because their manifest cannot be read, and why
+    rows: tuple[RunRow, ...]  # readable runs, newest first
+    damaged_runs: tuple[DamagedRun, ...]
+    damaged_annotations: tuple[DamagedFile, ...]
+
+
+def run_listing(store: RunStore) -> Listing:
+    """The listing of `store`: the saved one when nothing it read has changed, else computed
+    (and saved, when the store has settled)."""
+    from evalcore.store.file_state import reading_state
+
+    state = reading_state(store)
+    head = f"evalcore-runs-listing {FORMAT} {_version()} {state.digest}" if state else None
+    if state is not None and head is not None:
+        saved = _load(store, head, _BASE_BYTES + _BYTES_PER_ENTRY * state.entries)
+        if saved is not None:
+            return saved
+    listing = compute_listing(store)
+    if state is not None and head is not None and state.settled and _is_file(store.marker_path()):
+        _save(store, head, listing)
+    return listing
+
+
+def compute_listing(store: RunStore) -> Listing:
+    """The listing read from the store's views (what `evalcore runs` printed before it was saved)."""
+    from evalcore.analysis.read.damage import damaged_annotation_rows, damaged_run_rows
+    from evalcore.analysis.runs.run_listing import run_rows
+
+    problems: list[str] = []
+    store.manifests(problems)
+    return Listing(tuple(problems), tuple(run_rows(store)), tuple(damaged_run_rows(store)),
+                   tuple(damaged_annotation_rows(store)))
+
+
+def _version() -> str:
+    from evalcore import __version__
+
+    return __version__
+
+
+def _is_file(path) -> bool:
+    import os
+
+    return os.path.isfile(path) and not os.path.islink(path)
+
+
+def _save(store: RunStore, head: str, listing: Listing) -> None:
+    body = {"problems": list(listing.problems),
+            "rows": [{**asdict(r), "created_at": r.created_at.isoformat() if r.created_at else None}
+                     for r in listing.rows],
+            "damaged_runs": [list(r) for r in listing.damaged_runs],
+            "damaged_annotations": [list(r) for r in listing.damaged_annotations]}
+    data = (head + "\n" + json.dumps(body, ensure_ascii=False)).encode("utf-8", "surrogatepass")
+    try:
+        store.shared_cache(CACHE).write(ENTRY, data)
+    except (OSError, StoreError):
+        pass  # a store that cannot be written to (read-only, full, a link in _shared): listed all the same
+
+
+def _load(store: RunStore, head: str, limit: int) -> Listing | None:
+    try:
+        data = store.shared_cache(CACHE).read(ENTRY, limit=limit)
+    except (OSError, StoreError):
+        return None
+    if data is None:
+        return None
+    first, _, rest = data.partition(b"\n")
+    if first != head.encode():
+        return None
+    try:
+        body = json.loads(rest.decode("utf-8", "surrogatepass"))
+        return Listing(tuple(_texts(body["problems"])), tuple(_row(r) for r in body["rows"]),
+                       tuple(DamagedRun(*_fields(r, 4, optional=(1, 2))) for r in body["damaged_runs"]),
+                       tuple(DamagedFile(*_fields(r, 2)) for r in body["damaged_annotations"]))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None  # torn or edited: computed afresh, and saved over it
+
+
+def _texts(items: Any) -> list[str]:
+    if not isinstance(items, list) or not all(isinstance(t, str) for t in items):
+        raise TypeError("not a list of texts")
+    return items
+
+
+def _fields(item: Any, n: int, optional: tuple[int, ...] = ()) -> list[str | None]:
+    if not isinstance(item, list) or len(item) != n:
+        raise TypeError("not a row")
+    for i, value in enumerate(item):
+        if not (isinstance(value, str) or (value is None and i in optional)):
+            raise TypeError("not a text")
+    return item
+
+
+_TEXT_FIELDS = ("run_id", "name", "kind", "status", "dataset", "methods")
+_COUNT_FIELDS = ("n_questions", "n_responses", "n_errors", "n_metric_values")
+
+
+def _row(item: Any) -> RunRow:
+    if not isinstance(item, dict) or set(item) != set(RunRow.__dataclass_fields__):
+        raise TypeError("not a run row")
+    if not isinstance(item["run_id"], str):
+        raise TypeError("run_id")
+    for name in _TEXT_FIELDS:
+        if item[name] is not None and not isinstance(item[name], str):
+            raise TypeError(name)
+    for name in _COUNT_FIELDS:
+        if type(item[name]) is not int:
+            raise TypeError(name)
+    latency = item["latency_p50_ms"]
+    if not isinstance(latency, dict) or not all(
+            isinstance(v, float) or v is None for v in latency.values()):
+        raise TypeError("latency_p50_ms")
+    created = item["created_at"]
+    if created is not None:
+        if not isinstance(created, str):
+            raise TypeError("created_at")
+        created = datetime.fromisoformat(created)
+        if created.tzinfo is None:
+            raise ValueError("created_at without a zone")
+    return RunRow(**{**item, "created_at": created})

@@ -1,0 +1,227 @@
+"""`evalcore runs`' saved listing: reused only while nothing it read has changed, never trusted
+when damaged, never written where it must not be.
+
+Every check compares with the listing computed afresh from the store's views
+(listing_cache.compute_listing), the only truth: a saved listing that differs from it is the
+defect. SETTLE_SECONDS is lowered so a store built a moment ago may be saved beside; each test
+then waits past it before the listing that saves, so an edit after it lands in a later tick.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from evalcore.analysis.runs import listing_cache as LC
+from evalcore.cli.main import app
+from evalcore.demo.synthetic import build_store
+from evalcore.store import RunStore, file_state
+from evalcore.store.views import forget_connections
+
+SETTLE = 0.05
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setattr(file_state, "SETTLE_SECONDS", SETTLE)
+    built = build_store(tmp_path / "runs", n_runs=2, n_questions=6, n_metrics=3, judge_calls=False)
+    time.sleep(SETTLE * 2)
+    return built
+
+
+def _saved(store: RunStore) -> bytes | None:
+    path = store.root / "_shared" / LC.CACHE / LC.ENTRY
+    return path.read_bytes() if path.is_file() else None
+
+
+def _cli(store: RunStore, *args: str):
+    res = CliRunner().invoke(app, ["--store", str(store.root), "runs", *args])
+    assert res.exit_code == 0, res.output
+    return res.stdout, res.stderr
+
+
+def _fresh(store: RunStore) -> LC.Listing:
+    forget_connections()  # as a new process would: no database kept from before an edit
+    return LC.compute_listing(store)
+
+
+def _list(store: RunStore) -> LC.Listing:
+    """What a new `evalcore runs` process lists (saved or computed)."""
+    forget_connections()
+    return LC.run_listing(store)
+
+
+def test_an_unchanged_store_is_listed_from_the_saved_listing(store, monkeypatch):
+    first = _list(store)
+    assert _saved(store) is not None and first == _fresh(store)
+    monkeypatch.setattr(LC, "compute_listing", lambda s: pytest.fail("listed afresh though nothing changed"))
+    assert _list(store) == first
+    assert [r.run_id for r in first.rows] == ["synthetic-01-7001", "synthetic-00-7000"]
+
+
+@pytest.mark.parametrize("args", [(), ("--json",)], ids=["table", "json"])
+def test_the_command_prints_the_same_from_the_saved_listing(store, args):
+    assert _saved(store) is None
+    printed = _cli(store, *args)
+    assert _saved(store) is not None
+    assert _cli(store, *args) == printed
+
+
+def _edit_manifest_keeping_size_and_times(store):
+    path = store.run_dir("synthetic-00-7000") / "run.json"
+    before = path.stat()
+    text = path.read_text()
+    path.write_text(text.replace('"synthetic-00"', '"synthetic-0X"'))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # only ctime tells
+
+
+def _truncate_a_data_file(store):
+    data = store.run_dir("synthetic-01-7001") / "data"
+    path = next(p for p in sorted(data.iterdir()) if p.name.startswith("responses-"))
+    before = path.stat()
+    path.write_bytes(path.read_bytes()[: before.st_size // 2])
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def _delete_a_run(store):
+    res = CliRunner().invoke(app, ["--store", str(store.root), "delete", "synthetic-01-7001", "--yes"])
+    assert res.exit_code == 0, res.output
+
+
+def _add_an_unreadable_run(store):
+    (store.root / "broken-run").mkdir()
+    (store.root / "broken-run" / "run.json").write_text("{not json")
+
+
+def _add_a_torn_annotation_file(store):
+    folder = store.annotations_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "part-20260101T000000000000-1-deadbeef.parquet").write_bytes(b"PAR1 torn")
+
+
+def _copy_a_run_in(store):
+    src = store.run_dir("synthetic-00-7000")
+    manifest = json.loads((src / "run.json").read_text())
+    dst = store.root / "synthetic-02-7002"
+    shutil.copytree(src, dst)
+    manifest.update(run_id="synthetic-02-7002", name="synthetic-02")
+    (dst / "run.json").write_text(json.dumps(manifest))
+
+
+EDITS = {"manifest edited, same size and mtime": _edit_manifest_keeping_size_and_times,
+         "data file truncated, same mtime": _truncate_a_data_file,
+         "run deleted": _delete_a_run,
+         "unreadable run added": _add_an_unreadable_run,
+         "torn annotation file added": _add_a_torn_annotation_file,
+         "run copied in": _copy_a_run_in}
+
+
+@pytest.mark.parametrize("edit", list(EDITS), ids=list(EDITS))
+def test_any_edit_after_the_listing_was_saved_is_listed(store, edit):
+    before = _list(store)
+    assert _saved(store) is not None
+    EDITS[edit](store)
+    after = _list(store)
+    assert after == _fresh(store)
+    assert after != before
+
+
+def test_a_store_that_changed_a_moment_ago_gets_nothing_saved(store, monkeypatch):
+    monkeypatch.setattr(file_state, "SETTLE_SECONDS", 3600.0)  # every file is "recent"
+    listing = _list(store)
+    assert _saved(store) is None and listing == _fresh(store)
+
+
+GARBAGE = {"not json": lambda head: head + b"\n{",
+           "another fingerprint": lambda head: head[:-4] + b"0000\n{}",
+           "rows of the wrong shape": lambda head: head + b'\n{"problems": [], "rows": [{"run_id": 1}], '
+                                                        b'"damaged_runs": [], "damaged_annotations": []}',
+           "a count that is text": None,
+           "empty": lambda head: b"",
+           "no newline": lambda head: head}
+
+
+@pytest.mark.parametrize("damage", list(GARBAGE), ids=list(GARBAGE))
+def test_a_damaged_saved_listing_is_computed_afresh_and_saved_over(store, damage):
+    truth = _list(store)
+    saved = _saved(store)
+    head = saved.partition(b"\n")[0]
+    if GARBAGE[damage] is None:
+        body = json.loads(saved.partition(b"\n")[2])
+        body["rows"][0]["n_questions"] = "6"
+        bad = head + b"\n" + json.dumps(body).encode()
+    else:
+        bad = GARBAGE[damage](head)
+    (store.root / "_shared" / LC.CACHE / LC.ENTRY).write_bytes(bad)
+    assert _list(store) == truth
+    assert _saved(store) == saved
+
+
+def test_a_saved_listing_larger_than_the_store_could_need_is_not_read(store, monkeypatch):
+    truth = _list(store)
+    head = _saved(store).partition(b"\n")[0]
+    (store.root / "_shared" / LC.CACHE / LC.ENTRY).write_bytes(head + b"\n" + b"[" + b"1," * 2_000_000 + b"1]")
+    class NoParsing:
+        dumps = staticmethod(json.dumps)
+
+        @staticmethod
+        def loads(*args, **kwargs):
+            pytest.fail("a listing beyond the bound was parsed")
+
+    monkeypatch.setattr(LC, "json", NoParsing)
+    assert _list(store) == truth
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "link out of the store"])
+def test_something_else_in_the_saved_listings_place_is_a_miss_and_left_alone(store, tmp_path, kind):
+    truth = _fresh(store)
+    folder = store.root / "_shared" / LC.CACHE
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if kind == "link out of the store":
+        folder.symlink_to(outside, target_is_directory=True)
+    else:
+        folder.mkdir(parents=True)
+        if kind == "fifo":
+            os.mkfifo(folder / LC.ENTRY)
+        else:
+            (folder / LC.ENTRY).mkdir()
+    assert _list(store) == truth
+    assert _list(store) == truth
+    assert list(outside.iterdir()) == []  # nothing written through the link
+
+
+def test_a_store_that_cannot_be_written_is_listed_all_the_same(store, monkeypatch):
+    from evalcore.store.shared_cache import SharedCache
+
+    def refuse(self, rel, data):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(SharedCache, "write", refuse)
+    printed = _cli(store)
+    assert "synthetic-00-7000" in printed[0] and _saved(store) is None
+
+
+def test_a_link_inside_a_run_means_nothing_is_saved(store, tmp_path):
+    outside = tmp_path / "notes.txt"
+    outside.write_text("x")
+    (store.run_dir("synthetic-00-7000") / "notes.txt").symlink_to(outside)
+    assert _list(store) == _fresh(store)
+    assert _saved(store) is None
+
+
+@pytest.mark.parametrize("state", ["missing folder", "folder without a store marker"])
+def test_listing_a_folder_that_is_no_store_writes_nothing_into_it(tmp_path, monkeypatch, state):
+    monkeypatch.setattr(file_state, "SETTLE_SECONDS", 0.0)
+    root = tmp_path / "runs"
+    if state != "missing folder":
+        root.mkdir()
+        (root / "notes").mkdir()
+    res = CliRunner().invoke(app, ["--store", str(root), "runs"])
+    assert res.exit_code == 0 and "no runs in" in res.stdout
+    assert (not root.exists()) if state == "missing folder" else sorted(p.name for p in root.iterdir()) == ["notes"]
