@@ -9,7 +9,10 @@ before (the store, export, importer, analysis, datasets): how the CLI started un
 
 Part 2, commands over a small store (issue 38 item 4): `runs`, `runs --json`, `show`, `compare`,
 each plain and `--corrected`, on a store without labels and on a copy with randomly sampled
-labels (60 of 80 answers per method), beside `python -c pass`. Printed per command: the median,
+labels (60 of 80 answers per method), beside `python -c pass`. `runs` twice: as typed again over
+an unchanged store (its saved listing reused, analysis/runs/listing_cache.py), and "listing
+computed" (the saved listing removed before each, untimed: as after any change to the store).
+Printed per command: the median,
 its excess over the bare interpreter, and for `--corrected` its excess over the plain command.
 With `--before DIR` (a checkout of the old code) every command also runs with DIR's evalcore,
 interleaved with ours, and the ratio before / ours is printed.
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -89,6 +93,8 @@ METHODS = ("local_search", "basic_search")
 STORE_COMMANDS: dict[str, tuple[list[str], str, str | None]] = {
     "runs": (["runs"], "plain", None),
     "runs --json": (["runs", "--json"], "plain", None),
+    "runs, listing computed": (["runs"], "plain", None),
+    "runs --json, listing computed": (["runs", "--json"], "plain", None),
     "show": (["show", "{run}"], "plain", None),
     "show --corrected": (["show", "{run}", "--corrected"], "plain", "show"),
     "compare": (["compare", "{run}:" + METHODS[0], "{run}:" + METHODS[1]], "plain", None),
@@ -106,7 +112,6 @@ def build_stores(base: Path) -> tuple[dict[str, Path], str]:
     """A synthetic run (80 questions, 2 methods, 30 metrics) in two stores: as written, and a copy
     with 60 randomly sampled answer_class labels per method (the seeded order's first 60)."""
     import csv
-    import shutil
 
     sys.path.insert(0, str(ROOT))
     from typer.testing import CliRunner
@@ -145,9 +150,12 @@ def _child_env(code_root: Path) -> dict[str, str]:
     return env
 
 
-def _once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+def _once(cmd: list[str], env: dict[str, str], cwd: Path, forget: Path | None = None) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one child process. `cwd` holds no evalcore: `python -m`
-    puts the working directory first on the path, ahead of PYTHONPATH's code."""
+    puts the working directory first on the path, ahead of PYTHONPATH's code. `forget`: a store
+    whose saved listing is removed first (untimed), so the child computes it as after a change."""
+    if forget is not None:
+        shutil.rmtree(forget / "_shared" / "listing", ignore_errors=True)
     start, start_cpu = time.perf_counter(), _cpu()
     subprocess.run(cmd, check=True, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return _cpu() - start_cpu, time.perf_counter() - start
@@ -158,6 +166,7 @@ def _store_part(repeat: int, before: Path | None) -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench-cli-") as tmp:
         stores, run = build_stores(Path(tmp))
+        time.sleep(2.5)  # settled (evalcore/store/file_state.py): `runs` may save its listing
         codes = {"ours": ROOT, **({"before": before} if before else {})}
         jobs = {("bare", who): [sys.executable, "-c", "pass"] for who in codes}
         jobs |= {("floor", who): [sys.executable, "-c", FLOOR] for who in codes}
@@ -166,12 +175,14 @@ def _store_part(repeat: int, before: Path | None) -> None:
                 jobs[(label, who)] = [sys.executable, "-m", "evalcore", "--store", str(stores[store]),
                                       *(a.format(run=run) for a in argv)]
         envs = {who: _child_env(path) for who, path in codes.items()}
+        # the old code saves no listing: removing ours before its runs would make our next `runs` compute it
+        forget = {key: stores["plain"] if "listing computed" in key[0] and key[1] == "ours" else None for key in jobs}
         for (label, who), cmd in jobs.items():  # warm-up: bytecode written, files in the page cache
-            _once(cmd, envs[who], Path(tmp))
+            _once(cmd, envs[who], Path(tmp), forget[(label, who)])
         times: dict[tuple[str, str], list[tuple[float, float]]] = {key: [] for key in jobs}
         for _ in range(repeat):  # interleaved rounds: every command once per round
             for (label, who), cmd in jobs.items():
-                times[(label, who)].append(_once(cmd, envs[who], Path(tmp)))
+                times[(label, who)].append(_once(cmd, envs[who], Path(tmp), forget[(label, who)]))
     cpu = {key: statistics.median(t[0] for t in ts) for key, ts in times.items()}
     wall = {key: statistics.median(t[1] for t in ts) for key, ts in times.items()}
     print(f"\n{'command (CPU, median)':<34} {'ours':>7} {'over bare':>10} {'over plain':>11} {'wall':>7}"

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, Callable, Iterable
-
-from pydantic import ValidationError
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from evalcore.errors import EvalcoreError
+
+if TYPE_CHECKING:  # every command is guarded; most never load pydantic (`runs` over a saved listing)
+    from pydantic import ValidationError
 
 _GUARDED = "_evalcore_flag_errors"
 
@@ -112,7 +114,10 @@ def guard_flags(command: Any) -> Any:
     def guarded(*args: Any, **values: Any) -> Any:
         try:
             return callback(*args, **values)
-        except ValidationError as exc:
+        except Exception as exc:
+            core = sys.modules.get("pydantic_core")  # a ValidationError exists only once pydantic is loaded
+            if core is None or not isinstance(exc, core.ValidationError):
+                raise
             mapped = flag_error(exc, command.params, values)
             if mapped is None:
                 raise
