@@ -105,7 +105,7 @@ SAVED_LISTING = (*LISTING, "duckdb", "evalcore.store.views", "evalcore.store.man
 
 @pytest.mark.parametrize("args", [["runs"], ["runs", "--json"]], ids=" ".join)
 def test_listing_an_unchanged_store_loads_neither_duckdb_nor_the_models(stores, args, monkeypatch, tmp_path):
-    from evalcore.analysis.runs.listing_cache import CACHE, ENTRY, run_listing
+    from evalcore.analysis.runs.listing_cache import CACHE, entry_name, run_listing
     from evalcore.store import RunStore, file_state
 
     _, labelled, _ = stores
@@ -113,7 +113,7 @@ def test_listing_an_unchanged_store_loads_neither_duckdb_nor_the_models(stores, 
     shutil.copytree(labelled, copy)
     monkeypatch.setattr(file_state, "SETTLE_SECONDS", 0.0)  # a store copied a moment ago may be saved beside
     run_listing(RunStore(copy))
-    assert (copy / "_shared" / CACHE / ENTRY).is_file()
+    assert (copy / "_shared" / CACHE / entry_name()).is_file()
     assert _imported(["--store", str(copy), *args], SAVED_LISTING) == []
 
 

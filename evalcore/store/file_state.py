@@ -13,9 +13,14 @@ while it is unchanged, and it changes when any file a reader opens does:
   its stamps. As git does for its index, a state is `settled` only when every stamp is at least
   SETTLE_SECONDS older than the moment it was taken; only a settled state may be saved beside a
   result, so any later edit falls in a later tick and changes the fingerprint;
-- None (nothing may be reused) for a store on object storage (no ctime there), and when a run
+- it names the store's path as given and as resolved (messages quote it: a store moved or
+  mounted elsewhere keeps its inodes and stamps) and who reads (user, groups and, on Linux, the
+  effective capabilities: a manifest one reader may open another cannot);
+- None (nothing may be reused) for a store on object storage (no ctime there); when a run
   folder, or anything under it or under the annotations folder, is a symbolic link or neither a
-  regular file nor a folder: what a link points to can change while the link's stamps do not.
+  regular file nor a folder (what a link points to can change while the link's stamps do not);
+  and when the runs hold more than MAX_ENTRIES entries (stray files by the hundred thousand: the
+  scan would cost more than the reading it saves).
 """
 
 from __future__ import annotations
@@ -33,17 +38,18 @@ if TYPE_CHECKING:
     from evalcore.store.runstore import RunStore
 
 SETTLE_SECONDS = 2.0
+MAX_ENTRIES = 20_000
 
 
 @dataclass(frozen=True)
 class FileState:
-    digest: str  # sha256 of every entry's name and stamps
+    digest: str  # sha256 of every entry's name and stamps, the store's path and the reader
     settled: bool  # every stamp at least SETTLE_SECONDS old: safe to save a result under
     entries: int  # how many entries it covers (a bound for what a saved result may weigh)
 
 
 class _Unstable(Exception):
-    """A link or a special file where a reading would look: nothing may be reused."""
+    """A link, a special file or too many entries where a reading would look: nothing may be reused."""
 
 
 def reading_state(store: RunStore) -> FileState | None:
@@ -57,7 +63,7 @@ def reading_state(store: RunStore) -> FileState | None:
         return None
     store.check_format()
     taken = time.time_ns()
-    lines: list[str] = []
+    lines: list[str] = [f"root {root!r} {os.path.realpath(root)!r}", f"reader {_reader()}"]
     newest = 0
     try:
         marker = os.fspath(store.marker_path())
@@ -83,21 +89,42 @@ def reading_state(store: RunStore) -> FileState | None:
     return FileState(digest, newest <= taken - int(SETTLE_SECONDS * 1e9), len(lines))
 
 
+def _reader() -> str:
+    """Who reads: what a reading can open depends on it (a root without its capabilities reads
+    as any user does)."""
+    caps = ""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            caps = next((line.split()[1] for line in fh if line.startswith("CapEff:")), "")
+    except OSError:
+        pass
+    if not hasattr(os, "geteuid"):
+        return "-"
+    return f"{os.geteuid()} {os.getegid()} {sorted(os.getgroups())} {caps}"
+
+
 def _walk(path: str, rel: str, lines: list[str]) -> int:
-    """Stamp `path` and, for a folder, everything under it (links never followed); the newest
+    """Stamp `path` and, for a folder, everything under it, depth first without recursion (a
+    folder nested thousands deep is a folder like any other); links never followed. The newest
     stamp seen."""
-    st = os.lstat(path)
-    newest = _stamp(rel, st, lines)
-    if stat.S_ISDIR(st.st_mode):
-        with os.scandir(path) as it:
-            children = sorted(it, key=lambda e: e.name)
-        for child in children:
-            newest = max(newest, _walk(child.path, f"{rel}/{child.name}", lines))
+    newest = 0
+    stack = [(path, rel)]
+    while stack:
+        path, rel = stack.pop()
+        st = os.lstat(path)
+        newest = max(newest, _stamp(rel, st, lines))
+        if len(lines) > MAX_ENTRIES:
+            raise _Unstable("too many entries")
+        if stat.S_ISDIR(st.st_mode):
+            with os.scandir(path) as it:
+                children = sorted(((e.path, f"{rel}/{e.name}") for e in it), reverse=True)
+            stack.extend(children)
     return newest
 
 
 def _stamp(rel: str, st: os.stat_result, lines: list[str], kind: str = "entry") -> int:
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         raise _Unstable(rel)
-    lines.append(f"{kind} {rel!r} {stat.S_IFMT(st.st_mode)} {st.st_ino} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns}")
+    lines.append(f"{kind} {rel!r} {st.st_mode:o} {st.st_uid}:{st.st_gid} {st.st_ino} {st.st_size} "
+                 f"{st.st_mtime_ns} {st.st_ctime_ns}")
     return max(st.st_mtime_ns, st.st_ctime_ns)

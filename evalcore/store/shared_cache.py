@@ -113,11 +113,20 @@ class SharedCache:
             yield fh
 
     # ---- writing ---------------------------------------------------------------------------
-    def write(self, rel: str, data: bytes) -> Location:
-        """Put one entry under its own name, whole (replacing what stood there)."""
+    def write(self, rel: str, data: bytes, private: bool = False) -> Location:
+        """Put one entry under its own name, whole (replacing what stood there). `private`: readable
+        by its owner alone (mode 0600 from the moment it exists), for an entry that tells what
+        only its writer could read."""
         path = self._path(rel)
         _safe.make_dirs(self.root, path.parent)
-        write_atomic_bytes(path, data, within=self.root)
+        if private and not _fs.is_remote(path):
+            def fill(fh: IO[bytes]) -> None:
+                os.fchmod(fh.fileno(), 0o600)
+                fh.write(data)
+
+            write_atomic(path, fill, within=self.root)
+        else:
+            write_atomic_bytes(path, data, within=self.root)
         return path
 
     def append(self, prefix: str, suffix: str, fill: Callable[[IO[bytes]], Any]) -> str:

@@ -35,7 +35,7 @@ def store(tmp_path, monkeypatch):
 
 
 def _saved(store: RunStore) -> bytes | None:
-    path = store.root / "_shared" / LC.CACHE / LC.ENTRY
+    path = store.root / "_shared" / LC.CACHE / LC.entry_name()
     return path.read_bytes() if path.is_file() else None
 
 
@@ -157,7 +157,7 @@ def test_a_damaged_saved_listing_is_computed_afresh_and_saved_over(store, damage
         bad = head + b"\n" + json.dumps(body).encode()
     else:
         bad = GARBAGE[damage](head)
-    (store.root / "_shared" / LC.CACHE / LC.ENTRY).write_bytes(bad)
+    (store.root / "_shared" / LC.CACHE / LC.entry_name()).write_bytes(bad)
     assert _list(store) == truth
     assert _saved(store) == saved
 
@@ -165,7 +165,7 @@ def test_a_damaged_saved_listing_is_computed_afresh_and_saved_over(store, damage
 def test_a_saved_listing_larger_than_the_store_could_need_is_not_read(store, monkeypatch):
     truth = _list(store)
     head = _saved(store).partition(b"\n")[0]
-    (store.root / "_shared" / LC.CACHE / LC.ENTRY).write_bytes(head + b"\n" + b"[" + b"1," * 2_000_000 + b"1]")
+    (store.root / "_shared" / LC.CACHE / LC.entry_name()).write_bytes(head + b"\n" + b"[" + b"1," * 2_000_000 + b"1]")
     class NoParsing:
         dumps = staticmethod(json.dumps)
 
@@ -188,9 +188,9 @@ def test_something_else_in_the_saved_listings_place_is_a_miss_and_left_alone(sto
     else:
         folder.mkdir(parents=True)
         if kind == "fifo":
-            os.mkfifo(folder / LC.ENTRY)
+            os.mkfifo(folder / LC.entry_name())
         else:
-            (folder / LC.ENTRY).mkdir()
+            (folder / LC.entry_name()).mkdir()
     assert _list(store) == truth
     assert _list(store) == truth
     assert list(outside.iterdir()) == []  # nothing written through the link
@@ -199,7 +199,7 @@ def test_something_else_in_the_saved_listings_place_is_a_miss_and_left_alone(sto
 def test_a_store_that_cannot_be_written_is_listed_all_the_same(store, monkeypatch):
     from evalcore.store.shared_cache import SharedCache
 
-    def refuse(self, rel, data):
+    def refuse(self, rel, data, private=False):
         raise OSError(30, "Read-only file system")
 
     monkeypatch.setattr(SharedCache, "write", refuse)
@@ -225,3 +225,92 @@ def test_listing_a_folder_that_is_no_store_writes_nothing_into_it(tmp_path, monk
     res = CliRunner().invoke(app, ["--store", str(root), "runs"])
     assert res.exit_code == 0 and "no runs in" in res.stdout
     assert (not root.exists()) if state == "missing folder" else sorted(p.name for p in root.iterdir()) == ["notes"]
+
+
+def _damage_a_pointer(store):
+    (store.run_dir("synthetic-01-7001") / "tables.json").unlink()
+
+
+def test_a_store_moved_elsewhere_names_its_new_path(store, tmp_path):
+    """Messages quote the store's path; a move keeps every inode and stamp."""
+    _damage_a_pointer(store)
+    time.sleep(SETTLE * 2)
+    before = _list(store)
+    assert _saved(store) is not None and str(store.root) in before.damaged_runs[0].reason
+    moved = RunStore(tmp_path / "moved")
+    store.root.rename(moved.root)
+    after = _list(moved)
+    assert after == _fresh(moved) and str(moved.root) in after.damaged_runs[0].reason
+
+
+def test_a_folder_nested_thousands_deep_in_a_run_is_listed(store):
+    """Deeper than Python's recursion limit (and than a path may be long): made and removed
+    through folder descriptors."""
+    depth = 1500
+    fds = [os.open(store.run_dir("synthetic-00-7000"), os.O_RDONLY)]
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fds[-1])
+            fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+        time.sleep(SETTLE * 2)
+        assert _list(store) == _fresh(store)
+    finally:
+        for parent in reversed(fds[:-1]):
+            os.close(fds.pop())
+            os.rmdir("d", dir_fd=parent)
+        os.close(fds.pop())
+
+
+def test_more_entries_than_the_scan_is_worth_means_nothing_is_saved(store, monkeypatch):
+    monkeypatch.setattr(file_state, "MAX_ENTRIES", 10)
+    assert _list(store) == _fresh(store) and _saved(store) is None
+
+
+@pytest.mark.parametrize("body", [b"[" * 50_000, b'{"problems": [], "rows": [], "damaged_runs": [], '
+                                                 b'"damaged_annotations": [], "x": NaN}', None],
+                         ids=["nested too deep", "NaN", "NaN latency"])
+def test_what_json_allows_but_a_listing_never_holds_is_a_miss(store, body):
+    truth = _list(store)
+    saved = _saved(store)
+    head, _, rest = saved.partition(b"\n")
+    if body is None:
+        parsed = json.loads(rest)
+        parsed["rows"][0]["latency_p50_ms"] = {"local_search": float("nan")}
+        body = json.dumps(parsed).encode()
+    (store.root / "_shared" / LC.CACHE / LC.entry_name()).write_bytes(head + b"\n" + body)
+    assert _list(store) == truth
+    assert _saved(store) == saved
+
+
+def test_a_run_listed_with_another_zone_is_a_miss(store):
+    truth = _list(store)
+    saved = _saved(store)
+    head, _, rest = saved.partition(b"\n")
+    parsed = json.loads(rest)
+    parsed["rows"][0]["created_at"] = "2025-01-02T05:00:00+05:00"  # the same instant, not in UTC
+    (store.root / "_shared" / LC.CACHE / LC.entry_name()).write_bytes(head + b"\n" + json.dumps(parsed).encode())
+    assert _list(store) == truth
+
+
+def test_another_reader_does_not_reuse_a_listing_and_nobody_else_can_read_it(store, monkeypatch):
+    """What a reader can open decides what is listed (a manifest only its owner may read)."""
+    _list(store)
+    path = store.root / "_shared" / LC.CACHE / LC.entry_name()
+    assert path.stat().st_mode & 0o777 == 0o600
+    monkeypatch.setattr(file_state, "_reader", lambda: "12345 12345 [] 0000000000000000")
+    monkeypatch.setattr(LC, "compute_listing", lambda s: pytest.fail("reused the listing another reader saved"))
+    with pytest.raises(pytest.fail.Exception):
+        _list(store)
+
+
+def test_edited_evalcore_code_does_not_reuse_a_listing_it_did_not_compute():
+    """A checkout edited under the same version: the saved listing's messages may be the old code's."""
+    module = LC.__file__
+    before = os.stat(module)
+    code = LC._code()
+    try:
+        os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
+        assert LC._code() != code
+    finally:
+        os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert LC._code() == code

@@ -5,21 +5,28 @@ changed since the last time. Computing the listing loads DuckDB and the manifest
 reads every run's files (~0.25 s of a 0.5 s start, docs/benchmarks.md "CLI start"); reusing it
 needs neither: a scan of the runs' folders (store/file_state.py) proves nothing changed.
 
-What is saved, under the fingerprint of the files it was computed from: the runs listed, the
-warnings for runs skipped, and the damaged runs and annotation files. It is saved only when the
-store has settled (no file changed within the last SETTLE_SECONDS) and has its marker (a folder
-that never held a published run gets nothing written into it); the write is the shared caches'
-(`_shared/listing/runs.json`, whole or not at all), and a store that cannot be written to is
-listed all the same. A saved listing is reused only when its first line names this evalcore's
-version, this module's FORMAT and the current fingerprint; anything else about the file (torn,
-edited, too large for the store's size, a pipe in its place) makes it a miss, computed afresh.
+What is saved, under the fingerprint of the files it was computed from (which also names the
+store's path and the reader: store/file_state.py): the runs listed, the warnings for runs
+skipped, and the damaged runs and annotation files. It is saved only when the store has settled
+(no file changed within the last SETTLE_SECONDS) and has its marker (a folder that never held a
+published run gets nothing written into it); the write is the shared caches'
+(`_shared/listing/runs-<uid>.json`, whole or not at all, readable by its owner alone: it may name
+runs other users cannot read), and a store that cannot be written to is listed all the same.
+
+A saved listing is reused only when its first line names this module's FORMAT, the current
+fingerprint and the code that computed it: evalcore's version and the stamps of its own modules
+(an edited checkout lists anew), and of the packages whose messages a listing quotes (DuckDB,
+pydantic: an upgrade lists anew). Anything else about the file (torn, edited, nested too deep,
+a value JSON allows but a listing never holds, too large for the store's size, a pipe in its
+place) makes it a miss, computed afresh and saved over.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from evalcore.analysis.read.damage import DamagedFile, DamagedRun
@@ -29,8 +36,8 @@ from evalcore.errors import StoreError
 if TYPE_CHECKING:
     from evalcore.store import RunStore
 
-FORMAT = 1
-CACHE, ENTRY = "listing", "runs.json"
+FORMAT = 2
+CACHE = "listing"
 _BASE_BYTES, _BYTES_PER_ENTRY = 64 * 1024, 4096  # a saved listing's bound: far above what one holds
 
 
@@ -48,7 +55,7 @@ def run_listing(store: RunStore) -> Listing:
     from evalcore.store.file_state import reading_state
 
     state = reading_state(store)
-    head = f"evalcore-runs-listing {FORMAT} {_version()} {state.digest}" if state else None
+    head = f"evalcore-runs-listing {FORMAT} {_code()} {state.digest}" if state else None
     if state is not None and head is not None:
         saved = _load(store, head, _BASE_BYTES + _BYTES_PER_ENTRY * state.entries)
         if saved is not None:
@@ -70,15 +77,44 @@ def compute_listing(store: RunStore) -> Listing:
                    tuple(damaged_annotation_rows(store)))
 
 
-def _version() -> str:
-    from evalcore import __version__
+def entry_name() -> str:
+    """One saved listing per user (each may read a different store: store/file_state.py)."""
+    return f"runs-{os.geteuid() if hasattr(os, 'geteuid') else 0}.json"
 
-    return __version__
+
+_DEPENDENCIES = ("duckdb", "pydantic", "pydantic_core")
+
+
+def _code() -> str:
+    """A digest of the code a listing comes from: evalcore's version, every module file of the
+    package (name, size, mtime), and the folders of the packages it quotes (an upgrade replaces
+    them). Found without importing them."""
+    import hashlib
+    import importlib.util
+
+    import evalcore
+
+    lines = [evalcore.__version__]
+    package = os.path.dirname(os.path.abspath(evalcore.__file__))
+    stack = [package]
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as it:
+            for entry in sorted(it, key=lambda e: e.name):
+                if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                    stack.append(entry.path)
+                elif entry.name.endswith(".py"):
+                    st = entry.stat()
+                    lines.append(f"{entry.path[len(package):]} {st.st_size} {st.st_mtime_ns}")
+    for name in _DEPENDENCIES:
+        spec = importlib.util.find_spec(name)
+        where = os.path.dirname(spec.origin) if spec is not None and spec.origin else None
+        st = os.stat(where) if where else None
+        lines.append(f"{name} {where} {st.st_ino if st else '-'} {st.st_mtime_ns if st else '-'}")
+    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def _is_file(path) -> bool:
-    import os
-
     return os.path.isfile(path) and not os.path.islink(path)
 
 
@@ -90,14 +126,14 @@ def _save(store: RunStore, head: str, listing: Listing) -> None:
             "damaged_annotations": [list(r) for r in listing.damaged_annotations]}
     data = (head + "\n" + json.dumps(body, ensure_ascii=False)).encode("utf-8", "surrogatepass")
     try:
-        store.shared_cache(CACHE).write(ENTRY, data)
+        store.shared_cache(CACHE).write(entry_name(), data, private=True)
     except (OSError, StoreError):
         pass  # a store that cannot be written to (read-only, full, a link in _shared): listed all the same
 
 
 def _load(store: RunStore, head: str, limit: int) -> Listing | None:
     try:
-        data = store.shared_cache(CACHE).read(ENTRY, limit=limit)
+        data = store.shared_cache(CACHE).read(entry_name(), limit=limit)
     except (OSError, StoreError):
         return None
     if data is None:
@@ -106,12 +142,17 @@ def _load(store: RunStore, head: str, limit: int) -> Listing | None:
     if first != head.encode():
         return None
     try:
-        body = json.loads(rest.decode("utf-8", "surrogatepass"))
+        body = json.loads(rest.decode("utf-8", "surrogatepass"), parse_constant=_no_constant)
         return Listing(tuple(_texts(body["problems"])), tuple(_row(r) for r in body["rows"]),
                        tuple(DamagedRun(*_fields(r, 4, optional=(1, 2))) for r in body["damaged_runs"]),
                        tuple(DamagedFile(*_fields(r, 2)) for r in body["damaged_annotations"]))
-    except (ValueError, TypeError, KeyError, AttributeError):
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None  # torn or edited: computed afresh, and saved over it
+
+
+def _no_constant(name: str) -> None:
+    """NaN and Infinity: JSON as Python writes it allows them, a listing never holds them."""
+    raise ValueError(f"{name} in a saved listing")
 
 
 def _texts(items: Any) -> list[str]:
@@ -153,6 +194,6 @@ def _row(item: Any) -> RunRow:
         if not isinstance(created, str):
             raise TypeError("created_at")
         created = datetime.fromisoformat(created)
-        if created.tzinfo is None:
-            raise ValueError("created_at without a zone")
+        if created.utcoffset() != timedelta(0):
+            raise ValueError("created_at not in UTC")
     return RunRow(**{**item, "created_at": created})
