@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from evalcore.judges import DEFAULT_JUDGE, Judge, make_judge
+from evalcore.judges import DEFAULT_JUDGE, make_judge
 from evalcore.judges.cache import request_key
-from evalcore.judges.client import JudgeTask, LLMJudge, Outcome
 from evalcore.judges.offline.words import sentences
 from evalcore.judges.tasks import get_task, inputs_for
 from evalcore.judges.pricing import token_cost
 from evalcore.schemas import JudgeCall
+
+if TYPE_CHECKING:  # the client (asyncio, threads) loads when a judge is used, not with the metric registry
+    from evalcore.judges.client import Judge, JudgeTask, LLMJudge, Outcome
 
 Request = tuple[str | None, str, dict[str, Any]] | None
 
@@ -62,6 +64,8 @@ class JudgeWork:
         return request_key({"t": task, "m": method, "q": qid, "i": inputs, **repeat})
 
     def _task(self, task: str, req: tuple[str | None, str, dict[str, Any]]) -> JudgeTask:
+        from evalcore.judges.client import JudgeTask
+
         method, qid, inputs = req
         return JudgeTask(task, inputs, self.run_id, method, qid, task, repeat=self.repeat)
 
@@ -155,6 +159,8 @@ def get_work(ctx: Any) -> JudgeWork:
     (a spec string or a Judge; default: the real Anthropic judge)."""
 
     def factory() -> JudgeWork:
+        from evalcore.judges.client import Judge
+
         spec = ctx.options.get("judge")
         judge = spec if isinstance(spec, Judge) else make_judge(
             spec or DEFAULT_JUDGE, store=ctx.store, concurrency=ctx.options.get("judge_concurrency"))
@@ -182,6 +188,8 @@ def estimate_calls(ctx: Any, planned: list[tuple[str, str | None, str, dict[str,
     The cost is None (unknown, never 0) when calls are to be made and the judge's model has no
     price; `price_known` says so.
     """
+    from evalcore.judges.client import LLMJudge
+
     work = get_work(ctx)
     seen: set = ctx.resource("judge_estimate_seen", set)
     judge = work.judge
