@@ -232,3 +232,32 @@ def test_only_metrics_with_sampled_labels_are_estimated_and_the_rows_are_those_o
     fast = corrected_means(store, run)
     assert len(fast) == 6 and len(every) > len(fast)
     assert fast.equals(kept)
+
+
+def test_compare_corrected_reads_on_the_compared_runs_database_alone(labelled, monkeypatch):
+    """The corrected table's reads (which systems hold sampled labels, which pairs hold preference
+    labels) are of the compared runs: they use the database the comparison built for them, not a
+    second one over the whole store (a whole-store database cost ~0.1 s of every command)."""
+    from evalcore.store import views
+
+    store, run = labelled
+    views.forget_connections()
+    built = []
+    real = views._build
+    monkeypatch.setattr(views, "_build", lambda s, runs: built.append(runs) or real(s, runs))
+    out = _cli(store.root, "compare", *_pair(run), "--corrected")
+    assert "corrected" in out and built == [[run]], built
+
+
+def test_show_corrected_of_a_run_scored_once_reads_on_the_runs_database_alone(labelled, monkeypatch):
+    """`show` asks for the judge's noise of a run scored with --repeats K; a run scored once has
+    none, and asking for it must not build a database over no run at all."""
+    from evalcore.store import views
+
+    store, run = labelled
+    views.forget_connections()
+    built = []
+    real = views._build
+    monkeypatch.setattr(views, "_build", lambda s, runs: built.append(runs) or real(s, runs))
+    out = _cli(store.root, "show", run, "--corrected")
+    assert "human-corrected means" in out and built == [[run]], built

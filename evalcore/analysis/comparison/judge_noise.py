@@ -76,12 +76,15 @@ def noise_table(store, run_id: str) -> pd.DataFrame:
     within-answer SD and flip rate (`evalcore show`). Empty for a run scored with K = 1."""
     methods = query_df(store, "SELECT DISTINCT method FROM metric_repeats WHERE run_id = ?", [run_id], runs=[run_id])
     keys = [f"{run_id}:{m}" for m in sorted(methods["method"])]
+    columns = ["method", "metric", "k", "n_answers", "within_sd", "flip_rate"]
+    if not keys:  # scored with K = 1 (most runs): nothing to read, and no database over no run to build
+        return pd.DataFrame(columns=columns)
     rows = []
     for (system, metric), answers in sorted(answers_of(repeat_frame(store, keys)).items()):
         w = within(list(answers.values()))
         rows.append({"method": split_key(system)[1], "metric": metric, "k": w.k, "n_answers": w.n_answers,
                      "within_sd": _none(w.within_sd), "flip_rate": _none(w.flip_rate)})
-    return pd.DataFrame(rows, columns=["method", "metric", "k", "n_answers", "within_sd", "flip_rate"])
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _side(answers: Answers | None) -> dict[str, Any]:

@@ -125,7 +125,7 @@ def summary(store: RunStore, run_id: str, per_method: bool = False) -> pd.DataFr
     metric, as `evalcore labels summary` and the Runs page show it): kappa [CI], bias [CI], rho,
     advice. `method` is None in the per-judge rows (several methods pooled)."""
     rows = []
-    if not any(r == run_id for r, _ in sampled_systems(store)):
+    if not any(r == run_id for r, _ in sampled_systems(store, runs=[run_id])):
         return pd.DataFrame(rows, columns=COLUMNS)
     keys = ["method", "judge"] if per_method else ["judge"]
     for metric in U.estimable_metrics(store, run_id):

@@ -46,11 +46,17 @@ from evalcore.schemas.ids import canonical_id
 from evalcore.store import RunStore
 
 
-def sampled_systems(store: RunStore) -> set[tuple[str, str]]:
-    """(run, method) pairs with any randomly sampled label: the only ones worth estimating."""
+def sampled_systems(store: RunStore, runs: Sequence[str] | None = None) -> set[tuple[str, str]]:
+    """(run, method) pairs with any randomly sampled label: the only ones worth estimating.
+    `runs`: of those runs only, read on their database (the one a command about them has built
+    already: every database defines the store's annotations), not the whole store's."""
     from evalcore.store import query_df
 
-    have = query_df(store, "SELECT DISTINCT run_id, method FROM annotations WHERE sample_id IS NOT NULL")
+    sql = "SELECT DISTINCT run_id, method FROM annotations WHERE sample_id IS NOT NULL"
+    if runs is None:
+        have = query_df(store, sql)
+    else:
+        have = query_df(store, sql + " AND list_contains($runs, run_id)", {"runs": sorted(set(runs))}, runs=runs)
     return set(zip(have.run_id, have.method))
 
 
@@ -92,7 +98,7 @@ def corrected_texts(store: RunStore, systems: Sequence[tuple[str, str]]) -> dict
     12 of 50 labels'), for the systems among `systems` with any randomly sampled label."""
     wanted = set(map(tuple, systems))
     out = {}
-    for run_id, method in sorted(sampled_systems(store)):
+    for run_id, method in sorted(sampled_systems(store, runs=[r for r, _ in wanted])):
         if (run_id, method) not in wanted:
             continue
         rows = corrected_means(store, run_id, methods=[method])
@@ -246,7 +252,7 @@ def corrected_compare(store: RunStore, base: tuple[str, str], cands: Sequence[tu
     every such metric unless `metrics` names some. `judged`: the main table's judge side
     (main_table_judge); a labelled metric it lacks is tested apart (judge_apart)."""
     base = tuple(base)
-    have = sampled_systems(store)
+    have = sampled_systems(store, runs=[base[0], *(c[0] for c in cands)])
     rows = []
     for cand in map(tuple, cands):
         if base not in have or cand not in have:

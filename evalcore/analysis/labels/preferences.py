@@ -189,11 +189,17 @@ def save(store: RunStore, pair: Pair, draw: PairDraw, who: str, label: str, note
 
 
 # ---- the pairs that hold labels, and `store check` --------------------------------------------
-def labelled_pairs(store: RunStore, sampled_only: bool = True) -> set[Pair]:
-    """Every pair with a preference label (`sampled_only`: one naming a random sample)."""
-    rows = query_df(store, f"""SELECT DISTINCT run_id, method, target_ref FROM annotations
-                               WHERE target_kind = '{PREFERENCE}' AND (NOT $sampled OR sample_id IS NOT NULL)""",
-                    {"sampled": sampled_only})
+def labelled_pairs(store: RunStore, sampled_only: bool = True, runs: Sequence[str] | None = None) -> set[Pair]:
+    """Every pair with a preference label (`sampled_only`: one naming a random sample). `runs`:
+    pairs labelled in those runs only, read on their database (a command comparing them has built
+    it already; every database defines the store's annotations), not the whole store's."""
+    sql = f"""SELECT DISTINCT run_id, method, target_ref FROM annotations
+              WHERE target_kind = '{PREFERENCE}' AND (NOT $sampled OR sample_id IS NOT NULL)"""
+    if runs is None:
+        rows = query_df(store, sql, {"sampled": sampled_only})
+    else:
+        rows = query_df(store, sql + " AND list_contains($runs, run_id)",
+                        {"sampled": sampled_only, "runs": sorted(set(runs))}, runs=runs)
     out = set()
     for run_id, method, ref in rows.itertuples(index=False, name=None):
         other = preference_other(ref)

@@ -108,7 +108,7 @@ def win_rates(store: RunStore, base: Sequence[str], cands: Sequence[Sequence[str
     every candidate or per candidate ('run:method' -> list), as the comparison's table has them."""
     from evalcore.analysis.comparison.side_by_side import side_by_side
 
-    have = PF.labelled_pairs(store)
+    have = PF.labelled_pairs(store, runs=[base[0], *(c[0] for c in cands)])
     rows = []
     for cand in cands:
         if tuple(cand) == tuple(base) or PF.pair_of(base, cand)[0] not in have:
