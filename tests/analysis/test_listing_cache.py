@@ -314,3 +314,11 @@ def test_edited_evalcore_code_does_not_reuse_a_listing_it_did_not_compute():
     finally:
         os.utime(module, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert LC._code() == code
+
+
+def test_code_that_cannot_be_fingerprinted_lists_afresh_and_saves_nothing(store, monkeypatch):
+    def unreadable():
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(LC, "_code", unreadable)
+    assert _list(store) == _fresh(store) and _saved(store) is None

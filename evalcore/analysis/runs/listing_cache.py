@@ -55,7 +55,10 @@ def run_listing(store: RunStore) -> Listing:
     from evalcore.store.file_state import reading_state
 
     state = reading_state(store)
-    head = f"evalcore-runs-listing {FORMAT} {_code()} {state.digest}" if state else None
+    try:
+        head = f"evalcore-runs-listing {FORMAT} {_code()} {state.digest}" if state else None
+    except (OSError, ImportError, ValueError):  # the code cannot be fingerprinted: nothing is reused
+        head = None
     if state is not None and head is not None:
         saved = _load(store, head, _BASE_BYTES + _BYTES_PER_ENTRY * state.entries)
         if saved is not None:
