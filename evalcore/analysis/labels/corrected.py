@@ -98,7 +98,7 @@ def corrected_texts(store: RunStore, systems: Sequence[tuple[str, str]]) -> dict
     12 of 50 labels'), for the systems among `systems` with any randomly sampled label."""
     wanted = set(map(tuple, systems))
     out = {}
-    for run_id, method in sorted(sampled_systems(store, runs=[r for r, _ in wanted])):
+    for run_id, method in sorted(sampled_systems(store)):  # the pages' kept whole-store database
         if (run_id, method) not in wanted:
             continue
         rows = corrected_means(store, run_id, methods=[method])
