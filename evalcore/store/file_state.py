@@ -46,6 +46,7 @@ class FileState:
     digest: str  # sha256 of every entry's name and stamps, the store's path and the reader
     settled: bool  # every stamp at least SETTLE_SECONDS old: safe to save a result under
     entries: int  # how many entries it covers (a bound for what a saved result may weigh)
+    marked: bool  # the store has its marker: it has published something (a plain folder gets nothing saved)
 
 
 class _Unstable(Exception):
@@ -65,11 +66,13 @@ def reading_state(store: RunStore) -> FileState | None:
     taken = time.time_ns()
     lines: list[str] = [f"root {root!r} {os.path.realpath(root)!r}", f"reader {_reader()}"]
     newest = 0
+    marked = True
     try:
         marker = os.fspath(store.marker_path())
         newest = max(newest, _stamp("store.json", os.lstat(marker), lines, "marker"))
     except FileNotFoundError:
         lines.append("marker -")
+        marked = False
     except (_Unstable, OSError):
         return None
     try:
@@ -86,7 +89,7 @@ def reading_state(store: RunStore) -> FileState | None:
     except (_Unstable, OSError):
         return None
     digest = hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
-    return FileState(digest, newest <= taken - int(SETTLE_SECONDS * 1e9), len(lines))
+    return FileState(digest, newest <= taken - int(SETTLE_SECONDS * 1e9), len(lines), marked)
 
 
 def _reader() -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 
@@ -98,6 +98,15 @@ _DISAGREEMENT = """, repeats AS (
 # verdicts worth a person's look: a judge that cannot repeat itself is least likely right),
 # ties and answers judged once in the spread order.
 QUEUE_ORDERS = ("spread over questions", "judge disagreement")
+
+
+def of_runs(store: RunStore, sql: str, params: dict[str, Any], runs: Sequence[str] | None = None) -> pd.DataFrame:
+    """`sql` over the `annotations` view (it ends in a WHERE clause), bound to `params`. `runs`:
+    the labels of those runs only, read on their database (the one a command about them has
+    built already: every database defines the store's annotations), not the whole store's."""
+    if runs is None:
+        return query_df(store, sql, params)
+    return query_df(store, sql + " AND list_contains($runs, run_id)", {**params, "runs": sorted(set(runs))}, runs=runs)
 
 
 def _labelled_as(kind: str) -> list[str]:

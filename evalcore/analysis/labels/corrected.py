@@ -48,15 +48,10 @@ from evalcore.store import RunStore
 
 def sampled_systems(store: RunStore, runs: Sequence[str] | None = None) -> set[tuple[str, str]]:
     """(run, method) pairs with any randomly sampled label: the only ones worth estimating.
-    `runs`: of those runs only, read on their database (the one a command about them has built
-    already: every database defines the store's annotations), not the whole store's."""
-    from evalcore.store import query_df
+    `runs`: of those runs only, on their database (annotations.of_runs)."""
+    from evalcore.analysis.labels.annotations import of_runs
 
-    sql = "SELECT DISTINCT run_id, method FROM annotations WHERE sample_id IS NOT NULL"
-    if runs is None:
-        have = query_df(store, sql)
-    else:
-        have = query_df(store, sql + " AND list_contains($runs, run_id)", {"runs": sorted(set(runs))}, runs=runs)
+    have = of_runs(store, "SELECT DISTINCT run_id, method FROM annotations WHERE sample_id IS NOT NULL", {}, runs)
     return set(zip(have.run_id, have.method))
 
 

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from evalcore.analysis.labels import sample_order as O
-from evalcore.analysis.labels.annotations import NEWEST_FIRST, append_labels
+from evalcore.analysis.labels.annotations import NEWEST_FIRST, append_labels, of_runs
 from evalcore.analysis.read.recent_frames import RecentFrames
 from evalcore.schemas import Annotation
 from evalcore.schemas.ids import id_sql
@@ -191,15 +191,10 @@ def save(store: RunStore, pair: Pair, draw: PairDraw, who: str, label: str, note
 # ---- the pairs that hold labels, and `store check` --------------------------------------------
 def labelled_pairs(store: RunStore, sampled_only: bool = True, runs: Sequence[str] | None = None) -> set[Pair]:
     """Every pair with a preference label (`sampled_only`: one naming a random sample). `runs`:
-    pairs labelled in those runs only, read on their database (a command comparing them has built
-    it already; every database defines the store's annotations), not the whole store's."""
-    sql = f"""SELECT DISTINCT run_id, method, target_ref FROM annotations
-              WHERE target_kind = '{PREFERENCE}' AND (NOT $sampled OR sample_id IS NOT NULL)"""
-    if runs is None:
-        rows = query_df(store, sql, {"sampled": sampled_only})
-    else:
-        rows = query_df(store, sql + " AND list_contains($runs, run_id)",
-                        {"sampled": sampled_only, "runs": sorted(set(runs))}, runs=runs)
+    pairs labelled in those runs only, on their database (annotations.of_runs)."""
+    rows = of_runs(store, f"""SELECT DISTINCT run_id, method, target_ref FROM annotations
+                              WHERE target_kind = '{PREFERENCE}' AND (NOT $sampled OR sample_id IS NOT NULL)""",
+                   {"sampled": sampled_only}, runs)
     out = set()
     for run_id, method, ref in rows.itertuples(index=False, name=None):
         other = preference_other(ref)

@@ -64,7 +64,7 @@ def run_listing(store: RunStore) -> Listing:
         if saved is not None:
             return saved
     listing = compute_listing(store)
-    if state is not None and head is not None and state.settled and _is_file(store.marker_path()):
+    if state is not None and head is not None and state.settled and state.marked:
         _save(store, head, listing)
     return listing
 
@@ -115,10 +115,6 @@ def _code() -> str:
         st = os.stat(where) if where else None
         lines.append(f"{name} {where} {st.st_ino if st else '-'} {st.st_mtime_ns if st else '-'}")
     return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()[:32]
-
-
-def _is_file(path) -> bool:
-    return os.path.isfile(path) and not os.path.islink(path)
 
 
 def _save(store: RunStore, head: str, listing: Listing) -> None:
