@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +30,7 @@ from evalcore.store.columns import EMPTY_SET_MARKER, KEY_DEFAULTS, KEYS, ORDER_C
 from evalcore.store.fs import arrow as _arrow
 from evalcore.store.merge_sql import FORMAT1_LABELS
 from evalcore.store.parquet_write import LARGE_TABLE_BYTES, PARQUET_WRITE, release_arrow_memory
+from evalcore.store.part_block import PartBlock, read_block
 from evalcore.store.quarantine import other_run
 from evalcore.store.tables import SCHEMAS, dictionary_columns, statistics_columns
 
@@ -73,21 +74,33 @@ PRIORITY = {"judge_calls": "cache_hit"}
 
 
 def _key_columns(path: Path, table: str, run_id: str | None) -> dict[str, object]:
-    """One file's key columns as Arrow: keys as text (nulls as a marker), the order column as
-    microseconds, the priority; ForeignRows when `run_id` is given and a row is another run's."""
-    keys = list(KEYS.get(table) or SET_KEYS[table])
-    order = ORDER_COLUMN[table]
-    cols = keys + [order] + ([PRIORITY[table]] if table in PRIORITY else [])
+    """One file's key columns (see _key_data), read from the file."""
     where, filesystem = _arrow(path)
     source = pq.ParquetFile(where, pre_buffer=False, filesystem=filesystem)
     have = set(source.schema_arrow.names)
-    data = source.read(columns=[c for c in cols if c in have], use_threads=False)
+    data = source.read(columns=[c for c in _read_columns(table) if c in have], use_threads=False)
+    return _key_data(data, table, run_id, lambda row: path)
+
+
+def _read_columns(table: str) -> list[str]:
+    """The columns which row wins depends on: keys, the order column, the priority."""
+    keys = list(KEYS.get(table) or SET_KEYS[table])
+    return keys + [ORDER_COLUMN[table]] + ([PRIORITY[table]] if table in PRIORITY else [])
+
+
+def _key_data(data: pa.Table, table: str, run_id: str | None, path_of) -> dict[str, object]:
+    """Rows' key columns as Arrow: keys as text (nulls as a marker), the order column as
+    microseconds, the priority; ForeignRows (naming `path_of(row)`) when `run_id` is given and
+    a row is another run's."""
+    keys = list(KEYS.get(table) or SET_KEYS[table])
+    order = ORDER_COLUMN[table]
+    have = set(data.column_names)
     n = data.num_rows
     if run_id is not None:  # the rule store check applies (quarantine.foreign_run)
         ids = _compute().unique(data.column("run_id")).to_pylist() if "run_id" in have else [None] * min(n, 1)
         found = other_run(ids, run_id)
         if found is not None:
-            raise ForeignRows(path, found)
+            raise ForeignRows(path_of(_first_other(data, run_id) if "run_id" in have else 0), found)
 
     def column(name: str, kind: pa.DataType) -> pa.ChunkedArray:
         return data.column(name) if name in have else pa.chunked_array([pa.nulls(n, kind)])
@@ -108,6 +121,13 @@ def _key_columns(path: Path, table: str, run_id: str | None) -> dict[str, object
     return out
 
 
+def _first_other(data: pa.Table, run_id: str) -> int:
+    """The position of the first row that is not of run `run_id` (a null included)."""
+    pc = _compute()
+    same = pc.fill_null(pc.equal(data.column("run_id"), run_id), False)
+    return int(pc.index(same, False).as_py())
+
+
 def _micros(column: pa.ChunkedArray) -> np.ndarray:
     """Microseconds since the epoch (UTC) per row, _NO_TIME for a null: whatever unit the file
     stored (ns in a foreign file must not outrank us). Microsecond timestamps, which evalcore
@@ -121,22 +141,25 @@ def _micros(column: pa.ChunkedArray) -> np.ndarray:
     return np.where(t.isna(), _NO_TIME, t.astype("int64").to_numpy(dtype="int64", na_value=_NO_TIME))
 
 
-def _winners(paths: list[Path], table: str, run_id: str | None = None) -> list[np.ndarray]:
-    """Per source file, a boolean mask of the rows that survive; ForeignRows when `run_id` is
-    given and a file holds a row of another run (the key columns are read anyway).
+def _winners(sources: list[Path | PartBlock], table: str, run_id: str | None = None) -> list[np.ndarray]:
+    """Per source (a file, or a block of part files read at once: store/part_block.py), a
+    boolean mask of the rows that survive; ForeignRows when `run_id` is given and a file holds a
+    row of another run (the key columns are read anyway). A block's rows keep their own file's
+    place in the order, as if its files were read one by one.
 
     Files' keys are read as Arrow and hashed together, ~HASH_ROWS rows per pandas pass: a live
     run's publish merges a part file per 16 answers, and a pass per file cost ~10 ms each (1.5 s
     of 2,000 answers' 160 parts), while one pass over every file would hold all the keys' text."""
     import pandas as pd
 
-    per_file = []
+    per_source = []
     h1, h2 = [], []
-    group: list[list[pa.ChunkedArray]] = []  # the text keys of files not hashed yet
+    group: list[list[pa.ChunkedArray]] = []  # the text keys of sources not hashed yet
     held = 0
+    files, rows_in_file = [], []  # per row: its file's place among every source's files, its row there
 
     def hash_group() -> None:
-        """One pandas pass over the held files' keys; only their two hashes are kept."""
+        """One pandas pass over the held sources' keys; only their two hashes are kept."""
         k = pd.DataFrame({i: pa.chunked_array([c for keys in group for c in keys[i].chunks],
                                               type=pa.string()).to_pandas().astype("string")
                           for i in range(len(group[0]))})
@@ -144,24 +167,33 @@ def _winners(paths: list[Path], table: str, run_id: str | None = None) -> list[n
         h2.append(pd.util.hash_pandas_object(k, index=False, hash_key="evalcore-store-2").to_numpy())
         group.clear()
 
-    for path in paths:
-        one = _key_columns(path, table, run_id)
+    for source in sources:
+        if isinstance(source, PartBlock):
+            wanted = [c for c in _read_columns(table) if c in source.rows.column_names]
+            one = _key_data(source.rows.select(wanted), table, run_id, source.path_of)
+            sizes = source.sizes
+        else:
+            one = _key_columns(source, table, run_id)
+            sizes = [one["rows"]]
+        first = len(rows_in_file)  # files before this source's
+        files.append(np.repeat(np.arange(first, first + len(sizes), dtype=np.int64), sizes))
+        rows_in_file.extend(np.arange(n, dtype=np.int64) for n in sizes)
         group.append(one.pop("keys"))
-        per_file.append(one)
+        per_source.append(one)
         held += one["rows"]
         if held >= HASH_ROWS:  # the text of at most ~HASH_ROWS keys is held at once
             hash_group()
             held = 0
-    sizes = [f["rows"] for f in per_file]
+    sizes = [f["rows"] for f in per_source]
     if not sizes or sum(sizes) == 0:
         return [np.zeros(n, dtype=bool) for n in sizes]
     if group:
         hash_group()
     h1a, h2a = np.concatenate(h1), np.concatenate(h2)
-    wa = np.concatenate([f["when"] for f in per_file])
-    pa_ = np.concatenate([f["prio"] for f in per_file])
-    fa = np.concatenate([np.full(n, i, dtype=np.int64) for i, n in enumerate(sizes)])
-    ra = np.concatenate([np.arange(n, dtype=np.int64) for n in sizes])
+    wa = np.concatenate([f["when"] for f in per_source])
+    pa_ = np.concatenate([f["prio"] for f in per_source])
+    fa = np.concatenate(files)
+    ra = np.concatenate(rows_in_file)
     # sort by key, then by (priority, time, file, row): the last entry of each key wins
     order_idx = np.lexsort((ra, fa, wa, pa_, h2a, h1a))
     h1s, h2s = h1a[order_idx], h2a[order_idx]
@@ -176,7 +208,7 @@ def _winners(paths: list[Path], table: str, run_id: str | None = None) -> list[n
         newest_f = fa[order_idx][last][group - 1]
         keep[order_idx[(wa[order_idx] == newest_w) & (fa[order_idx] == newest_f)]] = True
     offsets = np.cumsum([0, *sizes])
-    return [keep[offsets[i]:offsets[i + 1]] for i in range(len(paths))]
+    return [keep[offsets[i]:offsets[i + 1]] for i in range(len(sources))]
 
 
 def _labels_from_details(batch: pd.DataFrame) -> pd.Series:
@@ -226,11 +258,40 @@ def _batch_rows(per_row: float) -> int:
     return int(min(65536, max(256, BATCH_BYTES / per_row)))
 
 
+def _sources(paths: list[Path], table: str) -> list[Path | PartBlock]:
+    """The files to merge, as read: small parts together as one block (store/part_block.py) —
+    all of them, or all but the first (the run's canonical file, often the large one) —,
+    otherwise each file alone."""
+    block = read_block(paths, table)
+    if block is not None:
+        return [block]
+    block = read_block(paths[1:], table)
+    return [paths[0], block] if block is not None else list(paths)
+
+
+def _batches(source: Path | PartBlock) -> Iterator[tuple[pa.Table, float]]:
+    """A source's rows in batches of ~BATCH_BYTES, with its uncompressed bytes per row."""
+    if isinstance(source, PartBlock):
+        per_row = max(source.rows.nbytes / source.rows.num_rows, 1.0) if source.rows.num_rows else 1.0
+        step = _batch_rows(per_row)
+        for start in range(0, source.rows.num_rows, step):
+            yield source.rows.slice(start, step), per_row
+        return
+    # one thread, no pre-buffering: reader threads each keep an allocator arena, which
+    # for a 100 MB import cost ~30 MB of resident memory more than this
+    where, filesystem = _arrow(source)
+    reader = pq.ParquetFile(where, pre_buffer=False, filesystem=filesystem)
+    per_row = _row_bytes(reader)
+    for batch in reader.iter_batches(batch_size=_batch_rows(per_row), use_threads=False):
+        yield pa.Table.from_batches([batch]), per_row
+
+
 def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = None) -> Merged:
     """Write the surviving rows of `paths` (oldest first) to `out` (a temporary path the caller
     renames); returns row counts in and out. With `run_id`, every row must be that run's."""
     schema = SCHEMAS[table]
-    masks = _winners(paths, table, run_id)
+    sources = _sources(paths, table)
+    masks = _winners(sources, table, run_id)
     stats = statistics_columns(schema)  # no NaN-blind float statistics, none of free text
     rows_in = rows_out = 0
     large = False
@@ -246,17 +307,12 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
 
     with pq.ParquetWriter(out, schema, **PARQUET_WRITE, write_statistics=stats,
                           use_dictionary=dictionary_columns(schema)) as writer:
-        for path, mask in zip(paths, masks):
+        for source, mask in zip(sources, masks):
             start = 0
-            # one thread, no pre-buffering: reader threads each keep an allocator arena, which
-            # for a 100 MB import cost ~30 MB of resident memory more than this
-            where, filesystem = _arrow(path)
-            source = pq.ParquetFile(where, pre_buffer=False, filesystem=filesystem)
-            per_row = _row_bytes(source)
-            for batch in source.iter_batches(batch_size=_batch_rows(per_row), use_threads=False):
-                n = batch.num_rows
-                part = pa.Table.from_batches([batch])
+            for part, per_row in _batches(source):
+                n = part.num_rows
                 kept = mask[start:start + n]
+                large = large or part.nbytes >= LARGE_TABLE_BYTES
                 if not kept.all():  # (filtering copies every row it keeps: only when one goes)
                     part = part.filter(pa.array(kept))
                 if table in EMPTY_SET_MARKER and part.num_rows:  # empty sets won, and hold nothing
@@ -273,9 +329,8 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
                     rows_out += part.num_rows
                     if held_bytes >= BATCH_BYTES:
                         write_held()
-                large = large or batch.nbytes >= LARGE_TABLE_BYTES
         write_held()
     if large:
-        del batch, part
+        del part, sources
         release_arrow_memory()
     return Merged(rows_in, rows_out)

@@ -1,0 +1,122 @@
+"""Many small parts read as one block (store/part_block.py) merge exactly as files read one by one.
+
+The block is only a faster read: which row wins (newest time, then the later file, then the later
+row; a judge call paid for over a cache hit), which set survives whole, the markers of empty sets,
+another run's rows — all must come out the same, row for row and in the same order.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from evalcore.store import merge as merge_module
+from evalcore.store import part_block
+from evalcore.store.merge import ForeignRows, merge_files
+from evalcore.store.tables import SCHEMAS
+
+RUN = "run-a"
+T0 = datetime(2026, 11, 28, tzinfo=timezone.utc)
+
+
+def _rows(table: str, rng: random.Random, n: int, run_id: str = RUN) -> list[dict]:
+    """Rows whose keys collide often (few questions, methods, metrics) and whose times tie often."""
+    rows = []
+    for _ in range(n):
+        row = {"run_id": run_id, "method": rng.choice(["a", "b"]), "question_id": f"q{rng.randrange(6)}",
+               "trial": rng.choice([0, 0, 1])}
+        when = T0 + timedelta(seconds=rng.randrange(4))
+        if table == "responses":
+            row.update(answer=f"answer {rng.random():.6f}", written_at=when, latency_ms=rng.random())
+        elif table == "metrics":
+            row.update(metric=rng.choice(["m1", "m2"]), value=rng.random(), computed_at=when)
+        elif table == "judge_calls":
+            row = {"run_id": run_id, "call_key": f"k{rng.randrange(8)}", "created_at": when,
+                   "cache_hit": rng.choice([True, False, None]), "response": f"r{rng.random():.6f}"}
+        elif table == "claims":
+            row.update(metric="faithfulness", computed_at=when, idx=rng.choice([-1, 0, 1, 2]),
+                       claim=f"claim {rng.random():.6f}")
+        rows.append(row)
+    return rows
+
+
+def _write_parts(tmp_path, table: str, seed: int, n_files: int) -> list:
+    rng = random.Random(seed)
+    paths = []
+    for i in range(n_files):
+        rows = _rows(table, rng, rng.randrange(1, 12))
+        if table == "claims":  # a set is written in one call: its rows share one time
+            when = T0 + timedelta(seconds=rng.randrange(4))
+            for row in rows:
+                row["computed_at"] = when
+        path = tmp_path / f"part-{i:04d}.parquet"
+        pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMAS[table]), path)
+        paths.append(path)
+    return paths
+
+
+def _merged(paths, table, out, block: bool, monkeypatch) -> pa.Table:
+    with monkeypatch.context() as m:
+        if not block:
+            m.setattr(merge_module, "read_block", lambda paths, table: None)
+        merged = merge_files(paths, table, out, run_id=RUN)
+    result = pq.read_table(out)
+    return result, (merged.rows_in, merged.rows_out)
+
+
+@pytest.mark.parametrize("table", ["responses", "metrics", "judge_calls", "claims"])
+@pytest.mark.parametrize("seed", range(6))
+def test_a_block_merges_exactly_as_files_one_by_one(tmp_path, monkeypatch, table, seed):
+    paths = _write_parts(tmp_path, table, seed, n_files=5 + seed * 7)
+    assert part_block.read_block(paths, table) is not None  # the test reaches the block
+    one_by_one = _merged(paths, table, tmp_path / "slow.parquet", False, monkeypatch)
+    in_block = _merged(paths, table, tmp_path / "fast.parquet", True, monkeypatch)
+    assert in_block[1] == one_by_one[1]
+    assert in_block[0].equals(one_by_one[0])
+    assert one_by_one[1][1] < one_by_one[1][0]  # keys collided: the rule was exercised
+
+
+def test_the_canonical_file_first_and_parts_as_a_block(tmp_path, monkeypatch):
+    """The run's canonical file (here: too large for a block) stays a file; the parts after it form one."""
+    paths = _write_parts(tmp_path, "responses", 11, n_files=9)
+    big = tmp_path / "canonical.parquet"
+    rows = _rows("responses", random.Random(3), 400)
+    for row in rows:
+        row["answer"] = "x" * 50_000 + row["answer"]
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMAS["responses"]), big, compression="zstd")
+    assert part_block.read_block([big, *paths], "responses") is None  # decodes past BLOCK_BYTES
+    sources = merge_module._sources([big, *paths], "responses")
+    assert sources[0] == big and isinstance(sources[1], part_block.PartBlock)
+    one_by_one = _merged([big, *paths], "responses", tmp_path / "slow.parquet", False, monkeypatch)
+    in_block = _merged([big, *paths], "responses", tmp_path / "fast.parquet", True, monkeypatch)
+    assert in_block[0].equals(one_by_one[0]) and in_block[1] == one_by_one[1]
+
+
+def test_another_runs_rows_name_their_own_part(tmp_path):
+    paths = _write_parts(tmp_path, "metrics", 2, n_files=8)
+    rows = _rows("metrics", random.Random(5), 3, run_id="run-b")
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMAS["metrics"]), paths[5])
+    assert part_block.read_block(paths, "metrics") is not None
+    with pytest.raises(ForeignRows) as caught:
+        merge_files(paths, "metrics", tmp_path / "out.parquet", run_id=RUN)
+    assert caught.value.path == paths[5] and caught.value.found == "run-b"
+
+
+def test_files_the_block_does_not_take_are_read_one_by_one(tmp_path):
+    paths = _write_parts(tmp_path, "metrics", 4, n_files=6)
+    assert part_block.read_block(paths[:3], "metrics") is None  # too few to gain anything
+    older = SCHEMAS["metrics"].remove(SCHEMAS["metrics"].get_field_index("label"))
+    pq.write_table(pq.read_table(paths[2]).select(older.names), paths[2])  # a file from before `label`
+    assert part_block.read_block(paths, "metrics") is None
+    pq.write_table(pq.read_table(paths[3]), paths[2])
+    os.unlink(paths[4])
+    os.mkfifo(paths[4])  # never opened: a reader would block on it
+    assert part_block.read_block(paths, "metrics") is None
+    paths[4].unlink()
+    paths[4].write_bytes(b"not parquet")
+    assert part_block.read_block(paths, "metrics") is None
