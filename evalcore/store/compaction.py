@@ -83,6 +83,9 @@ from evalcore.store.tables import SCHEMAS
 GRACE_S = 600.0
 STALE_TMP_S = 3600.0  # a temporary part file this old belongs to a writer that died
 ATTEMPTS = 3  # object storage: compactions that start over after a pointer changed under them
+# the tables the derived tables' SQL reads (store/summary.py, store/wide.py): only those get a
+# view (a view costs a DESCRIBE of its file: ~4 ms of a live run's final publish each)
+DERIVED_FROM = ("responses", "metrics", "judge_calls")
 
 
 @dataclass
@@ -242,7 +245,8 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
                 replaced[table] = replaced.get(table, 0) + merged.rows_in - merged.rows_out
                 files[table], rows[table] = name, merged.rows_out
                 result.parts_absorbed += len(pending[table])
-            _define(con, table, run_dir / files[table] if table in files else None)
+            if table in DERIVED_FROM:
+                _define(con, table, run_dir / files[table] if table in files else None)
         trials = con.execute("SELECT (SELECT count(*) FROM trial_responses WHERE trial > 0) + "
                              "(SELECT count(*) FROM trial_metrics WHERE trial > 0)").fetchone()[0] > 0
         derived = {name: summary_sql(name, trials=trials) for name in SUMMARY_TABLES}
