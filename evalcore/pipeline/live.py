@@ -32,7 +32,7 @@ from evalcore.runner.config import EvalConfig
 from evalcore.errors import EvalcoreError, note_published, published_note
 from evalcore.scoring.queries import run_questions
 from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs, target_clients
-from evalcore.pipeline.live_publish import recorder as _recorder
+from evalcore.pipeline.live_publish import OpeningPublish, recorder as _recorder
 from evalcore.runner.question_selection import collect_questions
 from evalcore.schemas import EvalQuestion, RunManifest
 from evalcore.schemas.ids import canonical_id
@@ -94,7 +94,8 @@ def _existing_done(store: RunStore, run_id: str) -> set[tuple[str, str, int]]:
 
 async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuestion],
                done: set[tuple[str, str, int]], probe: bool,
-               on_batch: Callable[[list], None] | None = None) -> tuple[AskStats, dict[str, Any] | None, int]:
+               on_batch: Callable[[list], None] | None = None,
+               opening: OpeningPublish | None = None) -> tuple[AskStats, dict[str, Any] | None, int]:
     clients = target_clients(config)
     try:
         info = await _probe(clients, config) if probe else None
@@ -102,7 +103,8 @@ async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuesti
             writer.update_manifest(target_info=info)
         jobs = plan_jobs(questions, config.methods, done, config.trials)
         on_flush = _recorder(writer, len(done), _expected(config, questions))
-        sink = ResponseSink(writer, config.batch_size, on_flush=on_flush, on_batch=on_batch)
+        sink = ResponseSink(writer, config.batch_size, on_flush=on_flush, on_batch=on_batch,
+                            before_first_write=opening.wait if opening else None)
         stats = await ask_jobs(jobs, clients, config, sink, show_progress=config.progress)
         return stats, info, len(jobs)
     finally:
@@ -157,7 +159,10 @@ def _finish(writer: RunWriter, store: RunStore, status: str, started: float, not
 
 
 def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
-             done: set[tuple[str, str, int]], probe: bool, engine: str = "local", address: str | None = None) -> RunResult:
+             done: set[tuple[str, str, int]], probe: bool, engine: str = "local", address: str | None = None,
+             opening: OpeningPublish | None = None) -> RunResult:
+    """Ask, score, finish. `opening`: a new run's first publish, still going on (the answers'
+    first write waits for it; if it failed, no answer was written and the run is removed)."""
     started = time.perf_counter()
     writer.update_manifest(status="running", finished_at=None)
     streaming = _streaming_scorer(config, store, writer, questions, done, engine)
@@ -166,26 +171,54 @@ def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: 
             stats = _ask_on_ray(config, store, writer, questions, done, probe, address)
         else:
             stats, _, _ = asyncio.run(_ask(config, writer, questions, done, probe,
-                                           on_batch=streaming.add if streaming else None))
+                                           on_batch=streaming.add if streaming else None, opening=opening))
+        if opening is not None:
+            opening.wait()  # (a run that wrote no answer did not wait for it yet)
         tail = time.perf_counter()
         report = streaming.finish() if streaming else None  # the answers' last chunk, scored now
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        if opening is not None and opening.failure is not None:  # nothing was written after it
+            _discard_failed_start(store, writer, streaming, opening, exc)
+        raise _finish_interrupted(store, writer, streaming, started, exc)
+    return _complete(config, store, writer, questions, done, engine, address, streaming, stats, started, tail, report)
+
+
+def _discard_failed_start(store: RunStore, writer: RunWriter, streaming: Any, opening: OpeningPublish,
+                          exc: BaseException) -> None:
+    """A run whose first publish failed (a full disk) is removed, as one failing before the
+    asking was: it holds questions but no answer; the error raised is that publish's."""
+    if streaming:
+        streaming.stop()
+    store.delete_run(writer.run_id)
+    raise opening.failure from (None if exc is opening.failure else exc)
+
+
+def _finish_interrupted(store: RunStore, writer: RunWriter, streaming: Any, started: float,
+                        exc: BaseException) -> BaseException:
+    """Record a run that stopped before its end (Ctrl-C: cancelled; anything else: failed),
+    keeping what it published; returns the exception to raise."""
+    if isinstance(exc, KeyboardInterrupt):
         if streaming:
             streaming.stop()  # its chunks written so far are published below
         _finish(writer, store, "cancelled", started, note="cancelled by the user; continue with --resume")
-        raise
-    except BaseException as exc:
-        if streaming:
-            streaming.stop()
-        if isinstance(exc, OSError):  # a full disk: the answers published so far are kept
-            _note_resume(exc, writer.run_id)
-        try:
-            _finish(writer, store, "failed", started, note=f"failed: {type(exc).__name__}: {exc}")
-        except OSError:
-            if not isinstance(exc, OSError):
-                raise
-            # the disk is still full: the first failure, which says what was kept, is reported
-        raise
+        return exc
+    if streaming:
+        streaming.stop()
+    if isinstance(exc, OSError):  # a full disk: the answers published so far are kept
+        _note_resume(exc, writer.run_id)
+    try:
+        _finish(writer, store, "failed", started, note=f"failed: {type(exc).__name__}: {exc}")
+    except OSError:
+        if not isinstance(exc, OSError):
+            raise
+        # the disk is still full: the first failure, which says what was kept, is reported
+    return exc
+
+
+def _complete(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
+              done: set, engine: str, address: str | None, streaming: Any, stats: AskStats, started: float,
+              tail: float, report: Any) -> RunResult:
+    """Publish a run whose every job was asked, and score it if it was not scored while asking."""
     _note_worker_failure(writer, streaming)
     scored = (streaming.record(), time.perf_counter() - tail) if report is not None else None
     try:
@@ -332,11 +365,14 @@ def run_evaluation(config: EvalConfig, store: RunStore | None = None, engine: st
         writer = store.create_run(manifest)
         try:
             writer.write_questions(questions)
-            writer.publish()
+            if engine == "ray":  # (its actors write answers at once: published first)
+                writer.publish()
         except OSError:  # a full disk: a failed start leaves no run claiming questions it lacks
             store.delete_run(writer.run_id)
             raise
-        return _execute(config, store, writer, questions, set(), probe=False, engine=engine, address=address)
+        opening = OpeningPublish(writer) if engine != "ray" else None  # beside the asking: see there
+        return _execute(config, store, writer, questions, set(), probe=False, engine=engine, address=address,
+                        opening=opening)
 
 
 async def _probe_only(config: EvalConfig, snapshot: bool = False) -> dict[str, Any] | None:

@@ -83,8 +83,10 @@ class ResponseSink:
 
     def __init__(self, writer: RunWriter, batch_size: int,
                  on_flush: Callable[[int], None] | None = None,
-                 on_batch: Callable[[list[EvalResponse]], None] | None = None):
+                 on_batch: Callable[[list[EvalResponse]], None] | None = None,
+                 before_first_write: Callable[[], None] | None = None):
         self.writer = writer
+        self._before_first_write = before_first_write  # e.g. the run's first publish, made meanwhile
         self.batch_size = batch_size
         self.on_flush = on_flush
         self.on_batch = on_batch  # gets each batch as written (scoring while asking: scoring/streaming.py)
@@ -131,6 +133,9 @@ class ResponseSink:
                 batch, self._buffer, self._held = self._buffer, [], (0, 0)
             if not batch:
                 return 0
+            if self._before_first_write is not None:
+                self._before_first_write()  # raises, as a failed write would
+                self._before_first_write = None
             n = len(batch)
             try:
                 self.writer.write_responses(batch)

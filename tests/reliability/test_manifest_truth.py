@@ -229,12 +229,14 @@ def _live(root: Path, run_id: str) -> tuple[int, object]:
     return int(n["n"][0]), store.manifest(run_id)
 
 
-def test_run_whose_start_fills_the_disk_leaves_no_run(target, tmp_path, monkeypatch, capsys):
-    """The run's questions could not be published: no run is left claiming them."""
+@pytest.mark.parametrize("match", ["parts/questions/", "data/.questions-"])
+def test_run_whose_start_fills_the_disk_leaves_no_run(target, tmp_path, monkeypatch, capsys, match):
+    """The run's questions could not be written, or published (which goes on while the first
+    questions are asked): no run is left claiming them."""
     root = tmp_path / "runs"
     args = ("--store", str(root), "run", "--target", target.url, "--dataset", str(_questions(tmp_path)),
             "--no-score", "--no-progress")
-    disk = _fill(monkeypatch, "parts/questions/")
+    disk = _fill(monkeypatch, match)
     code, _, err = _cli(monkeypatch, capsys, *args)
     assert code == 2 and "nothing already stored was changed" in err, err
     assert RunStore(root).run_ids() == []
