@@ -36,8 +36,26 @@ def parse_manifest(path: Location, raw: bytes) -> RunManifest:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise StoreError(f"{path}: unreadable run manifest ({exc})") from exc
+    if not isinstance(data, dict):
+        raise StoreError(f"{path}: unreadable run manifest (a JSON {type(data).__name__}, not an object)")
     version = data.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise StoreError(f"{path}: store format version {version!r} is newer than this evalcore "
                          f"understands ({FORMAT_VERSION}); upgrade evalcore to read it")
+    if b"\\u" in raw:  # only an escape spells a lone surrogate or NUL in JSON text
+        data = _storable(path, data)
     return RunManifest.model_validate(data)
+
+
+def _storable(path: Location, data: dict) -> dict:
+    """`data` with every lone UTF-16 surrogate and NUL in its text replaced by U+FFFD, and a note
+    naming the fields. A run.json edited by hand or written by another tool may hold them
+    (JSON spells them `\\ud800`, `\\u0000`); UTF-8 cannot encode the first, and a name holding
+    one made every reader of the store fail (DuckDB refuses such text), not just this run."""
+    from evalcore.schemas.storable import make_storable, storable_note
+
+    data, repaired = make_storable(data)
+    if repaired:
+        notes = data.get("notes") if isinstance(data.get("notes"), list) else []
+        data["notes"] = [*notes, f"{path.name}: " + storable_note(repaired)]
+    return data
