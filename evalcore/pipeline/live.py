@@ -1,10 +1,11 @@
-"""run_evaluation / resume_run: a live run from config to a scored run in the store.
+"""run_evaluation: a live run from config to a scored run in the store (resume_run, which
+continues one, is pipeline/live_resume.py).
 
 Flow (seed 004's runner, made resumable):
  1. health check every target (fail before anything is written if one is down);
  2. snapshot GET /models/info and GET /index/stats into the manifest's `target_info`;
  3. create the run in place (status `running`, visible to `evalcore runs` and the app)
-    and write its questions;
+    and write its questions (published beside the asking: live_publish.OpeningPublish);
  4. ask every missing (question, method, trial) job (engine.py), answers in small atomic batches;
  5. status -> complete (or cancelled on Ctrl-C, failed on an unexpected error);
  6. score through evalcore.scoring.engine.score_run when that module is installed, with the
@@ -30,14 +31,11 @@ from typing import Any, Callable, Iterator
 from evalcore import __version__
 from evalcore.runner.config import EvalConfig
 from evalcore.errors import EvalcoreError, note_published, published_note
-from evalcore.scoring.queries import run_questions
 from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs, target_clients
 from evalcore.pipeline.live_publish import OpeningPublish, recorder as _recorder
 from evalcore.runner.question_selection import collect_questions
 from evalcore.schemas import EvalQuestion, RunManifest
-from evalcore.schemas.ids import canonical_id
 from evalcore.schemas.storable import make_storable, storable_note
-from evalcore.common.secret_urls import MASK
 from evalcore.store import FORMAT_VERSION, RunStore, RunWriter, new_run_id, query_df
 from evalcore.targets.client import TargetClient
 
@@ -86,12 +84,6 @@ def _expected(config: EvalConfig, questions: list[EvalQuestion]) -> int:
     return len(questions) * len(config.methods) * config.trials
 
 
-def _existing_done(store: RunStore, run_id: str) -> set[tuple[str, str, int]]:
-    """The (method, question id, trial) answers the run has: what a resume does not ask again."""
-    df = query_df(store, "SELECT DISTINCT method, question_id, trial FROM trial_responses WHERE run_id = ?", [run_id])
-    return set(zip(df["method"], df["question_id"], (int(t) for t in df["trial"])))
-
-
 async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuestion],
                done: set[tuple[str, str, int]], probe: bool,
                on_batch: Callable[[list], None] | None = None,
@@ -118,7 +110,7 @@ def _ask_on_ray(config: EvalConfig, store: RunStore, writer: RunWriter, question
     from evalcore.scale.ray_asking import ask_on_ray
 
     if probe:
-        writer.update_manifest(target_info=asyncio.run(_probe_only(config, snapshot=True)))
+        writer.update_manifest(target_info=asyncio.run(probe_only(config, snapshot=True)))
     jobs = plan_jobs(questions, config.methods, done, config.trials)
     on_written = _recorder(writer, len(done), _expected(config, questions))
     return ask_on_ray(config, store, writer.run_id, jobs, on_written=on_written, address=address)
@@ -158,7 +150,7 @@ def _finish(writer: RunWriter, store: RunStore, status: str, started: float, not
     return writer.read_manifest()
 
 
-def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
+def execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
              done: set[tuple[str, str, int]], probe: bool, engine: str = "local", address: str | None = None,
              opening: OpeningPublish | None = None) -> RunResult:
     """Ask, score, finish. `opening`: a new run's first publish, still going on (the answers'
@@ -233,7 +225,7 @@ def _complete(config: EvalConfig, store: RunStore, writer: RunWriter, questions:
     if report is not None:
         result.score_result, result.scored, result.score_message = report, True, "scored while asking"
     elif config.score:
-        _score(store, writer, config, result, engine, address)
+        score_afterwards(store, writer, config, result, engine, address)
     return result
 
 
@@ -242,7 +234,7 @@ def _streaming_scorer(config: EvalConfig, store: RunStore, writer: RunWriter, qu
     """A scorer that scores answers while the rest are asked (scoring/streaming.py): for a
     fresh local run with scoring on. A resumed run (answers from before) and the Ray engine
     score after the last answer, as does a run whose metrics cannot stream (judge, embeddings:
-    the scorer then gives up and `_score` runs). A large run scores in a child process."""
+    the scorer then gives up and `score_afterwards` runs). A large run scores in a child process."""
     if not config.score or done or engine != "local" or importlib.util.find_spec("evalcore.scoring.streaming") is None:
         return None
     from evalcore.scoring import streaming
@@ -273,7 +265,7 @@ def _note_resume(exc: OSError, run_id: str) -> None:
                         f"`evalcore run --resume {run_id}`")
 
 
-def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunResult,
+def score_afterwards(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunResult,
            engine: str = "local", address: str | None = None) -> None:
     """Score with evalcore.scoring.engine when it exists (on Ray with engine "ray"); the answers are
     kept either way."""
@@ -314,7 +306,7 @@ def _score(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunRe
 ENGINES = ("local", "ray")
 
 
-def _check_engine(engine: str, address: str | None) -> None:
+def check_engine(engine: str, address: str | None) -> None:
     """Before anything is read or written: a known engine, and Ray installed for "ray"."""
     if engine not in ENGINES:
         raise EvalcoreError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
@@ -327,7 +319,7 @@ def _check_engine(engine: str, address: str | None) -> None:
 
 
 @contextmanager
-def _engine_session(engine: str, address: str | None) -> Iterator[None]:
+def engine_session(engine: str, address: str | None) -> Iterator[None]:
     """Hold one Ray session for the whole command with engine "ray" (asking, then scoring), so a
     local instance starts once and is shut down at the end (an existing session is reused)."""
     if engine != "ray":
@@ -347,7 +339,7 @@ def run_evaluation(config: EvalConfig, store: RunStore | None = None, engine: st
     instance); the answers and the guarantees are the local engine's (evalcore/scale/ray_asking.py)."""
     store = store or RunStore(config.store)
     config.check_metric_choice()  # a typo in --metrics must not cost a whole collection
-    _check_engine(engine, address)  # before the dataset is read or the target probed
+    check_engine(engine, address)  # before the dataset is read or the target probed
     questions, dataset_info = collect_questions(config)
     name = config.name or dataset_info.get("name") or "live"
     manifest = RunManifest(format_version=FORMAT_VERSION, run_id=new_run_id(name), name=name, kind="live",
@@ -358,10 +350,10 @@ def run_evaluation(config: EvalConfig, store: RunStore | None = None, engine: st
                            judges=[config.judge_option] if config.judge_option else [],
                            counts={"questions": len(questions), "expected": _expected(config, questions)})
     # Probe before creating the run, so an unreachable server leaves no empty run behind.
-    manifest.target_info = asyncio.run(_probe_only(config, snapshot=True))
+    manifest.target_info = asyncio.run(probe_only(config, snapshot=True))
     if manifest.target_info.get("note"):
         manifest.notes.append(manifest.target_info["note"])
-    with _engine_session(engine, address):  # a cluster that cannot be reached: no run is created
+    with engine_session(engine, address):  # a cluster that cannot be reached: no run is created
         writer = store.create_run(manifest)
         try:
             writer.write_questions(questions)
@@ -371,11 +363,11 @@ def run_evaluation(config: EvalConfig, store: RunStore | None = None, engine: st
             store.delete_run(writer.run_id)
             raise
         opening = OpeningPublish(writer) if engine != "ray" else None  # beside the asking: see there
-        return _execute(config, store, writer, questions, set(), probe=False, engine=engine, address=address,
+        return execute(config, store, writer, questions, set(), probe=False, engine=engine, address=address,
                         opening=opening)
 
 
-async def _probe_only(config: EvalConfig, snapshot: bool = False) -> dict[str, Any] | None:
+async def probe_only(config: EvalConfig, snapshot: bool = False) -> dict[str, Any] | None:
     clients = target_clients(config, lanes=1)
     try:
         if snapshot:
@@ -386,96 +378,3 @@ async def _probe_only(config: EvalConfig, snapshot: bool = False) -> dict[str, A
     finally:
         for client in clients.values():
             await client.aclose()
-
-
-def _unscored_responses(store: RunStore, run_id: str) -> int:
-    """Responses (of any trial) with no metric value at all: scoring was interrupted (or never ran)."""
-    df = query_df(store, """
-        SELECT count(*) AS n FROM trial_responses r
-        WHERE r.run_id = ? AND NOT EXISTS (
-            SELECT 1 FROM trial_metrics m
-            WHERE m.run_id = r.run_id AND m.method = r.method AND m.question_id = r.question_id
-              AND m.trial = r.trial)""", [run_id])
-    return int(df["n"][0])
-
-
-def _questions_for_resume(store: RunStore, writer: RunWriter, manifest: RunManifest,
-                          config: EvalConfig) -> list[EvalQuestion]:
-    """The run's questions; when a crash came before all were written (the run is visible from
-    its creation), collect them again from the same dataset and write the missing ones. The
-    dataset must be the one the run started with (same fingerprint)."""
-    questions = run_questions(store, writer.run_id)
-    expected = manifest.counts.get("questions") or 0
-    if len(questions) >= expected:
-        return questions
-    collected, info = collect_questions(config)
-    want, got = manifest.dataset.get("fingerprint"), info.get("fingerprint")
-    if want and got and want != got:
-        raise EvalcoreError(f"run {writer.run_id}: its dataset changed since the run started "
-                            f"({want} -> {got}); cannot resume it with the same questions")
-    have = {q.id for q in questions}
-    missing = [q for q in collected if q.id not in have]
-    if len(have) + len(missing) != expected:
-        raise EvalcoreError(f"run {writer.run_id}: expected {expected} questions, the dataset gives "
-                            f"{len(have) + len(missing)}; cannot resume")
-    writer.write_questions(missing)
-    writer.publish()
-    return run_questions(store, writer.run_id)
-
-
-def resume_run(run_ref: str, store: RunStore | None = None, config: EvalConfig | None = None,
-               engine: str = "local", address: str | None = None, **overrides: Any) -> RunResult:
-    """Continue a live run: ask only the (question, method, trial) jobs that have no stored answer.
-
-    The config comes from the run's manifest unless one is given (e.g. to supply headers);
-    `overrides` may change operational settings (concurrency, timeout, progress, score...).
-    Any engine can resume a run any engine started.
-    """
-    _check_engine(engine, address)
-    store = store or RunStore()
-    run_id = store.resolve(run_ref)
-    manifest = store.manifest(run_id)
-    if manifest.kind != "live":
-        raise EvalcoreError(f"run {run_id} is a {manifest.kind} run; only live runs can be resumed")
-    base = config or EvalConfig.from_snapshot(manifest.config)
-    allowed = {"concurrency", "timeout", "retries", "backoff", "batch_size", "progress", "score",
-               "judge", "no_judge", "metrics", "groups", "flush_seconds", "follow_redirects", "max_response_mb"}
-    bad = set(k for k, v in overrides.items() if v is not None) - allowed
-    if bad:
-        raise EvalcoreError(f"cannot change {sorted(bad)} when resuming; they define the run")
-    config = base.with_settings(**{k: v for k, v in overrides.items() if v is not None})  # validated
-    config.check_metric_choice()
-    started = EvalConfig.from_snapshot(manifest.config).trials
-    if config.trials != started:  # a --config given to resume may not change what the run asks
-        raise EvalcoreError(f"run {run_id} was started with {started} trial(s) per question; the config asks "
-                            f"{config.trials}: trials define the run")
-    if [m.name for m in config.methods] != manifest.methods:
-        raise EvalcoreError(f"the config's methods {[m.name for m in config.methods]} differ from the "
-                            f"run's {manifest.methods}")
-    for spec in config.targets.values():
-        if MASK in spec.url:
-            raise EvalcoreError("this run's target URL carried credentials or a secret query value, which "
-                                "were not stored; pass the same --config to resume (prefer ${ENV_NAME} headers)")
-        if any(v.startswith("<redacted") for v in spec.headers.values()):
-            raise EvalcoreError("this run's target used a literal secret header that was not stored; "
-                                "pass the same --config to resume (prefer ${ENV_NAME} headers)")
-    writer = store.open_run(run_id)
-    questions = _questions_for_resume(store, writer, manifest, config)
-    if any(q.id != canonical_id(q.id) for q in questions):  # new answers would get other ids
-        raise EvalcoreError(f"run {run_id} was written by an older evalcore with question ids not in the "
-                            "canonical form (NFC, no outer spaces: docs/data-formats.md); it cannot be "
-                            "resumed, start a new run")
-    done = _existing_done(store, run_id)
-    if manifest.status == "complete" and not plan_jobs(questions, config.methods, done, config.trials):
-        result = RunResult(run_id=run_id, status="complete", store_root=str(store.root),
-                           methods=manifest.methods, n_questions=len(questions), asked=0, trials=config.trials,
-                           score_message="nothing to resume: every question has an answer for every method"
-                                         + (" and trial" if config.trials > 1 else ""))
-        if config.score and _unscored_responses(store, run_id):
-            with _engine_session(engine, address):
-                _score(store, writer, config, result, engine, address)  # scoring was interrupted: finish it
-        return result
-    asyncio.run(_probe_only(config))
-    with _engine_session(engine, address):
-        return _execute(config, store, writer, questions, done, probe=not manifest.target_info,
-                        engine=engine, address=address)
