@@ -120,3 +120,16 @@ def test_files_the_block_does_not_take_are_read_one_by_one(tmp_path):
     paths[4].unlink()
     paths[4].write_bytes(b"not parquet")
     assert part_block.read_block(paths, "metrics") is None
+
+
+@pytest.mark.parametrize("table", ["responses", "metrics", "judge_calls", "claims"])
+@pytest.mark.parametrize("seed", range(4))
+def test_keys_compared_as_text_and_by_their_hashes_pick_the_same_rows(tmp_path, monkeypatch, table, seed):
+    """A small merge compares its keys exactly (merge._exact_order); a large one by two hashes
+    per HASH_ROWS rows. Forced to hash every file on its own, the same rows come out."""
+    paths = _write_parts(tmp_path, table, 100 + seed, n_files=6 + seed * 5)
+    exact = _merged(paths, table, tmp_path / "exact.parquet", False, monkeypatch)
+    monkeypatch.setattr(merge_module, "HASH_ROWS", 1)
+    hashed = _merged(paths, table, tmp_path / "hashed.parquet", False, monkeypatch)
+    assert exact[1] == hashed[1] and exact[0].equals(hashed[0])
+    assert exact[1][1] < exact[1][0]  # keys collided: the rule was exercised
