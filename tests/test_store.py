@@ -3,6 +3,7 @@
 import json
 import math
 
+import duckdb
 import pytest
 
 from evalcore.errors import StoreError
@@ -11,6 +12,7 @@ from evalcore.scoring.queries import run_questions, run_responses
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
 from evalcore.schemas.results import Annotation
 from evalcore.store import FORMAT_VERSION, RunStore, check_run_id, new_run_id, open_db, query_df
+from evalcore.store.summary import summary_sql
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -330,3 +332,36 @@ def test_a_published_table_is_read_in_blocks_through_the_store(store):
     reader = answers.ray_dataset(Reader(), num_cpus=0.25)
     assert reader.columns == ["record"] and reader.seen[2] == {"num_cpus": 0.25}
     assert reader.seen[1] == store.remote  # an s3:// store's file comes with its filesystem
+
+
+def test_a_run_without_judge_calls_has_the_judges_summary_duckdb_gives(store, monkeypatch):
+    """Its (empty) judges' summary is not computed at every publish (compaction._no_judge_calls):
+    the file holds no row, in the very columns and types DuckDB's own query gives, trials or not;
+    the first judge call fills it."""
+    import pyarrow.parquet as pq
+
+    from evalcore.schemas import JudgeCall, JudgeId
+    from evalcore.store import compaction
+    from evalcore.store.layout import read_pointer_versioned
+
+    monkeypatch.setattr(compaction, "_NO_JUDGE_CALLS", {})
+    writer = store.create_run(_manifest())
+    _fill(writer)
+    writer.write_responses([EvalResponse(question_id="q1", method="a", answer="again", trial=1)])
+    writer.publish()  # a run with trials: the other SQL
+    for trials in (False, True):
+        sql = summary_sql("summary_judges", trials=trials)
+        con = duckdb.connect()
+        for table in ("responses", "metrics", "judge_calls"):
+            compaction._define(con, table, None)
+        assert compaction._no_judge_calls(con, sql).schema.equals(con.sql(sql).to_arrow_table().schema)
+    pointer, _ = read_pointer_versioned(store.run_dir("r1"))
+    if not store.remote:
+        written = pq.read_table(store.run_dir("r1") / pointer["files"]["summary_judges"])
+        assert written.num_rows == 0 and written.schema.equals(compaction._NO_JUDGE_CALLS[
+            summary_sql("summary_judges", trials=True)])
+    judge = JudgeId(provider="anthropic", model="m", prompt_id="p", prompt_version="1")
+    writer.write_judge_calls([JudgeCall(run_id="r1", call_key="k1", judge_id=judge, method="a", question_id="q1",
+                                        purpose="support", request={"x": 1}, cost_usd=0.01)])
+    writer.publish()
+    assert query_df(store, "SELECT n_calls FROM summary_judges WHERE method = 'a'")["n_calls"].tolist() == [1.0]

@@ -149,6 +149,21 @@ def _merge_to(path: Location, table: str, sources: list[Location]) -> Merged:
     return merged
 
 
+_NO_JUDGE_CALLS: dict[str, pa.Schema] = {}  # the judges' summary of a run without judge calls, per SQL
+
+
+def _no_judge_calls(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+    """The judges' summary of a run that has no judge call: no row, in the columns and types
+    DuckDB gives it (computed once per process: ~10 ms of every publish of an unjudged run)."""
+    schema = _NO_JUDGE_CALLS.get(sql)
+    if schema is None:
+        arrow = con.sql(sql).to_arrow_table()
+        if arrow.num_rows:  # (never: every row comes from a judge call)
+            return arrow
+        schema = _NO_JUDGE_CALLS[sql] = arrow.schema
+    return schema.empty_table()
+
+
 def _define(con: duckdb.DuckDBPyConnection, table: str, path: Location | None) -> None:
     """The view the derived tables' SQL reads `table` through: its canonical file. Tables of
     answers get two, as readers have (store/views.py): `trial_<table>` with every trial, `<table>`
@@ -252,7 +267,10 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
         derived = {name: summary_sql(name, trials=trials) for name in SUMMARY_TABLES}
         derived[WIDE_TABLE] = wide_compute_sql(con)  # one row per answer (store/wide.py)
         for name, sql in derived.items():
-            arrow = con.sql(sql).to_arrow_table()
+            if name == "summary_judges" and "judge_calls" not in files:
+                arrow = _no_judge_calls(con, sql)
+            else:
+                arrow = con.sql(sql).to_arrow_table()
             rel = f"{DATA_DIR}/{name}-{tag}.parquet"
             write_parquet_atomic(run_dir / rel, arrow, **(WIDE_WRITE if name == WIDE_TABLE else {}),
                                  within=run_root(run_dir))
