@@ -156,9 +156,10 @@ def execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: l
     """Ask, score, finish. `opening`: a new run's first publish, still going on (the answers'
     first write waits for it; if it failed, no answer was written and the run is removed)."""
     started = time.perf_counter()
-    writer.update_manifest(status="running", finished_at=None)
-    streaming = _streaming_scorer(config, store, writer, questions, done, engine)
+    streaming = None
     try:
+        writer.update_manifest(status="running", finished_at=None)
+        streaming = _streaming_scorer(config, store, writer, questions, done, engine)
         if engine == "ray":
             stats = _ask_on_ray(config, store, writer, questions, done, probe, address)
         else:
@@ -169,7 +170,7 @@ def execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: l
         tail = time.perf_counter()
         report = streaming.finish() if streaming else None  # the answers' last chunk, scored now
     except BaseException as exc:
-        if opening is not None and opening.failure is not None:  # nothing was written after it
+        if opening is not None and opening.settled() is not None:  # no answer was written after it
             _discard_failed_start(store, writer, streaming, opening, exc)
         raise _finish_interrupted(store, writer, streaming, started, exc)
     return _complete(config, store, writer, questions, done, engine, address, streaming, stats, started, tail, report)
@@ -178,10 +179,13 @@ def execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: l
 def _discard_failed_start(store: RunStore, writer: RunWriter, streaming: Any, opening: OpeningPublish,
                           exc: BaseException) -> None:
     """A run whose first publish failed (a full disk) is removed, as one failing before the
-    asking was: it holds questions but no answer; the error raised is that publish's."""
+    asking was: it holds questions but no answer. The error raised is that publish's (which
+    says nothing was stored), or Ctrl-C's when the user stopped the run meanwhile."""
     if streaming:
         streaming.stop()
     store.delete_run(writer.run_id)
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
     raise opening.failure from (None if exc is opening.failure else exc)
 
 

@@ -77,6 +77,11 @@ class OpeningPublish:
 
     def wait(self) -> None:
         """Once the publish is done; raises what made it fail."""
-        self._thread.join()
-        if self.failure is not None:
+        if self.settled() is not None:
             raise self.failure
+
+    def settled(self) -> BaseException | None:
+        """Once the publish is done: what made it fail, or None. (A run that stops before its
+        first answer asks this before deciding what it leaves behind.)"""
+        self._thread.join()
+        return self.failure

@@ -247,6 +247,62 @@ def test_run_whose_start_fills_the_disk_leaves_no_run(target, tmp_path, monkeypa
     assert visible == 3 and manifest.counts["responses"] == 3 and manifest.status == "complete"
 
 
+class FullAfter(FullDisk):
+    """The disk fills just after the first durable write of a file whose path holds `match`:
+    that write succeeds, every later one fails."""
+
+    def fsync(self, fd: int) -> None:
+        if self.full:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self._fsync(fd)
+        if not stat.S_ISDIR(os.fstat(fd).st_mode) and self.match in os.readlink(f"/proc/self/fd/{fd}"):
+            self.full = True
+
+
+def test_run_whose_disk_fills_just_after_its_questions_leaves_no_run(target, tmp_path, monkeypatch, capsys):
+    """The questions are written; the run's status and its first publish (beside the asking)
+    both fail: whichever fails first, no run is left claiming the questions, and the message
+    says so truly."""
+    root = tmp_path / "runs"
+    args = ("--store", str(root), "run", "--target", target.url, "--dataset", str(_questions(tmp_path)),
+            "--no-score", "--no-progress")
+    disk = FullAfter("parts/questions/")
+    monkeypatch.setattr(os, "fsync", disk.fsync)
+    code, _, err = _cli(monkeypatch, capsys, *args)
+    assert code == 2 and "nothing already stored was changed" in err, err
+    assert RunStore(root).run_ids() == []
+    disk.full, disk.match = False, "\0never"
+    assert _cli(monkeypatch, capsys, *args)[0] == 0
+
+
+def test_ctrl_c_while_a_failing_first_publish_goes_on_leaves_no_run(target, tmp_path, monkeypatch):
+    """Ctrl-C before the first answer, while the run's first publish is still going on and then
+    fails: the run is removed (it holds no answer), and the interruption is what is raised."""
+    import time
+
+    from evalcore.pipeline import live
+    from evalcore.runner.config import EvalConfig
+    from evalcore.store import compaction
+
+    real_merge = compaction._merge_to
+
+    def slow_failing_merge(path, table, sources):
+        time.sleep(0.3)  # still publishing when the user presses Ctrl-C
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    async def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(compaction, "_merge_to", slow_failing_merge)
+    monkeypatch.setattr(live, "ask_jobs", interrupted)
+    store = RunStore(tmp_path / "runs")
+    config = EvalConfig(target=target.url, dataset=str(_questions(tmp_path)), score=False, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        live.run_evaluation(config, store)
+    monkeypatch.setattr(compaction, "_merge_to", real_merge)
+    assert store.run_ids() == []
+
+
 @pytest.mark.parametrize("match", ["parts/responses/", "data/.responses-"])
 def test_run_that_fills_the_disk_while_asking_counts_only_published_answers(target, tmp_path, monkeypatch,
                                                                             capsys, match):
