@@ -133,3 +133,30 @@ def test_keys_compared_as_text_and_by_their_hashes_pick_the_same_rows(tmp_path, 
     hashed = _merged(paths, table, tmp_path / "hashed.parquet", False, monkeypatch)
     assert exact[1] == hashed[1] and exact[0].equals(hashed[0])
     assert exact[1][1] < exact[1][0]  # keys collided: the rule was exercised
+
+
+def test_parts_that_decode_large_are_refused_without_being_held(tmp_path):
+    """Footers count text after dictionary encoding: a long text on every row weighs little there.
+    The block counts what it decodes and gives up past BLOCK_BYTES, holding no more than that
+    and the file in hand (a hostile review's 16 small parts once decoded to 2.6 GB at once)."""
+    import subprocess
+    import sys
+
+    rows, text = 2000, "x" * 4000  # 8 MB per part decoded, a few KB on disk
+    paths = []
+    for i in range(8):
+        table = pa.table({"run_id": ["r"] * rows, "method": ["m"] * rows,
+                          "question_id": [f"q{j}" for j in range(rows)], "answer": [text] * rows})
+        table = pa.Table.from_arrays([table.column(f.name).cast(f.type) if f.name in table.column_names
+                                      else pa.nulls(rows, f.type) for f in SCHEMAS["responses"]],
+                                     schema=SCHEMAS["responses"])
+        paths.append(tmp_path / f"part-{i}.parquet")
+        pq.write_table(table, paths[-1])
+    assert sum(p.stat().st_size for p in paths) < 2**20  # small on disk: only decoding tells
+    code = ("import sys, pyarrow as pa; from pathlib import Path; from evalcore.store import part_block; "
+            "assert part_block.read_block([Path(p) for p in sys.argv[1:]], 'responses') is None; "
+            "print(pa.default_memory_pool().max_memory())")
+    done = subprocess.run([sys.executable, "-c", code, *map(str, paths)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    peak_mb = int(done.stdout) / 2**20
+    assert peak_mb < part_block.BLOCK_BYTES / 2**20 + 3 * 8, peak_mb  # all eight parts would be 64 MB

@@ -285,14 +285,11 @@ def _batch_rows(per_row: float) -> int:
 
 
 def _sources(paths: list[Path], table: str) -> list[Path | PartBlock]:
-    """The files to merge, as read: small parts together as one block (store/part_block.py) —
-    all of them, or all but the first (the run's canonical file, often the large one) —,
-    otherwise each file alone."""
-    block = read_block(paths, table)
-    if block is not None:
-        return [block]
-    block = read_block(paths[1:], table)
-    return [paths[0], block] if block is not None else list(paths)
+    """The files to merge, as read: the part files together as one block (store/part_block.py)
+    after the run's canonical file (often the large one, streamed), or each file alone."""
+    head = [] if paths and paths[0].name.startswith("part-") else paths[:1]
+    block = read_block(paths[len(head):], table)
+    return [*head, block] if block is not None else list(paths)
 
 
 def _batches(source: Path | PartBlock) -> Iterator[tuple[pa.Table, float]]:

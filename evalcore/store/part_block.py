@@ -5,7 +5,8 @@ so its final publish merges ~80 small files for 1,000 answers. Opened one by one
 then rows), each cost ~1.5 ms of Python around pyarrow: most of the merge, which is most of
 the publish the user waits for after the last answer (bench/bench_runner.py). Arrow's dataset
 scanner reads the same files once, in C++, in about a third of that (one thread: faster than
-several for files this small, and no reader arenas kept).
+several for files this small, and no reader arenas kept), and counts what they decode to as it
+goes: past BLOCK_BYTES it stops, and the files are read one by one.
 
 The block is only a faster way to read: merge.py applies the very rules it applies to files
 read one by one (which row wins, another run's rows, the table's schema), using each row's
@@ -29,6 +30,7 @@ from evalcore.store.tables import SCHEMAS
 
 BLOCK_BYTES = 16 * 2**20  # decoded bytes of parts held at once (1,000 live answers: ~2 MB)
 MIN_FILES = 4  # fewer files gain nothing from one scan
+SCAN_ROWS = 1024  # rows decoded at a time while the block's size is counted
 
 
 @dataclass
@@ -67,13 +69,30 @@ def read_block(paths: list[Path], table: str) -> PartBlock | None:
         footers = [f.metadata for f in fragments]  # read once: the scan below uses them
         if any(not m.schema.to_arrow_schema().equals(schema) for m in footers):
             return None  # an older file, or another table's: conformed (or refused) file by file
-        decoded = sum(m.row_group(g).total_byte_size for m in footers for g in range(m.num_row_groups))
-        if decoded > BLOCK_BYTES:
+        encoded = sum(m.row_group(g).total_byte_size for m in footers for g in range(m.num_row_groups))
+        if encoded > BLOCK_BYTES:
             return None  # held at once: the merge of large parts streams them instead
-        rows = dataset.to_table(use_threads=False)  # faster for small files, and no reader arenas
+        rows = _bounded_scan(dataset)
         sizes = [m.num_rows for m in footers]
     except (OSError, pa.ArrowException):
         return None
-    if sum(sizes) != rows.num_rows:
+    if rows is None or sum(sizes) != rows.num_rows:
         return None
     return PartBlock(list(paths), rows, sizes)
+
+
+def _bounded_scan(dataset) -> pa.Table | None:
+    """The dataset's rows in order, or None as soon as they decode to more than BLOCK_BYTES.
+    The footers' sizes cannot bound it: they count values after dictionary and run-length
+    encoding, so a long text repeated on every row weighs little there (a hostile review's 16
+    parts "488 KB" each decoded to 2.6 GB). Batches of SCAN_ROWS rows keep the overshoot small."""
+    batches, held = [], 0
+    # one thread (see above), and nothing read ahead: at most one row group is decoded beyond
+    # what is held, as when the files are read one by one
+    for batch in dataset.to_batches(batch_size=SCAN_ROWS, use_threads=False, batch_readahead=0,
+                                    fragment_readahead=0):
+        held += batch.nbytes
+        if held > BLOCK_BYTES:
+            return None
+        batches.append(batch)
+    return pa.Table.from_batches(batches, schema=dataset.schema)
