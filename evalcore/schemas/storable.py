@@ -96,13 +96,10 @@ def make_storable(value: Any, fix: Callable[[str], tuple[str, int]] = storable_t
                 elif isinstance(item, (list, dict)):
                     stack.append((item, _join(path, i)))
         elif isinstance(node, dict):
-            renamed: dict[Any, str] = {}
+            renamed = _renamed_keys(node, fix)
             for key, item in node.items():
-                if isinstance(key, str):
-                    fixed_key, n = fix(key)
-                    if n:
-                        renamed[key] = fixed_key
-                        changed.append(_join(path, fixed_key) + " (key)")
+                if key in renamed:
+                    changed.append(_join(path, renamed[key]) + " (key)")
                 where = _join(path, renamed.get(key, key))
                 if isinstance(item, str):
                     fixed, n = fix(item)
@@ -116,6 +113,28 @@ def make_storable(value: Any, fix: Callable[[str], tuple[str, int]] = storable_t
                 node.clear()
                 node.update(items)
     return value, changed
+
+
+def _renamed_keys(node: dict, fix: Callable[[str], tuple[str, int]]) -> dict[Any, str]:
+    """The keys of `node` that need repair, and their repaired names. Keys that repair to a name
+    already there (`k\\ud800` and `k\\udfff` both to `k\ufffd`) get ` (2)`, ` (3)`... appended:
+    no value is lost to another, and keys that needed no repair keep their names."""
+    renamed: dict[Any, str] = {}
+    for key in node:
+        if isinstance(key, str):
+            fixed, n = fix(key)
+            if n:
+                renamed[key] = fixed
+    if not renamed:
+        return renamed
+    taken = {key for key in node if key not in renamed}
+    for key, fixed in renamed.items():
+        name, n = fixed, 2
+        while name in taken:
+            name, n = f"{fixed} ({n})", n + 1
+        renamed[key] = name
+        taken.add(name)
+    return renamed
 
 
 def storable_names(value: Any) -> Any:

@@ -17,6 +17,11 @@ from evalcore.store import fs as _fs
 from evalcore.store.fs import Location
 from evalcore.store.layout import FORMAT_VERSION
 
+# the deepest nesting of lists and objects a manifest can have: pydantic refuses to write a
+# deeper one (run.json is written by RunManifest.model_dump_json), and a reader that met one
+# failed on it (views serialise each manifest again), taking every run of the store with it
+MAX_DEPTH = 254
+
 
 def read_manifest(path: Location) -> RunManifest:
     """The manifest at `path`; a StoreError naming the file when it cannot be read (too large,
@@ -36,8 +41,13 @@ def parse_manifest(path: Location, raw: bytes) -> RunManifest:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise StoreError(f"{path}: unreadable run manifest ({exc})") from exc
+    except RecursionError:
+        raise StoreError(f"{path}: unreadable run manifest (nested deeper than JSON can be read)") from None
     if not isinstance(data, dict):
         raise StoreError(f"{path}: unreadable run manifest (a JSON {type(data).__name__}, not an object)")
+    if _depth(data) > MAX_DEPTH:
+        raise StoreError(f"{path}: unreadable run manifest (nested more than {MAX_DEPTH} levels deep, "
+                         "deeper than evalcore can write one)")
     version = data.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise StoreError(f"{path}: store format version {version!r} is newer than this evalcore "
@@ -55,7 +65,17 @@ def _storable(path: Location, data: dict) -> dict:
     from evalcore.schemas.storable import make_storable, storable_note
 
     data, repaired = make_storable(data)
-    if repaired:
-        notes = data.get("notes") if isinstance(data.get("notes"), list) else []
-        data["notes"] = [*notes, f"{path.name}: " + storable_note(repaired)]
+    if repaired and isinstance(data.get("notes", []), list):  # (other notes fail validation, as they would)
+        data["notes"] = [*data.get("notes", []), f"{path.name}: " + storable_note(repaired)]
     return data
+
+
+def _depth(data: object) -> int:
+    """How deeply lists and objects nest in `data` (an object holding a list: 2), walked without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest

@@ -77,3 +77,39 @@ def test_a_manifest_that_is_not_an_object_is_an_unreadable_run(two_runs, body):
     assert done.returncode == 0, done.stderr
     assert [row["run_id"] for row in json.loads(done.stdout)] == [good]
     assert "run.json" in done.stderr and "not an object" in done.stderr, done.stderr
+
+
+def _with_config(path, config_text: str) -> None:
+    data = json.loads(path.read_text())
+    data.pop("config", None)
+    text = json.dumps(data)
+    path.write_text(text[:-1] + ', "config": ' + config_text + "}")
+
+
+@pytest.mark.parametrize("lists", [252, 253, 400, 5000])
+def test_a_manifest_nested_deeper_than_evalcore_writes_is_an_unreadable_run(two_runs, lists):
+    """As deep as pydantic can write (a list 252 deep in `config`: 254 levels) is read; deeper
+    is a run listed apart, never a failure of the whole listing (it was: a serialisation error
+    from 253 lists, a RecursionError from ~990)."""
+    root, bad, good = two_runs
+    _with_config(root / bad / "run.json", '{"x": ' + "[" * lists + "]" * lists + "}")
+    done = _cli(root, "runs", "--json")
+    assert done.returncode == 0, done.stderr
+    listed = [row["run_id"] for row in json.loads(done.stdout)]
+    if lists <= 252:
+        assert sorted(listed) == sorted([bad, good]), done.stderr
+    else:
+        assert listed == [good] and "nested" in done.stderr, done.stderr
+
+
+def test_repair_makes_no_invalid_manifest_valid_and_loses_no_key(two_runs):
+    root, bad, _ = two_runs
+    path = root / bad / "run.json"
+    _with_config(path, '{"k\\ud800": "one", "k\\udfff": "two", "k\\ufffd": "three"}')
+    config = RunStore(root).manifest(bad).config
+    assert config == {"k\ufffd (2)": "one", "k\ufffd (3)": "two", "k\ufffd": "three"}
+    data = json.loads(path.read_text())
+    data["notes"] = "not a list"
+    path.write_text(json.dumps(data))
+    with pytest.raises(Exception, match="notes"):  # still what it was without the surrogate: invalid
+        RunStore(root).manifest(bad)
