@@ -35,9 +35,12 @@ from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs, 
 from evalcore.pipeline.live_publish import OpeningPublish, recorder as _recorder
 from evalcore.runner.question_selection import collect_questions
 from evalcore.schemas import EvalQuestion, RunManifest
-from evalcore.schemas.storable import make_storable, storable_note
+from evalcore.schemas.storable import cut_deep, make_storable, storable_note
 from evalcore.store import FORMAT_VERSION, RunStore, RunWriter, new_run_id, query_df
 from evalcore.targets.client import TargetClient
+
+
+INFO_DEPTH = 32  # levels of a target's info kept in run.json (deeper values are cut, and said)
 
 
 @dataclass
@@ -74,8 +77,11 @@ async def _probe(clients: dict[str, TargetClient], config: EvalConfig) -> dict[s
     # What the server said goes into run.json: text UTF-8 cannot hold must not stop the run
     # from being created (it used to leave an empty run folder behind).
     snapshot, repaired = make_storable(snapshot)
-    if repaired:
-        snapshot["note"] = "target info: " + storable_note(repaired)
+    snapshot, cut = cut_deep(snapshot, INFO_DEPTH)
+    notes = ([storable_note(repaired)] if repaired else []) + (
+        [f"cut {len(cut)} value(s) nested deeper than {INFO_DEPTH} levels: {', '.join(cut[:5])}"] if cut else [])
+    if notes:
+        snapshot["note"] = "target info: " + "; ".join(notes)
     return snapshot
 
 
@@ -170,6 +176,8 @@ def execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: l
         tail = time.perf_counter()
         report = streaming.finish() if streaming else None  # the answers' last chunk, scored now
     except BaseException as exc:
+        if streaming:
+            streaming.stop()  # first: its child must not outlive a run stopped here
         if opening is not None and opening.settled() is not None:  # no answer was written after it
             _discard_failed_start(store, writer, streaming, opening, exc)
         raise _finish_interrupted(store, writer, streaming, started, exc)

@@ -82,6 +82,11 @@ class OpeningPublish:
 
     def settled(self) -> BaseException | None:
         """Once the publish is done: what made it fail, or None. (A run that stops before its
-        first answer asks this before deciding what it leaves behind.)"""
-        self._thread.join()
-        return self.failure
+        first answer asks this before deciding what it leaves behind, so a second Ctrl-C does
+        not cut the wait short: the publish of the questions is bounded work.)"""
+        while True:
+            try:
+                self._thread.join()
+                return self.failure
+            except KeyboardInterrupt:
+                continue

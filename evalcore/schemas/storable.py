@@ -149,3 +149,29 @@ def storable_note(paths: list[str]) -> str:
     more = f" and {len(paths) - MAX_PATHS} more" if len(paths) > MAX_PATHS else ""
     return (f"replaced characters that cannot be stored or exported ({WHAT}) with U+FFFD in "
             f"{len(paths)} field(s): {shown}{more}")
+
+
+def cut_deep(value: Any, max_depth: int) -> tuple[Any, list[str]]:
+    """`value` (a JSON-like value this caller owns) with every non-empty list or object nested
+    more than `max_depth` levels deep replaced by a short text saying so, and the paths cut.
+
+    Why: what a server sends (a target's /models/info) goes into run.json, and a manifest nested
+    deeper than pydantic writes (~250 levels) cannot be written at all: a live run was refused
+    with "unexpected PydanticSerializationError" for a target whose info was nested 251 deep."""
+    cut: list[str] = []
+    if not isinstance(value, (list, dict)):
+        return value, cut
+    stack: list[tuple[Any, str, int]] = [(value, "", 1)]
+    while stack:
+        node, path, level = stack.pop()
+        keys = range(len(node)) if isinstance(node, list) else list(node)
+        for key in keys:
+            item = node[key]
+            if isinstance(item, (list, dict)) and item:
+                where = _join(path, key)
+                if level + 1 > max_depth:
+                    node[key] = f"<nested deeper than {max_depth} levels: not kept>"
+                    cut.append(where)
+                else:
+                    stack.append((item, where, level + 1))
+    return value, cut

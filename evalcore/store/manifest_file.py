@@ -71,10 +71,14 @@ def _storable(path: Location, data: dict) -> dict:
 
 
 def _depth(data: object) -> int:
-    """How deeply lists and objects nest in `data` (an object holding a list: 2), walked without recursion."""
+    """How deeply lists and objects nest in `data` (an object holding a list of one number: 2),
+    walked without recursion. An empty list or object is a value, as pydantic counts it when
+    it writes (a level only for containers that hold something)."""
     deepest, stack = 0, [(data, 1)]
     while stack:
         node, level = stack.pop()
+        if not node:
+            continue
         deepest = max(deepest, level)
         children = node.values() if isinstance(node, dict) else node
         stack.extend((c, level + 1) for c in children if isinstance(c, (dict, list)))

@@ -86,17 +86,17 @@ def _with_config(path, config_text: str) -> None:
     path.write_text(text[:-1] + ', "config": ' + config_text + "}")
 
 
-@pytest.mark.parametrize("lists", [252, 253, 400, 5000])
+@pytest.mark.parametrize("lists", [253, 254, 400, 5000])
 def test_a_manifest_nested_deeper_than_evalcore_writes_is_an_unreadable_run(two_runs, lists):
-    """As deep as pydantic can write (a list 252 deep in `config`: 254 levels) is read; deeper
-    is a run listed apart, never a failure of the whole listing (it was: a serialisation error
-    from 253 lists, a RecursionError from ~990)."""
+    """As deep as pydantic can write (252 lists around an empty one in `config`: 254 levels, an
+    empty list being a value) is read; deeper is a run listed apart, never a failure of the whole
+    listing (it was: a serialisation error from 253 lists, a RecursionError from ~990)."""
     root, bad, good = two_runs
     _with_config(root / bad / "run.json", '{"x": ' + "[" * lists + "]" * lists + "}")
     done = _cli(root, "runs", "--json")
     assert done.returncode == 0, done.stderr
     listed = [row["run_id"] for row in json.loads(done.stdout)]
-    if lists <= 252:
+    if lists <= 253:
         assert sorted(listed) == sorted([bad, good]), done.stderr
     else:
         assert listed == [good] and "nested" in done.stderr, done.stderr
@@ -113,3 +113,49 @@ def test_repair_makes_no_invalid_manifest_valid_and_loses_no_key(two_runs):
     path.write_text(json.dumps(data))
     with pytest.raises(Exception, match="notes"):  # still what it was without the surrogate: invalid
         RunStore(root).manifest(bad)
+
+
+@pytest.mark.parametrize("leaf", ["[]", "{}", "1"])
+def test_every_manifest_evalcore_can_write_it_reads(tmp_path, leaf):
+    """The reader's depth rule is the writer's: pydantic counts an empty list or object as a
+    value, not a level (a run.json with 252 lists around `[]` was written, then refused)."""
+    from evalcore.errors import StoreError
+    from evalcore.schemas import RunManifest
+    from evalcore.store import FORMAT_VERSION
+    from evalcore.store.manifest_file import parse_manifest
+
+    for lists in (250, 251, 252, 253):
+        value = json.loads("[" * lists + leaf + "]" * lists)
+        manifest = RunManifest(format_version=FORMAT_VERSION, run_id="r1", name="n", evalcore_version="t",
+                               config={"x": value})
+        try:
+            raw = manifest.model_dump_json().encode()
+        except Exception:  # noqa: BLE001 - pydantic's own limit: nothing evalcore writes
+            with pytest.raises(StoreError, match="nested"):
+                parse_manifest(tmp_path / "run.json", json.dumps({**json.loads(
+                    manifest.model_copy(update={"config": {}}).model_dump_json()), "config": {"x": value}}).encode())
+            continue
+        assert parse_manifest(tmp_path / "run.json", raw).config == {"x": value}
+
+
+def test_a_target_whose_info_nests_deep_still_gets_its_run(tmp_path):
+    """/models/info nested 251 deep once made `run` fail with an unexpected serialisation
+    error; the run is made, with the info cut at 32 levels and a note saying so."""
+    from .servers import ScriptedServer, ok_json, rag_answer
+
+    deep = json.loads("[" * 251 + "1" + "]" * 251)
+    server = ScriptedServer(lambda r: rag_answer(r["body"]["question"]),
+                            on_get=lambda r: ok_json({"status": "ok"} if r["path"] == "/health" else {"llm": deep}))
+    server.start()
+    try:
+        questions = tmp_path / "q.jsonl"
+        questions.write_text(json.dumps({"id": "q1", "question": "one?"}) + "\n")
+        root = tmp_path / "runs"
+        done = _cli(root, "run", "--target", server.url, "--dataset", str(questions), "--no-score", "--no-progress")
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr
+    (run_id,) = RunStore(root).run_ids()
+    manifest = RunStore(root).manifest(run_id)
+    assert manifest.status == "complete"
+    assert any("nested deeper than 32 levels" in note for note in manifest.notes), manifest.notes

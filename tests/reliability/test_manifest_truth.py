@@ -359,3 +359,39 @@ def test_other_writers_on_a_full_disk_change_nothing_and_a_retry_works(scored_st
     code, _, err = _cli(monkeypatch, capsys, "--store", str(root), *args)
     assert code == 0, err
     _assert_true_records(_visible(root, run_id), one_pass=command != "rejudge")
+
+
+def test_a_second_ctrl_c_while_the_first_publish_finishes_still_decides(target, tmp_path, monkeypatch):
+    """Ctrl-C, then Ctrl-C again while the run waits for its (failing) first publish: the wait
+    is not cut short, the run is removed, and the scoring child is stopped first."""
+    import threading
+    import time
+
+    from evalcore.pipeline import live
+    from evalcore.runner.config import EvalConfig
+    from evalcore.store import compaction
+
+    def slow_failing_merge(path, table, sources):
+        time.sleep(0.4)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    async def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    real_join = threading.Thread.join
+    interrupts = []
+
+    def join_interrupted_once(self, timeout=None):
+        if self.name == "evalcore-opening-publish" and not interrupts:
+            interrupts.append(1)
+            raise KeyboardInterrupt  # the second Ctrl-C, arriving during the wait
+        return real_join(self, timeout)
+
+    monkeypatch.setattr(compaction, "_merge_to", slow_failing_merge)
+    monkeypatch.setattr(live, "ask_jobs", interrupted)
+    monkeypatch.setattr(threading.Thread, "join", join_interrupted_once)
+    store = RunStore(tmp_path / "runs")
+    config = EvalConfig(target=target.url, dataset=str(_questions(tmp_path)), progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        live.run_evaluation(config, store)
+    assert interrupts and store.run_ids() == []
