@@ -395,3 +395,22 @@ def test_a_second_ctrl_c_while_the_first_publish_finishes_still_decides(target, 
     with pytest.raises(KeyboardInterrupt):
         live.run_evaluation(config, store)
     assert interrupts and store.run_ids() == []
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, ValueError])
+def test_a_start_stopped_while_writing_its_questions_leaves_no_run(target, tmp_path, monkeypatch, stop):
+    """Ctrl-C (or any failure) while the questions are written: no run is left `created` with
+    questions it lacks (only a full disk was handled: found by the second review)."""
+    from evalcore.pipeline import live
+    from evalcore.runner.config import EvalConfig
+    from evalcore.store.writer import RunWriter
+
+    def stopped(self, questions):
+        raise stop("stopped")
+
+    monkeypatch.setattr(RunWriter, "write_questions", stopped)
+    store = RunStore(tmp_path / "runs")
+    with pytest.raises(stop):
+        live.run_evaluation(EvalConfig(target=target.url, dataset=str(_questions(tmp_path)), progress=False,
+                                       score=False), store)
+    assert store.run_ids() == []
