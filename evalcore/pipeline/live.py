@@ -371,7 +371,7 @@ def run_evaluation(config: EvalConfig, store: RunStore | None = None, engine: st
             writer.write_questions(questions)
             if engine == "ray":  # (its actors write answers at once: published first)
                 writer.publish()
-        except BaseException:  # a full disk, Ctrl-C: a failed start leaves no run claiming questions it lacks
+        except (Exception, KeyboardInterrupt):  # a full disk, Ctrl-C: no run is left claiming questions it lacks
             store.delete_run(writer.run_id)
             raise
         opening = OpeningPublish(writer) if engine != "ray" else None  # beside the asking: see there
