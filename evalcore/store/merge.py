@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -88,7 +88,8 @@ def _read_columns(table: str) -> list[str]:
     return keys + [ORDER_COLUMN[table]] + ([PRIORITY[table]] if table in PRIORITY else [])
 
 
-def _key_data(data: pa.Table, table: str, run_id: str | None, path_of) -> dict[str, object]:
+def _key_data(data: pa.Table, table: str, run_id: str | None,
+              path_of: Callable[[int], Path]) -> dict[str, object]:
     """Rows' key columns as Arrow: keys as text (nulls as a marker), the order column as
     microseconds, the priority; ForeignRows (naming `path_of(row)`) when `run_id` is given and
     a row is another run's."""
