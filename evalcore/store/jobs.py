@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from evalcore.common.regular_files import METADATA_MAX_BYTES, open_file, read_regular, write_new
+from evalcore.schemas.storable import make_storable
 from evalcore.store.layout import check_run_id
 from evalcore.store.runstore import RunStore
 
@@ -85,9 +86,12 @@ def save(store: RunStore, job: Job) -> None:
 def load(store: RunStore, job_id: str) -> Job | None:
     """The job's record; None when it is missing or unreadable (a job still being created)."""
     try:  # never blocks on, nor reads whole, what is no small regular file (evalcore/common/regular_files.py)
-        data = json.loads(read_regular(_job_dir(store, job_id) / RECORD_NAME, METADATA_MAX_BYTES).decode("utf-8"))
+        raw = read_regular(_job_dir(store, job_id) / RECORD_NAME, METADATA_MAX_BYTES)
+        data = json.loads(raw.decode("utf-8"))
+        if b"\\u" in raw:  # a record edited by hand: a lone surrogate would fail its next save, and the page
+            data = make_storable(data)[0]
         return Job(**data)
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, RecursionError):  # RecursionError: JSON nested too deeply
         return None
 
 
