@@ -73,6 +73,7 @@ from evalcore.store.parquet_write import write_parquet_atomic
 from evalcore.store.quarantine import quarantine_unreadable_parts
 from evalcore.store.run_damage import file_findings, refuse
 from evalcore.store.summary import DERIVED_TABLES, SUMMARY_TABLES, summary_sql
+from evalcore.store.written_parts import forget
 from evalcore.store.wide import WIDE_TABLE, WIDE_WRITE, compute_sql as wide_compute_sql
 from evalcore.store.columns import TRIAL_TABLES
 from evalcore.store.tables import SCHEMAS
@@ -318,7 +319,9 @@ def _sweep(run_dir: Location, pointer: dict, token: str | None = None, base_gene
     that the new pointer does not name. Any other file in data/ no pointer accounts for stays
     (`evalcore store check` lists it)."""
     root = run_root(run_dir)
-    _safe.unlink_all(root, [run_dir / rel for rel in pointer["absorbed"] if rel.startswith(f"{PARTS_DIR}/")])
+    gone = [run_dir / rel for rel in pointer["absorbed"] if rel.startswith(f"{PARTS_DIR}/")]
+    _safe.unlink_all(root, gone)
+    forget(gone)  # what this process held of them (store/written_parts.py)
     now, kept = time.time(), {}
     for rel, since in pointer["retired"].items():
         if rel in pointer["files"].values():

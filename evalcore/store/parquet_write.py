@@ -21,6 +21,7 @@ from evalcore.store import safe_paths as _safe
 from evalcore.store.fs import Location
 from evalcore.store.layout import failed_write
 from evalcore.store.tables import dictionary_columns, statistics_columns, to_arrow
+from evalcore.store.written_parts import remember
 
 # How every Parquet file of the store is written. Version 2 data pages keep the levels apart
 # from the values, which are compressed where they lie: a long answer cost 1.6 times its size
@@ -75,6 +76,8 @@ def write_part(directory: Path, table: str, rows: list[dict[str, Any]], *, withi
     rows.clear()
     large = arrow.nbytes >= LARGE_TABLE_BYTES
     path = write_parquet_atomic(directory / name, arrow, within=within)
+    if not _fs.is_remote(path):  # the merge that absorbs it takes it from memory
+        remember(path, arrow)
     del arrow
     if large:
         release_arrow_memory()

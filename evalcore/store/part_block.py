@@ -17,7 +17,7 @@ read one by one (which row wins, another run's rows, the table's schema), using 
 file and position within it, which the block keeps (`sizes`). Anything unusual — object
 storage, parts too large to hold at once, a schema other than the table's own, a file that
 cannot be read — gives None, and the caller reads the files one by one as before, with its
-own errors.
+own errors. Parts this process wrote come from memory as written (store/written_parts.py).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from evalcore.store import fs as _fs
 from evalcore.store.tables import SCHEMAS
+from evalcore.store.written_parts import recall
 
 BLOCK_BYTES = 16 * 2**20  # decoded bytes of parts held at once (1,000 live answers: ~2 MB)
 MIN_FILES = 4  # fewer files gain nothing from being read together
@@ -64,6 +65,14 @@ def read_block(paths: list[Path], table: str) -> PartBlock | None:
     sizes, held = [], 0
     try:
         for path in paths:
+            written = recall(path)  # this process wrote it, and it is still that file: no read back
+            if written is not None and written.schema.equals(schema):
+                sizes.append(written.num_rows)
+                held += written.nbytes
+                if held > BLOCK_BYTES:
+                    return None
+                batches.extend(written.to_batches())
+                continue
             where, _ = _fs.arrow(path)  # a FIFO or a device is refused, never opened
             source = pq.ParquetFile(where, pre_buffer=False)
             if not source.schema_arrow.equals(schema):

@@ -1,0 +1,94 @@
+"""Small part files this process wrote, kept in memory as written until a compaction absorbs them.
+
+Why: a live run's final publish merges every part file its answers were written to (one per 16
+answers), and reading them back cost ~1.2 ms each (open, footer, decode: ~75 ms of the ~0.3 s
+the user waits after the last answer for 1,000 answers, bench/bench_runner.py). The process
+that wrote them still has their rows as Arrow tables: the merge takes them from here instead.
+
+When a file is taken from memory: only when the file now at that path is still the one written
+there (same device, inode, size and modification time, recorded right after its rename). A part
+replaced, truncated, rewritten or moved in by hand, or written by another process, is read from
+disk as before, with every check the disk path applies. Held: parts of at most PART_BYTES each,
+MEMO_BYTES in all (the oldest go first); local stores only (object storage has no inode).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import pyarrow as pa
+
+MEMO_BYTES = 8 * 2**20  # Arrow bytes held in all (1,000 live answers: ~0.5 MB)
+PART_BYTES = 2**20  # a part larger than this is not held (imports' large parts: read back)
+
+_lock = threading.Lock()
+_held: OrderedDict[str, tuple[tuple[int, int, int, int], pa.Table]] = OrderedDict()
+_bytes = 0
+
+
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def remember(path: Path, rows: pa.Table) -> None:
+    """`rows` were just written to the local file `path` (renamed into place)."""
+    global _bytes
+    size = rows.nbytes
+    if size > PART_BYTES:
+        return
+    identity = _identity(path)
+    if identity is None:
+        return
+    key = os.fspath(path)
+    with _lock:
+        _drop(key)
+        _held[key] = (identity, rows)
+        _bytes += size
+        while _bytes > MEMO_BYTES and _held:
+            _drop(next(iter(_held)))
+
+
+def recall(path: Path) -> pa.Table | None:
+    """The rows written to `path` by this process, if the file there is still the one written."""
+    key = os.fspath(path)
+    with _lock:
+        found = _held.get(key)
+    if found is None:
+        return None
+    if _identity(path) != found[0]:
+        forget([path])
+        return None
+    return found[1]
+
+
+def forget(paths: list[Path]) -> None:
+    """Parts absorbed (and removed) by a compaction: their rows are not needed any more."""
+    with _lock:
+        for path in paths:
+            _drop(os.fspath(path))
+
+
+def clear() -> None:
+    """Hold nothing (for tests)."""
+    with _lock:
+        for key in list(_held):
+            _drop(key)
+
+
+def held_bytes() -> int:
+    """Arrow bytes held now (for tests and benchmarks)."""
+    return _bytes
+
+
+def _drop(key: str) -> None:
+    global _bytes
+    found = _held.pop(key, None)
+    if found is not None:
+        _bytes -= found[1].nbytes
