@@ -160,3 +160,28 @@ def test_parts_that_decode_large_are_refused_without_being_held(tmp_path):
     assert done.returncode == 0, done.stderr
     peak_mb = int(done.stdout) / 2**20
     assert peak_mb < part_block.BLOCK_BYTES / 2**20 + 3 * 8, peak_mb  # all eight parts would be 64 MB
+
+
+def test_a_file_read_alone_is_decoded_in_batches_sized_as_decoded_not_from_its_footer(tmp_path):
+    """20,000 rows repeating one 4,000-character answer: ~0.1 MB on disk, dictionary-encoded, so
+    its footer says ~40 bytes a row. A batch sized from the footer decoded the whole file at once
+    (80 MB; 250 MB at twice the rows); sized from the rows as decoded, a few MB at a time."""
+    import subprocess
+    import sys
+
+    n, text = 20_000, "y" * 4000
+    table = pa.table({"run_id": pa.array([RUN] * n), "method": pa.array(["m"] * n),
+                      "question_id": pa.array([f"q{i}" for i in range(n)]), "trial": pa.array([0] * n, pa.int32()),
+                      "answer": pa.array([text] * n)})
+    table = table.cast(pa.schema([SCHEMAS["responses"].field(c) for c in table.column_names]))
+    path = tmp_path / "part-0.parquet"
+    pq.write_table(table, path, use_dictionary=True, compression="zstd")
+    assert path.stat().st_size < 2**20
+    code = ("import sys, pyarrow as pa; from pathlib import Path; from evalcore.store.merge import merge_files; "
+            "m = merge_files([Path(sys.argv[1])], 'responses', Path(sys.argv[2]), run_id=sys.argv[3]); "
+            "assert m.rows_out == m.rows_in == 20000, m; print(pa.default_memory_pool().max_memory())")
+    done = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "out.parquet"), RUN],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    peak_mb = int(done.stdout) / 2**20
+    assert peak_mb < 40, peak_mb

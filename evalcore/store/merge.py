@@ -47,6 +47,8 @@ def _compute():
 
 
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
+PROBE_ROWS = 64  # rows decoded first to learn a file's decoded row size (see _probed_row_bytes)
+MAX_BATCH_ROWS = 8192  # whatever the probe said: rows later in a file may be larger than its first
 HASH_ROWS = 65_536  # keys hashed per pandas pass: small files together, a large one alone
 _NO_TIME = np.iinfo(np.int64).min
 
@@ -282,7 +284,7 @@ def _row_bytes(source: pq.ParquetFile) -> float:
 
 def _batch_rows(per_row: float) -> int:
     """Rows per streamed batch: ~BATCH_BYTES of a file's rows, so memory stays flat whatever the table."""
-    return int(min(65536, max(256, BATCH_BYTES / per_row)))
+    return int(min(65536, max(16, BATCH_BYTES / per_row)))
 
 
 def _sources(paths: list[Path], table: str) -> list[Path | PartBlock]:
@@ -293,21 +295,31 @@ def _sources(paths: list[Path], table: str) -> list[Path | PartBlock]:
     return [*head, block] if block is not None else list(paths)
 
 
-def _batches(source: Path | PartBlock) -> Iterator[tuple[pa.Table, float]]:
-    """A source's rows in batches of ~BATCH_BYTES, with its uncompressed bytes per row."""
+def _batches(source: Path | PartBlock) -> Iterator[pa.Table]:
+    """A source's rows in batches of ~BATCH_BYTES as decoded."""
     if isinstance(source, PartBlock):
         per_row = max(source.rows.nbytes / source.rows.num_rows, 1.0) if source.rows.num_rows else 1.0
         step = _batch_rows(per_row)
         for start in range(0, source.rows.num_rows, step):
-            yield source.rows.slice(start, step), per_row
+            yield source.rows.slice(start, step)
         return
     # one thread, no pre-buffering: reader threads each keep an allocator arena, which
     # for a 100 MB import cost ~30 MB of resident memory more than this
     where, filesystem = _arrow(source)
     reader = pq.ParquetFile(where, pre_buffer=False, filesystem=filesystem)
-    per_row = _row_bytes(reader)
-    for batch in reader.iter_batches(batch_size=_batch_rows(per_row), use_threads=False):
-        yield pa.Table.from_batches([batch]), per_row
+    per_row = max(_row_bytes(reader), _probed_row_bytes(reader))
+    for batch in reader.iter_batches(batch_size=min(_batch_rows(per_row), MAX_BATCH_ROWS), use_threads=False):
+        yield pa.Table.from_batches([batch])
+
+
+def _probed_row_bytes(reader: pq.ParquetFile) -> float:
+    """Decoded bytes per row of the file's first PROBE_ROWS rows. The footer counts text after
+    dictionary encoding: a long text repeated on every row weighs almost nothing there, and a
+    batch sized from it alone decoded 40,000 rows of 4,000 characters at once (~250 MB from a
+    small file; a hostile review)."""
+    for batch in reader.iter_batches(batch_size=PROBE_ROWS, use_threads=False):
+        return batch.nbytes / max(batch.num_rows, 1)
+    return 1.0
 
 
 def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = None) -> Merged:
@@ -333,7 +345,7 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
                           use_dictionary=dictionary_columns(schema)) as writer:
         for source, mask in zip(sources, masks):
             start = 0
-            for part, per_row in _batches(source):
+            for part in _batches(source):
                 n = part.num_rows
                 kept = mask[start:start + n]
                 large = large or part.nbytes >= LARGE_TABLE_BYTES
@@ -349,7 +361,7 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
                     if held and part.schema != held[0].schema:
                         write_held()
                     held.append(part)
-                    held_bytes += part.num_rows * per_row
+                    held_bytes += part.nbytes  # as decoded (a footer's estimate can be far off)
                     rows_out += part.num_rows
                     if held_bytes >= BATCH_BYTES:
                         write_held()

@@ -46,7 +46,7 @@ def remember(path: Path, rows: pa.Table) -> None:
     identity = _identity(path)
     if identity is None:
         return
-    key = os.fspath(path)
+    key = str(path)
     with _lock:
         _drop(key)
         _held[key] = (identity, rows)
@@ -57,7 +57,7 @@ def remember(path: Path, rows: pa.Table) -> None:
 
 def recall(path: Path) -> pa.Table | None:
     """The rows written to `path` by this process, if the file there is still the one written."""
-    key = os.fspath(path)
+    key = str(path)
     with _lock:
         found = _held.get(key)
     if found is None:
@@ -72,7 +72,7 @@ def forget(paths: list[Path]) -> None:
     """Parts absorbed (and removed) by a compaction: their rows are not needed any more."""
     with _lock:
         for path in paths:
-            _drop(os.fspath(path))
+            _drop(str(path))
 
 
 def clear() -> None:
