@@ -160,11 +160,13 @@ def execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: l
              done: set[tuple[str, str, int]], probe: bool, engine: str = "local", address: str | None = None,
              opening: OpeningPublish | None = None) -> RunResult:
     """Ask, score, finish. `opening`: a new run's first publish, still going on (the answers'
-    first write waits for it; if it failed, no answer was written and the run is removed)."""
+    first write waits for it; if it failed, no answer was written and the run is removed, as
+    it is when its status cannot be set: a full disk before the asking)."""
     started = time.perf_counter()
-    streaming = None
+    streaming, running = None, False
     try:
         writer.update_manifest(status="running", finished_at=None)
+        running = True
         streaming = _streaming_scorer(config, store, writer, questions, done, engine)
         if engine == "ray":
             stats = _ask_on_ray(config, store, writer, questions, done, probe, address)
@@ -179,22 +181,25 @@ def execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: l
         if streaming:
             streaming.stop()  # first: its child must not outlive a run stopped here
         if opening is not None and opening.settled() is not None:  # no answer was written after it
-            _discard_failed_start(store, writer, streaming, opening, exc)
+            _discard_failed_start(store, writer, streaming, exc, opening.failure)
+        if opening is not None and not running and isinstance(exc, OSError):  # its status could not be set
+            _discard_failed_start(store, writer, streaming, exc, exc)
         raise _finish_interrupted(store, writer, streaming, started, exc)
     return _complete(config, store, writer, questions, done, engine, address, streaming, stats, started, tail, report)
 
 
-def _discard_failed_start(store: RunStore, writer: RunWriter, streaming: Any, opening: OpeningPublish,
-                          exc: BaseException) -> None:
-    """A run whose first publish failed (a full disk) is removed, as one failing before the
-    asking was: it holds questions but no answer. The error raised is that publish's (which
-    says nothing was stored), or Ctrl-C's when the user stopped the run meanwhile."""
+def _discard_failed_start(store: RunStore, writer: RunWriter, streaming: Any, exc: BaseException,
+                          failure: BaseException) -> None:
+    """A new run that failed writing (a full disk) before its first answer was written is
+    removed, as one failing before the asking was: it holds questions but no answer. `failure`:
+    the write that failed (its first publish's, or `exc`), raised, which says nothing was
+    stored; or Ctrl-C when the user stopped the run meanwhile."""
     if streaming:
         streaming.stop()
     store.delete_run(writer.run_id)
     if isinstance(exc, KeyboardInterrupt):
         raise exc
-    raise opening.failure from (None if exc is opening.failure else exc)
+    raise failure from (None if exc is failure else exc)
 
 
 def _finish_interrupted(store: RunStore, writer: RunWriter, streaming: Any, started: float,
@@ -209,7 +214,7 @@ def _finish_interrupted(store: RunStore, writer: RunWriter, streaming: Any, star
     if streaming:
         streaming.stop()
     if isinstance(exc, OSError):  # a full disk: the answers published so far are kept
-        _note_resume(exc, writer.run_id)
+        _note_resume(exc, writer)
     try:
         _finish(writer, store, "failed", started, note=f"failed: {type(exc).__name__}: {exc}")
     except OSError:
@@ -228,7 +233,7 @@ def _complete(config: EvalConfig, store: RunStore, writer: RunWriter, questions:
     try:
         manifest = _finish(writer, store, "complete", started, fresh=stats if not done else None, scored=scored)
     except OSError as exc:  # every answer is written, but the last of them could not be published
-        _note_resume(exc, writer.run_id)
+        _note_resume(exc, writer)
         raise
     result = RunResult(run_id=writer.run_id, status=manifest.status, store_root=str(store.root),
                        methods=[m.name for m in config.methods], n_questions=len(questions),
@@ -271,10 +276,12 @@ def _note_worker_failure(writer: RunWriter, streaming: Any) -> None:
     writer.edit_manifest(lambda m: {"notes": m.notes + [note]})
 
 
-def _note_resume(exc: OSError, run_id: str) -> None:
-    """A run that failed writing (a full disk) keeps what it published: say how to go on."""
-    note_published(exc, f"run {run_id} keeps the answers it published; continue it with "
-                        f"`evalcore run --resume {run_id}`")
+def _note_resume(exc: OSError, writer: RunWriter) -> None:
+    """A run that failed writing (a full disk) keeps what it wrote: say what, and how to go on."""
+    run_id, kept = writer.run_id, writer.rows_on_disk("responses")
+    what = ("the answers it wrote" if kept is None else "no answer yet" if kept == 0
+            else f"the {kept} answer{'s' if kept != 1 else ''} it wrote")
+    note_published(exc, f"run {run_id} keeps {what}; continue it with `evalcore run --resume {run_id}`")
 
 
 def score_afterwards(store: RunStore, writer: RunWriter, config: EvalConfig, result: RunResult,

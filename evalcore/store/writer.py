@@ -43,7 +43,8 @@ from evalcore.store import fs as _fs
 from evalcore.store.compaction import Compaction, compact, pending_rows
 from evalcore.store.fs import Conflict, Location
 from evalcore.store import safe_paths as _safe
-from evalcore.store.layout import LOCK_NAME, failed_write, fsync_dir, parts_dir, run_root, write_atomic_bytes
+from evalcore.store.layout import (LOCK_NAME, failed_write, fsync_dir, parts_dir, read_pointer, run_root,
+                                   write_atomic_bytes)
 from evalcore.store.manifest_file import parse_manifest, read_manifest
 from evalcore.store.parquet_write import write_part
 from evalcore.store.tables import ROW_BUILDERS, SCHEMAS, question_row, response_row
@@ -150,6 +151,15 @@ class RunWriter:
     def pending_rows(self, table: str) -> int:
         """Rows written but not yet published (e.g. a live run's progress between compactions)."""
         return pending_rows(self.dir, table)
+
+    def rows_on_disk(self, table: str) -> int | None:
+        """Rows of `table` the run holds, published or still in part files (what `run --resume`
+        keeps); None when that cannot be read (a damaged pointer, an unreadable disk)."""
+        try:
+            published = (read_pointer(self.dir).get("rows") or {}).get(table, 0)
+            return int(published) + pending_rows(self.dir, table)
+        except (OSError, StoreError, TypeError, ValueError):
+            return None
 
     def read_manifest(self) -> RunManifest:
         return read_manifest(self.dir / "run.json")

@@ -317,12 +317,39 @@ def test_run_that_fills_the_disk_while_asking_counts_only_published_answers(targ
     assert manifest.counts.get("responses", 0) == visible and manifest.status != "complete"
     assert code == 2 and err.startswith("error: no space left on device while writing "), err
     assert f"evalcore run --resume {run_id}" in err  # not "nothing already stored was changed"
+    # what it keeps, truly: the answers' part (written before the publish failed), or none
+    kept = "the 3 answers it wrote" if match.startswith("data/") else "no answer yet"
+    assert f"run {run_id} keeps {kept};" in err, err
     disk.free()
     code, _, err = _cli(monkeypatch, capsys, "--store", str(root), "run", "--resume", run_id, "--no-score",
                         "--no-progress")
     assert code == 0, err
     visible, manifest = _live(root, run_id)
     assert visible == 3 and manifest.counts["responses"] == 3 and manifest.status == "complete"
+
+
+def test_run_whose_status_cannot_be_set_after_its_first_publish_leaves_no_run(target, tmp_path, monkeypatch,
+                                                                             capsys):
+    """The questions are written and published, then the disk fills setting the run's status,
+    before anything is asked: no run is left (none claiming answers it "published")."""
+    from evalcore.store import RunWriter
+
+    real = RunWriter.update_manifest
+
+    def full(self, **changes):
+        if changes.get("status") == "running":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(self, **changes)
+
+    monkeypatch.setattr(RunWriter, "update_manifest", full)
+    root = tmp_path / "runs"
+    args = ("--store", str(root), "run", "--target", target.url, "--dataset", str(_questions(tmp_path)),
+            "--no-score", "--no-progress")
+    code, _, err = _cli(monkeypatch, capsys, *args)
+    assert code == 2 and "nothing already stored was changed" in err and "keeps" not in err, err
+    assert RunStore(root).run_ids() == []
+    monkeypatch.setattr(RunWriter, "update_manifest", real)
+    assert _cli(monkeypatch, capsys, *args)[0] == 0
 
 
 # ---- the other writers: import, labels import, rejudge -----------------------------------------
