@@ -41,6 +41,8 @@ from evalcore.targets.client import TargetClient
 
 
 INFO_DEPTH = 32  # levels of a target's info kept in run.json (deeper values are cut, and said)
+CANCELLED_NOTE = "cancelled by the user; continue with --resume"
+FAILED_NOTE = "failed: "  # then the exception's type and message
 
 
 @dataclass
@@ -149,11 +151,22 @@ def _finish(writer: RunWriter, store: RunStore, status: str, started: float, not
                 "counts": {**manifest.counts, "responses": n_responses, "errors": sum(kinds.values()),
                            **{f"errors_{k}": v for k, v in kinds.items()}},
                 "timings": timings,
-                "notes": manifest.notes + ([note] if note else []),
+                "notes": ([_settled(n) for n in manifest.notes] if status == "complete" else manifest.notes)
+                         + ([note] if note else []),
                 "finished_at": datetime.now(timezone.utc) if status != "running" else None}
 
     writer.publish(record=edit)
     return writer.read_manifest()
+
+
+def _settled(note: str) -> str:
+    """A note an interrupted attempt left (cancelled, failed), once a resume completed the run:
+    said in the past, so a complete run does not still tell the user to resume it."""
+    if note == CANCELLED_NOTE:
+        return "an earlier attempt was cancelled by the user; the run was resumed and completed"
+    if note.startswith(FAILED_NOTE):
+        return f"an earlier attempt failed ({note[len(FAILED_NOTE):]}); the run was resumed and completed"
+    return note
 
 
 def execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
@@ -209,14 +222,14 @@ def _finish_interrupted(store: RunStore, writer: RunWriter, streaming: Any, star
     if isinstance(exc, KeyboardInterrupt):
         if streaming:
             streaming.stop()  # its chunks written so far are published below
-        _finish(writer, store, "cancelled", started, note="cancelled by the user; continue with --resume")
+        _finish(writer, store, "cancelled", started, note=CANCELLED_NOTE)
         return exc
     if streaming:
         streaming.stop()
     if isinstance(exc, OSError):  # a full disk: the answers published so far are kept
         _note_resume(exc, writer)
     try:
-        _finish(writer, store, "failed", started, note=f"failed: {type(exc).__name__}: {exc}")
+        _finish(writer, store, "failed", started, note=f"{FAILED_NOTE}{type(exc).__name__}: {exc}")
     except OSError:
         if not isinstance(exc, OSError):
             raise

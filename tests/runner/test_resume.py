@@ -81,4 +81,8 @@ def test_kill_9_then_resume(faulty, question_file, tmp_path, audit):
 def test_ctrl_c_marks_cancelled_then_resume(faulty, question_file, tmp_path, audit):
     store, run_id = _interrupt_then_resume(signal.SIGINT, faulty, question_file, tmp_path, audit=audit,
                                            expected_status="cancelled")
-    assert any("cancelled" in note for note in store.manifest(run_id).notes)
+    notes = store.manifest(run_id).notes
+    assert any("cancelled" in note for note in notes)
+    # complete now: no note still tells the user to resume it
+    assert not any("--resume" in note for note in notes), notes
+    assert "an earlier attempt was cancelled by the user; the run was resumed and completed" in notes
