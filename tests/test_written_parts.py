@@ -127,3 +127,23 @@ def test_a_compaction_lets_go_of_what_it_absorbed(tmp_path):
     from evalcore.store import query_df
 
     assert int(query_df(store, "SELECT count(*) AS n FROM responses WHERE run_id = ?", [run_id])["n"][0]) == 64
+
+
+def test_a_scoring_child_hands_its_parts_over_as_written(tmp_path):
+    """The child writes its values' parts; the process that compacts takes them over (Arrow IPC
+    through the pipe) and merges them from memory: the same rows, and still only while each file
+    is the one written. Entries that do not decode are left to the disk."""
+    before = _parts(tmp_path / "before", 2)
+    since = written_parts.mark()
+    paths = _parts(tmp_path / "parts", 5, seed=4)
+    handed = written_parts.hand_over(since)
+    assert sorted(p for p, _, _ in handed) == sorted(map(str, paths))
+    assert all(written_parts.recall(p) is None for p in paths)  # let go by the child
+    assert all(written_parts.recall(p) is not None for p in before)  # written before the mark: kept
+    expected = {p: pq.read_table(p) for p in paths}
+    written_parts.adopt(handed[:-1] + [(handed[-1][0], handed[-1][1], b"not arrow")])
+    bad = handed[-1][0]
+    for path in paths:
+        if str(path) != bad:
+            assert written_parts.recall(path).equals(expected[path])
+    assert written_parts.recall(bad) is None

@@ -25,7 +25,7 @@ from typing import Any
 from evalcore.common.child_pipe import receive_message, send_message, start_child
 from evalcore.metrics.base import Item
 from evalcore.scoring.pass_report import MetricReport, ScoreReport
-from evalcore.store import RunStore
+from evalcore.store import RunStore, written_parts
 
 CHILD = "evalcore.scoring.stream_worker_child"
 
@@ -77,7 +77,7 @@ class WorkerStream:
         return self._ask("decide", first)
 
     def score(self, chunk: list[Item]) -> None:
-        self._ask("score", chunk)
+        written_parts.adopt(self._ask("score", chunk) or [])  # the parts it wrote, as written (store/written_parts.py)
 
     def close(self, have: frozenset[str], n_items: int) -> tuple[ScoreReport, dict[str, Any]] | None:
         closed = self._ask("close", have, n_items)

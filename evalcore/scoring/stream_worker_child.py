@@ -22,7 +22,7 @@ def main() -> None:
     try:
         from evalcore.scoring.stream_chunks import ChunkStream
         from evalcore.scoring.stream_worker import report_to_wire
-        from evalcore.store import RunStore, RunWriter
+        from evalcore.store import RunStore, RunWriter, written_parts
 
         store = RunStore(root)
         stream = ChunkStream(store, RunWriter(run_id, store.run_dir(run_id)), run_id, metrics, groups, options)
@@ -40,8 +40,10 @@ def main() -> None:
         try:
             if kind == "decide":
                 reply = stream.decide(*args)
-            elif kind == "score":
-                reply = stream.score(*args)
+            elif kind == "score":  # the parts it wrote go to the parent, which merges them (no read back)
+                since = written_parts.mark()
+                stream.score(*args)
+                reply = written_parts.hand_over(since)
             else:
                 closed = stream.close(*args)
                 reply = None if closed is None else (report_to_wire(closed[0]), closed[1])

@@ -203,10 +203,7 @@ def _written_here(part: Location, table: str, run_id: str) -> bool:
         return False
     if "run_id" not in written.schema.names:
         return True
-    import pyarrow.compute as pc
-
-    column = written.column("run_id")
-    return column.null_count == 0 and pc.all(pc.equal(column, run_id)).as_py() is True
+    return written.column("run_id").unique().to_pylist() == [run_id]
 
 
 def quarantine_unreadable_parts(run_dir: Location, pending: dict[str, list[Location]]) -> dict[str, list[Location]]:

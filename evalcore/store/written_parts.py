@@ -25,8 +25,9 @@ MEMO_BYTES = 8 * 2**20  # Arrow bytes held in all (1,000 live answers: ~0.5 MB)
 PART_BYTES = 2**20  # a part larger than this is not held (imports' large parts: read back)
 
 _lock = threading.Lock()
-_held: OrderedDict[str, tuple[tuple[int, int, int, int], pa.Table]] = OrderedDict()
+_held: OrderedDict[str, tuple[tuple[int, int, int, int], pa.Table, int, int]] = OrderedDict()  # (identity, rows, number, bytes)
 _bytes = 0
+_count = 0  # parts remembered so far: `mark` and `hand_over` use it
 
 
 def _identity(path: Path) -> tuple[int, int, int, int] | None:
@@ -39,20 +40,56 @@ def _identity(path: Path) -> tuple[int, int, int, int] | None:
 
 def remember(path: Path, rows: pa.Table) -> None:
     """`rows` were just written to the local file `path` (renamed into place)."""
-    global _bytes
-    size = rows.nbytes
+    identity = _identity(path)
+    if identity is not None:
+        _hold(str(path), identity, rows)
+
+
+def _hold(key: str, identity: tuple[int, int, int, int], rows: pa.Table) -> None:
+    global _bytes, _count
+    size = rows.nbytes  # (computed over every buffer: once)
     if size > PART_BYTES:
         return
-    identity = _identity(path)
-    if identity is None:
-        return
-    key = str(path)
     with _lock:
         _drop(key)
-        _held[key] = (identity, rows)
+        _count += 1
+        _held[key] = (identity, rows, _count, size)
         _bytes += size
         while _bytes > MEMO_BYTES and _held:
             _drop(next(iter(_held)))
+
+
+def mark() -> int:
+    """Where the parts remembered from now on start (for `hand_over`)."""
+    return _count
+
+
+def hand_over(since: int) -> list[tuple[str, tuple[int, int, int, int], bytes]]:
+    """The parts remembered after `mark()` returned `since`, as (path, identity, Arrow IPC
+    bytes), let go here: a live run's scoring child writes its values' parts, and the process
+    that compacts the run takes them (`adopt`) instead of reading them back."""
+    with _lock:
+        taken = [(key, entry) for key, entry in _held.items() if entry[2] > since]
+        for key, _ in taken:
+            _drop(key)
+    out = []
+    for key, (identity, rows, _, _) in taken:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, rows.schema) as stream:
+            stream.write_table(rows)
+        out.append((key, identity, sink.getvalue().to_pybytes()))
+    return out
+
+
+def adopt(parts: list[tuple[str, tuple[int, int, int, int], bytes]]) -> None:
+    """Hold parts another process of this run wrote (see `hand_over`); each is still taken
+    from memory only while the file at its path is the one that process wrote."""
+    for key, identity, data in parts:
+        try:
+            rows = pa.ipc.open_stream(data).read_all()
+        except (pa.ArrowException, TypeError, ValueError):
+            continue  # read from disk instead
+        _hold(key, tuple(identity), rows)
 
 
 def recall(path: Path) -> pa.Table | None:
@@ -91,4 +128,4 @@ def _drop(key: str) -> None:
     global _bytes
     found = _held.pop(key, None)
     if found is not None:
-        _bytes -= found[1].nbytes
+        _bytes -= found[3]
