@@ -185,3 +185,28 @@ def test_a_file_read_alone_is_decoded_in_batches_sized_as_decoded_not_from_its_f
     assert done.returncode == 0, done.stderr
     peak_mb = int(done.stdout) / 2**20
     assert peak_mb < 40, peak_mb
+
+
+def test_a_file_whose_first_rows_are_short_is_still_decoded_a_bounded_batch_at_a_time(tmp_path):
+    """The probe sees 64 short rows; 12,000 rows of one 50,000-character answer follow (a small
+    file: dictionary-encoded). Batches are at most MAX_BATCH_ROWS rows whatever the probe said:
+    ~50 MB at a time, where the footer's sizing decoded ~790 MB at once (a hostile review)."""
+    import subprocess
+    import sys
+
+    answers = ["short"] * 64 + ["y" * 50_000] * 12_000
+    n = len(answers)
+    table = pa.table({"run_id": pa.array([RUN] * n), "method": pa.array(["m"] * n),
+                      "question_id": pa.array([f"q{i}" for i in range(n)]), "trial": pa.array([0] * n, pa.int32()),
+                      "answer": pa.array(answers)})
+    table = table.cast(pa.schema([SCHEMAS["responses"].field(c) for c in table.column_names]))
+    path = tmp_path / "part-0.parquet"
+    pq.write_table(table, path, use_dictionary=True, compression="zstd")
+    assert path.stat().st_size < 2**20
+    code = ("import sys, pyarrow as pa; from pathlib import Path; from evalcore.store.merge import merge_files; "
+            "m = merge_files([Path(sys.argv[1])], 'responses', Path(sys.argv[2]), run_id=sys.argv[3]); "
+            f"assert m.rows_out == m.rows_in == {n}, m; print(pa.default_memory_pool().max_memory())")
+    done = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "out.parquet"), RUN],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) / 2**20 < 200, int(done.stdout) / 2**20

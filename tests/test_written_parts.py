@@ -38,7 +38,8 @@ def _rows(rng: random.Random, n: int, run_id: str = RUN) -> list[dict]:
 def _parts(folder, n_files: int, seed: int = 1) -> list:
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
-    return [write_part(folder, "responses", _rows(rng, rng.randrange(1, 17)), within=folder) for _ in range(n_files)]
+    return [write_part(folder, "responses", _rows(rng, rng.randrange(1, 17)), within=folder, keep=True)
+            for _ in range(n_files)]
 
 
 def _merged(paths, out) -> pa.Table:
@@ -147,3 +148,24 @@ def test_a_scoring_child_hands_its_parts_over_as_written(tmp_path):
         if str(path) != bad:
             assert written_parts.recall(path).equals(expected[path])
     assert written_parts.recall(bad) is None
+
+
+def test_a_part_rewritten_in_place_with_its_times_put_back_is_read_from_disk(tmp_path):
+    """`touch -r`, `cp -p`, `rsync --inplace -t` keep inode, size and modification time: the
+    change time still moves, and nobody can set it back (a hostile review)."""
+    paths = _parts(tmp_path / "parts", 4)
+    st = os.stat(paths[1])
+    data = paths[1].read_bytes()
+    with open(paths[1], "r+b") as fh:
+        fh.write(data)  # the same size (here the same bytes: only the times could tell)
+    os.utime(paths[1], ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(paths[1]).st_mtime_ns == st.st_mtime_ns
+    assert written_parts.recall(paths[1]) is None
+
+
+def test_only_a_runs_parts_are_held(tmp_path):
+    """Parts written without `keep` (the dashboard's labels, which no run's merge reads) are not held."""
+    folder = tmp_path / "labels"
+    folder.mkdir()
+    path = write_part(folder, "responses", _rows(random.Random(2), 3), within=folder)
+    assert written_parts.recall(path) is None and written_parts.held_bytes() == 0

@@ -171,7 +171,7 @@ def _settled(note: str) -> str:
 
 def execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: list[EvalQuestion],
              done: set[tuple[str, str, int]], probe: bool, engine: str = "local", address: str | None = None,
-             opening: OpeningPublish | None = None) -> RunResult:
+             opening: OpeningPublish | None = None, new_run: bool = False) -> RunResult:
     """Ask, score, finish. `opening`: a new run's first publish, still going on (the answers'
     first write waits for it; if it failed, no answer was written and the run is removed, as
     it is when its status cannot be set: a full disk before the asking)."""
@@ -195,7 +195,7 @@ def execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: l
             streaming.stop()  # first: its child must not outlive a run stopped here
         if opening is not None and opening.settled() is not None:  # no answer was written after it
             _discard_failed_start(store, writer, streaming, exc, opening.failure)
-        if opening is not None and not running and isinstance(exc, OSError):  # its status could not be set
+        if new_run and not running and isinstance(exc, OSError):  # its status could not be set (either engine)
             _discard_failed_start(store, writer, streaming, exc, exc)
         raise _finish_interrupted(store, writer, streaming, started, exc)
     return _complete(config, store, writer, questions, done, engine, address, streaming, stats, started, tail, report)
@@ -206,10 +206,14 @@ def _discard_failed_start(store: RunStore, writer: RunWriter, streaming: Any, ex
     """A new run that failed writing (a full disk) before its first answer was written is
     removed, as one failing before the asking was: it holds questions but no answer. `failure`:
     the write that failed (its first publish's, or `exc`), raised, which says nothing was
-    stored; or Ctrl-C when the user stopped the run meanwhile."""
+    stored; or Ctrl-C when the user stopped the run meanwhile. A run that cannot be removed
+    (the disk is full even for the trash folder) stays: the caller records it as resumable."""
     if streaming:
         streaming.stop()
-    store.delete_run(writer.run_id)
+    try:
+        store.delete_run(writer.run_id)
+    except OSError:  # the disk is full even for the trash folder: the run stays, said resumable
+        return
     if isinstance(exc, KeyboardInterrupt):
         raise exc
     raise failure from (None if exc is failure else exc)
@@ -396,7 +400,7 @@ def run_evaluation(config: EvalConfig, store: RunStore | None = None, engine: st
             raise
         opening = OpeningPublish(writer) if engine != "ray" else None  # beside the asking: see there
         return execute(config, store, writer, questions, set(), probe=False, engine=engine, address=address,
-                        opening=opening)
+                       opening=opening, new_run=True)
 
 
 async def probe_only(config: EvalConfig, snapshot: bool = False) -> dict[str, Any] | None:

@@ -48,7 +48,8 @@ def _compute():
 
 BATCH_BYTES = 2 * 2**20  # rows are streamed in batches of about this many (uncompressed) bytes
 PROBE_ROWS = 64  # rows decoded first to learn a file's decoded row size (see _probed_row_bytes)
-MAX_BATCH_ROWS = 8192  # whatever the probe said: rows later in a file may be larger than its first
+MAX_BATCH_ROWS = 1024  # rows decoded at once whatever the probe said: later rows may be larger than its first
+HELD_BYTES = 16 * 2**20  # decoded rows held for one output row group at most
 HASH_ROWS = 65_536  # keys hashed per pandas pass: small files together, a large one alone
 _NO_TIME = np.iinfo(np.int64).min
 
@@ -295,21 +296,23 @@ def _sources(paths: list[Path], table: str) -> list[Path | PartBlock]:
     return [*head, block] if block is not None else list(paths)
 
 
-def _batches(source: Path | PartBlock) -> Iterator[pa.Table]:
-    """A source's rows in batches of ~BATCH_BYTES as decoded."""
+def _batches(source: Path | PartBlock) -> Iterator[tuple[pa.Table, float]]:
+    """A source's rows in batches of at most ~BATCH_BYTES and MAX_BATCH_ROWS rows as decoded,
+    with the bytes per row its footer gives (which sizes the output's row groups as before)."""
     if isinstance(source, PartBlock):
         per_row = max(source.rows.nbytes / source.rows.num_rows, 1.0) if source.rows.num_rows else 1.0
         step = _batch_rows(per_row)
         for start in range(0, source.rows.num_rows, step):
-            yield source.rows.slice(start, step)
+            yield source.rows.slice(start, step), per_row
         return
     # one thread, no pre-buffering: reader threads each keep an allocator arena, which
     # for a 100 MB import cost ~30 MB of resident memory more than this
     where, filesystem = _arrow(source)
     reader = pq.ParquetFile(where, pre_buffer=False, filesystem=filesystem)
-    per_row = max(_row_bytes(reader), _probed_row_bytes(reader))
-    for batch in reader.iter_batches(batch_size=min(_batch_rows(per_row), MAX_BATCH_ROWS), use_threads=False):
-        yield pa.Table.from_batches([batch])
+    per_row = _row_bytes(reader)
+    rows = min(_batch_rows(max(per_row, _probed_row_bytes(reader))), MAX_BATCH_ROWS)
+    for batch in reader.iter_batches(batch_size=rows, use_threads=False):
+        yield pa.Table.from_batches([batch]), per_row
 
 
 def _probed_row_bytes(reader: pq.ParquetFile) -> float:
@@ -332,20 +335,20 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
     rows_in = rows_out = 0
     large = False
     held: list[pa.Table] = []  # kept rows of small sources with one schema, written together
-    held_bytes = 0.0
+    held_bytes = decoded = 0.0
 
     def write_held() -> None:
-        nonlocal held_bytes
+        nonlocal held_bytes, decoded
         if held:
             writer.write_table(conform(pa.concat_tables(held), schema, table))
             held.clear()
-            held_bytes = 0.0
+            held_bytes = decoded = 0.0
 
     with pq.ParquetWriter(out, schema, **PARQUET_WRITE, write_statistics=stats,
                           use_dictionary=dictionary_columns(schema)) as writer:
         for source, mask in zip(sources, masks):
             start = 0
-            for part in _batches(source):
+            for part, per_row in _batches(source):
                 n = part.num_rows
                 kept = mask[start:start + n]
                 large = large or part.nbytes >= LARGE_TABLE_BYTES
@@ -361,9 +364,10 @@ def merge_files(paths: list[Path], table: str, out: Path, run_id: str | None = N
                     if held and part.schema != held[0].schema:
                         write_held()
                     held.append(part)
-                    held_bytes += part.nbytes  # as decoded (a footer's estimate can be far off)
+                    held_bytes += part.num_rows * per_row  # the output's row groups, as before
+                    decoded += part.nbytes  # what is held (a footer's estimate can be far off)
                     rows_out += part.num_rows
-                    if held_bytes >= BATCH_BYTES:
+                    if held_bytes >= BATCH_BYTES or decoded >= HELD_BYTES:
                         write_held()
         write_held()
     if large:

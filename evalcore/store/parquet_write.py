@@ -64,11 +64,13 @@ def write_parquet_atomic(path: Location, arrow: pa.Table, row_group_size: int | 
     return path
 
 
-def write_part(directory: Path, table: str, rows: list[dict[str, Any]], *, within: Location) -> Path | None:
+def write_part(directory: Path, table: str, rows: list[dict[str, Any]], *, within: Location,
+               keep: bool = False) -> Path | None:
     """Append rows as a new part file named by time and a random id (never overwrites).
 
     The rows are consumed: once Arrow holds them, the list is emptied, so a long answer's
-    Python text is not held beside its Arrow copy while the file is written."""
+    Python text is not held beside its Arrow copy while the file is written. `keep`: a run's
+    part, which the compaction that absorbs it takes from memory (store/written_parts.py)."""
     if not rows:
         return None
     name = f"part-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S%f')}-{uuid.uuid4().hex[:8]}.parquet"
@@ -76,7 +78,7 @@ def write_part(directory: Path, table: str, rows: list[dict[str, Any]], *, withi
     rows.clear()
     large = arrow.nbytes >= LARGE_TABLE_BYTES
     path = write_parquet_atomic(directory / name, arrow, within=within)
-    if not _fs.is_remote(path):  # the merge that absorbs it takes it from memory
+    if keep and not _fs.is_remote(path):  # the merge that absorbs it takes it from memory
         remember(path, arrow)
     del arrow
     if large:

@@ -68,7 +68,7 @@ class RunWriter:
         """One part file of `rows`, which are consumed (the list is emptied: parquet_write.write_part)."""
         if table not in SCHEMAS:
             raise StoreError(f"unknown table {table!r}")
-        return write_part(parts_dir(self.dir, table), table, rows, within=run_root(self.dir))
+        return write_part(parts_dir(self.dir, table), table, rows, within=run_root(self.dir), keep=True)
 
     def write_questions(self, questions: list[EvalQuestion]) -> Location | None:
         return self.write_rows("questions", [question_row(self.run_id, q) for q in questions])

@@ -6,10 +6,14 @@ the user waits after the last answer for 1,000 answers, bench/bench_runner.py). 
 that wrote them still has their rows as Arrow tables: the merge takes them from here instead.
 
 When a file is taken from memory: only when the file now at that path is still the one written
-there (same device, inode, size and modification time, recorded right after its rename). A part
+there (same device, inode, size, modification and change time, recorded right after its rename:
+any write, rename or utime changes the change time, which nobody can set back). A part
 replaced, truncated, rewritten or moved in by hand, or written by another process, is read from
-disk as before, with every check the disk path applies. Held: parts of at most PART_BYTES each,
-MEMO_BYTES in all (the oldest go first); local stores only (object storage has no inode).
+disk as before, with every check the disk path applies. Held: a run's parts (RunWriter's; not
+the dashboard's labels, which no merge of a run reads) of at most PART_BYTES each, MEMO_BYTES in
+all, each charged ENTRY_BYTES more than its Arrow buffers (a held table costs ~13 KB of objects
+however few its rows: a hostile review's 4,000 one-row labels held 52 MB while counting 0.6 MB);
+the oldest go first. Local stores only (object storage has no inode).
 """
 
 from __future__ import annotations
@@ -23,19 +27,20 @@ import pyarrow as pa
 
 MEMO_BYTES = 8 * 2**20  # Arrow bytes held in all (1,000 live answers: ~0.5 MB)
 PART_BYTES = 2**20  # a part larger than this is not held (imports' large parts: read back)
+ENTRY_BYTES = 16 * 2**10  # what holding one part costs beyond its buffers (schema, arrays, chunks)
 
 _lock = threading.Lock()
-_held: OrderedDict[str, tuple[tuple[int, int, int, int], pa.Table, int, int]] = OrderedDict()  # (identity, rows, number, bytes)
+_held: OrderedDict[str, tuple[tuple[int, ...], pa.Table, int, int]] = OrderedDict()  # (identity, rows, number, bytes)
 _bytes = 0
 _count = 0  # parts remembered so far: `mark` and `hand_over` use it
 
 
-def _identity(path: Path) -> tuple[int, int, int, int] | None:
+def _identity(path: Path) -> tuple[int, ...] | None:
     try:
         st = os.stat(path, follow_symlinks=False)
     except OSError:
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def remember(path: Path, rows: pa.Table) -> None:
@@ -45,10 +50,10 @@ def remember(path: Path, rows: pa.Table) -> None:
         _hold(str(path), identity, rows)
 
 
-def _hold(key: str, identity: tuple[int, int, int, int], rows: pa.Table) -> None:
+def _hold(key: str, identity: tuple[int, ...], rows: pa.Table) -> None:
     global _bytes, _count
-    size = rows.nbytes  # (computed over every buffer: once)
-    if size > PART_BYTES:
+    size = rows.nbytes + ENTRY_BYTES  # (nbytes is computed over every buffer: once)
+    if size > PART_BYTES + ENTRY_BYTES:
         return
     with _lock:
         _drop(key)
@@ -64,7 +69,7 @@ def mark() -> int:
     return _count
 
 
-def hand_over(since: int) -> list[tuple[str, tuple[int, int, int, int], bytes]]:
+def hand_over(since: int) -> list[tuple[str, tuple[int, ...], bytes]]:
     """The parts remembered after `mark()` returned `since`, as (path, identity, Arrow IPC
     bytes), let go here: a live run's scoring child writes its values' parts, and the process
     that compacts the run takes them (`adopt`) instead of reading them back."""
@@ -81,7 +86,7 @@ def hand_over(since: int) -> list[tuple[str, tuple[int, int, int, int], bytes]]:
     return out
 
 
-def adopt(parts: list[tuple[str, tuple[int, int, int, int], bytes]]) -> None:
+def adopt(parts: list[tuple[str, tuple[int, ...], bytes]]) -> None:
     """Hold parts another process of this run wrote (see `hand_over`); each is still taken
     from memory only while the file at its path is the one that process wrote."""
     for key, identity, data in parts:

@@ -352,6 +352,62 @@ def test_run_whose_status_cannot_be_set_after_its_first_publish_leaves_no_run(ta
     assert _cli(monkeypatch, capsys, *args)[0] == 0
 
 
+def _status_fails(monkeypatch):
+    from evalcore.store import RunWriter
+
+    real = RunWriter.update_manifest
+
+    def full(self, **changes):
+        if changes.get("status") == "running":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(self, **changes)
+
+    monkeypatch.setattr(RunWriter, "update_manifest", full)
+
+
+def test_a_new_ray_run_whose_status_cannot_be_set_is_removed_too(target, tmp_path, monkeypatch, capsys):
+    """The same rule with `--engine ray` (which publishes its questions before the asking: no
+    opening publish beside it). Ray itself is not needed: the status fails first."""
+    from contextlib import contextmanager
+
+    from evalcore.pipeline import live
+
+    @contextmanager
+    def no_session(engine, address):
+        yield
+
+    monkeypatch.setattr(live, "check_engine", lambda engine, address: None)
+    monkeypatch.setattr(live, "engine_session", no_session)
+    _status_fails(monkeypatch)
+    root = tmp_path / "runs"
+    code, _, err = _cli(monkeypatch, capsys, "--store", str(root), "run", "--target", target.url, "--dataset",
+                        str(_questions(tmp_path)), "--no-score", "--no-progress", "--engine", "ray")
+    assert code == 2 and "nothing already stored was changed" in err, err
+    assert RunStore(root).run_ids() == []
+
+
+def test_a_failed_start_that_cannot_even_be_removed_says_how_to_resume(target, tmp_path, monkeypatch, capsys):
+    """The disk is so full that the trash folder cannot be made: the run stays, and the message
+    names it and `--resume` instead of "nothing already stored was changed"."""
+    from evalcore.store import safe_paths
+
+    _status_fails(monkeypatch)
+    real_make_dirs = safe_paths.make_dirs
+
+    def make_dirs(root, path, *args, **kwargs):
+        if ".trash" in str(path) and not os.path.isdir(path):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real_make_dirs(root, path, *args, **kwargs)
+
+    monkeypatch.setattr(safe_paths, "make_dirs", make_dirs)
+    root = tmp_path / "runs"
+    code, _, err = _cli(monkeypatch, capsys, "--store", str(root), "run", "--target", target.url, "--dataset",
+                        str(_questions(tmp_path)), "--no-score", "--no-progress")
+    (run_id,) = RunStore(root).run_ids()
+    assert code == 2 and f"run {run_id} keeps no answer yet" in err and f"--resume {run_id}" in err, err
+    assert "nothing already stored was changed" not in err
+
+
 # ---- the other writers: import, labels import, rejudge -----------------------------------------
 def _store_files(root: Path) -> dict[str, bytes]:
     """Every file of the store but lock files (empty, created on first use)."""
