@@ -140,4 +140,6 @@ def test_two_writers_compacting_at_once_lose_nothing(tmp_path):
     assert len(reader) == 60
     for i in range(60):
         np.testing.assert_array_equal(reader.get([f"k{i}"])[f"k{i}"], _row(i)[0])
-    assert len(_parts(folder)) < 10
+    # compactions happened (80 parts without): a writer skips one while the other holds the
+    # lock, so on a loaded machine a few more parts are left (11 seen in CI under load)
+    assert len(_parts(folder)) < 20
