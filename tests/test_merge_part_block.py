@@ -166,24 +166,7 @@ def test_a_file_read_alone_is_decoded_in_batches_sized_as_decoded_not_from_its_f
     """20,000 rows repeating one 4,000-character answer: ~0.1 MB on disk, dictionary-encoded, so
     its footer says ~40 bytes a row. A batch sized from the footer decoded the whole file at once
     (80 MB; 250 MB at twice the rows); sized from the rows as decoded, a few MB at a time."""
-    import subprocess
-    import sys
-
-    n, text = 20_000, "y" * 4000
-    table = pa.table({"run_id": pa.array([RUN] * n), "method": pa.array(["m"] * n),
-                      "question_id": pa.array([f"q{i}" for i in range(n)]), "trial": pa.array([0] * n, pa.int32()),
-                      "answer": pa.array([text] * n)})
-    table = table.cast(pa.schema([SCHEMAS["responses"].field(c) for c in table.column_names]))
-    path = tmp_path / "part-0.parquet"
-    pq.write_table(table, path, use_dictionary=True, compression="zstd")
-    assert path.stat().st_size < 2**20
-    code = ("import sys, pyarrow as pa; from pathlib import Path; from evalcore.store.merge import merge_files; "
-            "m = merge_files([Path(sys.argv[1])], 'responses', Path(sys.argv[2]), run_id=sys.argv[3]); "
-            "assert m.rows_out == m.rows_in == 20000, m; print(pa.default_memory_pool().max_memory())")
-    done = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "out.parquet"), RUN],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    peak_mb = int(done.stdout) / 2**20
+    peak_mb = _merge_peak_mb(_repeating_part(tmp_path, ["y" * 4000] * 20_000))
     assert peak_mb < 40, peak_mb
 
 
@@ -191,10 +174,21 @@ def test_a_file_whose_first_rows_are_short_is_still_decoded_a_bounded_batch_at_a
     """The probe sees 64 short rows; 12,000 rows of one 50,000-character answer follow (a small
     file: dictionary-encoded). Batches are at most MAX_BATCH_ROWS rows whatever the probe said:
     ~50 MB at a time, where the footer's sizing decoded ~790 MB at once (a hostile review)."""
-    import subprocess
-    import sys
+    peak_mb = _merge_peak_mb(_repeating_part(tmp_path, ["short"] * 64 + ["y" * 50_000] * 12_000))
+    assert peak_mb < 200, peak_mb
 
-    answers = ["short"] * 64 + ["y" * 50_000] * 12_000
+
+def test_a_deep_check_reads_such_a_file_a_bounded_batch_at_a_time(tmp_path):
+    """`store check --deep` reads every row of a file: in batches of DEEP_BATCH_ROWS rows, not
+    65,536 (the same file decoded ~600 MB at once)."""
+    path = _repeating_part(tmp_path, ["short"] * 64 + ["y" * 50_000] * 12_000)
+    code = ("import sys, pyarrow as pa; from pathlib import Path; from evalcore.store.quarantine import unreadable; "
+            "assert unreadable(Path(sys.argv[1]), deep=True) is None; print(pa.default_memory_pool().max_memory())")
+    assert _peak_mb(code, path) < 200
+
+
+def _repeating_part(tmp_path, answers: list[str]):
+    """A responses part of `answers`, dictionary-encoded: small on disk however long they are."""
     n = len(answers)
     table = pa.table({"run_id": pa.array([RUN] * n), "method": pa.array(["m"] * n),
                       "question_id": pa.array([f"q{i}" for i in range(n)]), "trial": pa.array([0] * n, pa.int32()),
@@ -203,10 +197,24 @@ def test_a_file_whose_first_rows_are_short_is_still_decoded_a_bounded_batch_at_a
     path = tmp_path / "part-0.parquet"
     pq.write_table(table, path, use_dictionary=True, compression="zstd")
     assert path.stat().st_size < 2**20
-    code = ("import sys, pyarrow as pa; from pathlib import Path; from evalcore.store.merge import merge_files; "
-            "m = merge_files([Path(sys.argv[1])], 'responses', Path(sys.argv[2]), run_id=sys.argv[3]); "
-            f"assert m.rows_out == m.rows_in == {n}, m; print(pa.default_memory_pool().max_memory())")
-    done = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "out.parquet"), RUN],
-                          capture_output=True, text=True, timeout=300)
+    return path
+
+
+def _merge_peak_mb(path) -> float:
+    """Arrow's peak memory, in a fresh interpreter, merging the one file `path` (every row kept)."""
+    code = ("import sys, pyarrow as pa, pyarrow.parquet as pq; from pathlib import Path; "
+            "from evalcore.store.merge import merge_files; p = Path(sys.argv[1]); "
+            "m = merge_files([p], 'responses', p.with_name('out.parquet'), run_id=sys.argv[2]); "
+            "assert m.rows_out == m.rows_in == pq.ParquetFile(p).metadata.num_rows, m; "
+            "print(pa.default_memory_pool().max_memory())")
+    return _peak_mb(code, path, RUN)
+
+
+def _peak_mb(code: str, *args) -> float:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr
-    assert int(done.stdout) / 2**20 < 200, int(done.stdout) / 2**20
+    return int(done.stdout) / 2**20

@@ -50,6 +50,9 @@ def _one_line(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
+DEEP_BATCH_ROWS = 1024  # rows decoded at a time when every row of a file is read (`deep`)
+
+
 def unreadable(path: Location, deep: bool = False) -> str | None:
     """Why a Parquet file cannot be read (None if it can): its footer, or with `deep` every row.
     A FIFO, socket or device is never opened (fs.arrow refuses it: "it is a FIFO...")."""
@@ -60,7 +63,9 @@ def unreadable(path: Location, deep: bool = False) -> str | None:
     try:
         where, filesystem = _fs.arrow(path)
         source = pq.ParquetFile(where, filesystem=filesystem, pre_buffer=False)
-        for _ in source.iter_batches(batch_size=65536, use_threads=False):
+        # a small batch: a long text repeated on every row is stored once (dictionary encoding)
+        # but decoded per row, so 65,536 rows of such a tiny file once took 600+ MB at once
+        for _ in source.iter_batches(batch_size=DEEP_BATCH_ROWS, use_threads=False):
             pass
     except Exception as exc:
         return _why(exc)
@@ -124,10 +129,13 @@ def foreign_run(path: Location, run_id: str, meta: pq.FileMetaData | None = None
 
     try:
         where, filesystem = _fs.arrow(path)
-        column = pq.read_table(where, columns=["run_id"], filesystem=filesystem).column("run_id")
+        source = pq.ParquetFile(where, filesystem=filesystem, pre_buffer=False)
+        ids: dict = {}  # in order of appearance; a batch at a time: a long id repeated on every row decodes per row
+        for batch in source.iter_batches(batch_size=DEEP_BATCH_ROWS, columns=["run_id"], use_threads=False):
+            ids.update(dict.fromkeys(batch.column(0).unique().to_pylist()))
     except Exception:  # unreadable: said elsewhere
         return None
-    return other_run(column.unique().to_pylist(), run_id)
+    return other_run(ids, run_id)
 
 
 def _text(value: Any) -> Any:
