@@ -328,10 +328,8 @@ def test_run_that_fills_the_disk_while_asking_counts_only_published_answers(targ
     assert visible == 3 and manifest.counts["responses"] == 3 and manifest.status == "complete"
 
 
-def test_run_whose_status_cannot_be_set_after_its_first_publish_leaves_no_run(target, tmp_path, monkeypatch,
-                                                                             capsys):
-    """The questions are written and published, then the disk fills setting the run's status,
-    before anything is asked: no run is left (none claiming answers it "published")."""
+def _status_fails(monkeypatch):
+    """The disk fills when a run's status is set to running; returns the real method."""
     from evalcore.store import RunWriter
 
     real = RunWriter.update_manifest
@@ -342,6 +340,16 @@ def test_run_whose_status_cannot_be_set_after_its_first_publish_leaves_no_run(ta
         return real(self, **changes)
 
     monkeypatch.setattr(RunWriter, "update_manifest", full)
+    return real
+
+
+def test_run_whose_status_cannot_be_set_after_its_first_publish_leaves_no_run(target, tmp_path, monkeypatch,
+                                                                             capsys):
+    """The questions are written and published, then the disk fills setting the run's status,
+    before anything is asked: no run is left (none claiming answers it "published")."""
+    from evalcore.store import RunWriter
+
+    real = _status_fails(monkeypatch)
     root = tmp_path / "runs"
     args = ("--store", str(root), "run", "--target", target.url, "--dataset", str(_questions(tmp_path)),
             "--no-score", "--no-progress")
@@ -350,19 +358,6 @@ def test_run_whose_status_cannot_be_set_after_its_first_publish_leaves_no_run(ta
     assert RunStore(root).run_ids() == []
     monkeypatch.setattr(RunWriter, "update_manifest", real)
     assert _cli(monkeypatch, capsys, *args)[0] == 0
-
-
-def _status_fails(monkeypatch):
-    from evalcore.store import RunWriter
-
-    real = RunWriter.update_manifest
-
-    def full(self, **changes):
-        if changes.get("status") == "running":
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(self, **changes)
-
-    monkeypatch.setattr(RunWriter, "update_manifest", full)
 
 
 def test_a_new_ray_run_whose_status_cannot_be_set_is_removed_too(target, tmp_path, monkeypatch, capsys):
