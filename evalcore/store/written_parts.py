@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-MEMO_BYTES = 8 * 2**20  # Arrow bytes held in all (1,000 live answers: ~0.5 MB)
+MEMO_BYTES = 8 * 2**20  # held in all, as charged (1,000 live answers and their values: ~2 MB)
 PART_BYTES = 2**20  # a part larger than this is not held (imports' large parts: read back)
 ENTRY_BYTES = 16 * 2**10  # what holding one part costs beyond its buffers (schema, arrays, chunks)
 
@@ -52,9 +52,10 @@ def remember(path: Path, rows: pa.Table) -> None:
 
 def _hold(key: str, identity: tuple[int, ...], rows: pa.Table) -> None:
     global _bytes, _count
-    size = rows.nbytes + ENTRY_BYTES  # (nbytes is computed over every buffer: once)
-    if size > PART_BYTES + ENTRY_BYTES:
+    buffers = rows.nbytes  # (computed over every buffer: once)
+    if buffers > PART_BYTES:
         return
+    size = buffers + ENTRY_BYTES
     with _lock:
         _drop(key)
         _count += 1
