@@ -34,6 +34,7 @@ import tempfile
 import time
 import uuid
 from contextlib import contextmanager
+from functools import partial
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -69,6 +70,7 @@ from evalcore.store.layout import (
 from evalcore.store.compaction_db import compaction_connection
 from evalcore.store.merge import ForeignRows, Merged, merge_files
 from evalcore.store.merge_sql import sql_list
+from evalcore.store.paired_jobs import run_jobs
 from evalcore.store.parquet_write import write_parquet_atomic
 from evalcore.store.quarantine import quarantine_unreadable_parts
 from evalcore.store.run_damage import file_findings, refuse
@@ -248,36 +250,17 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
     tag = f"g{generation}-{uuid.uuid4().hex[:8]}"
     rows = dict(pointer.get("rows") or {})
     replaced = dict(pointer.get("replaced") or {})
-    con = compaction_connection(run_dir)  # its views are its own (store/compaction_db.py)
-    try:
-        files = dict(files)
-        for table in RUN_TABLES:
-            current = [run_dir / files[table]] if table in files else []
-            if pending[table]:
-                name = f"{DATA_DIR}/{table}-{tag}.parquet"
-                merged = _merge_to(run_dir / name, table, current + pending[table])
-                # rows superseded by a newer version of the same key (a re-score; for a live
-                # run's answers always 0: each is asked once) — an audit trail of replacements
-                replaced[table] = replaced.get(table, 0) + merged.rows_in - merged.rows_out
-                files[table], rows[table] = name, merged.rows_out
-                result.parts_absorbed += len(pending[table])
-            if table in DERIVED_FROM:
-                _define(con, table, run_dir / files[table] if table in files else None)
-        trials = con.execute("SELECT (SELECT count(*) FROM trial_responses WHERE trial > 0) + "
-                             "(SELECT count(*) FROM trial_metrics WHERE trial > 0)").fetchone()[0] > 0
-        derived = {name: summary_sql(name, trials=trials) for name in SUMMARY_TABLES}
-        derived[WIDE_TABLE] = wide_compute_sql(con)  # one row per answer (store/wide.py)
-        for name, sql in derived.items():
-            if name == "summary_judges" and "judge_calls" not in files:
-                arrow = _no_judge_calls(con, sql)
-            else:
-                arrow = con.sql(sql).to_arrow_table()
-            rel = f"{DATA_DIR}/{name}-{tag}.parquet"
-            write_parquet_atomic(run_dir / rel, arrow, **(WIDE_WRITE if name == WIDE_TABLE else {}),
-                                 within=run_root(run_dir))
-            files[name] = rel
-    finally:
-        con.close()
+    files = dict(files)
+    names = {t: f"{DATA_DIR}/{t}-{tag}.parquet" for t in RUN_TABLES if pending[t]}
+    merges = {t: partial(_merge_to, run_dir / names[t], t, ([run_dir / files[t]] if t in files else []) + pending[t])
+              for t in names}  # two at a time (store/paired_jobs.py), the largest first
+    for table, merged in run_jobs(merges, first=sorted(names, key=lambda t: -_weight(pending[t]))).items():
+        # rows superseded by a newer version of the same key (a re-score; for a live run's
+        # answers always 0: each is asked once) — an audit trail of replacements
+        replaced[table] = replaced.get(table, 0) + merged.rows_in - merged.rows_out
+        files[table], rows[table] = names[table], merged.rows_out
+        result.parts_absorbed += len(pending[table])
+    files.update(_write_derived(run_dir, files, tag))
     # the new files' directory entries must be durable before the pointer names them: after a
     # power cut a pointer naming a file that was never written down would leave the run unreadable
     fsync_dir(run_dir / DATA_DIR)
@@ -296,6 +279,67 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
            base_generation=result.generation)
     result.changed, result.generation, result.rows = True, generation, rows
     return result
+
+
+def _write_derived(run_dir: Location, files: dict[str, str], tag: str) -> dict[str, str]:
+    """Compute and write the run's derived tables from its canonical `files`: {name: file}.
+    The one-row-per-answer pivot (the longest) runs on a connection of its own beside the
+    summaries (store/paired_jobs.py); on object storage, where a connection is a new database
+    (~35 ms), after them on the same one."""
+    con = compaction_connection(run_dir)  # its views are its own (store/compaction_db.py)
+    try:
+        for table in DERIVED_FROM:
+            _define(con, table, run_dir / files[table] if table in files else None)
+        trials = con.execute("SELECT (SELECT count(*) FROM trial_responses WHERE trial > 0) + "
+                             "(SELECT count(*) FROM trial_metrics WHERE trial > 0)").fetchall()[0][0] > 0
+
+        def write(name: str, arrow: pa.Table) -> str:
+            rel = f"{DATA_DIR}/{name}-{tag}.parquet"
+            write_parquet_atomic(run_dir / rel, arrow, **(WIDE_WRITE if name == WIDE_TABLE else {}),
+                                 within=run_root(run_dir))
+            return rel
+
+        def summaries() -> dict[str, str]:
+            out = {}
+            for name in SUMMARY_TABLES:
+                sql = summary_sql(name, trials=trials)
+                no_calls = name == "summary_judges" and "judge_calls" not in files
+                out[name] = write(name, _no_judge_calls(con, sql) if no_calls else con.sql(sql).to_arrow_table())
+            return out
+
+        if _fs.is_remote(run_dir):
+            return {**summaries(), WIDE_TABLE: write(WIDE_TABLE, _wide(con))}
+        done = run_jobs({"wide": lambda: write(WIDE_TABLE, _wide_alone(run_dir, files)), "summaries": summaries},
+                        first=["wide"])
+        return {**done["summaries"], WIDE_TABLE: done["wide"]}
+    finally:
+        con.close()
+
+
+def _wide(con: duckdb.DuckDBPyConnection) -> pa.Table:
+    """The one-row-per-answer pivot of the `metrics` view (store/wide.py)."""
+    return con.sql(wide_compute_sql(con)).to_arrow_table()
+
+
+def _wide_alone(run_dir: Location, files: dict[str, str]) -> pa.Table:
+    """`_wide` on a connection of its own (its views are its own: store/compaction_db.py)."""
+    con = compaction_connection(run_dir)
+    try:
+        _define(con, "metrics", run_dir / files["metrics"] if "metrics" in files else None)
+        return _wide(con)
+    finally:
+        con.close()
+
+
+def _weight(paths: list[Location]) -> int:
+    """Bytes of `paths` on a local disk (the merge to start first), their number elsewhere."""
+    total = 0
+    for p in paths:
+        try:
+            total += 1 if _fs.is_remote(p) else os.stat(p).st_size
+        except OSError:  # gone meanwhile: the merge says so
+            pass
+    return total
 
 
 def _rel(run_dir: Location, path: Location) -> str:

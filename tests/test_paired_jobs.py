@@ -1,0 +1,51 @@
+"""store/paired_jobs.py: a compaction's merges and derived tables, two at a time, with the
+results and the failure the sequential loop gave."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from evalcore.store.paired_jobs import run_jobs
+
+
+def test_two_jobs_run_at_once():
+    """Each job waits for the other: run one after the other, neither would get past the barrier."""
+    barrier = threading.Barrier(2, timeout=10)
+
+    def job(name):
+        return lambda: (barrier.wait(), name)[1]
+
+    assert run_jobs({"a": job("a"), "b": job("b")}) == {"a": "a", "b": "b"}
+
+
+def test_results_come_in_the_callers_order_whatever_started_first():
+    done = run_jobs({"x": lambda: 1, "y": lambda: 2, "z": lambda: 3}, first=["z", "y"])
+    assert list(done.items()) == [("x", 1), ("y", 2), ("z", 3)]
+
+
+def test_the_first_failure_in_the_callers_order_is_raised_after_every_job_ended():
+    ended = []
+
+    def slow():
+        time.sleep(0.3)
+        ended.append("slow")
+        return "ok"
+
+    def fails(message):
+        def job():
+            raise ValueError(message)
+        return job
+
+    # "late" fails first in time (at once) but comes after "early" in the caller's order
+    with pytest.raises(ValueError, match="early"):
+        run_jobs({"slow": slow, "early": lambda: (time.sleep(0.1), fails("early")())[1], "late": fails("late")},
+                 first=["late"])
+    assert ended == ["slow"]  # nothing still writing when the caller handles the error
+
+
+def test_a_single_job_runs_in_the_callers_thread():
+    assert run_jobs({"only": lambda: threading.current_thread() is threading.main_thread()}) == {"only": True}
+    assert run_jobs({}) == {}
