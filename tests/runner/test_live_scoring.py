@@ -336,3 +336,36 @@ def test_a_run_about_to_end_skips_its_periodic_publish(publish_clock):
     clock[0] = 9.0
     near_flush(96)  # a slower pace now (10.7 a second): the last 4 still take 0.4 s
     assert near.published == []
+
+
+def test_a_run_asks_with_the_heap_frozen_and_hands_it_back(tmp_path, monkeypatch):
+    """No full collection walks the libraries' objects while a run asks (common/frozen_heap.py);
+    when the run ends, however it ends, they are the collector's again."""
+    import gc
+
+    from evalcore.runner import engine
+
+    seen = []
+    real = engine.ResponseSink.add
+
+    def add(self, response):
+        seen.append(gc.get_freeze_count())
+        return real(self, response)
+
+    monkeypatch.setattr(engine.ResponseSink, "add", add)
+    gc.unfreeze()
+    server = ScriptedServer(_answer).start()
+    try:
+        store = RunStore(tmp_path / "runs")
+        _run(server, store, _questions(tmp_path))
+        assert seen and min(seen) > 1000 and gc.get_freeze_count() == 0
+
+        def interrupted(self, response):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(engine.ResponseSink, "add", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            _run(server, store, _questions(tmp_path))
+        assert gc.get_freeze_count() == 0
+    finally:
+        server.stop()
