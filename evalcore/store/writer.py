@@ -20,7 +20,7 @@ import threading
 import uuid
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 try:  # POSIX; elsewhere the manifest lock is a no-op (documented in docs/reliability.md)
     import fcntl
@@ -40,7 +40,6 @@ from evalcore.schemas import (
     RunManifest,
 )
 from evalcore.store import fs as _fs
-from evalcore.store.compaction import Compaction, compact, pending_rows
 from evalcore.store.fs import Conflict, Location
 from evalcore.store import safe_paths as _safe
 from evalcore.store.layout import (LOCK_NAME, failed_write, fsync_dir, parts_dir, read_pointer, run_root,
@@ -48,6 +47,10 @@ from evalcore.store.layout import (LOCK_NAME, failed_write, fsync_dir, parts_dir
 from evalcore.store.manifest_file import parse_manifest, read_manifest
 from evalcore.store.parquet_write import write_part
 from evalcore.store.tables import ROW_BUILDERS, SCHEMAS, question_row, response_row
+
+if TYPE_CHECKING:  # compaction (DuckDB, the merge) loads when a writer first publishes: a
+    # writer that only writes parts (the scoring child of a live run) never needs it
+    from evalcore.store.compaction import Compaction
 
 _held = threading.local()  # lock files this thread holds, so the manifest lock is re-entrant
 MANIFEST_ATTEMPTS = 5  # object storage: re-reads after a conditional PUT lost a race
@@ -112,6 +115,8 @@ class RunWriter:
         the run is compacted, and only then is the file renamed into place (a rename needs no
         space); a compaction that fails discards it. The manifest lock is held throughout, so
         no other edit can come between the two and be overwritten."""
+        from evalcore.store.compaction import compact
+
         if record is None:
             return compact(self.dir)
         with self.manifest_lock():
@@ -150,11 +155,15 @@ class RunWriter:
 
     def pending_rows(self, table: str) -> int:
         """Rows written but not yet published (e.g. a live run's progress between compactions)."""
+        from evalcore.store.compaction import pending_rows
+
         return pending_rows(self.dir, table)
 
     def rows_on_disk(self, table: str) -> int | None:
         """Rows of `table` the run holds, published or still in part files (what `run --resume`
         keeps); None when that cannot be read (a damaged pointer, an unreadable disk)."""
+        from evalcore.store.compaction import pending_rows
+
         try:
             published = (read_pointer(self.dir).get("rows") or {}).get(table, 0)
             return int(published) + pending_rows(self.dir, table)

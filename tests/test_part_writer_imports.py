@@ -1,0 +1,32 @@
+"""A writer that only writes part files (a live run's scoring child: scoring/stream_worker_child.py)
+loads neither DuckDB nor the merge: they load when a writer first publishes (store/writer.py).
+Why a guard: the child's imports take CPU from the asking on a 2-core machine in the run's first
+second (bench/bench_runner.py), and one module-level import brings them back unseen."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+_PROBE = """
+import json, sys
+from pathlib import Path
+from evalcore.schemas import MetricValue
+from evalcore.scoring.stream_chunks import ChunkStream
+from evalcore.store import RunStore, RunWriter
+root = Path(sys.argv[1])
+writer = RunWriter("r1", root / "r1")
+writer.write_metrics([MetricValue(run_id="r1", method="m", question_id="q1", metric="exact_match",
+                                  value=1.0, group="lexical")])
+print(json.dumps({m: m in sys.modules for m in ("duckdb", "evalcore.store.compaction", "evalcore.store.merge")}))
+"""
+
+
+def test_writing_parts_loads_no_duckdb_and_no_merge(tmp_path):
+    (tmp_path / "r1").mkdir()
+    out = subprocess.run([sys.executable, "-c", _PROBE, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[-1]) == {"duckdb": False, "evalcore.store.compaction": False,
+                                                       "evalcore.store.merge": False}
+    assert list((tmp_path / "r1" / "parts" / "metrics").glob("part-*.parquet"))  # the part was written
