@@ -49,3 +49,57 @@ def test_the_first_failure_in_the_callers_order_is_raised_after_every_job_ended(
 def test_a_single_job_runs_in_the_callers_thread():
     assert run_jobs({"only": lambda: threading.current_thread() is threading.main_thread()}) == {"only": True}
     assert run_jobs({}) == {}
+
+
+def test_ctrl_c_cancels_what_has_not_started_and_is_raised_once_the_running_jobs_end():
+    """Ctrl-C reaches the calling thread only, while it waits: the caller must not release the
+    run's lock (and clean up) while a job still writes, nor may a queued job start afterwards."""
+    import os
+    import signal
+
+    events = []
+    both_running = threading.Barrier(2, timeout=10)
+
+    def interrupting():
+        both_running.wait()
+        os.kill(os.getpid(), signal.SIGINT)  # delivered to the main thread, waiting in run_jobs
+        time.sleep(0.3)
+        events.append("interrupting ended")
+
+    def running():
+        both_running.wait()
+        time.sleep(0.5)
+        events.append("running ended")
+
+    def queued():
+        events.append("queued started")
+
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs({"a": interrupting, "b": running, "c": queued}, first=["a", "b"])
+    events.append("raised")
+    time.sleep(0.3)  # a queued job that was not cancelled would start now
+    assert events == ["interrupting ended", "running ended", "raised"]
+
+
+def test_ctrl_c_while_the_workers_start_leaves_nothing_running(monkeypatch):
+    """A Ctrl-C while the workers are being started (before the second exists): a job the first
+    worker took ends before the Ctrl-C is raised, and the rest never start."""
+    events = []
+    real_start = threading.Thread.start
+
+    def interrupted_start(self):
+        real_start(self)
+        raise KeyboardInterrupt
+
+    def a():
+        events.append("a started")
+        time.sleep(0.2)
+        events.append("a ended")
+
+    monkeypatch.setattr(threading.Thread, "start", interrupted_start)
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs({"a": a, "b": lambda: events.append("b started")})
+    monkeypatch.undo()
+    events.append("raised")
+    time.sleep(0.3)
+    assert events in (["a started", "a ended", "raised"], ["raised"])  # "a" taken before the Ctrl-C, or cancelled

@@ -309,7 +309,8 @@ def _write_derived(run_dir: Location, files: dict[str, str], tag: str) -> dict[s
 
         if _fs.is_remote(run_dir):
             return {**summaries(), WIDE_TABLE: write(WIDE_TABLE, _wide(con))}
-        done = run_jobs({"wide": lambda: write(WIDE_TABLE, _wide_alone(run_dir, files)), "summaries": summaries},
+        # (summaries first in the order: a failure of both is reported as the sequential loop did)
+        done = run_jobs({"summaries": summaries, "wide": lambda: write(WIDE_TABLE, _wide_alone(run_dir, files))},
                         first=["wide"])
         return {**done["summaries"], WIDE_TABLE: done["wide"]}
     finally:
