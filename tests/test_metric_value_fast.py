@@ -1,0 +1,87 @@
+"""schemas/metric_value_fast.py: a MetricValue built without validation is exactly the one
+validation builds, and whatever validation would refuse or convert is validated as before."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from pydantic import ValidationError
+
+from evalcore.schemas import MetricValue
+from evalcore.schemas.bounds import MAX_JSON_DEPTH
+from evalcore.schemas.metric_value_fast import _plain, metric_value
+
+BASE = {"run_id": "r1", "method": "m", "question_id": "q1", "metric": "token_f1", "value": 0.5, "group": "lexical"}
+
+
+def _nested(depth: int):
+    node: object = 1
+    for _ in range(depth):
+        node = [node]
+    return node
+
+
+CASES = [
+    {},
+    {"version": "2", "reason": "why", "judge_id": "j", "label": "A", "trial": 3},
+    {"details": {"n": 1, "list": [1, 2, {"x": None}], "text": "é"}},
+    {"value": float("nan"), "reason": "no contexts"},
+    {"value": -0.0},
+    {"value": 1e308},
+    # converted by validation: validated, so stored as validation stores them
+    {"value": 1},
+    {"value": True},
+    {"value": np.float64(0.25)},
+    {"value": "0.75"},
+    {"trial": True},
+    {"details": {"deep": _nested(MAX_JSON_DEPTH - 2)}},
+    # refused by validation: refused the same way
+    {"value": float("nan")},
+    {"value": float("nan"), "reason": ""},
+    {"value": float("inf"), "reason": "x"},
+    {"value": -math.inf},
+    {"value": None},
+    {"run_id": 7},
+    {"reason": 3},
+    {"label": b"A"},
+    {"trial": -1},
+    {"trial": 1.5},
+    {"details": {1: "int key"}},
+    {"details": [1, 2]},
+    {"details": {"deep": _nested(MAX_JSON_DEPTH + 5)}},
+    {"unknown": 1},
+]
+
+
+def _outcome(build, fields):
+    try:
+        value = build(**fields)
+    except ValidationError as exc:
+        return "refused", [(e["type"], e["loc"]) for e in exc.errors()]
+    dumped = value.model_dump()
+    dumped.pop("computed_at")
+    return "built", {k: (type(v).__name__, repr(v)) for k, v in dumped.items()}, sorted(value.model_fields_set)
+
+
+@pytest.mark.parametrize("change", CASES, ids=[repr(c)[:60] for c in CASES])
+def test_fast_path_and_validation_agree(change):
+    fields = {**BASE, **change}
+    if "value" in change and change["value"] is None:
+        fields["value"] = None
+    assert _outcome(metric_value, dict(fields)) == _outcome(MetricValue, dict(fields))
+
+
+def test_the_fast_path_is_taken_for_plain_fields_only():
+    assert _plain({**BASE, "details": {"a": 1}, "reason": None})
+    assert not _plain({**BASE, "value": 1})
+    assert not _plain({**BASE, "value": np.float64(0.5)})
+    assert not _plain({**BASE, "value": float("nan")})
+
+
+def test_details_are_copied_as_validation_copies_them():
+    details = {"a": 1}
+    value = metric_value(**BASE, details=details)
+    details["a"] = 2
+    assert value.details == {"a": 1}
