@@ -1,5 +1,6 @@
-"""A writer that only writes part files (a live run's scoring child: scoring/stream_worker_child.py)
-loads neither DuckDB nor the merge: they load when a writer first publishes (store/writer.py).
+"""A live run's scoring child (scoring/stream_worker_child.py), which chooses the metrics, scores
+chunks and writes their part files, loads neither DuckDB nor the merge: they load when a writer
+first publishes (store/writer.py) or the store is first read (scoring/queries.py, engine.py).
 Why a guard: the child's imports take CPU from the asking on a 2-core machine in the run's first
 second (bench/bench_runner.py), and one module-level import brings them back unseen."""
 
@@ -12,18 +13,24 @@ import sys
 _PROBE = """
 import json, sys
 from pathlib import Path
-from evalcore.schemas import MetricValue
+from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue
 from evalcore.scoring.stream_chunks import ChunkStream
 from evalcore.store import RunStore, RunWriter
 root = Path(sys.argv[1])
 writer = RunWriter("r1", root / "r1")
 writer.write_metrics([MetricValue(run_id="r1", method="m", question_id="q1", metric="exact_match",
                                   value=1.0, group="lexical")])
+# what the child does with each request: choose the metrics from the first chunk, score chunks
+stream = ChunkStream(RunStore(root), writer, "r1", [], [], {})
+items = [(EvalQuestion(id=f"q{i}", question=f"question {i}", ground_truth=f"answer {i}"),
+          EvalResponse(question_id=f"q{i}", method="m", answer=f"answer {i}", latency_ms=1.0)) for i in range(8)]
+assert stream.decide(items) is None
+stream.score(items)
 print(json.dumps({m: m in sys.modules for m in ("duckdb", "evalcore.store.compaction", "evalcore.store.merge")}))
 """
 
 
-def test_writing_parts_loads_no_duckdb_and_no_merge(tmp_path):
+def test_the_scoring_child_loads_no_duckdb_and_no_merge(tmp_path):
     (tmp_path / "r1").mkdir()
     out = subprocess.run([sys.executable, "-c", _PROBE, str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

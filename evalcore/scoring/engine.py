@@ -30,7 +30,7 @@ from evalcore.scoring.estimate import estimate_pass
 from evalcore.scoring.pass_report import ScoreReport
 from evalcore.scoring.pass_record import history_entry, pass_record, recorded_tally, store_judge_calls
 from evalcore.scoring.queries import run_questions, run_responses
-from evalcore.store import RunStore, RunWriter, query_df
+from evalcore.store import RunStore, RunWriter
 
 if TYPE_CHECKING:
     from evalcore.judges.tally import CallTally
@@ -163,6 +163,8 @@ def stored_metric_values(store: RunStore, run_id: str) -> dict[tuple[str, str, i
     """{(method, question_id, trial): {metric: value}} of the run's published non-composite
     values, every trial's: what scoring passes the composites (`ScoringContext.stored_metrics`),
     which never read the store (a trial's composite is built from that trial's values)."""
+    from evalcore.store import query_df  # (DuckDB: loaded by what reads, not by the scoring child's metric choice)
+
     df = query_df(store, "SELECT method, question_id, trial, metric, value FROM trial_metrics "
                          "WHERE run_id = ? AND \"group\" <> 'composite'", [run_id])
     out: dict[tuple[str, str, int], dict[str, float]] = {}
@@ -177,6 +179,7 @@ def score_run(store: RunStore, run_ref: str, metrics: Iterable[str] | None = Non
     """Compute and store metric values for every (question, method) of a run."""
     started = time.monotonic()
     from evalcore.metrics.options import check_options
+    from evalcore.store import query_df
 
     options = check_options(options or {})  # a misspelt option must not fall back to a default
     run_id = store.resolve(run_ref)

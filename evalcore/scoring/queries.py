@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from evalcore.schemas import EvalQuestion, EvalResponse
 from evalcore.schemas.ids import STORED
-from evalcore.store import RunStore, query_df
+from evalcore.store import RunStore
 
 
 def run_questions(store: RunStore, run_id: str) -> list[EvalQuestion]:
+    from evalcore.store import query_df  # DuckDB loads with the first read (a scoring child never reads)
+
     df = query_df(store, "SELECT record FROM questions WHERE run_id = ? ORDER BY question_id", [run_id], runs=[run_id])
     return [EvalQuestion.model_validate_json(r, context=STORED) for r in df["record"]]
 
@@ -19,6 +21,8 @@ def run_responses(store: RunStore, run_id: str, method: str | None = None,
                   every_trial: bool = False) -> list[EvalResponse]:
     """The run's answers (of `method`), trial 0's; with `every_trial`, every trial's (a run
     asked with `--trials T`: scoring scores each), each record carrying its trial."""
+    from evalcore.store import query_df
+
     table = "trial_responses" if every_trial else "responses"
     sql = (f"SELECT record FROM {table} WHERE run_id = ? AND (? IS NULL OR method = ?) "
            "ORDER BY method, question_id, trial")
