@@ -146,3 +146,22 @@ def test_the_reported_overflow_is_one_line_exit_2_in_a_real_process(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith(f"error: {path}, record 1, field 'token_usage.input_tokens': ")
+
+
+def test_depth_of_a_value_sharing_its_parts_is_found_without_walking_every_route():
+    """`x = [x, x]` 40 times: 2**40 routes to the innermost list, 41 levels. Walked route by
+    route this never ended (2**22 routes took ~10 s); each list is now walked at most once per
+    level it is reached at. A list that holds itself nests without end."""
+    from evalcore.schemas.bounds import json_depth_over
+
+    x: list = [1]
+    for _ in range(40):
+        x = [x, x]
+    assert not json_depth_over(x, 41) and json_depth_over(x, 40)
+    assert not json_depth_over({"a": x, "b": [x]}, 43) and json_depth_over({"a": x, "b": [x]}, 42)  # via "b": 2 + 41
+    shallow_then_deep = [1]
+    assert json_depth_over([shallow_then_deep, [[[shallow_then_deep]]]], 4)  # reached deeper later: walked again
+    assert not json_depth_over([shallow_then_deep, [[[shallow_then_deep]]]], 5)
+    holds_itself: list = []
+    holds_itself.append(holds_itself)
+    assert json_depth_over(holds_itself, 64)

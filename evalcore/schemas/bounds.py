@@ -73,8 +73,12 @@ def short_number(value: float) -> str:
 
 def json_depth_over(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     """True when lists and objects in `value` nest more than `limit` levels (`value` itself,
-    when a list or object, is level 1). Walked with a stack: any depth is safe to ask about."""
+    when a list or object, is level 1). Walked with a stack: any depth is safe to ask about.
+    A list or object reached again (Python can share one among many places: `x = [x, x]` n times
+    makes 2**n routes) is walked again only when reached deeper than before, so each is walked
+    at most `limit` times, however many routes lead to it; one that holds itself is over."""
     stack = [(value, 1)]
+    deepest: dict[int, int] = {}  # id of a list or object walked -> the deepest level it was walked at
     while stack:
         node, depth = stack.pop()
         if isinstance(node, dict):
@@ -85,6 +89,9 @@ def json_depth_over(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
             continue
         if depth > limit:
             return True
+        if deepest.get(id(node), 0) >= depth:  # (alive throughout: `value` holds it, so its id is its own)
+            continue
+        deepest[id(node)] = depth
         stack.extend((item, depth + 1) for item in items if isinstance(item, (dict, list, tuple)))
     return False
 
