@@ -212,8 +212,11 @@ def test_gate_holds_slots_and_spaces_starts():
 
     most, starts, gate = asyncio.run(scenario())
     assert most == 2 and gate.granted == 6 and not gate.held
-    gaps = [b - a for a, b in zip(sorted(starts), sorted(starts)[1:])]
-    assert min(gaps) >= 0.09
+    # no start comes before its turn: the i-th at least i intervals after the first. (Measured
+    # from the first, not between neighbours: a start can only come late, and under load a late
+    # one and the next on time once landed 0.4 ms apart though neither came early.)
+    first = min(starts)
+    assert all(at - first >= i * 0.1 - 0.01 for i, at in enumerate(sorted(starts)))
 
 
 def test_gate_lease_expires_when_its_holder_dies():
