@@ -58,7 +58,9 @@ def test_ctrl_c_mid_compaction_then_the_next_one_leaves_no_stray(tmp_path, monke
         compaction.compact(run_dir)
     raised = time.monotonic()
     assert ended and max(ended) <= raised  # every job that ran had ended when it was raised
-    assert not [t.name for t in threading.enumerate() if t.name.startswith("evalcore-compaction")]
+    for worker in [t for t in threading.enumerate() if t.name.startswith("evalcore-compaction")]:
+        worker.join(timeout=5)  # (a worker leaves once it finds nothing left to take)
+        assert not worker.is_alive()
     monkeypatch.undo()
     compaction.compact(run_dir)
     time.sleep(0.7)  # what a job of the interrupted compaction still doing would write meanwhile
