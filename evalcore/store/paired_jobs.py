@@ -30,9 +30,11 @@ WORKERS = 2
 def run_jobs(jobs: dict[str, Callable[[], T]], first: list[str] | None = None) -> dict[str, T]:
     """Run `jobs` WORKERS at a time, those named in `first` started first (the longest, so the
     shorter ones fill the other worker); {name: result} in `jobs`' order, or the first failure
-    in that order raised once all have ended. Ctrl-C (which only the calling thread receives)
+    in that order raised once all have ended. Ctrl-C (which only the calling thread handles)
     cancels the jobs not started yet and is raised once the running ones have ended: the caller
-    then releases the run's lock and cleans up, and no job of this compaction still writes.
+    then releases the run's lock and cleans up, and no job of this compaction still writes. (The
+    signal may land on a worker thread, and the waiting thread sees it only when it wakes: a job
+    a worker took meanwhile is one of the running ones, waited for.)
 
     Every job's future exists before any worker starts (ThreadPoolExecutor makes each as it is
     submitted, and a Ctrl-C while it starts a thread lost a queued job that ran anyway)."""
