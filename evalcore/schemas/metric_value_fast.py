@@ -28,11 +28,16 @@ _OPTIONAL_TEXT = ("reason", "judge_id", "label")
 
 def metric_value(**fields: Any) -> MetricValue:
     """MetricValue(**fields), validated by pydantic only when a field is not plainly valid."""
-    return MetricValue.model_construct(**fields) if _plain(fields) else MetricValue(**fields)
+    if not _plain(fields):
+        return MetricValue(**fields)
+    if "details" in fields:
+        fields["details"] = dict(fields["details"])  # validation copies it: the value never aliases the metric's
+    return MetricValue.model_construct(**fields)
 
 
 def _plain(fields: dict[str, Any]) -> bool:
-    if not set(fields) <= _ALLOWED or not set(_TEXT[:5]) <= set(fields) or "value" not in fields:
+    keys = fields.keys()
+    if not (keys <= _ALLOWED and _REQUIRED <= keys):
         return False
     if any(type(fields[k]) is not str for k in _TEXT if k in fields):
         return False
@@ -47,11 +52,8 @@ def _plain(fields: dict[str, Any]) -> bool:
     details = fields.get("details", {})
     if type(details) is not dict or any(type(k) is not str for k in details):
         return False
-    if any(json_depth_over(item, MAX_JSON_DEPTH - 1) for item in details.values()):
-        return False
-    if "details" in fields:
-        fields["details"] = dict(details)  # validation copies it: the value never aliases the metric's
-    return True
+    return not any(json_depth_over(item, MAX_JSON_DEPTH - 1) for item in details.values())
 
 
 _ALLOWED = frozenset({*_TEXT, *_OPTIONAL_TEXT, "value", "details", "trial"})
+_REQUIRED = frozenset({*_TEXT[:5], "value"})  # (version has a default)
