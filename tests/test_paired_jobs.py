@@ -110,3 +110,15 @@ def test_ctrl_c_while_the_workers_start_leaves_nothing_running(monkeypatch):
     events.append("raised")
     time.sleep(0.3)
     assert events in (["a started", "a ended", "raised"], ["raised"])  # "a" taken before the Ctrl-C, or cancelled
+
+
+def test_no_thread_to_be_had_runs_the_jobs_here(monkeypatch):
+    """A process at its thread limit ("can't start new thread") still compacts, one job after
+    another in the calling thread, as before the jobs ran two at a time."""
+    def no_thread(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    ran_in = []
+    done = run_jobs({"a": lambda: ran_in.append(threading.current_thread()) or 1, "b": lambda: 2})
+    assert done == {"a": 1, "b": 2} and ran_in == [threading.current_thread()]

@@ -59,8 +59,15 @@ def run_jobs(jobs: dict[str, Callable[[], T]], first: list[str] | None = None) -
                 future.set_exception(exc)
 
     try:
+        started = 0
         for i in range(WORKERS):
-            threading.Thread(target=worker, name=f"evalcore-compaction-{i}", daemon=True).start()
+            try:
+                threading.Thread(target=worker, name=f"evalcore-compaction-{i}", daemon=True).start()
+            except RuntimeError:  # no thread to be had (a process at its limit): fewer workers
+                break
+            started += 1
+        if not started:
+            worker()  # this thread does them all, as the sequential loop did
         wait(list(futures.values()))
     except BaseException:  # Ctrl-C while starting or waiting: the running jobs still end first
         _wait_out(list(futures.values()))
