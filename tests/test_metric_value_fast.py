@@ -85,3 +85,20 @@ def test_details_are_copied_as_validation_copies_them():
     value = metric_value(**BASE, details=details)
     details["a"] = 2
     assert value.details == {"a": 1}
+
+
+def test_fields_left_out_get_what_validation_gives_them_fresh_each_time():
+    """The defaults the fast path fills in itself: a new details dict per value (never one
+    shared by two values) and the time the value was made, as the model's factories give."""
+    from datetime import datetime, timezone
+
+    before = datetime.now(timezone.utc)
+    first, second = metric_value(**BASE), metric_value(**BASE)
+    checked = MetricValue(**BASE)
+    assert first.details == {} and first.details is not second.details
+    first.details["x"] = 1
+    assert second.details == {}
+    assert before <= first.computed_at <= second.computed_at <= checked.computed_at
+    assert first.computed_at.tzinfo is not None and type(first.computed_at) is type(checked.computed_at)
+    assert first.model_fields_set == checked.model_fields_set == set(BASE)
+    assert first.model_dump(exclude_unset=True) == checked.model_dump(exclude_unset=True)
