@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from evalcore.store import RunWriter
+
+if TYPE_CHECKING:
+    from evalcore.schemas import EvalQuestion
 
 PUBLISH_EVERY_S = 5.0  # how often a live run compacts what it has written (see on_flush)
 PUBLISH_SHARE = 0.2  # at most this share of a live run's time goes to those compactions
@@ -55,22 +58,27 @@ def _ends_within(seconds: float, started: float, now: float, written: int, left:
 
 
 class OpeningPublish:
-    """A new run's first publish (its questions), made beside the asking instead of before it.
+    """A new run's first write and publish (its questions), made beside the asking instead of
+    before it.
 
-    Why: it computes the run's (empty) summaries, ~0.07 s that every fresh run waited for
-    before its first question was sent (bench/bench_runner.py). The asking needs nothing it
-    publishes; what needs it done is the first answers' write (the sink waits for `wait`
-    there), so a run whose first publish failed (a full disk) has written no answer and can be
-    removed whole, as when it failed before the asking."""
+    Why: the publish computes the run's (empty) summaries, ~0.07 s that every fresh run waited
+    for before its first question was sent (bench/bench_runner.py); the write is the process's
+    first Arrow conversion of Python values, which imports pandas (pyarrow checks every value
+    for a pandas type): ~0.26 s before the first question of every `evalcore run`. The asking
+    needs neither; what needs them done is the first answers' write (the sink waits for `wait`
+    there), so a run whose questions or first publish failed (a full disk) has written no
+    answer and can be removed whole, as when it failed before the asking."""
 
-    def __init__(self, writer: RunWriter):
+    def __init__(self, writer: RunWriter, questions: list[EvalQuestion]):
         self._writer = writer
+        self._questions = questions
         self.failure: BaseException | None = None
         self._thread = threading.Thread(target=self._publish, name="evalcore-opening-publish", daemon=True)
         self._thread.start()
 
     def _publish(self) -> None:
         try:
+            self._writer.write_questions(self._questions)
             self._writer.publish()
         except BaseException as exc:  # noqa: BLE001 - raised by `wait`, in the thread that waits
             self.failure = exc

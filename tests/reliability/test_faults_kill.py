@@ -189,8 +189,7 @@ def test_kill_9_at_random_points_then_resume(tmp_path):
 def test_kill_between_create_and_questions_then_resume(tmp_path, monkeypatch):
     """Deterministic form of the window the random trials can hit."""
     from evalcore.runner.config import EvalConfig
-    from evalcore.pipeline import resume_run, run_evaluation
-    from evalcore.store import RunWriter
+    from evalcore.pipeline import live, resume_run, run_evaluation
 
     server = ScriptedServer(lambda r: rag_answer(r["body"]["question"])).start()
     try:
@@ -198,10 +197,11 @@ def test_kill_between_create_and_questions_then_resume(tmp_path, monkeypatch):
         qfile.write_text("".join(json.dumps({"id": f"q{i}", "question": f"q {i}"}) + "\n" for i in range(3)))
         store = RunStore(tmp_path / "runs")
 
-        def crash(self, questions):
-            raise SystemExit("killed")  # stands in for kill -9 at this instant
+        def crash(writer, questions):
+            raise SystemExit("killed")  # stands in for kill -9 at this instant: the run made, no question written
 
-        monkeypatch.setattr(RunWriter, "write_questions", crash)
+        # (a new run's questions are written beside the asking, by its opening publish)
+        monkeypatch.setattr(live, "OpeningPublish", crash)
         config = EvalConfig(target=server.url, dataset=str(qfile), score=False, progress=False)
         with pytest.raises(SystemExit):
             run_evaluation(config, store)

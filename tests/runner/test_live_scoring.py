@@ -339,26 +339,35 @@ def test_a_run_about_to_end_skips_its_periodic_publish(publish_clock):
 
 
 def test_a_run_asks_with_the_heap_frozen_and_hands_it_back(tmp_path, monkeypatch):
-    """No full collection walks the libraries' objects while a run asks (common/frozen_heap.py);
-    when the run ends, however it ends, they are the collector's again."""
+    """No full collection walks the libraries' objects while a run asks (common/frozen_heap.py),
+    nor while it reads its questions (one an earlier run left due would come there); when the
+    run ends, however it ends, they are the collector's again."""
     import gc
 
+    from evalcore.pipeline import live as live_module
     from evalcore.runner import engine
 
-    seen = []
+    seen, reading = [], []
     real = engine.ResponseSink.add
+    real_collect = live_module.collect_questions
 
     def add(self, response):
         seen.append(gc.get_freeze_count())
         return real(self, response)
 
+    def collect(config):
+        reading.append(gc.get_freeze_count())
+        return real_collect(config)
+
     monkeypatch.setattr(engine.ResponseSink, "add", add)
+    monkeypatch.setattr(live_module, "collect_questions", collect)
     gc.unfreeze()
     server = ScriptedServer(_answer).start()
     try:
         store = RunStore(tmp_path / "runs")
         _run(server, store, _questions(tmp_path))
         assert seen and min(seen) > 1000 and gc.get_freeze_count() == 0
+        assert reading and min(reading) > 1000
 
         def interrupted(self, response):
             raise KeyboardInterrupt
