@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterator
 
 from evalcore import __version__
 from evalcore.common.frozen_heap import frozen_heap
+from evalcore.common.shielded import shielded
 from evalcore.runner.config import EvalConfig
 from evalcore.errors import EvalcoreError, note_published, published_note
 from evalcore.runner.engine import AskStats, ResponseSink, ask_jobs, plan_jobs, target_clients
@@ -105,7 +106,8 @@ async def _ask(config: EvalConfig, writer: RunWriter, questions: list[EvalQuesti
         jobs = plan_jobs(questions, config.methods, done, config.trials)
         on_flush = _recorder(writer, len(done), _expected(config, questions))
         sink = ResponseSink(writer, config.batch_size, on_flush=on_flush, on_batch=on_batch,
-                            before_first_write=opening.wait if opening else None)
+                            before_first_write=opening.wait if opening else None,
+                            failed_before=(lambda: opening.failure) if opening else None)
         stats = await ask_jobs(jobs, clients, config, sink, show_progress=config.progress)
         return stats, info, len(jobs)
     finally:
@@ -232,18 +234,19 @@ def _discard_failed_start(store: RunStore, writer: RunWriter, streaming: Any, ex
 def _finish_interrupted(store: RunStore, writer: RunWriter, streaming: Any, started: float,
                         exc: BaseException) -> BaseException:
     """Record a run that stopped before its end (Ctrl-C: cancelled; anything else: failed),
-    keeping what it published; returns the exception to raise."""
+    keeping what it published; returns the exception to raise. The record is made whatever
+    Ctrl-C comes meanwhile (common/shielded.py): a second one would leave the run `running`."""
     if isinstance(exc, KeyboardInterrupt):
         if streaming:
             streaming.stop()  # its chunks written so far are published below
-        _finish(writer, store, "cancelled", started, note=CANCELLED_NOTE)
+        shielded(lambda: _finish(writer, store, "cancelled", started, note=CANCELLED_NOTE))
         return exc
     if streaming:
         streaming.stop()
     if isinstance(exc, OSError):  # a full disk: the answers published so far are kept
         _note_resume(exc, writer)
     try:
-        _finish(writer, store, "failed", started, note=f"{FAILED_NOTE}{type(exc).__name__}: {exc}")
+        shielded(lambda: _finish(writer, store, "failed", started, note=f"{FAILED_NOTE}{type(exc).__name__}: {exc}"))
     except OSError:
         if not isinstance(exc, OSError):
             raise

@@ -67,14 +67,19 @@ class OpeningPublish:
     for a pandas type): ~0.26 s before the first question of every `evalcore run`. The asking
     needs neither; what needs them done is the first answers' write (the sink waits for `wait`
     there), so a run whose questions or first publish failed (a full disk) has written no
-    answer and can be removed whole, as when it failed before the asking."""
+    answer and can be removed whole, as when it failed before the asking. The price: such a run
+    has asked meanwhile (until the failure is known it asks as any run does; then it stops at
+    once: ResponseSink's `failed_before`), answers it does not keep: a fraction of a second of
+    asking, in a run that could not have kept them anyway."""
 
     def __init__(self, writer: RunWriter, questions: list[EvalQuestion]):
         self._writer = writer
         self._questions = questions
         self.failure: BaseException | None = None
-        self._thread = threading.Thread(target=self._publish, name="evalcore-opening-publish", daemon=True)
-        self._thread.start()
+        # waited on instead of the thread: Python 3.11's Thread.join, interrupted by Ctrl-C,
+        # can mark a running thread ended, and a second join then returns at once
+        self._done = threading.Event()
+        threading.Thread(target=self._publish, name="evalcore-opening-publish", daemon=True).start()
 
     def _publish(self) -> None:
         try:
@@ -82,6 +87,8 @@ class OpeningPublish:
             self._writer.publish()
         except BaseException as exc:  # noqa: BLE001 - raised by `wait`, in the thread that waits
             self.failure = exc
+        finally:
+            self._done.set()
 
     def wait(self) -> None:
         """Once the publish is done; raises what made it fail."""
@@ -94,7 +101,7 @@ class OpeningPublish:
         not cut the wait short: the publish of the questions is bounded work.)"""
         while True:
             try:
-                self._thread.join()
+                self._done.wait()
                 return self.failure
             except KeyboardInterrupt:
                 continue

@@ -84,9 +84,14 @@ class ResponseSink:
     def __init__(self, writer: RunWriter, batch_size: int,
                  on_flush: Callable[[int], None] | None = None,
                  on_batch: Callable[[list[EvalResponse]], None] | None = None,
-                 before_first_write: Callable[[], None] | None = None):
+                 before_first_write: Callable[[], None] | None = None,
+                 failed_before: Callable[[], BaseException | None] | None = None):
         self.writer = writer
         self._before_first_write = before_first_write  # e.g. the run's first publish, made meanwhile
+        # what made that work fail, if it did (None meanwhile): asked before every question, so
+        # a run that could not write its questions stops asking at once instead of asking until
+        # its held answers fill the buffer (paid calls whose answers would be thrown away)
+        self._failed_before = failed_before
         self.batch_size = batch_size
         self.on_flush = on_flush
         self.on_batch = on_batch  # gets each batch as written (scoring while asking: scoring/streaming.py)
@@ -117,6 +122,8 @@ class ResponseSink:
     def raise_failure(self) -> None:
         """A write that failed beside the asking (a full disk) stops the run as it would have
         stopped the lane that waited for it."""
+        if self.failure is None and self._failed_before is not None:
+            self.failure = self._failed_before()
         if self.failure is not None:
             raise self.failure
 
@@ -225,6 +232,7 @@ async def ask_jobs(jobs: list[Job], clients: dict[str, TargetClient], config: Ev
     with RunProgress(len(jobs), "asking", enabled=show_progress) as bar:
         async def worker() -> None:
             while True:
+                sink.raise_failure()  # a write the answers need failed: ask nothing more
                 try:
                     job = queue.get_nowait()
                 except asyncio.QueueEmpty:

@@ -456,18 +456,33 @@ def test_a_second_ctrl_c_while_the_first_publish_finishes_still_decides(target, 
     async def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    real_join = threading.Thread.join
+    from evalcore.pipeline.live_publish import OpeningPublish
+
+    real_init = OpeningPublish.__init__
     interrupts = []
 
-    def join_interrupted_once(self, timeout=None):
-        if self.name == "evalcore-opening-publish" and not interrupts:
-            interrupts.append(1)
-            raise KeyboardInterrupt  # the second Ctrl-C, arriving during the wait
-        return real_join(self, timeout)
+    class InterruptedOnce:
+        """The publish's end, waited for: the first wait gets the second Ctrl-C."""
+
+        def __init__(self, done: threading.Event):
+            self.done = done
+
+        def wait(self, timeout=None):
+            if not interrupts:
+                interrupts.append(1)
+                raise KeyboardInterrupt  # the second Ctrl-C, arriving during the wait
+            return self.done.wait(timeout)
+
+        def set(self):
+            self.done.set()
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)  # (the publish takes 0.4 s: replaced before it ends)
+        self._done = InterruptedOnce(self._done)
 
     monkeypatch.setattr(compaction, "_merge_to", slow_failing_merge)
     monkeypatch.setattr(live, "ask_jobs", interrupted)
-    monkeypatch.setattr(threading.Thread, "join", join_interrupted_once)
+    monkeypatch.setattr(OpeningPublish, "__init__", init)
     store = RunStore(tmp_path / "runs")
     config = EvalConfig(target=target.url, dataset=str(_questions(tmp_path)), progress=False)
     with pytest.raises(KeyboardInterrupt):
