@@ -50,3 +50,22 @@ def test_a_process_that_cannot_start_a_thread_does_the_work_where_it_is(monkeypa
 
     monkeypatch.setattr(threading.Thread, "start", no_thread)
     assert shielded(lambda: threading.current_thread() is threading.main_thread())
+
+
+def test_a_ctrl_c_that_came_meanwhile_is_raised_after_the_work_when_asked():
+    steps = []
+
+    def work():
+        time.sleep(0.3)
+        steps.append("ended")
+        return 1
+
+    timer = _ctrl_c_soon(0.05)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            shielded(work, interrupt_after=True)
+    finally:
+        timer.cancel()
+        timer.join()
+    assert steps == ["ended"]
+    assert shielded(lambda: 2, interrupt_after=True) == 2  # no Ctrl-C: the value

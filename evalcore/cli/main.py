@@ -222,7 +222,17 @@ def main() -> None:
         else:
             _fail(_unexpected(exc), 1)
     except Exception as exc:  # noqa: BLE001 - the safety net: any bug is one line, not a traceback
+        if _ctrl_c_in_a_query(exc):
+            typer.echo("interrupted", err=True)
+            sys.exit(130)
         _fail(_unexpected(exc), 1)
+
+
+def _ctrl_c_in_a_query(exc: BaseException) -> bool:
+    """DuckDB's form of a Ctrl-C that came while the main thread ran one of its queries: it
+    takes the signal and raises RuntimeError("Query interrupted") (InterruptException in other
+    versions) instead of KeyboardInterrupt. The user stopped the command: not a bug."""
+    return (type(exc) is RuntimeError and str(exc) == "Query interrupted") or type(exc).__name__ == "InterruptException"
 
 
 def run() -> None:

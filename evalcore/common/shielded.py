@@ -17,8 +17,10 @@ from typing import Callable, TypeVar
 T = TypeVar("T")
 
 
-def shielded(work: Callable[[], T]) -> T:
-    """`work()`, finished whatever Ctrl-C the caller gets meanwhile; raises what it raised."""
+def shielded(work: Callable[[], T], interrupt_after: bool = False) -> T:
+    """`work()`, finished whatever Ctrl-C the caller gets meanwhile; raises what it raised.
+    `interrupt_after`: a Ctrl-C that came meanwhile is raised once the work has ended (a run
+    that was complete is recorded complete, and nothing after it starts)."""
     done = threading.Event()
     outcome: dict[str, object] = {}
 
@@ -34,12 +36,15 @@ def shielded(work: Callable[[], T]) -> T:
         threading.Thread(target=run, name="evalcore-shielded", daemon=True).start()
     except RuntimeError:  # no thread can be started (a process limit): here, unshielded
         return work()
+    interrupted = False
     while True:
         try:
             done.wait()  # (an Event: Python 3.11's Thread.join may end early when interrupted)
             break
         except KeyboardInterrupt:
-            continue
+            interrupted = True
     if "error" in outcome:
         raise outcome["error"]  # type: ignore[misc]
+    if interrupted and interrupt_after:
+        raise KeyboardInterrupt
     return outcome["value"]  # type: ignore[return-value]

@@ -260,8 +260,9 @@ def _complete(config: EvalConfig, store: RunStore, writer: RunWriter, questions:
     """Publish a run whose every job was asked, and score it if it was not scored while asking."""
     _note_worker_failure(writer, streaming)
     scored = (streaming.record(), time.perf_counter() - tail) if report is not None else None
-    try:
-        manifest = _finish(writer, store, "complete", started, fresh=stats if not done else None, scored=scored)
+    try:  # recorded complete even if Ctrl-C comes meanwhile (then raised: no scoring starts after it)
+        manifest = shielded(lambda: _finish(writer, store, "complete", started, fresh=stats if not done else None,
+                                            scored=scored), interrupt_after=True)
     except OSError as exc:  # every answer is written, but the last of them could not be published
         _note_resume(exc, writer)
         raise

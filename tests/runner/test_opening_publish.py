@@ -2,7 +2,8 @@
 the asking. Whatever happens meanwhile, the answers are never written before the questions,
 and a run whose questions cannot be written stops asking at once (found by session 15's
 hostile review: a second Ctrl-C let the wait return early, and a failed write let the lanes go
-on asking until their held answers filled the buffer)."""
+on asking until their held answers filled the buffer). And the publish that records how a run
+ended is not cut short by a Ctrl-C (common/shielded.py)."""
 
 from __future__ import annotations
 
@@ -152,3 +153,39 @@ def test_a_second_ctrl_c_while_the_cancelled_run_is_recorded_still_records_it(tm
     assert interrupts, "the end's publish was not reached"
     (run_id,) = store.run_ids()
     assert store.manifest(run_id).status == "cancelled"
+
+
+def test_a_ctrl_c_while_a_complete_run_is_published_records_it_complete_then_stops(tmp_path, monkeypatch):
+    """Every answer in, then Ctrl-C during the publish that records the run complete: the run
+    is recorded complete (not left `running` by a publish cut short), and the Ctrl-C is raised
+    once it is, so nothing after it starts (the scoring, when it was not done while asking)."""
+    from evalcore.pipeline import live
+    from evalcore.store import compaction
+
+    real_compact = compaction.compact
+    interrupts = []
+
+    def compact_under_ctrl_c(run_dir, *args, **kwargs):
+        opening = threading.current_thread().name == "evalcore-opening-publish"
+        status = json.loads((run_dir / "run.json").read_text())["status"]
+        if not interrupts and not opening and status == "running":  # the end's publish
+            interrupts.append(_ctrl_c_after(0.02))
+            time.sleep(0.3)
+        return real_compact(run_dir, *args, **kwargs)
+
+    monkeypatch.setattr(compaction, "compact", compact_under_ctrl_c)
+    server = ScriptedServer(lambda r: rag_answer(r["body"]["question"])).start()
+    try:
+        qfile = tmp_path / "q.jsonl"
+        qfile.write_text("".join(json.dumps({"id": f"q{i}", "question": f"q {i}?"}) + "\n" for i in range(5)))
+        store = RunStore(tmp_path / "runs")
+        config = EvalConfig(target=server.url, dataset=str(qfile), score=False, progress=False)
+        with pytest.raises(KeyboardInterrupt):
+            live.run_evaluation(config, store)
+    finally:
+        _cancel(interrupts)
+        server.stop()
+    assert interrupts, "the end's publish was not reached"
+    (run_id,) = store.run_ids()
+    manifest = store.manifest(run_id)
+    assert manifest.status == "complete" and manifest.counts["responses"] == 5
