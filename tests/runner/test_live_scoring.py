@@ -352,7 +352,8 @@ def test_a_run_asks_with_the_heap_frozen_and_hands_it_back(tmp_path, monkeypatch
     real_collect = live_module.collect_questions
 
     def add(self, response):
-        seen.append(gc.get_freeze_count())
+        if len(seen) < 3:  # (get_freeze_count walks every frozen object: a pytest worker holds millions)
+            seen.append(gc.get_freeze_count())
         return real(self, response)
 
     def collect(config):
