@@ -113,52 +113,9 @@ def test_a_run_whose_questions_cannot_be_written_stops_asking_at_once(tmp_path, 
         server.stop()
 
 
-def test_a_second_ctrl_c_while_the_cancelled_run_is_recorded_still_records_it(tmp_path, monkeypatch):
-    """Ctrl-C while asking, then again while the run publishes how it ended: the run is
-    recorded `cancelled` with its questions, the first Ctrl-C is what is raised (before, the
-    second cut the publish: the run stayed `running`, the command ended on DuckDB's "Query
-    interrupted")."""
-    from evalcore.pipeline import live
-    from evalcore.store import compaction
-
-    real_compact = compaction.compact
-    interrupts = []
-
-    def compact_under_ctrl_c(run_dir, *args, **kwargs):
-        opening = threading.current_thread().name == "evalcore-opening-publish"
-        if not interrupts and not opening and live_status(run_dir) == "running":  # the end's publish
-            interrupts.append(_ctrl_c_after(0.02))
-            time.sleep(0.3)  # the second Ctrl-C lands now
-        return real_compact(run_dir, *args, **kwargs)
-
-    def live_status(run_dir):
-        return json.loads((run_dir / "run.json").read_text())["status"]
-
-    async def first_ctrl_c(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(live, "ask_jobs", first_ctrl_c)
-    monkeypatch.setattr(compaction, "compact", compact_under_ctrl_c)
-    server = ScriptedServer(lambda r: rag_answer(r["body"]["question"])).start()
-    try:
-        qfile = tmp_path / "q.jsonl"
-        qfile.write_text("".join(json.dumps({"id": f"q{i}", "question": f"q {i}?"}) + "\n" for i in range(5)))
-        store = RunStore(tmp_path / "runs")
-        config = EvalConfig(target=server.url, dataset=str(qfile), score=False, progress=False)
-        with pytest.raises(KeyboardInterrupt):
-            live.run_evaluation(config, store)
-    finally:
-        _cancel(interrupts)
-        server.stop()
-    assert interrupts, "the end's publish was not reached"
-    (run_id,) = store.run_ids()
-    assert store.manifest(run_id).status == "cancelled"
-
-
-def test_a_ctrl_c_while_a_complete_run_is_published_records_it_complete_then_stops(tmp_path, monkeypatch):
-    """Every answer in, then Ctrl-C during the publish that records the run complete: the run
-    is recorded complete (not left `running` by a publish cut short), and the Ctrl-C is raised
-    once it is, so nothing after it starts (the scoring, when it was not done while asking)."""
+def _run_with_ctrl_c_in_the_end_publish(tmp_path, monkeypatch) -> RunStore:
+    """A 5-question run whose publish recording how it ended gets a Ctrl-C 0.02 s in (it takes
+    0.3 s more): returns the store once the run raised KeyboardInterrupt."""
     from evalcore.pipeline import live
     from evalcore.store import compaction
 
@@ -170,7 +127,7 @@ def test_a_ctrl_c_while_a_complete_run_is_published_records_it_complete_then_sto
         status = json.loads((run_dir / "run.json").read_text())["status"]
         if not interrupts and not opening and status == "running":  # the end's publish
             interrupts.append(_ctrl_c_after(0.02))
-            time.sleep(0.3)
+            time.sleep(0.3)  # the Ctrl-C lands now
         return real_compact(run_dir, *args, **kwargs)
 
     monkeypatch.setattr(compaction, "compact", compact_under_ctrl_c)
@@ -186,6 +143,30 @@ def test_a_ctrl_c_while_a_complete_run_is_published_records_it_complete_then_sto
         _cancel(interrupts)
         server.stop()
     assert interrupts, "the end's publish was not reached"
+    return store
+
+
+def test_a_second_ctrl_c_while_the_cancelled_run_is_recorded_still_records_it(tmp_path, monkeypatch):
+    """Ctrl-C while asking, then again while the run publishes how it ended: the run is
+    recorded `cancelled` with its questions, the first Ctrl-C is what is raised (before, the
+    second cut the publish: the run stayed `running`, the command ended on DuckDB's "Query
+    interrupted")."""
+    from evalcore.pipeline import live
+
+    async def first_ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(live, "ask_jobs", first_ctrl_c)
+    store = _run_with_ctrl_c_in_the_end_publish(tmp_path, monkeypatch)
+    (run_id,) = store.run_ids()
+    assert store.manifest(run_id).status == "cancelled"
+
+
+def test_a_ctrl_c_while_a_complete_run_is_published_records_it_complete_then_stops(tmp_path, monkeypatch):
+    """Every answer in, then Ctrl-C during the publish that records the run complete: the run
+    is recorded complete (not left `running` by a publish cut short), and the Ctrl-C is raised
+    once it is, so nothing after it starts (the scoring, when it was not done while asking)."""
+    store = _run_with_ctrl_c_in_the_end_publish(tmp_path, monkeypatch)
     (run_id,) = store.run_ids()
     manifest = store.manifest(run_id)
     assert manifest.status == "complete" and manifest.counts["responses"] == 5
