@@ -44,12 +44,34 @@ def test_what_the_work_raises_is_raised_in_the_caller():
         shielded(work)
 
 
-def test_a_process_that_cannot_start_a_thread_does_the_work_where_it_is(monkeypatch):
-    def no_thread(self):
-        raise RuntimeError("can't start new thread")
+def test_a_duckdb_query_in_the_work_is_not_interrupted():
+    """DuckDB takes a Ctrl-C during a query of the main thread and stops the query
+    ("Query interrupted"): in shielded work, a publish's queries run to their end."""
+    import duckdb
 
-    monkeypatch.setattr(threading.Thread, "start", no_thread)
-    assert shielded(lambda: threading.current_thread() is threading.main_thread())
+    con = duckdb.connect()
+    timer = _ctrl_c_soon(0.1)
+    try:
+        (n,) = shielded(lambda: con.execute("SELECT count(*) FROM range(100000000) t(x) WHERE x % 7 = 3").fetchone())
+    finally:
+        timer.cancel()
+        timer.join()
+        con.close()
+    assert n == 14285714
+
+
+def test_the_ctrl_c_handler_is_put_back_and_other_threads_just_run_the_work():
+    before = signal.getsignal(signal.SIGINT)
+    assert shielded(lambda: signal.getsignal(signal.SIGINT) is not before)  # noted meanwhile
+    assert signal.getsignal(signal.SIGINT) is before
+    with pytest.raises(ValueError):
+        shielded(lambda: int("x"))
+    assert signal.getsignal(signal.SIGINT) is before
+    out = []
+    worker = threading.Thread(target=lambda: out.append(shielded(lambda: signal.getsignal(signal.SIGINT))))
+    worker.start()
+    worker.join()
+    assert out == [before]  # (signal handlers can only be set in the main thread: left alone)
 
 
 def test_a_ctrl_c_that_came_meanwhile_is_raised_after_the_work_when_asked():

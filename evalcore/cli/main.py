@@ -24,6 +24,7 @@ from evalcore.cli.context import state
 from evalcore.cli.disk_errors import disk_full_message, is_disk_full, is_not_writable, not_writable_message
 from evalcore.cli.flag_errors import guard_flags
 from evalcore.errors import EvalcoreError
+from evalcore.common.duckdb_interrupt import is_ctrl_c_in_a_query
 from evalcore.common.inert_text import install_inert_streams
 
 def _store_commands() -> ModuleType:
@@ -222,17 +223,10 @@ def main() -> None:
         else:
             _fail(_unexpected(exc), 1)
     except Exception as exc:  # noqa: BLE001 - the safety net: any bug is one line, not a traceback
-        if _ctrl_c_in_a_query(exc):
+        if is_ctrl_c_in_a_query(exc):  # the user stopped the command: not a bug
             typer.echo("interrupted", err=True)
             sys.exit(130)
         _fail(_unexpected(exc), 1)
-
-
-def _ctrl_c_in_a_query(exc: BaseException) -> bool:
-    """DuckDB's form of a Ctrl-C that came while the main thread ran one of its queries: it
-    takes the signal and raises RuntimeError("Query interrupted") (InterruptException in other
-    versions) instead of KeyboardInterrupt. The user stopped the command: not a bug."""
-    return (type(exc) is RuntimeError and str(exc) == "Query interrupted") or type(exc).__name__ == "InterruptException"
 
 
 def run() -> None:

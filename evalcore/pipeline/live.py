@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterator
 
 from evalcore import __version__
+from evalcore.common.duckdb_interrupt import is_ctrl_c_in_a_query
 from evalcore.common.frozen_heap import frozen_heap
 from evalcore.common.shielded import shielded
 from evalcore.runner.config import EvalConfig
@@ -203,6 +204,8 @@ def _execute(config: EvalConfig, store: RunStore, writer: RunWriter, questions: 
         tail = time.perf_counter()
         report = streaming.finish() if streaming else None  # the answers' last chunk, scored now
     except BaseException as exc:
+        if is_ctrl_c_in_a_query(exc):  # a Ctrl-C that a DuckDB query took (a publish while asking)
+            exc = KeyboardInterrupt()
         if streaming:
             streaming.stop()  # first: its child must not outlive a run stopped here
         if opening is not None and opening.settled() is not None:  # no answer was written after it
@@ -258,11 +261,14 @@ def _complete(config: EvalConfig, store: RunStore, writer: RunWriter, questions:
               done: set, engine: str, address: str | None, streaming: Any, stats: AskStats, started: float,
               tail: float, report: Any) -> RunResult:
     """Publish a run whose every job was asked, and score it if it was not scored while asking."""
-    _note_worker_failure(writer, streaming)
-    scored = (streaming.record(), time.perf_counter() - tail) if report is not None else None
+
+    def record() -> RunManifest:
+        _note_worker_failure(writer, streaming)
+        scored = (streaming.record(), time.perf_counter() - tail) if report is not None else None
+        return _finish(writer, store, "complete", started, fresh=stats if not done else None, scored=scored)
+
     try:  # recorded complete even if Ctrl-C comes meanwhile (then raised: no scoring starts after it)
-        manifest = shielded(lambda: _finish(writer, store, "complete", started, fresh=stats if not done else None,
-                                            scored=scored), interrupt_after=True)
+        manifest = shielded(record, interrupt_after=True)
     except OSError as exc:  # every answer is written, but the last of them could not be published
         _note_resume(exc, writer)
         raise
