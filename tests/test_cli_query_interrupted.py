@@ -1,7 +1,7 @@
 """A Ctrl-C that lands in a DuckDB query of the main thread is an interruption, not a bug:
 DuckDB takes the signal and raises RuntimeError("Query interrupted"), which the CLI used to
 print as "unexpected RuntimeError" with exit 1 (session 15's hostile review); and a live run
-stopped that way is recorded cancelled, not failed (its second review)."""
+stopped that way is recorded cancelled, not failed (its second review: tests/runner/test_opening_publish.py)."""
 
 from __future__ import annotations
 
@@ -49,32 +49,3 @@ def test_ctrl_c_in_a_query_exits_as_interrupted(monkeypatch, capsys, raised):
     else:
         assert stop.value.code == 1 and "unexpected RuntimeError: something else broke" in err
 
-
-def test_a_live_run_whose_ctrl_c_a_query_took_is_recorded_cancelled(tmp_path, monkeypatch):
-    """A Ctrl-C that lands in a publish's query while the run asks (the last answers' flush
-    publishes in the main thread) reaches the run as DuckDB's RuntimeError: the run is recorded
-    `cancelled`, as for any Ctrl-C, not `failed`, and KeyboardInterrupt is raised."""
-    import json
-
-    from evalcore.pipeline import live
-    from evalcore.runner.config import EvalConfig
-    from evalcore.store import RunStore
-    from tests.reliability.servers import ScriptedServer, rag_answer
-
-    taken = _duckdb_interrupted("sigint")
-
-    async def ctrl_c_in_a_query(*args, **kwargs):
-        raise taken
-
-    monkeypatch.setattr(live, "ask_jobs", ctrl_c_in_a_query)
-    server = ScriptedServer(lambda r: rag_answer(r["body"]["question"])).start()
-    try:
-        qfile = tmp_path / "q.jsonl"
-        qfile.write_text("".join(json.dumps({"id": f"q{i}", "question": f"q {i}?"}) + "\n" for i in range(3)))
-        store = RunStore(tmp_path / "runs")
-        with pytest.raises(KeyboardInterrupt):
-            live.run_evaluation(EvalConfig(target=server.url, dataset=str(qfile), score=False, progress=False), store)
-    finally:
-        server.stop()
-    (run_id,) = store.run_ids()
-    assert store.manifest(run_id).status == "cancelled"

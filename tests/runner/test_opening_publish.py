@@ -87,7 +87,7 @@ def test_the_first_answers_wait_for_the_questions_whatever_the_main_thread_sees(
     assert released == [True]
 
 
-def test_a_run_whose_questions_cannot_be_written_stops_asking_at_once(tmp_path, monkeypatch):
+def test_a_run_whose_questions_cannot_be_written_stops_asking_at_once(tmp_path, monkeypatch, question_file):
     """A full disk for the questions: the run is removed (no answer was kept) and no lane asks
     more than the question it had sent: the answers would be thrown away, and a target may
     charge for each. (Before, the lanes asked until the first answers' write failed.)"""
@@ -100,8 +100,7 @@ def test_a_run_whose_questions_cannot_be_written_stops_asking_at_once(tmp_path, 
     monkeypatch.setattr(RunWriter, "write_questions", full_disk)
     server = ScriptedServer(lambda r: rag_answer(r["body"]["question"])).start()
     try:
-        qfile = tmp_path / "q.jsonl"
-        qfile.write_text("".join(json.dumps({"id": f"q{i}", "question": f"q {i}?"}) + "\n" for i in range(200)))
+        qfile = question_file([f"q {i}?" for i in range(200)])
         store = RunStore(tmp_path / "runs")
         config = EvalConfig(target=server.url, dataset=str(qfile), concurrency=4, batch_size=8,
                             score=False, progress=False)
@@ -113,7 +112,7 @@ def test_a_run_whose_questions_cannot_be_written_stops_asking_at_once(tmp_path, 
         server.stop()
 
 
-def _run_with_ctrl_c_in_the_end_publish(tmp_path, monkeypatch) -> RunStore:
+def _run_with_ctrl_c_in_the_end_publish(tmp_path, monkeypatch, question_file) -> RunStore:
     """A 5-question run whose publish recording how it ended gets a Ctrl-C 0.02 s in (it takes
     0.3 s more): returns the store once the run raised KeyboardInterrupt."""
     from evalcore.pipeline import live
@@ -133,8 +132,7 @@ def _run_with_ctrl_c_in_the_end_publish(tmp_path, monkeypatch) -> RunStore:
     monkeypatch.setattr(compaction, "compact", compact_under_ctrl_c)
     server = ScriptedServer(lambda r: rag_answer(r["body"]["question"])).start()
     try:
-        qfile = tmp_path / "q.jsonl"
-        qfile.write_text("".join(json.dumps({"id": f"q{i}", "question": f"q {i}?"}) + "\n" for i in range(5)))
+        qfile = question_file([f"q {i}?" for i in range(5)])
         store = RunStore(tmp_path / "runs")
         config = EvalConfig(target=server.url, dataset=str(qfile), score=False, progress=False)
         with pytest.raises(KeyboardInterrupt):
@@ -146,7 +144,7 @@ def _run_with_ctrl_c_in_the_end_publish(tmp_path, monkeypatch) -> RunStore:
     return store
 
 
-def test_a_second_ctrl_c_while_the_cancelled_run_is_recorded_still_records_it(tmp_path, monkeypatch):
+def test_a_second_ctrl_c_while_the_cancelled_run_is_recorded_still_records_it(tmp_path, monkeypatch, question_file):
     """Ctrl-C while asking, then again while the run publishes how it ended: the run is
     recorded `cancelled` with its questions, the first Ctrl-C is what is raised (before, the
     second cut the publish: the run stayed `running`, the command ended on DuckDB's "Query
@@ -157,16 +155,41 @@ def test_a_second_ctrl_c_while_the_cancelled_run_is_recorded_still_records_it(tm
         raise KeyboardInterrupt
 
     monkeypatch.setattr(live, "ask_jobs", first_ctrl_c)
-    store = _run_with_ctrl_c_in_the_end_publish(tmp_path, monkeypatch)
+    store = _run_with_ctrl_c_in_the_end_publish(tmp_path, monkeypatch, question_file)
     (run_id,) = store.run_ids()
     assert store.manifest(run_id).status == "cancelled"
 
 
-def test_a_ctrl_c_while_a_complete_run_is_published_records_it_complete_then_stops(tmp_path, monkeypatch):
+def test_a_ctrl_c_while_a_complete_run_is_published_records_it_complete_then_stops(tmp_path, monkeypatch,
+                                                                                   question_file):
     """Every answer in, then Ctrl-C during the publish that records the run complete: the run
     is recorded complete (not left `running` by a publish cut short), and the Ctrl-C is raised
     once it is, so nothing after it starts (the scoring, when it was not done while asking)."""
-    store = _run_with_ctrl_c_in_the_end_publish(tmp_path, monkeypatch)
+    store = _run_with_ctrl_c_in_the_end_publish(tmp_path, monkeypatch, question_file)
     (run_id,) = store.run_ids()
     manifest = store.manifest(run_id)
     assert manifest.status == "complete" and manifest.counts["responses"] == 5
+
+
+def test_a_live_run_whose_ctrl_c_a_query_took_is_recorded_cancelled(tmp_path, monkeypatch, question_file):
+    """A Ctrl-C that lands in a publish's query while the run asks (the last answers' flush
+    publishes in the main thread) reaches the run as DuckDB's RuntimeError("Query
+    interrupted"): the run is recorded `cancelled`, as for any Ctrl-C, not `failed`, and
+    KeyboardInterrupt is raised."""
+    from evalcore.pipeline import live
+
+    async def ctrl_c_in_a_query(*args, **kwargs):
+        raise RuntimeError("Query interrupted")  # what DuckDB 2.0.1 raises (tests/test_cli_query_interrupted.py)
+
+    monkeypatch.setattr(live, "ask_jobs", ctrl_c_in_a_query)
+    server = ScriptedServer(lambda r: rag_answer(r["body"]["question"])).start()
+    try:
+        store = RunStore(tmp_path / "runs")
+        config = EvalConfig(target=server.url, dataset=str(question_file(["q 1?", "q 2?", "q 3?"])),
+                            score=False, progress=False)
+        with pytest.raises(KeyboardInterrupt):
+            live.run_evaluation(config, store)
+    finally:
+        server.stop()
+    (run_id,) = store.run_ids()
+    assert store.manifest(run_id).status == "cancelled"
