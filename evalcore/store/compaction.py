@@ -38,7 +38,7 @@ from functools import partial
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import duckdb
 import pyarrow as pa
@@ -79,6 +79,7 @@ from evalcore.store.written_parts import forget
 from evalcore.store.wide import WIDE_TABLE, WIDE_WRITE, compute_sql as wide_compute_sql
 from evalcore.store.columns import TRIAL_TABLES
 from evalcore.store.tables import SCHEMAS
+from evalcore.store.trial_stats import later_trials
 
 
 # How long a file that stopped being current stays on disk: a reader that read the old pointer
@@ -167,11 +168,12 @@ def _no_judge_calls(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     return schema.empty_table()
 
 
-def _define(con: duckdb.DuckDBPyConnection, table: str, path: Location | None) -> None:
+def _define(con: duckdb.DuckDBPyConnection, table: str, path: Location | None, merged: bool = False) -> None:
     """The view the derived tables' SQL reads `table` through: its canonical file. Tables of
     answers get two, as readers have (store/views.py): `trial_<table>` with every trial, `<table>`
     with trial 0's rows; a file merged before trials existed has no `trial`, and its rows are
-    trial 0's."""
+    trial 0's. `merged`: this compaction wrote the file, in the table's schema (store/merge.py),
+    so it is not asked for its columns (a DESCRIBE reads its footer: ~4 ms of every publish)."""
     if path is None:
         con.register(f"_empty_{table}", SCHEMAS[table].empty_table())
         rows = f"SELECT * FROM _empty_{table}"
@@ -180,7 +182,9 @@ def _define(con: duckdb.DuckDBPyConnection, table: str, path: Location | None) -
     if table not in TRIAL_TABLES:
         con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS {rows}")
         return
-    if "trial" not in {r[0] for r in con.execute(f"DESCRIBE {rows}").fetchall()}:
+    columns = SCHEMAS[table].names if path is None or merged else [
+        r[0] for r in con.execute(f"DESCRIBE {rows}").fetchall()]
+    if "trial" not in columns:
         rows = f"SELECT *, CAST(0 AS INTEGER) AS trial FROM ({rows})"
     con.execute(f"CREATE OR REPLACE TEMP VIEW trial_{table} AS {rows}")
     con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM trial_{table} WHERE trial = 0")
@@ -260,7 +264,7 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
         replaced[table] = replaced.get(table, 0) + merged.rows_in - merged.rows_out
         files[table], rows[table] = names[table], merged.rows_out
         result.parts_absorbed += len(pending[table])
-    files.update(_write_derived(run_dir, files, tag))
+    files.update(_write_derived(run_dir, files, tag, merged=set(names)))
     # the new files' directory entries must be durable before the pointer names them: after a
     # power cut a pointer naming a file that was never written down would leave the run unreadable
     fsync_dir(run_dir / DATA_DIR)
@@ -281,38 +285,51 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
     return result
 
 
-def _write_derived(run_dir: Location, files: dict[str, str], tag: str) -> dict[str, str]:
+def _write_derived(run_dir: Location, files: dict[str, str], tag: str, merged: set[str]) -> dict[str, str]:
     """Compute and write the run's derived tables from its canonical `files`: {name: file}.
-    The one-row-per-answer pivot (the longest) runs on a connection of its own beside the
-    summaries (store/paired_jobs.py); on object storage, where a connection is a new database
-    (~35 ms), after them on the same one."""
+    Two jobs on connections of their own (store/paired_jobs.py), about even in time: the
+    one-row-per-answer pivot (the longest) and the label counts, beside the other summaries;
+    whether the run has trials is read from the files' footers (store/trial_stats.py), so
+    neither job waits for the other. On object storage, where a connection is a new database
+    (~35 ms), all of them in turn on one."""
     con = compaction_connection(run_dir)  # its views are its own (store/compaction_db.py)
     try:
-        for table in DERIVED_FROM:
-            _define(con, table, run_dir / files[table] if table in files else None)
-        trials = con.execute("SELECT (SELECT count(*) FROM trial_responses WHERE trial > 0) + "
-                             "(SELECT count(*) FROM trial_metrics WHERE trial > 0)").fetchall()[0][0] > 0
-
         def write(name: str, arrow: pa.Table) -> str:
             rel = f"{DATA_DIR}/{name}-{tag}.parquet"
             write_parquet_atomic(run_dir / rel, arrow, **(WIDE_WRITE if name == WIDE_TABLE else {}),
                                  within=run_root(run_dir))
             return rel
 
-        def summaries() -> dict[str, str]:
+        def define(c: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> None:
+            for table in tables:
+                _define(c, table, run_dir / files[table] if table in files else None, merged=table in merged)
+
+        def summaries(c: duckdb.DuckDBPyConnection, names: tuple[str, ...]) -> dict[str, str]:
             out = {}
-            for name in SUMMARY_TABLES:
+            for name in names:
                 sql = summary_sql(name, trials=trials)
                 no_calls = name == "summary_judges" and "judge_calls" not in files
-                out[name] = write(name, _no_judge_calls(con, sql) if no_calls else con.sql(sql).to_arrow_table())
+                out[name] = write(name, _no_judge_calls(c, sql) if no_calls else c.sql(sql).to_arrow_table())
             return out
 
+        trials = later_trials([run_dir / files[t] for t in ("responses", "metrics") if t in files])
+        if trials is None:  # a footer does not say: the rows are counted
+            define(con, DERIVED_FROM)
+            trials = con.execute("SELECT (SELECT count(*) FROM trial_responses WHERE trial > 0) + "
+                                 "(SELECT count(*) FROM trial_metrics WHERE trial > 0)").fetchall()[0][0] > 0
         if _fs.is_remote(run_dir):
-            return {**summaries(), WIDE_TABLE: write(WIDE_TABLE, _wide(con))}
-        # (summaries first in the order: a failure of both is reported as the sequential loop did)
-        done = run_jobs({"summaries": summaries, "wide": lambda: write(WIDE_TABLE, _wide_alone(run_dir, files))},
-                        first=["wide"])
-        return {**done["summaries"], WIDE_TABLE: done["wide"]}
+            define(con, DERIVED_FROM)
+            return {**summaries(con, SUMMARY_TABLES), WIDE_TABLE: write(WIDE_TABLE, _wide(con))}
+
+        def the_rest() -> dict[str, str]:
+            define(con, DERIVED_FROM)
+            return summaries(con, tuple(n for n in SUMMARY_TABLES if n != "summary_labels"))
+
+        # (the summaries first in the order: a failure of both is reported as the sequential loop did)
+        done = run_jobs({"summaries": the_rest, "pivot": lambda: _wide_alone(run_dir, define, write, summaries)},
+                        first=["pivot"])
+        found = {**done["summaries"], **done["pivot"]}
+        return {name: found[name] for name in DERIVED_TABLES}
     finally:
         con.close()
 
@@ -322,12 +339,13 @@ def _wide(con: duckdb.DuckDBPyConnection) -> pa.Table:
     return con.sql(wide_compute_sql(con)).to_arrow_table()
 
 
-def _wide_alone(run_dir: Location, files: dict[str, str]) -> pa.Table:
-    """`_wide` on a connection of its own (its views are its own: store/compaction_db.py)."""
+def _wide_alone(run_dir: Location, define: Callable, write: Callable, summaries: Callable) -> dict[str, str]:
+    """The pivot and the label counts (both read `metrics` only), written from a connection of
+    their own (its views are its own: store/compaction_db.py)."""
     con = compaction_connection(run_dir)
     try:
-        _define(con, "metrics", run_dir / files["metrics"] if "metrics" in files else None)
-        return _wide(con)
+        define(con, ("metrics",))
+        return {WIDE_TABLE: write(WIDE_TABLE, _wide(con)), **summaries(con, ("summary_labels",))}
     finally:
         con.close()
 
