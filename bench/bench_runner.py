@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -101,7 +102,8 @@ def main() -> int:
 
     server, port = start_server(args.latency_ms)
     ideal = args.n * args.latency_ms / 1000.0 / args.concurrency
-    print(f"questions {args.n}  concurrency {args.concurrency}  latency {args.latency_ms:g} ms  ideal {ideal:.3f} s")
+    print(f"questions {args.n}  concurrency {args.concurrency}  latency {args.latency_ms:g} ms  ideal {ideal:.3f} s  "
+          f"(load average {os.getloadavg()[0]:.2f}: the goals are for a quiet machine)")
     ok = True
     try:
         for label, score, goal in (("asking alone (--no-score)", False, 1.25),
@@ -121,6 +123,7 @@ def main() -> int:
     finally:
         server.stdin.close()
         server.wait(timeout=10)
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
     return 0 if ok else 1
 
 
