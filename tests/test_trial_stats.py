@@ -70,5 +70,9 @@ def test_a_footer_that_cannot_say_leaves_the_rows_to_be_counted(tmp_path):
     import os
 
     os.mkfifo(fifo)  # never opened: it would block the reader
-    for path in (bare, torn, fifo, tmp_path / "missing.parquet"):
+    text = tmp_path / "text.parquet"  # a file put in by hand, `trial` as text: min/max are no numbers
+    _write(text, pa.table({"trial": ["0", "2"]}))
+    floats = tmp_path / "floats.parquet"
+    _write(floats, pa.table({"trial": [0.0, float("nan")]}))
+    for path in (bare, torn, fifo, tmp_path / "missing.parquet", text, floats):
         assert later_trials([path]) is None, path

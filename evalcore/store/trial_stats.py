@@ -35,6 +35,8 @@ def later_trials(paths: list[Location]) -> bool | None:
         found = _trial_column(meta)
         if found is None:
             continue
+        if meta.schema.column(found).physical_type not in ("INT32", "INT64"):
+            return None  # not a file compaction wrote (a text or float `trial`): the rows decide
         for group in range(meta.num_row_groups):
             rows = meta.row_group(group)
             if rows.num_rows == 0:
