@@ -74,5 +74,10 @@ def test_a_footer_that_cannot_say_leaves_the_rows_to_be_counted(tmp_path):
     _write(text, pa.table({"trial": ["0", "2"]}))
     floats = tmp_path / "floats.parquet"
     _write(floats, pa.table({"trial": [0.0, float("nan")]}))
-    for path in (bare, torn, fifo, tmp_path / "missing.parquet", text, floats):
+    dates = []  # stored as INT32/INT64 too, their statistics dates and times (a hostile review)
+    for kind in (pa.date32(), pa.time32("s"), pa.timestamp("s")):
+        dates.append(tmp_path / f"{kind}.parquet".replace("[", "_").replace("]", "_"))
+        _write(dates[-1], pa.table({"trial": pa.array([0, 2], pa.int32()).cast(pa.int64()).cast(kind)
+                                    if kind == pa.timestamp("s") else pa.array([0, 2], pa.int32()).cast(kind)}))
+    for path in (bare, torn, fifo, tmp_path / "missing.parquet", text, floats, *dates):
         assert later_trials([path]) is None, path

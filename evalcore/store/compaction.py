@@ -313,16 +313,17 @@ def _write_derived(run_dir: Location, files: dict[str, str], tag: str, merged: s
             return out
 
         trials = later_trials([run_dir / files[t] for t in ("responses", "metrics") if t in files])
-        if trials is None:  # a footer does not say: the rows are counted
+        counted = trials is None  # a footer does not say: the rows are counted, on the views defined here
+        if counted:
             define(con, DERIVED_FROM)
             trials = con.execute("SELECT (SELECT count(*) FROM trial_responses WHERE trial > 0) + "
                                  "(SELECT count(*) FROM trial_metrics WHERE trial > 0)").fetchall()[0][0] > 0
         if _fs.is_remote(run_dir):
-            define(con, DERIVED_FROM)
+            define(con, () if counted else DERIVED_FROM)
             return {**summaries(con, SUMMARY_TABLES), WIDE_TABLE: write(WIDE_TABLE, _wide(con))}
 
         def the_rest() -> dict[str, str]:
-            define(con, DERIVED_FROM)
+            define(con, () if counted else DERIVED_FROM)
             return summaries(con, tuple(n for n in SUMMARY_TABLES if n != "summary_labels"))
 
         # (the summaries first in the order: a failure of both is reported as the sequential loop did)
@@ -340,12 +341,13 @@ def _wide(con: duckdb.DuckDBPyConnection) -> pa.Table:
 
 
 def _wide_alone(run_dir: Location, define: Callable, write: Callable, summaries: Callable) -> dict[str, str]:
-    """The pivot and the label counts (both read `metrics` only), written from a connection of
-    their own (its views are its own: store/compaction_db.py)."""
+    """The label counts and the pivot (both read `metrics` only; in the derived tables' order,
+    so a failure of both names the first), written from a connection of their own (its views
+    are its own: store/compaction_db.py)."""
     con = compaction_connection(run_dir)
     try:
         define(con, ("metrics",))
-        return {WIDE_TABLE: write(WIDE_TABLE, _wide(con)), **summaries(con, ("summary_labels",))}
+        return {**summaries(con, ("summary_labels",)), WIDE_TABLE: write(WIDE_TABLE, _wide(con))}
     finally:
         con.close()
 

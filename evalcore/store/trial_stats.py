@@ -35,8 +35,9 @@ def later_trials(paths: list[Location]) -> bool | None:
         found = _trial_column(meta)
         if found is None:
             continue
-        if meta.schema.column(found).physical_type not in ("INT32", "INT64"):
-            return None  # not a file compaction wrote (a text or float `trial`): the rows decide
+        column = meta.schema.column(found)
+        if column.physical_type not in ("INT32", "INT64") or column.logical_type.type not in ("NONE", "INT"):
+            return None  # not a file compaction wrote (a text, float or date `trial`): the rows decide
         for group in range(meta.num_row_groups):
             rows = meta.row_group(group)
             if rows.num_rows == 0:

@@ -88,3 +88,23 @@ def test_a_full_disk_under_both_derived_jobs_is_reported_as_the_sequential_loop_
     monkeypatch.undo()
     compaction.compact(store.run_dir("r1"))
     assert check_run(store.run_dir("r1")).strays == []
+
+
+@pytest.mark.parametrize("failing", [("summary_labels", "metric_wide"), ("summary_responses", "summary_labels")])
+def test_a_full_disk_under_two_derived_tables_names_the_first_in_their_order(tmp_path, monkeypatch, failing):
+    """The derived tables' order is the summaries', then the pivot: whichever job each lands in
+    (the label counts share the pivot's; a hostile review), the error names the first to fail."""
+    import errno
+
+    store, writer = _run(tmp_path / "runs")
+    writer.write_responses([EvalResponse(question_id="q0", method="a", answer="again", latency_ms=1.0)])
+    real = compaction.write_parquet_atomic
+
+    def full(path, *args, **kwargs):
+        if path.name.startswith(failing):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(compaction, "write_parquet_atomic", full)
+    with pytest.raises(OSError, match=f"{failing[0]}-g"):
+        compaction.compact(store.run_dir("r1"))
