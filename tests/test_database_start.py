@@ -85,3 +85,23 @@ def test_the_listing_after_a_change_is_the_same_with_the_database_begun(tmp_path
     monkeypatch.setattr(D, "begin", lambda: None)  # the database made when the views need it, as before
     forget_connections()
     assert compute_listing(store) == begun and len(begun.rows) == 2
+
+
+def test_a_command_that_ends_while_the_database_is_made_exits_as_it_meant_to(monkeypatch):
+    """A daemon thread still inside DuckDB when the interpreter ended was stopped there, which
+    DuckDB's C++ code turned into an abort (exit 134) once in ~30 quick exits: the thread is not
+    a daemon, so the interpreter waits for it (~25 ms) and the exit code is the command's own."""
+    import subprocess
+    import sys
+
+    release, real = threading.Event(), duckdb.connect
+    monkeypatch.setattr(duckdb, "connect", lambda *a, **k: release.wait(10) and real(*a, **k))
+    D.begin()
+    (thread,) = [t for t in threading.enumerate() if t.name == "evalcore-database-start"]
+    assert thread.is_alive() and not thread.daemon
+    release.set()
+    assert D.new_database().execute("SELECT 1").fetchone() == (1,)
+    code = "from evalcore.store.database_start import begin; begin(); raise SystemExit(3)"
+    for _ in range(8):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 3, done.stderr[-500:]

@@ -9,8 +9,9 @@ by the time the views need it (docs/benchmarks.md, "CLI start").
 
 One database is begun at a time per process. `new_database` takes it when one was begun
 (waiting for it if it is not ready yet) and otherwise creates one in the calling thread, as
-before. A database begun but never taken (the views were already built) is closed by DuckDB at
-exit, as any other; one begun by a parent process is never used by a forked child.
+before. A database begun but never taken (the views were already built, or the command failed
+first) is closed by DuckDB at exit, as any other; the interpreter waits for it to be made
+(~25 ms at most); one begun by a parent process is never used by a forked child.
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ def begin() -> None:
             finally:
                 done.set()
 
-        try:
-            threading.Thread(target=make, name="evalcore-database-start", daemon=True).start()
+        try:  # not a daemon: the interpreter waits for it at exit. A daemon thread still inside
+            # DuckDB then was stopped by the interpreter's end, which DuckDB's C++ code turned
+            # into an abort (exit 134, "FATAL: exception not rethrown") once in ~30 quick exits
+            threading.Thread(target=make, name="evalcore-database-start", daemon=False).start()
         except RuntimeError:  # no thread to be had (a process at its limit): made when needed
             return
         _BEGUN.append((os.getpid(), done, box))
