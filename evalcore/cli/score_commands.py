@@ -298,18 +298,23 @@ def compare_cmd(
         if front is not None:
             _print_pareto(front, short)
         if corrected:
-            from evalcore.cli.corrected_commands import print_corrected_compare
-
-            print_corrected_compare(store, result, record, _split(metrics) or None, seed)
-            from evalcore.cli.preference_output import print_preferences
-
-            print_preferences(store, result)  # the corrected win rate, where pairs hold preference labels
+            _print_corrected(store, result, record, _split(metrics) or None, seed)
     for line in gate.not_compared:
         typer.echo(f"NOT COMPARED {line}", err=True)
     if gate.failed:
         for f in failures:
             echo_line(f"REGRESSION {f}", err=True)
         raise typer.Exit(code=1)
+
+
+def _print_corrected(store, result, record: dict, metrics: list[str] | None, seed: int) -> None:
+    """`compare --corrected`: each Δ beside its human-corrected Δ, then the corrected win rate
+    where the compared pairs hold preference labels."""
+    from evalcore.cli.corrected_commands import print_corrected_compare
+    from evalcore.cli.preference_output import print_preferences
+
+    print_corrected_compare(store, result, record, metrics, seed)
+    print_preferences(store, result)
 
 
 def _aa(store, selections: list[str], metrics: list[str], seed: int, alpha: float, as_json: bool,
