@@ -255,9 +255,6 @@ def compare_cmd(
                                                 "alone produces."),
 ) -> None:
     """Compare methods/runs paired on question_id: Δ, CI, p (Holm-adjusted), win/loss counts."""
-    from evalcore.store.database_start import begin
-
-    begin()  # the views' database is made beside the imports below (store/database_start.py)
     from evalcore.analysis.comparison.compare import compare, parse_selections, pareto
     from evalcore.analysis.comparison.regression_gate import check_alpha, check_min_paired, gate_result, parse_gate
     from evalcore.analysis.report.report_data import comparison_record, short_names

@@ -45,9 +45,6 @@ def show_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name, o
              corrected: bool = typer.Option(False, "--corrected",
                                             help="Also the human-corrected means from randomly sampled labels.")) -> None:
     """Show a run's manifest and its per-method metric means (n scored / n)."""
-    from evalcore.store.database_start import begin
-
-    begin()  # the views' database is made beside the imports below (store/database_start.py)
     from evalcore.analysis.read.id_collisions import colliding_ids, warning_lines
     from evalcore.analysis.runs.indexing import coverage_by_doc_type, run_indexing_coverage
     from evalcore.analysis.runs.means import metric_table

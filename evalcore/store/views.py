@@ -64,7 +64,6 @@ from evalcore.store import fs as _fs
 from evalcore.store.annotation_views import (ANNOTATION_VIEW_COLUMNS, annotations_view, find_damaged_annotations,
                                             labels_refreshed)
 from evalcore.store.columns import COLUMNS, TRIAL_TABLES, Column, create_table_sql
-from evalcore.store.database_start import new_database
 from evalcore.store.merge_sql import merge_sql
 from evalcore.store.pointer_rules import columns_problem
 from evalcore.store.quarantine import misfiled, read_errors, unreadable
@@ -284,7 +283,7 @@ def _refuse_damaged(src: Sources, runs: Sequence[str] | None) -> None:
 
 
 def _connect(store: RunStore, manifests, src: Sources) -> duckdb.DuckDBPyConnection:
-    con = new_database()  # begun beside the manifests' reading, when a caller asked (store/database_start.py)
+    con = duckdb.connect(":memory:")
     try:
         _fs.use_in(con, store.root)  # s3:// paths read through s3fs (store/fs.py)
         con.execute("SET disabled_optimizers = 'statistics_propagation'")

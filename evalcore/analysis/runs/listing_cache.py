@@ -73,9 +73,7 @@ def compute_listing(store: RunStore) -> Listing:
     """The listing read from the store's views (what `evalcore runs` printed before it was saved)."""
     from evalcore.analysis.read.damage import damaged_annotation_rows, damaged_run_rows
     from evalcore.analysis.runs.run_listing import run_rows
-    from evalcore.store.database_start import begin
 
-    begin()  # the views' database is made while the manifests are read (store/database_start.py)
     problems: list[str] = []
     store.manifests(problems)
     return Listing(tuple(problems), tuple(run_rows(store)), tuple(damaged_run_rows(store)),
