@@ -18,14 +18,18 @@ def _ctrl_c_soon(delay: float = 0.05) -> threading.Timer:
     return timer
 
 
-def test_the_work_ends_whatever_ctrl_c_comes_meanwhile():
-    steps = []
-
+def _slow_work(steps: list[str], value: int):
+    """Work of 0.3 s that records its end and returns `value`."""
     def work():
         time.sleep(0.3)
         steps.append("ended")
-        return 42
+        return value
+    return work
 
+
+def test_the_work_ends_whatever_ctrl_c_comes_meanwhile():
+    steps = []
+    work = _slow_work(steps, 42)
     timers = [_ctrl_c_soon(0.05), _ctrl_c_soon(0.15)]
     try:
         assert shielded(work) == 42
@@ -76,12 +80,7 @@ def test_the_ctrl_c_handler_is_put_back_and_other_threads_just_run_the_work():
 
 def test_a_ctrl_c_that_came_meanwhile_is_raised_after_the_work_when_asked():
     steps = []
-
-    def work():
-        time.sleep(0.3)
-        steps.append("ended")
-        return 1
-
+    work = _slow_work(steps, 1)
     timer = _ctrl_c_soon(0.05)
     try:
         with pytest.raises(KeyboardInterrupt):
