@@ -9,9 +9,11 @@ before (the store, export, importer, analysis, datasets): how the CLI started un
 
 Part 2, commands over a small store (issue 38 item 4): `runs`, `runs --json`, `show`, `compare`,
 each plain and `--corrected`, on a store without labels and on a copy with randomly sampled
-labels (60 of 80 answers per method), beside `python -c pass`. `runs` twice: as typed again over
+labels (60 of 80 answers per method), beside `python -c pass`. `runs` three ways: as typed again over
 an unchanged store (its saved listing reused, analysis/runs/listing_cache.py), and "listing
-computed" (the saved listing removed before each, untimed: as after any change to the store).
+computed" (the saved listing removed before each, untimed: as after any change to the store that
+is not evalcore's), and right after `labels import` added a label (an evalcore command that
+changed the store: it saves the listing on its way out; its own time is a line of its own).
 Printed per command: the median,
 its excess over the bare interpreter, and for `--corrected` its excess over the plain command.
 With `--before DIR` (a checkout of the old code) every command also runs with DIR's evalcore,
@@ -95,6 +97,9 @@ STORE_COMMANDS: dict[str, tuple[list[str], str, str | None]] = {
     "runs --json": (["runs", "--json"], "plain", None),
     "runs, listing computed": (["runs"], "plain", None),
     "runs --json, listing computed": (["runs", "--json"], "plain", None),
+    # the writer first (its own line, untimed here): a change made by an evalcore command, which
+    # saves the listing on its way out (listing_cache.save_after_write)
+    "runs, right after labels import": (["runs"], "written", None),
     "show": (["show", "{run}"], "plain", None),
     "show --corrected": (["show", "{run}", "--corrected"], "plain", "show"),
     "compare": (["compare", "{run}:" + METHODS[0], "{run}:" + METHODS[1]], "plain", None),
@@ -108,9 +113,16 @@ STORE_COMMANDS: dict[str, tuple[list[str], str, str | None]] = {
 }
 
 
+# label -> (arguments after --store, which store): a command run, and timed, right before the
+# STORE_COMMANDS entry that names it in WRITTEN_BY
+WRITERS: dict[str, tuple[list[str], str]] = {"labels import (1 label)": (["labels", "import", "{one}"], "written")}
+WRITTEN_BY = {"runs, right after labels import": "labels import (1 label)"}
+
+
 def build_stores(base: Path) -> tuple[dict[str, Path], str]:
-    """A synthetic run (80 questions, 2 methods, 30 metrics) in two stores: as written, and a copy
-    with 60 randomly sampled answer_class labels per method (the seeded order's first 60)."""
+    """A synthetic run (80 questions, 2 methods, 30 metrics) in three stores: as written, a copy
+    with 60 randomly sampled answer_class labels per method (the seeded order's first 60), and a
+    copy that gets one more label before each of its `runs` (base/one.csv)."""
     import csv
 
     sys.path.insert(0, str(ROOT))
@@ -134,13 +146,15 @@ def build_stores(base: Path) -> tuple[dict[str, Path], str]:
                   "label": ("wrong" if judge[q] == "CORRECT" else "correct") if pos % 3 == 0 else judge[q].lower(),
                   "who": "bench", "sample_id": "srs:0", "inclusion_prob": S.inclusion_prob(pos, len(order))}
                  for pos, q in enumerate(order[:60])]
-    with (base / "labels.csv").open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    for name, chosen in (("labels.csv", rows), ("one.csv", rows[:1])):
+        with (base / name).open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(chosen)
     res = CliRunner().invoke(app, ["--store", str(base / "labelled"), "labels", "import", str(base / "labels.csv")])
     assert res.exit_code == 0, res.output
-    return {"plain": base / "plain", "labelled": base / "labelled"}, run
+    shutil.copytree(plain.root, base / "written")
+    return {"plain": base / "plain", "labelled": base / "labelled", "written": base / "written"}, run
 
 
 def _child_env(code_root: Path) -> dict[str, str]:
@@ -170,24 +184,30 @@ def _store_part(repeat: int, before: Path | None) -> None:
         codes = {"ours": ROOT, **({"before": before} if before else {})}
         jobs = {("bare", who): [sys.executable, "-c", "pass"] for who in codes}
         jobs |= {("floor", who): [sys.executable, "-c", FLOOR] for who in codes}
+        def command(argv: list[str], store: str) -> list[str]:
+            return [sys.executable, "-m", "evalcore", "--store", str(stores[store]),
+                    *(a.format(run=run, one=Path(tmp) / "one.csv") for a in argv)]
+
         for label, (argv, store, _) in STORE_COMMANDS.items():
             for who in codes:
-                jobs[(label, who)] = [sys.executable, "-m", "evalcore", "--store", str(stores[store]),
-                                      *(a.format(run=run) for a in argv)]
+                jobs[(label, who)] = command(argv, store)
+        writers = {(label, who): command(*WRITERS[label]) for label in WRITERS for who in codes}
         envs = {who: _child_env(path) for who, path in codes.items()}
         # the old code saves no listing: removing ours before its runs would make our next `runs` compute it
         forget = {key: stores["plain"] if "listing computed" in key[0] and key[1] == "ours" else None for key in jobs}
-        for (label, who), cmd in jobs.items():  # warm-up: bytecode written, files in the page cache
-            _once(cmd, envs[who], Path(tmp), forget[(label, who)])
-        times: dict[tuple[str, str], list[tuple[float, float]]] = {key: [] for key in jobs}
-        for _ in range(repeat):  # interleaved rounds: every command once per round
+        times: dict[tuple[str, str], list[tuple[float, float]]] = {key: [] for key in [*jobs, *writers]}
+        for round_ in range(repeat + 1):  # interleaved rounds: every command once per round (the first: warm-up)
             for (label, who), cmd in jobs.items():
-                times[(label, who)].append(_once(cmd, envs[who], Path(tmp), forget[(label, who)]))
+                if label in WRITTEN_BY:  # its writer first, each code's own, right before
+                    done = _once(writers[(WRITTEN_BY[label], who)], envs[who], Path(tmp))
+                    times[(WRITTEN_BY[label], who)] += [done] if round_ else []
+                done = _once(cmd, envs[who], Path(tmp), forget[(label, who)])
+                times[(label, who)] += [done] if round_ else []
     cpu = {key: statistics.median(t[0] for t in ts) for key, ts in times.items()}
     wall = {key: statistics.median(t[1] for t in ts) for key, ts in times.items()}
     print(f"\n{'command (CPU, median)':<34} {'ours':>7} {'over bare':>10} {'over plain':>11} {'wall':>7}"
           + (f" {'before':>8} {'over bare':>10} {'over plain':>11} {'before/ours':>12}" if before else ""))
-    for label in ("bare", "floor", *STORE_COMMANDS):
+    for label in ("bare", "floor", *STORE_COMMANDS, *WRITERS):
         plain = STORE_COMMANDS[label][2] if label in STORE_COMMANDS else None
         name = {"bare": "python -c pass", "floor": "floor (import typer, duckdb...)"}.get(label, f"evalcore {label}")
         line = f"{name:<34}"

@@ -112,6 +112,7 @@ def test_listing_an_unchanged_store_loads_neither_duckdb_nor_the_models(stores, 
     copy = tmp_path / "runs"
     shutil.copytree(labelled, copy)
     monkeypatch.setattr(file_state, "SETTLE_SECONDS", 0.0)  # a store copied a moment ago may be saved beside
+    monkeypatch.setattr(file_state, "FINE_SETTLE_SECONDS", 0.0)
     run_listing(RunStore(copy))
     assert (copy / "_shared" / CACHE / entry_name()).is_file()
     assert _imported(["--store", str(copy), *args], SAVED_LISTING) == []

@@ -14,10 +14,15 @@ if TYPE_CHECKING:  # the store (DuckDB, pyarrow) is imported when a command open
 @dataclass
 class CliState:
     store_root: str | Path | None = None  # a folder or s3://bucket/prefix
+    # set by a command that changes the store: the console entry then saves the listing
+    # `evalcore runs` prints, before the process ends (evalcore.cli.main.run)
+    changing: bool = False
 
-    def store(self) -> RunStore:
+    def store(self, changing: bool = False) -> RunStore:
+        """The store the command works on; `changing=True` from a command that writes to it."""
         from evalcore.store import RunStore
 
+        self.changing = self.changing or changing
         return RunStore(self.store_root)
 
 

@@ -35,7 +35,7 @@ def rejudge_cmd(
     from evalcore.metrics.judged.specs import SPECS
     from evalcore.scoring.engine import score_run
 
-    store = state.store()
+    store = state.store(changing=not dry_run)
     run_id = store.resolve(run)
     judged = {s.name for s in SPECS}
     old = judged_values(store, run_id, sorted(judged))

@@ -42,7 +42,7 @@ def import_cmd(file: Path = typer.Argument(..., help="CSV or JSONL: run, method,
 
     if kind.casefold() not in KINDS:
         raise EvalcoreError(f"--kind {kind!r}: choose {' or '.join(KINDS)}")
-    n = import_labels(state.store(), file, as_hand_picked, kind.casefold())
+    n = import_labels(state.store(changing=True), file, as_hand_picked, kind.casefold())
     how = " as hand-picked" if as_hand_picked else ""
     echo_line(f"imported {n} label{'s' if n != 1 else ''}{how} from {file}")
 

@@ -166,6 +166,7 @@ def _root(
 ) -> None:
     install_inert_streams()  # again here: a test runner swaps the streams after main() ran
     state.store_root = store
+    state.changing = False
     _debug[0] = debug
 
 
@@ -229,6 +230,18 @@ def main() -> None:
         _fail(_unexpected(exc), 1)
 
 
+def _save_listing() -> None:
+    """After a command that changed the store: the listing the next `evalcore runs` prints,
+    computed here where DuckDB and the models are loaded already (listing_cache.save_after_write).
+    A Ctrl-C during it ends the process as the command's own end would have."""
+    from evalcore.analysis.runs.listing_cache import save_after_write
+
+    try:
+        save_after_write(state.store())
+    except KeyboardInterrupt:
+        pass
+
+
 def run() -> None:
     """The console script and `python -m evalcore`: `main()`, then the end of the process. A
     command that used an s3:// store leaves without the interpreter's teardown, which native
@@ -241,6 +254,8 @@ def run() -> None:
         code = done.code
     if "evalcore.store" not in sys.modules:  # no store opened (--help): nothing to wait for
         sys.exit(code)
+    if state.changing and code in (0, None, 1):  # done (1: a run whose every answer failed), not stopped
+        _save_listing()
     from evalcore.store import end_process
 
     end_process(code)

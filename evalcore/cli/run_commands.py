@@ -88,7 +88,7 @@ def run_cmd(
     """
     if address and engine is not Engine.ray:
         raise EvalcoreError("--address is for --engine ray")
-    store = state.store()
+    store = state.store(changing=True)
     methods = deprecated(methods, methods_short, "-m", "--methods",
                          "-m will mean --metrics, as in score, compare, rejudge and trec")
     groups = deprecated(groups, group, "--group", "--groups")
@@ -179,7 +179,7 @@ def demo_cmd(
     """The whole loop offline, no API key: demo server -> 3 methods x 40 questions -> scores -> leaderboard."""
     from evalcore.demo.run_demo import format_leaderboard, run_demo
 
-    store = state.store()
+    store = state.store(changing=True)
     demo = run_demo(store, port=port, progress=not no_progress, semantic=not no_semantic,
                     echo=lambda s: typer.echo(s, err=True))
     typer.echo(f"\nrun {demo.run.run_id} ({demo.run.status}) in store {store.root}\n")

@@ -113,7 +113,7 @@ def score_cmd(
     options.update({key: value for key, value in flags.items() if value not in (None, "")})  # flags win
     options = check_repeat_option(options) if repeats is not None else options
     options["progress"] = not no_progress
-    store = state.store()
+    store = state.store(changing=not dry_run)
     if engine == "ray" and not dry_run:  # a dry run computes nothing: the local estimate is the same
         from evalcore.scale.ray_scoring import score_run_ray
 

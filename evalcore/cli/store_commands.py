@@ -129,6 +129,7 @@ def delete_cmd(run: str = typer.Argument(..., help="Run id (or unique prefix/nam
     run_id = store.resolve(run)
     if not yes and not typer.confirm(f"delete run {run_id}?", default=False):
         raise typer.Exit(1)
+    state.changing = True
     store.delete_run(run_id)
     typer.echo(f"deleted {run_id}")
 

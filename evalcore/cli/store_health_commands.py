@@ -60,7 +60,7 @@ def repair_cmd(run: str = typer.Argument(..., help="Run id, unique prefix, name,
     pointer from the newest readable generation of each table in its data/ folder, saying what
     was found. Deletes no file: files it cannot use stay where they are. A run that reads whole
     and holds no link is left alone."""
-    for line in state.store().repair(run).lines():
+    for line in state.store(changing=True).repair(run).lines():
         typer.echo(line)
 
 
@@ -68,7 +68,7 @@ def upgrade_cmd(run: Optional[str] = typer.Argument(None, help="One run (id, uni
     """Write the derived tables (summaries, the one-row-per-answer metric_wide) that runs last
     compacted by an older evalcore lack. Readers compute them on every read until then, which
     costs seconds per page on a large run. Each run is one ordinary compaction: safe to stop."""
-    store = state.store()
+    store = state.store(changing=True)
     done = store.upgrade([store.resolve(run)] if run else None)
     for run_id in done:
         typer.echo(f"upgraded {run_id}")

@@ -109,7 +109,7 @@ def import_cmd(
     if file is None:
         raise EvalcoreError("FILE is required (or use --example)")
     with print_dropped_duplicates():
-        result = import_recorded(state.store(), file, name=name, dataset=dataset, method=method, kind=kind,
+        result = import_recorded(state.store(changing=True), file, name=name, dataset=dataset, method=method, kind=kind,
                                  on_duplicate=on_duplicate.mode, allow_extra=allow_extra, retrieval_only=retrieval_only)
     for line in result.notes():
         echo_line(line, err=True)
@@ -149,7 +149,7 @@ def _import_traces(file: str, name: Optional[str], dataset: Optional[Path], meth
         project = next((s.project for s in spans if s.project), None)
         source, info = str(path), {"file": storable_path(path.name), "fingerprint": file_fingerprint(path)}
         default_name = storable_path(path.stem)
-    result = import_traces(state.store(), spans, source, name=name or default_name,
+    result = import_traces(state.store(changing=True), spans, source, name=name or default_name,
                            method=method or project or default_name, project=project,
                            method_from=method_from, id_from=id_from, dataset=dataset, source_info=info)
     for line in result.notes:

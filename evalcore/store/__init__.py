@@ -33,12 +33,13 @@ from evalcore.store.runstore import RunStore
 
 if TYPE_CHECKING:
     from evalcore.store.compaction import Compaction
-    from evalcore.store.views import open_db, query_df, query_frame, wide_columns
+    from evalcore.store.views import forget_connections, open_db, query_df, query_frame, wide_columns
     from evalcore.store.writer import RunWriter
 
 _LAZY = {
     "Compaction": ("evalcore.store.compaction", "Compaction"),
     "RunWriter": ("evalcore.store.writer", "RunWriter"),
+    "forget_connections": ("evalcore.store.views", "forget_connections"),
     "open_db": ("evalcore.store.views", "open_db"),
     "query_df": ("evalcore.store.views", "query_df"),
     "query_frame": ("evalcore.store.views", "query_frame"),
@@ -46,7 +47,7 @@ _LAZY = {
 }
 
 __all__ = ["Compaction", "DEFAULT_ROOT", "FORMAT_VERSION", "RUN_ID_RE", "RunDamaged", "RunStore", "RunWriter",
-           "SHARED_DIR", "STAGING_DIR", "STORE_MARKER", "TRASH_DIR", "check_run_id", "default_root", "end_process", "new_run_id", "open_db",
+           "SHARED_DIR", "STAGING_DIR", "STORE_MARKER", "TRASH_DIR", "check_run_id", "default_root", "end_process", "forget_connections", "new_run_id", "open_db",
            "query_df", "query_frame", "wide_columns"]
 
 

@@ -9,10 +9,16 @@ while it is unchanged, and it changes when any file a reader opens does:
   and folders) under each run folder and under the annotations folder, each with its inode, size,
   mtime and ctime in nanoseconds. A write changes mtime and ctime; a chmod or `touch -d` changes
   ctime, which no user can set back; an atomic replace gives a new inode;
-- timestamps advance in ticks of a few milliseconds, so a file written twice within one tick keeps
-  its stamps. As git does for its index, a state is `settled` only when every stamp is at least
-  SETTLE_SECONDS older than the moment it was taken; only a settled state may be saved beside a
-  result, so any later edit falls in a later tick and changes the fingerprint;
+- timestamps advance in ticks, so a file written twice within one tick keeps its stamps. As git
+  does for its index, a state is `settled` only when every stamp is older than the moment it was
+  taken by more than the longest tick the file system can have; only a settled state may be saved
+  beside a result, so any later edit falls in a later tick and changes the fingerprint. That wait
+  is SETTLE_SECONDS (2 s: FAT's mtime, network file systems whose server sets the stamps) unless
+  every entry lies on a local Linux file system the kernel stamps (FINE_TYPES, found by device in
+  /proc/self/mountinfo) and every ctime has a sub-second part (a file system storing whole
+  seconds has none). There the tick is the kernel's coarse clock (at most 10 ms, HZ=100), and
+  the wait FINE_SETTLE_SECONDS: a command that has just written can save what it reads a moment
+  later (listing_cache.save_after_write). ctime, not mtime, decides: no user can set it;
 - it names the store's path as given and as resolved (messages quote it: a store moved or
   mounted elsewhere keeps its inodes and stamps) and who reads (user, groups and, on Linux, the
   effective capabilities: a manifest one reader may open another cannot);
@@ -37,16 +43,27 @@ from evalcore.store.layout import RUN_ID_RE
 if TYPE_CHECKING:
     from evalcore.store.runstore import RunStore
 
-SETTLE_SECONDS = 2.0
+SETTLE_SECONDS = 2.0  # the longest tick of any file system's stamps
+FINE_SETTLE_SECONDS = 0.05  # five times the kernel's coarsest clock tick (HZ=100: 10 ms)
+# local file systems whose stamps are the kernel's clock in nanoseconds (mountinfo's type names);
+# a network or FUSE file system's server sets its own, maybe from a clock seconds apart
+FINE_TYPES = frozenset({"ext4", "xfs", "btrfs", "tmpfs", "f2fs", "zfs", "bcachefs", "overlay"})
 MAX_ENTRIES = 20_000
 
 
 @dataclass(frozen=True)
 class FileState:
     digest: str  # sha256 of every entry's name and stamps, the store's path and the reader
-    settled: bool  # every stamp at least SETTLE_SECONDS old: safe to save a result under
+    settled: bool  # every stamp older than the moment it was taken by settle_ns: safe to save a result under
     entries: int  # how many entries it covers (a bound for what a saved result may weigh)
     marked: bool  # the store has its marker: it has published something (a plain folder gets nothing saved)
+    newest: int = 0  # the newest stamp (ns since the epoch, mtime or ctime)
+    settle_ns: int = int(SETTLE_SECONDS * 1e9)  # the wait a stamp needs before it can be trusted
+
+    def settled_before(self, moment_ns: int) -> bool:
+        """Every stamp older than `moment_ns` by the wait: a write made after that moment shows in
+        a state taken later (a result read from `moment_ns` on may be saved under that state)."""
+        return self.newest <= moment_ns - self.settle_ns
 
 
 class _Unstable(Exception):
@@ -64,14 +81,13 @@ def reading_state(store: RunStore) -> FileState | None:
         return None
     store.check_format()
     taken = time.time_ns()
-    lines: list[str] = [f"root {root!r} {os.path.realpath(root)!r}", f"reader {_reader()}"]
-    newest = 0
+    scan = _Scan([f"root {root!r} {os.path.realpath(root)!r}", f"reader {_reader()}"])
     marked = True
     try:
-        marker = os.fspath(store.marker_path())
-        newest = max(newest, _stamp("store.json", os.lstat(marker), lines, "marker"))
+        scan.devices.add(os.stat(root).st_dev)
+        scan.stamp("store.json", os.lstat(os.fspath(store.marker_path())), "marker")
     except FileNotFoundError:
-        lines.append("marker -")
+        scan.lines.append("marker -")
         marked = False
     except (_Unstable, OSError):
         return None
@@ -80,16 +96,17 @@ def reading_state(store: RunStore) -> FileState | None:
             entries = sorted(it, key=lambda e: e.name)
         for entry in entries:
             if not RUN_ID_RE.match(entry.name):
-                lines.append(f"other {entry.name!r}")  # the store's own folders: only their names
+                scan.lines.append(f"other {entry.name!r}")  # the store's own folders: only their names
                 continue
-            newest = max(newest, _walk(entry.path, entry.name, lines))
+            scan.walk(entry.path, entry.name)
         annotations = os.fspath(store.annotations_dir())
         if os.path.lexists(annotations):
-            newest = max(newest, _walk(annotations, "annotations", lines))
+            scan.walk(annotations, "annotations")
     except (_Unstable, OSError):
         return None
-    digest = hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
-    return FileState(digest, newest <= taken - int(SETTLE_SECONDS * 1e9), len(lines), marked)
+    digest = hashlib.sha256("\n".join(scan.lines).encode("utf-8", "surrogateescape")).hexdigest()
+    settle_ns = int((FINE_SETTLE_SECONDS if scan.fine() else SETTLE_SECONDS) * 1e9)
+    return FileState(digest, scan.newest <= taken - settle_ns, len(scan.lines), marked, scan.newest, settle_ns)
 
 
 def _reader() -> str:
@@ -106,28 +123,64 @@ def _reader() -> str:
     return f"{os.geteuid()} {os.getegid()} {sorted(os.getgroups())} {caps}"
 
 
-def _walk(path: str, rel: str, lines: list[str]) -> int:
-    """Stamp `path` and, for a folder, everything under it, depth first without recursion (a
-    folder nested thousands deep is a folder like any other); links never followed. The newest
-    stamp seen."""
-    newest = 0
-    stack = [(path, rel)]
-    while stack:
-        path, rel = stack.pop()
-        st = os.lstat(path)
-        newest = max(newest, _stamp(rel, st, lines))
-        if len(lines) > MAX_ENTRIES:
-            raise _Unstable("too many entries")
-        if stat.S_ISDIR(st.st_mode):
-            with os.scandir(path) as it:
-                children = sorted(((e.path, f"{rel}/{e.name}") for e in it), reverse=True)
-            stack.extend(children)
-    return newest
+class _Scan:
+    """The lines a fingerprint hashes, the newest stamp, and what says how fine the stamps are."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.newest = 0
+        self.devices: set[int] = set()
+        self.whole_seconds = False  # some ctime without a sub-second part
+
+    def walk(self, path: str, rel: str) -> None:
+        """Stamp `path` and, for a folder, everything under it, depth first without recursion (a
+        folder nested thousands deep is a folder like any other); links never followed."""
+        stack = [(path, rel)]
+        while stack:
+            path, rel = stack.pop()
+            st = os.lstat(path)
+            self.stamp(rel, st)
+            if len(self.lines) > MAX_ENTRIES:
+                raise _Unstable("too many entries")
+            if stat.S_ISDIR(st.st_mode):
+                with os.scandir(path) as it:
+                    children = sorted(((e.path, f"{rel}/{e.name}") for e in it), reverse=True)
+                stack.extend(children)
+
+    def stamp(self, rel: str, st: os.stat_result, kind: str = "entry") -> None:
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+            raise _Unstable(rel)
+        self.lines.append(f"{kind} {rel!r} {st.st_mode:o} {st.st_uid}:{st.st_gid} {st.st_ino} {st.st_size} "
+                          f"{st.st_mtime_ns} {st.st_ctime_ns}")
+        self.newest = max(self.newest, st.st_mtime_ns, st.st_ctime_ns)
+        self.devices.add(st.st_dev)
+        self.whole_seconds = self.whole_seconds or st.st_ctime_ns % 1_000_000_000 == 0
+
+    def fine(self) -> bool:
+        """Whether every stamp seen comes from the kernel's clock in nanoseconds (the module's rule)."""
+        if self.whole_seconds or not self.devices:
+            return False
+        types = _mounted_types()
+        return all(types.get((os.major(d), os.minor(d))) in FINE_TYPES for d in self.devices)
 
 
-def _stamp(rel: str, st: os.stat_result, lines: list[str], kind: str = "entry") -> int:
-    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-        raise _Unstable(rel)
-    lines.append(f"{kind} {rel!r} {st.st_mode:o} {st.st_uid}:{st.st_gid} {st.st_ino} {st.st_size} "
-                 f"{st.st_mtime_ns} {st.st_ctime_ns}")
-    return max(st.st_mtime_ns, st.st_ctime_ns)
+def _mounted_types() -> dict[tuple[int, int], str]:
+    """{(major, minor): file system type} of every mount this process sees; empty where there is no
+    /proc/self/mountinfo (not Linux: every stamp is then taken as coarse). A device mounted
+    twice with two types (it cannot be) would make it coarse."""
+    types: dict[tuple[int, int], str] = {}
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                fields, sep, rest = line.partition(" - ")
+                parts = fields.split()
+                if not sep or len(parts) < 3 or not rest.split():
+                    continue
+                major, _, minor = parts[2].partition(":")
+                if not (major.isdigit() and minor.isdigit()):
+                    continue
+                key, kind = (int(major), int(minor)), rest.split()[0]
+                types[key] = kind if types.get(key, kind) == kind else "?"
+    except OSError:
+        return {}
+    return types

@@ -29,6 +29,7 @@ SETTLE = 0.05
 @pytest.fixture
 def store(tmp_path, monkeypatch):
     monkeypatch.setattr(file_state, "SETTLE_SECONDS", SETTLE)
+    monkeypatch.setattr(file_state, "FINE_SETTLE_SECONDS", SETTLE)
     built = build_store(tmp_path / "runs", n_runs=2, n_questions=6, n_metrics=3, judge_calls=False)
     time.sleep(SETTLE * 2)
     return built
@@ -133,6 +134,7 @@ def test_any_edit_after_the_listing_was_saved_is_listed(store, edit):
 
 def test_a_store_that_changed_a_moment_ago_gets_nothing_saved(store, monkeypatch):
     monkeypatch.setattr(file_state, "SETTLE_SECONDS", 3600.0)  # every file is "recent"
+    monkeypatch.setattr(file_state, "FINE_SETTLE_SECONDS", 3600.0)
     listing = _list(store)
     assert _saved(store) is None and listing == _fresh(store)
 
@@ -218,6 +220,7 @@ def test_a_link_inside_a_run_means_nothing_is_saved(store, tmp_path):
 @pytest.mark.parametrize("state", ["missing folder", "folder without a store marker"])
 def test_listing_a_folder_that_is_no_store_writes_nothing_into_it(tmp_path, monkeypatch, state):
     monkeypatch.setattr(file_state, "SETTLE_SECONDS", 0.0)
+    monkeypatch.setattr(file_state, "FINE_SETTLE_SECONDS", 0.0)
     root = tmp_path / "runs"
     if state != "missing folder":
         root.mkdir()

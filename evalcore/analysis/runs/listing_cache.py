@@ -8,8 +8,9 @@ needs neither: a scan of the runs' folders (store/file_state.py) proves nothing 
 What is saved, under the fingerprint of the files it was computed from (which also names the
 store's path and the reader: store/file_state.py): the runs listed, the warnings for runs
 skipped, and the damaged runs and annotation files. It is saved only when the store has settled
-(no file changed within the last SETTLE_SECONDS) and has its marker (a folder that never held a
-published run gets nothing written into it); the write is the shared caches'
+(no file changed within the file system's longest tick: store/file_state.py) and has its marker
+(a folder that never held a published run gets nothing written into it), by `runs` itself or
+by the command that changed the store, right after (save_after_write); the write is the shared caches'
 (`_shared/listing/runs-<uid>.json`, whole or not at all, readable by its owner alone: it may name
 runs other users cannot read), and a store that cannot be written to is listed all the same.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,7 @@ from evalcore.errors import StoreError
 
 if TYPE_CHECKING:
     from evalcore.store import RunStore
+    from evalcore.store.file_state import FileState
 
 FORMAT = 2
 CACHE = "listing"
@@ -55,10 +58,7 @@ def run_listing(store: RunStore) -> Listing:
     from evalcore.store.file_state import reading_state
 
     state = reading_state(store)
-    try:
-        head = f"evalcore-runs-listing {FORMAT} {_code()} {state.digest}" if state else None
-    except (OSError, ImportError, ValueError):  # the code cannot be fingerprinted: nothing is reused
-        head = None
+    head = _head(state) if state is not None else None
     if state is not None and head is not None:
         saved = _load(store, head, _BASE_BYTES + _BYTES_PER_ENTRY * state.entries)
         if saved is not None:
@@ -67,6 +67,52 @@ def run_listing(store: RunStore) -> Listing:
     if state is not None and head is not None and state.settled and state.marked:
         _save(store, head, listing)
     return listing
+
+
+def save_after_write(store: RunStore) -> bool:
+    """Compute the listing and save it, for a command that has just changed the store (run,
+    score, import, delete...), so that the `evalcore runs` typed next reuses it. Whether it was
+    saved.
+
+    Why here: the command has DuckDB and the manifest models loaded already, a new `runs`
+    process would load both again (~0.25 s) to compute the same rows. The files were written a
+    moment ago, so this waits until every stamp is older than the file system's tick
+    (file_state: 50 ms on a local Linux file system, nothing is saved on any other), reads from
+    that moment on, and saves the listing under a fingerprint taken after the reading, only if
+    every stamp in it is older than the reading's start by that tick: a write made while it read
+    shows in a later fingerprint. Never fails the command: an unreadable store is left for `runs`
+    to report."""
+    from evalcore.store.file_state import FINE_SETTLE_SECONDS, reading_state
+    from evalcore.store import forget_connections
+
+    try:
+        state = reading_state(store)
+        if state is None or not state.marked or state.settle_ns > FINE_SETTLE_SECONDS * 1e9:
+            return False
+        wait_ns = state.newest + state.settle_ns - time.time_ns()
+        if wait_ns > state.settle_ns:  # a stamp in the future (touch -d): never settles
+            return False
+        if wait_ns > 0:
+            time.sleep(wait_ns / 1e9)
+        forget_connections()  # a database this process kept was read before the moment below
+        began = time.time_ns()
+        listing = compute_listing(store)
+        after = reading_state(store)
+        head = _head(after) if after is not None else None
+        if after is None or head is None or not after.marked or not after.settled_before(began):
+            return False
+        return _save(store, head, listing)
+    except Exception:  # noqa: BLE001 - the write succeeded; `runs` computes and reports whatever failed here
+        return False
+
+
+def _head(state: FileState) -> str | None:
+    """The first line of a listing saved under `state`; None when the code cannot be fingerprinted
+    (nothing is saved or reused)."""
+    try:
+        return f"evalcore-runs-listing {FORMAT} {_code()} {state.digest}"
+    except (OSError, ImportError, ValueError):
+        return None
 
 
 def compute_listing(store: RunStore) -> Listing:
@@ -117,7 +163,7 @@ def _code() -> str:
     return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def _save(store: RunStore, head: str, listing: Listing) -> None:
+def _save(store: RunStore, head: str, listing: Listing) -> bool:
     body = {"problems": list(listing.problems),
             "rows": [{**asdict(r), "created_at": r.created_at.isoformat() if r.created_at else None}
                      for r in listing.rows],
@@ -127,7 +173,8 @@ def _save(store: RunStore, head: str, listing: Listing) -> None:
     try:
         store.shared_cache(CACHE).write(entry_name(), data, private=True)
     except (OSError, StoreError):
-        pass  # a store that cannot be written to (read-only, full, a link in _shared): listed all the same
+        return False  # a store that cannot be written to (read-only, full, a link in _shared): listed all the same
+    return True
 
 
 def _load(store: RunStore, head: str, limit: int) -> Listing | None:

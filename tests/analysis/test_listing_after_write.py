@@ -1,0 +1,214 @@
+"""The listing saved by the command that changed the store (listing_cache.save_after_write), and
+the file-system rule that lets it (store/file_state.py: how long a stamp must age).
+
+The truth is always the listing computed afresh from the store's views; a saved listing that
+differs from it is the defect. The writes here land a moment after the reading began, or a moment
+after the save: the cases a wait of 50 ms instead of 2 s could get wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from evalcore.analysis.runs import listing_cache as LC
+from evalcore.cli import context
+from evalcore.cli.main import app
+from evalcore.demo.synthetic import build_store
+from evalcore.store import RunStore, file_state
+from evalcore.store.views import forget_connections
+
+RUN = "synthetic-00-7000"
+
+
+@pytest.fixture
+def store(tmp_path):
+    return build_store(tmp_path / "runs", n_runs=2, n_questions=6, n_metrics=3, judge_calls=False)
+
+
+@pytest.fixture
+def sleeps(monkeypatch):
+    """Every wait save_after_write asks for (it still waits)."""
+    asked: list[float] = []
+    real = time.sleep
+    monkeypatch.setattr(LC.time, "sleep", lambda s: (asked.append(s), real(s)))
+    return asked
+
+
+def _fresh(store: RunStore) -> LC.Listing:
+    forget_connections()
+    return LC.compute_listing(store)
+
+
+def _list(store: RunStore) -> LC.Listing:
+    forget_connections()
+    return LC.run_listing(store)
+
+
+def _saved(store: RunStore) -> bytes | None:
+    path = store.root / "_shared" / LC.CACHE / LC.entry_name()
+    return path.read_bytes() if path.is_file() else None
+
+
+def _rename_in_place(store: RunStore, run_id: str, new: str) -> None:
+    """The run's name changed inside run.json, same size, same inode (no atomic replace): the write
+    only its stamps can reveal."""
+    path = store.run_dir(run_id) / "run.json"
+    raw = path.read_bytes()
+    old = json.dumps({"name": json.loads(raw)["name"]})[1:-1].encode()
+    assert len(old) == len(json.dumps({"name": new})[1:-1].encode()) and raw.count(old) == 1
+    with open(path, "r+b") as fh:
+        fh.seek(raw.index(old))
+        fh.write(json.dumps({"name": new})[1:-1].encode())
+
+
+def test_the_store_here_has_fine_stamps(store):
+    """This machine's temporary folders are a local Linux file system (the fine rule's case: the
+    rest of the module tests what it allows)."""
+    if sys.platform != "linux":
+        pytest.skip("the fine rule is Linux's (/proc/self/mountinfo)")
+    state = file_state.reading_state(store)
+    assert state is not None and state.settle_ns == int(file_state.FINE_SETTLE_SECONDS * 1e9)
+
+
+def test_a_write_saves_what_the_next_listing_reuses(store, sleeps):
+    _rename_in_place(store, RUN, "renamed-run-")  # a change a moment ago
+    assert LC.save_after_write(store)
+    assert 0 < sum(sleeps) <= file_state.FINE_SETTLE_SECONDS  # it waited out the stamps' tick, no more
+    saved = _saved(store)
+    assert saved is not None
+    assert _list(store) == _fresh(store)
+    assert _saved(store) == saved  # reused, not computed and saved again
+
+
+def test_an_edit_right_after_the_save_is_listed(store):
+    assert LC.save_after_write(store)
+    _rename_in_place(store, RUN, "renamed-run-")
+    listing = _list(store)
+    assert listing == _fresh(store)
+    assert "renamed-run-" in {r.name for r in listing.rows}
+
+
+def test_an_edit_while_it_reads_is_never_saved_as_read(store, monkeypatch):
+    compute = LC.compute_listing
+
+    def read_then_edited(s):
+        listing = compute(s)
+        _rename_in_place(s, RUN, "x" * 12)
+        return listing
+
+    monkeypatch.setattr(LC, "compute_listing", read_then_edited)
+    assert not LC.save_after_write(store)
+    monkeypatch.setattr(LC, "compute_listing", compute)
+    listing = _list(store)
+    assert listing == _fresh(store) and "x" * 12 in {r.name for r in listing.rows}
+
+
+def test_an_unknown_file_system_waits_for_runs_not_for_the_writer(store, monkeypatch, sleeps):
+    """Stamps on a file system the rule does not know (a network one: its server's clock) need
+    2 s: the writer does not wait that long, it leaves the listing to `runs`."""
+    monkeypatch.setattr(file_state, "_mounted_types", lambda: {})
+    state = file_state.reading_state(store)
+    assert state is not None and state.settle_ns == int(file_state.SETTLE_SECONDS * 1e9)
+    assert not LC.save_after_write(store)
+    assert sleeps == [] and _saved(store) is None
+
+
+def test_a_stamp_in_the_future_saves_nothing_and_waits_for_nothing(store, sleeps):
+    future = time.time() + 3600
+    os.utime(store.run_dir(RUN) / "run.json", (future, future))
+    assert not LC.save_after_write(store)
+    assert sleeps == [] and _saved(store) is None
+
+
+def test_a_folder_without_the_store_marker_gets_nothing(tmp_path):
+    (tmp_path / "runs").mkdir()
+    assert not LC.save_after_write(RunStore(tmp_path / "runs"))
+    assert os.listdir(tmp_path / "runs") == []
+
+
+def test_a_damaged_store_is_saved_as_runs_would_list_it(store):
+    (store.run_dir("synthetic-01-7001") / "run.json").write_text("{")
+    LC.save_after_write(store)  # saved or not, what is listed is the truth
+    listing = _list(store)
+    assert listing == _fresh(store) and listing.problems
+
+
+def _stat(ctime_ns: int, dev: int = 2049) -> os.stat_result:
+    return os.stat_result((0o100644, 1, dev, 1, 0, 0, 10, 1, 2, 3, 1.0, 2.0, 3.0,
+                           ctime_ns - 5, ctime_ns - 5, ctime_ns))
+
+
+@pytest.mark.parametrize("ctimes, types, fine", [
+    ([1_700_000_000_123_456_789, 1_700_000_000_223_456_789], {(8, 1): "ext4"}, True),
+    ([1_700_000_000_123_456_789, 1_700_000_001_000_000_000], {(8, 1): "ext4"}, False),  # one whole second
+    ([1_700_000_000_123_456_789], {(8, 1): "nfs4"}, False),
+    ([1_700_000_000_123_456_789], {(8, 1): "fuse.sshfs"}, False),
+    ([1_700_000_000_123_456_789], {}, False),  # not mounted where this process can see
+], ids=["ext4", "whole seconds", "nfs4", "fuse", "unknown device"])
+def test_which_stamps_are_fine(monkeypatch, ctimes, types, fine):
+    monkeypatch.setattr(file_state, "_mounted_types", lambda: types)
+    scan = file_state._Scan([])
+    for c in ctimes:
+        scan.stamp("f", _stat(c, dev=os.makedev(8, 1)))
+    assert scan.fine() is fine
+
+
+def test_two_devices_are_fine_only_when_both_are(monkeypatch):
+    monkeypatch.setattr(file_state, "_mounted_types", lambda: {(8, 1): "ext4", (0, 50): "nfs"})
+    scan = file_state._Scan([])
+    scan.stamp("a", _stat(1_700_000_000_123_456_789, dev=os.makedev(8, 1)))
+    assert scan.fine()
+    scan.stamp("b", _stat(1_700_000_000_123_456_789, dev=os.makedev(0, 50)))
+    assert not scan.fine()
+
+
+def test_mountinfo_is_read_by_device(tmp_path, monkeypatch):
+    info = tmp_path / "mountinfo"
+    info.write_text(
+        "27 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+        "40 27 0:45 / /mnt/with\\040-\\040space rw master:2 - nfs4 server:/x rw\n"
+        "41 27 0:46 / /srv rw - tmpfs tmpfs rw\n"
+        "garbage line without the separator\n"
+        "42 27 x:y / /bad rw - ext4 /dev/z rw\n")
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda p, *a, **k: real_open(info if p == "/proc/self/mountinfo" else p,
+                                                                      *a, **k))
+    assert file_state._mounted_types() == {(254, 0): "ext4", (0, 45): "nfs4", (0, 46): "tmpfs"}
+
+
+def test_commands_that_write_mark_the_store_and_readers_do_not(store, tmp_path):
+    runner = CliRunner()
+    assert runner.invoke(app, ["--store", str(store.root), "runs"]).exit_code == 0
+    assert context.state.changing is False
+    example = runner.invoke(app, ["--store", str(store.root), "import", "--example"])
+    assert example.exit_code == 0, example.output
+    assert context.state.changing is True
+    assert runner.invoke(app, ["--store", str(store.root), "show", RUN]).exit_code == 0
+    assert context.state.changing is False
+    declined = runner.invoke(app, ["--store", str(store.root), "delete", RUN], input="n\n")
+    assert declined.exit_code == 1 and context.state.changing is False
+
+
+def test_the_console_command_saves_the_listing_it_changed(tmp_path):
+    """`evalcore import` as a process (the console entry saves at its end), then `evalcore runs`
+    as a process: it lists from what the import saved, identical to the listing computed."""
+    root = tmp_path / "runs"
+    done = subprocess.run([sys.executable, "-m", "evalcore", "--store", str(root), "import", "--example"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    saved = _saved(RunStore(root))
+    assert saved is not None
+    listed = subprocess.run([sys.executable, "-m", "evalcore", "--store", str(root), "runs", "--json"],
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert _saved(RunStore(root)) == saved
+    from evalcore.analysis.runs.run_listing import rows_json
+
+    assert listed.stdout.strip() == rows_json(list(_fresh(RunStore(root)).rows))
