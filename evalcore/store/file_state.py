@@ -16,9 +16,16 @@ while it is unchanged, and it changes when any file a reader opens does:
   is SETTLE_SECONDS (2 s: FAT's mtime, network file systems whose server sets the stamps) unless
   every entry lies on a local Linux file system the kernel stamps (FINE_TYPES, found by device in
   /proc/self/mountinfo) and every ctime has a sub-second part (a file system storing whole
-  seconds has none). There the tick is the kernel's coarse clock (at most 10 ms, HZ=100), and
-  the wait FINE_SETTLE_SECONDS: a command that has just written can save what it reads a moment
-  later (listing_cache.save_after_write). ctime, not mtime, decides: no user can set it;
+  seconds has none). There a stamp is the kernel's coarse clock, which trails the real time by a
+  tick or two (4 ms each at HZ=250, 10 ms at HZ=100; ~7 ms measured here), and the wait is
+  FINE_SETTLE_SECONDS: a command that has just written can save what it reads a moment later
+  (listing_cache.save_after_write). ctime, not mtime, decides: no user can set it. A btrfs
+  subvolume's device is none of mountinfo's: such a device's type comes from statfs(2);
+- a write sets the stamps when it begins, and one still copying its bytes when the wait ends, or
+  one through a shared mapping, changes no stamp afterwards: the small files a listing reads
+  whole (the marker, each run's run.json and table pointer) enter by their bytes too. evalcore
+  never rewrites any other file in place (every table file is new, renamed into place); another
+  program that does, slowly or through a mapping, can go unseen, as in git's index;
 - it names the store's path as given and as resolved (messages quote it: a store moved or
   mounted elsewhere keeps its inodes and stamps) and who reads (user, groups and, on Linux, the
   effective capabilities: a manifest one reader may open another cannot);
@@ -31,14 +38,16 @@ while it is unchanged, and it changes when any file a reader opens does:
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evalcore.store.layout import RUN_ID_RE
+from evalcore.store.layout import POINTER, RUN_ID_RE
 
 if TYPE_CHECKING:
     from evalcore.store.runstore import RunStore
@@ -48,6 +57,10 @@ FINE_SETTLE_SECONDS = 0.05  # five times the kernel's coarsest clock tick (HZ=10
 # local file systems whose stamps are the kernel's clock in nanoseconds (mountinfo's type names);
 # a network or FUSE file system's server sets its own, maybe from a clock seconds apart
 FINE_TYPES = frozenset({"ext4", "xfs", "btrfs", "tmpfs", "f2fs", "zfs", "bcachefs", "overlay"})
+# statfs(2)'s f_type of the same file systems (linux/magic.h; ext2/3/4 share one)
+_MAGIC = {0xEF53: "ext4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0x01021994: "tmpfs", 0xF2F52010: "f2fs",
+          0x2FC12FC1: "zfs", 0xCA451A4E: "bcachefs", 0x794C7630: "overlay"}
+CONTENT_MAX_BYTES = 64 * 1024 * 1024  # the largest manifest or pointer a reader reads (fs.read_small)
 MAX_ENTRIES = 20_000
 
 
@@ -84,8 +97,9 @@ def reading_state(store: RunStore) -> FileState | None:
     scan = _Scan([f"root {root!r} {os.path.realpath(root)!r}", f"reader {_reader()}"])
     marked = True
     try:
-        scan.devices.add(os.stat(root).st_dev)
-        scan.stamp("store.json", os.lstat(os.fspath(store.marker_path())), "marker")
+        scan.devices.setdefault(os.stat(root).st_dev, root)
+        marker = os.fspath(store.marker_path())
+        scan.stamp("store.json", os.lstat(marker), marker, "marker", whole=True)
     except FileNotFoundError:
         scan.lines.append("marker -")
         marked = False
@@ -129,7 +143,7 @@ class _Scan:
     def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         self.newest = 0
-        self.devices: set[int] = set()
+        self.devices: dict[int, str] = {}  # each device seen, and a path on it
         self.whole_seconds = False  # some ctime without a sub-second part
 
     def walk(self, path: str, rel: str) -> None:
@@ -139,7 +153,8 @@ class _Scan:
         while stack:
             path, rel = stack.pop()
             st = os.lstat(path)
-            self.stamp(rel, st)
+            read_whole = rel.count("/") == 1 and rel.endswith(("/run.json", f"/{POINTER}"))
+            self.stamp(rel, st, path, whole=read_whole)
             if len(self.lines) > MAX_ENTRIES:
                 raise _Unstable("too many entries")
             if stat.S_ISDIR(st.st_mode):
@@ -147,13 +162,15 @@ class _Scan:
                     children = sorted(((e.path, f"{rel}/{e.name}") for e in it), reverse=True)
                 stack.extend(children)
 
-    def stamp(self, rel: str, st: os.stat_result, kind: str = "entry") -> None:
+    def stamp(self, rel: str, st: os.stat_result, path: str, kind: str = "entry", whole: bool = False) -> None:
+        """One entry's line; `whole`: a file a listing reads whole (its bytes enter too)."""
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
             raise _Unstable(rel)
+        digest = f" {_content(path)}" if whole and stat.S_ISREG(st.st_mode) else ""
         self.lines.append(f"{kind} {rel!r} {st.st_mode:o} {st.st_uid}:{st.st_gid} {st.st_ino} {st.st_size} "
-                          f"{st.st_mtime_ns} {st.st_ctime_ns}")
+                          f"{st.st_mtime_ns} {st.st_ctime_ns}{digest}")
         self.newest = max(self.newest, st.st_mtime_ns, st.st_ctime_ns)
-        self.devices.add(st.st_dev)
+        self.devices.setdefault(st.st_dev, path)
         self.whole_seconds = self.whole_seconds or st.st_ctime_ns % 1_000_000_000 == 0
 
     def fine(self) -> bool:
@@ -161,7 +178,11 @@ class _Scan:
         if self.whole_seconds or not self.devices:
             return False
         types = _mounted_types()
-        return all(types.get((os.major(d), os.minor(d))) in FINE_TYPES for d in self.devices)
+        for device, path in self.devices.items():
+            kind = types.get((os.major(device), os.minor(device))) or _statfs_type(path)
+            if kind not in FINE_TYPES:
+                return False
+        return True
 
 
 def _mounted_types() -> dict[tuple[int, int], str]:
@@ -184,3 +205,48 @@ def _mounted_types() -> dict[tuple[int, int], str]:
     except OSError:
         return {}
     return types
+
+
+def _content(path: str) -> str:
+    """sha256 of a small file's bytes ("-" when it cannot be read: a reader cannot either; "large"
+    past what a reader reads). Opened without following a link or waiting on a pipe put in its
+    place since it was stamped (either makes the whole state untrusted)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _Unstable(path) from None
+        return "-"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _Unstable(path)
+        digest, read = hashlib.sha256(), 0
+        while chunk := os.read(fd, 1 << 20):
+            read += len(chunk)
+            if read > CONTENT_MAX_BYTES:
+                return "large"
+            digest.update(chunk)
+        return digest.hexdigest()
+    except OSError:
+        return "-"
+    finally:
+        os.close(fd)
+
+
+def _statfs_type(path: str) -> str | None:
+    """The file system type of `path` by statfs(2)'s magic number, for a device mountinfo does not
+    name (a btrfs subvolume's); None where statfs cannot be called (not Linux, no libc)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        buf = ctypes.create_string_buffer(512)  # struct statfs is 120 bytes on 64-bit Linux
+        if libc.statfs(os.fsencode(path), buf) != 0:
+            return None
+        width = ctypes.sizeof(ctypes.c_long)  # f_type, the struct's first field, is a long
+        return _MAGIC.get(int.from_bytes(buf.raw[:width], sys.byteorder) & 0xFFFFFFFF)
+    except (OSError, AttributeError, ValueError):
+        return None

@@ -9,6 +9,7 @@ after the save: the cases a wait of 50 ms instead of 2 s could get wrong.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import subprocess
 import sys
@@ -114,10 +115,92 @@ def test_an_unknown_file_system_waits_for_runs_not_for_the_writer(store, monkeyp
     """Stamps on a file system the rule does not know (a network one: its server's clock) need
     2 s: the writer does not wait that long, it leaves the listing to `runs`."""
     monkeypatch.setattr(file_state, "_mounted_types", lambda: {})
+    monkeypatch.setattr(file_state, "_statfs_type", lambda path: None)
     state = file_state.reading_state(store)
     assert state is not None and state.settle_ns == int(file_state.SETTLE_SECONDS * 1e9)
     assert not LC.save_after_write(store)
     assert sleeps == [] and _saved(store) is None
+
+
+def test_an_edit_early_in_a_slow_reading_is_never_saved_as_read(store, monkeypatch):
+    """The reading takes longer than the wait: an edit made early in it has stamps older than the
+    wait by the time the second fingerprint is taken; only `began` tells it came after."""
+    compute = LC.compute_listing
+
+    def read_edited_then_slow(s):
+        listing = compute(s)
+        _rename_in_place(s, RUN, "y" * 12)
+        time.sleep(file_state.FINE_SETTLE_SECONDS * 4)  # the rest of a slow reading
+        return listing
+
+    monkeypatch.setattr(LC, "compute_listing", read_edited_then_slow)
+    LC.save_after_write(store)
+    monkeypatch.setattr(LC, "compute_listing", compute)
+    listing = _list(store)
+    assert listing == _fresh(store) and "y" * 12 in {r.name for r in listing.rows}
+
+
+def test_an_edit_through_a_mapping_after_the_save_is_listed(store):
+    """A second write to a page already dirty through mmap sets no stamp: the manifest's bytes
+    are in the fingerprint (found by session 17's hostile review)."""
+    path = store.run_dir(RUN) / "run.json"
+    raw = path.read_bytes()
+    at = raw.index(b'"name": "synthetic-00"') + len(b'"name": "')
+    fd = os.open(path, os.O_RDWR)
+    try:
+        with mmap.mmap(fd, len(raw)) as mapped:
+            mapped[at:at + 12] = b"A" * 12  # the first write to the page: stamps set
+            assert LC.save_after_write(store)
+            before = os.stat(path)
+            mapped[at:at + 12] = b"B" * 12  # the page is writable already: no stamp
+            after = os.stat(path)
+            if (before.st_mtime_ns, before.st_ctime_ns) != (after.st_mtime_ns, after.st_ctime_ns):
+                pytest.skip("this kernel stamps every write through a mapping")
+            listing = _list(store)
+    finally:
+        os.close(fd)
+    assert listing == _fresh(store) and "B" * 12 in {r.name for r in listing.rows}
+
+
+def test_the_bytes_of_the_files_read_whole_enter_the_fingerprint(tmp_path):
+    """Two manifests, same stamps and size, other bytes: other lines (a write still copying its
+    bytes when the stamps were taken changes nothing else)."""
+    lines = []
+    for text in ("aaaa", "bbbb"):
+        path = tmp_path / text
+        path.write_text(text)
+        scan = file_state._Scan([])
+        scan.stamp("r/run.json", _stat(1_700_000_000_123_456_789), str(path), whole=True)
+        lines.append(scan.lines[0])
+    assert lines[0] != lines[1]
+
+
+def test_a_store_whose_last_listing_was_slow_is_left_to_runs(store, monkeypatch):
+    """A store of many runs: each write would pay the listing's seconds again; it is left to
+    the next `runs`, which learns the time again."""
+    _rename_in_place(store, RUN, "renamed-run-")
+    assert LC.save_after_write(store)
+    saved = json.loads(_saved(store).partition(b"\n")[2])
+    assert 0 < saved["seconds"] < LC.WRITER_BUDGET_SECONDS
+    path = store.root / "_shared" / LC.CACHE / LC.entry_name()
+    path.write_bytes(_saved(store).replace(b'"seconds": ' + json.dumps(saved["seconds"]).encode(),
+                                           b'"seconds": 9.5'))
+
+    def never(s):
+        raise AssertionError("computed past the budget")
+
+    monkeypatch.setattr(LC, "compute_listing", never)
+    _rename_in_place(store, RUN, "again-renamd")
+    assert not LC.save_after_write(store)
+
+
+def test_a_failed_command_saves_nothing(store):
+    """A command that marked the store changing and ended in an error (exit 2) leaves the listing
+    to `runs`: the store may hold half of what it meant to write."""
+    done = subprocess.run([sys.executable, "-m", "evalcore", "--store", str(store.root), "import",
+                           str(store.root / "no-such-file.jsonl")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert _saved(store) is None
 
 
 def test_a_stamp_in_the_future_saves_nothing_and_waits_for_nothing(store, sleeps):
@@ -156,16 +239,34 @@ def test_which_stamps_are_fine(monkeypatch, ctimes, types, fine):
     monkeypatch.setattr(file_state, "_mounted_types", lambda: types)
     scan = file_state._Scan([])
     for c in ctimes:
-        scan.stamp("f", _stat(c, dev=os.makedev(8, 1)))
+        scan.stamp("f", _stat(c, dev=os.makedev(8, 1)), "/nonexistent/f")
     assert scan.fine() is fine
+
+
+@pytest.mark.parametrize("statfs, fine", [("btrfs", True), (None, False)], ids=["btrfs subvolume", "unknown"])
+def test_a_device_mountinfo_does_not_name_is_asked_to_statfs(monkeypatch, statfs, fine):
+    """A btrfs subvolume reports a device of its own, which no mountinfo line names."""
+    monkeypatch.setattr(file_state, "_mounted_types", lambda: {})
+    monkeypatch.setattr(file_state, "_statfs_type", lambda path: statfs)
+    scan = file_state._Scan([])
+    scan.stamp("a", _stat(1_700_000_000_123_456_789, dev=os.makedev(0, 61)), "/nonexistent/a")
+    assert scan.fine() is fine
+
+
+def test_statfs_names_this_machines_folders(tmp_path):
+    if sys.platform != "linux":
+        pytest.skip("statfs(2) is Linux's")
+    assert file_state._statfs_type(str(tmp_path)) in file_state.FINE_TYPES
+    assert file_state._statfs_type("/proc") is None  # procfs: not a file system a store lives on
+    assert file_state._statfs_type(str(tmp_path / "missing")) is None
 
 
 def test_two_devices_are_fine_only_when_both_are(monkeypatch):
     monkeypatch.setattr(file_state, "_mounted_types", lambda: {(8, 1): "ext4", (0, 50): "nfs"})
     scan = file_state._Scan([])
-    scan.stamp("a", _stat(1_700_000_000_123_456_789, dev=os.makedev(8, 1)))
+    scan.stamp("a", _stat(1_700_000_000_123_456_789, dev=os.makedev(8, 1)), "/nonexistent/a")
     assert scan.fine()
-    scan.stamp("b", _stat(1_700_000_000_123_456_789, dev=os.makedev(0, 50)))
+    scan.stamp("b", _stat(1_700_000_000_123_456_789, dev=os.makedev(0, 50)), "/nonexistent/b")
     assert not scan.fine()
 
 

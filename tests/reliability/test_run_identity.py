@@ -29,6 +29,7 @@ from evalcore.errors import StoreError
 from evalcore.schemas import MetricValue
 from evalcore.store import RunStore, RunWriter, query_df
 from evalcore.store.layout import RunDamaged
+from tests.store_trees import is_listing_cache
 
 runner = CliRunner()
 
@@ -77,7 +78,8 @@ def _numbers(store: RunStore) -> dict:
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not is_listing_cache(p, folder)}
 
 
 def _damaged(store: RunStore) -> dict[str, str]:

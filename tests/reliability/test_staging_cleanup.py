@@ -24,6 +24,7 @@ from evalcore.store import staging
 from evalcore.cli.main import app
 from evalcore.scoring.importer import import_recorded
 from evalcore.store import RunStore
+from tests.store_trees import is_listing_cache
 
 N_RECORDS = 30_000  # ~6 s to import: long enough to kill it after its first part file
 
@@ -54,7 +55,7 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int, str]]:
     out = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
-        if rel.parts[0] in (".staging", ".trash") or not path.is_file():
+        if rel.parts[0] in (".staging", ".trash") or not path.is_file() or is_listing_cache(path, root):
             continue
         st = path.stat()
         out[str(rel)] = (st.st_size, st.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest())

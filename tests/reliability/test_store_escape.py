@@ -33,6 +33,7 @@ from evalcore.schemas import Annotation, MetricValue
 from evalcore.store import RunStore
 from evalcore.store import safe_paths
 from evalcore.store.layout import RunDamaged
+from tests.store_trees import is_listing_cache
 
 runner = CliRunner()
 OLD = time.time() - 3 * 24 * 3600  # older than every age rule of the sweeps
@@ -49,6 +50,8 @@ def _tree(folder: Path) -> dict[str, tuple]:
         for name in dirs + files:
             path = Path(base, name)
             rel = str(path.relative_to(folder))
+            if is_listing_cache(path, folder):
+                continue
             if path.is_symlink():
                 out[rel] = ("link", os.readlink(path))
             elif path.is_dir():

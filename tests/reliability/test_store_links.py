@@ -32,6 +32,7 @@ from typer.testing import CliRunner
 from evalcore.cli.main import app
 from evalcore.errors import StoreError
 from evalcore.store import RunStore
+from tests.store_trees import is_listing_cache
 
 runner = CliRunner()
 
@@ -60,6 +61,8 @@ def _tree(folder: Path) -> dict[str, tuple]:
         for name in dirs + files:
             path = Path(base, name)
             rel = str(path.relative_to(folder))
+            if is_listing_cache(path, folder):
+                continue
             if path.is_symlink():
                 out[rel] = ("link", os.readlink(path))
             elif path.is_dir():

@@ -36,6 +36,7 @@ from evalcore.errors import StoreError
 from evalcore.store import RunStore
 from evalcore.store import safe_paths
 from evalcore.store.layout import RunDamaged
+from tests.store_trees import is_listing_cache
 
 runner = CliRunner()
 
@@ -54,7 +55,7 @@ def _main(root, *args) -> subprocess.CompletedProcess:
 
 def _tree(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+            for p in sorted(folder.rglob("*")) if p.is_file() and not is_listing_cache(p, folder)}
 
 
 @pytest.fixture(scope="module")

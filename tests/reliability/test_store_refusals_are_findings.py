@@ -36,6 +36,7 @@ from evalcore.errors import StoreError
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
 from evalcore.store import FORMAT_VERSION, RunStore, RunWriter, query_df
 from evalcore.store.layout import RunDamaged
+from tests.store_trees import is_listing_cache
 
 runner = CliRunner()
 PART = "part-20260101T000000000000-0badc0de.parquet"
@@ -88,7 +89,7 @@ def _numbers(store: RunStore) -> list:
 
 def _tree(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-            for p in sorted(folder.rglob("*"))}
+            for p in sorted(folder.rglob("*")) if not is_listing_cache(p, folder)}
 
 
 # ---- a part file a write cannot absorb: listed by check, set aside by the next write ----------

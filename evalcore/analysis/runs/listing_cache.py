@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 
 FORMAT = 2
 CACHE = "listing"
+# the longest a writing command spends on the next `runs`' listing (save_after_write), judged by
+# how long the last one took: ~0.07 s for a few runs, ~0.45 s for 60 (views built per run)
+WRITER_BUDGET_SECONDS = 0.25
 _BASE_BYTES, _BYTES_PER_ENTRY = 64 * 1024, 4096  # a saved listing's bound: far above what one holds
 
 
@@ -63,9 +66,9 @@ def run_listing(store: RunStore) -> Listing:
         saved = _load(store, head, _BASE_BYTES + _BYTES_PER_ENTRY * state.entries)
         if saved is not None:
             return saved
-    listing = compute_listing(store)
+    listing, seconds = _timed_listing(store)
     if state is not None and head is not None and state.settled and state.marked:
-        _save(store, head, listing)
+        _save(store, head, listing, seconds)
     return listing
 
 
@@ -81,13 +84,17 @@ def save_after_write(store: RunStore) -> bool:
     that moment on, and saves the listing under a fingerprint taken after the reading, only if
     every stamp in it is older than the reading's start by that tick: a write made while it read
     shows in a later fingerprint. Never fails the command: an unreadable store is left for `runs`
-    to report."""
+    to report. Left to `runs` too when the last listing took longer to compute than
+    WRITER_BUDGET_SECONDS (a store of many runs: a loop of imports would pay it every time)."""
     from evalcore.store.file_state import FINE_SETTLE_SECONDS, reading_state
     from evalcore.store import forget_connections
 
     try:
         state = reading_state(store)
         if state is None or not state.marked or state.settle_ns > FINE_SETTLE_SECONDS * 1e9:
+            return False
+        last = _last_seconds(store, _BASE_BYTES + _BYTES_PER_ENTRY * state.entries)
+        if last is None or last > WRITER_BUDGET_SECONDS:
             return False
         wait_ns = state.newest + state.settle_ns - time.time_ns()
         if wait_ns > state.settle_ns:  # a stamp in the future (touch -d): never settles
@@ -96,12 +103,12 @@ def save_after_write(store: RunStore) -> bool:
             time.sleep(wait_ns / 1e9)
         forget_connections()  # a database this process kept was read before the moment below
         began = time.time_ns()
-        listing = compute_listing(store)
+        listing, seconds = _timed_listing(store)
         after = reading_state(store)
         head = _head(after) if after is not None else None
         if after is None or head is None or not after.marked or not after.settled_before(began):
             return False
-        return _save(store, head, listing)
+        return _save(store, head, listing, seconds)
     except Exception:  # noqa: BLE001 - the write succeeded; `runs` computes and reports whatever failed here
         return False
 
@@ -113,6 +120,34 @@ def _head(state: FileState) -> str | None:
         return f"evalcore-runs-listing {FORMAT} {_code()} {state.digest}"
     except (OSError, ImportError, ValueError):
         return None
+
+
+def _timed_listing(store: RunStore) -> tuple[Listing, float]:
+    """The listing computed, and the seconds it took past the imports it needs (DuckDB, the
+    manifest model: loaded first, so a `runs` process and a writer, which has them, measure alike)."""
+    from evalcore.schemas import RunManifest  # noqa: F401 - loaded, not used: outside the timing
+    from evalcore.store import open_db  # noqa: F401
+
+    start = time.perf_counter()
+    listing = compute_listing(store)
+    return listing, time.perf_counter() - start
+
+
+def _last_seconds(store: RunStore, limit: int) -> float | None:
+    """How long the saved listing, whatever state it was saved under, took to compute; 0.0 when
+    none is saved (nothing known: a listing is computed once to learn it); None when unreadable."""
+    try:
+        data = store.shared_cache(CACHE).read(entry_name(), limit=limit)
+    except (OSError, StoreError):
+        return None
+    if data is None:
+        return 0.0
+    try:
+        seconds = json.loads(data.partition(b"\n")[2].decode("utf-8", "surrogatepass"),
+                             parse_constant=_no_constant).get("seconds")
+    except (ValueError, AttributeError, RecursionError):
+        return 0.0  # torn or edited: computed afresh, as `runs` would
+    return float(seconds) if type(seconds) in (int, float) and 0 <= seconds < 1e6 else 0.0
 
 
 def compute_listing(store: RunStore) -> Listing:
@@ -163,8 +198,8 @@ def _code() -> str:
     return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def _save(store: RunStore, head: str, listing: Listing) -> bool:
-    body = {"problems": list(listing.problems),
+def _save(store: RunStore, head: str, listing: Listing, seconds: float) -> bool:
+    body = {"seconds": round(seconds, 4), "problems": list(listing.problems),
             "rows": [{**asdict(r), "created_at": r.created_at.isoformat() if r.created_at else None}
                      for r in listing.rows],
             "damaged_runs": [list(r) for r in listing.damaged_runs],
