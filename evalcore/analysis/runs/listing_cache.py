@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 FORMAT = 2
 CACHE = "listing"
 # the longest a writing command spends on the next `runs`' listing (save_after_write), judged by
-# how long the last one took: ~0.07 s for a few runs, ~0.45 s for 60 (views built per run)
+# how long the last one took: 0.07-0.12 s for 1-10 runs, ~0.26 s for 60 small ones (views are built per run)
 WRITER_BUDGET_SECONDS = 0.25
 _BASE_BYTES, _BYTES_PER_ENTRY = 64 * 1024, 4096  # a saved listing's bound: far above what one holds
 
