@@ -49,3 +49,28 @@ def test_ctrl_c_in_a_query_exits_as_interrupted(monkeypatch, capsys, raised):
     else:
         assert stop.value.code == 1 and "unexpected RuntimeError: something else broke" in err
 
+
+
+def test_ctrl_c_in_a_command_says_interrupted(monkeypatch, capsys, tmp_path):
+    """typer turns a KeyboardInterrupt raised in a command into a bare exit 130 (no word on
+    stderr): the entry names it, as it does a Ctrl-C that reaches it directly."""
+    from evalcore.analysis.runs import listing_cache
+
+    def stopped(store):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(listing_cache, "run_listing", stopped)
+    monkeypatch.setattr("sys.argv", ["evalcore", "--store", str(tmp_path / "runs"), "runs"])
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    assert stop.value.code == 130 and capsys.readouterr().err.strip() == "interrupted"
+
+
+def test_an_exit_130_of_a_command_s_own_is_left_alone(monkeypatch, capsys):
+    def app():
+        raise SystemExit(130)
+
+    monkeypatch.setattr(cli, "app", app)
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    assert stop.value.code == 130 and capsys.readouterr().err == ""

@@ -196,6 +196,18 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
+def _from_ctrl_c(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among what led to `exc` (typer raises its Exit(130) from one)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def _unexpected(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     text = text if len(text) <= 300 else text[:300] + "..."
@@ -211,6 +223,10 @@ def main() -> None:
     _guard_output()
     try:
         app()
+    except SystemExit as done:
+        if done.code == 130 and _from_ctrl_c(done):  # typer ends a Ctrl-C in a command with a bare exit 130
+            typer.echo("interrupted", err=True)
+        raise
     except EvalcoreError as exc:
         _fail(str(exc), 2)
     except KeyboardInterrupt:
