@@ -20,7 +20,10 @@ while it is unchanged, and it changes when any file a reader opens does:
   tick or two (4 ms each at HZ=250, 10 ms at HZ=100; ~7 ms measured here), and the wait is
   FINE_SETTLE_SECONDS: a command that has just written can save what it reads a moment later
   (listing_cache.save_after_write). ctime, not mtime, decides: no user can set it. A btrfs
-  subvolume's device is none of mountinfo's: such a device's type comes from statfs(2);
+  subvolume's device is none of mountinfo's: such a device's type comes from statfs(2), trusted
+  for the file systems that give subvolumes devices of their own (STATFS_TYPES) and no other
+  (overlay's lower files have such a device too, but statfs names overlay, not the file system
+  that stamped them);
 - a write sets the stamps when it begins, and one still copying its bytes when the wait ends, or
   one through a shared mapping, changes no stamp afterwards: the small files a listing reads
   whole (the marker, each run's run.json and table pointer) enter by their bytes too. evalcore
@@ -60,6 +63,7 @@ FINE_TYPES = frozenset({"ext4", "xfs", "btrfs", "tmpfs", "f2fs", "zfs", "bcachef
 # statfs(2)'s f_type of the same file systems (linux/magic.h; ext2/3/4 share one)
 _MAGIC = {0xEF53: "ext4", 0x58465342: "xfs", 0x9123683E: "btrfs", 0x01021994: "tmpfs", 0xF2F52010: "f2fs",
           0x2FC12FC1: "zfs", 0xCA451A4E: "bcachefs", 0x794C7630: "overlay"}
+STATFS_TYPES = frozenset({"btrfs", "zfs", "bcachefs"})
 CONTENT_MAX_BYTES = 64 * 1024 * 1024  # the largest manifest or pointer a reader reads (fs.read_small)
 MAX_ENTRIES = 20_000
 
@@ -179,7 +183,10 @@ class _Scan:
             return False
         types = _mounted_types()
         for device, path in self.devices.items():
-            kind = types.get((os.major(device), os.minor(device))) or _statfs_type(path)
+            kind = types.get((os.major(device), os.minor(device)))
+            if kind is None:
+                kind = _statfs_type(path)
+                kind = kind if kind in STATFS_TYPES else None
             if kind not in FINE_TYPES:
                 return False
         return True

@@ -8,6 +8,7 @@ after the save: the cases a wait of 50 ms instead of 2 s could get wrong.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mmap
 import os
@@ -140,6 +141,33 @@ def test_an_edit_early_in_a_slow_reading_is_never_saved_as_read(store, monkeypat
     assert listing == _fresh(store) and "y" * 12 in {r.name for r in listing.rows}
 
 
+def test_an_edit_through_a_mapping_while_it_reads_is_never_saved_as_read(store, monkeypatch):
+    """Bytes changed without a stamp while the writer read: its two fingerprints differ (found by
+    session 17's second hostile review: the bytes entered only the one taken after reading)."""
+    path = store.run_dir(RUN) / "run.json"
+    raw = path.read_bytes()
+    at = raw.index(b'"name": "synthetic-00"') + len(b'"name": "')
+    compute = LC.compute_listing
+    fd = os.open(path, os.O_RDWR)
+    try:
+        with mmap.mmap(fd, len(raw)) as mapped:
+            mapped[at:at + 12] = b"A" * 12  # the first write to the page: stamps set
+            time.sleep(file_state.FINE_SETTLE_SECONDS * 2)
+
+            def read_then_mapped(s):
+                listing = compute(s)
+                mapped[at:at + 12] = b"B" * 12  # the page is writable already: no stamp
+                return listing
+
+            monkeypatch.setattr(LC, "compute_listing", read_then_mapped)
+            LC.save_after_write(store)
+            monkeypatch.setattr(LC, "compute_listing", compute)
+            listing = _list(store)
+    finally:
+        os.close(fd)
+    assert listing == _fresh(store) and "B" * 12 in {r.name for r in listing.rows}
+
+
 def test_an_edit_through_a_mapping_after_the_save_is_listed(store):
     """A second write to a page already dirty through mmap sets no stamp: the manifest's bytes
     are in the fingerprint (found by session 17's hostile review)."""
@@ -186,12 +214,42 @@ def test_a_store_whose_last_listing_was_slow_is_left_to_runs(store, monkeypatch)
     path.write_bytes(_saved(store).replace(b'"seconds": ' + json.dumps(saved["seconds"]).encode(),
                                            b'"seconds": 9.5'))
 
-    def never(s):
-        raise AssertionError("computed past the budget")
-
-    monkeypatch.setattr(LC, "compute_listing", never)
+    computed = []
+    monkeypatch.setattr(LC, "compute_listing", lambda s: computed.append(s))
     _rename_in_place(store, RUN, "again-renamd")
     assert not LC.save_after_write(store)
+    assert computed == []  # (an exception would be swallowed: the save never fails the command)
+
+
+def test_a_store_of_many_files_is_left_to_runs_without_a_listing_saved_before(store, monkeypatch):
+    """The bound that holds where no listing could ever be saved (so none says how long it took)."""
+    computed = []
+    monkeypatch.setattr(LC, "compute_listing", lambda s: computed.append(s))
+    monkeypatch.setattr(LC, "WRITER_MAX_ENTRIES", 5)
+    assert _saved(store) is None and not LC.save_after_write(store)
+    assert computed == []
+
+
+def test_runs_records_how_long_its_listing_took(store):
+    forget_connections()
+    time.sleep(file_state.FINE_SETTLE_SECONDS * 2)
+    LC.run_listing(store)
+    seconds = json.loads(_saved(store).partition(b"\n")[2])["seconds"]
+    assert isinstance(seconds, float) and 0 < seconds < 60
+
+
+@pytest.mark.parametrize("body, expected", [
+    (None, 0.0), (b'{"seconds": 0.5}', 0.5), (b'{"seconds": 3}', 3.0), (b'{"seconds": -1}', 0.0),
+    (b'{"seconds": true}', 0.0), (b'{"seconds": "9"}', 0.0), (b'{"seconds": NaN}', 0.0), (b"{", 0.0),
+    (b'[1]', 0.0), (b'{"seconds": 1e400}', 0.0),
+], ids=["none saved", "float", "int", "negative", "bool", "text", "NaN", "torn", "a list", "infinite"])
+def test_what_a_saved_listing_says_of_its_time(store, body, expected):
+    """Only a plain number of seconds counts; anything else is 'not known' (computed once to learn it)."""
+    if body is not None:
+        path = store.root / "_shared" / LC.CACHE / LC.entry_name()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"evalcore-runs-listing 2 x y\n" + body)
+    assert LC._last_seconds(store, 1 << 20) == expected
 
 
 def test_a_failed_command_saves_nothing(store):
@@ -261,6 +319,51 @@ def test_statfs_names_this_machines_folders(tmp_path):
     assert file_state._statfs_type(str(tmp_path / "missing")) is None
 
 
+def test_mountinfo_is_believed_before_statfs(monkeypatch):
+    monkeypatch.setattr(file_state, "_mounted_types", lambda: {(0, 61): "nfs4"})
+    monkeypatch.setattr(file_state, "_statfs_type", lambda path: "btrfs")
+    scan = file_state._Scan([])
+    scan.stamp("a", _stat(1_700_000_000_123_456_789, dev=os.makedev(0, 61)), "/nonexistent/a")
+    assert not scan.fine()
+
+
+@pytest.mark.parametrize("kind", ["overlay", "ext4", "tmpfs"])
+def test_statfs_is_trusted_only_for_subvolume_file_systems(monkeypatch, kind):
+    """An overlay's lower file has a device of its own, which statfs calls overlay: it names the
+    file system the path is seen through, not the one that stamped the file."""
+    monkeypatch.setattr(file_state, "_mounted_types", lambda: {})
+    monkeypatch.setattr(file_state, "_statfs_type", lambda path: kind)
+    scan = file_state._Scan([])
+    scan.stamp("a", _stat(1_700_000_000_123_456_789, dev=os.makedev(0, 62)), "/nonexistent/a")
+    assert not scan.fine()
+
+
+def test_the_files_read_whole_are_the_marker_each_manifest_and_each_pointer(store, monkeypatch):
+    read = []
+    real = file_state._content
+    monkeypatch.setattr(file_state, "_content", lambda path: (read.append(path), real(path))[1])
+    assert file_state.reading_state(store) is not None
+    names = sorted(os.path.relpath(p, store.root) for p in read)
+    runs = sorted(store.run_ids())
+    assert names == sorted([os.path.join("_shared", "store.json"),
+                            *(os.path.join(r, n) for r in runs for n in ("run.json", "tables.json"))])
+
+
+def test_a_file_read_whole_is_never_followed_waited_on_or_read_past_the_bound(tmp_path, monkeypatch):
+    regular = tmp_path / "run.json"
+    regular.write_bytes(b"0123456789")
+    (tmp_path / "link").symlink_to(regular)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "folder").mkdir()
+    for odd in ("link", "fifo", "folder"):  # put in its place after it was stamped
+        with pytest.raises(file_state._Unstable):
+            file_state._content(str(tmp_path / odd))
+    assert file_state._content(str(tmp_path / "missing")) == "-"
+    assert file_state._content(str(regular)) == hashlib.sha256(b"0123456789").hexdigest()
+    monkeypatch.setattr(file_state, "CONTENT_MAX_BYTES", 9)
+    assert file_state._content(str(regular)) == "large"
+
+
 def test_two_devices_are_fine_only_when_both_are(monkeypatch):
     monkeypatch.setattr(file_state, "_mounted_types", lambda: {(8, 1): "ext4", (0, 50): "nfs"})
     scan = file_state._Scan([])
@@ -313,3 +416,19 @@ def test_the_console_command_saves_the_listing_it_changed(tmp_path):
     from evalcore.analysis.runs.run_listing import rows_json
 
     assert listed.stdout.strip() == rows_json(list(_fresh(RunStore(root)).rows))
+
+
+@pytest.mark.parametrize("kind", ["link out of the store", "fifo", "folder"])
+def test_the_writer_writes_nothing_through_what_stands_in_the_listings_place(store, tmp_path, kind):
+    folder = store.root / "_shared" / LC.CACHE
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if kind == "link out of the store":
+        folder.symlink_to(outside, target_is_directory=True)
+    else:
+        folder.mkdir(parents=True)
+        os.mkfifo(folder / LC.entry_name()) if kind == "fifo" else (folder / LC.entry_name()).mkdir()
+    _rename_in_place(store, RUN, "renamed-run-")
+    saved = LC.save_after_write(store)  # a pipe or folder in the file's place is replaced whole, never read or written
+    assert saved is (kind == "fifo")
+    assert list(outside.iterdir()) == [] and _list(store) == _fresh(store)

@@ -44,6 +44,9 @@ CACHE = "listing"
 # the longest a writing command spends on the next `runs`' listing (save_after_write), judged by
 # how long the last one took: 0.07-0.12 s for 1-10 runs, ~0.26 s for 60 small ones (views are built per run)
 WRITER_BUDGET_SECONDS = 0.25
+# and a bound that needs no earlier listing (one that could never be saved: a cache folder of
+# another user's, a full disk): ~21 files a run, so ~35 runs
+WRITER_MAX_ENTRIES = 750
 _BASE_BYTES, _BYTES_PER_ENTRY = 64 * 1024, 4096  # a saved listing's bound: far above what one holds
 
 
@@ -80,18 +83,22 @@ def save_after_write(store: RunStore) -> bool:
     Why here: the command has DuckDB and the manifest models loaded already, a new `runs`
     process would load both again (~0.25 s) to compute the same rows. The files were written a
     moment ago, so this waits until every stamp is older than the file system's tick
-    (file_state: 50 ms on a local Linux file system, nothing is saved on any other), reads from
-    that moment on, and saves the listing under a fingerprint taken after the reading, only if
-    every stamp in it is older than the reading's start by that tick: a write made while it read
-    shows in a later fingerprint. Never fails the command: an unreadable store is left for `runs`
-    to report. Left to `runs` too when the last listing took longer to compute than
-    WRITER_BUDGET_SECONDS (a store of many runs: a loop of imports would pay it every time)."""
+    (file_state: 50 ms on a local Linux file system, nothing is saved on any other), takes the
+    fingerprint at that moment `began`, reads, and takes it again: the listing is saved only when
+    both are the same (bytes changed without a stamp while it read: through a mapping, or by a
+    write still copying) and every stamp is older than `began` by the tick (a write made while
+    it read). Never fails the command: an unreadable store is left for `runs` to report. Left
+    to `runs` too for a store of more than WRITER_MAX_ENTRIES files, or whose last listing took
+    longer than WRITER_BUDGET_SECONDS to compute: a loop of imports would pay it every time,
+    saved or not."""
     from evalcore.store.file_state import FINE_SETTLE_SECONDS, reading_state
     from evalcore.store import forget_connections
 
     try:
+        began = time.time_ns()
         state = reading_state(store)
-        if state is None or not state.marked or state.settle_ns > FINE_SETTLE_SECONDS * 1e9:
+        if (state is None or not state.marked or state.settle_ns > FINE_SETTLE_SECONDS * 1e9
+                or state.entries > WRITER_MAX_ENTRIES):
             return False
         last = _last_seconds(store, _BASE_BYTES + _BYTES_PER_ENTRY * state.entries)
         if last is None or last > WRITER_BUDGET_SECONDS:
@@ -101,12 +108,16 @@ def save_after_write(store: RunStore) -> bool:
             return False
         if wait_ns > 0:
             time.sleep(wait_ns / 1e9)
-        forget_connections()  # a database this process kept was read before the moment below
-        began = time.time_ns()
+            began = time.time_ns()
+            state = reading_state(store)
+            if state is None:
+                return False
+        forget_connections()  # a database this process kept was read before `began`
         listing, seconds = _timed_listing(store)
         after = reading_state(store)
         head = _head(after) if after is not None else None
-        if after is None or head is None or not after.marked or not after.settled_before(began):
+        if (after is None or head is None or not after.marked or after.digest != state.digest
+                or not after.settled_before(began)):
             return False
         return _save(store, head, listing, seconds)
     except Exception:  # noqa: BLE001 - the write succeeded; `runs` computes and reports whatever failed here
