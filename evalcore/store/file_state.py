@@ -179,8 +179,8 @@ class _Scan:
 
     def fine(self) -> bool:
         """Whether every stamp seen comes from the kernel's clock in nanoseconds (the module's rule)."""
-        if self.whole_seconds or not self.devices:
-            return False
+        if self.whole_seconds or not self.devices or not sys.platform.startswith("linux"):
+            return False  # (the rule reads Linux's mount table and statfs: elsewhere every stamp is coarse)
         types = _mounted_types()
         for device, path in self.devices.items():
             kind = types.get((os.major(device), os.minor(device)))

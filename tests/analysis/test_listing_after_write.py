@@ -432,3 +432,13 @@ def test_the_writer_writes_nothing_through_what_stands_in_the_listings_place(sto
     saved = LC.save_after_write(store)  # a pipe or folder in the file's place is replaced whole, never read or written
     assert saved is (kind == "fifo")
     assert list(outside.iterdir()) == [] and _list(store) == _fresh(store)
+
+
+def test_stamps_off_linux_are_coarse(monkeypatch):
+    """The rule reads Linux's mount table and statfs; elsewhere (macOS, Windows: no os.major
+    there) every stamp waits the 2 s."""
+    monkeypatch.setattr(file_state.sys, "platform", "win32")
+    monkeypatch.delattr(file_state.os, "major")
+    scan = file_state._Scan([])
+    scan.stamp("a", _stat(1_700_000_000_123_456_789), "/nonexistent/a")
+    assert not scan.fine()
