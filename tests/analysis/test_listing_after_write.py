@@ -25,6 +25,10 @@ from evalcore.cli.main import app
 from evalcore.demo.synthetic import build_store
 from evalcore.store import RunStore, file_state
 from evalcore.store.views import forget_connections
+from tests.analysis.listing_helpers import PLACES, put_in_the_listings_place
+from tests.analysis.listing_helpers import fresh as _fresh
+from tests.analysis.listing_helpers import listed as _list
+from tests.analysis.listing_helpers import saved as _saved
 
 RUN = "synthetic-00-7000"
 
@@ -41,21 +45,6 @@ def sleeps(monkeypatch):
     real = time.sleep
     monkeypatch.setattr(LC.time, "sleep", lambda s: (asked.append(s), real(s)))
     return asked
-
-
-def _fresh(store: RunStore) -> LC.Listing:
-    forget_connections()
-    return LC.compute_listing(store)
-
-
-def _list(store: RunStore) -> LC.Listing:
-    forget_connections()
-    return LC.run_listing(store)
-
-
-def _saved(store: RunStore) -> bytes | None:
-    path = store.root / "_shared" / LC.CACHE / LC.entry_name()
-    return path.read_bytes() if path.is_file() else None
 
 
 def _rename_in_place(store: RunStore, run_id: str, new: str) -> None:
@@ -418,16 +407,9 @@ def test_the_console_command_saves_the_listing_it_changed(tmp_path):
     assert listed.stdout.strip() == rows_json(list(_fresh(RunStore(root)).rows))
 
 
-@pytest.mark.parametrize("kind", ["link out of the store", "fifo", "folder"])
+@pytest.mark.parametrize("kind", PLACES)
 def test_the_writer_writes_nothing_through_what_stands_in_the_listings_place(store, tmp_path, kind):
-    folder = store.root / "_shared" / LC.CACHE
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    if kind == "link out of the store":
-        folder.symlink_to(outside, target_is_directory=True)
-    else:
-        folder.mkdir(parents=True)
-        os.mkfifo(folder / LC.entry_name()) if kind == "fifo" else (folder / LC.entry_name()).mkdir()
+    outside = put_in_the_listings_place(store, tmp_path, kind)
     _rename_in_place(store, RUN, "renamed-run-")
     saved = LC.save_after_write(store)  # a pipe or folder in the file's place is replaced whole, never read or written
     assert saved is (kind == "fifo")

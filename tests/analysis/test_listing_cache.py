@@ -21,7 +21,10 @@ from evalcore.analysis.runs import listing_cache as LC
 from evalcore.cli.main import app
 from evalcore.demo.synthetic import build_store
 from evalcore.store import RunStore, file_state
-from evalcore.store.views import forget_connections
+from tests.analysis.listing_helpers import fresh as _fresh
+from tests.analysis.listing_helpers import listed as _list
+from tests.analysis.listing_helpers import put_in_the_listings_place
+from tests.analysis.listing_helpers import saved as _saved
 
 SETTLE = 0.05
 
@@ -33,11 +36,6 @@ def store(tmp_path, monkeypatch):
     built = build_store(tmp_path / "runs", n_runs=2, n_questions=6, n_metrics=3, judge_calls=False)
     time.sleep(SETTLE * 2)
     return built
-
-
-def _saved(store: RunStore) -> bytes | None:
-    path = store.root / "_shared" / LC.CACHE / LC.entry_name()
-    return path.read_bytes() if path.is_file() else None
 
 
 def _without_time(saved: bytes | None) -> tuple[bytes, dict] | None:
@@ -54,17 +52,6 @@ def _cli(store: RunStore, *args: str):
     res = CliRunner().invoke(app, ["--store", str(store.root), "runs", *args])
     assert res.exit_code == 0, res.output
     return res.stdout, res.stderr
-
-
-def _fresh(store: RunStore) -> LC.Listing:
-    forget_connections()  # as a new process would: no database kept from before an edit
-    return LC.compute_listing(store)
-
-
-def _list(store: RunStore) -> LC.Listing:
-    """What a new `evalcore runs` process lists (saved or computed)."""
-    forget_connections()
-    return LC.run_listing(store)
 
 
 def test_an_unchanged_store_is_listed_from_the_saved_listing(store, monkeypatch):
@@ -192,17 +179,7 @@ def test_a_saved_listing_larger_than_the_store_could_need_is_not_read(store, mon
 @pytest.mark.parametrize("kind", ["fifo", "folder", "link out of the store"])
 def test_something_else_in_the_saved_listings_place_is_a_miss_and_left_alone(store, tmp_path, kind):
     truth = _fresh(store)
-    folder = store.root / "_shared" / LC.CACHE
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    if kind == "link out of the store":
-        folder.symlink_to(outside, target_is_directory=True)
-    else:
-        folder.mkdir(parents=True)
-        if kind == "fifo":
-            os.mkfifo(folder / LC.entry_name())
-        else:
-            (folder / LC.entry_name()).mkdir()
+    outside = put_in_the_listings_place(store, tmp_path, kind)
     assert _list(store) == truth
     assert _list(store) == truth
     assert list(outside.iterdir()) == []  # nothing written through the link

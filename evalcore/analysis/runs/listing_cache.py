@@ -146,7 +146,8 @@ def _timed_listing(store: RunStore) -> tuple[Listing, float]:
 
 def _last_seconds(store: RunStore, limit: int) -> float | None:
     """How long the saved listing, whatever state it was saved under, took to compute; 0.0 when
-    none is saved (nothing known: a listing is computed once to learn it); None when unreadable."""
+    none is saved or it cannot be read as one (nothing known: a listing is computed once to learn
+    it); None when the cache itself refuses the reading (a link in its place)."""
     try:
         data = store.shared_cache(CACHE).read(entry_name(), limit=limit)
     except (OSError, StoreError):
