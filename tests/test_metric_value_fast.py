@@ -37,6 +37,8 @@ CASES = [
     {"value": "0.75"},
     {"trial": True},
     {"details": {"deep": _nested(MAX_JSON_DEPTH - 2)}},
+    {"details": {"matched": ["a", 1, 2.5, None, True], "empty": []}},  # a flat list: not walked
+    {"details": {"deep": [_nested(MAX_JSON_DEPTH - 3)]}},  # a list that nests: walked
     # refused by validation: refused the same way
     {"value": float("nan")},
     {"value": float("nan"), "reason": ""},
@@ -51,6 +53,8 @@ CASES = [
     {"details": {1: "int key"}},
     {"details": [1, 2]},
     {"details": {"deep": _nested(MAX_JSON_DEPTH + 5)}},
+    {"details": {"deep": [1, "a", _nested(MAX_JSON_DEPTH)]}},  # a list nesting too deep, after scalars
+    {"details": {"pair": (1, 2)}},  # a tuple: validation keeps it? whatever it does, the same
     {"unknown": 1},
 ]
 
@@ -102,3 +106,33 @@ def test_fields_left_out_get_what_validation_gives_them_fresh_each_time():
     assert first.computed_at.tzinfo is not None and type(first.computed_at) is type(checked.computed_at)
     assert first.model_fields_set == checked.model_fields_set == set(BASE)
     assert first.model_dump(exclude_unset=True) == checked.model_dump(exclude_unset=True)
+
+
+def _internals(value: MetricValue) -> tuple:
+    """Everything pydantic keeps on an instance, `computed_at` aside: the fields in their order,
+    with types, and the bookkeeping model_dump, copies and equality read."""
+    fields = {k: (type(v), v) for k, v in vars(value).items() if k != "computed_at"}
+    return (list(vars(value)), fields, value.__pydantic_fields_set__, value.__pydantic_extra__,
+            value.__pydantic_private__, type(value.computed_at))
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["direct", "model_construct"])
+def test_the_instance_built_is_the_one_validation_builds(direct, monkeypatch):
+    """The fast path sets an instance's internals itself (`_DIRECT`, true for MetricValue with
+    this pydantic) or through model_construct: either way the same as validation's, down to the
+    order of the fields, and it behaves the same (equality, copies, pickling, assignment)."""
+    import pickle
+
+    import evalcore.schemas.metric_value_fast as fast
+
+    assert fast._DIRECT  # the direct path is the one taken: this test holds it to validation
+    monkeypatch.setattr(fast, "_DIRECT", direct)
+    for change in ({}, {"details": {"a": [1, 2]}, "reason": "r", "trial": 2}, {"version": "3", "label": "B"}):
+        fields = {**BASE, **change}
+        built, checked = metric_value(**dict(fields)), MetricValue(**dict(fields))
+        assert _internals(built) == _internals(checked)
+        same_time = built.model_copy(update={"computed_at": checked.computed_at})
+        assert same_time == checked and pickle.loads(pickle.dumps(same_time)) == checked
+        assert built.model_dump_json(exclude={"computed_at"}) == checked.model_dump_json(exclude={"computed_at"})
+        built.label = "C"  # assignment on a built instance works as on a validated one
+        assert built.label == "C" and "label" in built.model_fields_set
