@@ -17,6 +17,7 @@ also pays: the imports its first run makes), for information.
     python bench/bench_runner.py            # 1,000 questions
     python bench/bench_runner.py --n 200    # quicker
     python bench/bench_runner.py --repeat 5 # five rounds, each in a fresh process: median and range
+    python bench/bench_runner.py --timeline # and where each run's time went (its steps, timed)
 """
 
 from __future__ import annotations
@@ -98,6 +99,9 @@ def main() -> int:
     parser.add_argument("--bare-on-port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds, each in a fresh process; prints the median and range of every ratio")
+    parser.add_argument("--timeline", action="store_true",
+                        help="also print where each run's time went: before the first question, asking, "
+                             "the last chunk's scoring, the final publish")
     parser.add_argument("--emit-json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -115,6 +119,8 @@ def main() -> int:
         parser.error("--repeat must be between 1 and 50")
     if args.repeat > 1:
         return _repeated(args)
+    if args.timeline:
+        _install_timeline()
     figures = _round(args)
     if args.emit_json:
         print(json.dumps(figures))
@@ -146,11 +152,16 @@ def _round(args: argparse.Namespace) -> dict:
             ratio, goal = wall / ideal, GOALS[key]
             met = ratio <= goal and stored == args.n
             figures[key], figures["met"] = ratio, figures["met"] and met
+            steps = timings["timeline"]
+            if steps:
+                figures[f"{key}_steps"] = steps
             extra = f"; {result.score_message}, {timings.get('scoring_s', 0):.3f} s after the last answer" if score else ""
             print(f"{LABELS[key]:36s} wall {wall:6.3f} s  ratio {ratio:.3f}  (goal <= {goal}: {'met' if met else 'NOT met'}; "
                   f"{wall / wire:.3f}x the bare loop)  "
                   f"stored {stored}, errors {sum(result.errors.values())}{extra}; then the command's end "
                   f"{timings['command_end_s']:.3f} s (its failure line, the listing for `runs`: not in the ratio)", flush=True)
+            if steps:
+                print(f"{'':36s} {_steps_text(steps)}", flush=True)
         fresh = float(_child(port, args, "--fresh-on-port"))
         figures["fresh"] = fresh / ideal
         print(f"{LABELS['fresh']:36s} wall {fresh:6.3f} s  ratio {fresh / ideal:.3f}  "
@@ -162,6 +173,11 @@ def _round(args: argparse.Namespace) -> dict:
     return figures
 
 
+def _steps_text(steps: dict[str, float]) -> str:
+    return (f"timeline: {steps['before']:.3f} s before the first question, asking {steps['asking']:.3f} s, "
+            f"{steps['last_chunk']:.3f} s to the last chunk scored, final publish {steps['publish']:.3f} s")
+
+
 def _repeated(args: argparse.Namespace) -> int:
     """`--repeat R`: R rounds, each in a fresh process (the scoring run stays a process's
     second), then the median and range of every ratio: on a machine whose speed moves from
@@ -170,7 +186,8 @@ def _repeated(args: argparse.Namespace) -> int:
     for i in range(args.repeat):
         print(f"--- round {i + 1} of {args.repeat}", flush=True)
         out = subprocess.run([sys.executable, __file__, "--n", str(args.n), "--concurrency", str(args.concurrency),
-                              "--latency-ms", str(args.latency_ms), "--emit-json"], capture_output=True, text=True)
+                              "--latency-ms", str(args.latency_ms), "--emit-json",
+                              *(["--timeline"] if args.timeline else [])], capture_output=True, text=True)
         if out.returncode not in (0, 1):
             sys.stderr.write(out.stderr)
             return 2
@@ -184,6 +201,11 @@ def _repeated(args: argparse.Namespace) -> int:
         verdict = "" if goal is None else (f"  goal <= {goal}: met in {sum(v <= goal for v in values)} of {len(values)}"
                                            f", median {'met' if statistics.median(values) <= goal else 'NOT met'}")
         print(f"{label:36s} {statistics.median(values):.3f} ({values[0]:.3f}-{values[-1]:.3f}){verdict}")
+    for key in ("alone", "scoring"):
+        if all(f"{key}_steps" in r for r in rounds):
+            steps = {part: statistics.median(r[f"{key}_steps"][part] for r in rounds)
+                     for part in rounds[0][f"{key}_steps"]}
+            print(f"{LABELS[key]:36s} medians: {_steps_text(steps)}")
     cpu = sorted(r["cpu_ms"] for r in rounds)
     print(f"{'the fixed Python workload':36s} {statistics.median(cpu):.0f} ms ({cpu[0]:.0f}-{cpu[-1]:.0f})")
     return 0 if statistics.median(r["scoring"] for r in rounds) <= GOALS["scoring"] else 1
@@ -254,13 +276,49 @@ def _one_run(port: int, args: argparse.Namespace, score: bool):
         store = RunStore(Path(tmp) / "runs")
         config = EvalConfig(target=f"http://127.0.0.1:{port}", dataset=str(qfile), concurrency=args.concurrency,
                             timeout=30, score=score, no_judge=True, progress=sys.stderr.isatty())
-        t0 = time.perf_counter()
+        _MARKS.clear()
+        t0 = _MARKS["start"] = time.perf_counter()
         result = run_evaluation(config, store)
         wall = time.perf_counter() - t0
+        _MARKS["end"] = t0 + wall
         ending = _command_end(store, result.run_id)
         stored = int(query_df(store, "SELECT count(*) AS n FROM responses WHERE run_id = ?",
                               [result.run_id])["n"][0])
-        return wall, stored, result, {**store.manifest(result.run_id).timings, "command_end_s": ending}
+        return wall, stored, result, {**store.manifest(result.run_id).timings, "command_end_s": ending,
+                                      "timeline": _timeline()}
+
+
+_MARKS: dict[str, float] = {}  # --timeline: when the run reached each step (perf_counter)
+
+
+def _install_timeline() -> None:
+    """--timeline: note when the run starts asking, stops, and starts its final publish, by
+    wrapping the live pipeline's own steps (evalcore/pipeline/live.py: `_ask`, `_finish`)."""
+    import evalcore.pipeline.live as live
+
+    ask, finish = live._ask, live._finish
+
+    async def timed_ask(*a, **k):
+        _MARKS.setdefault("asking", time.perf_counter())
+        try:
+            return await ask(*a, **k)
+        finally:
+            _MARKS["asked"] = time.perf_counter()
+
+    def timed_finish(*a, **k):
+        _MARKS.setdefault("publish", time.perf_counter())
+        return finish(*a, **k)
+
+    live._ask, live._finish = timed_ask, timed_finish
+
+
+def _timeline() -> dict[str, float]:
+    """The last run's steps in seconds (empty without --timeline, or for a run without them)."""
+    m = _MARKS
+    if not all(k in m for k in ("start", "asking", "asked", "publish", "end")):
+        return {}
+    return {"before": m["asking"] - m["start"], "asking": m["asked"] - m["asking"],
+            "last_chunk": m["publish"] - m["asked"], "publish": m["end"] - m["publish"]}
 
 
 def _command_end(store, run_id: str) -> float:
