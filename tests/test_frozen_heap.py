@@ -56,3 +56,44 @@ def test_a_disabled_collector_is_left_as_it_is():
             assert gc.get_freeze_count() == 0
     finally:
         gc.enable()
+
+
+def test_a_block_inside_another_does_not_count_the_frozen_objects(monkeypatch):
+    """gc.get_freeze_count() walks every frozen object (ms for a live run's heap): the block the
+    run's asking opens inside the run's own asks our count instead, and undoes nothing."""
+    with frozen_heap():
+        frozen = gc.get_freeze_count()
+        calls = []
+        monkeypatch.setattr(gc, "get_freeze_count", lambda: calls.append("count") or frozen)
+        monkeypatch.setattr(gc, "unfreeze", lambda: calls.append("unfreeze"))
+        with frozen_heap():
+            pass
+        assert calls == []
+        monkeypatch.undo()
+        assert gc.get_freeze_count() > 0  # still frozen for the rest of the outer block
+    assert gc.get_freeze_count() == 0
+
+
+def test_the_heap_is_handed_back_when_the_last_of_overlapping_blocks_ends():
+    """Blocks in two threads that overlap: the heap stays frozen until both have ended, and a
+    block started afterwards freezes it again."""
+    import threading
+
+    inner_started, outer_done = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with frozen_heap():
+            inner_started.set()
+            outer_done.wait(5)
+
+    with frozen_heap():
+        thread = threading.Thread(target=other)
+        thread.start()
+        inner_started.wait(5)
+    assert gc.get_freeze_count() > 0  # the other thread's block still runs
+    outer_done.set()
+    thread.join(5)
+    assert gc.get_freeze_count() == 0
+    with frozen_heap():
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
