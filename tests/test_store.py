@@ -335,13 +335,13 @@ def test_a_published_table_is_read_in_blocks_through_the_store(store):
 
 
 def test_a_run_without_judge_calls_has_the_judges_summary_duckdb_gives(store, monkeypatch):
-    """Its (empty) judges' summary is not computed at every publish (compaction._no_judge_calls):
+    """Its (empty) judges' summary is not computed at every publish (compaction_derived._no_judge_calls):
     the file holds no row, in the very columns and types DuckDB's own query gives, trials or not;
     the first judge call fills it."""
     import pyarrow.parquet as pq
 
     from evalcore.schemas import JudgeCall, JudgeId
-    from evalcore.store import compaction
+    from evalcore.store import compaction_derived as compaction
     from evalcore.store.layout import read_pointer_versioned
 
     monkeypatch.setattr(compaction, "_NO_JUDGE_CALLS", {})

@@ -38,7 +38,7 @@ from functools import partial
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import duckdb
 import pyarrow as pa
@@ -67,19 +67,13 @@ from evalcore.store.layout import (
     run_root,
     write_pointer,
 )
-from evalcore.store.compaction_db import compaction_connection
+from evalcore.store.compaction_derived import write_derived
 from evalcore.store.merge import ForeignRows, Merged, merge_files
-from evalcore.store.merge_sql import sql_list
 from evalcore.store.paired_jobs import run_jobs
-from evalcore.store.parquet_write import write_parquet_atomic
 from evalcore.store.quarantine import quarantine_unreadable_parts
 from evalcore.store.run_damage import file_findings, refuse
-from evalcore.store.summary import DERIVED_TABLES, SUMMARY_TABLES, summary_sql
+from evalcore.store.summary import DERIVED_TABLES
 from evalcore.store.written_parts import forget
-from evalcore.store.wide import WIDE_TABLE, WIDE_WRITE, compute_sql as wide_compute_sql
-from evalcore.store.columns import TRIAL_TABLES
-from evalcore.store.tables import SCHEMAS
-from evalcore.store.trial_stats import later_trials
 
 
 # How long a file that stopped being current stays on disk: a reader that read the old pointer
@@ -87,9 +81,6 @@ from evalcore.store.trial_stats import later_trials
 GRACE_S = 600.0
 STALE_TMP_S = 3600.0  # a temporary part file this old belongs to a writer that died
 ATTEMPTS = 3  # object storage: compactions that start over after a pointer changed under them
-# the tables the derived tables' SQL reads (store/summary.py, store/wide.py): only those get a
-# view (a view costs a DESCRIBE of its file: ~4 ms of a live run's final publish each)
-DERIVED_FROM = ("responses", "metrics", "judge_calls")
 
 
 @dataclass
@@ -151,43 +142,6 @@ def _merge_to(path: Location, table: str, sources: list[Location]) -> Merged:
         tmp.unlink(missing_ok=True)
         raise
     return merged
-
-
-_NO_JUDGE_CALLS: dict[str, pa.Schema] = {}  # the judges' summary of a run without judge calls, per SQL
-
-
-def _no_judge_calls(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
-    """The judges' summary of a run that has no judge call: no row, in the columns and types
-    DuckDB gives it (computed once per process: ~10 ms of every publish of an unjudged run)."""
-    schema = _NO_JUDGE_CALLS.get(sql)
-    if schema is None:
-        arrow = con.sql(sql).to_arrow_table()
-        if arrow.num_rows:  # (never: every row comes from a judge call)
-            return arrow
-        schema = _NO_JUDGE_CALLS[sql] = arrow.schema
-    return schema.empty_table()
-
-
-def _define(con: duckdb.DuckDBPyConnection, table: str, path: Location | None, merged: bool = False) -> None:
-    """The view the derived tables' SQL reads `table` through: its canonical file. Tables of
-    answers get two, as readers have (store/views.py): `trial_<table>` with every trial, `<table>`
-    with trial 0's rows; a file merged before trials existed has no `trial`, and its rows are
-    trial 0's. `merged`: this compaction wrote the file, in the table's schema (store/merge.py),
-    so it is not asked for its columns (a DESCRIBE reads its footer: ~4 ms of every publish)."""
-    if path is None:
-        con.register(f"_empty_{table}", SCHEMAS[table].empty_table())
-        rows = f"SELECT * FROM _empty_{table}"
-    else:
-        rows = f"SELECT * FROM read_parquet({sql_list([path])})"
-    if table not in TRIAL_TABLES:
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS {rows}")
-        return
-    columns = SCHEMAS[table].names if path is None or merged else [
-        r[0] for r in con.execute(f"DESCRIBE {rows}").fetchall()]
-    if "trial" not in columns:
-        rows = f"SELECT *, CAST(0 AS INTEGER) AS trial FROM ({rows})"
-    con.execute(f"CREATE OR REPLACE TEMP VIEW trial_{table} AS {rows}")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS SELECT * FROM trial_{table} WHERE trial = 0")
 
 
 def compact(run_dir: Location, force_summary: bool = False) -> Compaction:
@@ -264,7 +218,7 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
         replaced[table] = replaced.get(table, 0) + merged.rows_in - merged.rows_out
         files[table], rows[table] = names[table], merged.rows_out
         result.parts_absorbed += len(pending[table])
-    files.update(_write_derived(run_dir, files, tag, merged=set(names)))
+    files.update(write_derived(run_dir, files, tag, merged=set(names)))
     # the new files' directory entries must be durable before the pointer names them: after a
     # power cut a pointer naming a file that was never written down would leave the run unreadable
     fsync_dir(run_dir / DATA_DIR)
@@ -283,73 +237,6 @@ def _write_generation(run_dir: Location, pointer: dict, token: str | None,
            base_generation=result.generation)
     result.changed, result.generation, result.rows = True, generation, rows
     return result
-
-
-def _write_derived(run_dir: Location, files: dict[str, str], tag: str, merged: set[str]) -> dict[str, str]:
-    """Compute and write the run's derived tables from its canonical `files`: {name: file}.
-    Two jobs on connections of their own (store/paired_jobs.py), about even in time: the
-    one-row-per-answer pivot (the longest) and the label counts, beside the other summaries;
-    whether the run has trials is read from the files' footers (store/trial_stats.py), so
-    neither job waits for the other. On object storage, where a connection is a new database
-    (~35 ms), all of them in turn on one."""
-    con = compaction_connection(run_dir)  # its views are its own (store/compaction_db.py)
-    try:
-        def write(name: str, arrow: pa.Table) -> str:
-            rel = f"{DATA_DIR}/{name}-{tag}.parquet"
-            write_parquet_atomic(run_dir / rel, arrow, **(WIDE_WRITE if name == WIDE_TABLE else {}),
-                                 within=run_root(run_dir))
-            return rel
-
-        def define(c: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> None:
-            for table in tables:
-                _define(c, table, run_dir / files[table] if table in files else None, merged=table in merged)
-
-        def summaries(c: duckdb.DuckDBPyConnection, names: tuple[str, ...]) -> dict[str, str]:
-            out = {}
-            for name in names:
-                sql = summary_sql(name, trials=trials)
-                no_calls = name == "summary_judges" and "judge_calls" not in files
-                out[name] = write(name, _no_judge_calls(c, sql) if no_calls else c.sql(sql).to_arrow_table())
-            return out
-
-        trials = later_trials([run_dir / files[t] for t in ("responses", "metrics") if t in files])
-        counted = trials is None  # a footer does not say: the rows are counted, on the views defined here
-        if counted:
-            define(con, DERIVED_FROM)
-            trials = con.execute("SELECT (SELECT count(*) FROM trial_responses WHERE trial > 0) + "
-                                 "(SELECT count(*) FROM trial_metrics WHERE trial > 0)").fetchall()[0][0] > 0
-        if _fs.is_remote(run_dir):
-            define(con, () if counted else DERIVED_FROM)
-            return {**summaries(con, SUMMARY_TABLES), WIDE_TABLE: write(WIDE_TABLE, _wide(con))}
-
-        def the_rest() -> dict[str, str]:
-            define(con, () if counted else DERIVED_FROM)
-            return summaries(con, tuple(n for n in SUMMARY_TABLES if n != "summary_labels"))
-
-        # (the summaries first in the order: a failure of both is reported as the sequential loop did)
-        done = run_jobs({"summaries": the_rest, "pivot": lambda: _wide_alone(run_dir, define, write, summaries)},
-                        first=["pivot"])
-        found = {**done["summaries"], **done["pivot"]}
-        return {name: found[name] for name in DERIVED_TABLES}
-    finally:
-        con.close()
-
-
-def _wide(con: duckdb.DuckDBPyConnection) -> pa.Table:
-    """The one-row-per-answer pivot of the `metrics` view (store/wide.py)."""
-    return con.sql(wide_compute_sql(con)).to_arrow_table()
-
-
-def _wide_alone(run_dir: Location, define: Callable, write: Callable, summaries: Callable) -> dict[str, str]:
-    """The label counts and the pivot (both read `metrics` only; in the derived tables' order,
-    so a failure of both names the first), written from a connection of their own (its views
-    are its own: store/compaction_db.py)."""
-    con = compaction_connection(run_dir)
-    try:
-        define(con, ("metrics",))
-        return {**summaries(con, ("summary_labels",)), WIDE_TABLE: write(WIDE_TABLE, _wide(con))}
-    finally:
-        con.close()
 
 
 def _weight(paths: list[Location]) -> int:

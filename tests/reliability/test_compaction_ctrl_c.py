@@ -15,7 +15,7 @@ import time
 import pytest
 
 from evalcore.schemas import EvalQuestion, EvalResponse, MetricValue, RunManifest
-from evalcore.store import FORMAT_VERSION, RunStore, compaction, query_df
+from evalcore.store import FORMAT_VERSION, RunStore, compaction, compaction_derived, query_df
 from evalcore.store.health import check_run
 
 
@@ -40,7 +40,8 @@ def test_ctrl_c_mid_compaction_then_the_next_one_leaves_no_stray(tmp_path, monke
     writer.write_responses([EvalResponse(question_id="q0", method="a", answer="again", latency_ms=1.0)])
     writer.write_metrics([MetricValue(run_id="r1", method="a", question_id="q0", metric="token_f1", value=0.5,
                                       group="lexical")])
-    real = getattr(compaction, slow)
+    where = compaction_derived if slow == "_wide_alone" else compaction
+    real = getattr(where, slow)
     calls, ended = [], []
 
     def slow_job(*args, **kwargs):
@@ -53,7 +54,7 @@ def test_ctrl_c_mid_compaction_then_the_next_one_leaves_no_stray(tmp_path, monke
         finally:
             ended.append(time.monotonic())
 
-    monkeypatch.setattr(compaction, slow, slow_job)
+    monkeypatch.setattr(where, slow, slow_job)
     with pytest.raises(KeyboardInterrupt):
         compaction.compact(run_dir)
     raised = time.monotonic()
@@ -82,7 +83,7 @@ def test_a_full_disk_under_both_derived_jobs_is_reported_as_the_sequential_loop_
     def full(path, *args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(compaction, "write_parquet_atomic", full)
+    monkeypatch.setattr(compaction_derived, "write_parquet_atomic", full)
     with pytest.raises(OSError, match="summary_metrics-g"):
         compaction.compact(store.run_dir("r1"))
     monkeypatch.undo()
@@ -90,21 +91,23 @@ def test_a_full_disk_under_both_derived_jobs_is_reported_as_the_sequential_loop_
     assert check_run(store.run_dir("r1")).strays == []
 
 
-@pytest.mark.parametrize("failing", [("summary_labels", "metric_wide"), ("summary_responses", "summary_labels")])
+@pytest.mark.parametrize("failing", [("summary_labels", "metric_wide"), ("summary_responses", "summary_labels"),
+                                     ("summary_responses", "summary_judges"), ("summary_judges", "metric_wide")])
 def test_a_full_disk_under_two_derived_tables_names_the_first_in_their_order(tmp_path, monkeypatch, failing):
     """The derived tables' order is the summaries', then the pivot: whichever job each lands in
-    (the label counts share the pivot's; a hostile review), the error names the first to fail."""
+    (the label counts share the pivot's; a hostile review; each other summary has a job of its
+    own), the error names the first to fail."""
     import errno
 
     store, writer = _run(tmp_path / "runs")
     writer.write_responses([EvalResponse(question_id="q0", method="a", answer="again", latency_ms=1.0)])
-    real = compaction.write_parquet_atomic
+    real = compaction_derived.write_parquet_atomic
 
     def full(path, *args, **kwargs):
         if path.name.startswith(failing):
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(compaction, "write_parquet_atomic", full)
+    monkeypatch.setattr(compaction_derived, "write_parquet_atomic", full)
     with pytest.raises(OSError, match=f"{failing[0]}-g"):
         compaction.compact(store.run_dir("r1"))
