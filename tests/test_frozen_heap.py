@@ -12,9 +12,12 @@ from evalcore.common.frozen_heap import frozen_heap
 
 @pytest.fixture(autouse=True)
 def _nothing_frozen():
+    import evalcore.common.frozen_heap as module
+
     gc.unfreeze()
     yield
     gc.unfreeze()
+    module._blocks, module._froze = 0, False
 
 
 def test_objects_alive_at_the_start_are_frozen_then_handed_back():
@@ -97,3 +100,15 @@ def test_the_heap_is_handed_back_when_the_last_of_overlapping_blocks_ends():
     with frozen_heap():
         assert gc.get_freeze_count() > 0
     assert gc.get_freeze_count() == 0
+
+
+def test_a_block_interrupted_right_after_freezing_is_taken_over_by_the_next():
+    """Ctrl-C between the freeze and the count (a hostile review's signal storm): the heap
+    stays frozen with no block running; the next block takes it over and hands it back."""
+    import evalcore.common.frozen_heap as module
+
+    gc.freeze()
+    module._froze = True  # what that Ctrl-C leaves
+    with frozen_heap():
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0 and module._froze is False

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -129,3 +130,77 @@ def test_too_many_cells_are_left_to_the_sql(monkeypatch, answers, metrics):
     assert wide_table(rows) is None
     monkeypatch.setattr(wa, "MAX_CELLS", answers * metrics)
     assert wide_table(rows).equals(_sql(rows))
+
+
+# Files evalcore did not write as it writes them (a hostile review): the pivot declines, and the
+# SQL reads the file its own way (refusing what it refused before, with the same message).
+
+def _written(tmp_path, table: pa.Table, name: str = "odd.parquet", **kwargs):
+    path = tmp_path / name
+    pq.write_table(table, path, **kwargs)
+    return path
+
+
+@pytest.mark.parametrize("column, cast", [("value", pa.float32()), ("label", pa.large_string()),
+                                          ("label", pa.dictionary(pa.int32(), pa.string())),
+                                          ("question_id", pa.large_string()), ("value", pa.int64())])
+def test_other_column_types_are_left_to_the_sql(tmp_path, column, cast):
+    rows = _table([("r", "m", "q1", "f1", 1.0, "A"), ("r", "m", "q2", "f1", 2.0, None)])
+    odd = rows.set_column(rows.schema.get_field_index(column), column, rows.column(column).cast(cast))
+    assert wide_table(odd) is None
+    from_file = wide_from_file(_written(tmp_path, odd))
+    if column in ("value", "label"):
+        assert from_file is None
+    else:  # a key's text is read dictionary-encoded whatever its width: the SQL's strings too
+        assert from_file.equals(_sql(rows))
+    assert wide_from_file(_written(tmp_path, rows, "plain.parquet")).equals(_sql(rows))
+
+
+@pytest.mark.parametrize("extra", ["label", "Value"])
+def test_a_name_twice_or_only_case_apart_is_left_to_the_sql(tmp_path, extra):
+    """DuckDB binds `value` to `Value` too (and to the first of two `label`s): Arrow would not."""
+    rows = _table([("r", "m", "q1", "f1", 1.0, None)])
+    odd = rows.append_column(pa.field(extra, rows.schema.field(extra.lower()).type), rows.column(extra.lower()))
+    assert wide_from_file(_written(tmp_path, odd)) is None
+
+
+def test_text_that_is_not_utf8_is_left_to_the_sql(tmp_path):
+    bad = pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(np.array([0, 3], dtype=np.int32).tobytes()),
+                                                 pa.py_buffer(b"q\xff\xfe")])
+    rows = _table([("r", "m", "x", "f1", 1.0, None)])
+    odd = rows.set_column(2, "question_id", bad)
+    assert wide_table(odd) is None
+    assert wide_from_file(_written(tmp_path, odd)) is None
+
+
+def test_a_dictionary_holding_a_value_twice_is_left_to_the_sql():
+    """Its rows would be two metrics (or two answers) here, and one in the SQL."""
+    twice = pa.DictionaryArray.from_arrays(pa.array([0, 1], type=pa.int32()), pa.array(["f1", "f1"]))
+    rows = _table([("r", "m", "q", "a", 1.0, None), ("r", "m", "q", "b", 2.0, None)])
+    assert wide_table(rows.set_column(3, "metric", twice)) is None
+    beyond = pa.DictionaryArray.from_arrays(pa.array([0, 1], type=pa.int32()), pa.array(["f1"]), safe=False)
+    assert wide_table(rows.set_column(3, "metric", beyond)) is None  # an index past its dictionary
+
+
+def test_a_metric_name_holding_nul_is_left_to_the_sql():
+    assert wide_table(_table([("r", "m", "q", "f1\x00x", 1.0, None), ("r", "m", "q", "f1", 2.0, None)])) is None
+
+
+def test_rows_are_counted_as_decoded_not_as_the_footer_says(tmp_path, monkeypatch):
+    """A footer saying 5 rows over row groups holding 300: the decoding stops past MAX_ROWS."""
+    import evalcore.store.wide_arrow as wa
+
+    rows = _table([("r", "m", f"q{i:03d}", "f1", 1.0, None) for i in range(300)])
+    path = _written(tmp_path, rows.append_column("trial", pa.array([0] * 300, type=pa.int32())), "lying.parquet",
+                    row_group_size=100)
+    raw = bytearray(path.read_bytes())
+    footer = len(raw) - 8 - int.from_bytes(raw[-8:-4], "little")
+    at = raw.index(b"\x16\xd8\x04", footer)  # FileMetaData.num_rows = 300 (zigzag varint)
+    raw[at + 1:at + 3] = b"\x8a\x00"  # 5, in as many bytes
+    path.write_bytes(raw)
+    assert pq.ParquetFile(path).metadata.num_rows == 5
+    monkeypatch.setattr(wa, "BATCH_ROWS", 50)
+    monkeypatch.setattr(wa, "MAX_ROWS", 100)
+    assert wide_from_file(path) is None
+    monkeypatch.setattr(wa, "MAX_ROWS", 300)
+    assert wide_from_file(path).num_rows == 300  # (what the counting alone declined)

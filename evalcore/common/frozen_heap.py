@@ -26,24 +26,32 @@ from typing import Iterator
 
 _lock = threading.Lock()
 _blocks = 0  # blocks of this module running now (in any thread)
-_froze = False  # whether the first of them froze the heap (undone when the last one ends)
+_froze = False  # whether the heap is frozen by this module (handed back when the last block ends)
 
 
 @contextmanager
 def frozen_heap() -> Iterator[None]:
-    """Within the block, full collections skip every object alive when it began."""
+    """Within the block, full collections skip every object alive when it began.
+
+    Ctrl-C may land between any two steps here: `_froze` is set before the heap is frozen and
+    cleared after it is handed back, and the count of blocks goes up and down with a flag set
+    alongside it, so an interrupted block leaves at worst `_froze` set with no block running,
+    which the next block takes over (and hands the heap back at its end) instead of leaving the
+    heap frozen for good."""
     global _blocks, _froze
-    with _lock:
-        if _blocks == 0:  # (inside another block: frozen already, or left as it was by it)
-            _froze = gc.isenabled() and not gc.get_freeze_count()  # walks only what another froze
-            if _froze:
-                gc.freeze()
-        _blocks += 1
+    counted = False
     try:
+        with _lock:
+            if _blocks == 0 and not _froze and gc.isenabled() and not gc.get_freeze_count():
+                _froze = True  # (first: the freeze below is then always known to be ours)
+                gc.freeze()
+            _blocks += 1
+            counted = True
         yield
     finally:
-        with _lock:
-            _blocks -= 1
-            if _blocks == 0 and _froze:
-                _froze = False
-                gc.unfreeze()
+        if counted:
+            with _lock:
+                _blocks -= 1
+                if _blocks == 0 and _froze:
+                    gc.unfreeze()
+                    _froze = False
