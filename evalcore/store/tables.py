@@ -58,8 +58,11 @@ FREE_TEXT_COLUMNS = frozenset({"question", "ground_truth", "answer", "error", "r
 def dictionary_columns(schema: pa.Schema, floats: bool = True) -> list[str]:
     """The columns a Parquet file of `schema` dictionary-encodes: all but free text, whose
     values rarely repeat (a dictionary of one 12 MB answer is one more copy of it to write,
-    and to read back), and floats when `floats` is False (distinct scores)."""
-    return [f.name for f in schema if f.name not in FREE_TEXT_COLUMNS and (floats or not pa.types.is_floating(f.type))]
+    and to read back), times (a row's write time is its own: a live run's 22,000 metric values
+    wrote 126 KB with their times in a dictionary, 88 KB without, 15% faster), and floats when
+    `floats` is False (distinct scores)."""
+    return [f.name for f in schema if f.name not in FREE_TEXT_COLUMNS and not pa.types.is_timestamp(f.type)
+            and (floats or not pa.types.is_floating(f.type))]
 
 
 def statistics_columns(schema: pa.Schema) -> list[str]:

@@ -135,6 +135,26 @@ def test_parquet_footers_hold_no_free_text(tmp_path):
     assert key is not None and key.has_min_max  # readers still skip row groups by the keys
 
 
+def test_write_times_are_stored_plain_and_keys_in_a_dictionary(tmp_path):
+    """A row's write time is its own: kept in a dictionary it cost a second copy of every time
+    (a live run's metric values: 126 KB against 88 KB), so times are written plain; the keys,
+    a few distinct values each, stay dictionary-encoded."""
+    from evalcore.schemas import MetricValue, RunManifest
+    from evalcore.store import FORMAT_VERSION
+
+    store = RunStore(tmp_path / "runs")
+    writer = store.create_run(RunManifest(format_version=FORMAT_VERSION, run_id="r1", name="r1",
+                                          evalcore_version="test", methods=["a"]))
+    writer.write_metrics([MetricValue(run_id="r1", method="a", question_id=f"q{i}", metric="f1", value=i / 50,
+                                      group="lexical") for i in range(50)])
+    writer.publish()
+    meta = pq.ParquetFile(next((tmp_path / "runs" / "r1" / "data").glob("metrics-*.parquet"))).metadata
+    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+    dictionary = {"RLE_DICTIONARY", "PLAIN_DICTIONARY"}
+    assert not dictionary & set(meta.row_group(0).column(names.index("computed_at")).encodings)
+    assert dictionary & set(meta.row_group(0).column(names.index("question_id")).encodings)
+
+
 UNCLOSED = r"""
 import sys
 from evalcore.datasets.records import read_records
