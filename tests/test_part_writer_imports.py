@@ -37,3 +37,28 @@ def test_the_scoring_child_loads_no_duckdb_and_no_merge(tmp_path):
     assert json.loads(out.stdout.splitlines()[-1]) == {"duckdb": False, "evalcore.store.compaction": False,
                                                        "evalcore.store.merge": False}
     assert list((tmp_path / "r1" / "parts" / "metrics").glob("part-*.parquet"))  # the part was written
+
+
+def test_the_child_runs_at_a_lower_cpu_priority_than_the_run():
+    """Its imports and chunks give way to the asking and to a server on this machine (the
+    child's NICENESS: scoring/stream_worker_child.py); it still serves the run meanwhile."""
+    import os
+    import time
+
+    import pytest
+
+    from evalcore.common.child_pipe import start_child
+    from evalcore.scoring import stream_worker_child
+
+    if not hasattr(os, "getpriority"):
+        pytest.skip("no CPU priorities on this platform")
+    parent = os.getpriority(os.PRIO_PROCESS, 0)
+    child = start_child("evalcore.scoring.stream_worker_child")
+    try:
+        deadline = time.monotonic() + 20
+        while os.getpriority(os.PRIO_PROCESS, child.pid) == parent and time.monotonic() < deadline:
+            time.sleep(0.02)  # (it sets its priority first thing, then waits for its first message)
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == min(parent + stream_worker_child.NICENESS, 19)
+    finally:
+        child.stdin.close()
+        child.wait(timeout=20)
