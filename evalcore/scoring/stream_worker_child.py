@@ -17,7 +17,9 @@ from evalcore.common.child_pipe import receive_message, send_message
 # can wait (only its last chunk is on the run's path: scoring/streaming.py), theirs cannot: at
 # the run's start, the child's imports (~0.5 s of CPU) took the core the server needed, and a
 # live run lagged a bare one by ~10 answers at 0.25 s. 12 alternated pairs, 1,000 questions
-# (bench/bench_runner.py's runs): the last answer 18 ms sooner, the run 16 ms shorter (medians).
+# (bench/bench_runner.py's runs, niceness 15): the last answer 18 ms sooner, the run 16 ms shorter
+# (medians). 10 leaves it ~a tenth of a busy core's share: on a machine a local server keeps
+# busy, its scoring is not all pushed past the last answer.
 NICENESS = 10
 
 
