@@ -153,7 +153,7 @@ def _wide_alone(run_dir: Location, metrics: Location | None, define: Callable, w
     """The label counts and the pivot (both read `metrics` only; in the derived tables' order,
     so a failure of both names the first), written from a connection of their own (its views
     are its own: store/compaction_db.py). The pivot of a local file is computed in Arrow
-    (store/wide_arrow.py: the same table, 3-4 ms instead of the SQL's 20-45 ms), or by the
+    (store/wide_arrow.py: the same table, ~6.5 ms instead of the SQL's 20-24 ms), or by the
     SQL when that declines."""
     con = compaction_connection(run_dir)
     try:
