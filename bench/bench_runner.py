@@ -13,7 +13,10 @@ read and decoded), i.e. what the wire and the server cost on this machine; each 
 printed over it (the goals stay over the ideal: a slower machine moves the baseline, not them).
 The scoring run is the process's second, as its goal was set; a third line times it as the
 first run of a fresh process (what one `evalcore run` also pays: the imports its first run
-makes), for information.
+makes), for information. evalcore runs compiled to bytecode, as an installed copy does
+(browser_harness.installed_bytecode): under PYTHONDONTWRITEBYTECODE=1 (this machine's shells,
+CI) a checkout compiled every module it imports from source, in this process and in the
+scoring child, whose imports then took the server's core at the run's start.
 
     python bench/bench_runner.py            # 1,000 questions
     python bench/bench_runner.py --n 200    # quicker
@@ -118,6 +121,10 @@ def main() -> int:
         parser.error("--n must be between 1 and 20000")
     if not 1 <= args.repeat <= 50:
         parser.error("--repeat must be between 1 and 50")
+    if not args.emit_json:  # (a round of --repeat: its parent compiled already)
+        from browser_harness import installed_bytecode
+
+        print(installed_bytecode(Path(tempfile.gettempdir())), flush=True)
     if args.repeat > 1:
         return _repeated(args)
     if args.timeline:
