@@ -96,14 +96,20 @@ def rel_problem(rel: object) -> str | None:
 
 def _below(root: Path, path: Path) -> tuple[Path, tuple[str, ...]]:
     """(the root as `path` spells it, the parts of `path` below it), compared part by part:
-    nothing is resolved, so `data/../..` stays visible as `..`."""
+    nothing is resolved, so `data/../..` stays visible as `..`. The root is resolved only when
+    `path` does not spell it as given (resolving walks every folder above it: a third of each
+    check's time, and every part file a run writes is checked)."""
     full = path if path.is_absolute() else Path.cwd() / path
-    for base in (root if root.is_absolute() else Path.cwd() / root, root.resolve()):
-        try:
-            return base, full.relative_to(base).parts
-        except ValueError:
-            continue
-    raise OutsideStore(path, f"it is not inside the store {root}")
+    spelled = root if root.is_absolute() else Path.cwd() / root
+    try:
+        return spelled, full.relative_to(spelled).parts
+    except ValueError:
+        pass
+    resolved = root.resolve()
+    try:
+        return resolved, full.relative_to(resolved).parts
+    except ValueError:
+        raise OutsideStore(path, f"it is not inside the store {root}") from None
 
 
 def inside(root: Location, path: Location) -> Location:
@@ -131,9 +137,9 @@ def _refuse_non_folder(base: Path, parts: tuple[str, ...], path: Location, doing
     """OutsideStore when a component of `parts` below `base` exists and is no folder (a FIFO, a
     file where the store keeps a folder: `.staging`, `.trash`, `_shared`...): one line naming it,
     instead of the system's "Not a directory" or "File exists" from whatever comes next."""
-    current = base
+    current = os.fspath(base)  # (plain strings: a Path per part cost more than the lstat)
     for part in parts:
-        current = current / part
+        current = os.path.join(current, part)
         try:
             mode = os.lstat(current).st_mode
         except (FileNotFoundError, NotADirectoryError):
@@ -163,15 +169,15 @@ def first_link(root: Location, path: Location) -> Path | None:
 
 
 def _first_link(base: Path, parts: tuple[str, ...]) -> Path | None:
-    current = base
+    current = os.fspath(base)  # (plain strings, as in _refuse_non_folder)
     for part in parts:
-        current = current / part
+        current = os.path.join(current, part)
         try:
             mode = os.lstat(current).st_mode
         except (FileNotFoundError, NotADirectoryError):
             return None  # the rest does not exist yet
         if stat.S_ISLNK(mode):
-            return current
+            return Path(current)
     return None
 
 
@@ -246,7 +252,13 @@ def make_dirs(root: Location, path: Location) -> Location:
     storage). Checked again afterwards: `mkdir(exist_ok=True)` accepts a link to a folder."""
     inside(root, path)
     if not isinstance(path, S3Path):
-        if os.path.lexists(path) and not os.path.isdir(path):
+        try:
+            mode: int | None = os.lstat(path).st_mode
+        except OSError:  # absent, or not to be looked at: mkdir says what is wrong, as before
+            mode = None
+        if mode is not None and stat.S_ISDIR(mode):
+            return path  # a real folder already (inside() refused a link): nothing to make, nothing to check again
+        if mode is not None:
             _refuse_non_folder(Path(path.parent), (path.name,), path)
         path.mkdir(parents=True, exist_ok=True)
         inside(root, path)
