@@ -252,13 +252,9 @@ def make_dirs(root: Location, path: Location) -> Location:
     storage). Checked again afterwards: `mkdir(exist_ok=True)` accepts a link to a folder."""
     inside(root, path)
     if not isinstance(path, S3Path):
-        try:
-            mode: int | None = os.lstat(path).st_mode
-        except OSError:  # absent, or not to be looked at: mkdir says what is wrong, as before
-            mode = None
-        if mode is not None and stat.S_ISDIR(mode):
-            return path  # a real folder already (inside() refused a link): nothing to make, nothing to check again
-        if mode is not None:
+        if os.path.isdir(path):  # (follows a link: only the root may be one, and inside() proved the rest)
+            return path  # a folder already: nothing to make, nothing to check again
+        if os.path.lexists(path):
             _refuse_non_folder(Path(path.parent), (path.name,), path)
         path.mkdir(parents=True, exist_ok=True)
         inside(root, path)

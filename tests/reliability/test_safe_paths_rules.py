@@ -1,7 +1,7 @@
 """The store's path rules (evalcore/store/safe_paths.py), checked directly: every write, move and
 delete of the store goes through `inside` and `make_dirs`, which a live run calls for each part
 file it writes, so they are written for speed (plain strings, the root resolved only when the
-path does not spell it as given, an existing real folder not made again). What they refuse must
+path does not spell it as given, an existing folder not made again). What they refuse must
 not change with that: links anywhere below the root, things that are not folders where folders
 go, paths outside the root — whichever way the root is spelled."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.store.safe_paths import OutsideStore, first_link, inside, make_dirs
+from evalcore.store.safe_paths import OutsideStore, first_link, inside, make_dirs, move
 
 
 @pytest.fixture
@@ -100,3 +100,19 @@ def test_the_root_is_resolved_only_when_the_path_does_not_spell_it(root: Path, m
     inside(root, root / "run-a" / "parts" / "responses" / "part-1.parquet")
     make_dirs(root, root / "run-a" / "parts" / "responses")
     assert calls == []
+
+
+def test_a_root_that_is_a_link_is_made_into_and_moved_within(tmp_path: Path) -> None:
+    """The root itself may be a link (where the store lives is the user's choice): making the
+    root's own folder, and moving a staged run under it, work through it as they always did."""
+    (tmp_path / "real").mkdir()
+    root = tmp_path / "store"
+    root.symlink_to(tmp_path / "real", target_is_directory=True)
+    (root / ".staging" / "run-1").mkdir(parents=True)
+    assert make_dirs(root, root) == root
+    move(root, root / ".staging" / "run-1", root / "run-1")
+    assert (tmp_path / "real" / "run-1").is_dir()
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(OutsideStore, match="is a symbolic link, not a folder"):
+        make_dirs(dangling, dangling)
