@@ -22,6 +22,7 @@ link in between is out of scope (it could write the files itself).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -139,7 +140,7 @@ def _refuse_non_folder(base: Path, parts: tuple[str, ...], path: Location, doing
     instead of the system's "Not a directory" or "File exists" from whatever comes next."""
     current = os.fspath(base)  # (plain strings: a Path per part cost more than the lstat)
     for part in parts:
-        current = os.path.join(current, part)
+        current = _join(current, part)
         try:
             mode = os.lstat(current).st_mode
         except (FileNotFoundError, NotADirectoryError):
@@ -168,10 +169,16 @@ def first_link(root: Location, path: Location) -> Path | None:
     return _first_link(base, parts)
 
 
+def _join(folder: str, name: str) -> str:
+    """`folder / name` as pathlib spells it (`a`, not `./a`, below the current folder): the
+    messages name paths as they always did."""
+    return name if folder == "." else os.path.join(folder, name)
+
+
 def _first_link(base: Path, parts: tuple[str, ...]) -> Path | None:
     current = os.fspath(base)  # (plain strings, as in _refuse_non_folder)
     for part in parts:
-        current = os.path.join(current, part)
+        current = _join(current, part)
         try:
             mode = os.lstat(current).st_mode
         except (FileNotFoundError, NotADirectoryError):
@@ -241,6 +248,16 @@ def remove_tree(root: Location, path: Location, ignore_errors: bool = True) -> N
             inside(root, key)
         _fs.remove_tree(path)
         return
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        mode = None
+    if mode is not None and not stat.S_ISDIR(mode) and not stat.S_ISLNK(mode):
+        # a file, FIFO, socket or device where a folder was expected: rmtree would open it to
+        # list it (a FIFO blocks that open for ever); it is no folder to remove, as rmtree says
+        if ignore_errors:
+            return
+        raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(path))
     if ignore_errors:
         shutil.rmtree(path, ignore_errors=True)
     else:

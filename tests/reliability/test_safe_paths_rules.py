@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.store.safe_paths import OutsideStore, first_link, inside, make_dirs, move
+from evalcore.store.safe_paths import OutsideStore, first_link, inside, make_dirs, move, remove_tree
 
 
 @pytest.fixture
@@ -116,3 +116,34 @@ def test_a_root_that_is_a_link_is_made_into_and_moved_within(tmp_path: Path) -> 
     dangling.symlink_to(tmp_path / "nowhere")
     with pytest.raises(OutsideStore, match="is a symbolic link, not a folder"):
         make_dirs(dangling, dangling)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "file"])
+def test_remove_tree_of_something_that_is_no_folder_returns_at_once(root: Path, kind: str) -> None:
+    """rmtree opens what it removes to list it: a FIFO where a folder was expected blocked it for
+    ever (a hostile review). Such a thing is no folder to remove: ignored, or NotADirectoryError."""
+    import threading
+
+    where = root / "run-a" / "parts" / "odd"
+    os.mkfifo(where) if kind == "fifo" else where.write_text("x")
+    outcome: list[object] = []
+
+    def both() -> None:
+        remove_tree(root, where)
+        try:
+            remove_tree(root, where, ignore_errors=False)
+        except NotADirectoryError as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=both, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "remove_tree blocked on a FIFO"
+    assert len(outcome) == 1 and os.path.lexists(where)  # refused, and nothing removed
+
+
+def test_messages_name_a_relative_path_as_given(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("a").write_text("not a folder")
+    with pytest.raises(OutsideStore, match=r"^refusing to write or delete a: a is a file, not a folder"):
+        make_dirs(Path("."), Path("a"))
