@@ -98,8 +98,8 @@ def rel_problem(rel: object) -> str | None:
 def _below(root: Path, path: Path) -> tuple[Path, tuple[str, ...]]:
     """(the root as `path` spells it, the parts of `path` below it), compared part by part:
     nothing is resolved, so `data/../..` stays visible as `..`. The root is resolved only when
-    `path` does not spell it as given (resolving walks every folder above it: a third of each
-    check's time, and every part file a run writes is checked)."""
+    `path` does not spell it as given (resolving looks at every folder above it, and every part
+    file a run writes is checked)."""
     full = path if path.is_absolute() else Path.cwd() / path
     spelled = root if root.is_absolute() else Path.cwd() / root
     try:
